@@ -1,0 +1,47 @@
+# The two commands a new user runs (README): `make demo` and `make test`.
+# Both create .venv/ themselves; nothing needs installing by hand.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: install demo test lint typecheck importlint unit bench quality clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p demo-out
+	$(VENV)/bin/drsearch build data/sample/docs.jsonl --out demo-out/sample.sqlite3 --force
+	$(VENV)/bin/drsearch stats --database demo-out/sample.sqlite3
+	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 5 "video game streaming subscription"
+	$(VENV)/bin/drsearch open --database demo-out/sample.sqlite3 --docid web-042bb7b5fedab6ea | head -c 600; echo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+importlint: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest
+
+test: lint typecheck importlint unit
+
+# Long benchmarks: not part of `make test`. See docs/BENCHMARKS.md.
+bench: $(STAMP)
+	$(PY) benchmarks/search_bench.py
+
+quality: $(STAMP)
+	$(PY) benchmarks/quality.py
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,45 @@
+"""Regenerate data/sample/ (the bundled demo corpus) and data/testcollections/ from
+../shared/data. Run from the repository root: python scripts/vendor_sample.py
+
+The sample corpus is the hand-checked main text of 181 real news/blog pages from the
+Scrapinghub/Zyte article-extraction benchmark (MIT licence, copied beside the data),
+with each page's <title> taken from its raw HTML. Output is deterministic (sorted ids).
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+OUT = Path(__file__).resolve().parents[1] / "data"
+TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.S | re.I)
+
+
+def main() -> None:
+    web = SHARED / "webpages"
+    truth = json.loads((web / "ground-truth.json").read_text())
+    (OUT / "sample").mkdir(parents=True, exist_ok=True)
+    with open(OUT / "sample" / "docs.jsonl", "w", encoding="utf-8") as fh:
+        for pid in sorted(truth):
+            raw = gzip.decompress((web / "html" / f"{pid}.html.gz").read_bytes())
+            m = TITLE.search(raw)
+            title = html.unescape(m.group(1).decode("utf-8", "replace")).strip() if m else ""
+            title = " ".join(title.split())
+            doc = {"docid": f"web-{pid[:16]}", "url": truth[pid]["url"], "title": title,
+                   "text": truth[pid]["articleBody"], "source_id": pid}
+            fh.write(json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n")
+    shutil.copyfile(web / "LICENSE", OUT / "sample" / "LICENSE")
+    for name in ("cranfield", "cisi"):
+        dst = OUT / "testcollections" / name
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in sorted((SHARED / "testcollections" / name).iterdir()):
+            shutil.copyfile(f, dst / f.name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""agents layer (see DESIGN.md); filled in by its issue."""
+
+__all__: list[str] = []

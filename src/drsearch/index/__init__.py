@@ -1,0 +1,70 @@
+"""The drsearch engine: a frozen SQLite FTS5 index searched with exact BM25 in numpy.
+
+Public API (pinned by tests/index/test_public_api.py)::
+
+    build(docs, path, settings)            -> BuildReport
+    Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
+    BlockList.from_file(path)
+    canonicalize_url(url), chunk_spans(n), chunk_words(words)
+"""
+
+from .blocklist import BlockList
+from .build import BuildReport, build, read_jsonl
+from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
+from .engine import MAX_K, Engine, check_k
+from .errors import (
+    BlocklistError,
+    BuildError,
+    CorpusFileError,
+    DocumentNotFoundError,
+    DrsearchError,
+    IncompatibleIndexError,
+    InvalidDocumentError,
+    InvalidInputError,
+    InvalidKError,
+    InvalidQueryError,
+    InvalidRequestError,
+    NotADatabaseError,
+    QueryTimeoutError,
+)
+from .models import BuildSettings, Document, Hit, SearchResult, dumps
+from .query import MAX_QUERY_CHARS, ParsedQuery, parse_query
+from .urls import canonicalize_url
+
+__all__ = [
+    "CHUNK_STRIDE",
+    "CHUNK_WORDS",
+    "MAX_K",
+    "MAX_QUERY_CHARS",
+    "BlockList",
+    "BlocklistError",
+    "BuildError",
+    "BuildReport",
+    "BuildSettings",
+    "ChunkSpan",
+    "CorpusFileError",
+    "Document",
+    "DocumentNotFoundError",
+    "DrsearchError",
+    "Engine",
+    "Hit",
+    "IncompatibleIndexError",
+    "InvalidDocumentError",
+    "InvalidInputError",
+    "InvalidKError",
+    "InvalidQueryError",
+    "InvalidRequestError",
+    "NotADatabaseError",
+    "ParsedQuery",
+    "QueryTimeoutError",
+    "SearchResult",
+    "build",
+    "canonicalize_url",
+    "check_k",
+    "dumps",
+    "chunk_spans",
+    "chunk_words",
+    "parse_query",
+    "read_jsonl",
+    "split_words",
+]

@@ -1,0 +1,371 @@
+"""Build a frozen index file from documents.
+
+``build(docs, path)`` writes one SQLite file in one transaction: documents (sorted by
+docid, so the same input gives the same rowids and the same bytes), 800/700-word chunks,
+the FTS5 index of record (rebuilt then optimised), per-term posting lists derived from
+FTS5's own tokenizer for the fast scorer, and a ``meta`` table. The file is written under
+a temporary name and renamed into place only when complete, so an interrupted build never
+leaves a half-written index where a good one was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import apsw
+import numpy as np
+import xxhash
+
+from .. import __version__
+from .chunking import chunk_spans
+from .errors import BuildError, InvalidDocumentError
+from .models import BuildSettings
+from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
+from .text import Tokenizer, normalize_text
+from .urls import canonicalize_url
+
+RESERVED_FIELDS = ("docid", "url", "title", "text", "aliases")
+_PARTITIONS = 16
+_PAIR = np.dtype([("term", "<u4"), ("chunk", "<u4"), ("tf", "<u2")])
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    """What a build wrote (also stored in the file's ``meta``)."""
+
+    path: Path
+    documents: int
+    indexed_documents: int
+    empty_documents: int
+    chunks: int
+    tokens: int
+    vocabulary: int
+    url_collisions: int
+    content_identity: str
+
+
+class _Vocab(dict[str, int]):
+    """term → id, assigning the next id on first sight (C-speed lookups via map())."""
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
+def validate_document(raw: object, where: str) -> dict[str, Any]:
+    """Check one input document; returns a normalised dict. Raises InvalidDocumentError."""
+    if not isinstance(raw, Mapping):
+        raise InvalidDocumentError(f"{where}: a document must be a JSON object")
+    docid = raw.get("docid")
+    if not isinstance(docid, str) or not docid.strip():
+        raise InvalidDocumentError(f"{where}: 'docid' must be a non-empty string")
+    if docid != docid.strip() or any(c in docid for c in "\r\n\t\x00"):
+        raise InvalidDocumentError(f"{where}: docid {docid!r} has whitespace or control characters")
+    for key in ("url", "text"):
+        if not isinstance(raw.get(key), str):
+            raise InvalidDocumentError(f"{where}: '{key}' must be a string (docid {docid!r})")
+    title = raw.get("title", "")
+    if not isinstance(title, str):
+        raise InvalidDocumentError(f"{where}: 'title' must be a string (docid {docid!r})")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise InvalidDocumentError(f"{where}: 'aliases' must be a list of strings")
+    metadata = {k: v for k, v in raw.items() if k not in RESERVED_FIELDS}
+    return {
+        "docid": docid,
+        "url": raw["url"],
+        "title": normalize_text(title),
+        "text": normalize_text(raw["text"]),
+        "aliases": aliases,
+        "metadata": metadata,
+    }
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Yield documents from a JSONL file; errors name the line. Blank lines are skipped."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed in finally
+    except OSError as e:
+        raise InvalidDocumentError(f"cannot read {path}: {e.strerror}") from e
+    try:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise InvalidDocumentError(f"{path}:{n}: not valid JSON ({e})") from e
+            if isinstance(obj, dict):
+                obj.setdefault("_line", n)
+            yield obj
+    finally:
+        fh.close()
+
+
+class _PairSpool:
+    """(term, chunk, tf) triples spooled to disk, partitioned by term id."""
+
+    def __init__(self, tmpdir: Path) -> None:
+        self.files: list[BinaryIO] = [open(tmpdir / f"p{i}.bin", "w+b") for i in range(_PARTITIONS)]  # noqa: SIM115
+
+    def add_batch(self, term_ids: np.ndarray, chunk_ids: np.ndarray) -> None:
+        key = (term_ids.astype(np.uint64) << np.uint64(32)) | chunk_ids.astype(np.uint64)
+        uniq, counts = np.unique(key, return_counts=True)
+        pairs = np.empty(len(uniq), dtype=_PAIR)
+        pairs["term"] = uniq >> np.uint64(32)
+        pairs["chunk"] = uniq & np.uint64(0xFFFFFFFF)
+        pairs["tf"] = np.minimum(counts, 65535)
+        part = pairs["term"] % _PARTITIONS
+        for p in range(_PARTITIONS):
+            self.files[p].write(pairs[part == p].tobytes())
+
+    def partitions(self) -> Iterator[np.ndarray]:
+        for fh in self.files:
+            fh.flush()
+            fh.seek(0)
+            yield np.frombuffer(fh.read(), dtype=_PAIR)
+            fh.close()
+
+
+def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
+    """Validate and stage documents in a temp table (sorted later by docid)."""
+    conn.execute(
+        "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
+        " aliases TEXT, metadata TEXT) WITHOUT ROWID"
+    )
+    n = 0
+    for n, raw in enumerate(docs, 1):  # noqa: B007
+        where = f"line {raw.get('_line', n)}" if isinstance(raw, dict) else f"document {n}"
+        if isinstance(raw, dict):
+            raw = {k: v for k, v in raw.items() if k != "_line"}
+        d = validate_document(raw, where)
+        try:
+            conn.execute(
+                "INSERT INTO stage VALUES(?,?,?,?,?,?)",
+                (d["docid"], d["url"], d["title"], d["text"], json.dumps(d["aliases"]),
+                 json.dumps(d["metadata"], sort_keys=True, ensure_ascii=False)),
+            )
+        except apsw.ConstraintError:
+            raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
+    return n
+
+
+def build(
+    docs: Iterable[object],
+    path: str | os.PathLike[str],
+    settings: BuildSettings | None = None,
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> BuildReport:
+    """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
+
+    Extra keys become the document's metadata; ``aliases`` (a list of URLs) adds alias URLs
+    that ``open(url=...)`` resolves. Raises InvalidDocumentError (bad or duplicate docid,
+    wrong field types; nothing is written) and BuildError (output exists and ``overwrite``
+    is false, or the file cannot be written). ``progress`` is called with chunk counts.
+    """
+    settings = settings or BuildSettings()
+    out = Path(path)
+    if out.exists() and not overwrite:
+        raise BuildError(f"{out} already exists (use --force / overwrite=True to replace it)")
+    if not out.parent.exists():
+        raise BuildError(f"directory {out.parent} does not exist")
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
+            report = _build_into(docs, tmp, Path(td), settings, progress)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return BuildReport(out, *report)
+
+
+def _build_into(
+    docs: Iterable[object],
+    tmp: Path,
+    tmpdir: Path,
+    settings: BuildSettings,
+    progress: Callable[[int], None] | None,
+) -> tuple[Any, ...]:
+    tmp.unlink(missing_ok=True)
+    conn = apsw.Connection(str(tmp))
+    try:
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                       "cache_size=-262144", "temp_store=FILE", "page_size=4096"):
+            conn.execute(f"PRAGMA {pragma}")
+        conn.execute("BEGIN")
+        conn.execute(DDL)
+        conn.execute(FTS_DDL.format(tokenize=settings.fts5_tokenize))
+        n_docs = _stage(conn, docs)
+        tokenizer = Tokenizer(conn, settings.fts5_tokenize)
+        stats = _write_documents(conn, tokenizer, tmpdir, settings, progress)
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        meta = _meta(settings, n_docs, stats)
+        conn.executemany(
+            "INSERT INTO meta VALUES(?,?)",
+            [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
+        )
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("DROP TABLE temp.stage")
+        conn.execute("COMMIT")
+    except apsw.Error as e:
+        raise BuildError(f"building {tmp.name}: {e}") from e
+    finally:
+        conn.close()
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    return (n_docs, stats["indexed_documents"], stats["empty_documents"], stats["chunks"],
+            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"])
+
+
+def _write_documents(
+    conn: apsw.Connection,
+    tokenizer: Tokenizer,
+    tmpdir: Path,
+    settings: BuildSettings,
+    progress: Callable[[int], None] | None,
+) -> dict[str, Any]:
+    vocab = _Vocab()
+    spool = _PairSpool(tmpdir)
+    identity = xxhash.xxh3_128()
+    chunk_doc: list[int] = [0]
+    chunk_len: list[int] = [0]
+    batch_terms: list[list[int]] = []
+    batch_first = 1
+    n_chunks = indexed = empty = collisions = tokens = 0
+    seen_urls: set[str] = set()
+
+    def flush() -> None:
+        nonlocal batch_first, batch_terms
+        if not batch_terms:
+            return
+        lens = np.fromiter((len(t) for t in batch_terms), dtype=np.int64, count=len(batch_terms))
+        ids = np.fromiter((i for t in batch_terms for i in t), dtype=np.uint32, count=int(lens.sum()))
+        chunk_ids = np.repeat(np.arange(batch_first, batch_first + len(batch_terms), dtype=np.uint32), lens)
+        spool.add_batch(ids, chunk_ids)
+        if progress:
+            progress(len(batch_terms))
+        batch_first += len(batch_terms)
+        batch_terms = []
+
+    rows = conn.execute(
+        "SELECT docid, url, title, text, aliases, metadata FROM temp.stage ORDER BY docid"
+    )
+    doc_rows: list[tuple[Any, ...]] = []
+    for doc_row, (docid, url, title, text, aliases, metadata) in enumerate(rows, 1):
+        for part in (docid, url, title, text, metadata):
+            identity.update(part.encode("utf-8"))
+            identity.update(b"\x00")
+        words = text.split()
+        spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
+        if spans:
+            indexed += 1
+        else:
+            empty += 1
+        for span in spans:
+            n_chunks += 1
+            chunk_text = " ".join(words[span.start : span.end])
+            terms = list(map(vocab.__getitem__, tokenizer.terms(chunk_text)))
+            tokens += len(terms)
+            chunk_doc.append(doc_row)
+            chunk_len.append(len(terms))
+            batch_terms.append(terms)
+            conn.execute(
+                "INSERT INTO chunks VALUES(?,?,?,?,?,?)",
+                (n_chunks, doc_row, span.ordinal, span.start, span.end, chunk_text),
+            )
+            if len(batch_terms) >= settings.batch_chunks:
+                flush()
+        canonical = canonicalize_url(url)
+        doc_rows.append((doc_row, docid, url, canonical, title,
+                         zlib.compress(text.encode("utf-8"), 6), metadata, len(words), len(spans)))
+        own = dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)])
+        for c in own:
+            if c in seen_urls:  # an earlier docid holds this URL: first docid wins
+                collisions += 1
+                continue
+            seen_urls.add(c)
+            conn.execute("INSERT INTO urls VALUES(?,?)", (c, doc_row))
+        if len(doc_rows) >= 256:
+            conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?,?)", doc_rows)
+            doc_rows = []
+    conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?,?)", doc_rows)
+    flush()
+    df_total = _write_postings(conn, spool, vocab)
+    conn.executemany(
+        "INSERT INTO arrays VALUES(?,?,?)",
+        [
+            ("chunk_doc", "<i4", np.asarray(chunk_doc, dtype="<i4").tobytes()),
+            ("chunk_len", "<i4", np.asarray(chunk_len, dtype="<i4").tobytes()),
+        ],
+    )
+    return {
+        "indexed_documents": indexed,
+        "empty_documents": empty,
+        "chunks": n_chunks,
+        "tokens": tokens,
+        "vocabulary": len(vocab),
+        "postings": df_total,
+        "url_collisions": collisions,
+        "content_identity": identity.hexdigest(),
+    }
+
+
+def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab) -> int:
+    terms_by_id = list(vocab)
+    total = 0
+    for pairs in spool.partitions():
+        if not len(pairs):
+            continue
+        order = np.argsort(pairs["term"], kind="stable")
+        pairs = pairs[order]
+        cut = np.flatnonzero(np.diff(pairs["term"])) + 1
+        starts = np.concatenate(([0], cut))
+        ends = np.concatenate((cut, [len(pairs)]))
+        chunks = pairs["chunk"].astype("<u4")
+        tfs = pairs["tf"].astype("<u2")
+        term_ids = pairs["term"][starts]
+        rows = []
+        for tid, s, e in zip(term_ids.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            rows.append((terms_by_id[tid], tid, e - s))
+            conn.execute(
+                "INSERT INTO postings VALUES(?,?,?)",
+                (tid, chunks[s:e].tobytes(), tfs[s:e].tobytes()),
+            )
+        conn.executemany("INSERT INTO terms VALUES(?,?,?)", rows)
+        total += len(pairs)
+    return total
+
+
+def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "format": "drsearch-index",
+        "schema_version": SCHEMA_VERSION,
+        "application_id": APPLICATION_ID,
+        "frozen": True,
+        "tokenizer": settings.fts5_tokenize,
+        "chunk_words": settings.chunk_words,
+        "chunk_stride": settings.chunk_stride,
+        "chunk_overlap": settings.chunk_words - settings.chunk_stride,
+        "bm25": {"k1": settings.k1, "b": settings.b, "idf_floor": 1e-6},
+        "documents": n_docs,
+        "doc_text_codec": DOC_TEXT_CODEC,
+        "build_tool": f"drsearch {__version__}",
+        "sqlite_version": apsw.sqlite_lib_version(),
+        "apsw_version": apsw.apsw_version(),
+        **stats,
+    }
+
+
+__all__ = ["BuildReport", "build", "read_jsonl", "validate_document"]

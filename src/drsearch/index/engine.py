@@ -1,0 +1,275 @@
+"""The search engine over one frozen index file.
+
+``Engine.open(path, blocklist)`` opens the file read-only and immutable, checks its
+application id and schema version, and loads the small per-chunk arrays. ``search``
+ranks documents by their best chunk exactly as FTS5's ``bm25()`` would, but from
+precomputed posting lists (see :mod:`drsearch.index.scoring`); ``open`` returns a
+document by docid or by any spelling of any of its URLs. Blocked documents do not exist
+for either. The engine never writes to the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from .blocklist import BlockList
+from .errors import (
+    DocumentNotFoundError,
+    IncompatibleIndexError,
+    InvalidKError,
+    InvalidRequestError,
+    NotADatabaseError,
+    QueryTimeoutError,
+)
+from .models import Document, Hit, SearchResult
+from .query import ParsedQuery, parse_query
+from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
+from .scoring import Scorer, TermPostings, bm25_idf
+from .snippet import make_snippet
+from .text import Tokenizer
+from .urls import canonicalize_url
+
+MAX_K = 100
+DEFAULT_TIME_LIMIT_S = 10.0
+_MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
+
+_TERM_SQL = (
+    "SELECT t.df, p.chunks, p.tfs FROM terms AS t JOIN postings AS p ON p.id = t.id "
+    "WHERE t.term = ?"
+)
+_DOC_COLUMNS = "id, docid, url, canonical_url, title, text, metadata, n_words, n_chunks"
+
+
+def _connect(path: Path) -> apsw.Connection:
+    if not path.is_file():
+        raise NotADatabaseError(f"{path}: no such file")
+    uri = "file:" + quote(str(path.resolve())) + "?mode=ro&immutable=1"
+    try:
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        conn.execute("PRAGMA query_only=1")
+        conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
+        app_id = conn.execute("PRAGMA application_id").get
+        version = conn.execute("PRAGMA user_version").get
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")}
+    except apsw.Error as e:
+        raise NotADatabaseError(f"{path}: not a drsearch index ({e.__class__.__name__}: {e})") from e
+    if app_id != APPLICATION_ID or not set(REQUIRED_TABLES) <= tables:
+        conn.close()
+        raise IncompatibleIndexError(
+            f"{path}: not a drsearch index (application_id {app_id:#x}, expected {APPLICATION_ID:#x})"
+        )
+    if version != SCHEMA_VERSION:
+        conn.close()
+        raise IncompatibleIndexError(
+            f"{path}: index schema version {version}, this drsearch reads version {SCHEMA_VERSION}"
+        )
+    return conn
+
+
+class Engine:
+    """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
+
+    def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
+                 time_limit_s: float) -> None:
+        self.path = path
+        self.blocklist = blocklist
+        self.time_limit_s = time_limit_s
+        self._conn = conn
+        self.meta: dict[str, Any] = {
+            k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")
+        }
+        self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
+        arrays = {n: np.frombuffer(d, dtype=t) for n, t, d in
+                  conn.execute("SELECT name, dtype, data FROM arrays")}
+        self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
+        self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
+                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"])
+        self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
+        self._local = threading.local()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
+             time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Engine:
+        """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError."""
+        p = Path(path)
+        conn = _connect(p)
+        try:
+            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s)
+        except (apsw.Error, KeyError, ValueError) as e:
+            conn.close()
+            raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- blocklist -----------------------------------------------------------------------
+    def _resolve_blocklist(self, bl: BlockList) -> tuple[frozenset[int],
+                                                         npt.NDArray[np.bool_] | None]:
+        if not len(bl):
+            return frozenset(), None
+        rows = frozenset(r[0] for r in self._conn.execute(
+            "SELECT id FROM documents WHERE docid IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(bl.docids)),)))
+        if not rows:
+            return rows, None
+        mask = np.isin(self._chunk_doc, np.fromiter(rows, dtype=np.int32))
+        return rows, mask
+
+    # -- search --------------------------------------------------------------------------
+    def parse(self, query: str) -> ParsedQuery:
+        return parse_query(query, self.tokenizer)
+
+    def _scratch(self) -> npt.NDArray[np.float64]:
+        acc = getattr(self._local, "acc", None)
+        if acc is None:
+            acc = self._local.acc = np.zeros(self.scorer.n_rows + 1, dtype=np.float64)
+        return acc  # type: ignore[no-any-return]
+
+    def _postings(self, parsed: ParsedQuery, deadline: float) -> list[TermPostings | None]:
+        out: list[TermPostings | None] = []
+        for qt in parsed.terms:
+            if time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
+            row = self._conn.execute(_TERM_SQL, (qt.term,)).fetchone()
+            if row is None:
+                out.append(None)
+                continue
+            df, chunks, tfs = row
+            out.append(TermPostings(qt.term, df, np.frombuffer(chunks, dtype="<u4"),
+                                    np.frombuffer(tfs, dtype="<u2")))
+        return out
+
+    def rank(self, query: str, k: int = 10) -> list[tuple[int, float]]:
+        """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text."""
+        k = check_k(k)
+        parsed = self.parse(query)
+        deadline = time.monotonic() + self.time_limit_s
+        terms = self._postings(parsed, deadline)
+        return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
+
+    def search(self, query: str, k: int = 10, *, with_text: bool = True) -> SearchResult:
+        """The ``k`` best documents for free-text ``query``, each by its best chunk.
+
+        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal).
+        Raises InvalidQueryError (empty/oversized), InvalidKError, QueryTimeoutError.
+        A query with no indexable term returns no hits.
+        """
+        k = check_k(k)
+        parsed = self.parse(query)
+        deadline = time.monotonic() + self.time_limit_s
+        terms = self._postings(parsed, deadline)
+        ranked = self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
+        if not ranked:
+            return SearchResult(query, k, [])
+        chunk_ids = [c for c, _ in ranked]
+        rows = {r[0]: r[1:] for r in self._conn.execute(
+            "SELECT c.id, c.ordinal, d.docid, d.url, d.title" + (", c.text" if with_text else "")
+            + " FROM chunks AS c JOIN documents AS d ON d.id = c.doc"
+            " WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk_ids),))}
+        weights = {t.term: bm25_idf(self.scorer.n_rows, t.df) for t in terms if t is not None}
+        hits = []
+        for rank, (cid, score) in enumerate(ranked, 1):
+            ordinal, docid, url, title, *text = rows[cid]
+            chunk_text = text[0] if text else ""
+            snippet = make_snippet(chunk_text, weights, self.tokenizer) if with_text else ""
+            hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
+        return SearchResult(query, k, hits)
+
+    def fts5_rank(self, query: str, limit: int = 1000) -> list[tuple[int, float]]:
+        """FTS5's own ``bm25()`` ranking of the same parsed query: the correctness oracle.
+
+        Returns (chunk rowid, -bm25) for the best ``limit`` chunks, blocked chunks included.
+        Slow (no top-k pruning in FTS5); for tests and benchmarks.
+        """
+        match = self.parse(query).fts5_match()
+        if not match:
+            return []
+        return [(r, -s) for r, s in self._conn.execute(
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY rank LIMIT ?", (match, limit))]
+
+    # -- open ----------------------------------------------------------------------------
+    def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:
+        """A document by docid or URL (any spelling with the same canonical form).
+
+        Raises InvalidRequestError unless exactly one of docid/url is given, and
+        DocumentNotFoundError for unknown and blocked documents alike.
+        """
+        if (docid is None) == (url is None):
+            raise InvalidRequestError("give exactly one of docid or url")
+        if docid is not None:
+            if not isinstance(docid, str):
+                raise InvalidRequestError("docid must be a string")
+            row = self._conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE docid = ?", (docid,)).fetchone()
+            missing = f"no document with docid {docid!r}"
+        else:
+            if not isinstance(url, str):
+                raise InvalidRequestError("url must be a string")
+            row = self._conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = "
+                "(SELECT doc FROM urls WHERE canonical_url = ?)", (canonicalize_url(url),)
+            ).fetchone()
+            missing = f"no document with url {url!r}"
+        if row is None or row[0] in self._blocked_docs:
+            raise DocumentNotFoundError(missing)
+        _, did, durl, canon, title, text, metadata, n_words, n_chunks = row
+        return Document(did, durl, canon, title, zlib.decompress(text).decode("utf-8"),
+                        json.loads(metadata), n_words, n_chunks)
+
+    # -- stats ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Counts, build parameters, identity and the blocklist's size and hash."""
+        m = self.meta
+        return {
+            "documents": m["documents"],
+            "indexed_documents": m["indexed_documents"],
+            "empty_documents": m["empty_documents"],
+            "chunks": m["chunks"],
+            "tokens": m["tokens"],
+            "vocabulary": m["vocabulary"],
+            "postings": m["postings"],
+            "blocked_documents": len(self._blocked_docs),
+            "blocklist": {"sha256": self.blocklist.sha256, "count": len(self.blocklist)},
+            "content_identity": m["content_identity"],
+            "schema_version": m["schema_version"],
+            "build": {
+                "tokenizer": m["tokenizer"],
+                "chunk_words": m["chunk_words"],
+                "chunk_stride": m["chunk_stride"],
+                "chunk_overlap": m["chunk_overlap"],
+                "bm25": m["bm25"],
+                "build_tool": m["build_tool"],
+                "sqlite_version": m["sqlite_version"],
+            },
+            "file": {"path": str(self.path), "bytes": self.path.stat().st_size},
+        }
+
+
+def check_k(k: object, max_k: int = MAX_K) -> int:
+    """Validate k: an int in 1..max_k. Raises InvalidKError."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidKError(f"k must be an integer between 1 and {max_k}")
+    if not 1 <= k <= max_k:
+        raise InvalidKError(f"k must be between 1 and {max_k}, got {k}")
+    return k
+
+
+__all__ = ["MAX_K", "Engine", "check_k"]

@@ -1,0 +1,110 @@
+"""The one exception tree of drsearch.
+
+Every error a caller can act on derives from :class:`DrsearchError`::
+
+    DrsearchError
+    ├── InvalidInputError            bad input from a user (CLI exit 2, HTTP 422)
+    │   ├── InvalidQueryError        empty, whitespace-only or oversized query
+    │   ├── InvalidKError            k outside 1..max_k
+    │   ├── InvalidDocumentError     a malformed document given to build
+    │   ├── InvalidRequestError      an open() call without exactly one of docid/url
+    │   └── BlocklistError           a malformed blocklist file
+    ├── CorpusFileError              the index file cannot be used (CLI exit 2, HTTP 500 at start-up)
+    │   ├── NotADatabaseError        missing file, not SQLite, or unreadable
+    │   └── IncompatibleIndexError   foreign application_id or schema version
+    ├── DocumentNotFoundError        unknown *or blocked* document (CLI exit 1, HTTP 404)
+    ├── QueryTimeoutError            a query ran past its time limit (CLI exit 1, HTTP 503)
+    └── BuildError                   an index could not be built (CLI exit 1)
+
+The HTTP status and CLI exit code of each class are declared here, in one place,
+as class attributes (``http_status``, ``exit_code``).
+"""
+
+from __future__ import annotations
+
+
+class DrsearchError(Exception):
+    """Base of every drsearch error."""
+
+    http_status: int = 500
+    exit_code: int = 1
+    error_type: str = "drsearch_error"
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else self.error_type
+
+
+class InvalidInputError(DrsearchError):
+    http_status = 422
+    exit_code = 2
+    error_type = "invalid_input"
+
+
+class InvalidQueryError(InvalidInputError):
+    error_type = "invalid_query"
+
+
+class InvalidKError(InvalidInputError):
+    error_type = "invalid_k"
+
+
+class InvalidDocumentError(InvalidInputError):
+    error_type = "invalid_document"
+
+
+class InvalidRequestError(InvalidInputError):
+    error_type = "invalid_request"
+
+
+class BlocklistError(InvalidInputError):
+    error_type = "invalid_blocklist"
+
+
+class CorpusFileError(DrsearchError):
+    exit_code = 2
+    error_type = "corpus_file"
+
+
+class NotADatabaseError(CorpusFileError):
+    error_type = "not_a_database"
+
+
+class IncompatibleIndexError(CorpusFileError):
+    error_type = "incompatible_index"
+
+
+class DocumentNotFoundError(DrsearchError):
+    """Raised for unknown and blocked documents alike, with the same message shape."""
+
+    http_status = 404
+    exit_code = 1
+    error_type = "not_found"
+
+
+class QueryTimeoutError(DrsearchError):
+    http_status = 503
+    exit_code = 1
+    error_type = "query_timeout"
+
+
+class BuildError(DrsearchError):
+    exit_code = 1
+    error_type = "build_error"
+
+
+__all__ = [
+    "BlocklistError",
+    "BuildError",
+    "CorpusFileError",
+    "DocumentNotFoundError",
+    "DrsearchError",
+    "IncompatibleIndexError",
+    "InvalidDocumentError",
+    "InvalidInputError",
+    "InvalidKError",
+    "InvalidQueryError",
+    "InvalidRequestError",
+    "NotADatabaseError",
+    "QueryTimeoutError",
+]

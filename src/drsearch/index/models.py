@@ -1,0 +1,128 @@
+"""Value objects returned by the engine, and the typed build settings.
+
+Result objects are frozen dataclasses (cheap to create on the hot path); settings are a
+frozen pydantic model validated once. ``to_dict()`` gives the exact JSON body shapes of
+the HTTP API (DESIGN.md), so the CLI's ``--json`` and the server print the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .chunking import CHUNK_STRIDE, CHUNK_WORDS
+
+Tokenizer = Literal["unicode61", "porter"]
+
+
+class BuildSettings(BaseModel):
+    """Parameters of an index build; recorded in the file's ``meta`` table.
+
+    ``tokenizer``: ``porter`` (Porter stemmer over unicode61, the default chosen from the
+    Cranfield/CISI numbers in docs/QUALITY.md) or ``unicode61``.
+    ``chunk_words``/``chunk_stride``: DR-256's 800/700 rule. ``k1``/``b``: FTS5's fixed BM25
+    parameters (recorded, not tunable: FTS5's ``bm25()`` is the oracle we must reproduce).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokenizer: Tokenizer = "porter"
+    chunk_words: int = Field(default=CHUNK_WORDS, ge=1, le=100_000)
+    chunk_stride: int = Field(default=CHUNK_STRIDE, ge=1, le=100_000)
+    k1: Literal[1.2] = 1.2
+    b: Literal[0.75] = 0.75
+    batch_chunks: int = Field(default=4096, ge=1, description="chunks tokenised per batch")
+
+    @model_validator(mode="after")
+    def _stride_within_size(self) -> BuildSettings:
+        if self.chunk_stride > self.chunk_words:
+            raise ValueError("chunk_stride must not exceed chunk_words")
+        return self
+
+    @property
+    def fts5_tokenize(self) -> str:
+        return "porter unicode61" if self.tokenizer == "porter" else "unicode61"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a document represented by its best chunk."""
+
+    rank: int
+    docid: str
+    url: str
+    title: str
+    score: float
+    chunk_ordinal: int
+    chunk_text: str = ""
+    snippet: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "docid": self.docid,
+            "url": self.url,
+            "title": self.title,
+            "score": self.score,
+            "chunk": {"ordinal": self.chunk_ordinal, "text": self.chunk_text},
+            "snippet": self.snippet,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document's full text and metadata, as returned by ``open``."""
+
+    docid: str
+    url: str
+    canonical_url: str
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    n_words: int = 0
+    n_chunks: int = 0
+
+    def to_dict(self, offset: int = 0, length: int | None = None) -> dict[str, Any]:
+        """HTTP body of /open; ``offset``/``length`` page the text (in characters)."""
+        total = len(self.text)
+        end = total if length is None else min(total, offset + length)
+        return {
+            "docid": self.docid,
+            "url": self.url,
+            "title": self.title,
+            "text": self.text[offset:end],
+            "metadata": self.metadata,
+            "total_length": total,
+            "next_offset": end if end < total else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The answer to one search: the query as given, k, and the ranked hits."""
+
+    query: str
+    k: int
+    hits: list[Hit]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "k": self.k, "results": [h.to_dict() for h in self.hits]}
+
+
+
+
+def dumps(body: Any) -> str:
+    """The canonical JSON text of a response body: sorted keys, compact, UTF-8 as is.
+
+    The CLI's ``--json`` and the HTTP server both serialise through this, so the same
+    operation prints the same bytes everywhere.
+    """
+    import json
+
+    return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                      allow_nan=False)
+
+
+__all__ = ["BuildSettings", "Document", "Hit", "SearchResult", "Tokenizer", "dumps"]

@@ -1,0 +1,64 @@
+"""The on-disk layout of a drsearch index: one SQLite file, versioned by PRAGMAs.
+
+Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
+
+``meta(key, value)``
+    build parameters, counts, versions and the content identity (JSON values).
+``documents``
+    one row per input document, rowids 1..D in sorted docid order; ``text`` is the
+    zlib-compressed UTF-8 full text (NFC-normalised); ``metadata`` a sorted-key JSON object.
+``urls(canonical_url, doc)``
+    every canonical URL (a document's own and its aliases) → document rowid.
+``chunks``
+    800-word windows, rowids 1..N in (document rowid, ordinal) order, so lower rowid
+    means lower docid then lower ordinal: FTS5's tie-break is also ours.
+``chunks_fts``
+    the FTS5 index of record over ``chunks.text`` (external content, ``detail=full``).
+``terms(term, id, df)`` and ``postings(id, chunks, tfs)``
+    each indexed term's posting list: chunk rowids (uint32, ascending) and term
+    frequencies (uint16), derived from FTS5's own tokenizer, used by the fast scorer.
+``arrays(name, dtype, data)``
+    dense per-chunk arrays: ``chunk_doc`` (document rowid), ``chunk_len`` (tokens).
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x44525331  # "DRS1"
+SCHEMA_VERSION = 1
+DOC_TEXT_CODEC = "zlib"
+
+DDL = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE documents(
+    id INTEGER PRIMARY KEY,
+    docid TEXT NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    canonical_url TEXT NOT NULL,
+    title TEXT NOT NULL,
+    text BLOB NOT NULL,
+    metadata TEXT NOT NULL,
+    n_words INTEGER NOT NULL,
+    n_chunks INTEGER NOT NULL
+);
+CREATE TABLE urls(canonical_url TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE chunks(
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start_word INTEGER NOT NULL,
+    end_word INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE TABLE terms(term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE postings(id INTEGER PRIMARY KEY, chunks BLOB NOT NULL, tfs BLOB NOT NULL);
+CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL);
+"""
+
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', "
+    "tokenize='{tokenize}', detail=full)"
+)
+
+REQUIRED_TABLES = ("meta", "documents", "urls", "chunks", "chunks_fts", "terms", "postings", "arrays")
+
+__all__ = ["APPLICATION_ID", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "REQUIRED_TABLES", "SCHEMA_VERSION"]

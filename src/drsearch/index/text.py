@@ -1,0 +1,57 @@
+"""Text normalisation and tokenisation shared by build and query time.
+
+Both sides use FTS5's own tokenizer (through apsw), so the terms the fast scorer looks up
+are exactly the terms FTS5 indexed; text is NFC-normalised first on both sides.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import apsw
+
+
+def normalize_text(text: str) -> str:
+    """NFC-normalise; lone surrogates (unencodable in UTF-8) become U+FFFD."""
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token: the indexed term and its byte span in the UTF-8 source."""
+
+    term: str
+    start: int
+    end: int
+
+
+class Tokenizer:
+    """FTS5's tokenizer (``unicode61`` or ``porter unicode61``) callable from Python."""
+
+    def __init__(self, connection: apsw.Connection, fts5_tokenize: str) -> None:
+        name, *args = fts5_tokenize.split()
+        self.spec = fts5_tokenize
+        self._tok = connection.fts5_tokenizer(name, args)
+
+    def terms(self, text: str) -> list[str]:
+        """Terms of already-normalised document text, in order (build time)."""
+        return self._tok(  # type: ignore[no-any-return]
+            text.encode("utf-8"),
+            apsw.FTS5_TOKENIZE_DOCUMENT,
+            None,
+            include_offsets=False,
+            include_colocated=False,
+        )
+
+    def tokens(self, utf8: bytes, *, query: bool = False) -> list[Token]:
+        """Tokens with byte offsets (query parsing and snippets)."""
+        flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
+        raw = self._tok(utf8, flags, None, include_offsets=True, include_colocated=False)
+        return [Token(t[2], t[0], t[1]) for t in raw]
+
+
+__all__ = ["Token", "Tokenizer", "normalize_text"]

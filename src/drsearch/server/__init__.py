@@ -1,0 +1,3 @@
+"""server layer (see DESIGN.md); filled in by its issue."""
+
+__all__: list[str] = []

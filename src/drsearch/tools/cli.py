@@ -1,0 +1,160 @@
+"""``drsearch <verb>``: a thin argparse front end over the library.
+
+Exit codes: 0 success; 2 bad usage or input (argparse, InvalidInputError, CorpusFileError);
+1 other failures (not found, timeouts, build errors); 130 interrupted. Errors are one line
+on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from .. import __version__
+from ..index import (
+    BlockList,
+    BuildSettings,
+    DrsearchError,
+    Engine,
+    build,
+    dumps,
+    read_jsonl,
+)
+
+Handler = Callable[[argparse.Namespace, TextIO], int]
+
+
+def _blocklist(args: argparse.Namespace) -> BlockList | None:
+    path = getattr(args, "blocked_docids", None)
+    return BlockList.from_file(path) if path else None
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    return Engine.open(args.database, _blocklist(args))
+
+
+def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
+    settings = BuildSettings(tokenizer=args.tokenizer)
+    bar: Any = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5)
+    try:
+        report = build(read_jsonl(args.docs), args.out, settings, overwrite=args.force,
+                       progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(
+        f"built {report.path}: {report.documents} documents ({report.empty_documents} empty), "
+        f"{report.chunks} chunks, {report.vocabulary} terms, identity {report.content_identity}",
+        file=out,
+    )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
+    with _engine(args) as engine:
+        result = engine.search(args.query, args.k)
+    if args.json:
+        print(dumps(result.to_dict()), file=out)
+        return 0
+    if not result.hits:
+        print("no results", file=out)
+    for h in result.hits:
+        print(f"{h.rank:>3}. {h.score:8.4f}  {h.docid}  {h.url}", file=out)
+        if h.title:
+            print(f"     {h.title}", file=out)
+        print(f"     {h.snippet}", file=out)
+    return 0
+
+
+def cmd_open(args: argparse.Namespace, out: TextIO) -> int:
+    with _engine(args) as engine:
+        doc = engine.open_document(docid=args.docid, url=args.url)
+    if args.json:
+        print(dumps(doc.to_dict()), file=out)
+    else:
+        print(f"{doc.docid}  {doc.url}\n{doc.title}\n\n{doc.text}", file=out)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    with _engine(args) as engine:
+        stats = engine.stats()
+    if args.json:
+        print(dumps(stats), file=out)
+        return 0
+    for key, value in stats.items():
+        print(f"{key:>20}: {dumps(value) if isinstance(value, dict) else value}", file=out)
+    return 0
+
+
+def _database_args(p: argparse.ArgumentParser, blocklist: bool = True) -> None:
+    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
+    if blocklist:
+        p.add_argument("--blocked-docids", metavar="FILE",
+                       help="docids to hide (one per line, # comments)")
+    p.add_argument("--json", action="store_true", help="print the HTTP response body (JSON)")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="drsearch", description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version", version=f"drsearch {__version__}")
+    sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = sub.add_parser("build", help="build a frozen index from documents (JSONL)")
+    p.add_argument("docs", metavar="DOCS.jsonl", help='lines of {"docid","url","title","text"}')
+    p.add_argument("--out", required=True, metavar="CORPUS.sqlite3")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_build)
+
+    p = sub.add_parser("search", help="search an index")
+    _database_args(p)
+    p.add_argument("--k", type=int, default=10, help="results to return (1..100)")
+    p.add_argument("query", metavar="QUERY")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("open", help="print a document")
+    _database_args(p)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--docid")
+    g.add_argument("--url")
+    p.set_defaults(handler=cmd_open)
+
+    p = sub.add_parser("stats", help="index statistics")
+    _database_args(p)
+    p.set_defaults(handler=cmd_stats)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    args = make_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args, out or sys.stdout)
+    except DrsearchError as e:
+        print(f"drsearch: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("drsearch: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # last resort: one line, never a traceback
+        print(f"drsearch: internal error: {e.__class__.__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
