@@ -88,6 +88,14 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     }
 
 
+class _SourcedDoc(dict[str, Any]):
+    """A document that remembers where it was read from (for error messages)."""
+
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        super().__init__(data)
+        self.where = where
+
+
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Yield documents from a JSONL file; errors name the line. Blank lines are skipped."""
     try:
@@ -102,9 +110,9 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 obj = json.loads(line)
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise InvalidDocumentError(f"{path}:{n}: not valid JSON ({e})") from e
-            if isinstance(obj, dict):
-                obj.setdefault("_line", n)
-            yield obj
+            if not isinstance(obj, dict):
+                raise InvalidDocumentError(f"{path}:{n}: a document must be a JSON object")
+            yield _SourcedDoc(obj, where=f"{path}:{n}")
     finally:
         fh.close()
 
@@ -141,10 +149,8 @@ def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
     n = 0
-    for n, raw in enumerate(docs, 1):  # noqa: B007
-        where = f"line {raw.get('_line', n)}" if isinstance(raw, dict) else f"document {n}"
-        if isinstance(raw, dict):
-            raw = {k: v for k, v in raw.items() if k != "_line"}
+    for n, raw in enumerate(docs, 1):
+        where = getattr(raw, "where", f"document {n}")
         d = validate_document(raw, where)
         try:
             conn.execute(

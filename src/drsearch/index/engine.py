@@ -140,7 +140,7 @@ class Engine:
         acc = getattr(self._local, "acc", None)
         if acc is None:
             acc = self._local.acc = np.zeros(self.scorer.n_rows + 1, dtype=np.float64)
-        return acc  # type: ignore[no-any-return]
+        return acc
 
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[TermPostings | None]:
         out: list[TermPostings | None] = []

@@ -31,8 +31,8 @@ class BuildSettings(BaseModel):
     tokenizer: Tokenizer = "porter"
     chunk_words: int = Field(default=CHUNK_WORDS, ge=1, le=100_000)
     chunk_stride: int = Field(default=CHUNK_STRIDE, ge=1, le=100_000)
-    k1: Literal[1.2] = 1.2
-    b: Literal[0.75] = 0.75
+    k1: float = Field(default=1.2, ge=1.2, le=1.2, description="fixed by FTS5's bm25()")
+    b: float = Field(default=0.75, ge=0.75, le=0.75, description="fixed by FTS5's bm25()")
     batch_chunks: int = Field(default=4096, ge=1, description="chunks tokenised per batch")
 
     @model_validator(mode="after")

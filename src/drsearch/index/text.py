@@ -39,7 +39,7 @@ class Tokenizer:
 
     def terms(self, text: str) -> list[str]:
         """Terms of already-normalised document text, in order (build time)."""
-        return self._tok(  # type: ignore[no-any-return]
+        return self._tok(  # type: ignore[return-value]
             text.encode("utf-8"),
             apsw.FTS5_TOKENIZE_DOCUMENT,
             None,
@@ -51,7 +51,7 @@ class Tokenizer:
         """Tokens with byte offsets (query parsing and snippets)."""
         flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
         raw = self._tok(utf8, flags, None, include_offsets=True, include_colocated=False)
-        return [Token(t[2], t[0], t[1]) for t in raw]
+        return [Token(t[2], t[0], t[1]) for t in raw]  # type: ignore[misc, arg-type]
 
 
 __all__ = ["Token", "Tokenizer", "normalize_text"]

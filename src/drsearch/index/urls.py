@@ -20,6 +20,7 @@ Strings that are not absolute http(s) URLs are returned stripped of surrounding 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
@@ -82,10 +83,8 @@ def _is_tracking(key: str) -> bool:
 def _canonical_host(host: str) -> str:
     host = host.lower().rstrip(".")
     if host and not host.isascii():
-        try:
+        with contextlib.suppress(UnicodeError):
             host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            pass
     return host
 
 

@@ -37,16 +37,20 @@ def _engine(args: argparse.Namespace) -> Engine:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     settings = BuildSettings(tokenizer=args.tokenizer)
-    bar: Any = None
-    if not args.quiet:
-        from tqdm import tqdm
+    bars: list[Any] = []
 
-        bar = tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5)
+    def progress(n: int) -> None:
+        if not bars:  # created on first progress, so early errors print one clean line
+            from tqdm import tqdm
+
+            bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
+        bars[0].update(n)
+
     try:
         report = build(read_jsonl(args.docs), args.out, settings, overwrite=args.force,
-                       progress=bar.update if bar is not None else None)
+                       progress=None if args.quiet else progress)
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
     print(
         f"built {report.path}: {report.documents} documents ({report.empty_documents} empty), "

@@ -1,0 +1,34 @@
+"""Shared fixtures: real data vendored in data/ (no ../shared, no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drsearch.index import BuildSettings, Engine, build
+
+from .helpers import cranfield_docs, sample_docs
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sample") / "sample.sqlite3"
+    build(sample_docs(), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cran_small_chunks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Cranfield with 60/45-word chunks: many chunks per document, many score ties."""
+    path = tmp_path_factory.mktemp("cran") / "cran.sqlite3"
+    build(cranfield_docs(), path, BuildSettings(chunk_words=60, chunk_stride=45))
+    return path
+
+
+@pytest.fixture()
+def sample_engine(sample_index: Path) -> Iterator[Engine]:
+    with Engine.open(sample_index) as e:
+        yield e
+

@@ -1,0 +1,57 @@
+"""Test helpers: real data vendored in data/ (no ../shared, no network)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from drsearch.index import BlockList
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data"
+
+
+def cranfield_docs() -> list[dict[str, Any]]:
+    """The 1,400 Cranfield abstracts as drsearch documents (title + text)."""
+    text = (DATA / "testcollections/cranfield/cran.all.1400").read_text(errors="replace")
+    docs = []
+    for rec in re.split(r"^\.I ", text, flags=re.M)[1:]:
+        num = rec.split("\n", 1)[0].strip()
+        title = re.search(r"^\.T\n(.*?)(?=^\.[A-Z]\n|\Z)", rec, re.S | re.M)
+        body = re.search(r"^\.W\n(.*)", rec, re.S | re.M)
+        docs.append({"docid": f"cran-{num}", "url": f"https://cranfield.example/doc/{num}",
+                     "title": title.group(1).strip() if title else "",
+                     "text": body.group(1).strip() if body else ""})
+    return docs
+
+
+def cranfield_queries() -> list[str]:
+    text = (DATA / "testcollections/cranfield/cran.qry").read_text(errors="replace")
+    return [re.sub(r"\s+", " ", q.split(".W\n", 1)[1]).strip()
+            for q in re.split(r"^\.I ", text, flags=re.M)[1:]]
+
+
+def sample_docs() -> list[dict[str, Any]]:
+    """The 181 real web articles bundled as the demo corpus."""
+    with open(DATA / "sample/docs.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def blocklist_of(*docids: str) -> BlockList:
+    return BlockList.from_bytes(("\n".join(docids) + "\n").encode())
+
+
+def best_chunk_per_doc(engine: Any, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+    """Group an FTS5 chunk ranking to the best chunk per document, first k documents."""
+    seen: set[int] = set()
+    out = []
+    for chunk, score in ranked:
+        doc = int(engine._chunk_doc[chunk])
+        if doc not in seen:
+            seen.add(doc)
+            out.append((chunk, score))
+            if len(out) == k:
+                break
+    return out

@@ -1,0 +1,30 @@
+"""The public surface of each layer changes only on purpose."""
+
+from __future__ import annotations
+
+import drsearch.index
+
+EXPECTED_INDEX_API = {
+    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "BlockList", "BlocklistError",
+    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "Document",
+    "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
+    "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
+    "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",
+    "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "dumps", "parse_query",
+    "read_jsonl", "split_words",
+}
+
+
+def test_index_exports() -> None:
+    assert set(drsearch.index.__all__) == EXPECTED_INDEX_API
+    for name in drsearch.index.__all__:
+        assert getattr(drsearch.index, name) is not None
+
+
+def test_every_error_maps_to_an_exit_code_and_http_status() -> None:
+    for name in drsearch.index.__all__:
+        obj = getattr(drsearch.index, name)
+        if isinstance(obj, type) and issubclass(obj, drsearch.index.DrsearchError):
+            assert obj.exit_code in (1, 2)
+            assert 400 <= obj.http_status < 600
+            assert obj.__doc__ or obj.error_type
