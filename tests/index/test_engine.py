@@ -252,3 +252,24 @@ def test_sample_corpus_is_bundled() -> None:
     assert (DATA / "sample/LICENSE").read_text().startswith("MIT License")
     assert len(sample_docs()) == 181
     assert os.path.getsize(DATA / "sample/docs.jsonl") > 500_000
+
+
+def test_snippets_are_short_and_show_the_query_terms(sample_engine: Engine) -> None:
+    for query in ["Stadia game streaming", "cannabis legal", "Boeing 737 MAX crash"]:
+        for hit in sample_engine.search(query, k=5).hits:
+            assert len(hit.snippet) <= 260
+            assert hit.snippet.strip("…") in hit.chunk_text
+            words = {w.lower().rstrip("s") for w in query.split()}
+            assert any(w in hit.snippet.lower() for w in words), (query, hit.snippet)
+
+
+def test_snippet_edge_cases() -> None:
+    from drsearch.index.snippet import SnippetMaker
+
+    make = SnippetMaker([("boundari", "boundary", 3.0), ("the", "the", 1e-6)], width=40)
+    assert make("short text") == "short text"
+    text = " ".join(["filler"] * 30 + ["the", "Boundary", "layer"] + ["filler"] * 30)
+    snip = make(text)
+    assert "Boundary" in snip and snip.startswith("…") and snip.endswith("…")
+    assert make(text) == snip  # deterministic
+    assert SnippetMaker([])(text).startswith("filler")

@@ -36,7 +36,7 @@ from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
 from .scoring import Scorer, TermPostings, bm25_idf
-from .snippet import make_snippet
+from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
 
@@ -183,12 +183,15 @@ class Engine:
             "SELECT c.id, c.ordinal, d.docid, d.url, d.title" + (", c.text" if with_text else "")
             + " FROM chunks AS c JOIN documents AS d ON d.id = c.doc"
             " WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk_ids),))}
-        weights = {t.term: bm25_idf(self.scorer.n_rows, t.df) for t in terms if t is not None}
+        snippets = SnippetMaker(
+            (qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
+            for qt, t in zip(parsed.terms, terms, strict=True) if t is not None
+        )
         hits = []
         for rank, (cid, score) in enumerate(ranked, 1):
             ordinal, docid, url, title, *text = rows[cid]
             chunk_text = text[0] if text else ""
-            snippet = make_snippet(chunk_text, weights, self.tokenizer) if with_text else ""
+            snippet = snippets(chunk_text) if with_text else ""
             hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
         return SearchResult(query, k, hits)
 
