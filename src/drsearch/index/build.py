@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 import apsw
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from .. import __version__
@@ -28,6 +29,7 @@ from .chunking import chunk_spans
 from .errors import BuildError, InvalidDocumentError
 from .models import BuildSettings
 from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
+from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
 from .text import Tokenizer, normalize_text
 from .urls import canonicalize_url
 
@@ -308,12 +310,13 @@ def _write_documents(
             doc_rows = []
     conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?,?)", doc_rows)
     flush()
-    df_total = _write_postings(conn, spool, vocab)
+    lengths = np.asarray(chunk_len, dtype="<i4")
+    counts = _write_postings(conn, spool, vocab, lengths, settings)
     conn.executemany(
         "INSERT INTO arrays VALUES(?,?,?)",
         [
             ("chunk_doc", "<i4", np.asarray(chunk_doc, dtype="<i4").tobytes()),
-            ("chunk_len", "<i4", np.asarray(chunk_len, dtype="<i4").tobytes()),
+            ("chunk_len", "<i4", lengths.tobytes()),
         ],
     )
     return {
@@ -322,36 +325,48 @@ def _write_documents(
         "chunks": n_chunks,
         "tokens": tokens,
         "vocabulary": len(vocab),
-        "postings": df_total,
+        **counts,
         "url_collisions": collisions,
         "content_identity": identity.hexdigest(),
     }
 
 
-def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab) -> int:
+def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab,
+                    chunk_len: npt.NDArray[np.int32], settings: BuildSettings) -> dict[str, int]:
+    """Write each term's postings: sparse impacts, or a dense tf array for clamped terms."""
     terms_by_id = list(vocab)
-    total = 0
+    n_rows = len(chunk_len) - 1
+    norm = chunk_norms(chunk_len, settings.k1, settings.b)
+    k1p1 = settings.k1 + 1.0
+    counts = {"postings": 0, "dense_terms": 0}
     for pairs in spool.partitions():
         if not len(pairs):
             continue
-        order = np.argsort(pairs["term"], kind="stable")
-        pairs = pairs[order]
+        pairs = pairs[np.argsort(pairs["term"], kind="stable")]
         cut = np.flatnonzero(np.diff(pairs["term"])) + 1
         starts = np.concatenate(([0], cut))
         ends = np.concatenate((cut, [len(pairs)]))
+        term_ids = pairs["term"][starts].tolist()
+        # IDF per term with libm's log (as FTS5 computes it), then every impact at once.
+        idfs = np.array([bm25_idf(n_rows, int(e - s)) for s, e in zip(starts, ends, strict=True)])
         chunks = pairs["chunk"].astype("<u4")
-        tfs = pairs["tf"].astype("<u2")
-        term_ids = pairs["term"][starts]
+        tf = pairs["tf"].astype(np.float64)
+        impacts = term_impacts(np.repeat(idfs, ends - starts), tf, norm[chunks], k1p1).astype("<f8")
         rows = []
-        for tid, s, e in zip(term_ids.tolist(), starts.tolist(), ends.tolist(), strict=True):
-            rows.append((terms_by_id[tid], tid, e - s))
-            conn.execute(
-                "INSERT INTO postings VALUES(?,?,?)",
-                (tid, chunks[s:e].tobytes(), tfs[s:e].tobytes()),
-            )
-        conn.executemany("INSERT INTO terms VALUES(?,?,?)", rows)
-        total += len(pairs)
-    return total
+        for tid, s, e, idf in zip(term_ids, starts.tolist(), ends.tolist(), idfs.tolist(), strict=True):
+            dense = idf <= IDF_FLOOR
+            rows.append((terms_by_id[tid], tid, e - s, int(dense)))
+            if dense:
+                tfs = np.zeros(n_rows + 1, dtype="<u2")
+                tfs[chunks[s:e]] = pairs["tf"][s:e]
+                conn.execute("INSERT INTO dense_tfs VALUES(?,?)", (tid, tfs.tobytes()))
+                counts["dense_terms"] += 1
+            else:
+                conn.execute("INSERT INTO postings VALUES(?,?,?)",
+                             (tid, chunks[s:e].tobytes(), impacts[s:e].tobytes()))
+        conn.executemany("INSERT INTO terms VALUES(?,?,?,?)", rows)
+        counts["postings"] += len(pairs)
+    return counts
 
 
 def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any]) -> dict[str, Any]:

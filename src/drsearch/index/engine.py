@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,7 +36,7 @@ from .errors import (
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
-from .scoring import Scorer, TermPostings, bm25_idf
+from .scoring import DenseTerm, Scorer, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
@@ -44,10 +45,7 @@ MAX_K = 100
 DEFAULT_TIME_LIMIT_S = 10.0
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
-_TERM_SQL = (
-    "SELECT t.df, p.chunks, p.tfs FROM terms AS t JOIN postings AS p ON p.id = t.id "
-    "WHERE t.term = ?"
-)
+_TERMS_SQL = "SELECT term, id, df, dense FROM terms WHERE term IN (SELECT value FROM json_each(?))"
 _DOC_COLUMNS = "id, docid, url, canonical_url, title, text, metadata, n_words, n_chunks"
 
 
@@ -142,19 +140,36 @@ class Engine:
             acc = self._local.acc = np.zeros(self.scorer.n_rows + 1, dtype=np.float64)
         return acc
 
-    def _postings(self, parsed: ParsedQuery, deadline: float) -> list[TermPostings | None]:
-        out: list[TermPostings | None] = []
+    def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
+        """Each query term's postings (None if not in the index), in phrase order."""
+        found = {term: (tid, df, dense) for term, tid, df, dense in self._conn.execute(
+            _TERMS_SQL, (json.dumps([t.term for t in parsed.terms]),))}
+        out: list[Term | None] = []
         for qt in parsed.terms:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
-            row = self._conn.execute(_TERM_SQL, (qt.term,)).fetchone()
-            if row is None:
+            if qt.term not in found:
                 out.append(None)
                 continue
-            df, chunks, tfs = row
-            out.append(TermPostings(qt.term, df, np.frombuffer(chunks, dtype="<u4"),
-                                    np.frombuffer(tfs, dtype="<u2")))
+            tid, df, dense = found[qt.term]
+            if dense:
+                out.append(DenseTerm(qt.term, df, self._dense_loader(tid)))
+                continue
+            row = self._conn.execute(
+                "SELECT chunks, impacts FROM postings WHERE id = ?", (tid,)).fetchone()
+            if row is None:
+                raise IncompatibleIndexError(f"{self.path}: postings of term {qt.term!r} missing")
+            chunks, impacts = row
+            out.append(SparseTerm(qt.term, df, np.frombuffer(chunks, dtype="<u4"),
+                                  np.frombuffer(impacts, dtype="<f8")))
         return out
+
+    def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
+        def load() -> npt.NDArray[np.uint16]:
+            blob = self._conn.execute("SELECT tfs FROM dense_tfs WHERE id = ?", (tid,)).get
+            return np.frombuffer(blob, dtype="<u2")
+
+        return load
 
     def rank(self, query: str, k: int = 10) -> list[tuple[int, float]]:
         """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text."""
@@ -249,6 +264,7 @@ class Engine:
             "tokens": m["tokens"],
             "vocabulary": m["vocabulary"],
             "postings": m["postings"],
+            "dense_terms": m["dense_terms"],
             "blocked_documents": len(self._blocked_docs),
             "blocklist": {"sha256": self.blocklist.sha256, "count": len(self.blocklist)},
             "content_identity": m["content_identity"],

@@ -14,9 +14,12 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     means lower docid then lower ordinal: FTS5's tie-break is also ours.
 ``chunks_fts``
     the FTS5 index of record over ``chunks.text`` (external content, ``detail=full``).
-``terms(term, id, df)`` and ``postings(id, chunks, tfs)``
-    each indexed term's posting list: chunk rowids (uint32, ascending) and term
-    frequencies (uint16), derived from FTS5's own tokenizer, used by the fast scorer.
+``terms(term, id, df, dense)``, ``postings(id, chunks, impacts)`` and ``dense_tfs(id, tfs)``
+    the fast scorer's inverted index, derived from FTS5's own tokenizer. For a term in fewer
+    than half of the chunks: chunk rowids (uint32, ascending) and each chunk's BM25 impact
+    for that term (float64, bit-identical to FTS5's ``bm25()`` for the term alone). A term in
+    at least half of the chunks (IDF clamped to 1e-6: ``dense = 1``) is stored instead as a
+    dense uint16 term-frequency array over all chunk rowids: it only breaks near-ties.
 ``arrays(name, dtype, data)``
     dense per-chunk arrays: ``chunk_doc`` (document rowid), ``chunk_len`` (tokens).
 """
@@ -49,8 +52,11 @@ CREATE TABLE chunks(
     end_word INTEGER NOT NULL,
     text TEXT NOT NULL
 );
-CREATE TABLE terms(term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE postings(id INTEGER PRIMARY KEY, chunks BLOB NOT NULL, tfs BLOB NOT NULL);
+CREATE TABLE terms(
+    term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER NOT NULL, dense INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE postings(id INTEGER PRIMARY KEY, chunks BLOB NOT NULL, impacts BLOB NOT NULL);
+CREATE TABLE dense_tfs(id INTEGER PRIMARY KEY, tfs BLOB NOT NULL);
 CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL);
 """
 
@@ -59,6 +65,8 @@ FTS_DDL = (
     "tokenize='{tokenize}', detail=full)"
 )
 
-REQUIRED_TABLES = ("meta", "documents", "urls", "chunks", "chunks_fts", "terms", "postings", "arrays")
+REQUIRED_TABLES = (
+    "meta", "documents", "urls", "chunks", "chunks_fts", "terms", "postings", "dense_tfs", "arrays",
+)
 
 __all__ = ["APPLICATION_ID", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "REQUIRED_TABLES", "SCHEMA_VERSION"]

@@ -1,12 +1,14 @@
-"""Exact FTS5 ``bm25()`` ranking from precomputed posting lists, with numpy.
+"""Exact FTS5 ``bm25()`` ranking from precomputed impacts, with numpy.
 
 FTS5 scores a row for an OR of phrases as ``sum_i idf_i * (f_i*(k1+1)) / (f_i + k1*(1 - b +
 b*D/avgdl))`` summed in phrase order in double precision, where ``idf = ln((N-n+0.5)/(n+0.5))``
-floored at 1e-6, ``D`` the row's token count and ``avgdl`` the table's mean. We evaluate the
-same expression, operation for operation, so scores are bit-identical to ``-bm25()``.
+floored at 1e-6, ``D`` the row's token count and ``avgdl`` the table's mean. The build stores
+each (term, chunk) impact computed with that expression, operation for operation, so our sums
+in phrase order are bit-identical to ``-bm25()``.
 
-Terms whose IDF is clamped (in at least half of the chunks) add at most ``2.2e-6`` each; the
-first pass skips them, and the candidates near the cut-off are then rescored exactly with
+Terms in at least half of the chunks have their IDF clamped to 1e-6 and add at most 2.2e-6
+each: they are kept out of the first pass (they are stored as dense tf arrays, not postings),
+and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
 """
 
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -26,21 +28,54 @@ IDF_FLOOR = 1e-6
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+
+
+def bm25_idf(n_rows: int, df: int) -> float:
+    """FTS5's IDF (natural log via libm, floored at 1e-6)."""
+    idf = math.log((n_rows - df + 0.5) / (df + 0.5))
+    return idf if idf > 0.0 else IDF_FLOOR
+
+
+def chunk_norms(chunk_len: npt.NDArray[np.int32], k1: float, b: float) -> F64:
+    """``k1 * (1 - b + b*D/avgdl)`` per chunk rowid (index 0 unused), in FTS5's operation order."""
+    n_rows = len(chunk_len) - 1
+    avgdl = float(int(chunk_len.sum())) / float(n_rows) if n_rows else 1.0
+    return k1 * ((1.0 - b) + (b * chunk_len.astype(np.float64)) / avgdl)
+
+
+def term_impacts(idf: F64 | float, tf: F64, norm: F64, k1p1: float) -> F64:
+    """``idf * ((tf*(k1+1)) / (tf + norm))``: one term's BM25 contribution, as FTS5 computes it."""
+    return idf * ((tf * k1p1) / (tf + norm))
 
 
 @dataclass(frozen=True, slots=True)
-class TermPostings:
-    """One query term's posting list (chunk rowids ascending, term frequencies)."""
+class SparseTerm:
+    """A query term with its postings: chunk rowids (ascending) and exact impacts."""
 
     term: str
     df: int
     chunks: npt.NDArray[np.uint32]
-    tfs: npt.NDArray[np.uint16]
+    impacts: F64
 
 
-def bm25_idf(n_rows: int, df: int) -> float:
-    idf = math.log((n_rows - df + 0.5) / (df + 0.5))
-    return idf if idf > 0.0 else IDF_FLOOR
+@dataclass(slots=True)
+class DenseTerm:
+    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed."""
+
+    term: str
+    df: int
+    load: Callable[[], npt.NDArray[np.uint16]]
+    _tfs: npt.NDArray[np.uint16] | None = field(default=None, repr=False)
+
+    @property
+    def tfs(self) -> npt.NDArray[np.uint16]:
+        if self._tfs is None:
+            self._tfs = self.load()
+        return self._tfs
+
+
+Term = SparseTerm | DenseTerm
 
 
 class Scorer:
@@ -50,21 +85,10 @@ class Scorer:
                  k1: float = 1.2, b: float = 0.75) -> None:
         self.chunk_doc = chunk_doc
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
-        total = int(chunk_len.sum())
-        avgdl = float(total) / float(self.n_rows) if self.n_rows else 1.0
-        d = chunk_len.astype(np.float64)
-        # k1 * (1 - b + b*D/avgdl), evaluated in FTS5's operation order.
-        self.norm: F64 = k1 * ((1.0 - b) + (b * d) / avgdl)
+        self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
 
-    def impacts(self, p: TermPostings, idf: float, chunks: npt.NDArray[np.int64] | None = None,
-                tf: F64 | None = None) -> F64:
-        ids = p.chunks if chunks is None else chunks
-        f = p.tfs.astype(np.float64) if tf is None else tf
-        return idf * ((f * self.k1p1) / (f + self.norm[ids]))
-
-    def rank(self, terms: Sequence[TermPostings | None], k: int,
-             blocked: npt.NDArray[np.bool_] | None, acc: F64,
+    def rank(self, terms: Sequence[Term | None], k: int, blocked: Bools | None, acc: F64,
              deadline: float) -> list[tuple[int, float]]:
         """Top ``k`` documents as (best chunk rowid, score), in FTS5's order.
 
@@ -74,15 +98,16 @@ class Scorer:
         present = [t for t in terms if t is not None]
         if not present:
             return []
-        idfs = {t.term: bm25_idf(self.n_rows, t.df) for t in present}
-        main = [t for t in present if idfs[t.term] > IDF_FLOOR]
+        sparse = [t for t in present if isinstance(t, SparseTerm)]
         try:
-            if 0 < len(main) < len(present):
-                self._accumulate(main, idfs, acc, deadline)
+            if sparse:
+                self._accumulate(sparse, acc, deadline)
                 cand, scores, n_docs = self._select(acc, k, blocked)
-                # Clamped terms add at most `bound` to any chunk: rescoring exactly every chunk
+                if len(sparse) == len(present):
+                    return self._finish(cand, scores, k)  # already exact
+                # Dense terms add at most `bound` to any chunk: rescoring exactly every chunk
                 # within bound (+ rounding) of the k-th document's first-pass score is exact.
-                bound = (len(present) - len(main)) * IDF_FLOOR * self.k1p1
+                bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
                 if n_docs >= k:
                     cut = float(scores.min())
                     eps = abs(cut) * 1e-9
@@ -90,24 +115,31 @@ class Scorer:
                         cand = np.flatnonzero(acc >= cut - bound - 2 * eps)
                         if blocked is not None:
                             cand = cand[~blocked[cand]]
-                        return self._finish(cand, self._rescore(cand, present, idfs), k)
+                        return self._finish(cand, self._rescore(cand, present), k)
                 acc.fill(0.0)
-            self._accumulate(present, idfs, acc, deadline)
+            # Scores so low that dense terms matter everywhere: score every term fully.
+            self._accumulate(present, acc, deadline)
             cand, scores, _ = self._select(acc, k, blocked)
             return self._finish(cand, scores, k)
         finally:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
 
-    def _accumulate(self, terms: Sequence[TermPostings], idfs: dict[str, float], acc: F64,
-                    deadline: float) -> None:
+    def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
+        tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
+        norm = self.norm if rows is None else self.norm[rows]
+        return term_impacts(IDF_FLOOR, tf, norm, self.k1p1)
+
+    def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> None:
         """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order)."""
         for t in terms:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
-            np.add.at(acc, t.chunks, self.impacts(t, idfs[t.term]))
+            if isinstance(t, SparseTerm):
+                np.add.at(acc, t.chunks, t.impacts)
+            else:  # tf = 0 adds exactly +0.0, as FTS5's sum does for a non-matching phrase
+                acc += self._dense_impacts(t)
 
-    def _select(self, acc: F64, k: int, blocked: npt.NDArray[np.bool_] | None
-                ) -> tuple[I64, F64, int]:
+    def _select(self, acc: F64, k: int, blocked: Bools | None) -> tuple[I64, F64, int]:
         """Chunks scoring at least the k-th best document (all scored chunks if fewer docs).
 
         Tries thresholds at falling fractions of the best score first: a comparison over the
@@ -139,22 +171,22 @@ class Scorer:
                 sel = np.arange(m_all)
             order = sel[np.lexsort((touched[sel], -scores[sel]))]
             _, first = np.unique(self.chunk_doc[touched[order]], return_index=True)
-            if len(first) >= k or m >= m_all:
-                if len(first) >= k:
-                    kth = np.sort(first)[k - 1]
-                    cut = scores[order[kth]]
-                    return sel[scores[sel] >= cut], len(first)
+            if len(first) >= k:
+                cut = scores[order[np.sort(first)[k - 1]]]
+                return sel[scores[sel] >= cut], len(first)
+            if m >= m_all:
                 return sel, len(first)
             m = min(m_all, m * 4)
 
-    def _rescore(self, cand: I64, terms: Sequence[TermPostings], idfs: dict[str, float]) -> F64:
+    def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
+        """Exact scores of candidate chunks: every term, in phrase order."""
         out = np.zeros(len(cand), dtype=np.float64)
-        for t in terms:  # phrase order, as FTS5 sums
-            pos = np.searchsorted(t.chunks, cand)
-            pos_c = np.minimum(pos, len(t.chunks) - 1)
-            hit = t.chunks[pos_c] == cand
-            tf = np.where(hit, t.tfs[pos_c], 0).astype(np.float64)
-            out += self.impacts(t, idfs[t.term], cand, tf)
+        for t in terms:
+            if isinstance(t, SparseTerm):
+                pos = np.minimum(np.searchsorted(t.chunks, cand), len(t.chunks) - 1)
+                out += np.where(t.chunks[pos] == cand, t.impacts[pos], 0.0)
+            else:
+                out += self._dense_impacts(t, cand)
         return out
 
     def _finish(self, chunks: I64, scores: F64, k: int) -> list[tuple[int, float]]:
@@ -165,4 +197,5 @@ class Scorer:
         return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
 
 
-__all__ = ["IDF_FLOOR", "Scorer", "TermPostings", "bm25_idf"]
+__all__ = ["IDF_FLOOR", "DenseTerm", "Scorer", "SparseTerm", "Term", "bm25_idf", "chunk_norms",
+           "term_impacts"]

@@ -1,11 +1,12 @@
 """Short, query-aware snippets of a chunk's text.
 
 Speed matters here (one snippet per hit, up to 100 per request), so matching is done with
-one compiled regular expression per query rather than by re-tokenising every chunk: each
-query term is matched case-insensitively at a word start by the longest common prefix of
-its indexed form (e.g. a stem) and its spelling in the query (so ``boundary`` → stem
-``boundari`` → pattern ``boundar``). The window of about ``width`` characters with the most
-IDF-weighted matches wins (the earliest on ties), cut at word boundaries and marked with
+``str.find`` on the lower-cased chunk rather than by re-tokenising every chunk: each query
+term is matched at a word start by the longest common prefix of its indexed form (e.g. a
+stem) and its spelling in the query (so ``boundary`` → stem ``boundari`` → ``boundar``).
+Terms in most chunks (clamped IDF) are ignored unless the query has nothing else.
+The window of about ``width`` characters with the most IDF-weighted matches wins (the
+earliest on ties), cut at word boundaries and marked with
 ``…`` where text was left out. Plain text, no markup: agents read it. Deterministic.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+from .scoring import IDF_FLOOR
 
 SNIPPET_CHARS = 240
 ELLIPSIS = "…"
@@ -25,13 +28,16 @@ class SnippetMaker:
         """``terms``: (indexed term, query spelling, weight) triples."""
         self.width = width
         weights: dict[str, float] = {}
-        for term, surface, weight in terms:
+        triples = list(terms)
+        informative = [t for t in triples if t[2] > IDF_FLOOR]
+        for term, surface, weight in informative or triples:
             stem = _common_prefix(term, surface.lower()) or surface.lower()
             if stem and weights.get(stem, -1.0) < weight:
                 weights[stem] = weight
         # Longest first, so the regex prefers the most specific alternative.
         stems = sorted(weights, key=lambda s: (-len(s), s))
         self._weights = weights
+        self._stems = stems
         self._pattern = (
             re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, stems)) + ")", re.IGNORECASE)
             if stems else None
@@ -51,8 +57,7 @@ class SnippetMaker:
     def _best_start(self, text: str) -> int:
         if self._pattern is None:
             return 0
-        hits = [(m.start(), self._weights.get(m.group(0).lower(), 0.0))
-                for m in self._pattern.finditer(text)]
+        hits = self._matches(text)
         if not hits:
             return 0
         best_score, best_pos, total, lo = -1.0, 0, 0.0, 0
@@ -69,6 +74,24 @@ class SnippetMaker:
             space = text.find(" ", start, best_pos)
             start = space + 1 if space >= 0 else best_pos
         return start
+
+
+    def _matches(self, text: str) -> list[tuple[int, float]]:
+        """(offset, weight) of every query-term match at a word start, in text order."""
+        low = text.lower()
+        if len(low) != len(text) or self._pattern is None:  # rare: case mapping changed lengths
+            assert self._pattern is not None
+            return [(m.start(), self._weights.get(m.group(0).lower(), 0.0))
+                    for m in self._pattern.finditer(text)]
+        taken: dict[int, float] = {}
+        for stem in self._stems:  # longest first: a position keeps its most specific match
+            weight = self._weights[stem]
+            pos = low.find(stem)
+            while pos >= 0:
+                if (pos == 0 or not low[pos - 1].isalnum()) and pos not in taken:
+                    taken[pos] = weight
+                pos = low.find(stem, pos + 1)
+        return sorted(taken.items())
 
 
 def _common_prefix(a: str, b: str) -> str:
