@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load sample-release clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,12 +36,23 @@ unit: $(STAMP)
 
 test: lint typecheck importlint unit
 
+# The bundled sample release (docs/RELEASE.md): assembled from the inputs the top-level
+# manifest.json names, then validated the way a user validates DR-256.
+sample-release: $(STAMP)
+	$(PY) scripts/make_sample_release.py --out out/sample-release --force
+	$(VENV)/bin/drsearch validate --release-dir out/sample-release --deep
+
 # Long benchmarks: not part of `make test`. See docs/BENCHMARKS.md.
 bench: $(STAMP)
 	$(PY) benchmarks/search_bench.py
 
 quality: $(STAMP)
 	$(PY) benchmarks/quality.py
+
+# HTTP load test of `drsearch serve` (docs/SERVER.md): 64 agents, 2 workers, 20 s, sample corpus.
+# Extra flags: make load LOAD_ARGS="--kill-worker --duration 60 --database X.sqlite3"
+load: $(STAMP)
+	$(PY) benchmarks/load_test.py $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,9 @@ EXPECTED_INDEX_API = {
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",
     "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "dumps", "parse_query",
     "read_jsonl", "split_words",
+    # integrity checks (drsearch.index.integrity, release validation)
+    "SQLiteHeader", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",
+    "read_sqlite_header", "sha256_file",
 }
 
 

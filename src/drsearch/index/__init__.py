@@ -6,6 +6,8 @@ Public API (pinned by tests/index/test_public_api.py)::
     Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
     BlockList.from_file(path)
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
+    read_sqlite_header(path), sha256_file(path), quick_check(path),
+    fts5_integrity_check(path), missing_docids(path, docids)   (never write the file)
 """
 
 from .blocklist import BlockList
@@ -26,6 +28,15 @@ from .errors import (
     InvalidRequestError,
     NotADatabaseError,
     QueryTimeoutError,
+)
+from .integrity import (
+    SQLiteHeader,
+    fts5_integrity_check,
+    header_problems,
+    missing_docids,
+    quick_check,
+    read_sqlite_header,
+    sha256_file,
 )
 from .models import BuildSettings, Document, Hit, SearchResult, dumps
 from .query import MAX_QUERY_CHARS, ParsedQuery, parse_query
@@ -57,6 +68,7 @@ __all__ = [
     "NotADatabaseError",
     "ParsedQuery",
     "QueryTimeoutError",
+    "SQLiteHeader",
     "SearchResult",
     "build",
     "canonicalize_url",
@@ -64,7 +76,13 @@ __all__ = [
     "chunk_spans",
     "chunk_words",
     "dumps",
+    "fts5_integrity_check",
+    "header_problems",
+    "missing_docids",
     "parse_query",
+    "quick_check",
     "read_jsonl",
+    "read_sqlite_header",
+    "sha256_file",
     "split_words",
 ]

@@ -22,6 +22,7 @@ from ..index import (
     dumps,
     read_jsonl,
 )
+from .release_cli import register as register_release_verbs
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
@@ -97,6 +98,55 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
+    return value
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:  # the server is an optional extra: a core install still runs the other verbs
+        from ..server import ServeConfig, ServerSettings, serve, verify_corpus
+    except ImportError as e:
+        print(f"drsearch: error: serve needs the server extra (pip install 'drsearch[server]'): {e}",
+              file=sys.stderr)
+        return 2
+    blocklist = _blocklist(args)
+    report = verify_corpus(args.database, args.verify, blocklist)
+    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout)
+    where = f"http://{args.host}:{args.port}"
+    print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
+          f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
+          file=sys.stderr)
+    if blocklist is None:
+        print("drsearch: no --blocked-docids: every document is served (no blocklist)", file=sys.stderr)
+    else:
+        print(f"drsearch: blocklist {args.blocked_docids}: {len(blocklist)} docids "
+              f"({report.blocked_documents} in this corpus), sha256 {blocklist.sha256}", file=sys.stderr)
+    config = ServeConfig(database=report.path.resolve(), settings=settings,
+                         blocked_docids=None if blocklist is None else args.blocked_docids)
+    serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
+          access_log=args.access_log)
+    return 0
+
+
 def _database_args(p: argparse.ArgumentParser, blocklist: bool = True) -> None:
     p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
     if blocklist:
@@ -134,6 +184,26 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="index statistics")
     _database_args(p)
     p.set_defaults(handler=cmd_stats)
+
+    p = sub.add_parser("serve", help="serve an index over HTTP (see docs/SERVER.md)")
+    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
+    p.add_argument("--blocked-docids", metavar="FILE",
+                   help="docids to hide (one per line, # comments); without it every document is served")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_int_in(0, 65535), default=8000, help="port (default 8000)")
+    p.add_argument("--workers", type=_int_in(1, 512), default=1, help="worker processes (default 1)")
+    p.add_argument("--log-level", default="info",
+                   choices=["critical", "error", "warning", "info", "debug", "trace"])
+    p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
+    p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
+                   help="time limit of one query in seconds (503 past it; default 10)")
+    p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
+                   help="checks before serving: fast = schema, application id, size, identity; "
+                        "deep = fast + PRAGMA quick_check (default fast)")
+    p.set_defaults(handler=cmd_serve)
+
+    register_release_verbs(sub)  # release manifest|assemble, validate, import (release_cli.py)
     return ap
 
 

@@ -1,0 +1,68 @@
+"""Response bodies as bytes, serialised once and byte-identical to ``drsearch.index.dumps``.
+
+The engine's canonical JSON (sorted keys, compact, UTF-8 as is) costs ~0.2 ms for a k=10
+search body and ~1.7 ms for k=100 with the standard library; orjson writes the same bytes
+in ~4/22 µs. The two agree on everything our bodies hold except the spelling of floats
+outside ``[1e-4, 1e16)`` (``1e-06`` against ``1e-6``) and integers beyond 64 bits, so the
+fast path checks for those and falls back to ``dumps`` (tests pin the equality).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+from ..index import Document, SearchResult, dumps
+
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+def _plain_float(x: float) -> bool:
+    """True if orjson and ``json`` spell ``x`` the same way (both in positional notation)."""
+    return x == 0.0 or (math.isfinite(x) and 1e-4 <= abs(x) < 1e16)
+
+
+def _plain(obj: Any) -> bool:
+    """True if ``obj`` (decoded JSON) holds no float or integer the two encoders spell apart."""
+    if isinstance(obj, str) or obj is None or isinstance(obj, bool):
+        return True
+    if isinstance(obj, float):
+        return _plain_float(obj)
+    if isinstance(obj, int):
+        return -(1 << 63) <= obj < (1 << 64)
+    if isinstance(obj, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in obj.items())
+    if isinstance(obj, list | tuple):
+        return all(_plain(v) for v in obj)
+    return False
+
+
+def canonical_json(body: Any) -> bytes:
+    """Any JSON-able body as canonical bytes (the exact bytes of ``dumps(body)``, UTF-8).
+
+    Raises ValueError/TypeError for what ``dumps`` rejects (NaN, non-JSON types).
+    """
+    if _plain(body):
+        return orjson.dumps(body, option=_SORTED)
+    return dumps(body).encode("utf-8")
+
+
+def search_json(result: SearchResult) -> bytes:
+    """The /search body of ``result``; only the hits' scores need checking for the fast path."""
+    body = result.to_dict()
+    if all(_plain_float(h.score) for h in result.hits):
+        return orjson.dumps(body, option=_SORTED)
+    return dumps(body).encode("utf-8")
+
+
+def document_json(doc: Document, offset: int = 0, length: int | None = None) -> bytes:
+    """The /open body of ``doc`` paged by ``offset``/``length`` (characters)."""
+    body = doc.to_dict(offset, length)
+    if _plain(doc.metadata):
+        return orjson.dumps(body, option=_SORTED)
+    return dumps(body).encode("utf-8")
+
+
+__all__ = ["canonical_json", "document_json", "search_json"]

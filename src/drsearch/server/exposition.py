@@ -1,0 +1,142 @@
+"""The bodies of /health, /stats and /metrics, built from the engine and the counters.
+
+/health is static for the life of a worker (built once). /stats is the engine's own
+``stats()`` (exactly what ``drsearch stats --json`` prints) plus a ``server`` object of
+live counters aggregated over all workers. /metrics renders the same counters in the
+Prometheus text format (0.0.4); latency percentiles appear as a ``summary``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..index import Engine
+from .metrics import EndpointCounts, Snapshot
+
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def blocklist_enabled(engine: Engine) -> bool:
+    """True when the engine was given a blocklist (even an empty file)."""
+    return bool(engine.blocklist.source) or len(engine.blocklist) > 0
+
+
+def health_body(engine: Engine) -> dict[str, Any]:
+    """``GET /health``: status, corpus identity and counts, blocklist hash and count, version."""
+    meta = engine.meta
+    return {
+        "status": "ok",
+        "version": __version__,
+        "corpus": {
+            "identity": meta["content_identity"],
+            "schema_version": meta["schema_version"],
+            "documents": meta["documents"],
+            "chunks": meta["chunks"],
+        },
+        "blocklist": {
+            "enabled": blocklist_enabled(engine),
+            "sha256": engine.blocklist.sha256,
+            "count": len(engine.blocklist),
+        },
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+def _endpoint_body(c: EndpointCounts) -> dict[str, Any]:
+    mean = c.latency_sum_s / c.requests if c.requests else None
+    return {
+        "requests": c.requests,
+        "errors": c.errors,
+        "server_errors": c.server_errors,
+        "latency_ms": {"p50": _ms(c.p50_s), "p95": _ms(c.p95_s), "p99": _ms(c.p99_s),
+                       "mean": _ms(mean)},
+    }
+
+
+def server_body(snap: Snapshot) -> dict[str, Any]:
+    """The ``server`` object of /stats: counters over all workers of this run."""
+    return {
+        "version": __version__,
+        "uptime_s": round(snap.uptime_s, 3),
+        "workers": {"live": snap.workers_live, "started": snap.workers_started},
+        "requests": sum(c.requests for c in snap.endpoints.values()),
+        "errors": sum(c.errors for c in snap.endpoints.values()),
+        "blocked_open_attempts": snap.blocked_open_attempts,
+        "endpoints": {name: _endpoint_body(c) for name, c in snap.endpoints.items()},
+    }
+
+
+def stats_body(engine: Engine, snap: Snapshot) -> dict[str, Any]:
+    """``GET /stats``: the engine's stats plus the ``server`` counters."""
+    return {**engine.stats(), "server": server_body(snap)}
+
+
+def _label(value: object) -> str:
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _num(value: float | None) -> str:
+    return "NaN" if value is None else repr(float(value))
+
+
+def _family(lines: list[str], name: str, kind: str, help_text: str) -> None:
+    lines.append(f"# HELP {name} {help_text}")
+    lines.append(f"# TYPE {name} {kind}")
+
+
+def metrics_text(engine: Engine, snap: Snapshot) -> str:
+    """``GET /metrics``: the counters of /stats in the Prometheus text exposition format."""
+    lines: list[str] = []
+    per_endpoint = (
+        ("drsearch_requests_total", "Requests answered, by endpoint.", "requests"),
+        ("drsearch_request_errors_total", "Requests answered with status >= 400.", "errors"),
+        ("drsearch_request_server_errors_total", "Requests answered with status >= 500.",
+         "server_errors"),
+    )
+    for name, help_text, attr in per_endpoint:
+        _family(lines, name, "counter", help_text)
+        lines += [f"{name}{{endpoint={_label(ep)}}} {getattr(c, attr)}"
+                  for ep, c in snap.endpoints.items()]
+    name = "drsearch_request_duration_seconds"
+    _family(lines, name, "summary", "Request latency (estimated from log buckets, +-5%).")
+    for ep, c in snap.endpoints.items():
+        for q, v in (("0.5", c.p50_s), ("0.95", c.p95_s), ("0.99", c.p99_s)):
+            lines.append(f"{name}{{endpoint={_label(ep)},quantile={_label(q)}}} {_num(v)}")
+        lines.append(f"{name}_sum{{endpoint={_label(ep)}}} {_num(c.latency_sum_s)}")
+        lines.append(f"{name}_count{{endpoint={_label(ep)}}} {c.requests}")
+    _family(lines, "drsearch_blocked_open_attempts_total", "counter",
+            "Attempts to open a blocklisted document (answered 404).")
+    lines.append(f"drsearch_blocked_open_attempts_total {snap.blocked_open_attempts}")
+    gauges = (
+        ("drsearch_uptime_seconds", "Seconds since the first worker of this run started.",
+         _num(snap.uptime_s)),
+        ("drsearch_workers_live", "Worker processes of this run now alive.", str(snap.workers_live)),
+        ("drsearch_workers_started", "Worker processes started in this run (restarts included).",
+         str(snap.workers_started)),
+        ("drsearch_corpus_documents", "Documents in the index.", str(engine.meta["documents"])),
+        ("drsearch_corpus_chunks", "Chunks in the index.", str(engine.meta["chunks"])),
+        ("drsearch_blocklist_docids", "Docids in the blocklist.", str(len(engine.blocklist))),
+    )
+    for name, help_text, value in gauges:
+        _family(lines, name, "gauge", help_text)
+        lines.append(f"{name} {value}")
+    _family(lines, "drsearch_info", "gauge", "Server version and corpus identity.")
+    lines.append(f"drsearch_info{{version={_label(__version__)},"
+                 f"identity={_label(engine.meta['content_identity'])},"
+                 f"schema_version={_label(engine.meta['schema_version'])}}} 1")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "PROMETHEUS_CONTENT_TYPE",
+    "blocklist_enabled",
+    "health_body",
+    "metrics_text",
+    "server_body",
+    "stats_body",
+]

@@ -1,0 +1,168 @@
+"""Request bodies: size-limited reading, strict JSON validation, precise 4xx reasons.
+
+One pair of pydantic models per app (``max_k``, the query cap and the unknown-field
+policy are settings), validated straight from the JSON bytes in strict mode: ``k`` must
+be a JSON integer (``5`` or ``5.0``, as JSON Schema counts integers; not ``5.5``, ``"5"``
+or ``true``), strings must be strings. The same models give the OpenAPI schema, so the
+documented contract and the enforced one cannot drift apart. A validation failure becomes
+one of the engine's own input errors (``invalid_k``, ``invalid_query``, ``invalid_request``)
+or ``invalid_json``, 422.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+from starlette.requests import Request
+
+from ..index import InvalidInputError, InvalidKError, InvalidQueryError, InvalidRequestError
+from .errors import MalformedBodyError, PayloadTooLargeError
+from .settings import ServerSettings
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_MAX_REASONS = 3
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer: ``10.0`` is ``10``; ``10.5``, ``"10"`` and ``true`` stay wrong."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+
+
+class SearchRequest(BaseModel):
+    """``POST /search``: free-text ``query`` (never query syntax) and ``k`` results."""
+
+    query: str
+    k: int
+
+
+class OpenRequest(BaseModel):
+    """``POST /open``: exactly one of ``docid``/``url``, optional text paging."""
+
+    docid: str | None = None
+    url: str | None = None
+    offset: int = 0
+    length: int | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_key(self) -> OpenRequest:
+        if (self.docid is None) == (self.url is None):
+            raise ValueError("give exactly one of docid or url")
+        return self
+
+
+@dataclass(frozen=True)
+class RequestModels:
+    """The request models of one app, built from its settings by :func:`request_models`."""
+
+    search: type[SearchRequest]
+    open: type[OpenRequest]
+
+
+def request_models(settings: ServerSettings) -> RequestModels:
+    """Strict request models whose limits and unknown-field policy follow ``settings``."""
+    reject = settings.unknown_fields == "reject"
+    # json_schema_extra: pydantic drops additionalProperties from models with an after-validator
+    config = ConfigDict(strict=True, frozen=True, extra="forbid" if reject else "ignore",
+                        json_schema_extra={"additionalProperties": False} if reject else None)
+
+    class StrictSearchRequest(SearchRequest):
+        model_config = config | ConfigDict(title="SearchRequest")
+        query: str = Field(min_length=1, max_length=settings.max_query_chars,
+                           description="free text; operators, quotes and colons are plain words")
+        k: JsonInt = Field(default=settings.default_k, ge=1, le=settings.max_k,
+                       description="how many documents to return")
+
+    class StrictOpenRequest(OpenRequest):
+        model_config = config | ConfigDict(title="OpenRequest")
+        docid: str | None = Field(default=None, description="the document's docid")
+        url: str | None = Field(default=None, description="any spelling of any of its URLs")
+        offset: JsonInt = Field(default=0, ge=0, description="first character of the text to return")
+        length: JsonInt | None = Field(default=None, ge=1, description="characters of text to return")
+
+    return RequestModels(StrictSearchRequest, StrictOpenRequest)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, at most ``limit`` bytes. Raises PayloadTooLargeError beyond it.
+
+    A declared Content-Length over the limit is refused before reading anything; a body
+    without one (chunked) is counted as it arrives.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isascii() and declared.isdigit():
+        if int(declared) > limit:
+            raise PayloadTooLargeError(f"request body is {declared} bytes; the limit is {limit}")
+        return await request.body()
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
+        parts.append(part)
+    return b"".join(parts)
+
+
+def parse_body(model: type[ModelT], body: bytes) -> ModelT:
+    """Validate ``body`` (JSON bytes) as ``model``. Raises an InvalidInputError subclass."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MalformedBodyError(f"request body is not valid UTF-8 (byte {e.start})") from None
+    if not text.strip():
+        raise MalformedBodyError("request body is empty: send a JSON object")
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as e:
+        raise _input_error(e.errors(include_url=False, include_input=False)) from None
+
+
+def _input_error(errors: list[ErrorDetails]) -> InvalidInputError:
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        return MalformedBodyError("request body is not valid JSON: "
+                                  + first["msg"].removeprefix("Invalid JSON: "))
+    reasons = "; ".join(_reason(e) for e in errors[:_MAX_REASONS])
+    field = first["loc"][0] if first["loc"] else None
+    if field == "k":
+        return InvalidKError(reasons)
+    if field == "query":
+        return InvalidQueryError(reasons)
+    return InvalidRequestError(reasons)
+
+
+def _reason(error: ErrorDetails) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown field {loc!r}"
+    if error["type"] == "missing":
+        return f"missing field {loc!r}"
+    if error["type"] == "model_type":
+        return "request body must be a JSON object"
+    msg = error["msg"].removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI ``requestBody`` object of ``model`` (inline JSON schema, no $refs)."""
+    return {"required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}}}
+
+
+__all__ = [
+    "OpenRequest",
+    "RequestModels",
+    "SearchRequest",
+    "body_schema",
+    "parse_body",
+    "read_body",
+    "request_models",
+]

@@ -1,0 +1,106 @@
+"""Running the app under uvicorn, with one or many worker processes.
+
+uvicorn starts each worker from an import string and passes it nothing, so a worker
+builds its own app with :func:`app_from_env` from the ``ServeConfig`` that
+:func:`serve` put in the environment (``DRSEARCH_SERVE_CONFIG``). Each worker opens the
+index itself: the file is memory-mapped read-only, so its pages are shared by all
+workers through the page cache, not copied. uvicorn's supervisor replaces a worker
+that dies; the counters of the run live in a per-run directory that outlives workers.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import FastAPI
+
+from ..index import BlockList, Engine
+from .app import create_app
+from .exposition import blocklist_enabled
+from .settings import ServeConfig
+
+APP_FACTORY = "drsearch.server.runner:app_from_env"
+LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
+logger = logging.getLogger("drsearch.server")
+
+
+def app_from_config(config: ServeConfig) -> FastAPI:
+    """Open the engine ``config`` names (with its blocklist and time limit) and build the app.
+
+    Raises BlocklistError or CorpusFileError when a file cannot be used.
+    """
+    blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
+    engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.request_timeout_s)
+    app = create_app(engine, config.settings)
+    if blocklist_enabled(engine):
+        what = f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids)"
+    else:
+        what = "NO blocklist: every document is served"
+    logger.info("worker %d serving %s (identity %s); %s", os.getpid(), config.database,
+                engine.meta["content_identity"], what)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The uvicorn app factory of ``drsearch serve`` workers (config from the environment)."""
+    return app_from_config(ServeConfig.from_env())
+
+
+def log_config(level: LogLevel) -> dict[str, Any]:
+    """uvicorn's logging configuration plus the ``drsearch`` logger on the same handler."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["drsearch"] = {"handlers": ["default"], "level": level.upper() if
+                                     level != "trace" else "DEBUG", "propagate": False}
+    return config
+
+
+class _Stopped(Exception):
+    """SIGINT/SIGTERM reached us after uvicorn shut down (it re-raises the signal it caught)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
+          log_level: LogLevel = "info", access_log: bool = False) -> None:
+    """Serve until SIGINT/SIGTERM, then return normally after a graceful shutdown. Blocks.
+
+    Call from the main thread. Creates the run's counter directory when
+    ``config.settings.metrics_dir`` is None and removes it on exit. Access logs are off
+    by default (a line per request costs more than a small search).
+    """
+    import uvicorn
+
+    own_dir: Path | None = None
+    if config.settings.metrics_dir is None:
+        own_dir = Path(tempfile.mkdtemp(prefix="drsearch-serve-"))
+        settings = config.settings.model_copy(update={"metrics_dir": own_dir})
+        config = config.model_copy(update={"settings": settings})
+    os.environ.update(config.to_env())
+    # A single-process uvicorn re-raises the signal that stopped it once it has shut down;
+    # with the default SIGTERM action that would kill us before the clean-up below.
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers,
+                    log_level=log_level, log_config=log_config(log_level), access_log=access_log,
+                    server_header=False, timeout_graceful_shutdown=10)
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)
+
+
+__all__ = ["APP_FACTORY", "LogLevel", "app_from_config", "app_from_env", "log_config", "serve"]

@@ -1,0 +1,101 @@
+"""Response shapes, for the OpenAPI document only.
+
+Handlers never build these models: bodies come from the engine's ``to_dict()`` and are
+serialised once (see :mod:`drsearch.server.encoding`). The models describe those
+dictionaries exactly, and the schemathesis tests check every response against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="machine-readable kind, e.g. invalid_k, not_found")
+    message: str = Field(description="the reason, for a person")
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx body."""
+
+    error: ErrorDetail
+
+
+class Chunk(BaseModel):
+    ordinal: int = Field(description="the chunk's position in its document (0-based)")
+    text: str
+
+
+class HitBody(BaseModel):
+    rank: int
+    docid: str
+    url: str
+    title: str
+    score: float = Field(description="BM25 of the best chunk, as FTS5's bm25() computes it")
+    chunk: Chunk
+    snippet: str
+
+
+class SearchResponse(BaseModel):
+    query: str
+    k: int
+    results: list[HitBody]
+
+
+class OpenResponse(BaseModel):
+    docid: str
+    url: str
+    title: str
+    text: str = Field(description="text[offset:offset+length] of the document")
+    metadata: dict[str, Any]
+    total_length: int = Field(description="characters in the whole text")
+    next_offset: int | None = Field(description="offset of the next page; null on the last")
+
+
+class CorpusIdentity(BaseModel):
+    identity: str
+    schema_version: int
+    documents: int
+    chunks: int
+
+
+class BlocklistSummary(BaseModel):
+    enabled: bool = Field(description="false: served without a blocklist, every document visible")
+    sha256: str
+    count: int
+
+
+class HealthResponse(BaseModel):
+    status: str
+    version: str
+    corpus: CorpusIdentity
+    blocklist: BlocklistSummary
+
+
+class StatsResponse(BaseModel):
+    """Engine stats (as ``drsearch stats --json``) plus ``server`` counters of all workers."""
+
+    documents: int
+    chunks: int
+    content_identity: str
+    schema_version: int
+    blocklist: dict[str, Any]
+    build: dict[str, Any]
+    server: dict[str, Any]
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    413: {"model": ErrorResponse, "description": "request body over the size limit"},
+    422: {"model": ErrorResponse, "description": "malformed request (the message says why)"},
+}
+
+__all__ = [
+    "ERRORS",
+    "ErrorResponse",
+    "HealthResponse",
+    "OpenResponse",
+    "SearchResponse",
+    "StatsResponse",
+]

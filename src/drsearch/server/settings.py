@@ -1,0 +1,100 @@
+"""Typed, frozen settings of the HTTP server, built once and passed in.
+
+``ServerSettings`` configures one app (limits, defaults, where counters live);
+``ServeConfig`` adds what a uvicorn worker needs to build that app by itself (the
+database and blocklist paths). ``drsearch serve`` hands a ``ServeConfig`` to its
+workers as JSON in the ``DRSEARCH_SERVE_CONFIG`` environment variable, because
+uvicorn starts each worker from an import string and passes it no arguments.
+
+Every field is documented in docs/SERVER.md (a test keeps it so).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..index import MAX_K, MAX_QUERY_CHARS, InvalidInputError
+
+CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
+
+UnknownFields = Literal["reject", "ignore"]
+VerifyLevel = Literal["none", "fast", "deep"]
+
+
+class ServerSettings(BaseModel):
+    """Limits and defaults of one server app. Immutable; invalid values raise on creation.
+
+    - ``max_k``: the largest ``k`` a search may ask for (1..100, the engine's own cap).
+    - ``default_k``: ``k`` when a search omits it (default ``min(10, max_k)``); must not
+      exceed ``max_k``.
+    - ``request_timeout_s``: the engine's time limit per query; a query that runs past it
+      is answered 503 ``query_timeout``. Applied when the engine is opened.
+    - ``max_body_bytes``: a request body larger than this is answered 413 unread.
+    - ``max_query_chars``: longer queries are answered 422 (the engine's own cap at most).
+    - ``unknown_fields``: ``reject`` (422 naming the field) or ``ignore`` request fields
+      the API does not define.
+    - ``metrics_dir``: the per-run directory where each worker process keeps its counters
+      (one file per process; /stats and /metrics sum them). ``None``: in-memory counters
+      of this process only.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_k: int = Field(default=MAX_K, ge=1, le=MAX_K)
+    default_k: int = Field(default=10, ge=1, le=MAX_K)
+    request_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
+    max_query_chars: int = Field(default=MAX_QUERY_CHARS, ge=1, le=MAX_QUERY_CHARS)
+    unknown_fields: UnknownFields = "reject"
+    metrics_dir: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_k_follows_max_k(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "default_k" not in data and isinstance(data.get("max_k"), int):
+            return {**data, "default_k": min(10, data["max_k"])}
+        return data
+
+    @model_validator(mode="after")
+    def _default_k_within_max(self) -> ServerSettings:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
+        return self
+
+
+class ServeConfig(BaseModel):
+    """Everything a worker process needs to build its app: files plus ``ServerSettings``.
+
+    ``blocked_docids`` ``None`` means no blocklist: every document is served.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database: Path
+    blocked_docids: Path | None = None
+    settings: ServerSettings = ServerSettings()
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that carry this config to uvicorn workers."""
+        return {CONFIG_ENV: self.model_dump_json()}
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ServeConfig:
+        """Read the config a ``drsearch serve`` parent left in the environment.
+
+        Raises InvalidInputError when the variable is missing or malformed.
+        """
+        raw = (os.environ if environ is None else environ).get(CONFIG_ENV)
+        if not raw:
+            raise InvalidInputError(f"{CONFIG_ENV} is not set: start workers with `drsearch serve`")
+        try:
+            return cls.model_validate_json(raw)
+        except ValidationError as e:
+            raise InvalidInputError(f"{CONFIG_ENV} is malformed: {e.errors()[0]['msg']}") from e
+
+
+__all__ = ["CONFIG_ENV", "ServeConfig", "ServerSettings", "UnknownFields", "VerifyLevel"]

@@ -1,0 +1,327 @@
+"""Release manifests: ``manifest.json`` (inventory) and ``checksums.sha256`` (sha256sum format).
+
+A release directory holds the files of :data:`RELEASE_FILES`; ``write_release_manifest``
+describes every regular file under it (except the two files it writes) with its size,
+SHA-256 and role, plus the release's name and revision, the corpus identity, build
+parameters and counts. Output is deterministic: sorted keys, sorted paths, no timestamps,
+so the same release always gives byte-identical manifests. ``checksums.sha256`` covers
+every file including ``manifest.json`` and is checked by ``sha256sum -c checksums.sha256``
+run inside the release directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from ..index import BlockList, Engine, InvalidInputError, sha256_file
+from .dr256 import load_questions
+
+MANIFEST = "manifest.json"
+CHECKSUMS = "checksums.sha256"
+DATABASE = "search/corpus.sqlite3"
+QUESTIONS = "benchmark/questions.jsonl"
+BLOCKED = "benchmark/blocked_docids.txt"
+SUMMARY = "benchmark/summary.json"
+COVERAGE = "search/coverage_summary.json"
+SOURCES = "search/source_manifest_summary.json"
+RELEASE_FILES: dict[str, str] = {  # path -> role
+    QUESTIONS: "questions",
+    BLOCKED: "blocked_docids",
+    SUMMARY: "benchmark_summary",
+    DATABASE: "corpus_database",
+    COVERAGE: "coverage_summary",
+    SOURCES: "source_manifest_summary",
+}
+LAYOUT = (*RELEASE_FILES, MANIFEST, CHECKSUMS)
+FORMAT = "drsearch-release-manifest"
+FORMAT_VERSION = 1
+EXTRA_ROLE = "extra"
+
+Sha256 = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+_CHECKSUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
+CORPUS_BUILD_KEYS = ("tokenizer", "chunk_words", "chunk_stride", "chunk_overlap", "bm25",
+                     "build_tool", "sqlite_version")
+CORPUS_COUNT_KEYS = ("documents", "indexed_documents", "empty_documents", "chunks", "tokens",
+                     "vocabulary")
+
+
+class ProgressBar(Protocol):
+    """What a progress callback factory returns (a tqdm bar satisfies it)."""
+
+    def update(self, n: int) -> Any: ...
+
+    def close(self) -> Any: ...
+
+
+ProgressFactory = Callable[[str, int], ProgressBar]
+
+
+class FileEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: StrictStr
+    bytes: Annotated[StrictInt, Field(ge=0)]
+    sha256: Sha256
+    role: StrictStr
+
+
+class ReleaseInfo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[StrictStr, Field(min_length=1)]
+    revision: Annotated[StrictStr, Field(min_length=1)]
+
+
+class Manifest(BaseModel):
+    """The parsed ``manifest.json`` of a release."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: StrictStr
+    format_version: StrictInt
+    release: ReleaseInfo
+    corpus: dict[str, Any]
+    counts: dict[str, Any]
+    files: list[FileEntry]
+
+    def entry(self, path: str) -> FileEntry | None:
+        return next((f for f in self.files if f.path == path), None)
+
+
+def check_relative_path(path: str) -> str | None:
+    """Why ``path`` cannot name a file inside a release (None if it can).
+
+    Refused: absolute paths, ``..``/``.`` parts, empty parts, backslashes and control
+    characters (sha256sum escapes those, and a manifest must never point outside its root).
+    """
+    if not path or path.startswith("/") or "\\" in path:
+        return "must be a relative POSIX path"
+    if any(ord(c) < 32 or c == "\x7f" for c in path):
+        return "contains control characters"
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return "contains an empty, '.' or '..' part"
+    return None
+
+
+def release_files(root: Path) -> list[str]:
+    """Every regular file under ``root`` (symlinks to files followed), as sorted relative
+    POSIX paths, except manifest.json and checksums.sha256. Raises InvalidInputError on a
+    name a manifest cannot carry."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            if rel in (MANIFEST, CHECKSUMS) or not full.is_file():
+                continue
+            problem = check_relative_path(rel)
+            if problem:
+                raise InvalidInputError(f"{full}: file name {problem}")
+            out.append(rel)
+    return sorted(out)
+
+
+def hash_entries(root: Path, paths: Iterable[str], role_of: Callable[[str], str],
+                 progress: ProgressFactory | None = None) -> list[FileEntry]:
+    """Size and SHA-256 of each path under ``root`` (a progress bar per file over 64 MB)."""
+    entries = []
+    for rel in sorted(paths):
+        full = root / rel
+        size = full.stat().st_size
+        bar = progress(rel, size) if progress is not None and size > 64 << 20 else None
+        try:
+            digest = sha256_file(full, bar.update if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        entries.append(FileEntry(path=rel, bytes=size, sha256=digest, role=role_of(rel)))
+    return entries
+
+
+def role_of(path: str) -> str:
+    return RELEASE_FILES.get(path, EXTRA_ROLE)
+
+
+def corpus_section(database: Path) -> dict[str, Any]:
+    """The corpus identity, build parameters and counts, read from the index's ``meta``.
+
+    Raises CorpusFileError if the database is missing or not a drsearch index.
+    """
+    with Engine.open(database) as engine:
+        meta = engine.meta
+    section: dict[str, Any] = {
+        "path": DATABASE,
+        "content_identity": meta["content_identity"],
+        "schema_version": meta["schema_version"],
+        "application_id": meta["application_id"],
+        "build": {k: meta[k] for k in CORPUS_BUILD_KEYS if k in meta},
+    }
+    section.update({k: meta[k] for k in CORPUS_COUNT_KEYS if k in meta})
+    return section
+
+
+def release_counts(root: Path, corpus: dict[str, Any]) -> dict[str, Any]:
+    """Counts a manifest records. Raises InvalidInputError if the questions do not parse."""
+    questions = load_questions(root / QUESTIONS)
+    if questions.problems:
+        raise InvalidInputError(f"cannot describe the release: {questions.problems[0]}")
+    blocked = BlockList.from_file(root / BLOCKED)
+    return {
+        "questions": len(questions.rows),
+        "calibration_tiers": questions.tiers,
+        "difficulty": questions.difficulties,
+        "blocked_docids": len(blocked),
+        "documents": corpus["documents"],
+        "chunks": corpus["chunks"],
+    }
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Parse a manifest.json. Raises InvalidInputError with the first problem found."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as e:
+        raise InvalidInputError(f"{path}: cannot read ({e.strerror})") from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidInputError(f"{path}: not valid JSON ({e})") from e
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "manifest"
+        raise InvalidInputError(f"{path}: {where}: {first['msg']}") from e
+    if manifest.format != FORMAT or manifest.format_version != FORMAT_VERSION:
+        raise InvalidInputError(
+            f"{path}: format {manifest.format!r} version {manifest.format_version}, "
+            f"this drsearch reads {FORMAT!r} version {FORMAT_VERSION}")
+    for entry in manifest.files:
+        problem = check_relative_path(entry.path)
+        if problem:
+            raise InvalidInputError(f"{path}: file path {entry.path!r} {problem}")
+    paths = [f.path for f in manifest.files]
+    if len(set(paths)) != len(paths):
+        raise InvalidInputError(f"{path}: a file is listed twice")
+    return manifest
+
+
+def parse_checksums(text: str) -> tuple[dict[str, str], list[str]]:
+    """Parse sha256sum output: ({path: lowercase hex}, problems). Never raises."""
+    entries: dict[str, str] = {}
+    problems: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _CHECKSUM_LINE.match(line)
+        if not m:
+            problems.append(f"line {n} is not '<sha256>  <path>'")
+            continue
+        digest, path = m.group(1).lower(), m.group(2)
+        if path in entries:
+            problems.append(f"line {n}: {path} listed twice")
+        entries[path] = digest
+    return entries, problems
+
+
+def canonical_json(data: dict[str, Any]) -> bytes:
+    """The canonical bytes of a manifest: sorted keys, 2-space indent, UTF-8, final newline."""
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def checksum_lines(entries: dict[str, str]) -> bytes:
+    return "".join(f"{entries[p]}  {p}\n" for p in sorted(entries)).encode("utf-8")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _release_info(root: Path, name: str | None, revision: str | None) -> ReleaseInfo:
+    if name is None or revision is None:
+        try:
+            old = read_manifest(root / MANIFEST).release if (root / MANIFEST).exists() else None
+        except InvalidInputError:
+            old = None
+        if old is None:
+            raise InvalidInputError(f"{root} has no usable manifest.json: give --name and --revision")
+        name, revision = name or old.name, revision or old.revision
+    return ReleaseInfo(name=name, revision=revision)
+
+
+def build_manifest(root: Path, name: str | None = None, revision: str | None = None,
+                   progress: ProgressFactory | None = None) -> dict[str, Any]:
+    """The manifest of the release at ``root`` as a JSON-ready dict (nothing written).
+
+    ``name``/``revision`` default to those of an existing manifest.json. Raises
+    InvalidInputError (no such directory, missing release files, no name/revision,
+    unparseable questions or blocklist) and CorpusFileError (not a drsearch index).
+    """
+    if not root.is_dir():
+        raise InvalidInputError(f"{root}: no such directory")
+    missing = [p for p in RELEASE_FILES if not (root / p).is_file()]
+    if missing:
+        raise InvalidInputError(f"{root}: missing release file(s): {', '.join(missing)}")
+    release = _release_info(root, name, revision)
+    corpus = corpus_section(root / DATABASE)
+    counts = release_counts(root, corpus)
+    files = hash_entries(root, release_files(root), role_of, progress)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "release": release.model_dump(),
+        "corpus": corpus,
+        "counts": counts,
+        "files": [f.model_dump() for f in files],
+    }
+
+
+def write_release_manifest(root: str | os.PathLike[str], name: str | None = None,
+                           revision: str | None = None,
+                           progress: ProgressFactory | None = None) -> Manifest:
+    """Write ``manifest.json`` then ``checksums.sha256`` for the release at ``root``.
+
+    Both are replaced atomically. Errors as :func:`build_manifest`; nothing is written
+    unless the whole manifest could be computed.
+    """
+    base = Path(root)
+    data = build_manifest(base, name, revision, progress)
+    body = canonical_json(data)
+    sums = {f["path"]: f["sha256"] for f in data["files"]}
+    _write_atomic(base / MANIFEST, body)
+    sums[MANIFEST] = sha256_file(base / MANIFEST)
+    _write_atomic(base / CHECKSUMS, checksum_lines(sums))
+    return Manifest.model_validate(data)
+
+
+__all__ = [
+    "CHECKSUMS",
+    "DATABASE",
+    "LAYOUT",
+    "MANIFEST",
+    "RELEASE_FILES",
+    "FileEntry",
+    "Manifest",
+    "ProgressBar",
+    "ProgressFactory",
+    "build_manifest",
+    "canonical_json",
+    "check_relative_path",
+    "checksum_lines",
+    "hash_entries",
+    "parse_checksums",
+    "read_manifest",
+    "release_files",
+    "write_release_manifest",
+]

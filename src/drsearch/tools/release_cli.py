@@ -1,0 +1,202 @@
+"""The release verbs of the CLI: ``release manifest|assemble``, ``validate`` and ``import``.
+
+``register(sub)`` adds them to the main parser's subcommands (cli.py calls it). Handlers
+follow cli.py's contract: they return an exit code and raise DrsearchError for bad input,
+which the CLI prints as one line (exit 2 for bad input, 1 for other failures).
+``validate`` exits 0 when no check failed and 1 otherwise (``--strict``: warnings fail too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ..corpus import ColumnMapping, SourceInfo, import_corpus, inspect_source
+from ..index import BuildSettings, InvalidInputError, dumps
+from .manifest import ProgressBar, ProgressFactory, write_release_manifest
+from .release import assemble_release
+from .validate import validate_release
+
+_SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
+
+
+def _byte_bars(quiet: bool) -> ProgressFactory | None:
+    if quiet:
+        return None
+
+    def make(desc: str, total: int) -> ProgressBar:
+        from tqdm import tqdm
+
+        bar: ProgressBar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
+                                file=sys.stderr, mininterval=0.5, delay=1.0, leave=False)
+        return bar
+
+    return make
+
+
+def _chunk_progress(quiet: bool) -> tuple[Callable[[int], None] | None, list[Any]]:
+    """A build progress callback creating its bar lazily (so early errors print one clean line)."""
+    bars: list[Any] = []
+    if quiet:
+        return None, bars
+
+    def progress(n: int) -> None:
+        if not bars:
+            from tqdm import tqdm
+
+            bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
+        bars[0].update(n)
+
+    return progress, bars
+
+
+def cmd_release_manifest(args: argparse.Namespace, out: TextIO) -> int:
+    manifest = write_release_manifest(args.dir, args.name, args.revision, _byte_bars(args.quiet))
+    print(f"wrote manifest.json and checksums.sha256 for {manifest.release.name} "
+          f"{manifest.release.revision}: {len(manifest.files)} files", file=out)
+    return 0
+
+
+def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
+    progress, bars = _chunk_progress(args.quiet)
+    try:
+        manifest = assemble_release(args.out, args.docs, args.questions, args.blocked_docids,
+                                    name=args.name, revision=args.revision,
+                                    settings=BuildSettings(tokenizer=args.tokenizer), overwrite=args.force,
+                                    build_progress=progress, hash_progress=_byte_bars(args.quiet))
+    finally:
+        for bar in bars:
+            bar.close()
+    counts = manifest.counts
+    print(f"assembled {args.out}: {manifest.release.name} {manifest.release.revision}, "
+          f"{counts['questions']} questions, {counts['documents']} documents, {counts['chunks']} chunks, "
+          f"{counts['blocked_docids']} blocked docids", file=out)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    def stage(msg: str) -> None:
+        if not args.quiet:
+            print(f"drsearch: running {msg} …", file=sys.stderr)
+
+    report = validate_release(args.release_dir, deep=args.deep, progress=_byte_bars(args.quiet),
+                              stage=stage)
+    if args.json:
+        print(dumps(report.to_dict(args.strict)), file=out)
+    else:
+        width = max((len(c.name) for c in report.checks), default=0)
+        for c in report.checks:
+            print(f"{c.status:<4}  {c.name:<{width}}  {c.message}", file=out)
+        verdict = "PASS" if report.ok(args.strict) else "FAIL"
+        warnings = report.count("WARN")
+        print(f"validate: {verdict} ({report.count('PASS')} passed, {report.count('FAIL')} failed, "
+              f"{warnings} warning{'' if warnings == 1 else 's'}; {'deep' if args.deep else 'fast'}) "
+              f"{args.release_dir}", file=out)
+    return 0 if report.ok(args.strict) else 1
+
+
+def _print_source(info: SourceInfo, out: TextIO) -> None:
+    print(f"{info.path} ({info.format})", file=out)
+    if info.note:
+        print(f"  note: {info.note}", file=out)
+    for t in info.tables:
+        rows = "?" if t.rows is None else f"{t.rows:,}"
+        print(f"  {t.kind} {t.name}: {rows} rows", file=out)
+        for c in t.columns:
+            print(f"    {c.name}  {c.type}{'  PRIMARY KEY' if c.primary_key else ''}", file=out)
+
+
+def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
+    given = [o for o in _SQLITE_OPTIONS if getattr(args, o) is not None] + (["metadata_col"]
+                                                                             if args.metadata_col else [])
+    if not given:
+        return None
+    required = ("table", "docid_col", "url_col", "text_col")
+    missing = [f"--{o.replace('_', '-')}" for o in required if getattr(args, o) is None]
+    if missing:
+        raise InvalidInputError(f"a SQLite import needs {', '.join(missing)} too (see --inspect)")
+    return ColumnMapping(args.table, args.docid_col, args.url_col, args.text_col, args.title_col,
+                         tuple(args.metadata_col or ()))
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    if args.inspect:
+        info = inspect_source(args.source)
+        if args.json:
+            print(dumps(info.to_dict()), file=out)
+        else:
+            _print_source(info, out)
+        return 0
+    if args.out is None:
+        raise InvalidInputError("give --out CORPUS.sqlite3 (or --inspect)")
+    progress, bars = _chunk_progress(args.quiet)
+    try:
+        report = import_corpus(args.source, args.out, _mapping(args), BuildSettings(tokenizer=args.tokenizer),
+                               overwrite=args.force, progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    print(f"imported {args.source} into {report.path}: {report.documents} documents "
+          f"({report.empty_documents} empty), {report.chunks} chunks, identity {report.content_identity}",
+          file=out)
+    return 0
+
+
+def _add_release(sub: Any) -> None:
+    rel = sub.add_parser("release", help="write release manifests; assemble a release")
+    verbs = rel.add_subparsers(dest="release_verb", required=True, metavar="ACTION")
+    p = verbs.add_parser("manifest", help="write manifest.json and checksums.sha256 for a release directory")
+    p.add_argument("dir", metavar="DIR", help="release directory")
+    p.add_argument("--name", help="release name (default: the existing manifest's)")
+    p.add_argument("--revision", help="release revision (default: the existing manifest's)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_release_manifest)
+
+    p = verbs.add_parser("assemble", help="build a release directory from documents, questions, blocklist")
+    p.add_argument("--docs", required=True, metavar="DOCS.jsonl")
+    p.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="DR-256 question rows")
+    p.add_argument("--blocked-docids", required=True, metavar="FILE")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--name", required=True)
+    p.add_argument("--revision", required=True)
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--force", action="store_true", help="replace the release files in a non-empty DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(handler=cmd_release_assemble)
+
+
+def register(sub: Any) -> None:
+    """Add ``release``, ``validate`` and ``import`` to the CLI's subparsers."""
+    _add_release(sub)
+
+    p = sub.add_parser("validate", help="check a release directory (docs/RELEASE.md)")
+    p.add_argument("--release-dir", required=True, metavar="DIR")
+    p.add_argument("--deep", action="store_true",
+                   help="also re-hash the corpus, PRAGMA quick_check and the FTS5 integrity-check")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--strict", action="store_true", help="warnings fail too")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or stage messages")
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("import", help="build an index from another tool's SQLite table or a JSONL file")
+    p.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                   help="a SQLite file or a JSONL file of documents")
+    p.add_argument("--inspect", action="store_true", help="list the source's tables, columns and row counts")
+    p.add_argument("--out", metavar="CORPUS.sqlite3")
+    p.add_argument("--table", help="SQLite table or view holding the documents")
+    p.add_argument("--docid-col", help="column of stable document ids (TEXT or INTEGER)")
+    p.add_argument("--url-col", help="column of URLs")
+    p.add_argument("--title-col", help="column of titles (default: empty titles)")
+    p.add_argument("--text-col", help="column of full texts")
+    p.add_argument("--metadata-col", action="append", metavar="COL",
+                   help="a column to keep as document metadata (repeatable)")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--json", action="store_true", help="--inspect: print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_import)
+
+
+__all__ = ["register"]

@@ -1,0 +1,132 @@
+"""The repository's own data inventory (top-level ``manifest.json``) and sample release.
+
+The repository is a release too: ``manifest.json`` at its root lists every file under
+``data/`` with its size, SHA-256 and role, and names the inputs of the bundled sample
+release (``make sample-release`` assembles it; the test suite validates it on every run).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..index import InvalidInputError
+from .manifest import FileEntry, Manifest, ProgressFactory, canonical_json, hash_entries
+from .release import assemble_release
+
+FORMAT = "drsearch-data-manifest"
+FORMAT_VERSION = 1
+DATA_DIR = "data"
+ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
+    ("data/README.md", "documentation"),
+    ("data/*/LICENSE", "licence"),
+    ("data/sample/docs.jsonl", "sample_corpus"),
+    ("data/sample/questions.jsonl", "sample_questions"),
+    ("data/sample/blocked_docids.txt", "sample_blocked_docids"),
+    ("data/testcollections/cranfield/cran.all.1400", "test_collection_documents"),
+    ("data/testcollections/cisi/CISI.ALL", "test_collection_documents"),
+    ("data/testcollections/cranfield/cran.qry", "test_collection_queries"),
+    ("data/testcollections/cisi/CISI.QRY", "test_collection_queries"),
+    ("data/testcollections/cranfield/cranqrel", "test_collection_qrels"),
+    ("data/testcollections/cisi/CISI.REL", "test_collection_qrels"),
+)
+SAMPLE_RELEASE = {
+    "name": "drsearch-sample",
+    "revision": "1.0.0",
+    "docs": "data/sample/docs.jsonl",
+    "questions": "data/sample/questions.jsonl",
+    "blocked_docids": "data/sample/blocked_docids.txt",
+}
+
+
+def role_of(path: str) -> str:
+    """The role of a shipped data file. Raises InvalidInputError for an unknown file:
+    every file the project ships must be accounted for."""
+    for pattern, role in ROLES:
+        if fnmatch.fnmatchcase(path, pattern):
+            return role
+    raise InvalidInputError(f"{path}: no role for this data file (add one to drsearch.tools.repo_data.ROLES)")
+
+
+def data_files(repo: Path) -> list[str]:
+    """Every file under data/ as sorted repository-relative POSIX paths."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(repo / DATA_DIR):
+        dirnames.sort()
+        out += [(Path(dirpath) / f).relative_to(repo).as_posix() for f in filenames]
+    return sorted(out)
+
+
+def data_manifest(repo: str | os.PathLike[str], progress: ProgressFactory | None = None) -> dict[str, Any]:
+    """The repository's data manifest as a JSON-ready dict (deterministic)."""
+    root = Path(repo)
+    files = hash_entries(root, data_files(root), role_of, progress)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": "drsearch",
+        "description": "Data this repository ships; see data/README.md for licences and provenance.",
+        "files": [f.model_dump() for f in files],
+        "sample_release": SAMPLE_RELEASE,
+    }
+
+
+def write_data_manifest(repo: str | os.PathLike[str]) -> Path:
+    """Write ``manifest.json`` at the repository root; returns its path."""
+    path = Path(repo) / "manifest.json"
+    path.write_bytes(canonical_json(data_manifest(repo)))
+    return path
+
+
+def data_manifest_problems(repo: str | os.PathLike[str]) -> list[str]:
+    """How the shipped data differs from ``manifest.json`` ([] if it matches exactly)."""
+    root = Path(repo)
+    try:
+        recorded = json.loads((root / "manifest.json").read_bytes())
+        entries = {e["path"]: FileEntry.model_validate(e) for e in recorded["files"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [f"manifest.json unreadable: {e}"]
+    problems = []
+    actual = {e.path: e for e in hash_entries(root, [p for p in data_files(root) if p in entries],
+                                              lambda p: entries[p].role)}
+    for path, want in sorted(entries.items()):
+        got = actual.get(path)
+        if got is None:
+            problems.append(f"{path}: listed but missing")
+        elif (got.bytes, got.sha256) != (want.bytes, want.sha256):
+            problems.append(f"{path}: {got.bytes:,} bytes, SHA-256 {got.sha256[:16]}…; manifest.json says "
+                            f"{want.bytes:,} bytes, {want.sha256[:16]}…")
+    problems += [f"{p}: shipped but not in manifest.json" for p in data_files(root) if p not in entries]
+    if recorded.get("sample_release") != SAMPLE_RELEASE:
+        problems.append("sample_release section differs from drsearch.tools.repo_data.SAMPLE_RELEASE")
+    return problems
+
+
+def assemble_sample_release(
+    repo: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    hash_progress: ProgressFactory | None = None,
+) -> Manifest:
+    """Assemble the bundled sample release from the inputs named in ``manifest.json``."""
+    root = Path(repo)
+    spec = json.loads((root / "manifest.json").read_bytes())["sample_release"]
+    return assemble_release(out, root / spec["docs"], root / spec["questions"], root / spec["blocked_docids"],
+                            name=spec["name"], revision=spec["revision"], overwrite=overwrite,
+                            hash_progress=hash_progress)
+
+
+__all__ = [
+    "ROLES",
+    "SAMPLE_RELEASE",
+    "assemble_sample_release",
+    "data_files",
+    "data_manifest",
+    "data_manifest_problems",
+    "role_of",
+    "write_data_manifest",
+]

@@ -1,0 +1,353 @@
+"""Release validation: the tamper tests of issue 5, manifests, and pinned identities."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+from pathlib import Path
+
+import apsw
+import pytest
+
+from drsearch.index import sha256_file
+from drsearch.tools import release_checks
+from drsearch.tools.cli import main
+from drsearch.tools.dr256 import DR256_V1_1_0, PinnedRelease
+from drsearch.tools.manifest import DATABASE, checksum_lines, parse_checksums, write_release_manifest
+from drsearch.tools.report import ValidationReport
+from drsearch.tools.validate import validate_release
+
+from .conftest import snapshot
+
+
+def validate(root: Path, deep: bool = False) -> ValidationReport:
+    return validate_release(root, deep=deep)
+
+
+def status(report: ValidationReport, name: str) -> str:
+    return report.by_name(name).status
+
+
+def failed(report: ValidationReport) -> dict[str, str]:
+    return {c.name: c.message for c in report.checks if c.status == "FAIL"}
+
+
+def cli(*args: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    return main(list(args), out=buf), buf.getvalue()
+
+
+def leaf_page(db: Path, table: str) -> int:
+    conn = apsw.Connection(f"file:{db}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        return conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' "
+                            "ORDER BY pageno LIMIT 1 OFFSET 5", (table,)).get
+    finally:
+        conn.close()
+
+
+# -- a sound release --------------------------------------------------------------------
+
+
+def test_sound_release_passes_fast_and_deep_and_is_never_modified(release: Path) -> None:
+    before = snapshot(release)
+    for deep in (False, True):
+        report = validate(release, deep)
+        assert report.ok(strict=True), failed(report)
+    assert snapshot(release) == before
+    assert status(report, "corpus sha256") == "PASS" and report.by_name("corpus sha256").details["mb_per_s"] > 0
+
+
+def test_a_read_only_release_validates_deep(release: Path) -> None:
+    files = [p for p in release.rglob("*") if p.is_file()]
+    for p in [*files, *[d for d in release.rglob("*") if d.is_dir()], release]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        before = snapshot(release)
+        assert validate(release, deep=True).ok(strict=True)
+        assert snapshot(release) == before
+    finally:
+        for p in [release, *release.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+# -- tamper tests (issue 5) -------------------------------------------------------------
+
+
+def test_flipped_byte_in_the_database_passes_fast_on_size_and_fails_deep_on_hash(release: Path) -> None:
+    db = release / DATABASE
+    data = bytearray(db.read_bytes())
+    at = data.find(b"demonstrators inside the Polytechnic University")
+    data[at] ^= 0x20  # 'd' -> 'D': same size, still valid text
+    db.write_bytes(bytes(data))
+    fast = validate(release)
+    assert fast.ok() and status(fast, f"file {DATABASE}") == "PASS"
+    deep = validate(release, deep=True)
+    assert not deep.ok() and "corpus sha256" in failed(deep)
+    assert "manifest says" in failed(deep)["corpus sha256"]
+
+
+def test_damaged_btree_page_fails_deep_through_quick_check_even_with_a_fresh_manifest(release: Path) -> None:
+    db = release / DATABASE
+    page = leaf_page(db, "chunks")
+    with open(db, "r+b") as fh:
+        fh.seek((page - 1) * 4096)
+        fh.write(b"\x0d\xff\xff\xff\xff\x00\x00\x00")  # leaf type, then nonsense freeblock/cells/content
+    write_release_manifest(release)  # hashes now describe the damaged file
+    assert validate(release).ok()
+    deep = validate(release, deep=True)
+    assert status(deep, "corpus sha256") == "PASS"
+    assert status(deep, "corpus quick_check") == "FAIL" and not deep.ok()
+
+
+@pytest.mark.parametrize("keep", [0.5, -4096, -1])
+def test_truncated_database_fails_fast_and_deep(release: Path, keep: float) -> None:
+    db = release / DATABASE
+    size = db.stat().st_size
+    new = int(size * keep) if keep > 0 else size + int(keep)
+    with open(db, "r+b") as fh:
+        fh.truncate(new)
+    for deep in (False, True):
+        report = validate(release, deep)
+        bad = failed(report)
+        assert not report.ok() and f"file {DATABASE}" in bad and "corpus header" in bad
+        assert f"{new:,} bytes, manifest says {size:,}" in bad[f"file {DATABASE}"]
+
+
+def test_edited_question_fails_naming_the_file(release: Path) -> None:
+    q = release / "benchmark/questions.jsonl"
+    lines = q.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[3])
+    row["label"] = "Martin Tailor"
+    lines[3] = json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
+    q.write_text("".join(lines), encoding="utf-8")
+    bad = failed(validate(release))
+    assert list(bad) == ["file benchmark/questions.jsonl"]
+    code, out = cli("validate", "--release-dir", str(release))
+    assert code == 1 and "FAIL  file benchmark/questions.jsonl" in out and out.rstrip().endswith(str(release))
+
+
+def test_unknown_file_is_a_warning(release: Path) -> None:
+    (release / "search" / "notes.txt").write_text("hello\n")
+    report = validate(release)
+    assert report.ok() and not report.ok(strict=True)
+    assert report.by_name("file search/notes.txt").status == "WARN"
+    assert cli("validate", "--release-dir", str(release))[0] == 0
+    assert cli("validate", "--release-dir", str(release), "--strict")[0] == 1
+
+
+@pytest.mark.parametrize("rel", ["search/coverage_summary.json", "benchmark/blocked_docids.txt", DATABASE,
+                                 "manifest.json", "checksums.sha256"])
+def test_removed_file_fails(release: Path, rel: str) -> None:
+    (release / rel).unlink()
+    report = validate(release, deep=True)
+    assert not report.ok()
+    assert rel in report.by_name("layout").message
+
+
+def test_nonexistent_blocked_docid_fails(release: Path) -> None:
+    with open(release / "benchmark/blocked_docids.txt", "a") as fh:
+        fh.write("web-0000000000000000\n")
+    write_release_manifest(release)
+    bad = failed(validate(release))
+    assert "1 of 17 blocked docids are not in the corpus: web-0000000000000000" in bad["blocked_docids"]
+
+
+def test_changed_summary_counts_fail(release: Path) -> None:
+    path = release / "benchmark/summary.json"
+    summary = json.loads(path.read_text())
+    summary["questions"] = 13
+    summary["corpus"]["chunks"] += 1
+    path.write_text(json.dumps(summary))
+    write_release_manifest(release)
+    message = failed(validate(release))["summary counts"]
+    assert "questions is 13 but the release has 12" in message
+    assert "chunks is 266 but the corpus meta has 265" in message
+
+
+# -- more ways a release can be wrong ----------------------------------------------------
+
+
+def test_checksums_and_manifest_must_agree(release: Path) -> None:
+    sums = (release / "checksums.sha256").read_text()
+    (release / "checksums.sha256").write_text(sums.replace("  benchmark/summary.json", "  benchmark/other.json"))
+    message = failed(validate(release))["checksums"]
+    assert "no line for benchmark/summary.json" in message and "does not list: benchmark/other.json" in message
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["release"]["revision"] = "1.0.1"
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    assert "manifest.json does not match its checksum" in failed(validate(release))["checksums"]
+
+
+def test_manifest_paths_cannot_escape_the_release(release: Path, tmp_path: Path) -> None:
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["files"][0]["path"] = "../outside.txt"
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    assert "must be" in failed(validate(release))["manifest"] or "'..'" in failed(validate(release))["manifest"]
+
+
+def test_corpus_meta_must_match_the_manifest(release: Path) -> None:
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["corpus"]["content_identity"] = "0" * 32
+    manifest["corpus"]["build"]["chunk_words"] = 512
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    message = failed(validate(release))["corpus meta"]
+    assert "content_identity" in message and "chunk_words is 800 but manifest.json has 512" in message
+
+
+def test_foreign_database_fails_on_header_and_meta(release: Path) -> None:
+    db = release / DATABASE
+    db.unlink()
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE t(x)")
+    conn.close()
+    bad = failed(validate(release))
+    assert "application_id 0x0, expected 0x44525331" in bad["corpus header"] and "corpus meta" in bad
+
+
+def test_not_a_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("validate", "--release-dir", str(tmp_path / "nope"))
+    err = capsys.readouterr().err
+    assert code == 2 and "no such release directory" in err and err.count("\n") == 1
+
+
+def test_json_report(release: Path) -> None:
+    code, out = cli("validate", "--release-dir", str(release), "--json", "--quiet")
+    body = json.loads(out)
+    assert code == 0 and body["ok"] and body["mode"] == "fast" and body["failed"] == 0
+    assert {c["status"] for c in body["checks"]} == {"PASS"}
+
+
+# -- manifests --------------------------------------------------------------------------
+
+
+def test_manifest_is_deterministic_and_checksums_are_sorted(release: Path, pristine_release: Path) -> None:
+    before = {n: (release / n).read_bytes() for n in ("manifest.json", "checksums.sha256")}
+    code, out = cli("release", "manifest", str(release), "--quiet")
+    assert code == 0 and "drsearch-sample 1.0.0" in out
+    assert {n: (release / n).read_bytes() for n in before} == before
+    sums, problems = parse_checksums(before["checksums.sha256"].decode())
+    assert not problems and list(sums) == sorted(sums) and "manifest.json" in sums
+    text = before["manifest.json"].decode()
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_manifest_needs_a_name_the_first_time(release: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (release / "manifest.json").unlink()
+    code, _ = cli("release", "manifest", str(release))
+    assert code == 2 and "give --name and --revision" in capsys.readouterr().err
+    code, _ = cli("release", "manifest", str(release), "--name", "x", "--revision", "2")
+    assert code == 0 and json.loads((release / "manifest.json").read_text())["release"] == {
+        "name": "x", "revision": "2"}
+
+
+# -- pinned identities ------------------------------------------------------------------
+
+
+def test_a_release_named_dr256_is_compared_precisely(release: Path) -> None:
+    write_release_manifest(release, "DR-256", "v1.1.0")
+    report = validate(release)
+    message = report.by_name("pinned identity").message
+    size = (release / DATABASE).stat().st_size
+    assert message.startswith("names itself DR-256 v1.1.0, but: ")
+    assert f"SHA-256 is {json.loads((release / 'manifest.json').read_text())['files'][1]['sha256']}" in message
+    assert f"pins {DR256_V1_1_0.questions_sha256}" in message
+    assert "12 questions, DR-256 v1.1.0 has 256" in message
+    assert f"is {size:,} bytes, DR-256 v1.1.0 pins 3,499,802,624 ({3_499_802_624 - size:,} bytes short)" in message
+    assert f"pins {DR256_V1_1_0.database_sha256}" in message
+    assert not report.ok()
+
+
+def test_other_revisions_of_a_pinned_release_warn(release: Path) -> None:
+    write_release_manifest(release, "dr256", "1.0.0")
+    check = validate(release).by_name("pinned identity")
+    assert check.status == "WARN" and "pinned revisions: v1.1.0" in check.message
+
+
+def pin_of(release: Path, **changes: object) -> PinnedRelease:
+    manifest = json.loads((release / "manifest.json").read_text())
+    files = {f["path"]: f for f in manifest["files"]}
+    fields: dict = {"name": "Sample-Pin", "revision": "v2", "questions": 12,
+                    "questions_sha256": files["benchmark/questions.jsonl"]["sha256"],
+                    "database_sha256": files[DATABASE]["sha256"], "database_bytes": files[DATABASE]["bytes"],
+                    "tiers": {"challenge": 6, "frontier": 6}}
+    fields.update(changes)
+    return PinnedRelease(**fields)  # type: ignore[arg-type]
+
+
+def test_a_pinned_release_is_recognised_by_its_questions(release: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(release_checks, "PINNED_RELEASES", (DR256_V1_1_0, pin_of(release)))
+    check = validate(release).by_name("pinned identity")
+    assert check.status == "PASS" and "its questions are those of Sample-Pin v2" in check.message
+    assert "corpus hash checked by --deep" in check.message
+    deep = validate(release, deep=True).by_name("pinned identity")
+    assert deep.status == "PASS" and "--deep" not in deep.message
+
+
+def test_a_pinned_release_with_a_different_corpus_fails_deep(release: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pin = pin_of(release, database_sha256="ab" * 32)
+    monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
+    write_release_manifest(release, "sample pin", "2")  # names the pin; manifest lists the real hash
+    message = validate(release, deep=True).by_name("pinned identity").message
+    assert message.startswith("names itself Sample-Pin v2, but: ")
+    assert f"manifest.json lists {DATABASE} SHA-256" in message and "re-hashed to SHA-256" in message
+
+
+def test_every_file_is_opened_read_only_during_validation(release: Path) -> None:
+    """Belt and braces: the mtime of the directory itself does not change either."""
+    before = os.stat(release).st_mtime_ns, os.stat(release / "search").st_mtime_ns
+    validate(release, deep=True)
+    assert (os.stat(release).st_mtime_ns, os.stat(release / "search").st_mtime_ns) == before
+
+
+def test_an_upstream_release_in_another_tools_format_is_still_identified(
+        release: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DR-256 as downloaded: a foreign manifest and a corpus built by another tool. The
+    schema checks fail (import it first), but checksums and the pinned identity still prove
+    which files these are."""
+    db = release / DATABASE
+    db.unlink()
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE pages(id INTEGER PRIMARY KEY, url TEXT, body TEXT)")
+    conn.execute("INSERT INTO pages(url, body) VALUES('https://a.example/', 'text')")
+    conn.close()
+    (release / "manifest.json").write_text(json.dumps({"release": "upstream", "version": "v1"}))
+    files = sorted(p.relative_to(release).as_posix() for p in release.rglob("*")
+                   if p.is_file() and p.name != "checksums.sha256")
+    (release / "checksums.sha256").write_bytes(checksum_lines({f: sha256_file(release / f) for f in files}))
+    pin = PinnedRelease("Upstream", "v1", sha256_file(release / "benchmark/questions.jsonl"), sha256_file(db),
+                        db.stat().st_size, 12, {"challenge": 6, "frontier": 6})
+    monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
+    fast = validate(release)
+    assert {"manifest", "corpus header", "corpus meta"} <= set(failed(fast))
+    assert status(fast, "checksums") == "PASS" and "(search/corpus.sqlite3: with --deep)" in \
+        fast.by_name("checksums").message
+    assert fast.by_name("pinned identity").message.startswith("matches Upstream v1 (its questions are")
+    deep = validate(release, deep=True)
+    assert status(deep, "corpus sha256") == "PASS" and "matches checksums.sha256" in \
+        deep.by_name("corpus sha256").message
+    assert status(deep, "pinned identity") == "PASS"
+    with open(db, "r+b") as fh:
+        fh.seek(db.stat().st_size - 10)
+        fh.write(b"!")
+    deep = validate(release, deep=True)
+    assert "re-hashed to SHA-256" in failed(deep)["pinned identity"] and "corpus sha256" in failed(deep)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage" * 1000, b"SQLite format 3\x00" + b"\xff" * 5000])
+def test_a_database_that_is_not_sqlite_is_reported_not_raised(release: Path, content: bytes) -> None:
+    (release / DATABASE).write_bytes(content)  # the old manifest stays: a new one needs a readable corpus
+    report = validate(release, deep=True)
+    bad = failed(report)
+    assert "corpus header" in bad and "corpus sha256" in bad and "corpus fts5 integrity" in bad
+    code, out = cli("validate", "--release-dir", str(release), "--deep", "--quiet")
+    assert code == 1 and "validate: FAIL" in out
+
+
+def test_a_release_file_dropped_from_the_manifest_fails(release: Path) -> None:
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["files"] = [f for f in manifest["files"] if f["path"] != "benchmark/questions.jsonl"]
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    assert "unverifiable" in failed(validate(release))["file benchmark/questions.jsonl"]
