@@ -24,6 +24,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from .blobs import Arena, read_blob
 from .blocklist import BlockList
 from .errors import (
     DocumentNotFoundError,
@@ -83,7 +84,10 @@ class Engine:
         self.path = path
         self.blocklist = blocklist
         self.time_limit_s = time_limit_s
-        self._conn = conn
+        self._conn = conn  # the opening thread's connection; other threads get their own
+        self._owner = threading.get_ident()
+        self._extra_conns: list[apsw.Connection] = []
+        self._lock = threading.Lock()
         self.meta: dict[str, Any] = {
             k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")
         }
@@ -109,7 +113,29 @@ class Engine:
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
 
     def close(self) -> None:
+        with self._lock:
+            for conn in self._extra_conns:
+                conn.close()
+            self._extra_conns.clear()
         self._conn.close()
+
+    def _db(self) -> apsw.Connection:
+        """This thread's connection (apsw connections must not be used by two threads at once)."""
+        if threading.get_ident() == self._owner:
+            return self._conn
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = _connect(self.path)
+            self._local.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
+            with self._lock:
+                self._extra_conns.append(conn)
+        return conn
+
+    def _tokenizer(self) -> Tokenizer:
+        if threading.get_ident() == self._owner:
+            return self.tokenizer
+        self._db()
+        return self._local.tokenizer  # type: ignore[no-any-return]
 
     def __enter__(self) -> Engine:
         return self
@@ -132,7 +158,7 @@ class Engine:
 
     # -- search --------------------------------------------------------------------------
     def parse(self, query: str) -> ParsedQuery:
-        return parse_query(query, self.tokenizer)
+        return parse_query(query, self._tokenizer())
 
     def _scratch(self) -> npt.NDArray[np.float64]:
         acc = getattr(self._local, "acc", None)
@@ -141,9 +167,15 @@ class Engine:
         return acc
 
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
-        """Each query term's postings (None if not in the index), in phrase order."""
-        found = {term: (tid, df, dense) for term, tid, df, dense in self._conn.execute(
+        """Each query term's postings (None if not in the index), in phrase order.
+
+        Sparse lists are views into this thread's arena: valid until its next query.
+        """
+        db = self._db()
+        found = {term: (tid, df, dense) for term, tid, df, dense in db.execute(
             _TERMS_SQL, (json.dumps([t.term for t in parsed.terms]),))}
+        arena = self._arena()
+        arena.reset()
         out: list[Term | None] = []
         for qt in parsed.terms:
             if time.monotonic() > deadline:
@@ -155,21 +187,23 @@ class Engine:
             if dense:
                 out.append(DenseTerm(qt.term, df, self._dense_loader(tid)))
                 continue
-            row = self._conn.execute(
-                "SELECT chunks, impacts FROM postings WHERE id = ?", (tid,)).fetchone()
-            if row is None:
-                raise IncompatibleIndexError(f"{self.path}: postings of term {qt.term!r} missing")
-            chunks, impacts = row
-            out.append(SparseTerm(qt.term, df, np.frombuffer(chunks, dtype="<u4"),
-                                  np.frombuffer(impacts, dtype="<f8")))
+            impacts = read_blob(db, "postings", "impacts", tid, 8 * df, arena).view("<f8")
+            chunks = read_blob(db, "postings", "chunks", tid, 4 * df, arena).view("<u4")
+            out.append(SparseTerm(qt.term, df, chunks, impacts))
         return out
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
         def load() -> npt.NDArray[np.uint16]:
-            blob = self._conn.execute("SELECT tfs FROM dense_tfs WHERE id = ?", (tid,)).get
-            return np.frombuffer(blob, dtype="<u2")
+            nbytes = 2 * (self.scorer.n_rows + 1)
+            return read_blob(self._db(), "dense_tfs", "tfs", tid, nbytes, self._arena()).view("<u2")
 
         return load
+
+    def _arena(self) -> Arena:
+        arena = getattr(self._local, "arena", None)
+        if arena is None:
+            arena = self._local.arena = Arena()
+        return arena
 
     def rank(self, query: str, k: int = 10) -> list[tuple[int, float]]:
         """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text."""
@@ -194,7 +228,7 @@ class Engine:
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
-        rows = {r[0]: r[1:] for r in self._conn.execute(
+        rows = {r[0]: r[1:] for r in self._db().execute(
             "SELECT c.id, c.ordinal, d.docid, d.url, d.title" + (", c.text" if with_text else "")
             + " FROM chunks AS c JOIN documents AS d ON d.id = c.doc"
             " WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk_ids),))}
@@ -219,7 +253,7 @@ class Engine:
         match = self.parse(query).fts5_match()
         if not match:
             return []
-        return [(r, -s) for r, s in self._conn.execute(
+        return [(r, -s) for r, s in self._db().execute(
             "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
             "ORDER BY rank LIMIT ?", (match, limit))]
 
@@ -235,13 +269,13 @@ class Engine:
         if docid is not None:
             if not isinstance(docid, str):
                 raise InvalidRequestError("docid must be a string")
-            row = self._conn.execute(
+            row = self._db().execute(
                 f"SELECT {_DOC_COLUMNS} FROM documents WHERE docid = ?", (docid,)).fetchone()
             missing = f"no document with docid {docid!r}"
         else:
             if not isinstance(url, str):
                 raise InvalidRequestError("url must be a string")
-            row = self._conn.execute(
+            row = self._db().execute(
                 f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = "
                 "(SELECT doc FROM urls WHERE canonical_url = ?)", (canonicalize_url(url),)
             ).fetchone()
