@@ -4,6 +4,10 @@
 The sample corpus is the hand-checked main text of 181 real news/blog pages from the
 Scrapinghub/Zyte article-extraction benchmark (MIT licence, copied beside the data),
 with each page's <title> taken from its raw HTML. Output is deterministic (sorted ids).
+
+data/sample/crawl/ is the same 181 pages as a crawl directory (the layout that
+``drsearch corpus fetch`` writes): the raw gzip bodies copied byte for byte and one fetch
+record per page, so ``drsearch corpus extract data/sample/crawl --out docs.jsonl`` works.
 """
 
 from __future__ import annotations
@@ -34,11 +38,31 @@ def main() -> None:
                    "text": truth[pid]["articleBody"], "source_id": pid}
             fh.write(json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n")
     shutil.copyfile(web / "LICENSE", OUT / "sample" / "LICENSE")
+    vendor_crawl(web, truth)
     for name in ("cranfield", "cisi"):
         dst = OUT / "testcollections" / name
         dst.mkdir(parents=True, exist_ok=True)
         for f in sorted((SHARED / "testcollections" / name).iterdir()):
             shutil.copyfile(f, dst / f.name)
+
+
+def vendor_crawl(web: Path, truth: dict[str, dict[str, str]]) -> None:
+    """Write data/sample/crawl/: bodies/<id>.html.gz (copied) and fetches.jsonl."""
+    from drsearch.index import canonicalize_url
+
+    crawl = OUT / "sample" / "crawl"
+    (crawl / "bodies").mkdir(parents=True, exist_ok=True)
+    with open(crawl / "fetches.jsonl", "w", encoding="utf-8") as fh:
+        for pid in sorted(truth):
+            src = web / "html" / f"{pid}.html.gz"
+            shutil.copyfile(src, crawl / "bodies" / src.name)
+            url = truth[pid]["url"]
+            rec = {"url": url, "canonical_url": canonicalize_url(url), "final_url": url, "status": 200,
+                   "content_type": "text/html; charset=utf-8",
+                   "bytes": len(gzip.decompress(src.read_bytes())),
+                   "fetched_at": None, "robots": "not_checked", "error": None,
+                   "body": f"bodies/{src.name}", "attempts": 1}
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,62 @@
-"""agents layer (see DESIGN.md); filled in by its issue."""
+"""The agents layer: an LLM tool-calling loop over the search engine, with a run store
+and a replay cache (issue 6; contract in DESIGN.md, usage in docs/AGENTS.md).
 
-__all__: list[str] = []
+Public API (pinned by tests/agents/test_public_api.py)::
+
+    Searcher (protocol): EngineSearcher(engine), HttpSearcher(client), CachedSearcher(cache, live)
+    ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
+    Preset, PRESETS["dr256"]; Question, read_questions
+    run_episode(question, preset, model, chat, searcher) -> Episode
+    ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
+"""
+
+from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
+from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
+from .loop import STATUSES, Accounting, Episode, run_episode
+from .preset import DR256, PRESETS, Preset
+from .questions import Question, read_questions
+from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
+from .runner import RunSpec, code_version, execute_run
+from .runstore import RunStore
+from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher, ToolResponse
+from .toolcalls import ParsedCall, parse_tool_calls
+from .tools import tool_schema_sha256, tool_schemas
+
+__all__ = [
+    "CACHE_MODES",
+    "DR256",
+    "PRESETS",
+    "STATUSES",
+    "Accounting",
+    "AgentError",
+    "CacheMode",
+    "CachedChat",
+    "CachedSearcher",
+    "ChatClient",
+    "ChatOutcome",
+    "CorpusInfo",
+    "EngineSearcher",
+    "Episode",
+    "HttpSearcher",
+    "LLMError",
+    "ParsedCall",
+    "Preset",
+    "Question",
+    "ReplayCache",
+    "ReplayMissError",
+    "RetryPolicy",
+    "RunSpec",
+    "RunStore",
+    "RunStoreError",
+    "Searcher",
+    "SearcherError",
+    "ToolResponse",
+    "TransientLLMError",
+    "code_version",
+    "execute_run",
+    "parse_tool_calls",
+    "read_questions",
+    "run_episode",
+    "tool_schema_sha256",
+    "tool_schemas",
+]

@@ -5,8 +5,26 @@ Public API::
     inspect_source(path)                      -> SourceInfo (tables, columns, row counts)
     import_corpus(source, out, mapping)       -> BuildReport (SQLite table or JSONL)
     read_sqlite_documents(path, mapping)      -> documents of one SQLite table
+
+    fetch_urls(urls.txt, crawl_dir, settings)  -> run summary   (async httpx, robots.txt, resumable)
+    extract_crawl(crawl_dir, docs.jsonl)       -> extract report (trafilatura → selectolax, process pool)
+    build_corpus(docs.jsonl, corpus.sqlite3)   -> CorpusBuild   (canonical URLs, dedup, index, reports)
+
+Pure batch functions for distributed builds: ``extract_batch`` (records → PageText),
+``check_document`` / ``deduplicate`` (lines → unique documents), ``fetch_counts``,
+``coverage_summary`` / ``source_summary`` / ``coverage_problems`` (counts → reports).
+fetch needs the ``agents`` extra (httpx) and extract the ``extract`` extra (trafilatura,
+selectolax); both are imported only when used.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from .build_run import COVERAGE_FILE, SOURCES_FILE, CorpusBuild, build_corpus
+from .crawl import FetchRecord, read_records
+from .dedup import check_document, deduplicate
+from .docids import content_key, stable_docid
+from .extract import ExtractSettings, PageText, extract_batch, extract_page
+from .extract_run import extract_crawl, fetch_counts
 from .importer import (
     ColumnInfo,
     ColumnMapping,
@@ -18,15 +36,53 @@ from .importer import (
     quote_identifier,
     read_sqlite_documents,
 )
+from .reports import coverage_problems, coverage_summary, source_summary
+from .urllist import parse_url_lines, read_url_list
+
+if TYPE_CHECKING:
+    from .fetch import FetchSettings, fetch_urls
+
+
+def __getattr__(name: str) -> Any:
+    # fetch imports httpx (an optional extra): load it on first use only.
+    if name in ("FetchSettings", "fetch_urls"):
+        from . import fetch
+
+        return getattr(fetch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
+    "COVERAGE_FILE",
+    "SOURCES_FILE",
     "ColumnInfo",
     "ColumnMapping",
+    "CorpusBuild",
+    "ExtractSettings",
+    "FetchRecord",
+    "FetchSettings",
+    "PageText",
     "SourceInfo",
     "TableInfo",
+    "build_corpus",
+    "check_document",
+    "content_key",
+    "coverage_problems",
+    "coverage_summary",
+    "deduplicate",
     "detect_format",
+    "extract_batch",
+    "extract_crawl",
+    "extract_page",
+    "fetch_counts",
+    "fetch_urls",
     "import_corpus",
     "inspect_source",
+    "parse_url_lines",
     "quote_identifier",
+    "read_records",
     "read_sqlite_documents",
+    "read_url_list",
+    "source_summary",
+    "stable_docid",
 ]

@@ -22,7 +22,9 @@ from ..index import (
     dumps,
     read_jsonl,
 )
+from .corpus_cli import register as register_corpus_verbs
 from .release_cli import register as register_release_verbs
+from .run_cli import register as register_run_verb
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
@@ -204,6 +206,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_serve)
 
     register_release_verbs(sub)  # release manifest|assemble, validate, import (release_cli.py)
+    register_corpus_verbs(sub)  # corpus fetch|extract|build (corpus_cli.py)
+    register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     return ap
 
 

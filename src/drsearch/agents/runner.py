@@ -1,0 +1,254 @@
+"""A whole run: questions × the episode loop, concurrent, resumable, replayable.
+
+:func:`execute_run` wires a :class:`RunSpec` to live or recorded backends, skips the
+questions already in the run directory, runs the rest on ``concurrency`` threads, and
+returns the summary (also written to ``summary.json``). Every selected question ends up
+with a line in trajectories.jsonl: an unexpected exception in an episode is recorded as
+status ``error``, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .. import __version__
+from ..index import BlockList, Engine, InvalidInputError
+from .canonical import sha256_hex
+from .errors import RunStoreError
+from .llm import CachedChat, ChatClient, RetryPolicy
+from .loop import Episode, run_episode
+from .preset import PRESETS, Preset
+from .questions import Question, read_questions
+from .replay import CachedSearcher, CacheMode, ReplayCache
+from .runstore import RunStore
+from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher
+from .tools import tool_schema_sha256
+
+
+class RunSpec(BaseModel):
+    """Everything a run needs (``drsearch run``'s options). Frozen; validated once.
+
+    Live runs need ``model``, ``base_url`` and one of ``search_url``/``database``. A
+    ``replay_from`` run takes all of them from the recorded run.json when not given, and
+    answers every call from that run's cache (mode ``replay``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    questions: Path
+    out: Path
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    search_url: str | None = None
+    database: Path | None = None
+    blocked_docids: Path | None = None
+    preset: str = "dr256"
+    concurrency: int = Field(default=1, ge=1, le=1024)
+    limit: int | None = Field(default=None, ge=1)
+    ids: tuple[str, ...] = ()
+    cache_mode: CacheMode = "record"
+    cache: Path | None = None
+    replay_from: Path | None = None
+    retry: RetryPolicy = RetryPolicy()
+    quiet: bool = False
+
+    @model_validator(mode="after")
+    def _backends(self) -> RunSpec:
+        if self.search_url and self.database:
+            raise ValueError("give --search or --database, not both")
+        if self.replay_from is None and not (self.search_url or self.database):
+            raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
+        if self.replay_from is None and not (self.model and self.base_url):
+            raise ValueError("give --model and --base-url (or --replay RUN_DIR)")
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r} (known: {', '.join(sorted(PRESETS))})")
+        return self
+
+
+def code_version() -> dict[str, str]:
+    """drsearch's version and a hash of the agents layer's source (what makes trajectories)."""
+    here = Path(__file__).parent
+    digest = sha256_hex(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(here.glob("*.py"))))
+    return {"agents_sha256": digest, "drsearch": __version__}
+
+
+def select(questions: list[Question], spec: RunSpec) -> list[Question]:
+    """``--ids`` (qids, in file order) then ``--limit`` (the first N)."""
+    chosen = questions
+    if spec.ids:
+        known = {q.qid for q in questions}
+        unknown = sorted(set(spec.ids) - known)
+        if unknown:
+            raise InvalidInputError(f"--ids: no such question(s): {', '.join(unknown)}")
+        chosen = [q for q in questions if q.qid in set(spec.ids)]
+    return chosen[: spec.limit] if spec.limit else chosen
+
+
+def _recorded(spec: RunSpec) -> dict[str, Any]:
+    if spec.replay_from is None:
+        return {}
+    path = spec.replay_from / "run.json"
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as e:
+        raise RunStoreError(f"--replay: cannot read {path} ({e})") from None
+
+
+def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
+    if spec.search_url:
+        http = HttpSearcher.connect(spec.search_url)
+        stack.callback(http.close)
+        return http
+    assert spec.database is not None
+    blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None
+    engine = stack.enter_context(Engine.open(spec.database, blocklist))
+    return EngineSearcher(engine)
+
+
+def _cache(spec: RunSpec, stack: ExitStack) -> ReplayCache:
+    if spec.replay_from is not None:
+        cache = ReplayCache(spec.cache or spec.replay_from / "cache.sqlite3", "replay")
+    else:
+        cache = ReplayCache(spec.cache or spec.out / "cache.sqlite3", spec.cache_mode)
+    stack.callback(cache.close)
+    return cache
+
+
+def _api_key(spec: RunSpec) -> str | None:
+    if spec.api_key_env is None:
+        return None
+    key = os.environ.get(spec.api_key_env)
+    if not key:
+        raise InvalidInputError(f"--api-key-env: environment variable {spec.api_key_env} is not set")
+    return key
+
+
+def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: CorpusInfo,
+              questions: list[Question], questions_sha256: str, search: str) -> dict[str, Any]:
+    return {"base_url": base_url, "blocklist_sha256": corpus.blocklist_sha256,
+            "cache_mode": "replay" if spec.replay_from else spec.cache_mode, "code_version": code_version(),
+            "corpus_identity": corpus.identity, "model": model, "preset": preset.model_dump(mode="json"),
+            "prompt_sha256": {q.qid: q.prompt_sha256 for q in questions}, "questions": str(spec.questions),
+            "questions_sha256": questions_sha256, "replay_from": str(spec.replay_from or "") or None,
+            "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "tool_schema_sha256": tool_schema_sha256(preset)}
+
+
+def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:
+    record: dict[str, Any] = {"accounting": {}, "final_answer": None, "index": q.index, "messages": [],
+              "prompt_sha256": q.prompt_sha256, "qid": q.qid, "reason": f"{e.__class__.__name__}: {e}",
+              "seed": preset.seed_for(q.index), "status": "error", "tool_calls": [], "turns": []}
+    return Episode(record, {"qid": q.qid, "wall_s": 0.0, "llm_calls": []})
+
+
+def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float) -> dict[str, Any]:
+    """Totals over the selected questions' episodes (denominator: every selected question)."""
+    totals: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    for r in records:
+        acc = r.get("accounting", {})
+        for key, value in acc.items():
+            if key == "tool_calls":
+                tools.update(value)
+            else:
+                totals[key] += value
+    return {"accounting": {**dict(sorted(totals.items())), "tool_calls": dict(sorted(tools.items()))},
+            "cache": cache.stats(), "questions": len(records),
+            "statuses": dict(sorted(Counter(r["status"] for r in records).items())),
+            "wall_s_this_invocation": round(wall_s, 3)}
+
+
+class _Progress:
+    def __init__(self, total: int, initial: int, quiet: bool) -> None:
+        self.errors = 0
+        self.bar: Any = None
+        if not quiet:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, desc="episodes", unit="q", file=sys.stderr)
+
+    def update(self, status: str) -> None:
+        self.errors += status == "error"
+        if self.bar is not None:
+            self.bar.set_postfix(errors=self.errors, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
+                 searcher: Searcher, store: RunStore, progress: _Progress) -> None:
+    pool = ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix="episode")
+    try:
+        futures: dict[Future[Episode], Question] = {
+            pool.submit(run_episode, q, preset, model, chat, searcher): q for q in pending}
+        for fut in as_completed(futures):
+            try:
+                episode = fut.result()
+            except Exception as e:  # a bug must not lose the question: record it
+                episode = _crashed(futures[fut], preset, e)
+            store.append(episode)
+            progress.update(episode.record["status"])
+    finally:  # Ctrl-C: drop queued questions (what is fsynced stays), wait for running ones
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def execute_run(spec: RunSpec) -> dict[str, Any]:
+    """Run (or resume, or replay) ``spec``; returns the summary written to summary.json."""
+    import time
+
+    t0 = time.monotonic()
+    preset = PRESETS[spec.preset]
+    recorded = _recorded(spec)
+    model = spec.model or recorded.get("model")
+    base_url = spec.base_url or recorded.get("base_url")
+    if not model or not base_url:
+        raise RunStoreError("--replay: the recorded run.json lacks model/base_url")
+    questions, questions_sha256 = read_questions(spec.questions)
+    selected = select(questions, spec)
+    store = RunStore(spec.out)
+    with ExitStack() as stack:
+        cache = _cache(spec, stack)
+        if spec.replay_from is not None and not (spec.search_url or spec.database):
+            corpus = CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"])
+            searcher: Searcher = CachedSearcher(cache, None, corpus)
+            search = "replay"
+        else:
+            live = _live_searcher(spec, stack)
+            searcher = CachedSearcher(cache, live) if cache.mode != "off" else live
+            search = spec.search_url or str(spec.database)
+        client = None
+        if spec.replay_from is None:
+            client = ChatClient.connect(base_url, _api_key(spec), retry=spec.retry)
+            stack.callback(client.close)
+        store.start(_manifest(spec, preset, model, base_url, searcher.corpus(), questions,
+                              questions_sha256, search))
+        done = store.finished()
+        pending = [q for q in selected if q.qid not in done]
+        progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
+        try:
+            _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store, progress)
+        finally:
+            progress.close()
+        store.canonicalise()
+        finished = store.finished()
+        summary = summarise([finished[q.qid] for q in selected], cache, time.monotonic() - t0)
+        summary["resumed"] = len(selected) - len(pending)
+        store.write_summary(summary)
+    return summary
+
+
+__all__ = ["RunSpec", "code_version", "execute_run", "select", "summarise"]

@@ -1,0 +1,146 @@
+"""The ``Searcher`` protocol and its live implementations (in-process engine, HTTP client).
+
+Every searcher answers with the exact bytes of the HTTP API's response body
+(``ToolResponse``): canonical JSON of ``SearchResult.to_dict()`` / ``Document.to_dict()``,
+or ``{"error": {"type", "message"}}`` for a request the engine refuses (unknown or blocked
+document, bad ``k``, empty query). Those are answers, returned to the model; only a backend
+that cannot answer at all raises :class:`SearcherError`. The replay cache
+(``drsearch.agents.replay``) is the third implementation, interchangeable with these.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from ..index import DrsearchError, Engine, dumps
+from .errors import SearcherError
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusInfo:
+    """What a searcher serves: the corpus content identity and the blocklist's SHA-256."""
+
+    identity: str
+    blocklist_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResponse:
+    """One backend answer: ``ok`` false for an error body; ``body`` the exact bytes."""
+
+    ok: bool
+    body: bytes
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """A search backend the agent's tools call. Implementations must be thread-safe."""
+
+    def corpus(self) -> CorpusInfo:
+        """Identity of what is served (cache keys and run.json record it)."""
+        ...
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        """``POST /search {query, k}``."""
+        ...
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        """``POST /open {docid | url, offset, length}``."""
+        ...
+
+
+def error_body(error_type: str, message: str) -> bytes:
+    return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
+
+
+class EngineSearcher:
+    """An in-process :class:`Engine` (the caller owns and closes it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def corpus(self) -> CorpusInfo:
+        return CorpusInfo(self._engine.meta["content_identity"], self._engine.blocklist.sha256)
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        try:
+            result = self._engine.search(query, k)
+        except DrsearchError as e:
+            return ToolResponse(False, error_body(e.error_type, e.message))
+        return ToolResponse(True, dumps(result.to_dict()).encode("utf-8"))
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        try:
+            doc = self._engine.open_document(docid=docid, url=url)
+        except DrsearchError as e:
+            return ToolResponse(False, error_body(e.error_type, e.message))
+        return ToolResponse(True, dumps(doc.to_dict(offset, length)).encode("utf-8"))
+
+
+class HttpSearcher:
+    """A client of ``drsearch serve`` (or the DR-256 service) over an injected httpx client.
+
+    4xx answers are returned as error bodies; connection errors, timeouts and 5xx are
+    retried ``attempts`` times with exponential backoff, then raise SearcherError.
+    """
+
+    def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25) -> None:
+        self._client = client
+        self._attempts = attempts
+        self._backoff_s = backoff_s
+        self._corpus: CorpusInfo | None = None
+
+    @classmethod
+    def connect(cls, base_url: str, *, transport: httpx.BaseTransport | None = None,
+                timeout_s: float = 30.0) -> HttpSearcher:
+        """A searcher with its own client for ``base_url`` (close it with :meth:`close`)."""
+        return cls(httpx.Client(base_url=base_url.rstrip("/"), transport=transport, timeout=timeout_s))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        last = ""
+        for attempt in range(self._attempts):
+            if attempt:
+                time.sleep(self._backoff_s * 2 ** (attempt - 1))
+            try:
+                r = self._client.request(method, path, json=body)
+            except httpx.HTTPError as e:
+                last = f"{e.__class__.__name__}: {e}"
+                continue
+            if r.status_code < 500:
+                return r
+            last = f"HTTP {r.status_code}: {r.text[:200]}"
+        raise SearcherError(f"{method} {path} failed after {self._attempts} attempts: {last}")
+
+    def corpus(self) -> CorpusInfo:
+        if self._corpus is None:
+            r = self._request("GET", "/health")
+            try:
+                body = r.json()
+                self._corpus = CorpusInfo(body["corpus"]["identity"], body["blocklist"]["sha256"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
+        return self._corpus
+
+    def _answer(self, path: str, body: dict[str, Any]) -> ToolResponse:
+        r = self._request("POST", path, body)
+        return ToolResponse(r.status_code == 200, r.content)
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        return self._answer("/search", {"k": k, "query": query})
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        body: dict[str, Any] = {"offset": offset}
+        body.update({"docid": docid} if docid is not None else {"url": url})
+        if length is not None:
+            body["length"] = length
+        return self._answer("/open", body)
+
+
+__all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "Searcher", "ToolResponse", "error_body"]

@@ -1,0 +1,98 @@
+"""Strict parsing of tool calls from an assistant message.
+
+Two dialects: native ``tool_calls`` (arguments a JSON-object string), and, only when a
+message has no native calls, text tags ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+for models served without a tool parser (``<think>…</think>`` blocks are ignored). A call
+whose JSON does not parse, whose tool is unknown or whose arguments are invalid is
+*malformed*: it carries the reason and is never executed with guessed arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .preset import Preset
+from .tools import validate_arguments
+
+THINK = re.compile(r"<think>.*?(</think>|\Z)", re.S)
+TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One tool call: ``error`` None means valid; ``dialect`` native or text."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw: str
+    dialect: Literal["native", "text"]
+    error: str | None = None
+
+
+def strip_think(text: str) -> str:
+    return THINK.sub("", text)
+
+
+def _check(call_id: str, name: object, args: object, raw: str, dialect: Literal["native", "text"],
+           preset: Preset) -> ParsedCall:
+    if not isinstance(name, str) or not name:
+        return ParsedCall(call_id, str(name), None, raw, dialect, "missing tool name")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as e:
+            return ParsedCall(call_id, name, None, raw, dialect, f"arguments are not valid JSON ({e.msg})")
+    if not isinstance(args, dict):
+        return ParsedCall(call_id, name, None, raw, dialect, "arguments must be a JSON object")
+    problem = validate_arguments(name, args, preset)
+    return ParsedCall(call_id, name, args if problem is None else None, raw, dialect, problem)
+
+
+def _native(message: dict[str, Any], turn: int, preset: Preset) -> list[ParsedCall]:
+    calls = []
+    for i, tc in enumerate(message.get("tool_calls") or []):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        call_id = str(tc.get("id") or f"call_{turn}_{i}") if isinstance(tc, dict) else f"call_{turn}_{i}"
+        raw = json.dumps(tc, ensure_ascii=False, sort_keys=True)
+        if not isinstance(fn, dict):
+            calls.append(ParsedCall(call_id, "", None, raw, "native", "tool call without a function"))
+            continue
+        calls.append(_check(call_id, fn.get("name"), fn.get("arguments", {}), raw, "native", preset))
+    return calls
+
+
+def _text(content: str, turn: int, preset: Preset) -> list[ParsedCall]:
+    visible = strip_think(content)
+    calls = []
+    for i, m in enumerate(TAG.finditer(visible)):
+        call_id, raw = f"call_{turn}_{i}", m.group(1)
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            calls.append(ParsedCall(call_id, "", None, raw, "text", f"tool call is not valid JSON ({e.msg})"))
+            continue
+        if not isinstance(obj, dict) or set(obj) - {"name", "arguments"}:
+            calls.append(ParsedCall(call_id, "", None, raw, "text",
+                                    'a tool call must be {"name": ..., "arguments": {...}}'))
+            continue
+        calls.append(_check(call_id, obj.get("name"), obj.get("arguments", {}), raw, "text", preset))
+    leftover = TAG.sub("", visible)
+    if "<tool_call>" in leftover or "</tool_call>" in leftover:
+        calls.append(ParsedCall(f"call_{turn}_{len(calls)}", "", None, leftover.strip()[:500], "text",
+                                "unbalanced <tool_call> tag"))
+    return calls
+
+
+def parse_tool_calls(message: dict[str, Any], turn: int, preset: Preset) -> list[ParsedCall]:
+    """Every tool call in ``message`` (empty list: a final answer)."""
+    if message.get("tool_calls"):
+        return _native(message, turn, preset)
+    content = message.get("content")
+    return _text(content, turn, preset) if isinstance(content, str) else []
+
+
+__all__ = ["ParsedCall", "parse_tool_calls", "strip_think"]

@@ -1,0 +1,147 @@
+"""The agent's tools: ``search(query, k)`` and ``open(docid | url, offset)``.
+
+Schemas (OpenAI function format, hashed into run.json), strict argument validation, and
+compact text formatting of the searcher's JSON answers: search results as rank, docid,
+url, title and chunk text; documents in pages of ``open_page_chars`` with the offset of
+the next page; every response capped at ``max_tool_response_chars``. Errors (bad
+arguments, unknown documents) are the structured JSON ``{"error": {"type", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import canonical_json, sha256_json
+from .preset import Preset
+from .searcher import Searcher, ToolResponse
+
+TRUNCATED = " …[truncated]"
+
+
+def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
+    """The ``tools`` field of every request (depends on the preset's k limits only)."""
+    search = {
+        "name": "search",
+        "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
+                        "each with rank, docid, url, title and its best-matching passage."),
+        "parameters": {"type": "object", "additionalProperties": False, "required": ["query"],
+                       "properties": {
+                           "query": {"type": "string", "description": "free-text keywords"},
+                           "k": {"type": "integer", "minimum": 1, "maximum": preset.search_k_max,
+                                 "description": f"results to return (default {preset.search_k_default})"}}},
+    }
+    open_ = {
+        "name": "open",
+        "description": ("Open a page by docid (from search results) or by URL and read its text, "
+                        f"{preset.open_page_chars} characters at a time; pass the offset given at the "
+                        "end of a page to read the next one."),
+        "parameters": {"type": "object", "additionalProperties": False,
+                       "properties": {
+                           "docid": {"type": "string", "description": "docid from a search result"},
+                           "url": {"type": "string", "description": "page URL (instead of docid)"},
+                           "offset": {"type": "integer", "minimum": 0,
+                                      "description": "character offset of the page (default 0)"}}},
+    }
+    return [{"function": search, "type": "function"}, {"function": open_, "type": "function"}]
+
+
+def tool_schema_sha256(preset: Preset) -> str:
+    return sha256_json(tool_schemas(preset))
+
+
+def tool_error(error_type: str, message: str) -> str:
+    """The text of a structured tool error, as the model sees it."""
+    return canonical_json({"error": {"message": message, "type": error_type}})
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_arguments(name: str, args: dict[str, Any], preset: Preset) -> str | None:
+    """None if ``name(**args)`` is a valid call, else why not (never guesses a fix)."""
+    if name == "search":
+        extra = set(args) - {"query", "k"}
+        if extra:
+            return f"search: unknown argument(s) {sorted(extra)}"
+        if not isinstance(args.get("query"), str) or not args["query"].strip():
+            return "search: 'query' must be a non-empty string"
+        k = args.get("k", preset.search_k_default)
+        if not _is_int(k) or not 1 <= k <= preset.search_k_max:
+            return f"search: 'k' must be an integer in 1..{preset.search_k_max}"
+        return None
+    if name == "open":
+        extra = set(args) - {"docid", "url", "offset"}
+        if extra:
+            return f"open: unknown argument(s) {sorted(extra)}"
+        given = [key for key in ("docid", "url") if key in args]
+        if len(given) != 1 or not isinstance(args[given[0]], str) or not args[given[0]]:
+            return "open: give exactly one of 'docid' or 'url', a non-empty string"
+        offset = args.get("offset", 0)
+        if not _is_int(offset) or offset < 0:
+            return "open: 'offset' must be a non-negative integer"
+        return None
+    return f"unknown tool {name!r} (tools: search, open)"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A formatted tool response and the backend answer it came from."""
+
+    text: str
+    response: ToolResponse
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def format_search(body: dict[str, Any], preset: Preset) -> str:
+    hits = body.get("results", [])
+    head = f"{len(hits)} result(s) for {canonical_json(body.get('query', ''))}"
+    if not hits:
+        return head + "."
+    per_hit = max(200, (preset.max_tool_response_chars - len(head)) // len(hits) - 120)
+    parts = [head]
+    for h in hits:
+        passage = " ".join(str(h.get("chunk", {}).get("text") or h.get("snippet", "")).split())
+        parts.append(f"[{h['rank']}] docid: {h['docid']}\ntitle: {h['title']}\nurl: {h['url']}\n"
+                     f"text: {_cap(passage, per_hit)}")
+    return "\n\n".join(parts)
+
+
+def format_open(body: dict[str, Any], offset: int) -> str:
+    text = body.get("text", "")
+    end = offset + len(text)
+    nxt = body.get("next_offset")
+    more = f"; next page: open with offset={nxt}" if nxt is not None else "; end of document"
+    return (f"docid: {body['docid']}\ntitle: {body['title']}\nurl: {body['url']}\n"
+            f"characters {offset}-{end} of {body['total_length']}{more}\n\n{text}")
+
+
+def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset) -> ToolResult:
+    """Run a validated call against ``searcher`` and format the answer (capped)."""
+    if name == "search":
+        r = searcher.search(args["query"], args.get("k", preset.search_k_default))
+    else:
+        offset = args.get("offset", 0)
+        r = searcher.open(docid=args.get("docid"), url=args.get("url"), offset=offset,
+                          length=preset.open_page_chars)
+    try:
+        body = json.loads(r.body)
+    except ValueError:
+        return ToolResult(tool_error("bad_backend_response", "the search backend sent non-JSON"), r)
+    if not r.ok:
+        err = body.get("error", {}) if isinstance(body, dict) else {}
+        text = tool_error(str(err.get("type", "error")), str(err.get("message", "")))
+    elif name == "search":
+        text = format_search(body, preset)
+    else:
+        text = format_open(body, args.get("offset", 0))
+    return ToolResult(_cap(text, preset.max_tool_response_chars), r)
+
+
+__all__ = ["ToolResult", "execute", "format_open", "format_search", "tool_error", "tool_schema_sha256",
+           "tool_schemas", "validate_arguments"]

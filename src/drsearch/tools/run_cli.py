@@ -1,0 +1,67 @@
+"""``drsearch run``: an agent over benchmark questions (drsearch.agents; docs/AGENTS.md).
+
+Prints the run summary (JSON) on stdout; the progress bar goes to stderr. Bad options
+exit 2; a run whose directory holds a different run exits 2 (RunStoreError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    try:  # httpx is the agents extra: a core install still runs the other verbs
+        from pydantic import ValidationError
+
+        from ..agents import RetryPolicy, RunSpec, execute_run
+    except ImportError as e:
+        print(f"drsearch: error: run needs the agents extra (pip install 'drsearch[agents]'): {e}",
+              file=sys.stderr)
+        return 2
+    try:
+        spec = RunSpec(
+            questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
+            api_key_env=args.api_key_env, search_url=args.search, database=args.database,
+            blocked_docids=args.blocked_docids, preset=args.preset, concurrency=args.concurrency,
+            limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
+            replay_from=args.replay, quiet=args.quiet,
+            retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+    except ValidationError as e:
+        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
+        print(f"drsearch: error: {problems}", file=sys.stderr)
+        return 2
+    summary: dict[str, Any] = execute_run(spec)
+    print(json.dumps(summary, sort_keys=True), file=out)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the ``run`` verb to the CLI's subparsers."""
+    p = sub.add_parser("run", help="run an LLM agent on benchmark questions (see docs/AGENTS.md)")
+    p.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl", help="DR-256 question rows")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--search", metavar="URL", help="a drsearch server, e.g. http://127.0.0.1:8000")
+    g.add_argument("--database", type=Path, metavar="CORPUS", help="search an index file in-process")
+    p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    p.add_argument("--model", help="model name sent to the endpoint")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="run directory (resumed if present)")
+    p.add_argument("--concurrency", type=int, default=1, help="episodes at once (default 1)")
+    p.add_argument("--preset", default="dr256", help="evaluation preset (default dr256)")
+    p.add_argument("--limit", type=int, help="only the first N selected questions")
+    p.add_argument("--ids", nargs="+", metavar="QID", help="only these question ids")
+    p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
+                   help="response cache (default record into DIR/cache.sqlite3)")
+    p.add_argument("--cache", type=Path, metavar="FILE", help="cache file (default DIR/cache.sqlite3)")
+    p.add_argument("--replay", type=Path, metavar="RUN_DIR",
+                   help="answer every model and tool call from RUN_DIR's cache (offline)")
+    p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
+    p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_run)

@@ -1,0 +1,122 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (a real HTTP server).
+
+Deterministic: the question is identified by ``seed - 20260811`` (its benchmark index) and
+the turn by the number of assistant messages in the request, so a script step is a pure
+function of the request (plus an attempt counter per (index, turn) for injected 429/5xx).
+
+Script steps (dicts):
+- ``{"errors": [429, 503], ...}``: answer those statuses on the first tries, then the rest;
+- ``{"status": 400}``: always that status;
+- ``{"call": [(name, arguments)]}``: native tool calls (arguments: dict, or a raw string);
+- ``{"open_first_hit": True}``: a native ``open`` of the first docid in the last tool reply;
+- ``{"content": text}``: an assistant message (a final answer or text-tag tool calls).
+A script's last step repeats for later turns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SEED_BASE = 20260811
+DEFAULT_SCRIPT: list[dict[str, Any]] = [
+    {"call": [("search", {"query": "QUESTION", "k": 3})]},
+    {"open_first_hit": True},
+    {"content": "<think>done reading</think>answer-INDEX"},
+]
+
+
+class FakeLLM:
+    def __init__(self, scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> None:
+        self.scripts = scripts
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.attempts: Counter[tuple[int, int]] = Counter()
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        time.sleep(self.delay_s)
+        index = body["seed"] - SEED_BASE
+        messages = body["messages"]
+        turn = sum(m["role"] == "assistant" for m in messages)
+        with self.lock:
+            self.requests.append(body)
+            self.attempts[(index, turn)] += 1
+            attempt = self.attempts[(index, turn)]
+        script = self.scripts.get(index, DEFAULT_SCRIPT)
+        step = script[min(turn, len(script) - 1)]
+        errors = step.get("errors", [])
+        if attempt <= len(errors):
+            return errors[attempt - 1], {"error": {"message": "injected", "type": "injected"}}
+        if "status" in step:
+            return step["status"], {"error": {"message": "bad request", "type": "invalid_request_error"}}
+        question = messages[1]["content"].removeprefix("Question: ").split("\n")[0]
+        message: dict[str, Any] = {"content": None, "role": "assistant"}
+        if "content" in step:
+            message["content"] = step["content"].replace("INDEX", str(index))
+        calls = step.get("call", [])
+        if step.get("open_first_hit"):
+            last_tool = [m["content"] for m in messages if m["role"] in ("tool", "user")][-1]
+            calls = [("open", {"docid": re.search(r"docid: (\S+)", last_tool).group(1)})]
+        if calls:
+            message["tool_calls"] = [
+                {"function": {"arguments": a if isinstance(a, str) else json.dumps(a).replace("QUESTION", question),
+                              "name": n}, "id": f"c{index}-{turn}-{i}", "type": "function"}
+                for i, (n, a) in enumerate(calls)]
+        usage = {"completion_tokens": 7, "completion_tokens_details": {"reasoning_tokens": 2},
+                 "prompt_tokens": 10 * len(messages), "total_tokens": 10 * len(messages) + 7}
+        return 200, {"choices": [{"finish_reason": "tool_calls" if calls else "stop", "index": 0,
+                                  "message": message}],
+                     "id": f"cmpl-{index}-{turn}", "model": body["model"], "object": "chat.completion",
+                     "usage": usage}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeLLM
+
+    def do_POST(self) -> None:
+        length = int(self.headers["content-length"])
+        body = json.loads(self.rfile.read(length))
+        if self.path != "/v1/chat/completions":
+            status, answer = 404, {"error": "no such path"}
+        else:
+            status, answer = self.fake.respond(body)
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        if status == 429:
+            self.send_header("retry-after", "0")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client killed mid-request (the kill -9 test) is expected, not news
+
+
+@contextmanager
+def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> Iterator[FakeLLM]:
+    fake = FakeLLM(scripts, delay_s)
+    handler = type("Handler", (_Handler,), {"fake": fake})
+    server = _Server(("127.0.0.1", 0), handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()

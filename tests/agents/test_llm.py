@@ -1,0 +1,59 @@
+"""ChatClient over httpx.MockTransport: bounded retries of transient errors only."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from drsearch.agents import ChatClient, LLMError, RetryPolicy
+
+OK = {"choices": [{"finish_reason": "stop", "index": 0, "message": {"content": "hi", "role": "assistant"}}]}
+
+
+def client(statuses: list[int], sleeps: list[float], **policy: float) -> tuple[ChatClient, list[bytes]]:
+    seen: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        status = statuses[min(len(seen), len(statuses)) - 1]
+        if status == 0:
+            raise httpx.ConnectError("refused")
+        headers = {"retry-after": "2"} if status == 429 else {}
+        return httpx.Response(status, json=OK if status == 200 else {"error": "x"}, headers=headers)
+
+    http = httpx.Client(base_url="http://llm.test/v1", transport=httpx.MockTransport(handler))
+    return ChatClient(http, RetryPolicy(**policy), sleep=sleeps.append), seen
+
+
+def test_transient_errors_are_retried_with_backoff() -> None:
+    sleeps: list[float] = []
+    chat, seen = client([0, 429, 503, 200], sleeps, max_attempts=5, backoff_s=0.5, backoff_max_s=10)
+    raw, attempts = chat.complete({"model": "m", "seed": 1})
+    assert json.loads(raw) == OK and attempts == 4
+    assert sleeps == [0.5, 2.0, 2.0]  # 0.5·2^n, raised to retry-after (2 s) on the 429
+    assert len(set(seen)) == 1 and json.loads(seen[0]) == {"model": "m", "seed": 1}
+
+
+def test_retries_are_bounded() -> None:
+    sleeps: list[float] = []
+    chat, seen = client([500], sleeps, max_attempts=3, backoff_s=1, backoff_max_s=1.5)
+    with pytest.raises(LLMError, match="gave up after 3 attempts") as e:
+        chat.complete({})
+    assert len(seen) == 3 and sleeps == [1.0, 1.5] and e.value.attempts == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_client_errors_are_not_retried(status: int) -> None:
+    chat, seen = client([status], [], max_attempts=5)
+    with pytest.raises(LLMError, match=f"HTTP {status}"):
+        chat.complete({})
+    assert len(seen) == 1
+
+
+def test_a_body_that_is_not_a_chat_completion_is_an_error() -> None:
+    http = httpx.Client(base_url="http://llm.test/v1",
+                        transport=httpx.MockTransport(lambda r: httpx.Response(200, json={"choices": []})))
+    with pytest.raises(LLMError, match="not a chat completion"):
+        ChatClient(http, RetryPolicy(max_attempts=2)).complete({})

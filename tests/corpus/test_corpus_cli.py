@@ -1,0 +1,36 @@
+"""``drsearch corpus extract|build`` on the bundled sample crawl, and their error messages."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from drsearch.tools.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_extract_then_build_the_bundled_sample_crawl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    docs, corpus = tmp_path / "docs.jsonl", tmp_path / "corpus.sqlite3"
+    assert main(["corpus", "extract", str(REPO / "data/sample/crawl"), "--out", str(docs), "--quiet"], out) == 0
+    assert main(["corpus", "build", str(docs), "--out", str(corpus), "--quiet"], out) == 0
+    assert "extracted 181 documents" in out.getvalue() and "181 documents" in out.getvalue()
+    cov = json.loads((tmp_path / "coverage_summary.json").read_text())
+    assert cov["url_records"] == cov["documents"] == 181
+    search = io.StringIO()
+    assert main(["search", "--database", str(corpus), "--k", "3", "video game streaming subscription"], search) == 0
+    assert "  1. " in search.getvalue() and "  3. " in search.getvalue()
+
+
+def test_cli_errors_are_one_line_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["corpus", "extract", str(tmp_path / "nope"), "--out", str(tmp_path / "d.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a crawl directory" in err
+    (tmp_path / "urls.txt").write_text("ftp://x.test/y\n")
+    assert main(["corpus", "fetch", "--urls", str(tmp_path / "urls.txt"), "--out", str(tmp_path / "c"),
+                 "--quiet"], io.StringIO()) == 0
+    assert "urls.txt:1: scheme must be http or https" in capsys.readouterr().err
