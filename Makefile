@@ -15,12 +15,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The main job on the bundled sample crawl (181 real pages): extract → dedup + index → search.
 demo: $(STAMP)
 	@mkdir -p demo-out
-	$(VENV)/bin/drsearch build data/sample/docs.jsonl --out demo-out/sample.sqlite3 --force
+	$(VENV)/bin/drsearch corpus extract data/sample/crawl --out demo-out/docs.jsonl --quiet
+	$(VENV)/bin/drsearch corpus build demo-out/docs.jsonl --out demo-out/sample.sqlite3 --force --quiet
 	$(VENV)/bin/drsearch stats --database demo-out/sample.sqlite3
 	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 5 "video game streaming subscription"
-	$(VENV)/bin/drsearch open --database demo-out/sample.sqlite3 --docid web-042bb7b5fedab6ea | head -c 600; echo
+	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 2 --json "Stadia launch price" | head -c 300; echo
+	@echo "next: .venv/bin/drsearch serve --database demo-out/sample.sqlite3 --port 8000 (docs/SERVER.md)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
