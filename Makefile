@@ -18,7 +18,7 @@ install: $(STAMP)
 # The main job on the bundled sample crawl (181 real pages): extract → dedup + index → search.
 demo: $(STAMP)
 	@mkdir -p demo-out
-	$(VENV)/bin/drsearch corpus extract data/sample/crawl --out demo-out/docs.jsonl --quiet
+	$(VENV)/bin/drsearch corpus extract data/sample/crawl --out demo-out/docs.jsonl --force --quiet
 	$(VENV)/bin/drsearch corpus build demo-out/docs.jsonl --out demo-out/sample.sqlite3 --force --quiet
 	$(VENV)/bin/drsearch stats --database demo-out/sample.sqlite3
 	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 5 "video game streaming subscription"
