@@ -105,3 +105,14 @@ def test_readme_names_the_commands_ci_runs() -> None:
     readme = (REPO / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme
     assert (REPO / ".ci/run").read_text().strip().endswith("make test")
+
+
+@pytest.mark.slow
+def test_make_demo_runs_the_main_job() -> None:
+    """README's first command, as CI's checkout has it (skipped where make or the venv is absent)."""
+    if shutil.which("make") is None or not (REPO / ".venv/.installed-dev").exists():
+        pytest.skip("needs make and the project's .venv (created by `make test`)")
+    p = subprocess.run(["make", "-s", "demo"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "documents: 181" in p.stdout
+    assert "  1. " in p.stdout and "stadia" in p.stdout.lower()
