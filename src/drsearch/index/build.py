@@ -249,6 +249,7 @@ def _write_documents(
     identity = xxhash.xxh3_128()
     chunk_doc: list[int] = [0]
     chunk_len: list[int] = [0]
+    chunk_ordinal: list[int] = [0]
     batch_terms: list[list[int]] = []
     batch_first = 1
     n_chunks = indexed = empty = collisions = tokens = 0
@@ -288,6 +289,7 @@ def _write_documents(
             tokens += len(terms)
             chunk_doc.append(doc_row)
             chunk_len.append(len(terms))
+            chunk_ordinal.append(span.ordinal)
             batch_terms.append(terms)
             conn.execute(
                 "INSERT INTO chunks VALUES(?,?,?,?,?,?)",
@@ -296,8 +298,8 @@ def _write_documents(
             if len(batch_terms) >= settings.batch_chunks:
                 flush()
         canonical = canonicalize_url(url)
-        doc_rows.append((doc_row, docid, url, canonical, title,
-                         zlib.compress(text.encode("utf-8"), 6), metadata, len(words), len(spans)))
+        doc_rows.append((doc_row, docid, url, canonical, title, metadata, len(words), len(spans)))
+        conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, zlib.compress(text.encode("utf-8"), 6)))
         own = dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)])
         for c in own:
             if c in seen_urls:  # an earlier docid holds this URL: first docid wins
@@ -306,9 +308,9 @@ def _write_documents(
             seen_urls.add(c)
             conn.execute("INSERT INTO urls VALUES(?,?)", (c, doc_row))
         if len(doc_rows) >= 256:
-            conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?,?)", doc_rows)
+            conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
             doc_rows = []
-    conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?,?)", doc_rows)
+    conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
     flush()
     lengths = np.asarray(chunk_len, dtype="<i4")
     counts = _write_postings(conn, spool, vocab, lengths, settings)
@@ -317,6 +319,7 @@ def _write_documents(
         [
             ("chunk_doc", "<i4", np.asarray(chunk_doc, dtype="<i4").tobytes()),
             ("chunk_len", "<i4", lengths.tobytes()),
+            ("chunk_ordinal", "<i4", np.asarray(chunk_ordinal, dtype="<i4").tobytes()),
         ],
     )
     return {
@@ -352,19 +355,21 @@ def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab,
         chunks = pairs["chunk"].astype("<u4")
         tf = pairs["tf"].astype(np.float64)
         impacts = term_impacts(np.repeat(idfs, ends - starts), tf, norm[chunks], k1p1).astype("<f8")
+        max_impacts = np.maximum.reduceat(impacts, starts).tolist()
         rows = []
-        for tid, s, e, idf in zip(term_ids, starts.tolist(), ends.tolist(), idfs.tolist(), strict=True):
+        for tid, s, e, idf, top in zip(term_ids, starts.tolist(), ends.tolist(), idfs.tolist(), max_impacts,
+                                       strict=True):
             dense = idf <= IDF_FLOOR
-            rows.append((terms_by_id[tid], tid, e - s, int(dense)))
+            rows.append((terms_by_id[tid], tid, e - s, int(dense), top))
             if dense:
                 tfs = np.zeros(n_rows + 1, dtype="<u2")
                 tfs[chunks[s:e]] = pairs["tf"][s:e]
                 conn.execute("INSERT INTO dense_tfs VALUES(?,?)", (tid, tfs.tobytes()))
                 counts["dense_terms"] += 1
             else:
-                conn.execute("INSERT INTO postings VALUES(?,?,?)",
-                             (tid, chunks[s:e].tobytes(), impacts[s:e].tobytes()))
-        conn.executemany("INSERT INTO terms VALUES(?,?,?,?)", rows)
+                conn.execute("INSERT INTO postings VALUES(?,?)",
+                             (tid, impacts[s:e].tobytes() + chunks[s:e].tobytes()))
+        conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)", rows)
         counts["postings"] += len(pairs)
     return counts
 

@@ -46,8 +46,11 @@ MAX_K = 100
 DEFAULT_TIME_LIMIT_S = 10.0
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
-_TERMS_SQL = "SELECT term, id, df, dense FROM terms WHERE term IN (SELECT value FROM json_each(?))"
-_DOC_COLUMNS = "id, docid, url, canonical_url, title, text, metadata, n_words, n_chunks"
+_TERMS_SQL = (
+    "SELECT term, id, df, dense, max_impact FROM terms WHERE term IN (SELECT value FROM json_each(?))"
+)
+_DOC_COLUMNS = ("d.id, d.docid, d.url, d.canonical_url, d.title, t.text, d.metadata, d.n_words, "
+                "d.n_chunks FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
 
 
 def _connect(path: Path) -> apsw.Connection:
@@ -95,6 +98,7 @@ class Engine:
         arrays = {n: np.frombuffer(d, dtype=t) for n, t, d in
                   conn.execute("SELECT name, dtype, data FROM arrays")}
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
+        self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"])
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
@@ -172,7 +176,7 @@ class Engine:
         Sparse lists are views into this thread's arena: valid until its next query.
         """
         db = self._db()
-        found = {term: (tid, df, dense) for term, tid, df, dense in db.execute(
+        found = {term: (tid, df, dense, top) for term, tid, df, dense, top in db.execute(
             _TERMS_SQL, (json.dumps([t.term for t in parsed.terms]),))}
         arena = self._arena()
         arena.reset()
@@ -183,13 +187,13 @@ class Engine:
             if qt.term not in found:
                 out.append(None)
                 continue
-            tid, df, dense = found[qt.term]
+            tid, df, dense, top = found[qt.term]
             if dense:
                 out.append(DenseTerm(qt.term, df, self._dense_loader(tid)))
                 continue
-            impacts = read_blob(db, "postings", "impacts", tid, 8 * df, arena).view("<f8")
-            chunks = read_blob(db, "postings", "chunks", tid, 4 * df, arena).view("<u4")
-            out.append(SparseTerm(qt.term, df, chunks, impacts))
+            data = read_blob(db, "postings", "data", tid, 12 * df, arena)
+            out.append(SparseTerm(qt.term, df, data[8 * df :].view("<u4"), data[: 8 * df].view("<f8"),
+                                  top))
         return out
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
@@ -227,20 +231,27 @@ class Engine:
         ranked = self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
         if not ranked:
             return SearchResult(query, k, [])
+        db = self._db()
         chunk_ids = [c for c, _ in ranked]
-        rows = {r[0]: r[1:] for r in self._db().execute(
-            "SELECT c.id, c.ordinal, d.docid, d.url, d.title" + (", c.text" if with_text else "")
-            + " FROM chunks AS c JOIN documents AS d ON d.id = c.doc"
-            " WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk_ids),))}
+        doc_ids = self._chunk_doc[chunk_ids].tolist()
+        docs = {r[0]: r[1:] for r in db.execute(
+            "SELECT id, docid, url, title FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(doc_ids),))}
+        texts: dict[int, str] = {}
+        if with_text:
+            texts = dict(db.execute(
+                "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(chunk_ids),)))
         snippets = SnippetMaker(
             (qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None
-        )
+        ) if with_text else None
         hits = []
-        for rank, (cid, score) in enumerate(ranked, 1):
-            ordinal, docid, url, title, *text = rows[cid]
-            chunk_text = text[0] if text else ""
-            snippet = snippets(chunk_text) if with_text else ""
+        for rank, ((cid, score), doc) in enumerate(zip(ranked, doc_ids, strict=True), 1):
+            docid, url, title = docs[doc]
+            chunk_text = texts.get(cid, "")
+            snippet = snippets(chunk_text) if snippets is not None else ""
+            ordinal = int(self._chunk_ordinal[cid])
             hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
         return SearchResult(query, k, hits)
 
@@ -270,13 +281,13 @@ class Engine:
             if not isinstance(docid, str):
                 raise InvalidRequestError("docid must be a string")
             row = self._db().execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE docid = ?", (docid,)).fetchone()
+                f"SELECT {_DOC_COLUMNS} WHERE d.docid = ?", (docid,)).fetchone()
             missing = f"no document with docid {docid!r}"
         else:
             if not isinstance(url, str):
                 raise InvalidRequestError("url must be a string")
             row = self._db().execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = "
+                f"SELECT {_DOC_COLUMNS} WHERE d.id = "
                 "(SELECT doc FROM urls WHERE canonical_url = ?)", (canonicalize_url(url),)
             ).fetchone()
             missing = f"no document with url {url!r}"

@@ -57,6 +57,7 @@ class SparseTerm:
     df: int
     chunks: npt.NDArray[np.uint32]
     impacts: F64
+    max_impact: float  # the largest impact in the list (stored for MaxScore-style pruning)
 
 
 @dataclass(slots=True)

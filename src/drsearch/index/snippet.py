@@ -31,17 +31,15 @@ class SnippetMaker:
         triples = list(terms)
         informative = [t for t in triples if t[2] > IDF_FLOOR]
         for term, surface, weight in informative or triples:
-            stem = _common_prefix(term, surface.lower()) or surface.lower()
+            stem = _common_prefix(term, surface.lower())
+            if len(stem) < min(len(term), 3):  # e.g. 'İ'.lower() is two characters: use the term
+                stem = term
             if stem and weights.get(stem, -1.0) < weight:
                 weights[stem] = weight
         # Longest first, so the regex prefers the most specific alternative.
         stems = sorted(weights, key=lambda s: (-len(s), s))
         self._weights = weights
         self._stems = stems
-        self._pattern = (
-            re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, stems)) + ")", re.IGNORECASE)
-            if stems else None
-        )
 
     def __call__(self, text: str) -> str:
         if len(text) <= self.width:
@@ -55,7 +53,7 @@ class SnippetMaker:
         return (ELLIPSIS if start > 0 else "") + body + (ELLIPSIS if end < len(text) else "")
 
     def _best_start(self, text: str) -> int:
-        if self._pattern is None:
+        if not self._stems:
             return 0
         hits = self._matches(text)
         if not hits:
@@ -79,10 +77,11 @@ class SnippetMaker:
     def _matches(self, text: str) -> list[tuple[int, float]]:
         """(offset, weight) of every query-term match at a word start, in text order."""
         low = text.lower()
-        if len(low) != len(text) or self._pattern is None:  # rare: case mapping changed lengths
-            assert self._pattern is not None
+        if len(low) != len(text):  # rare: case mapping changed lengths; match on the original
+            pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, self._stems)) + ")",
+                                 re.IGNORECASE)
             return [(m.start(), self._weights.get(m.group(0).lower(), 0.0))
-                    for m in self._pattern.finditer(text)]
+                    for m in pattern.finditer(text)]
         taken: dict[int, float] = {}
         for stem in self._stems:  # longest first: a position keeps its most specific match
             weight = self._weights[stem]
