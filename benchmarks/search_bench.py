@@ -1,0 +1,815 @@
+"""Speed benchmark: drsearch against tantivy (and bm25s) on a DR-256-shaped corpus.
+
+Every engine indexes the same chunks (800-word windows, 700-word stride) of the same
+synthetic corpus (``corpus_gen.py``); latencies are measured with the engines interleaved
+query by query in one run, and reported as ratios to tantivy, because this machine is shared
+and absolute times drift by +-30%. What is measured, and the targets (docs/BENCHMARKS.md):
+
+- ranked search, k=10 and k=100 (docid, url, title, score, chunk ordinal of each document's
+  best chunk): p50 <= 0.5x tantivy, p99 <= 0.7x tantivy;
+- complete hits (plus chunk text and a snippet; tantivy: stored text): p50 <= 1.0x tantivy;
+- throughput of 2 serving processes >= 1.8x one (each process opens the index itself);
+- ordered top-10 documents identical to FTS5's own ``bm25()`` ranking on >= 299/300 queries;
+- build <= 5 min, build peak RSS <= 2 GB, file <= 3.5 GB (full scale);
+- a fresh process opens the index and answers its first query in < 1 s; a serving process
+  keeps < 100 MB of private (non-shared) memory after 300 queries.
+
+Usage::
+
+    python benchmarks/search_bench.py                         # full DR-256 scale (~11 min)
+    python benchmarks/search_bench.py --docs 2000 --queries 50  # smoke run (~1-2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import corpus_gen
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+MiB = 1 << 20
+GB = 1_000_000_000
+
+# (name, bound, sense): sense "<=" means measured <= bound passes.
+TARGETS: dict[str, tuple[float, str]] = {
+    "ranked_p50_ratio": (0.5, "<="),
+    "ranked_p99_ratio": (0.7, "<="),
+    "complete_p50_ratio": (1.0, "<="),
+    "throughput_2p_over_1p": (1.8, ">="),
+    "build_seconds": (300.0, "<="),
+    "build_peak_rss_bytes": (2 * GB, "<="),
+    "file_bytes": (3.5 * GB, "<="),
+    "first_query_seconds": (1.0, "<"),
+    "private_bytes_per_process": (100 * MiB, "<"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Children: builds and fresh-process measurements run in their own processes, so that peak RSS
+# (ru_maxrss of the child itself) and start-up costs are the engine's alone.
+# ---------------------------------------------------------------------------------------------
+
+def _max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def _dir_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk as every engine indexes it (rowid = drsearch's chunk rowid)."""
+
+    rowid: int
+    doc: int  # document rowid (1-based, sorted docid order)
+    ordinal: int
+    docid: str
+    url: str
+    title: str
+    text: str
+
+
+def iter_chunks(corpus: Path) -> Iterator[Chunk]:
+    """The corpus's chunks exactly as drsearch cuts and numbers them (docids must be sorted)."""
+    from drsearch.index import chunk_words
+    from drsearch.index.text import normalize_text
+
+    rowid, last = 0, ""
+    with open(corpus, encoding="utf-8") as fh:
+        for doc, line in enumerate(fh, 1):
+            d = json.loads(line)
+            if d["docid"] <= last:
+                raise SystemExit(f"{corpus}: docids are not sorted at line {doc}")
+            last = d["docid"]
+            for span, text in chunk_words(normalize_text(d["text"]).split()):
+                rowid += 1
+                yield Chunk(rowid, doc, span.ordinal, d["docid"], d["url"],
+                            normalize_text(d["title"]), text)
+
+
+def _child_build_ours(a: dict[str, Any]) -> dict[str, Any]:
+    from drsearch.index import BuildSettings, Engine, build, read_jsonl
+
+    out = Path(a["out"])
+    t0 = time.perf_counter()
+    report = build(read_jsonl(a["corpus"]), out, BuildSettings(tokenizer=a["tokenizer"]),
+                   overwrite=True)
+    seconds = time.perf_counter() - t0
+    with Engine.open(out) as e:
+        stats = e.stats()
+    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": out.stat().st_size,
+            "documents": report.documents, "chunks": report.chunks,
+            "vocabulary": stats["vocabulary"], "postings": stats["postings"],
+            "tokens": stats["tokens"]}
+
+
+def _tantivy_analyzer(tokenizer: str) -> Any:
+    """tantivy's closest match to FTS5's ``unicode61`` (+ ``porter``): split on
+    non-alphanumerics, lower-case, fold diacritics (+ English Snowball stemmer)."""
+    import tantivy
+
+    b = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+         .filter(tantivy.Filter.remove_long(64))
+         .filter(tantivy.Filter.lowercase())
+         .filter(tantivy.Filter.ascii_fold()))
+    if tokenizer == "porter":
+        b = b.filter(tantivy.Filter.stemmer("english"))
+    return b.build()
+
+
+def _tantivy_schema() -> Any:
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()
+    sb.add_unsigned_field("chunk", fast=True)
+    sb.add_unsigned_field("doc", fast=True)
+    sb.add_unsigned_field("ordinal", stored=True, fast=True)
+    for name in ("docid", "url", "title"):
+        sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("text", stored=True, tokenizer_name="drs", index_option="freq")
+    return sb.build()
+
+
+def _child_build_tantivy(a: dict[str, Any]) -> dict[str, Any]:
+    import tantivy
+
+    path = Path(a["dir"])
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    t0 = time.perf_counter()
+    index = tantivy.Index(_tantivy_schema(), path=str(path), reuse=False)
+    index.register_tokenizer("drs", _tantivy_analyzer(a["tokenizer"]))
+    writer = index.writer(heap_size=a["heap_bytes"], num_threads=a["threads"])
+    n = 0
+    for c in iter_chunks(Path(a["corpus"])):
+        d = tantivy.Document()
+        d.add_unsigned("chunk", c.rowid)
+        d.add_unsigned("doc", c.doc)
+        d.add_unsigned("ordinal", c.ordinal)
+        d.add_text("docid", c.docid)
+        d.add_text("url", c.url)
+        d.add_text("title", c.title)
+        d.add_text("text", c.text)
+        writer.add_document(d)
+        n += 1
+    writer.commit()
+    writer.wait_merging_threads()
+    seconds = time.perf_counter() - t0
+    index.reload()
+    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": _dir_bytes(path),
+            "chunks": n, "segments": index.searcher().num_segments,
+            "threads": a["threads"], "heap_bytes": a["heap_bytes"]}
+
+
+def _child_build_bm25s(a: dict[str, Any]) -> dict[str, Any]:
+    import bm25s
+
+    path = Path(a["dir"])
+    shutil.rmtree(path, ignore_errors=True)
+    t0 = time.perf_counter()
+    # A generator: bm25s never holds the chunk texts, only their token ids.
+    tokens = bm25s.tokenize((c.text for c in iter_chunks(Path(a["corpus"]))), stopwords=None,
+                            show_progress=False)
+    n = len(tokens.ids)
+    retriever = bm25s.BM25()
+    retriever.index(tokens, show_progress=False)
+    del tokens
+    retriever.save(str(path))
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": _dir_bytes(path),
+            "chunks": n}
+
+
+_FIRST_QUERY = """
+import json, sys, time
+t0 = time.perf_counter()
+from drsearch.index import Engine
+t1 = time.perf_counter()
+e = Engine.open(sys.argv[1])
+t2 = time.perf_counter()
+r = e.search(sys.argv[2], 10)
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "query_s": t3 - t2,
+                  "hits": len(r.hits)}))
+"""
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Evict the file's clean pages from the OS page cache (no root needed): a cold start."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def read_through(path: Path) -> None:
+    """Read the whole file once so that later measurements start from a warm page cache."""
+    with open(path, "rb") as fh:
+        while fh.read(1 << 24):
+            pass
+
+
+def first_query(index: Path, query: str, cold: bool = False) -> dict[str, Any]:
+    """Spawn a fresh interpreter that opens the index and answers one query (parent wall).
+
+    ``cold``: evict the index file from the page cache first (as after a reboot or a copy).
+    """
+    if cold:
+        drop_from_page_cache(index)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", _FIRST_QUERY, str(index), query],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"fresh-process query failed:\n{out.stderr[-4000:]}")
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, **json.loads(out.stdout)}
+
+
+CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "build-ours": _child_build_ours,
+    "build-tantivy": _child_build_tantivy,
+    "build-bm25s": _child_build_bm25s,
+}
+
+
+def run_child(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one CHILDREN task in a fresh interpreter; returns its JSON result."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", name,
+                           json.dumps(args)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"child {name} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------------
+# Engines under test, behind one interface. Each returns, per document, its best chunk as
+# (docid, url, title, score, chunk ordinal) [+ chunk text (+ snippet)].
+# ---------------------------------------------------------------------------------------------
+
+Row = tuple[str, str, str, float, int]
+
+
+class Meta:
+    """Per-document metadata and chunk arrays, read from the drsearch file once.
+
+    tantivy and bm25s use these in-memory tables for ranked results (the most generous
+    setting for them: no stored-field I/O); drsearch reads them from SQLite per query.
+    """
+
+    def __init__(self, index: Path) -> None:
+        import apsw
+
+        conn = apsw.Connection(f"file:{index}?mode=ro&immutable=1",
+                               flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        docs = list(conn.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
+        self.docs: list[tuple[str, str, str]] = [("", "", "")] + [(d, u, t) for _, d, u, t in docs]
+        n = conn.execute("SELECT max(id) FROM chunks").get
+        self.chunk_doc = np.zeros(n + 1, dtype=np.int64)
+        self.chunk_ord = np.zeros(n + 1, dtype=np.int64)
+        for cid, doc, ordinal in conn.execute("SELECT id, doc, ordinal FROM chunks"):
+            self.chunk_doc[cid] = doc
+            self.chunk_ord[cid] = ordinal
+        conn.close()
+
+
+class Ours:
+    """drsearch: ``Engine.search`` (ranked: ``with_text=False``)."""
+
+    name = "ours"
+
+    def __init__(self, index: Path) -> None:
+        from drsearch.index import Engine
+
+        self.engine = Engine.open(index)
+
+    def ranked(self, q: str, k: int) -> list[Row]:
+        return [(h.docid, h.url, h.title, h.score, h.chunk_ordinal)
+                for h in self.engine.search(q, k, with_text=False).hits]
+
+    def complete(self, q: str, k: int) -> list[tuple[Row, str, str]]:
+        return [((h.docid, h.url, h.title, h.score, h.chunk_ordinal), h.chunk_text, h.snippet)
+                for h in self.engine.search(q, k).hits]
+
+
+class Tantivy:
+    """tantivy: OR of the query's analysed terms; best chunk per document by over-fetching."""
+
+    name = "tantivy"
+
+    def __init__(self, path: Path, tokenizer: str, meta: Meta) -> None:
+        import tantivy
+
+        self.t = tantivy
+        self.index = tantivy.Index.open(str(path))
+        self.analyzer = _tantivy_analyzer(tokenizer)
+        self.index.register_tokenizer("drs", self.analyzer)
+        self.schema = self.index.schema
+        self.searcher: Any = self.index.searcher()  # untyped results: ints from fast fields
+        self.meta = meta
+
+    def _query(self, q: str) -> Any:
+        t = self.t
+        terms = list(dict.fromkeys(self.analyzer.analyze(q)))
+        if not terms:
+            return None
+        return t.Query.boolean_query(
+            [(t.Occur.Should, t.Query.term_query(self.schema, "text", w, index_option="freq"))
+             for w in terms])
+
+    def _top(self, query: Any, k: int) -> list[tuple[float, Any]]:
+        limit = 4 * k
+        while True:
+            hits = self.searcher.search(query, limit, count=False).hits
+            docs = self.searcher.fast_field_values("doc", [a for _, a in hits])
+            seen: set[int] = set()
+            out = []
+            for (score, addr), doc in zip(hits, docs, strict=True):
+                if doc not in seen:
+                    seen.add(doc)
+                    out.append((score, addr))
+                    if len(out) == k:
+                        return out
+            if len(hits) < limit:
+                return out
+            limit *= 4
+
+    def ranked(self, q: str, k: int) -> list[Row]:
+        query = self._query(q)
+        if query is None:
+            return []
+        top = self._top(query, k)
+        chunks = self.searcher.fast_field_values("chunk", [a for _, a in top])
+        m = self.meta
+        return [(*m.docs[int(m.chunk_doc[c])], s, int(m.chunk_ord[c]))
+                for (s, _), c in zip(top, chunks, strict=True)]
+
+    def complete(self, q: str, k: int, snippet: bool = False) -> list[tuple[Row, str, str]]:
+        query = self._query(q)
+        if query is None:
+            return []
+        gen = (self.t.SnippetGenerator.create(self.searcher, query, self.schema, "text")
+               if snippet else None)
+        out = []
+        for score, addr in self._top(query, k):
+            d = self.searcher.doc(addr)
+            row = (d.get_first("docid"), d.get_first("url"), d.get_first("title"), score,
+                   d.get_first("ordinal"))
+            snip = gen.snippet_from_doc(d).fragment() if gen is not None else ""
+            out.append((row, d.get_first("text"), snip))
+        return out
+
+
+class Bm25s:
+    """bm25s (numpy backend): scores every chunk, then best chunk per document."""
+
+    name = "bm25s"
+
+    def __init__(self, path: Path, meta: Meta) -> None:
+        import bm25s
+
+        self.bm25s = bm25s
+        self.retriever = bm25s.BM25.load(str(path), mmap=True)
+        self.meta = meta
+
+    def ranked(self, q: str, k: int) -> list[Row]:
+        toks = self.bm25s.tokenize([q], stopwords=None, return_ids=False, show_progress=False)[0]
+        vocab = self.retriever.vocab_dict
+        toks = [t for t in dict.fromkeys(toks) if t in vocab]
+        if not toks:
+            return []
+        scores = self.retriever.get_scores(toks)
+        limit = min(len(scores), 4 * k)
+        while True:
+            top = np.argpartition(-scores, limit - 1)[:limit]
+            top = top[np.lexsort((top, -scores[top]))]
+            top = top[scores[top] > 0]
+            docs = self.meta.chunk_doc[top + 1]
+            _, first = np.unique(docs, return_index=True)
+            if len(first) >= k or limit >= len(scores) or len(top) < limit:
+                break
+            limit = min(len(scores), limit * 4)
+        first = np.sort(first)[:k]
+        m = self.meta
+        return [(*m.docs[int(docs[i])], float(scores[top[i]]), int(m.chunk_ord[top[i] + 1]))
+                for i in first.tolist()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Timings:
+    """Latencies (seconds) of one operation for one engine: ``rounds`` samples per query."""
+
+    per_query: list[list[float]] = field(default_factory=list)
+
+    def typical(self) -> np.ndarray:
+        """Each query's median over the rounds (damps one-off hiccups of a shared machine)."""
+        return np.array([np.median(s) for s in self.per_query])
+
+    def pct(self, p: float) -> float:
+        return float(np.percentile(self.typical(), p)) if self.per_query else float("nan")
+
+
+def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rounds: int,
+                snippet_peer: bool) -> dict[str, dict[str, Timings]]:
+    """Latency per (operation, engine), every (engine, operation) pair taking its turn on each
+    query in an order rotated from query to query and round to round."""
+    ops: list[tuple[str, Callable[[Any, str], object], set[str]]] = [
+        ("ranked_k10", lambda e, q: e.ranked(q, 10), {"ours", "tantivy", "bm25s"}),
+        ("ranked_k100", lambda e, q: e.ranked(q, 100), {"ours", "tantivy", "bm25s"}),
+        ("complete_k10", lambda e, q: e.complete(q, 10), {"ours", "tantivy"}),
+    ]
+    if snippet_peer:
+        ops.append(("complete_k10_snippet", lambda e, q: e.complete(q, 10, snippet=True),
+                    {"tantivy"}))
+    tasks = [(e, op, fn) for e in engines for op, fn, who in ops if e.name in who]
+    for q in queries[:warmup]:
+        for e, _, fn in tasks:
+            fn(e, q)
+    res = {op: {e.name: Timings([[] for _ in queries]) for e in engines if e.name in who}
+           for op, _, who in ops}
+    clock = time.perf_counter
+    for r in range(rounds):
+        for i, q in enumerate(queries):
+            j = (i + r * 7) % len(tasks)
+            for e, op, fn in [*tasks[j:], *tasks[:j]]:
+                t0 = clock()
+                fn(e, q)
+                res[op][e.name].per_query[i].append(clock() - t0)
+    return res
+
+
+def fts5_top_docs(engine: Any, q: str, k: int) -> list[tuple[int, int, float]]:
+    """FTS5's own ranking grouped to the best chunk per document: first k (doc, chunk, score)."""
+    limit = 1000
+    while True:
+        rows = engine.fts5_rank(q, limit)
+        out: list[tuple[int, int, float]] = []
+        seen: set[int] = set()
+        for cid, score in rows:
+            doc = int(engine._chunk_doc[cid])
+            if doc not in seen:
+                seen.add(doc)
+                out.append((doc, cid, score))
+                if len(out) == k:
+                    return out
+        if len(rows) < limit:
+            return out
+        limit *= 4
+
+
+def fts5_agreement(index: Path, queries: Sequence[str], k: int = 10) -> dict[str, Any]:
+    """On how many queries ``rank`` gives FTS5's ordered top-k documents (and chunks, scores)."""
+    from drsearch.index import Engine
+
+    same_docs = same_chunks = same_scores = 0
+    mismatches: list[str] = []
+    t_fts = t_ours = 0.0
+    with Engine.open(index) as e:
+        for q in queries:
+            t0 = time.perf_counter()
+            ours = e.rank(q, k)
+            t1 = time.perf_counter()
+            ref = fts5_top_docs(e, q, k)
+            t2 = time.perf_counter()
+            t_ours += t1 - t0
+            t_fts += t2 - t1
+            docs = [int(e._chunk_doc[c]) for c, _ in ours]
+            if docs == [d for d, _, _ in ref]:
+                same_docs += 1
+            else:
+                mismatches.append(q)
+            same_chunks += [c for c, _ in ours] == [c for _, c, _ in ref]
+            same_scores += [s for _, s in ours] == [s for _, _, s in ref]
+    n = len(queries)
+    return {"queries": n, "same_docs": same_docs, "same_chunks": same_chunks,
+            "same_scores_bitwise": same_scores, "mismatches": mismatches[:20],
+            "fts5_mean_s": t_fts / n, "rank_mean_s": t_ours / n}
+
+
+def _smaps() -> dict[str, int]:
+    """This process's /proc/self/smaps_rollup, in bytes."""
+    out: dict[str, int] = {}
+    with open("/proc/self/smaps_rollup") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                out[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    return out
+
+
+def _burn(_: str) -> int:
+    """Pure-Python CPU work of about one query's size: the machine's own scaling ceiling."""
+    x = 0
+    for i in range(20_000):
+        x += i * i
+    return x
+
+
+def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], duration: float,
+           barrier: Any, out: Any) -> None:
+    """A serving process: open, answer every query once, then as many as it can in time."""
+    fn: Callable[[str], object]
+    if kind == "ours":
+        from drsearch.index import Engine
+
+        e = Engine.open(index)
+        fn = lambda q: e.search(q, 10)  # noqa: E731
+    elif kind == "tantivy":
+        t = Tantivy(Path(extra["dir"]), extra["tokenizer"], Meta(Path(index)))
+        fn = lambda q: t.complete(q, 10)  # noqa: E731
+    else:
+        fn = _burn
+    for q in queries:
+        fn(q)
+    barrier.wait()  # every process has served every query once
+    mem = _smaps()
+    barrier.wait()
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - t0 < duration:
+        fn(queries[n % len(queries)])
+        n += 1
+    out.put({"queries": n, "seconds": time.perf_counter() - t0,
+             "cpu_seconds": time.process_time() - c0, "smaps": mem})
+
+
+def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str], procs: int,
+               duration: float) -> dict[str, Any]:
+    """Complete k=10 searches per second with ``procs`` independent serving processes."""
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(procs), ctx.Queue()
+    ps = [ctx.Process(target=_serve,
+                      args=(kind, str(index), extra, queries, duration, barrier, out))
+          for _ in range(procs)]
+    for p in ps:
+        p.start()
+    results = [out.get() for _ in ps]
+    for p in ps:
+        p.join()
+    total = sum(r["queries"] for r in results)
+    qps = total / max(r["seconds"] for r in results)
+    private = [r["smaps"].get("Private_Clean", 0) + r["smaps"].get("Private_Dirty", 0)
+               for r in results]
+    # Queries per CPU-second summed over processes: how the engine would scale with every
+    # process on a core of its own (insensitive to other load on a shared machine).
+    cpu_qps = sum(r["queries"] / r["cpu_seconds"] for r in results)
+    return {"procs": procs, "qps": qps, "cpu_qps": cpu_qps, "queries": total,
+            "private_bytes": private,
+            "anonymous_bytes": [r["smaps"].get("Anonymous", 0) for r in results],
+            "rss_bytes": [r["smaps"].get("Rss", 0) for r in results],
+            "pss_bytes": [r["smaps"].get("Pss", 0) for r in results]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+
+def verdict(name: str, value: float) -> str:
+    bound, sense = TARGETS[name]
+    ok = {"<=": value <= bound, "<": value < bound, ">=": value >= bound}[sense]
+    return "PASS" if ok else "FAIL"
+
+
+def _fmt_bytes(n: float) -> str:
+    return f"{n / GB:.2f} GB" if n >= GB else f"{n / MiB:.0f} MiB"
+
+
+def report(r: dict[str, Any]) -> str:
+    """A plain-text table of the results with ratios and PASS/FAIL per target."""
+    src = r["source"]
+    lines = [f"drsearch speed benchmark  {r['date']}  {r['machine']}",
+             f"drsearch code: {src['module']} (commit {src.get('commit', '?')[:10]}, "
+             f"local edits: {src.get('local_edits', '?')})",
+             f"corpus: {r['corpus']['documents']:,} docs, {r['builds']['ours']['chunks']:,} chunks,"
+             f" {r['corpus']['words']:,} words (seed {r['corpus']['seed']}); "
+             f"{r['queries']} queries; tokenizer {r['tokenizer']}; "
+             + ", ".join(f"{k} {v}" for k, v in r["versions"].items()), ""]
+    lat = r["latency_ms"]
+    engines = [e for e in ("ours", "tantivy", "bm25s") if e in lat["ranked_k10"]]
+    head = f"{'latency (ms)':<26}" + "".join(f"{e:>10}" for e in engines)
+    lines += [head + f"{'ours/tantivy':>14}  target", "-" * (len(head) + 30)]
+    for op in lat:
+        for p in ("p50", "p99"):
+            vals = lat[op]
+            row = f"{op + ' ' + p:<26}" + "".join(
+                f"{vals[e][p]:>10.2f}" if e in vals else f"{'':>10}" for e in engines)
+            if "ours" in vals and "tantivy" in vals:
+                ratio = vals["ours"][p] / vals["tantivy"][p]
+                key = ("ranked" if op.startswith("ranked") else "complete") + f"_{p}_ratio"
+                tgt = f"<= {TARGETS[key][0]}x {verdict(key, ratio)}" if key in TARGETS else "(info)"
+                row += f"{ratio:>13.2f}x  {tgt}"
+            elif op == "complete_k10_snippet":
+                ratio = lat["complete_k10"]["ours"][p] / vals["tantivy"][p]
+                row += f"{ratio:>13.2f}x  (info: tantivy + its SnippetGenerator)"
+            lines.append(row)
+    tp = r["throughput"]
+    t1, t2 = tp["ours"]["1"], tp["ours"]["2"]
+    scale = t2["qps"] / t1["qps"]
+    cpu_norm = t2["cpu_qps"] / t1["cpu_qps"]
+    tv_scale = tp["tantivy"]["2"]["qps"] / tp["tantivy"]["1"]["qps"]
+    cpu_scale = tp["burn"]["2"]["qps"] / tp["burn"]["1"]["qps"]
+    agree = r["fts5"]
+    need = -(-agree["queries"] * 299 // 300)
+    b, bt, bb = r["builds"]["ours"], r["builds"].get("tantivy"), r["builds"].get("bm25s")
+    fq, fqw = r["first_query"]["cold"], r["first_query"]["warm"]
+    priv = max(t2["private_bytes"])
+    lines += [
+        "",
+        f"throughput (complete k=10): 1 proc {t1['qps']:.0f} q/s, 2 procs {t2['qps']:.0f} q/s"
+        f" = {scale:.2f}x   target >= 1.8x  {verdict('throughput_2p_over_1p', scale)}"
+        f"   (per CPU-second {cpu_norm:.2f}x; tantivy {tv_scale:.2f}x, pure-Python CPU loop"
+        f" {cpu_scale:.2f}x on this machine in the same run)",
+        f"FTS5 bm25() ordered top-10 docs identical: {agree['same_docs']}/{agree['queries']}"
+        f"   target >= {need}  {'PASS' if agree['same_docs'] >= need else 'FAIL'}"
+        f"   (same chunks {agree['same_chunks']}, bitwise-equal scores "
+        f"{agree['same_scores_bitwise']}; FTS5 {agree['fts5_mean_s'] * 1e3:.0f} ms/query)",
+        f"build: {b['seconds']:.1f} s  target <= 300 s  {verdict('build_seconds', b['seconds'])}"
+        + (f"   (tantivy {bt['seconds']:.1f} s with {bt['threads']} threads;" if bt else "")
+        + (f" bm25s {bb['seconds']:.1f} s)" if bb else ")" if bt else ""),
+        f"build peak RSS: {_fmt_bytes(b['peak_rss_bytes'])}  target <= 2 GB  "
+        f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}"
+        + (f"   (bm25s {_fmt_bytes(bb['peak_rss_bytes'])} = ours x"
+           f"{bb['peak_rss_bytes'] / b['peak_rss_bytes']:.2f};" if bb else "")
+        + (f" tantivy {_fmt_bytes(bt['peak_rss_bytes'])})" if bt else ")" if bb else ""),
+        f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  {verdict('file_bytes', b['bytes'])}"
+        + (f"   (tantivy {_fmt_bytes(bt['bytes'])};" if bt else "")
+        + (f" bm25s {_fmt_bytes(bb['bytes'])})" if bb else ")" if bt else ""),
+        f"fresh process open + first query, page cache cold: {fq['wall_s'] * 1e3:.0f} ms wall"
+        f" (median of {fq['runs']}; import {fq['import_s'] * 1e3:.0f}, open "
+        f"{fq['open_s'] * 1e3:.0f}, query {fq['query_s'] * 1e3:.0f} ms)  target < 1 s  "
+        f"{verdict('first_query_seconds', fq['wall_s'])}   (warm cache: "
+        f"{fqw['wall_s'] * 1e3:.0f} ms)",
+        f"private memory per serving process after {r['queries']} queries (2 procs): "
+        f"{_fmt_bytes(priv)}  target < 100 MiB  {verdict('private_bytes_per_process', priv)}"
+        f"   (anonymous {_fmt_bytes(max(t2['anonymous_bytes']))}; RSS "
+        f"{_fmt_bytes(max(t2['rss_bytes']))}, mostly the shared mmap of the file)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the whole benchmark; print the table (and write --json)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=corpus_gen.DR256_DOCS)
+    ap.add_argument("--queries", type=int, default=corpus_gen.DEFAULT_QUERIES)
+    ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
+    ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
+    ap.add_argument("--json", type=Path, help="also write all results here")
+    ap.add_argument("--engines", default="ours,tantivy,bm25s",
+                    help="comma list; ours and tantivy are required")
+    ap.add_argument("--duration", type=float, default=None,
+                    help="seconds per throughput run (default 8 full scale, 2 small)")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="throughput runs per process count (the best is kept)")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed queries per engine first")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="timed passes over the queries; each query's median is kept")
+    ap.add_argument("--tantivy-threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the indexes and build numbers of an earlier run (debugging)")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(CHILDREN[args.child[0]](json.loads(args.child[1]))))
+        return 0
+    engines = set(args.engines.split(","))
+    if not {"ours", "tantivy"} <= engines or not engines <= {"ours", "tantivy", "bm25s"}:
+        ap.error("--engines: ours and tantivy are required; bm25s optional")
+    duration = args.duration or (8.0 if args.docs >= 10_000 else 2.0)
+    source = _source_state()
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    corpus, cmeta = corpus_gen.ensure_corpus(args.docs, args.seed)
+    _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
+    work = corpus_gen.CACHE / f"bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
+    work.mkdir(parents=True, exist_ok=True)
+    ours_path, tv_path, bm_path = work / "ours.sqlite3", work / "tantivy", work / "bm25s"
+    builds_file = work / "builds.json"
+    builds: dict[str, Any] = {}
+    if args.reuse and builds_file.is_file():
+        builds = json.loads(builds_file.read_text())
+        if builds.get("source") != source:
+            log("--reuse: the indexes were built by other drsearch code; rebuilding")
+            builds = {}
+    builds["source"] = source
+    common = {"corpus": str(corpus), "tokenizer": args.tokenizer}
+    if "ours" not in builds:
+        log(f"building drsearch index ({cmeta['chunks']:,} chunks)")
+        builds["ours"] = run_child("build-ours", {**common, "out": str(ours_path)})
+    if "tantivy" not in builds:
+        log("building tantivy index")
+        builds["tantivy"] = run_child("build-tantivy", {
+            **common, "dir": str(tv_path), "threads": args.tantivy_threads,
+            "heap_bytes": 256 * MiB * args.tantivy_threads})
+    if "bm25s" in engines and "bm25s" not in builds:
+        log("building bm25s index")
+        builds["bm25s"] = run_child("build-bm25s", {**common, "dir": str(bm_path)})
+    builds_file.write_text(json.dumps(builds, indent=2))
+    for name in ("tantivy", "bm25s"):
+        if name in builds and builds[name]["chunks"] != builds["ours"]["chunks"]:
+            raise SystemExit(f"{name} indexed {builds[name]['chunks']} chunks, "
+                             f"drsearch {builds['ours']['chunks']}")
+
+    log("fresh-process open + first query (page cache cold, then warm)")
+    fq: dict[str, Any] = {}
+    for mode in ("cold", "warm"):
+        fq_runs = [first_query(ours_path, queries[i % len(queries)], cold=mode == "cold")
+                   for i in range(3)]
+        fq[mode] = {key: float(np.median([x[key] for x in fq_runs])) for key in fq_runs[0]}
+        fq[mode]["runs"] = len(fq_runs)
+        if mode == "cold":
+            read_through(ours_path)
+
+    log("interleaved latency")
+    meta = Meta(ours_path)
+    eng: list[Any] = [Ours(ours_path), Tantivy(tv_path, args.tokenizer, meta)]
+    if "bm25s" in engines:
+        eng.append(Bm25s(bm_path, meta))
+    lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True)
+    del eng
+
+    log("FTS5 agreement (slow oracle)")
+    agree = fts5_agreement(ours_path, queries)
+
+    log(f"throughput 1 vs 2 processes ({duration:.0f} s per run, best of {args.repeats})")
+    extra = {"dir": str(tv_path), "tokenizer": args.tokenizer}
+    tp: dict[str, dict[str, Any]] = {}
+    for kind in ("ours", "tantivy", "burn"):
+        runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+        for _ in range(args.repeats):  # alternate 1, 2, 1, 2 ...: interference hits both
+            for p in (1, 2):
+                runs[str(p)].append(throughput(kind, ours_path, extra, queries, p, duration))
+        tp[kind] = {p: {**max(rs, key=lambda x: x["qps"]), "all_qps": [x["qps"] for x in rs]}
+                    for p, rs in runs.items()}
+
+    result: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                   f"{platform.python_version()}",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "tokenizer": args.tokenizer, "queries": len(queries), "corpus": cmeta,
+        "builds": builds, "first_query": fq, "fts5": agree, "throughput": tp,
+        "latency_ms": {op: {e: {"p50": t.pct(50) * 1e3, "p99": t.pct(99) * 1e3,
+                               "mean": float(np.mean(t.typical())) * 1e3}
+                           for e, t in per.items()} for op, per in lat.items()},
+        "versions": _versions(),
+        "source": source,
+    }
+    print(report(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def _source_state() -> dict[str, str]:
+    """Which drsearch code ran: its directory, git commit and whether it had local edits."""
+    import drsearch
+
+    src = Path(drsearch.__file__).resolve().parent
+    out = {"module": str(src)}
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        git = ["git", "-C", str(src)]
+        out["commit"] = subprocess.run([*git, "rev-parse", "HEAD"], check=True,
+                                       capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--", "."], check=True,
+                               capture_output=True, text=True).stdout.strip()
+        out["local_edits"] = "yes" if dirty else "no"
+    return out
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("drsearch", "apsw", "numpy", "tantivy", "bm25s"):
+        with contextlib.suppress(PackageNotFoundError):
+            out[pkg] = version(pkg)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
