@@ -151,7 +151,7 @@ def test_startup_log_says_when_there_is_no_blocklist(sample_index: Path, tmp_pat
 @pytest.mark.parametrize(("args", "message"), [
     (["--database", "/nonexistent/corpus.sqlite3"], "no such file"),
     (["--database", "{junk}"], "not a drsearch index"),
-    (["--database", "{padded}"], "truncated or damaged"),
+    (["--database", "{padded}"], "truncated or padded"),
     (["--database", "{index}", "--blocked-docids", "/nonexistent/blocked.txt"], "cannot read blocklist"),
     (["--database", "{index}", "--blocked-docids", "{badblock}"], "malformed docid"),
     (["--database", "{index}", "--max-k", "101"], "--max-k"),
@@ -183,6 +183,22 @@ def test_verify_levels(sample_index: Path) -> None:
     for level in ("none", "fast", "deep"):
         report = verify_corpus(sample_index, level)  # type: ignore[arg-type]
         assert report.identity == identity and report.documents == 181 and report.level == level
+
+
+def test_deep_verify_catches_what_fast_cannot(sample_index: Path, tmp_path: Path) -> None:
+    import apsw
+
+    from drsearch.index import IncompatibleIndexError
+    from drsearch.server import verify_corpus
+
+    tampered = tmp_path / "tampered.sqlite3"
+    tampered.write_bytes(sample_index.read_bytes())
+    conn = apsw.Connection(str(tampered))
+    conn.execute("UPDATE chunks SET text = 'tampered' WHERE id = 7")  # FTS5 index now disagrees
+    conn.close()
+    assert verify_corpus(tampered, "fast").documents == 181
+    with pytest.raises(IncompatibleIndexError, match="integrity check failed"):
+        verify_corpus(tampered, "deep")
 
 
 def test_config_travels_through_the_environment(sample_index: Path) -> None:
