@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from ..corpus import source_summary as corpus_source_summary
 from ..index import (
     BlockList,
     BuildReport,
@@ -41,34 +40,13 @@ from .manifest import (
     write_release_manifest,
 )
 
-TOP_DOMAINS = 20
-
-
-def _domain(url: str) -> str:
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        host = ""
-    return host.lower().removeprefix("www.") or "(none)"
-
 
 def source_summary(docs: Iterable[dict[str, Any]], input_name: str, input_sha256: str) -> dict[str, Any]:
-    """Documents, distinct sources (``source_id``, else docid) and web domains of the input."""
-    domains: Counter[str] = Counter()
-    sources: set[str] = set()
-    n = 0
-    for doc in docs:
-        n += 1
-        domains[_domain(str(doc.get("url", "")))] += 1
-        sources.add(str(doc.get("source_id", doc.get("docid"))))
-    top = sorted(domains.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_DOMAINS]
-    return {
-        "input": {"name": input_name, "sha256": input_sha256},
-        "documents": n,
-        "sources": len(sources),
-        "domains": len(domains),
-        "top_domains": [{"domain": d, "documents": c} for d, c in top],
-    }
+    """Documents, distinct sources (``source_id``, else docid) and web hosts/domains of the input.
+
+    The corpus builder's summary with no crawl behind it (one definition of the file's keys).
+    """
+    return corpus_source_summary(docs, None, input_name, input_sha256)
 
 
 def coverage_summary(report: BuildReport, questions: QuestionSet, database: Path) -> dict[str, Any]:
