@@ -5,6 +5,7 @@ from __future__ import annotations
 import drsearch.index
 
 EXPECTED_INDEX_API = {
+    "CorpusInfo", "Searcher", "ToolResponse", "error_body",
     "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "BlockList", "BlocklistError",
     "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",

@@ -1,4 +1,4 @@
-"""The ``Searcher`` protocol and its live implementations (in-process engine, HTTP client).
+"""Live ``Searcher`` implementations (in-process engine, HTTP client); the protocol is in index.
 
 Every searcher answers with the exact bytes of the HTTP API's response body
 (``ToolResponse``): canonical JSON of ``SearchResult.to_dict()`` / ``Document.to_dict()``,
@@ -11,50 +11,13 @@ that cannot answer at all raises :class:`SearcherError`. The replay cache
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import httpx
 
 from ..index import DrsearchError, Engine, dumps
+from ..index.searcher import CorpusInfo, Searcher, ToolResponse, error_body
 from .errors import SearcherError
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusInfo:
-    """What a searcher serves: the corpus content identity and the blocklist's SHA-256."""
-
-    identity: str
-    blocklist_sha256: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResponse:
-    """One backend answer: ``ok`` false for an error body; ``body`` the exact bytes."""
-
-    ok: bool
-    body: bytes
-
-
-@runtime_checkable
-class Searcher(Protocol):
-    """A search backend the agent's tools call. Implementations must be thread-safe."""
-
-    def corpus(self) -> CorpusInfo:
-        """Identity of what is served (cache keys and run.json record it)."""
-        ...
-
-    def search(self, query: str, k: int) -> ToolResponse:
-        """``POST /search {query, k}``."""
-        ...
-
-    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
-        """``POST /open {docid | url, offset, length}``."""
-        ...
-
-
-def error_body(error_type: str, message: str) -> bytes:
-    return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
 
 
 class EngineSearcher:

@@ -40,6 +40,7 @@ from .integrity import (
 )
 from .models import BuildSettings, Document, Hit, SearchResult, dumps
 from .query import MAX_QUERY_CHARS, ParsedQuery, parse_query
+from .searcher import CorpusInfo, Searcher, ToolResponse, error_body
 from .urls import canonicalize_url
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "BuildSettings",
     "ChunkSpan",
     "CorpusFileError",
+    "CorpusInfo",
     "Document",
     "DocumentNotFoundError",
     "DrsearchError",
@@ -70,12 +72,15 @@ __all__ = [
     "QueryTimeoutError",
     "SQLiteHeader",
     "SearchResult",
+    "Searcher",
+    "ToolResponse",
     "build",
     "canonicalize_url",
     "check_k",
     "chunk_spans",
     "chunk_words",
     "dumps",
+    "error_body",
     "fts5_integrity_check",
     "header_problems",
     "missing_docids",

@@ -1,0 +1,55 @@
+"""The ``Searcher`` protocol: what agents call to search and open, whatever serves it.
+
+DESIGN.md places the protocol in the engine layer so every implementation speaks it: the
+in-process engine and the HTTP client of our server (``drsearch.agents.searcher``) and the
+replay cache (``drsearch.agents.replay``) are interchangeable. Every answer is the exact
+bytes of the HTTP API's response body: canonical JSON (``dumps``) of
+``SearchResult.to_dict()`` / ``Document.to_dict()``, or ``{"error": {"type", "message"}}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .models import dumps
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusInfo:
+    """What a searcher serves: the corpus content identity and the blocklist's SHA-256."""
+
+    identity: str
+    blocklist_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResponse:
+    """One backend answer: ``ok`` false for an error body; ``body`` the exact bytes."""
+
+    ok: bool
+    body: bytes
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """A search backend the agent's tools call. Implementations must be thread-safe."""
+
+    def corpus(self) -> CorpusInfo:
+        """Identity of what is served (cache keys and run.json record it)."""
+        ...
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        """``POST /search {query, k}``."""
+        ...
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        """``POST /open {docid | url, offset, length}``."""
+        ...
+
+
+def error_body(error_type: str, message: str) -> bytes:
+    return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
+
+
+__all__ = ["CorpusInfo", "Searcher", "ToolResponse", "error_body"]
