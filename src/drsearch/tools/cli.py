@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
 from ..index import (
     BlockList,
     BuildSettings,
+    CorpusFileError,
     DrsearchError,
     Engine,
+    InvalidInputError,
     build,
     dumps,
     read_jsonl,
@@ -123,6 +126,36 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _release_of(args: argparse.Namespace) -> Path | None:
+    """The release directory whose corpus is being served: ``--release-dir``, or DIR when the
+    database is DIR/search/corpus.sqlite3 beside a DIR/manifest.json (DR-256's layout)."""
+    database = Path(args.database).resolve()
+    if args.release_dir is not None:
+        root = Path(args.release_dir).resolve()
+        if database != root / "search" / "corpus.sqlite3":
+            raise InvalidInputError(f"--database {args.database} is not the corpus of release "
+                                    f"{args.release_dir} (expected {root / 'search' / 'corpus.sqlite3'})")
+        return root
+    root = database.parent.parent
+    if database.parent.name == "search" and (root / "manifest.json").is_file():
+        return root
+    return None
+
+
+def _validate_release_before_serving(root: Path, deep: bool) -> None:
+    """Run ``drsearch validate`` on the release; raise on the first failed check."""
+    from .validate import validate_release
+
+    print(f"drsearch: validating release {root}{' (deep)' if deep else ''} before serving",
+          file=sys.stderr)
+    report = validate_release(root, deep=deep)
+    failed = [c for c in report.checks if c.status == "FAIL"]
+    if failed:
+        raise CorpusFileError(f"release {root} failed validation ({len(failed)} check(s)): "
+                              f"{failed[0].name}: {failed[0].message}")
+    print(f"drsearch: release {root}: {report.count('PASS')} checks passed", file=sys.stderr)
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     try:  # the server is an optional extra: a core install still runs the other verbs
         from ..server import ServeConfig, ServerSettings, serve, verify_corpus
@@ -131,6 +164,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
               file=sys.stderr)
         return 2
     blocklist = _blocklist(args)
+    release_dir = _release_of(args)
+    if release_dir is not None and args.verify != "none":
+        _validate_release_before_serving(release_dir, args.verify == "deep")
     report = verify_corpus(args.database, args.verify, blocklist)
     settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout)
     where = f"http://{args.host}:{args.port}"
@@ -201,8 +237,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
                    help="time limit of one query in seconds (503 past it; default 10)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
-                   help="checks before serving: fast = schema, application id, size, identity; "
-                        "deep = fast + PRAGMA quick_check (default fast)")
+                   help="checks before serving: fast = schema, application id, size, identity (and "
+                        "`drsearch validate` of the release the database belongs to); deep = fast + "
+                        "PRAGMA quick_check + FTS5 integrity-check (+ validate --deep) (default fast)")
+    p.add_argument("--release-dir", metavar="DIR",
+                   help="the release the database belongs to (default: found when the database is "
+                        "DIR/search/corpus.sqlite3 beside DIR/manifest.json)")
     p.set_defaults(handler=cmd_serve)
 
     register_release_verbs(sub)  # release manifest|assemble, validate, import (release_cli.py)
