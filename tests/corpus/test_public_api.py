@@ -12,6 +12,8 @@ EXPECTED_CORPUS_API = {
     "PageText", "build_corpus", "check_document", "content_key", "coverage_problems", "coverage_summary",
     "deduplicate", "extract_batch", "extract_crawl", "extract_page", "fetch_counts", "fetch_urls",
     "parse_url_lines", "read_records", "read_url_list", "source_summary", "stable_docid",
+    # one-shot: URLs → corpus
+    "UrlBuild", "build_from_urls",
 }
 
 

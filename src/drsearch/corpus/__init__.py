@@ -9,6 +9,7 @@ Public API::
     fetch_urls(urls.txt, crawl_dir, settings)  -> run summary   (async httpx, robots.txt, resumable)
     extract_crawl(crawl_dir, docs.jsonl)       -> extract report (trafilatura → selectolax, process pool)
     build_corpus(docs.jsonl, corpus.sqlite3)   -> CorpusBuild   (canonical URLs, dedup, index, reports)
+    build_from_urls(urls.txt, corpus.sqlite3)  -> UrlBuild      (the three above in one call)
 
 Pure batch functions for distributed builds: ``extract_batch`` (records → PageText),
 ``check_document`` / ``deduplicate`` (lines → unique documents), ``fetch_counts``,
@@ -41,14 +42,19 @@ from .urllist import parse_url_lines, read_url_list
 
 if TYPE_CHECKING:
     from .fetch import FetchSettings, fetch_urls
+    from .pipeline import UrlBuild, build_from_urls
 
 
 def __getattr__(name: str) -> Any:
-    # fetch imports httpx (an optional extra): load it on first use only.
+    # fetch and pipeline import httpx (an optional extra): load them on first use only.
     if name in ("FetchSettings", "fetch_urls"):
         from . import fetch
 
         return getattr(fetch, name)
+    if name in ("UrlBuild", "build_from_urls"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -64,7 +70,9 @@ __all__ = [
     "PageText",
     "SourceInfo",
     "TableInfo",
+    "UrlBuild",
     "build_corpus",
+    "build_from_urls",
     "check_document",
     "content_key",
     "coverage_problems",

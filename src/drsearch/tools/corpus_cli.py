@@ -1,5 +1,8 @@
 """The ``drsearch corpus fetch|extract|build`` verbs (issue 3): URLs → crawl → docs → corpus.
 
+``corpus build --urls URLS.txt --out CORPUS`` runs all three (drsearch.corpus.pipeline), into
+``--crawl-dir`` (default ``CORPUS.crawl/``), resumable like ``corpus fetch``.
+
 ``register(sub)`` adds the ``corpus`` verb to the main parser (cli.py calls it). Handlers
 follow cli.py's contract: an exit code, DrsearchError for bad input (one line on stderr).
 Problems that do not stop a stage (malformed URL lines, bad record or document lines) are
@@ -24,7 +27,7 @@ from ..corpus import (
     extract_crawl,
     fetch_urls,
 )
-from ..index import BuildSettings
+from ..index import BuildSettings, InvalidInputError
 
 _MAX_WARNINGS = 20
 
@@ -37,85 +40,162 @@ def _warn(problems: Iterable[str]) -> None:
         print(f"drsearch: warning: … and {len(problems) - _MAX_WARNINGS} more", file=sys.stderr)
 
 
-def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
-    settings = FetchSettings(concurrency=args.concurrency, per_host=args.per_host, timeout_s=args.timeout,
-                             retries=args.retries, max_bytes=args.max_bytes, max_redirects=args.max_redirects,
-                             obey_robots=not args.ignore_robots)
-    bars: list[Any] = []
-    counts = {"ok": 0, "failed": 0, "disallowed": 0}
+_FETCH_OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
+    ("--concurrency", int, 16, "requests at once (default 16)"),
+    ("--per-host", int, 2, "requests at once per host (default 2)"),
+    ("--timeout", float, 20.0, "seconds per request (default 20)"),
+    ("--retries", int, 3, "retries on 429/5xx/network errors (default 3)"),
+    ("--max-bytes", int, 10 * 1024 * 1024, "largest body (default 10 MiB)"),
+    ("--max-redirects", int, 5, "redirects followed (default 5)"),
+)
 
-    def start(total: int) -> None:
-        if not args.quiet:
+
+def _add_fetch_args(p: argparse.ArgumentParser, *, only_with_urls: bool = False) -> None:
+    """The fetch options; ``only_with_urls`` (corpus build) leaves them unset unless given, so
+    that giving one without ``--urls`` can be refused."""
+    for flag, kind, default, text in _FETCH_OPTIONS:
+        p.add_argument(flag, type=kind, default=argparse.SUPPRESS if only_with_urls else default,
+                       help=("with --urls: " if only_with_urls else "") + text)
+    p.add_argument("--ignore-robots", action="store_true",
+                   default=argparse.SUPPRESS if only_with_urls else False,
+                   help=("with --urls: " if only_with_urls else "") + "do not fetch or obey robots.txt")
+
+
+def _fetch_settings(args: argparse.Namespace) -> FetchSettings:
+    given = {flag: getattr(args, flag[2:].replace("-", "_"), default)
+             for flag, _, default, _ in _FETCH_OPTIONS}
+    return FetchSettings(concurrency=given["--concurrency"], per_host=given["--per-host"],
+                         timeout_s=given["--timeout"], retries=given["--retries"],
+                         max_bytes=given["--max-bytes"], max_redirects=given["--max-redirects"],
+                         obey_robots=not getattr(args, "ignore_robots", False))
+
+
+class _Bars:
+    """tqdm progress bars on stderr, one per stage, opened on first use (none with --quiet)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bars: dict[str, Any] = {}
+        self.fetch_counts = {"ok": 0, "failed": 0, "disallowed": 0}
+
+    def bar(self, desc: str, unit: str, total: int | None = None) -> Any:
+        if desc not in self.bars and not self.quiet:
             from tqdm import tqdm
 
-            bars.append(tqdm(total=total, desc="fetching", unit=" url", file=sys.stderr, mininterval=0.5))
+            self.bars[desc] = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.5)
+        return self.bars.get(desc)
 
-    def progress(rec: FetchRecord) -> None:
-        counts[rec.outcome] += 1
-        if bars:
-            bars[0].set_postfix(counts, refresh=False)
-            bars[0].update(1)
+    def fetch_start(self, total: int) -> None:
+        self.bar("fetching", " url", total)
 
-    try:
-        summary = fetch_urls(args.urls, args.out, settings, progress=progress, on_start=start)
-    finally:
-        for bar in bars:
+    def fetch(self, rec: FetchRecord) -> None:
+        self.fetch_counts[rec.outcome] += 1
+        bar = self.bars.get("fetching")
+        if bar is not None:
+            bar.set_postfix(self.fetch_counts, refresh=False)
+            bar.update(1)
+
+    def extract(self, page: PageText) -> None:
+        bar = self.bar("extracting", " page")
+        if bar is not None:
+            bar.update(1)
+
+    def build(self, n: int) -> None:
+        bar = self.bar("indexing", " chunks")
+        if bar is not None:
+            bar.update(n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
             bar.close()
-    _warn(summary["problems"])
+        self.bars.clear()
+
+
+def _fetch_line(summary: dict[str, Any], crawl: object) -> str:
     run = summary["run"]
-    print(f"fetched {run['fetched']} URLs into {args.out}: {run['ok']} ok, {run['failed']} failed, "
-          f"{run['disallowed']} disallowed by robots.txt; {summary['already_fetched']} already fetched, "
-          f"{summary['malformed_url_lines']} malformed line(s) skipped", file=out)
+    return (f"fetched {run['fetched']} URLs into {crawl}: {run['ok']} ok, {run['failed']} failed, "
+            f"{run['disallowed']} disallowed by robots.txt; {summary['already_fetched']} already fetched, "
+            f"{summary['malformed_url_lines']} malformed line(s) skipped")
+
+
+def _extract_line(report: dict[str, Any], docs: object) -> str:
+    return (f"extracted {report['extracted']} documents to {docs} "
+            f"from {report['url_records']} URL records: "
+            f"{report['extraction_empty']} empty, {report['skipped']} skipped, {report['failed']} failed, "
+            f"{report['robots_disallowed']} disallowed")
+
+
+def _build_line(result: CorpusBuild, out_path: str) -> str:
+    c = result.coverage
+    return (f"built {result.report.path}: {c['documents']} documents ({c['duplicates']} duplicates merged, "
+            f"{c['rejected_documents']} lines rejected), {c['chunks']} chunks; reports in "
+            f"{os.path.dirname(os.path.abspath(out_path))}")
+
+
+def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
+    bars = _Bars(args.quiet)
+    try:
+        summary = fetch_urls(args.urls, args.out, _fetch_settings(args), progress=bars.fetch,
+                             on_start=bars.fetch_start)
+    finally:
+        bars.close()
+    _warn(summary["problems"])
+    print(_fetch_line(summary, args.out), file=out)
     return 0
 
 
 def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     settings = ExtractSettings(workers=args.workers, favor_precision=not args.no_favor_precision)
-    bars: list[Any] = []
-
-    def progress(page: PageText) -> None:
-        if not bars and not args.quiet:
-            from tqdm import tqdm
-
-            bars.append(tqdm(desc="extracting", unit=" page", file=sys.stderr, mininterval=0.5))
-        if bars:
-            bars[0].update(1)
-
+    bars = _Bars(args.quiet)
     try:
-        report = extract_crawl(args.crawl, args.out, settings, overwrite=args.force, progress=progress)
+        report = extract_crawl(args.crawl, args.out, settings, overwrite=args.force, progress=bars.extract)
     finally:
-        for bar in bars:
-            bar.close()
+        bars.close()
     _warn(report["problems"])
-    print(f"extracted {report['extracted']} documents to {args.out} "
-          f"from {report['url_records']} URL records: "
-          f"{report['extraction_empty']} empty, {report['skipped']} skipped, {report['failed']} failed, "
-          f"{report['robots_disallowed']} disallowed", file=out)
+    print(_extract_line(report, args.out), file=out)
     return 0
 
 
+def _check_build_args(args: argparse.Namespace) -> None:
+    if args.urls is None and args.docs is None:
+        raise InvalidInputError("corpus build needs DOCS.jsonl or --urls URLS.txt")
+    if args.urls is not None and args.docs is not None:
+        raise InvalidInputError("corpus build takes DOCS.jsonl or --urls URLS.txt, not both")
+    if args.urls is None:
+        fetch_only = [flag for flag, *_ in _FETCH_OPTIONS if hasattr(args, flag[2:].replace("-", "_"))]
+        fetch_only += ["--ignore-robots"] * hasattr(args, "ignore_robots")
+        fetch_only += [flag for flag, value in (("--crawl-dir", args.crawl_dir), ("--workers", args.workers),
+                                                ("--no-favor-precision", args.no_favor_precision or None))
+                       if value is not None]
+        if fetch_only:
+            raise InvalidInputError(f"corpus build: {', '.join(fetch_only)} only with --urls URLS.txt")
+
+
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
-    bars: list[Any] = []
-
-    def progress(n: int) -> None:
-        if not bars and not args.quiet:
-            from tqdm import tqdm
-
-            bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
-        if bars:
-            bars[0].update(n)
-
+    _check_build_args(args)
+    bars = _Bars(args.quiet)
+    settings = BuildSettings(tokenizer=args.tokenizer)
     try:
-        result: CorpusBuild = build_corpus(args.docs, args.out, BuildSettings(tokenizer=args.tokenizer),
-                                           overwrite=args.force, progress=progress)
+        if args.urls is not None:
+            from ..corpus.pipeline import Progress, build_from_urls
+
+            extract = ExtractSettings(workers=args.workers or os.cpu_count() or 1,
+                                      favor_precision=not args.no_favor_precision)
+            progress = Progress(bars.fetch_start, bars.fetch, bars.extract, bars.build)
+            run = build_from_urls(args.urls, args.out, args.crawl_dir, fetch_settings=_fetch_settings(args),
+                                  extract_settings=extract, build_settings=settings, overwrite=args.force,
+                                  progress=progress)
+            result = run.build
+        else:
+            result = build_corpus(args.docs, args.out, settings, overwrite=args.force, progress=bars.build)
     finally:
-        for bar in bars:
-            bar.close()
+        bars.close()
+    if args.urls is not None:
+        _warn(run.fetch["problems"] + run.extract["problems"])
+        print(_fetch_line(run.fetch, run.crawl), file=out)
+        print(_extract_line(run.extract, run.docs), file=out)
     _warn([r.message for r in result.rejected] + result.notes)
-    c = result.coverage
-    print(f"built {result.report.path}: {c['documents']} documents ({c['duplicates']} duplicates merged, "
-          f"{c['rejected_documents']} lines rejected), {c['chunks']} chunks; reports in "
-          f"{os.path.dirname(os.path.abspath(args.out))}", file=out)
+    print(_build_line(result, args.out), file=out)
     return 0
 
 
@@ -127,13 +207,7 @@ def register(sub: Any) -> None:
     p = verbs.add_parser("fetch", help="fetch a URL list into a crawl directory (resumable)")
     p.add_argument("--urls", required=True, metavar="URLS.txt", help="one URL per line (# comments)")
     p.add_argument("--out", required=True, metavar="CRAWL_DIR")
-    p.add_argument("--concurrency", type=int, default=16, help="requests at once (default 16)")
-    p.add_argument("--per-host", type=int, default=2, help="requests at once per host (default 2)")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
-    p.add_argument("--retries", type=int, default=3, help="retries on 429/5xx/network errors (default 3)")
-    p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="largest body (default 10 MiB)")
-    p.add_argument("--max-redirects", type=int, default=5, help="redirects followed (default 5)")
-    p.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
+    _add_fetch_args(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_fetch)
 
@@ -146,12 +220,21 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_extract)
 
-    p = verbs.add_parser("build", help="deduplicate documents and build the frozen index with its reports")
-    p.add_argument("docs", metavar="DOCS.jsonl")
+    p = verbs.add_parser("build", help="deduplicate documents and build the frozen index with its reports; "
+                         "with --urls: fetch, extract and build in one command")
+    p.add_argument("docs", metavar="DOCS.jsonl", nargs="?", help="documents (from corpus extract)")
+    p.add_argument("--urls", metavar="URLS.txt",
+                   help="instead of DOCS.jsonl: fetch these URLs, extract, build")
     p.add_argument("--out", required=True, metavar="CORPUS.sqlite3")
+    p.add_argument("--crawl-dir", metavar="CRAWL_DIR",
+                   help="with --urls: the resumable crawl directory (default: CORPUS.sqlite3.crawl/)")
     p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_fetch_args(p, only_with_urls=True)
+    p.add_argument("--workers", type=int, help="with --urls: extraction processes (default: all cores)")
+    p.add_argument("--no-favor-precision", action="store_true",
+                   help="with --urls: trafilatura's balanced mode")
     p.set_defaults(handler=cmd_build)
 
 
