@@ -50,3 +50,14 @@ def test_real_bodies_and_clamped_idf_scores(sample_index: Path) -> None:
         # clamped IDF: scores below 1e-4, spelled the way json spells them (the fallback path)
         assert tiny and all(0 < s < 1e-4 for s in tiny)
         assert b"e-06," in search_json(e.search("the", 3))
+
+
+def test_error_bodies_have_one_definition() -> None:
+    from drsearch.index import error_body as index_error_body
+    from drsearch.server.errors import error_body as server_error_body
+
+    long = "x" * 2000
+    body = server_error_body("not_found", long)
+    assert body == index_error_body("not_found", long)
+    message = json.loads(body)["error"]["message"]
+    assert len(message) == 500 and message.endswith("…")

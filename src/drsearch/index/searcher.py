@@ -48,7 +48,16 @@ class Searcher(Protocol):
         ...
 
 
+MAX_MESSAGE_CHARS = 500
+
+
 def error_body(error_type: str, message: str) -> bytes:
+    """The canonical bytes of ``{"error": {"type", "message"}}``, message cut to 500 characters.
+
+    The one definition: the HTTP server and the in-process searcher answer with the same bytes.
+    """
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
     return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
 
 

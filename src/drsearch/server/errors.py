@@ -13,7 +13,7 @@ The server extends :mod:`drsearch.index.errors` (whose classes already carry
 
 Every error response, whatever raised it, is built by :func:`error_response` here:
 status ``exc.http_status``, body ``{"error": {"type": exc.error_type, "message": ...}}``.
-Messages never carry a traceback and are cut to ``MAX_MESSAGE_CHARS``.
+Messages never carry a traceback and are cut to 500 characters (``drsearch.index.error_body``).
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ..index import DrsearchError, InvalidInputError
-from .encoding import canonical_json
+from ..index import error_body as index_error_body
 
-MAX_MESSAGE_CHARS = 500
 JSON = "application/json"
 
 
@@ -64,10 +63,8 @@ class InternalServerError(DrsearchError):
 
 
 def error_body(error_type: str, message: str) -> bytes:
-    """The canonical bytes of ``{"error": {"type", "message"}}``."""
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return canonical_json({"error": {"type": error_type, "message": message}})
+    """The canonical bytes of ``{"error": {"type", "message"}}`` (``drsearch.index.error_body``)."""
+    return index_error_body(error_type, message)
 
 
 def error_response(exc: DrsearchError, background: BackgroundTask | None = None) -> Response:
