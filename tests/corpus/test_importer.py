@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,14 @@ import pytest
 
 from drsearch.corpus import ColumnMapping, import_corpus, inspect_source, quote_identifier
 from drsearch.corpus.importer import read_sqlite_documents
-from drsearch.index import Engine, InvalidDocumentError, InvalidInputError, NotADatabaseError, build
+from drsearch.index import (
+    Engine,
+    InvalidDocumentError,
+    InvalidInputError,
+    NotADatabaseError,
+    build,
+    sha256_file,
+)
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, sample_docs
@@ -79,11 +87,70 @@ def test_import_from_foreign_sqlite_equals_building_from_jsonl(foreign: Path, tm
     direct = build(sample_docs(), tmp_path / "direct.sqlite3")
     imported = import_corpus(foreign, tmp_path / "imported.sqlite3", MAPPING)
     assert imported.content_identity == direct.content_identity
-    assert (tmp_path / "imported.sqlite3").read_bytes() == (tmp_path / "direct.sqlite3").read_bytes()
     with Engine.open(tmp_path / "imported.sqlite3") as e:
         assert e.meta["chunk_words"] == 800 and e.meta["chunk_overlap"] == 100
         doc = e.open_document(docid="web-042bb7b5fedab6ea")
         assert doc.metadata == {"source_id": sample_docs()[0]["source_id"]}
+        provenance = e.meta["provenance"]
+    assert provenance == {
+        "method": "drsearch import",
+        "source": {"name": "other.sqlite3", "format": "sqlite", "bytes": foreign.stat().st_size,
+                   "sha256": sha256_file(foreign)},
+        "mapping": {"table": TABLE, "docid": "doc key", "url": "address", "title": "headline", "text": "body",
+                    "metadata": ["source_id"]},
+    }
+    # the provenance is the only difference: the same build with it gives the same bytes
+    build(sample_docs(), tmp_path / "again.sqlite3", provenance=provenance)
+    assert (tmp_path / "imported.sqlite3").read_bytes() == (tmp_path / "again.sqlite3").read_bytes()
+
+
+def test_build_without_provenance_writes_no_such_meta_key(tmp_path: Path) -> None:
+    build(sample_docs()[:5], tmp_path / "a.sqlite3")
+    with Engine.open(tmp_path / "a.sqlite3") as e:
+        assert "provenance" not in e.meta
+    for bad in ({"x": {1, 2}}, {"x": float("nan")}, ["not", "an", "object"]):
+        with pytest.raises(InvalidInputError, match="provenance must be a JSON object"):
+            build(sample_docs()[:5], tmp_path / "b.sqlite3", provenance=bad)  # type: ignore[arg-type]
+        assert not (tmp_path / "b.sqlite3").exists()
+
+
+def test_import_records_a_recognised_source_as_derived_from(foreign: Path, tmp_path: Path) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def identify(sha256: str, size: int) -> dict[str, str] | None:
+        seen.append((sha256, size))
+        return {"name": "Mini", "revision": "v1"} if sha256 == sha256_file(foreign) else None
+
+    ticks: list[int] = []
+    mapping = ColumnMapping("RECENT", docid="DOC KEY", url="address", text="body")
+    import_corpus(foreign, tmp_path / "i.sqlite3", mapping, identify=identify, hash_progress=ticks.append)
+    assert seen == [(sha256_file(foreign), foreign.stat().st_size)] and sum(ticks) == foreign.stat().st_size
+    with Engine.open(tmp_path / "i.sqlite3") as e:
+        prov = e.meta["provenance"]
+    assert prov["derived_from"] == {"name": "Mini", "revision": "v1"}
+    # names as the source spells them, whatever case the mapping used
+    assert prov["mapping"] == {"table": "recent", "docid": "doc key", "url": "address", "title": None,
+                               "text": "body", "metadata": []}
+
+
+def test_import_jsonl_records_its_source(tmp_path: Path) -> None:
+    src = DATA / "sample/docs.jsonl"
+    import_corpus(src, tmp_path / "j.sqlite3", identify=lambda sha, size: None)
+    with Engine.open(tmp_path / "j.sqlite3") as e:
+        assert e.meta["provenance"] == {"method": "drsearch import", "mapping": None, "source": {
+            "name": "docs.jsonl", "format": "jsonl", "bytes": src.stat().st_size, "sha256": sha256_file(src)}}
+
+
+def test_a_source_that_changes_during_the_import_leaves_nothing(foreign: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "moving.sqlite3"
+    copy.write_bytes(foreign.read_bytes())
+
+    def touch(sha256: str, size: int) -> None:
+        os.utime(copy, ns=(1, 1))  # as if another process rewrote the file after it was hashed
+
+    with pytest.raises(InvalidInputError, match="changed while it was imported"):
+        import_corpus(copy, tmp_path / "out.sqlite3", MAPPING, identify=touch)
+    assert not (tmp_path / "out.sqlite3").exists()
 
 
 def test_cli_import_sqlite_view_and_jsonl(foreign: Path, tmp_path: Path) -> None:

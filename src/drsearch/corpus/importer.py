@@ -8,13 +8,19 @@ against the source's schema before use and always quoted, values are never forma
 SQL. Bad values (NULL, a BLOB or number where text is expected) stop the import with a
 message naming the table, row and column: a silently skipped document would change the
 corpus without anyone noticing.
+
+The index records where it came from in ``meta`` key ``provenance`` (docs/RELEASE.md):
+the source file's name, format, size and SHA-256, the table/column mapping, and, when the
+caller's ``identify`` recognises the source's SHA-256 and size (the CLI passes the pinned
+release identities, e.g. DR-256 v1.1.0's corpus file), ``derived_from`` with that
+release's name and revision.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +36,7 @@ from ..index import (
     NotADatabaseError,
     build,
     read_jsonl,
+    sha256_file,
 )
 from ..index.schema import APPLICATION_ID as _DRSEARCH_APPLICATION_ID
 
@@ -274,6 +281,63 @@ def read_sqlite_documents(path: str | os.PathLike[str], mapping: ColumnMapping) 
         conn.close()
 
 
+Identify = Callable[[str, int], Mapping[str, Any] | None]
+
+
+def resolve_mapping(path: str | os.PathLike[str], mapping: ColumnMapping) -> ColumnMapping:
+    """``mapping`` with its table and column names as the SQLite file at ``path`` spells them.
+
+    Raises InvalidInputError (unknown or clashing names) and NotADatabaseError.
+    """
+    p = Path(path)
+    conn = _connect(p)
+    try:
+        return check_mapping(conn, mapping, p.name)
+    finally:
+        conn.close()
+
+
+def source_provenance(
+    source: str | os.PathLike[str],
+    mapping: ColumnMapping | None,
+    identify: Identify | None = None,
+    hash_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """What ``import_corpus`` records in the index's ``meta`` key ``provenance``.
+
+    ``{"method": "drsearch import", "source": {"name", "format", "bytes", "sha256"},
+    "mapping": {"table", "docid", "url", "title", "text", "metadata"} (null for JSONL),
+    "derived_from": identify(sha256, bytes)}`` (``derived_from`` only when ``identify``
+    recognises the source). ``name`` is the file name without its directory, so the same
+    source gives the same bytes wherever it lies. Raises InvalidInputError if the source
+    cannot be read.
+    """
+    p = Path(source)
+    fmt = detect_format(p)
+    try:
+        size = p.stat().st_size
+        digest = sha256_file(p, hash_progress)
+    except OSError as e:
+        raise InvalidInputError(f"cannot read {source}: {e.strerror}") from e
+    resolved = None if mapping is None else resolve_mapping(p, mapping)
+    record: dict[str, Any] = {
+        "method": "drsearch import",
+        "source": {"name": p.name, "format": fmt, "bytes": size, "sha256": digest},
+        "mapping": None if resolved is None else {
+            "table": resolved.table, "docid": resolved.docid, "url": resolved.url,
+            "title": resolved.title, "text": resolved.text, "metadata": list(resolved.metadata)},
+    }
+    release = identify(digest, size) if identify is not None else None
+    if release is not None:
+        record["derived_from"] = dict(release)
+    return record
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
 def import_corpus(
     source: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -282,11 +346,16 @@ def import_corpus(
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    identify: Identify | None = None,
+    hash_progress: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``out`` from a SQLite table (``mapping`` required) or JSONL.
 
     Same guarantees as :func:`drsearch.index.build` (nothing is left at ``out`` on error).
-    Raises InvalidInputError for a missing or superfluous mapping, plus the errors of
+    The index's ``meta`` records the source (:func:`source_provenance`; the source is
+    hashed first, ``hash_progress(n)`` per block read, and ``identify(sha256, bytes)``
+    may name the release it is). Raises InvalidInputError for a missing or superfluous
+    mapping or a source that changed while it was read, plus the errors of
     :func:`read_sqlite_documents`, :func:`drsearch.index.read_jsonl` and ``build``.
     """
     fmt = detect_format(source)
@@ -299,7 +368,13 @@ def import_corpus(
         if mapping is not None:
             raise InvalidInputError(f"{source} is JSONL: table and column options apply to SQLite sources")
         docs = read_jsonl(source)
-    return build(docs, out, settings, overwrite=overwrite, progress=progress)
+    before = _stamp(Path(source))
+    provenance = source_provenance(source, mapping, identify, hash_progress)
+    report = build(docs, out, settings, overwrite=overwrite, progress=progress, provenance=provenance)
+    if _stamp(Path(source)) != before:  # the recorded hash may not describe what was read
+        Path(out).unlink(missing_ok=True)
+        raise InvalidInputError(f"{source} changed while it was imported: {out} removed, import again")
+    return report
 
 
 __all__ = [
@@ -313,4 +388,6 @@ __all__ = [
     "inspect_source",
     "quote_identifier",
     "read_sqlite_documents",
+    "resolve_mapping",
+    "source_provenance",
 ]

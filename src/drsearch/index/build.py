@@ -26,7 +26,7 @@ import xxhash
 
 from .. import __version__
 from .chunking import chunk_spans
-from .errors import BuildError, InvalidDocumentError
+from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .models import BuildSettings
 from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
@@ -172,16 +172,29 @@ def build(
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
 
     Extra keys become the document's metadata; ``aliases`` (a list of URLs) adds alias URLs
     that ``open(url=...)`` resolves. Raises InvalidDocumentError (bad or duplicate docid,
     wrong field types; nothing is written) and BuildError (output exists and ``overwrite``
-    is false, or the file cannot be written). ``progress`` is called with chunk counts.
+    is false, or the file cannot be written), InvalidInputError (``provenance`` is not
+    JSON). ``progress`` is called with chunk counts.
+    ``provenance`` (a JSON object: where the documents came from, e.g. ``drsearch import``'s
+    source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
+    is written and the file is byte-identical to one built before the option existed. It
+    does not enter the content identity, which depends on the documents only.
     """
     settings = settings or BuildSettings()
     out = Path(path)
+    if provenance is not None:
+        try:
+            if not isinstance(provenance, Mapping):
+                raise TypeError(f"got {type(provenance).__name__}")
+            json.dumps(provenance, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidInputError(f"provenance must be a JSON object: {e}") from e
     if out.exists() and not overwrite:
         raise BuildError(f"{out} already exists (use --force / overwrite=True to replace it)")
     if not out.parent.exists():
@@ -189,7 +202,7 @@ def build(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
-            report = _build_into(docs, tmp, Path(td), settings, progress)
+            report = _build_into(docs, tmp, Path(td), settings, progress, provenance)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -203,6 +216,7 @@ def _build_into(
     tmpdir: Path,
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
@@ -219,6 +233,8 @@ def _build_into(
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
         meta = _meta(settings, n_docs, stats)
+        if provenance is not None:
+            meta["provenance"] = dict(provenance)
         conn.executemany(
             "INSERT INTO meta VALUES(?,?)",
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],

@@ -6,6 +6,10 @@
 - :func:`sha256_file` streams a file through SHA-256 in large blocks (at the speed of the
   disk or of SHA-256 itself, whichever is slower), reporting progress.
 - :func:`quick_check` runs ``PRAGMA quick_check`` on a read-only, immutable connection.
+  Both it and the FTS5 check take a ``progress(n)`` callback, called as work is done
+  (every :data:`PROGRESS_STEPS` SQLite virtual-machine steps; the FTS5 check, which works
+  mostly in C, also per MB read). These checks run for seconds on a multi-GB file and
+  have no natural total, so callers show activity and elapsed time.
 - :func:`fts5_integrity_check` runs FTS5's ``integrity-check`` command. SQLite only runs
   that ``INSERT`` on a connection it believes writable, so it is run through a VFS that
   opens the file with the operating system's read-only flag while telling SQLite the
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import threading
 from collections.abc import Callable, Iterable
@@ -38,7 +43,9 @@ from .schema import APPLICATION_ID, SCHEMA_VERSION
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100
 HASH_BLOCK_BYTES = 8 << 20
+PROGRESS_STEPS = 100_000  # about one call per MB that quick_check reads (measured)
 _MAX_PROBLEMS = 20
+_FTS5_DDL = re.compile(r"\s*CREATE\s+VIRTUAL\s+TABLE\s.*?\bUSING\s+fts5\b", re.I | re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +104,17 @@ def read_sqlite_header(path: str | os.PathLike[str]) -> SQLiteHeader:
     )
 
 
-def header_problems(header: SQLiteHeader) -> list[str]:
+def header_problems(header: SQLiteHeader, *, drsearch: bool = True) -> list[str]:
     """What is wrong with a drsearch index's header: [] if nothing.
 
-    Checks the application id and schema version this drsearch reads, and that the file
-    size equals page size × page count (a truncated or padded file fails).
+    Checks the application id and schema version this drsearch reads (skipped when
+    ``drsearch`` is false: a file another tool wrote), and that the file size equals page
+    size × page count (a truncated or padded file fails).
     """
     problems = []
-    if header.application_id != APPLICATION_ID:
+    if drsearch and header.application_id != APPLICATION_ID:
         problems.append(f"application_id {header.application_id:#x}, expected {APPLICATION_ID:#x}")
-    if header.user_version != SCHEMA_VERSION:
+    if drsearch and header.user_version != SCHEMA_VERSION:
         problems.append(f"schema version (user_version) {header.user_version}, expected {SCHEMA_VERSION}")
     if not header.page_count_valid:
         problems.append("the header's page count is not valid (file written by a very old SQLite?)")
@@ -152,13 +160,28 @@ def _connect_ro(path: Path) -> apsw.Connection:
         raise NotADatabaseError(f"{path}: cannot open ({e})") from e
 
 
-def quick_check(path: str | os.PathLike[str]) -> list[str]:
+def _watch(conn: apsw.Connection, progress: Callable[[int], None] | None) -> None:
+    """Call ``progress(PROGRESS_STEPS)`` every PROGRESS_STEPS VM steps on ``conn``."""
+    if progress is None:
+        return
+    steps = PROGRESS_STEPS
+
+    def tick() -> bool:
+        progress(steps)
+        return False  # True would interrupt the statement
+
+    conn.set_progress_handler(tick, steps)
+
+
+def quick_check(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> list[str]:
     """``PRAGMA quick_check`` on a read-only immutable connection: [] if the file is sound.
 
     Otherwise up to 20 one-line problems (SQLite's own, or the error that stopped the
-    check). Raises NotADatabaseError only if the file cannot be opened at all.
+    check). ``progress(n)`` is told every ``n`` VM steps done (:data:`PROGRESS_STEPS`).
+    Raises NotADatabaseError only if the file cannot be opened at all.
     """
     conn = _connect_ro(Path(path))
+    _watch(conn, progress)
     try:
         rows = [str(r[0]) for r in conn.execute(f"PRAGMA quick_check({_MAX_PROBLEMS})")]
     except apsw.Error as e:
@@ -173,6 +196,8 @@ def quick_check(path: str | os.PathLike[str]) -> list[str]:
 _VFS_NAME = "drsearch-readonly"
 _vfs_lock = threading.Lock()
 _vfs: list[apsw.VFS] = []  # keeps the registered VFS alive
+_opening = threading.local()  # .progress: the callback for the file being opened in this thread
+_READ_REPORT_BYTES = 1 << 20
 
 
 class _ReadOnlyFile(apsw.VFSFile):
@@ -197,12 +222,33 @@ class _ReadOnlyFile(apsw.VFSFile):
         raise apsw.ReadOnlyError("read-only check: sync refused")
 
 
+class _CountingReadOnlyFile(_ReadOnlyFile):
+    """A :class:`_ReadOnlyFile` that reports bytes read: FTS5's integrity-check does its
+    work in C (blob reads), so SQLite's VM-step progress handler hardly fires during it."""
+
+    def __init__(self, base: str, name: Any, flags: list[int], progress: Callable[[int], None]) -> None:
+        super().__init__(base, name, flags)
+        self._progress = progress
+        self._pending = 0
+
+    def xRead(self, amount: int, offset: int) -> bytes:
+        data: bytes = super().xRead(amount, offset)
+        self._pending += amount
+        if self._pending >= _READ_REPORT_BYTES:
+            self._progress(self._pending)
+            self._pending = 0
+        return data
+
+
 class _ReadOnlyVFS(apsw.VFS):
     def __init__(self, name: str, base: str) -> None:
         self._base = base
         super().__init__(name, base)
 
     def xOpen(self, name: Any, flags: list[int]) -> _ReadOnlyFile:
+        progress = getattr(_opening, "progress", None)
+        if progress is not None and flags[0] & apsw.SQLITE_OPEN_MAIN_DB:
+            return _CountingReadOnlyFile(self._base, name, flags, progress)
         return _ReadOnlyFile(self._base, name, flags)
 
     def xDelete(self, name: str, syncdir: bool) -> None:
@@ -223,32 +269,64 @@ def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def fts5_integrity_check(path: str | os.PathLike[str], table: str = "chunks_fts") -> list[str]:
-    """FTS5's ``integrity-check`` (rank 1: the index is also compared with its content table).
+def fts5_tables(path: str | os.PathLike[str]) -> list[str]:
+    """The names of the FTS5 tables in a SQLite file, sorted (read-only, immutable).
 
-    Returns [] if the index is consistent, otherwise one-line problems. Runs in a
-    transaction that is rolled back, on a connection whose file the OS opened read-only
-    (see the module docstring), so the file is never modified, even if it is writable.
-    Raises NotADatabaseError if the file is missing or not SQLite.
+    Raises NotADatabaseError if the file is missing, not SQLite or its schema unreadable.
     """
     p = Path(path)
     read_sqlite_header(p)
-    probe = _connect_ro(p)
+    conn = _connect_ro(p)
     try:
-        sql = probe.execute(
-            "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        rows = conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        return [str(name) for name, sql in rows
+                if _FTS5_DDL.match(str(sql or "")) is not None]
     except apsw.Error as e:
-        return [f"cannot read the schema of {p.name}: {e}"]
+        raise NotADatabaseError(f"cannot read the schema of {p.name}: {e}") from e
     finally:
-        probe.close()
-    if sql is None or "fts5" not in str(sql[0]).lower():
-        return [f"no FTS5 table {table!r} in {p.name}"]
+        conn.close()
+
+
+def fts5_integrity_check(path: str | os.PathLike[str], table: str | None = "chunks_fts",
+                         progress: Callable[[int], None] | None = None) -> list[str]:
+    """FTS5's ``integrity-check`` (rank 1: the index is also compared with its content table).
+
+    ``table=None`` checks every FTS5 table the file holds (none: nothing to check, []),
+    e.g. in a file another tool built. Returns [] if the index is consistent, otherwise
+    one-line problems. Runs in a transaction that is rolled back, on a connection whose
+    file the OS opened read-only (see the module docstring), so the file is never
+    modified, even if it is writable. ``progress(n)`` is told of work done: VM steps as
+    for :func:`quick_check`, and bytes read from the file (per MB). Raises
+    NotADatabaseError if the file is missing or not SQLite.
+    """
+    p = Path(path)
     try:
-        conn = apsw.Connection(str(p.resolve()), flags=apsw.SQLITE_OPEN_READWRITE, vfs=_readonly_vfs())
+        tables = fts5_tables(p)
+    except NotADatabaseError as e:
+        read_sqlite_header(p)  # re-raises for a missing file or one that is not SQLite at all
+        return [e.message]
+    if table is not None:
+        if table not in tables:
+            return [f"no FTS5 table {table!r} in {p.name}"]
+        tables = [table]
+    vfs = _readonly_vfs()
+    _opening.progress = progress
+    try:
+        conn = apsw.Connection(str(p.resolve()), flags=apsw.SQLITE_OPEN_READWRITE, vfs=vfs)
     except apsw.Error as e:
         return [f"FTS5 integrity-check could not open the file: {e}"]
+    finally:
+        _opening.progress = None
+    _watch(conn, progress)
     try:
         conn.execute("PRAGMA temp_store=MEMORY")
+        return [problem for name in tables if (problem := _fts5_check_one(conn, name))]
+    finally:
+        conn.close()
+
+
+def _fts5_check_one(conn: apsw.Connection, table: str) -> str | None:
+    try:
         conn.execute("BEGIN")
         try:
             conn.execute(f"INSERT INTO {_quote_ident(table)}({_quote_ident(table)}, rank) "
@@ -256,10 +334,8 @@ def fts5_integrity_check(path: str | os.PathLike[str], table: str = "chunks_fts"
         finally:
             conn.execute("ROLLBACK")
     except apsw.Error as e:
-        return [f"FTS5 integrity-check of {table}: {e.__class__.__name__}: {e}"]
-    finally:
-        conn.close()
-    return []
+        return f"FTS5 integrity-check of {table}: {e.__class__.__name__}: {e}"
+    return None
 
 
 def missing_docids(path: str | os.PathLike[str], docids: Iterable[str]) -> list[str]:
@@ -282,8 +358,10 @@ def missing_docids(path: str | os.PathLike[str], docids: Iterable[str]) -> list[
 
 
 __all__ = [
+    "PROGRESS_STEPS",
     "SQLiteHeader",
     "fts5_integrity_check",
+    "fts5_tables",
     "header_problems",
     "missing_docids",
     "quick_check",

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..index import BlockList, Engine, InvalidInputError, sha256_file
+from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
+from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
 
 MANIFEST = "manifest.json"
@@ -60,7 +61,9 @@ class ProgressBar(Protocol):
     def close(self) -> Any: ...
 
 
-ProgressFactory = Callable[[str, int], ProgressBar]
+ProgressFactory = Callable[[str, int | None], ProgressBar]
+"""``factory(description, total)`` makes a bar; ``total`` None: no known total (e.g. the
+SQLite VM steps of a deep check, shown as activity and elapsed time)."""
 
 
 class FileEntry(BaseModel):
@@ -151,10 +154,17 @@ def role_of(path: str) -> str:
 
 
 def corpus_section(database: Path) -> dict[str, Any]:
-    """The corpus identity, build parameters and counts, read from the index's ``meta``.
+    """The corpus identity, build parameters, counts and provenance, read from ``meta``.
 
-    Raises CorpusFileError if the database is missing or not a drsearch index.
+    A SQLite file another tool wrote (not our application id) is described by its header
+    only: ``{"path", "foreign": true, "application_id", "schema_version"}`` (validate then
+    needs a pinned identity to accept it). Raises CorpusFileError if the database is
+    missing, not SQLite, or claims to be a drsearch index and cannot be opened as one.
     """
+    header = read_sqlite_header(database)
+    if header.application_id != APPLICATION_ID:
+        return {"path": DATABASE, "foreign": True, "application_id": header.application_id,
+                "schema_version": header.user_version}
     with Engine.open(database) as engine:
         meta = engine.meta
     section: dict[str, Any] = {
@@ -165,6 +175,8 @@ def corpus_section(database: Path) -> dict[str, Any]:
         "build": {k: meta[k] for k in CORPUS_BUILD_KEYS if k in meta},
     }
     section.update({k: meta[k] for k in CORPUS_COUNT_KEYS if k in meta})
+    if "provenance" in meta:
+        section["provenance"] = meta["provenance"]
     return section
 
 
@@ -179,8 +191,7 @@ def release_counts(root: Path, corpus: dict[str, Any]) -> dict[str, Any]:
         "calibration_tiers": questions.tiers,
         "difficulty": questions.difficulties,
         "blocked_docids": len(blocked),
-        "documents": corpus["documents"],
-        "chunks": corpus["chunks"],
+        **{k: corpus[k] for k in ("documents", "chunks") if k in corpus},  # none: a foreign corpus
     }
 
 
@@ -266,7 +277,7 @@ def build_manifest(root: Path, name: str | None = None, revision: str | None = N
 
     ``name``/``revision`` default to those of an existing manifest.json. Raises
     InvalidInputError (no such directory, missing release files, no name/revision,
-    unparseable questions or blocklist) and CorpusFileError (not a drsearch index).
+    unparseable questions or blocklist) and CorpusFileError (not SQLite; a broken drsearch index).
     """
     if not root.is_dir():
         raise InvalidInputError(f"{root}: no such directory")

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..corpus import ColumnMapping, SourceInfo, import_corpus, inspect_source
-from ..index import BuildSettings, InvalidInputError, dumps
+from ..index import BuildSettings, Engine, InvalidInputError, dumps
 from .manifest import ProgressBar, ProgressFactory, write_release_manifest
 from .release import assemble_release
+from .release_checks import active_pins
 from .validate import validate_release
 
 _SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
@@ -26,9 +28,13 @@ def _byte_bars(quiet: bool) -> ProgressFactory | None:
     if quiet:
         return None
 
-    def make(desc: str, total: int) -> ProgressBar:
+    def make(desc: str, total: int | None) -> ProgressBar:
         from tqdm import tqdm
 
+        if total is None:  # a deep SQLite check: no meaningful total, so show it is alive and for how long
+            ticker: ProgressBar = tqdm(desc=desc, bar_format="{desc}: running {elapsed}", file=sys.stderr,
+                                       mininterval=0.5, delay=1.0, leave=False)
+            return ticker
         bar: ProgressBar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
                                 file=sys.stderr, mininterval=0.5, delay=1.0, leave=False)
         return bar
@@ -76,13 +82,22 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _show_progress(args: argparse.Namespace) -> bool:
+    """Progress on stderr: asked for (--progress), or by default on a terminal unless the
+    output is --json; never with --quiet."""
+    if args.quiet:
+        return False
+    return bool(args.progress) or (not args.json and sys.stderr.isatty())
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    show = _show_progress(args)
+
     def stage(msg: str) -> None:
-        if not args.quiet:
+        if show:
             print(f"drsearch: running {msg} …", file=sys.stderr)
 
-    report = validate_release(args.release_dir, deep=args.deep, progress=_byte_bars(args.quiet),
-                              stage=stage)
+    report = validate_release(args.release_dir, deep=args.deep, progress=_byte_bars(not show), stage=stage)
     if args.json:
         print(dumps(report.to_dict(args.strict)), file=out)
     else:
@@ -132,16 +147,49 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     if args.out is None:
         raise InvalidInputError("give --out CORPUS.sqlite3 (or --inspect)")
     progress, bars = _chunk_progress(args.quiet)
+    hashed = _hash_progress(args.quiet, Path(args.source), bars)
     try:
         report = import_corpus(args.source, args.out, _mapping(args), BuildSettings(tokenizer=args.tokenizer),
-                               overwrite=args.force, progress=progress)
+                               overwrite=args.force, progress=progress, identify=pinned_source,
+                               hash_progress=hashed)
     finally:
         for bar in bars:
             bar.close()
+    with Engine.open(report.path) as engine:
+        derived = engine.meta.get("provenance", {}).get("derived_from")
+    origin = f"; derived from {derived['name']} {derived['revision']}" if derived else ""
     print(f"imported {args.source} into {report.path}: {report.documents} documents "
-          f"({report.empty_documents} empty), {report.chunks} chunks, identity {report.content_identity}",
-          file=out)
+          f"({report.empty_documents} empty), {report.chunks} chunks, "
+          f"identity {report.content_identity}{origin}", file=out)
     return 0
+
+
+def _hash_progress(quiet: bool, source: Path, bars: list[Any]) -> Callable[[int], None] | None:
+    """A bar for hashing the import's source, closed as soon as the whole file is read."""
+    make = _byte_bars(quiet)
+    if make is None or not source.is_file():
+        return None
+    total = source.stat().st_size
+    bar = make(f"sha256 {source.name}", total)
+    bars.append(bar)
+    done = [0]
+
+    def update(n: int) -> None:
+        bar.update(n)
+        done[0] += n
+        if done[0] >= total:
+            bar.close()
+
+    return update
+
+
+def pinned_source(sha256: str, size: int) -> dict[str, str] | None:
+    """The pinned release whose corpus file has this SHA-256 and size (e.g. DR-256 v1.1.0),
+    as ``drsearch import`` records it in ``provenance.derived_from``; None if none."""
+    for pin in active_pins(None):
+        if (pin.database_sha256, pin.database_bytes) == (sha256, size):
+            return {"name": pin.name, "revision": pin.revision}
+    return None
 
 
 def _add_release(sub: Any) -> None:
@@ -177,6 +225,8 @@ def register(sub: Any) -> None:
                    help="also re-hash the corpus, PRAGMA quick_check and the FTS5 integrity-check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
+    p.add_argument("--progress", action="store_true",
+                   help="progress on stderr even when it is not a terminal or with --json")
     p.add_argument("--quiet", action="store_true", help="no progress bar or stage messages")
     p.set_defaults(handler=cmd_validate)
 
@@ -199,4 +249,4 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_import)
 
 
-__all__ = ["register"]
+__all__ = ["pinned_source", "register"]

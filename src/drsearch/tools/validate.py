@@ -11,12 +11,20 @@ questions and the corpus; a pinned identity (DR-256 v1.1.0) matches when the rel
 names it or its content is recognised. ``deep`` also re-hashes the database and runs
 ``PRAGMA quick_check`` and FTS5's integrity-check.
 
+Two kinds of corpus built by another tool are accepted (docs/RELEASE.md): the pinned
+release's own corpus file, whose schema drsearch does not read (``foreign corpus``: its
+size, and with ``deep`` its SHA-256, must be the pinned ones; content checks that need
+our schema are reported as not checked), and drsearch's index rebuilt from it by
+``drsearch import``, which records its source in ``meta`` (``corpus provenance``: the
+recorded size and SHA-256 must be those the named release pins).
+
 Validation never writes into the release: files are read, the corpus is opened
 read-only and immutable, and the FTS5 check runs on a read-only file descriptor.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -35,11 +43,14 @@ from ..index import (
     read_sqlite_header,
     sha256_file,
 )
+from ..index.integrity import fts5_tables
+from ..index.schema import APPLICATION_ID
 from . import release_checks as rc
-from .dr256 import QuestionSet, load_questions
+from .dr256 import PinnedRelease, QuestionSet, load_questions
 from .manifest import (
     CHECKSUMS,
     DATABASE,
+    FORMAT,
     LAYOUT,
     MANIFEST,
     QUESTIONS,
@@ -56,13 +67,16 @@ from .report import Check, Status, ValidationReport
 
 class _Validator:
     def __init__(self, root: Path, deep: bool, progress: ProgressFactory | None,
-                 stage: Callable[[str], None] | None) -> None:
+                 stage: Callable[[str], None] | None, pins: tuple[PinnedRelease, ...] | None) -> None:
         self.root = root
         self.deep = deep
         self.progress = progress
         self.stage = stage or (lambda _msg: None)
+        self.pins = pins
         self.checks: list[Check] = []
         self.manifest: Manifest | None = None
+        self.foreign_manifest = False
+        self.foreign: PinnedRelease | None = None  # the pin a foreign corpus file is accepted as
         self.meta: dict[str, Any] | None = None
         self.questions: QuestionSet | None = None
         self.blocklist: BlockList | None = None
@@ -83,12 +97,21 @@ class _Validator:
         self.check_corpus()
         self.check_questions()
         self.check_blocklist()
-        if self.meta is not None and self.questions is not None:
+        if (self.meta is not None or self.foreign is not None) and self.questions is not None:
             self.checks.extend(rc.content_checks(self.root, self.meta, self.questions, self.blocklist,
                                                  self.manifest))
         if self.deep:
             self.check_deep()
-        self.checks.extend(rc.identity_checks(self.root, self.manifest, self.questions, self.hashes))
+        recorded = self.meta.get("provenance") if self.meta is not None else None
+        provenance = recorded if isinstance(recorded, dict) else None
+        if self.meta is not None and (check := rc.provenance_check(self.meta, self.pins)) is not None:
+            self.checks.append(check)
+        if self.foreign is not None:
+            self.checks.append(rc.foreign_corpus_check(self.foreign, (self.root / DATABASE).stat().st_size,
+                                                       self.hashes.get(DATABASE)))
+        self.checks.extend(rc.identity_checks(
+            self.root, self.manifest, self.questions, self.hashes, self.pins,
+            foreign=self.foreign is not None, provenance=provenance))
         return self.checks
 
     # -- layout, manifest, files ---------------------------------------------------------
@@ -103,6 +126,8 @@ class _Validator:
         if not self.present(MANIFEST):
             self.add("manifest", "FAIL", "no manifest.json: nothing to check sizes and hashes against")
             return
+        if self.check_foreign_manifest():
+            return
         try:
             self.manifest = read_manifest(self.root / MANIFEST)
         except InvalidInputError as e:
@@ -111,6 +136,25 @@ class _Validator:
         m = self.manifest
         self.add("manifest", "PASS", f"{m.release.name} {m.release.revision}: {len(m.files)} files listed",
                  release=m.release.model_dump())
+
+    def check_foreign_manifest(self) -> bool:
+        """A manifest.json in another tool's format (e.g. the upstream DR-256 download's):
+        not a failure when checksums.sha256 can prove the files instead. True if foreign."""
+        try:
+            data = json.loads((self.root / MANIFEST).read_bytes())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return False  # read_manifest reports it
+        if not isinstance(data, dict) or data.get("format") == FORMAT:
+            return False
+        self.foreign_manifest = True
+        what = f"manifest.json is another tool's (format {data.get('format')!r}, not {FORMAT!r})"
+        if self.present(CHECKSUMS):
+            self.add("manifest", "WARN", f"{what}: files are checked against {CHECKSUMS} and the pinned "
+                     "identity instead")
+        else:
+            self.add("manifest", "FAIL", f"{what} and there is no {CHECKSUMS}: nothing to check the files "
+                     "against")
+        return True
 
     def check_files(self) -> None:
         if self.manifest is None:
@@ -172,10 +216,26 @@ class _Validator:
             problems += self.checksum_mismatches(sums)
             ok = f"{len(sums)} files match their checksums" + (
                 "" if self.deep or DATABASE not in sums else f" ({DATABASE}: with --deep)")
+            self.check_unlisted(sums)
         if problems:
             self.add("checksums", "FAIL", f"{CHECKSUMS}: " + "; ".join(problems[:5]), problems=problems)
         else:
             self.add("checksums", "PASS", ok)
+
+    def check_unlisted(self, sums: dict[str, str]) -> None:
+        """Without our manifest, checksums.sha256 is the inventory: every file must be in it."""
+        try:
+            present = release_files(self.root)
+        except InvalidInputError as e:
+            self.add("files", "FAIL", e.message)
+            return
+        for rel in [*present, MANIFEST]:
+            if rel in sums or not self.present(rel):
+                continue
+            if rel in RELEASE_FILES or rel == MANIFEST:
+                self.add(f"file {rel}", "FAIL", f"a release file missing from {CHECKSUMS}: unverifiable")
+            else:
+                self.add(f"file {rel}", "WARN", f"unlisted: present but not in {CHECKSUMS}")
 
     def checksum_mismatches(self, sums: dict[str, str]) -> list[str]:
         """Files that differ from checksums.sha256 (the database is left to the deep hash)."""
@@ -208,9 +268,17 @@ class _Validator:
         except DrsearchError as e:
             self.add("corpus header", "FAIL", e.message)
             return
+        if header.application_id != APPLICATION_ID:
+            self.foreign = rc.recognise_pin(self.manifest, self.hashes.get(QUESTIONS), self.pins,
+                                            db_bytes=header.file_bytes, foreign=True)
+        if self.foreign is not None:
+            self.check_foreign_header(header)
+            return
         problems = header_problems(header)
         if problems:
-            self.add("corpus header", "FAIL", "; ".join(problems))
+            hint = ("" if header.application_id == APPLICATION_ID else " (not a drsearch index, and no "
+                    "pinned identity names this file: drsearch import rebuilds it)")
+            self.add("corpus header", "FAIL", "; ".join(problems) + hint)
         else:
             self.add("corpus header", "PASS", f"SQLite, application_id {header.application_id:#x}, "
                      f"schema version {header.user_version}, {header.page_count:,} pages of "
@@ -222,6 +290,19 @@ class _Validator:
             self.add("corpus meta", "FAIL", e.message)
             return
         self.checks.append(rc.corpus_meta_check(self.meta, self.manifest))
+
+    def check_foreign_header(self, header: Any) -> None:
+        """Another tool's SQLite file, accepted as a pinned release's corpus: only the
+        structure of its header is ours to check (the pins are checked by foreign corpus)."""
+        problems = header_problems(header, drsearch=False)
+        what = (f"foreign corpus file (application_id {header.application_id:#x}, schema version "
+                f"{header.user_version}: not a drsearch index; accepted as {self.foreign.label}'s, "
+                "see foreign corpus)") if self.foreign is not None else ""
+        if problems:
+            self.add("corpus header", "FAIL", f"{what}: " + "; ".join(problems))
+        else:
+            self.add("corpus header", "PASS", f"{what}; {header.page_count:,} pages of {header.page_size:,} "
+                     "bytes = file size")
 
     def check_questions(self) -> None:
         if not self.present(QUESTIONS):
@@ -244,8 +325,10 @@ class _Validator:
             self.add("blocked_docids", "FAIL", e.message)
             return
         if self.meta is None:
-            self.add("blocked_docids", "WARN", f"{len(self.blocklist)} docids parse; not checked against "
-                     "the corpus, which could not be read")
+            why = ("is another tool's file, whose schema drsearch does not read" if self.foreign is not None
+                   else "could not be read")
+            self.add("blocked_docids", "WARN", f"{len(self.blocklist)} docids parse; not looked up in the "
+                     f"corpus, which {why}")
             return
         try:
             missing = missing_docids(self.root / DATABASE, self.blocklist.docids)
@@ -266,10 +349,25 @@ class _Validator:
             return
         self.deep_hash(path)
         self.stage("PRAGMA quick_check")
-        self.timed("corpus quick_check", lambda: quick_check(path), "PRAGMA quick_check: ok")
+        self.timed("corpus quick_check", "PRAGMA quick_check", lambda tick: quick_check(path, tick),
+                   "PRAGMA quick_check: ok")
         self.stage("FTS5 integrity-check")
-        self.timed("corpus fts5 integrity", lambda: fts5_integrity_check(path),
-                   "FTS5 integrity-check (with content comparison): ok")
+        if self.foreign is None:
+            self.timed("corpus fts5 integrity", "FTS5 integrity-check",
+                       lambda tick: fts5_integrity_check(path, progress=tick),
+                       "FTS5 integrity-check (with content comparison): ok")
+            return
+        try:
+            tables = fts5_tables(path)
+        except DrsearchError as e:
+            self.add("corpus fts5 integrity", "FAIL", e.message)
+            return
+        if not tables:
+            self.add("corpus fts5 integrity", "PASS", "the foreign corpus file has no FTS5 table to check")
+            return
+        self.timed("corpus fts5 integrity", "FTS5 integrity-check",
+                   lambda tick: fts5_integrity_check(path, None, tick),
+                   f"FTS5 integrity-check of the foreign file's {', '.join(tables)}: ok")
 
     def deep_hash(self, path: Path) -> None:
         size = path.stat().st_size
@@ -300,12 +398,18 @@ class _Validator:
         else:
             self.add("corpus sha256", "PASS", f"SHA-256 matches {source} ({speed})", **details)
 
-    def timed(self, name: str, run: Callable[[], list[str]], ok: str) -> None:
+    def timed(self, name: str, desc: str, run: Callable[[Callable[[int], None] | None], list[str]],
+              ok: str) -> None:
+        """Run a deep check, with a bar of SQLite VM steps (no known total) if asked for."""
+        bar = self.progress(desc, None) if self.progress is not None else None
         start = time.perf_counter()
         try:
-            problems = run()
+            problems = run(bar.update if bar is not None else None)
         except DrsearchError as e:
             problems = [e.message]
+        finally:
+            if bar is not None:
+                bar.close()
         seconds = round(time.perf_counter() - start, 3)
         if problems:
             self.add(name, "FAIL", "; ".join(problems[:3]), problems=problems, seconds=seconds)
@@ -336,17 +440,21 @@ def validate_release(
     deep: bool = False,
     progress: ProgressFactory | None = None,
     stage: Callable[[str], None] | None = None,
+    pins: tuple[PinnedRelease, ...] | None = None,
 ) -> ValidationReport:
     """Run every check on the release at ``release_dir``; never modifies it.
 
-    ``progress(desc, total_bytes)`` makes a bar for the deep re-hash; ``stage(msg)`` is told
-    when a long deep step starts. Raises InvalidInputError only if ``release_dir`` is not a
-    directory; every problem with the release itself is a FAIL or WARN in the report.
+    ``progress(desc, total)`` makes a bar: for the deep re-hash (total bytes) and for
+    ``PRAGMA quick_check`` and the FTS5 integrity-check (total None; updated with SQLite
+    VM steps). ``stage(msg)`` is told when a long deep step starts. ``pins``: the pinned
+    release identities to recognise (default :data:`~drsearch.tools.dr256.PINNED_RELEASES`).
+    Raises InvalidInputError only if ``release_dir`` is not a directory; every problem
+    with the release itself is a FAIL or WARN in the report.
     """
     root = Path(release_dir)
     if not root.is_dir():
         raise InvalidInputError(f"{root}: no such release directory")
-    checks = _Validator(root, deep, progress, stage).run()
+    checks = _Validator(root, deep, progress, stage, pins).run()
     return ValidationReport(str(root), deep, checks)
 
 
