@@ -5,9 +5,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality load sample-release clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load sample-release smoke clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -56,6 +56,12 @@ quality: $(STAMP)
 # Extra flags: make load LOAD_ARGS="--kill-worker --duration 60 --database X.sqlite3"
 load: $(STAMP)
 	$(PY) benchmarks/load_test.py $(LOAD_ARGS)
+
+# Opt-in real-model smoke test (README): SmolLM2-135M on llama.cpp drives `drsearch run` on
+# three sample questions. The first install compiles llama.cpp (several minutes on 2 cores).
+smoke: $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(PY) -m pip install -q -e '.[smoke]'
+	$(VENV)/bin/pytest -m smoke tests/agents/test_smoke_smollm2.py -s -rs
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

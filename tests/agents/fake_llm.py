@@ -9,7 +9,9 @@ Script steps (dicts):
 - ``{"status": 400}``: always that status;
 - ``{"call": [(name, arguments)]}``: native tool calls (arguments: dict, or a raw string);
 - ``{"open_first_hit": True}``: a native ``open`` of the first docid in the last tool reply;
-- ``{"content": text}``: an assistant message (a final answer or text-tag tool calls).
+- ``{"content": text}``: an assistant message (a final answer or text-tag tool calls);
+- ``{"hang": n, ...}``: the first n tries of that step send nothing until the server stops
+  (or ``fake.release`` is set), then answer as the rest of the step says.
 A script's last step repeats for later turns.
 """
 
@@ -41,6 +43,8 @@ class FakeLLM:
         self.attempts: Counter[tuple[int, int]] = Counter()
         self.lock = threading.Lock()
         self.url = ""
+        self.release = threading.Event()  # ends every "hang" step
+        self.hanging = 0  # requests waiting in a "hang" step now
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         time.sleep(self.delay_s)
@@ -53,6 +57,12 @@ class FakeLLM:
             attempt = self.attempts[(index, turn)]
         script = self.scripts.get(index, DEFAULT_SCRIPT)
         step = script[min(turn, len(script) - 1)]
+        if attempt <= step.get("hang", 0):
+            with self.lock:
+                self.hanging += 1
+            self.release.wait(300)
+            with self.lock:
+                self.hanging -= 1
         errors = step.get("errors", [])
         if attempt <= len(errors):
             return errors[attempt - 1], {"error": {"message": "injected", "type": "injected"}}
@@ -118,5 +128,6 @@ def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -
     try:
         yield fake
     finally:
+        fake.release.set()
         server.shutdown()
         server.server_close()

@@ -4,12 +4,18 @@ Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried w
 bounded exponential backoff (``Retry-After`` honoured up to the cap); anything else, or
 running out of attempts, raises :class:`LLMError`. :class:`CachedChat` puts the
 :class:`~drsearch.agents.replay.ReplayCache` in front of it, keyed by (model, request body).
+
+Cancellation (Ctrl-C): :meth:`ChatClient.cancel` makes every call in flight, every retry
+wait and every later call raise :class:`CallCancelled` at once. A blocking socket read
+cannot be interrupted from another thread, so each request runs on a short-lived daemon
+thread that the caller waits on; a cancelled caller stops waiting and the abandoned
+request ends with the server's reply, the client's timeout or the process.
 """
 
 from __future__ import annotations
 
 import json
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +57,14 @@ class ChatOutcome:
     cached: bool
 
 
+class CallCancelled(Exception):
+    """A model call abandoned by :meth:`ChatClient.cancel` (or :meth:`CachedChat.cancel`).
+
+    Deliberately not an :class:`AgentError`: an episode that meets it is unfinished, not
+    an ``error`` episode, and must not be recorded (nor its call cached).
+    """
+
+
 def _retry_after(r: httpx.Response) -> float | None:
     try:
         return float(r.headers["retry-after"])
@@ -62,11 +76,17 @@ class ChatClient:
     """POSTs request bodies to ``{base_url}/chat/completions`` (base URL ends in ``/v1``)."""
 
     def __init__(self, client: httpx.Client, retry: RetryPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        """``client`` carries base URL, auth headers and transport; the caller closes it."""
+                 sleep: Callable[[float], None] | None = None) -> None:
+        """``client`` carries base URL, auth headers and transport; the caller closes it.
+
+        ``sleep`` (tests) replaces the retry wait, which is otherwise cut short by cancel().
+        """
         self._client = client
         self.retry = retry or RetryPolicy()
-        self._sleep = sleep
+        self._cancelled = threading.Event()
+        self._sleep = sleep or self._cancelled.wait
+        self._lock = threading.Lock()
+        self._in_flight: set[threading.Event] = set()
 
     @classmethod
     def connect(cls, base_url: str, api_key: str | None = None, *, retry: RetryPolicy | None = None,
@@ -80,10 +100,48 @@ class ChatClient:
     def close(self) -> None:
         self._client.close()
 
+    def cancel(self) -> None:
+        """Abandon every call in flight and refuse new ones (CallCancelled); idempotent."""
+        with self._lock:
+            self._cancelled.set()
+            for done in self._in_flight:
+                done.set()
+
+    def _check(self) -> None:
+        if self._cancelled.is_set():
+            raise CallCancelled("the run was cancelled")
+
+    def _post(self, body: bytes) -> httpx.Response:
+        """POST on a daemon thread and wait for it or for cancel(), whichever comes first."""
+        result: list[httpx.Response | BaseException] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                result.append(self._client.post("/chat/completions", content=body,
+                                                headers={"content-type": "application/json"}))
+            except BaseException as e:  # handed to the waiting thread
+                result.append(e)
+            finally:
+                done.set()
+
+        with self._lock:
+            self._check()
+            self._in_flight.add(done)
+        try:
+            threading.Thread(target=call, name="llm-call", daemon=True).start()
+            done.wait()
+        finally:
+            with self._lock:
+                self._in_flight.discard(done)
+        self._check()
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
     def _once(self, body: bytes) -> bytes:
         try:
-            r = self._client.post("/chat/completions", content=body,
-                                  headers={"content-type": "application/json"})
+            r = self._post(body)
         except (httpx.TransportError, httpx.TimeoutException) as e:
             raise TransientLLMError(f"{e.__class__.__name__}: {e}") from None
         if r.status_code == 429 or r.status_code >= 500:
@@ -98,7 +156,10 @@ class ChatClient:
         return r.content
 
     def complete(self, body: dict[str, Any]) -> tuple[bytes, int]:
-        """The raw response bytes and the number of tries; raises LLMError when it gives up."""
+        """The raw response bytes and the number of tries.
+
+        Raises LLMError when it gives up, CallCancelled once :meth:`cancel` was called.
+        """
         data = canonical_bytes(body)
         for attempt in range(1, self.retry.max_attempts + 1):
             try:
@@ -107,6 +168,7 @@ class ChatClient:
                 if attempt == self.retry.max_attempts:
                     raise LLMError(f"gave up after {attempt} attempts: {e.message}", attempt) from None
                 self._sleep(self.retry.wait_s(attempt, e.retry_after_s))
+                self._check()
             except LLMError as e:
                 e.attempts = attempt
                 raise
@@ -123,8 +185,18 @@ class CachedChat:
     def __init__(self, client: ChatClient | None, cache: ReplayCache) -> None:
         self._client = client
         self._cache = cache
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Make calls in flight and every later call raise CallCancelled (replay runs too)."""
+        self._cancelled.set()
+        if self._client is not None:
+            self._client.cancel()
 
     def complete(self, model: str, body: dict[str, Any], describe: str) -> ChatOutcome:
+        """One call through the cache; raises CallCancelled after :meth:`cancel`."""
+        if self._cancelled.is_set():
+            raise CallCancelled("the run was cancelled")
         attempts = [0]
         client = self._client
 
@@ -141,4 +213,4 @@ class CachedChat:
         return ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
 
 
-__all__ = ["CachedChat", "ChatClient", "ChatOutcome", "RetryPolicy"]
+__all__ = ["CachedChat", "CallCancelled", "ChatClient", "ChatOutcome", "RetryPolicy"]

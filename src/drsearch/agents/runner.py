@@ -4,7 +4,9 @@
 questions already in the run directory, runs the rest on ``concurrency`` threads, and
 returns the summary (also written to ``summary.json``). Every selected question ends up
 with a line in trajectories.jsonl: an unexpected exception in an episode is recorded as
-status ``error``, never dropped.
+status ``error``, never dropped. Ctrl-C (KeyboardInterrupt in the main thread) cancels the
+model calls in flight (:meth:`CachedChat.cancel`), keeps the episodes already appended,
+writes none of the unfinished ones and re-raises; a rerun resumes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .. import __version__
 from ..index import BlockList, Engine, InvalidInputError
 from .canonical import sha256_hex
 from .errors import RunStoreError
-from .llm import CachedChat, ChatClient, RetryPolicy
+from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy
 from .loop import Episode, run_episode
 from .preset import PRESETS, Preset
 from .questions import Question, read_questions
@@ -198,11 +200,16 @@ def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: 
         for fut in as_completed(futures):
             try:
                 episode = fut.result()
+            except CallCancelled:  # unfinished: a rerun does it again
+                continue
             except Exception as e:  # a bug must not lose the question: record it
                 episode = _crashed(futures[fut], preset, e)
             store.append(episode)
             progress.update(episode.record["status"])
-    finally:  # Ctrl-C: drop queued questions (what is fsynced stays), wait for running ones
+    except BaseException:  # Ctrl-C: abandon the model calls in flight; their episodes stay unwritten
+        chat.cancel()
+        raise
+    finally:  # drop queued questions (what is fsynced stays); running ones end at their next call
         pool.shutdown(wait=True, cancel_futures=True)
 
 

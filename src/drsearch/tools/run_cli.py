@@ -1,7 +1,8 @@
 """``drsearch run``: an agent over benchmark questions (drsearch.agents; docs/AGENTS.md).
 
 Prints the run summary (JSON) on stdout; the progress bar goes to stderr. Bad options
-exit 2; a run whose directory holds a different run exits 2 (RunStoreError).
+exit 2; a run whose directory holds a different run exits 2 (RunStoreError). Ctrl-C
+cancels the model calls in flight and exits 130 with one line naming what was kept.
 """
 
 from __future__ import annotations
@@ -34,9 +35,22 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
         print(f"drsearch: error: {problems}", file=sys.stderr)
         return 2
-    summary: dict[str, Any] = execute_run(spec)
+    try:
+        summary: dict[str, Any] = execute_run(spec)
+    except KeyboardInterrupt:
+        print(f"drsearch: interrupted: {_saved(spec.out)} finished episode(s) kept in {spec.out}; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
     print(json.dumps(summary, sort_keys=True), file=out)
     return 0
+
+
+def _saved(out_dir: Path) -> int:
+    """Complete lines in OUT/trajectories.jsonl (a torn last line is not one)."""
+    try:
+        return (out_dir / "trajectories.jsonl").read_bytes().count(b"\n")
+    except OSError:
+        return 0
 
 
 def register(sub: Any) -> None:
