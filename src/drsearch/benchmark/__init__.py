@@ -1,3 +1,166 @@
-"""benchmark layer (see DESIGN.md); filled in by its issue."""
+"""The benchmark layer: datasets, judges, grading and scoring (issue 7; docs/GRADING.md).
 
-__all__: list[str] = []
+Public API (pinned by tests/benchmark/test_grade.py::test_public_api)::
+
+    load_tasks(kind, path) -> [GradingTask]      read_dr256 / read_deepsearchqa / read_openbiorq
+    filter_tasks(tasks, categories=, answer_type=, ids=)
+    LLMJudge(ChatClient, JudgeSettings, JudgeCache) -> CorrectnessJudge | DeepSearchQAJudge
+                                                     | ChecklistJudge      (judge_for(kind, llm))
+    CitationAuditor(resolver, SupportJudge)        extract_citations, citation_rates
+    grade_run(run_dir, tasks, judge) -> [GradedQuestion]
+    summarize(graded, expected_ids=) -> scores.json body; compare_runs; judge_agreement; render_table
+
+Datasets and records need only the core install; judges, grading and citations need the
+``agents`` extra (httpx), statistics and scoring the ``grading`` extra (scipy). Those are
+imported on first use, so ``drsearch validate`` (which reads DR-256 rows) runs without them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .datasets import (
+    ANSWER_TYPES,
+    CRITERION_TYPES,
+    DATASET_KINDS,
+    AnswerType,
+    Criterion,
+    CriterionType,
+    DatasetKind,
+    DeepSearchQATask,
+    GradingTask,
+    OpenBioRQItem,
+    QuestionRow,
+    QuestionSet,
+    filter_tasks,
+    load_questions,
+    load_tasks,
+    read_deepsearchqa,
+    read_dr256,
+    read_openbiorq,
+)
+from .records import OUTCOMES, GradedQuestion, Outcome
+
+if TYPE_CHECKING:
+    from .citations import (
+        Citation,
+        CitationAuditor,
+        CitationCheck,
+        CitationResolver,
+        CorpusResolver,
+        HttpRecordResolver,
+        Resolution,
+        RoutingResolver,
+        SupportJudge,
+        citation_rates,
+        extract_citations,
+    )
+    from .grade import RunEpisodes, grade_episode, grade_run, read_graded, read_run, write_graded
+    from .judge_cache import JudgeCache
+    from .judges import (
+        EMPTY_RESPONSE,
+        PROMPT_FILES,
+        ChecklistJudge,
+        CorrectnessJudge,
+        DeepSearchQAJudge,
+        Judge,
+        JudgeParseError,
+        JudgePrompt,
+        JudgeSettings,
+        LLMJudge,
+        Verdict,
+        judge_for,
+    )
+    from .scoring import compare_runs, judge_agreement, render_table, summarize
+    from .stats import cohen_kappa, mcnemar_exact, mean_at_k, pass_at_k, spearman, wilson_interval
+
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("Citation", "CitationAuditor", "CitationCheck", "CitationResolver", "CorpusResolver",
+                     "HttpRecordResolver", "Resolution", "RoutingResolver", "SupportJudge", "citation_rates",
+                     "extract_citations"), "citations"),
+    **dict.fromkeys(("RunEpisodes", "grade_episode", "grade_run", "read_graded", "read_run", "write_graded"),
+                    "grade"),
+    "JudgeCache": "judge_cache",
+    **dict.fromkeys(("EMPTY_RESPONSE", "PROMPT_FILES", "ChecklistJudge", "CorrectnessJudge",
+                     "DeepSearchQAJudge", "Judge", "JudgeParseError", "JudgePrompt", "JudgeSettings",
+                     "LLMJudge", "Verdict", "judge_for"), "judges"),
+    **dict.fromkeys(("compare_runs", "judge_agreement", "render_table", "summarize"), "scoring"),
+    **dict.fromkeys(("cohen_kappa", "mcnemar_exact", "mean_at_k", "pass_at_k", "spearman", "wilson_interval"),
+                    "stats"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the modules that need an extra (httpx, scipy) when one of their names is used."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "ANSWER_TYPES",
+    "CRITERION_TYPES",
+    "DATASET_KINDS",
+    "EMPTY_RESPONSE",
+    "OUTCOMES",
+    "PROMPT_FILES",
+    "AnswerType",
+    "ChecklistJudge",
+    "Citation",
+    "CitationAuditor",
+    "CitationCheck",
+    "CitationResolver",
+    "CorpusResolver",
+    "CorrectnessJudge",
+    "Criterion",
+    "CriterionType",
+    "DatasetKind",
+    "DeepSearchQAJudge",
+    "DeepSearchQATask",
+    "GradedQuestion",
+    "GradingTask",
+    "HttpRecordResolver",
+    "Judge",
+    "JudgeCache",
+    "JudgeParseError",
+    "JudgePrompt",
+    "JudgeSettings",
+    "LLMJudge",
+    "OpenBioRQItem",
+    "Outcome",
+    "QuestionRow",
+    "QuestionSet",
+    "Resolution",
+    "RoutingResolver",
+    "RunEpisodes",
+    "SupportJudge",
+    "Verdict",
+    "citation_rates",
+    "cohen_kappa",
+    "compare_runs",
+    "extract_citations",
+    "filter_tasks",
+    "grade_episode",
+    "grade_run",
+    "judge_agreement",
+    "judge_for",
+    "load_questions",
+    "load_tasks",
+    "mcnemar_exact",
+    "mean_at_k",
+    "pass_at_k",
+    "read_deepsearchqa",
+    "read_dr256",
+    "read_graded",
+    "read_openbiorq",
+    "read_run",
+    "render_table",
+    "spearman",
+    "summarize",
+    "wilson_interval",
+    "write_graded",
+]

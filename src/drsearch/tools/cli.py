@@ -28,6 +28,7 @@ from ..index import (
 from .corpus_cli import register as register_corpus_verbs
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
+from .score_cli import register as register_score_verb
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
@@ -248,6 +249,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_release_verbs(sub)  # release manifest|assemble, validate, import (release_cli.py)
     register_corpus_verbs(sub)  # corpus fetch|extract|build (corpus_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
+    register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     return ap
 
 

@@ -1,0 +1,359 @@
+"""Citation audit: which identifiers an answer cites, whether they exist, whether they support it.
+
+- **Extraction** (:func:`extract_citations`): PMIDs (``PMID: 123``, PubMed URLs), NCT
+  numbers, DOIs (bare or as ``doi.org`` URLs), docids of our corpus (a configurable
+  pattern) and any other http(s) URL (looked up in our corpus). Each citation keeps the
+  line it appeared on as the claim it supports.
+- **L1 existence** (:class:`CitationResolver`): a tristate ``found`` / ``notfound`` /
+  ``transient``. Transient outcomes (timeouts, 429, 5xx) are retried a bounded number of
+  times and, if still transient, left out of the existence rate, never counted as
+  fabricated. :class:`CorpusResolver` opens docids and URLs through a
+  :class:`~drsearch.index.Searcher`; :class:`HttpRecordResolver` fetches PMIDs, DOIs and
+  NCT numbers from URL templates over an injected httpx client (tests pass a double);
+  :class:`RoutingResolver` sends each kind to its resolver.
+- **L2 support**: a judge reads the cited record and says ``yes`` / ``partial`` / ``no``.
+  A *wrong paper* is a citation that exists but does not support its claim.
+
+:func:`citation_rates` sums checks into the rates reported in ``scores.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from ..index import DrsearchError, Searcher
+from .datasets import GradingTask
+from .judges import JudgeParseError, JudgePrompt, LLMJudge, default_prompt, json_object
+from .stats import wilson_interval
+
+CitationKind = Literal["pmid", "nct", "doi", "docid", "url"]
+CITATION_KINDS: tuple[CitationKind, ...] = ("pmid", "nct", "doi", "docid", "url")
+Existence = Literal["found", "notfound", "transient"]
+Support = Literal["yes", "partial", "no"]
+
+DEFAULT_DOCID_PATTERN = r"\b(?:d|web)-[0-9a-f]{16}\b"
+"""Docids of corpora built by drsearch (``d-``) and of the bundled sample (``web-``)."""
+
+_URL = re.compile(r"https?://[^\s<>\"'`\]\[)(}{]+", re.I)
+_PUBMED_URL = re.compile(r"^https?://(?:www\.)?(?:pubmed\.ncbi\.nlm\.nih\.gov|ncbi\.nlm\.nih\.gov/pubmed)/(\d{1,9})/?$",
+                         re.I)
+_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/(10\.\d{4,9}/\S+)$", re.I)
+_NCT = re.compile(r"\bNCT\d{8}\b", re.I)
+_PMID = re.compile(r"\bPMID\s*:?\s*(\d{1,9})\b", re.I)
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
+_TRAILING = ".,;:!?'\""
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One cited identifier, normalised (``NCT`` upper-case, DOI lower-case), and its claim."""
+
+    kind: CitationKind
+    value: str
+    claim: str
+
+
+def _trim(text: str) -> str:
+    return text.rstrip(_TRAILING)
+
+
+def _claim_at(answer: str, start: int, limit: int = 600) -> str:
+    line_start = answer.rfind("\n", 0, start) + 1
+    line_end = answer.find("\n", start)
+    line = answer[line_start: len(answer) if line_end < 0 else line_end].strip()
+    return line[:limit]
+
+
+def _from_url(url: str) -> tuple[CitationKind, str]:
+    if m := _PUBMED_URL.match(url):
+        return "pmid", m.group(1)
+    if m := _DOI_URL.match(url):
+        return "doi", _trim(m.group(1)).casefold()
+    if m := _NCT.search(url):
+        return "nct", m.group(0).upper()
+    return "url", url
+
+
+def extract_citations(answer: str, docid_pattern: str = DEFAULT_DOCID_PATTERN) -> list[Citation]:
+    """Every distinct identifier cited in ``answer``, in order of first appearance.
+
+    URLs are found first; identifiers inside a URL are not counted again. Trailing
+    punctuation is stripped from URLs and DOIs. Duplicates (same kind and value) keep
+    the first claim.
+    """
+    found: list[tuple[int, CitationKind, str]] = []
+    taken: list[tuple[int, int]] = []
+    for m in _URL.finditer(answer):
+        url = _trim(m.group(0))
+        taken.append((m.start(), m.start() + len(url)))
+        found.append((m.start(), *_from_url(url)))
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(a <= m.start() < b for a, b in taken)
+
+    patterns: list[tuple[CitationKind, re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+        ("pmid", _PMID, lambda m: m.group(1)),
+        ("nct", _NCT, lambda m: m.group(0).upper()),
+        ("doi", _DOI, lambda m: _trim(m.group(1)).casefold()),
+        ("docid", re.compile(docid_pattern), lambda m: m.group(0)),
+    ]
+    for kind, pattern, normalise in patterns:
+        found.extend((m.start(), kind, normalise(m)) for m in pattern.finditer(answer) if free(m))
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for start, kind, value in sorted(found, key=lambda f: f[0]):
+        if (kind, value) not in seen:
+            seen.add((kind, value))
+            out.append(Citation(kind, value, _claim_at(answer, start)))
+    return out
+
+
+# -- L1: existence ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """An existence check: ``found`` with the record's text, ``notfound``, or ``transient``."""
+
+    status: Existence
+    record: str | None = None
+    detail: str = ""
+
+
+class CitationResolver(Protocol):
+    """Looks a citation up; must not raise for a network problem (answer ``transient``)."""
+
+    def resolve(self, citation: Citation) -> Resolution:
+        ...
+
+
+class CorpusResolver:
+    """Docids and URLs of our corpus, opened through a :class:`~drsearch.index.Searcher`.
+
+    An unknown (or blocked) document is ``notfound``; any other error answer is
+    ``transient``. The record is the title and the first ``max_chars`` of the text.
+    """
+
+    def __init__(self, searcher: Searcher, max_chars: int = 8000) -> None:
+        self._searcher = searcher
+        self._max_chars = max_chars
+
+    def resolve(self, citation: Citation) -> Resolution:
+        if citation.kind not in ("docid", "url"):
+            return Resolution("transient", detail=f"the corpus cannot resolve a {citation.kind}")
+        key = {"docid": citation.value, "url": None} if citation.kind == "docid" else \
+            {"docid": None, "url": citation.value}
+        try:
+            r = self._searcher.open(**key, offset=0, length=self._max_chars)
+            body = json.loads(r.body)
+        except (DrsearchError, ValueError) as e:  # a backend that cannot answer at all: try again later
+            return Resolution("transient", detail=f"{e.__class__.__name__}: {e}")
+        if r.ok:
+            return Resolution("found", f"{body.get('title', '')}\n\n{body.get('text', '')}",
+                              str(body.get("docid", "")))
+        err = body.get("error", {}) if isinstance(body, dict) else {}
+        status: Existence = "notfound" if err.get("type") in ("not_found", "invalid_request") else "transient"
+        return Resolution(status, detail=str(err.get("message", "")))
+
+
+class HttpRecordResolver:
+    """PMIDs, DOIs, NCT numbers fetched from ``templates[kind].format(id=value)``.
+
+    HTTP 200 = ``found`` (the body, cut to ``max_chars``, is the record); 404 and 410 =
+    ``notfound``; 429, 5xx, timeouts and connection errors = ``transient``; any other
+    status is ``notfound`` (a malformed identifier). The caller owns the client.
+    """
+
+    def __init__(self, client: httpx.Client, templates: Mapping[str, str], max_chars: int = 8000) -> None:
+        self._client = client
+        self._templates = dict(templates)
+        self._max_chars = max_chars
+
+    def resolve(self, citation: Citation) -> Resolution:
+        template = self._templates.get(citation.kind)
+        if template is None:
+            return Resolution("transient", detail=f"no resolver for {citation.kind}")
+        try:
+            r = self._client.get(template.format(id=citation.value))
+        except httpx.HTTPError as e:
+            return Resolution("transient", detail=f"{e.__class__.__name__}: {e}")
+        if r.status_code == 200:
+            return Resolution("found", r.text[: self._max_chars])
+        if r.status_code == 429 or r.status_code >= 500:
+            return Resolution("transient", detail=f"HTTP {r.status_code}")
+        return Resolution("notfound", detail=f"HTTP {r.status_code}")
+
+
+class RoutingResolver:
+    """Each citation kind to its resolver; a kind without one is ``transient`` (not judged)."""
+
+    def __init__(self, routes: Mapping[str, CitationResolver]) -> None:
+        self._routes = dict(routes)
+
+    def resolve(self, citation: Citation) -> Resolution:
+        resolver = self._routes.get(citation.kind)
+        if resolver is None:
+            return Resolution("transient", detail=f"no resolver for {citation.kind}")
+        return resolver.resolve(citation)
+
+
+# -- L2: support --------------------------------------------------------------------------
+
+
+def parse_support(content: str) -> dict[str, Any]:
+    """``{support: yes|partial|no, reasoning}`` from a citation-support reply."""
+    obj = json_object(content)
+    support = str(obj.get("support", "")).strip().casefold()
+    if support not in ("yes", "partial", "no"):
+        raise JudgeParseError(f"support must be yes, partial or no, got {obj.get('support')!r}")
+    return {"reasoning": str(obj.get("reasoning") or ""), "support": support}
+
+
+class SupportJudge:
+    """Asks a judge whether a cited record supports the claim citing it."""
+
+    def __init__(self, llm: LLMJudge, prompt: JudgePrompt | None = None) -> None:
+        self.llm = llm
+        self.prompt = prompt or default_prompt("citation_support")
+
+    def judge(self, citation: Citation, record: str) -> tuple[Support | None, str | None]:
+        """``(support, None)``, or ``(None, why)`` when the judge failed."""
+        reply = self.llm.ask(self.prompt, {"identifier": f"{citation.kind}:{citation.value}"},
+                             {"record": record, "response": citation.claim}, parse_support,
+                             f"support of {citation.kind}:{citation.value}")
+        if not reply.ok:
+            return None, reply.error
+        support: Support = reply.parsed["support"]
+        return support, None
+
+
+# -- the audit ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CitationCheck:
+    """One audited citation: existence, support (None when not judged) and tries made."""
+
+    kind: CitationKind
+    value: str
+    existence: Existence
+    support: Support | None
+    attempts: int
+    detail: str = ""
+
+    @property
+    def wrong_paper(self) -> bool:
+        return self.existence == "found" and self.support == "no"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"attempts": self.attempts, "detail": self.detail, "existence": self.existence,
+                "kind": self.kind, "support": self.support, "value": self.value,
+                "wrong_paper": self.wrong_paper}
+
+
+class CitationAuditor:
+    """Extracts, resolves (retrying transient outcomes) and judges support."""
+
+    def __init__(self, resolver: CitationResolver, support: SupportJudge | None = None, *,
+                 max_attempts: int = 3, backoff_s: float = 0.5, docid_pattern: str = DEFAULT_DOCID_PATTERN,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.resolver = resolver
+        self.support = support
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.docid_pattern = docid_pattern
+        self._sleep = sleep
+
+    def _resolve(self, citation: Citation) -> tuple[Resolution, int]:
+        for attempt in range(1, self.max_attempts + 1):
+            resolution = self.resolver.resolve(citation)
+            if resolution.status != "transient" or attempt == self.max_attempts:
+                return resolution, attempt
+            self._sleep(self.backoff_s * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+    def check(self, citation: Citation) -> CitationCheck:
+        resolution, attempts = self._resolve(citation)
+        support: Support | None = None
+        detail = resolution.detail
+        if resolution.status == "found" and self.support is not None:
+            support, why = self.support.judge(citation, resolution.record or "")
+            detail = why or detail
+        return CitationCheck(citation.kind, citation.value, resolution.status, support, attempts, detail)
+
+    def audit(self, answer: str | None) -> list[CitationCheck]:
+        """Every citation of ``answer`` checked (an empty answer cites nothing)."""
+        if not answer:
+            return []
+        return [self.check(c) for c in extract_citations(answer, self.docid_pattern)]
+
+    def audit_task(self, task: GradingTask, answer: str | None) -> list[dict[str, Any]]:
+        """The audit as the list stored in a graded question's judge record."""
+        del task  # the claim is read from the answer itself
+        return [c.as_dict() for c in self.audit(answer)]
+
+
+def _rate(count: int, n: int) -> dict[str, Any]:
+    low, high = wilson_interval(count, n)
+    return {"ci": [round(low, 6), round(high, 6)], "count": count, "n": n,
+            "rate": None if n == 0 else round(count / n, 6)}
+
+
+def citation_rates(checks: Iterable[CitationCheck | Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts and rates over audited citations (dicts as stored, or :class:`CitationCheck`).
+
+    ``existence``: found / (found + notfound), transient left out. ``support``: yes,
+    partial and ``wrong_paper`` (found and support no) over the found citations whose
+    support was judged. Every rate carries a Wilson 95% interval.
+    """
+    rows = [c.as_dict() if isinstance(c, CitationCheck) else dict(c) for c in checks]
+    existence = {s: sum(r["existence"] == s for r in rows) for s in ("found", "notfound", "transient")}
+    judged = [r for r in rows if r["existence"] == "found" and r["support"] is not None]
+    support = {s: sum(r["support"] == s for r in judged) for s in ("yes", "partial", "no")}
+    by_kind = {k: sum(r["kind"] == k for r in rows) for k in CITATION_KINDS}
+    checked = existence["found"] + existence["notfound"]
+    return {
+        "by_kind": by_kind,
+        "cited": len(rows),
+        "existence": {**existence, "rate": _rate(existence["found"], checked)},
+        "support": {**support, "judged": len(judged), "unjudged_found": existence["found"] - len(judged),
+                    "rate_yes": _rate(support["yes"], len(judged)),
+                    "rate_partial": _rate(support["partial"], len(judged))},
+        "wrong_paper": _rate(support["no"], len(judged)),
+    }
+
+
+def rates_of_graded(judge_records: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """:func:`citation_rates` over the ``citations`` lists stored in graded questions' judge records."""
+    return citation_rates(c for rec in judge_records if rec for c in rec.get("citations") or ())
+
+
+__all__ = [
+    "CITATION_KINDS",
+    "DEFAULT_DOCID_PATTERN",
+    "Citation",
+    "CitationAuditor",
+    "CitationCheck",
+    "CitationKind",
+    "CitationResolver",
+    "CorpusResolver",
+    "Existence",
+    "HttpRecordResolver",
+    "Resolution",
+    "RoutingResolver",
+    "Support",
+    "SupportJudge",
+    "citation_rates",
+    "extract_citations",
+    "parse_support",
+    "rates_of_graded",
+]

@@ -1,0 +1,278 @@
+"""DR-256 question rows (``benchmark/questions.jsonl``) and the pinned release identities.
+
+Row schema (DESIGN.md), every field typed exactly as the rows carry it
+(``data/sample/questions.jsonl`` follows the release's format):
+
+- ``label``: the reference answer (non-empty string);
+- ``prompt``: the frozen chat messages (roles ``system``/``user``, at least one ``user``);
+- ``metadata.question``, ``metadata.qid``: non-empty strings;
+- ``metadata.difficulty``: the upstream difficulty, the integer 1, 2 or 3;
+- ``metadata.teacher_correct``: whether the teacher model answered correctly, or null;
+- ``metadata.dataset_rows``: the upstream dataset rows, a list of JSON objects (may be empty);
+- ``metadata.row_fingerprints``: at least one lowercase hex SHA-256;
+- ``metadata.benchmark``: ``index`` (int ≥ 0), ``calibration_tier`` (``frontier`` |
+  ``challenge``), ``selection_bucket`` (non-empty string), ``base_pilot`` (boolean),
+  ``clean_provenance_answer_docids`` (non-empty strings).
+
+Unknown extra keys are allowed at every level: a row may carry more than we read.
+``clean_provenance_answer_docids`` is construction metadata: :meth:`QuestionRow.agent_question`
+(what an agent sees) and :meth:`QuestionRow.to_task` (what a judge sees) both leave it out.
+
+Pinned identities come from the DR-256 v1.1.0 release notes; :func:`pinned_for` finds
+the pin a release names (manifest ``release.name``/``revision``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+
+from ...index import InvalidInputError
+from ._jsonl import describe_validation
+from .tasks import GradingTask, NonEmpty
+
+if TYPE_CHECKING:
+    from ...agents import Question
+
+Tier = Literal["frontier", "challenge"]
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", strict=True)]
+
+
+def _exact_int(value: object) -> object:
+    """Let only true ints reach a Literal of ints (lax mode would take True or "2")."""
+    if type(value) is not int:
+        raise ValueError("Input should be 1, 2 or 3")
+    return value
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class PromptMessage(_Row):
+    """One frozen chat message of a question's prompt."""
+
+    role: Literal["system", "user"]
+    content: NonEmpty
+
+
+class BenchmarkInfo(_Row):
+    """``metadata.benchmark``: position, calibration tier and construction metadata."""
+
+    index: Annotated[StrictInt, Field(ge=0)]
+    calibration_tier: Tier
+    selection_bucket: NonEmpty
+    base_pilot: StrictBool
+    clean_provenance_answer_docids: list[NonEmpty]
+
+
+class QuestionMetadata(_Row):
+    question: NonEmpty
+    qid: NonEmpty
+    difficulty: Annotated[Literal[1, 2, 3], BeforeValidator(_exact_int)]
+    teacher_correct: StrictBool | None
+    dataset_rows: list[dict[str, Any]]
+    row_fingerprints: Annotated[list[Sha256Hex], Field(min_length=1)]
+    benchmark: BenchmarkInfo
+
+
+class QuestionRow(_Row):
+    """One line of ``benchmark/questions.jsonl``: reference answer, prompt, metadata."""
+
+    label: NonEmpty
+    prompt: Annotated[list[PromptMessage], Field(min_length=1)]
+    metadata: QuestionMetadata
+
+    def agent_question(self) -> Question:
+        """What the agent harness sends a model: the frozen prompt, qid and index only.
+
+        Needs the agents extra (imported here so that release validation, which reads
+        rows too, runs on a core install).
+        """
+        from ...agents.questions import Question
+
+        prompt = [{"content": m.content, "role": m.role} for m in self.prompt]
+        return Question.model_validate({"index": self.metadata.benchmark.index, "prompt": prompt,
+                                        "qid": self.metadata.qid})
+
+    def to_task(self) -> GradingTask:
+        """What a judge needs: question, label and the breakdown fields (no answer docids)."""
+        meta = self.metadata
+        return GradingTask(kind="dr256", question_id=meta.qid, index=meta.benchmark.index,
+                           question=meta.question, reference=self.label,
+                           tier=meta.benchmark.calibration_tier, difficulty=str(meta.difficulty))
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    """Parsed questions plus every problem found (``problems`` empty = schema-valid)."""
+
+    rows: list[QuestionRow]
+    lines: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def tiers(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.metadata.benchmark.calibration_tier for r in self.rows).items()))
+
+    @property
+    def difficulties(self) -> dict[str, int]:
+        return {str(k): v for k, v in sorted(Counter(r.metadata.difficulty for r in self.rows).items())}
+
+    @property
+    def answer_docids(self) -> set[str]:
+        return {d for r in self.rows for d in r.metadata.benchmark.clean_provenance_answer_docids}
+
+    def tasks(self) -> list[GradingTask]:
+        """The grading tasks, in benchmark index order."""
+        return [r.to_task() for r in sorted(self.rows, key=lambda r: r.metadata.benchmark.index)]
+
+
+def _row_problems(row: QuestionRow) -> list[str]:
+    roles = [m.role for m in row.prompt]
+    if "user" not in roles:
+        return ["prompt: no user message"]
+    return []
+
+
+def load_questions(path: str | os.PathLike[str], max_problems: int = 20) -> QuestionSet:
+    """Parse and check a questions file: schema, indices 0..N-1 unique, qids unique.
+
+    Never raises for bad content: every problem becomes a message naming the file and
+    line (at most ``max_problems`` are kept). Raises OSError if the file cannot be read.
+    """
+    name = os.fspath(path)
+    rows: list[QuestionRow] = []
+    problems: list[str] = []
+    lines = 0
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            lines += 1
+            try:
+                row = QuestionRow.model_validate(json.loads(raw))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                problems.append(f"{name}:{n}: not valid JSON ({e})")
+                continue
+            except ValidationError as e:
+                problems.append(f"{name}:{n}: {describe_validation(e)}")
+                continue
+            problems.extend(f"{name}:{n}: {p}" for p in _row_problems(row))
+            rows.append(row)
+    if not problems:
+        problems.extend(f"{name}: {p}" for p in _numbering_problems(rows))
+    return QuestionSet(rows, lines, problems[:max_problems])
+
+
+def read_dr256(path: str | os.PathLike[str]) -> QuestionSet:
+    """:func:`load_questions`, raising InvalidInputError (file:line) for the first problem."""
+    try:
+        qs = load_questions(path)
+    except OSError as e:
+        raise InvalidInputError(f"{os.fspath(path)}: cannot read questions ({e.strerror})") from None
+    if qs.problems:
+        more = f" (+{len(qs.problems) - 1} more)" if len(qs.problems) > 1 else ""
+        raise InvalidInputError(qs.problems[0] + more)
+    if not qs.rows:
+        raise InvalidInputError(f"{os.fspath(path)}: no questions")
+    return qs
+
+
+def _numbering_problems(rows: list[QuestionRow]) -> list[str]:
+    problems = []
+    indices = Counter(r.metadata.benchmark.index for r in rows)
+    dups = sorted(i for i, c in indices.items() if c > 1)
+    if dups:
+        problems.append(f"duplicate benchmark.index {dups[:10]}")
+    missing = sorted(set(range(len(rows))) - set(indices))
+    if missing:
+        problems.append(f"benchmark.index must be 0..{len(rows) - 1}; missing {missing[:10]}")
+    qids = Counter(r.metadata.qid for r in rows)
+    dup_qids = sorted(q for q, c in qids.items() if c > 1)
+    if dup_qids:
+        problems.append(f"duplicate qid {dup_qids[:5]}")
+    return problems
+
+
+def normalise_question(text: str) -> str:
+    """NFKC, case-folded, single-spaced: the form a qid is derived from."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+# -- pinned release identities ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PinnedRelease:
+    """The published identity of a release: what ``validate`` compares it against."""
+
+    name: str
+    revision: str
+    questions_sha256: str
+    database_sha256: str
+    database_bytes: int
+    questions: int
+    tiers: dict[str, int]
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.revision}"
+
+
+DR256_V1_1_0 = PinnedRelease(
+    name="DR-256",
+    revision="v1.1.0",
+    questions_sha256="6c1bbdfad639b84224976d4a49d28e1eb060cb0a38f3f7284b9050b6963e7a85",
+    database_sha256="09172388ed6c0ae91cb43dff3a663bcfb219673ed991ff5c9922904eb61ee77e",
+    database_bytes=3_499_802_624,
+    questions=256,
+    tiers={"challenge": 128, "frontier": 128},
+)
+PINNED_RELEASES: tuple[PinnedRelease, ...] = (DR256_V1_1_0,)
+
+
+def _norm_name(text: str) -> str:
+    return "".join(c for c in text.casefold() if c.isalnum())
+
+
+def _norm_revision(text: str) -> str:
+    return text.strip().casefold().removeprefix("v")
+
+
+def pinned_for(name: str, revision: str,
+               pins: tuple[PinnedRelease, ...] = PINNED_RELEASES) -> PinnedRelease | None:
+    """The pin of release ``name``/``revision`` ("dr256", "DR-256", "v1.1.0", "1.1.0" all match)."""
+    for pin in pins:
+        if _norm_name(pin.name) == _norm_name(name) and \
+                _norm_revision(pin.revision) == _norm_revision(revision):
+            return pin
+    return None
+
+
+def pins_named(name: str, pins: tuple[PinnedRelease, ...] = PINNED_RELEASES) -> list[PinnedRelease]:
+    """Every pinned revision of release ``name``."""
+    return [p for p in pins if _norm_name(p.name) == _norm_name(name)]
+
+
+__all__ = [
+    "DR256_V1_1_0",
+    "PINNED_RELEASES",
+    "BenchmarkInfo",
+    "PinnedRelease",
+    "PromptMessage",
+    "QuestionMetadata",
+    "QuestionRow",
+    "QuestionSet",
+    "load_questions",
+    "normalise_question",
+    "pinned_for",
+    "pins_named",
+    "read_dr256",
+]

@@ -1,0 +1,191 @@
+"""Grading a run directory: every question of the dataset gets one :class:`GradedQuestion`.
+
+Input: a run directory written by ``drsearch run`` (``run.json``, ``trajectories.jsonl``,
+optionally ``timings.jsonl``), the dataset's :class:`GradingTask` list and a judge.
+Each task is matched to its episode by question id and classified before any judge is
+asked (DESIGN.md, "Evaluation protocol"):
+
+- no episode → ``missing_episode``;
+- status ``error`` → ``agent_error``; ``turn_cap`` or ``budget`` → ``unfinished``;
+- a final answer that is empty → ``empty_answer`` (reason ``empty_model_response``;
+  the judge is not called);
+- otherwise the judge decides: ``correct``, ``incorrect`` or ``judge_failed``.
+
+The order of the result is the tasks' index order, whatever the episodes' order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..index import InvalidInputError
+from .citations import CitationAuditor
+from .datasets import GradingTask
+from .judges import EMPTY_RESPONSE, Judge, is_empty
+from .records import GradedQuestion, Outcome
+
+FINISHED = frozenset({"answered", "final"})
+"""Episode statuses that carry a final answer (``answered`` is what drsearch.agents writes)."""
+UNFINISHED = frozenset({"turn_cap", "budget"})
+
+
+@dataclass(frozen=True)
+class RunEpisodes:
+    """A run directory as read for grading: manifest, episodes by question id, wall times."""
+
+    path: Path
+    manifest: dict[str, Any]
+    episodes: dict[str, dict[str, Any]]
+    wall_s: dict[str, float] = field(default_factory=dict)
+
+    def unknown_ids(self, tasks: Sequence[GradingTask]) -> list[str]:
+        """Episode question ids that no task has (a run of another dataset?)."""
+        known = {t.question_id for t in tasks}
+        return sorted(q for q in self.episodes if q not in known)
+
+
+def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The complete lines of a JSONL file; a torn last line (no newline: kill -9) is skipped."""
+    data = path.read_bytes()
+    rows = []
+    for n, line in enumerate(data[: data.rfind(b"\n") + 1].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise InvalidInputError(f"{path}:{n}: not valid JSON") from None
+        if not isinstance(value, dict):
+            raise InvalidInputError(f"{path}:{n}: not a JSON object")
+        rows.append((n, value))
+    return rows
+
+
+def read_run(run_dir: str | Path) -> RunEpisodes:
+    """Read a run directory; InvalidInputError if it is not one (names the file and line)."""
+    root = Path(run_dir)
+    manifest_path = root / "run.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"{root}: not a run directory (no run.json)") from None
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"{manifest_path}: unreadable ({e})") from None
+    if not isinstance(manifest, dict):
+        raise InvalidInputError(f"{manifest_path}: not a JSON object")
+    episodes: dict[str, dict[str, Any]] = {}
+    trajectories = root / "trajectories.jsonl"
+    if trajectories.exists():
+        for n, record in _jsonl(trajectories):
+            if not isinstance(record.get("qid"), str) or not isinstance(record.get("status"), str):
+                raise InvalidInputError(f"{trajectories}:{n}: an episode needs string 'qid' and 'status'")
+            episodes.setdefault(record["qid"], record)  # first one wins, as the run store reads it
+    wall: dict[str, float] = {}
+    timings = root / "timings.jsonl"
+    if timings.exists():
+        for _, t in _jsonl(timings):
+            if isinstance(t.get("qid"), str) and isinstance(t.get("wall_s"), int | float):
+                wall.setdefault(t["qid"], float(t["wall_s"]))
+    return RunEpisodes(root, manifest, episodes, wall)
+
+
+def _classify(episode: dict[str, Any] | None) -> tuple[str, Outcome | None, str | None]:
+    """``(episode_status, outcome or None when the judge must decide, reason)``."""
+    if episode is None:
+        return "missing", "missing_episode", "no episode in trajectories.jsonl"
+    status = str(episode["status"])
+    reason = episode.get("reason")
+    if status in FINISHED:
+        if is_empty(episode.get("final_answer")):
+            return status, "empty_answer", EMPTY_RESPONSE
+        return status, None, None
+    if status in UNFINISHED:
+        return status, "unfinished", reason
+    if status == "error":
+        return status, "agent_error", reason
+    return status, "agent_error", f"unknown episode status {status!r}"
+
+
+def _accounting(episode: dict[str, Any] | None) -> dict[str, Any]:
+    acc = (episode or {}).get("accounting") or {}
+    calls = acc.get("tool_calls") or {}
+    return {"completion_tokens": int(acc.get("completion_tokens") or 0),
+            "prompt_tokens": int(acc.get("prompt_tokens") or 0),
+            "tool_calls": sum(int(v) for v in calls.values()) if isinstance(calls, dict) else int(calls)}
+
+
+def grade_episode(task: GradingTask, episode: dict[str, Any] | None, judge: Judge, *, attempt: int = 0,
+                  wall_s: float = 0.0, auditor: CitationAuditor | None = None) -> GradedQuestion:
+    """Grade one task's episode (None when the run has none)."""
+    status, outcome, reason = _classify(episode)
+    answer = None if episode is None else episode.get("final_answer")
+    score: float | None = None
+    record: dict[str, Any] | None = None
+    if outcome is None:
+        verdict = judge.grade(task, answer)
+        outcome, reason, score, record = verdict.outcome, verdict.reason, verdict.score, dict(verdict.record)
+    if auditor is not None and status in FINISHED and not is_empty(answer):
+        record = {**(record or {}), "citations": auditor.audit_task(task, answer)}
+    return GradedQuestion(
+        question_id=task.question_id, index=task.index, attempt=attempt, tier=task.tier,
+        category=task.category, answer_type=task.answer_type, difficulty=task.difficulty,
+        episode_status=status, final_answer=answer if isinstance(answer, str) else None,
+        outcome=outcome, correct=outcome == "correct",
+        score=score, reason=reason, wall_s=wall_s, judge=record, **_accounting(episode))
+
+
+def grade_run(run: str | Path | RunEpisodes, tasks: Sequence[GradingTask], judge: Judge, *, attempt: int = 0,
+              auditor: CitationAuditor | None = None, concurrency: int = 1,
+              progress: Callable[[int], None] | None = None) -> list[GradedQuestion]:
+    """One :class:`GradedQuestion` per task, in index order; judge calls run ``concurrency`` at once.
+
+    Raises InvalidInputError for a directory that is not a run, or duplicate question ids
+    in ``tasks``; ReplayMissError when a replay-only judge cache lacks a verdict.
+    """
+    episodes = run if isinstance(run, RunEpisodes) else read_run(run)
+    ids = [t.question_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise InvalidInputError("duplicate question ids among the tasks")
+    ordered = sorted(tasks, key=lambda t: (t.index, t.question_id))
+
+    def one(task: GradingTask) -> GradedQuestion:
+        graded = grade_episode(task, episodes.episodes.get(task.question_id), judge, attempt=attempt,
+                               wall_s=episodes.wall_s.get(task.question_id, 0.0), auditor=auditor)
+        if progress is not None:
+            progress(1)
+        return graded
+
+    if concurrency <= 1:
+        return [one(t) for t in ordered]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(one, ordered))
+
+
+def write_graded(path: str | Path, graded: Sequence[GradedQuestion]) -> None:
+    """One canonical JSON line per graded question (sorted keys), in the given order."""
+    lines = (json.dumps(g.model_dump(mode="json"), ensure_ascii=False, sort_keys=True,
+                        separators=(",", ":")) + "\n" for g in graded)
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def read_graded(path: str | Path) -> list[GradedQuestion]:
+    """The records :func:`write_graded` wrote; InvalidInputError names a bad line."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInputError(f"{p}: no graded questions there (run `drsearch score` first)")
+    out = []
+    for n, value in _jsonl(p):
+        try:
+            out.append(GradedQuestion.model_validate(value))
+        except ValueError as e:
+            raise InvalidInputError(f"{p}:{n}: not a graded question ({e.__class__.__name__})") from None
+    return out
+
+
+__all__ = ["FINISHED", "UNFINISHED", "RunEpisodes", "grade_episode", "grade_run", "read_graded", "read_run",
+           "write_graded"]

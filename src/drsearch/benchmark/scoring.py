@@ -1,0 +1,370 @@
+"""Scoring: graded questions in, ``scores.json`` bodies and readable tables out.
+
+Honest denominators (DESIGN.md, "Evaluation protocol"): accuracy is always over
+every expected question. Empty answers, unfinished episodes, agent errors, missing
+episodes and failed judge verdicts all count as incorrect, and each is counted
+separately so the report shows where the misses came from. Every proportion
+carries a Wilson interval.
+
+Determinism: every dict returned here has its keys sorted at every level, breakdown
+keys are sorted as strings (a missing value is reported as ``"(unknown)"``), id
+lists are sorted, and every float is rounded to :data:`DIGITS` decimal places, so
+the same records always serialise to the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from drsearch.benchmark.records import OUTCOMES, GradedQuestion
+from drsearch.benchmark.stats import (
+    cohen_kappa,
+    mcnemar_exact,
+    mean_at_k,
+    pass_at_k,
+    spearman,
+    wilson_interval,
+)
+
+DIGITS = 6
+"""Decimal places every reported float is rounded to."""
+
+BREAKDOWN_FIELDS = ("tier", "category", "answer_type", "difficulty")
+"""The GradedQuestion fields accuracy is broken down by."""
+
+UNKNOWN = "(unknown)"
+"""Breakdown key for a question whose field is unset (or that has no record at all)."""
+
+DEFAULT_SOLVED_THRESHOLD = 0.5
+
+_Key = tuple[str, int]
+
+
+def _canonical(value: Any) -> Any:
+    """Sort dict keys at every level and round floats to DIGITS places."""
+    if isinstance(value, dict):
+        return {str(key): _canonical(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    if isinstance(value, float):
+        return round(value, DIGITS)
+    return value
+
+
+def _proportion(count: int, n: int, confidence: float) -> dict[str, Any]:
+    low, high = wilson_interval(count, n, confidence)
+    return {"count": count, "n": n, "rate": count / n if n else None, "ci": [low, high]}
+
+
+def _index(items: Iterable[GradedQuestion]) -> dict[_Key, GradedQuestion]:
+    """Map (question_id, attempt) to its record; a repeated key is an error."""
+    table: dict[_Key, GradedQuestion] = {}
+    for item in items:
+        key = (item.question_id, item.attempt)
+        if key in table:
+            raise ValueError(f"question {key[0]!r} attempt {key[1]} is graded twice")
+        table[key] = item
+    return table
+
+
+def _first_attempts(items: Iterable[GradedQuestion]) -> dict[str, GradedQuestion]:
+    return {qid: item for (qid, attempt), item in _index(items).items() if attempt == 0}
+
+
+def _question_ids(table: dict[_Key, GradedQuestion], expected_ids: Sequence[str] | None) -> list[str]:
+    present = {qid for qid, _ in table}
+    if expected_ids is None:
+        return sorted(present)
+    ids = list(expected_ids)
+    if len(set(ids)) != len(ids):
+        raise ValueError("expected_ids contains duplicates")
+    stray = sorted(present - set(ids))
+    if stray:
+        raise ValueError(f"graded questions not in expected_ids: {stray[:5]}")
+    return ids
+
+
+def _breakdowns(
+    ids: Sequence[str], first: dict[str, GradedQuestion], confidence: float
+) -> dict[str, dict[str, Any]]:
+    result: dict[str, dict[str, Any]] = {}
+    for field in BREAKDOWN_FIELDS:
+        values = [getattr(first[qid], field) if qid in first else None for qid in ids]
+        if all(value is None for value in values):
+            result[field] = {}
+            continue
+        groups: dict[str, list[bool]] = defaultdict(list)
+        for qid, value in zip(ids, values, strict=True):
+            groups[UNKNOWN if value is None else str(value)].append(qid in first and first[qid].correct)
+        result[field] = {key: _group(hits, confidence) for key, hits in groups.items()}
+    return result
+
+
+def _group(hits: Sequence[bool], confidence: float) -> dict[str, Any]:
+    correct = sum(hits)
+    low, high = wilson_interval(correct, len(hits), confidence)
+    return {"n": len(hits), "correct": correct, "accuracy": correct / len(hits), "ci": [low, high]}
+
+
+def _per_question(graded: Sequence[GradedQuestion]) -> dict[str, Any]:
+    n = len(graded)
+
+    def mean(values: Iterable[float]) -> float | None:
+        return sum(values) / n if n else None
+
+    return {
+        "n": n,
+        "tool_calls": mean(g.tool_calls for g in graded),
+        "prompt_tokens": mean(g.prompt_tokens for g in graded),
+        "completion_tokens": mean(g.completion_tokens for g in graded),
+        "total_tokens": mean(g.prompt_tokens + g.completion_tokens for g in graded),
+        "wall_s": mean(g.wall_s for g in graded),
+    }
+
+
+def _checklist(
+    ids: Sequence[str], first: dict[str, GradedQuestion], threshold: float, confidence: float
+) -> dict[str, Any] | None:
+    scores = [first[qid].score if qid in first else None for qid in ids]
+    scored = [s for s in scores if s is not None]
+    if not scored:
+        return None
+    n = len(ids)
+    solved = sum(1 for s in scored if s >= threshold)
+    return {
+        "threshold": threshold,
+        "n_scored": len(scored),
+        "mean_score": sum(scored) / n,
+        "mean_score_scored_only": sum(scored) / len(scored),
+        "solved": _proportion(solved, n, confidence),
+    }
+
+
+def _attempts(ids: Sequence[str], table: dict[_Key, GradedQuestion]) -> dict[str, Any] | None:
+    if all(attempt == 0 for _, attempt in table):
+        return None
+    n_attempts = max(attempt for _, attempt in table) + 1
+    hits = {
+        qid: [table[(qid, a)].correct if (qid, a) in table else False for a in range(n_attempts)]
+        for qid in ids
+    }
+    ks = range(1, n_attempts + 1)
+    n = len(ids)
+    missing = sum(1 for qid in ids for a in range(n_attempts) if (qid, a) not in table)
+    return {
+        "n_attempts": n_attempts,
+        "missing_attempts": missing,
+        "pass_at_k": {str(k): sum(pass_at_k(n_attempts, sum(h), k) for h in hits.values()) / n for k in ks},
+        "mean_at_k": {str(k): sum(mean_at_k(h, k) for h in hits.values()) / n for k in ks},
+    }
+
+
+def summarize(
+    items: Sequence[GradedQuestion],
+    *,
+    expected_ids: Sequence[str] | None = None,
+    solved_threshold: float = DEFAULT_SOLVED_THRESHOLD,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Build the ``scores.json`` body for one graded run.
+
+    The question set is ``expected_ids`` when given (an expected question with no
+    attempt-0 record counts as ``missing_episode``, incorrect, with unknown
+    breakdown fields — callers that know its tier should pass an explicit
+    ``missing_episode`` record instead), otherwise every question id present.
+    Headline numbers use attempt 0. With repeated attempts (any ``attempt > 0``),
+    ``attempts`` reports pass@k (unbiased estimator) and mean@k (fraction correct
+    among attempts ``0..k-1``) for every k from 1 to the number of attempts, each
+    averaged over all questions, a missing attempt counting as incorrect.
+    ``checklist`` (present when any score exists): mean score over all questions
+    with an unscored question counting 0, the mean over scored ones only, and the
+    solved rate (score >= ``solved_threshold``) over all questions.
+    ``per_question`` means cover the questions that have an attempt-0 record.
+
+    Raises ``ValueError`` when a (question, attempt) is graded twice, when
+    ``expected_ids`` has duplicates or misses a graded question, or when the
+    question set is empty.
+    """
+    table = _index(items)
+    ids = _question_ids(table, expected_ids)
+    if not ids:
+        raise ValueError("no questions to score")
+    first = {qid: table[(qid, 0)] for qid in ids if (qid, 0) in table}
+    outcomes = Counter(first[qid].outcome if qid in first else "missing_episode" for qid in ids)
+    n = len(ids)
+    body = {
+        "n": n,
+        "n_graded": len(first),
+        "confidence": confidence,
+        "interval": "wilson",
+        "accuracy": _proportion(outcomes["correct"], n, confidence),
+        "outcomes": {outcome: _proportion(outcomes[outcome], n, confidence) for outcome in OUTCOMES},
+        "breakdowns": _breakdowns(ids, first, confidence),
+        "per_question": _per_question(list(first.values())),
+        "checklist": _checklist(ids, first, solved_threshold, confidence),
+        "attempts": _attempts(ids, table),
+    }
+    result: dict[str, Any] = _canonical(body)
+    return result
+
+
+def compare_runs(
+    a: Sequence[GradedQuestion], b: Sequence[GradedQuestion], *, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Paired comparison of two runs on the questions both graded (attempt 0).
+
+    Questions graded in only one run are left out of every number and reported
+    as ``unpaired`` counts and ids. Returns the 2x2 table (``both_correct``,
+    ``a_only``, ``b_only``, ``both_incorrect``), each run's accuracy on the paired
+    questions, ``difference`` = accuracy(b) − accuracy(a), the two-sided exact
+    McNemar p-value on the discordant pairs, and the flip table: sorted question ids
+    that went correct → incorrect and incorrect → correct from ``a`` to ``b``.
+    Raises ``ValueError`` when a run grades a question twice.
+    """
+    first_a, first_b = _first_attempts(a), _first_attempts(b)
+    paired = sorted(set(first_a) & set(first_b))
+    lost = [qid for qid in paired if first_a[qid].correct and not first_b[qid].correct]
+    gained = [qid for qid in paired if not first_a[qid].correct and first_b[qid].correct]
+    both = sum(1 for qid in paired if first_a[qid].correct and first_b[qid].correct)
+    n = len(paired)
+    correct_a, correct_b = both + len(lost), both + len(gained)
+    body = {
+        "n_paired": n,
+        "unpaired": {
+            "only_a": sorted(set(first_a) - set(first_b)),
+            "only_b": sorted(set(first_b) - set(first_a)),
+            "n_only_a": len(set(first_a) - set(first_b)),
+            "n_only_b": len(set(first_b) - set(first_a)),
+        },
+        "table": {
+            "both_correct": both,
+            "a_only": len(lost),
+            "b_only": len(gained),
+            "both_incorrect": n - both - len(lost) - len(gained),
+        },
+        "accuracy_a": _proportion(correct_a, n, confidence),
+        "accuracy_b": _proportion(correct_b, n, confidence),
+        "difference": (correct_b - correct_a) / n if n else None,
+        "mcnemar_p": mcnemar_exact(len(lost), len(gained)),
+        "flips": {"correct_to_incorrect": lost, "incorrect_to_correct": gained},
+    }
+    result: dict[str, Any] = _canonical(body)
+    return result
+
+
+def judge_agreement(
+    a: Sequence[GradedQuestion], b: Sequence[GradedQuestion], *, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Agreement of two judges grading the same run, paired on (question_id, attempt).
+
+    Reports ``n`` paired records, unpaired counts, raw agreement on ``correct``
+    (a proportion with its interval), Cohen's kappa on ``correct`` (None when nothing
+    is paired), the disagreeing records as sorted ``[question_id, attempt]`` pairs,
+    and, when both judges scored some record, Spearman's rho on those checklist
+    scores with ``n_scored`` (rho is None when undefined, e.g. constant scores).
+    Raises ``ValueError`` when a judge grades a record twice.
+    """
+    table_a, table_b = _index(a), _index(b)
+    keys = sorted(set(table_a) & set(table_b))
+    labels_a = [table_a[key].correct for key in keys]
+    labels_b = [table_b[key].correct for key in keys]
+    agree = sum(1 for x, y in zip(labels_a, labels_b, strict=True) if x == y)
+    scored = [key for key in keys if table_a[key].score is not None and table_b[key].score is not None]
+    scores_a = [float(table_a[key].score or 0.0) for key in scored]
+    scores_b = [float(table_b[key].score or 0.0) for key in scored]
+    body = {
+        "n": len(keys),
+        "unpaired": {"only_a": len(set(table_a) - set(table_b)), "only_b": len(set(table_b) - set(table_a))},
+        "agreement": _proportion(agree, len(keys), confidence),
+        "kappa": cohen_kappa(labels_a, labels_b) if keys else None,
+        "disagreements": [list(key) for key in keys if table_a[key].correct != table_b[key].correct],
+        "n_scored": len(scored),
+        "spearman": spearman(scores_a, scores_b) if scored else None,
+    }
+    result: dict[str, Any] = _canonical(body)
+    return result
+
+
+def _fmt_rate(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value:6.4f}"
+
+
+def _fmt_ci(ci: Sequence[float]) -> str:
+    return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def render_table(summary: dict[str, Any]) -> str:
+    """Render a :func:`summarize` body as a plain-text report (no trailing newline).
+
+    Shows the accuracy with its interval, every outcome count, each non-empty
+    breakdown, per-question means, and the checklist and pass@k sections when present.
+    """
+    acc = summary["accuracy"]
+    pct = round(summary["confidence"] * 100)
+    lines = [
+        f"questions  {summary['n']}  (graded {summary['n_graded']})",
+        f"accuracy   {_fmt_rate(acc['rate'])}  {_fmt_ci(acc['ci'])}  "
+        f"({acc['count']}/{acc['n']}, Wilson {pct}% CI)",
+        "",
+        f"{'outcome':<18}{'count':>7}{'rate':>9}  {pct}% CI",
+    ]
+    for outcome in OUTCOMES:
+        row = summary["outcomes"][outcome]
+        lines.append(f"{outcome:<18}{row['count']:>7}{_fmt_rate(row['rate']):>9}  {_fmt_ci(row['ci'])}")
+    for field in BREAKDOWN_FIELDS:
+        groups = summary["breakdowns"].get(field) or {}
+        if not groups:
+            continue
+        width = max(len(field), *(len(key) for key in groups)) + 2
+        lines += ["", f"{field:<{width}}{'n':>6}{'correct':>9}{'accuracy':>10}  {pct}% CI"]
+        for key, row in groups.items():
+            lines.append(
+                f"{key:<{width}}{row['n']:>6}{row['correct']:>9}{_fmt_rate(row['accuracy']):>10}  "
+                f"{_fmt_ci(row['ci'])}"
+            )
+    lines += _render_means(summary["per_question"])
+    lines += _render_checklist(summary.get("checklist"), pct)
+    lines += _render_attempts(summary.get("attempts"))
+    return "\n".join(lines)
+
+
+def _render_means(means: dict[str, Any]) -> list[str]:
+    if not means["n"]:
+        return ["", "per question (graded): none graded"]
+    return [
+        "",
+        f"per question (mean over {means['n']} graded)",
+        f"  tool calls         {means['tool_calls']:.2f}",
+        f"  prompt tokens      {means['prompt_tokens']:.1f}",
+        f"  completion tokens  {means['completion_tokens']:.1f}",
+        f"  total tokens       {means['total_tokens']:.1f}",
+        f"  wall time (s)      {means['wall_s']:.2f}",
+    ]
+
+
+def _render_checklist(checklist: dict[str, Any] | None, pct: int) -> list[str]:
+    if not checklist:
+        return []
+    solved = checklist["solved"]
+    return [
+        "",
+        f"checklist  scored {checklist['n_scored']}  mean score {checklist['mean_score']:.4f} "
+        f"(scored only {checklist['mean_score_scored_only']:.4f})",
+        f"solved (score >= {checklist['threshold']})  {_fmt_rate(solved['rate'])}  {_fmt_ci(solved['ci'])}  "
+        f"({solved['count']}/{solved['n']}, Wilson {pct}% CI)",
+    ]
+
+
+def _render_attempts(attempts: dict[str, Any] | None) -> list[str]:
+    if not attempts:
+        return []
+    lines = [
+        "",
+        f"attempts  {attempts['n_attempts']}  (missing {attempts['missing_attempts']})",
+        f"{'k':>4}{'pass@k':>10}{'mean@k':>10}",
+    ]
+    for k in sorted(attempts["pass_at_k"], key=int):
+        lines.append(f"{k:>4}{attempts['pass_at_k'][k]:>10.4f}{attempts['mean_at_k'][k]:>10.4f}")
+    return lines

@@ -1,0 +1,287 @@
+"""``drsearch score``: grade a run directory with an LLM judge (drsearch.benchmark; docs/GRADING.md).
+
+Three forms::
+
+    drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [...]
+    drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
+    drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
+
+The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
+it, ``scores.graded.jsonl`` (one graded question per line), and prints the table. The
+other two read graded files (a run directory, a scores.json or a .graded.jsonl path).
+Bad input exits 2 with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..index import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge
+
+DATASETS = ("dr256", "deepsearchqa", "openbiorq")
+
+
+def graded_path(target: Path) -> Path:
+    """The graded-questions file of a run directory, a scores.json or a .graded.jsonl path."""
+    if target.is_dir():
+        return target / "scores.graded.jsonl"
+    if target.name.endswith(".graded.jsonl"):
+        return target
+    return target.with_name(target.stem + ".graded.jsonl")
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _api_key(var: str | None) -> str | None:
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise InvalidInputError(f"--api-key-env {var}: that environment variable is not set")
+    return key
+
+
+@contextmanager
+def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
+    from ..agents import ChatClient, RetryPolicy
+    from ..benchmark import JudgeCache, JudgeSettings, LLMJudge
+
+    if not args.judge_model or (not args.base_url and args.judge_cache_mode != "replay"):
+        raise InvalidInputError("score needs --judge-model and --base-url (or --judge-cache-mode replay)")
+    try:
+        settings = JudgeSettings(model=args.judge_model, parse_attempts=args.parse_attempts)
+    except ValueError as e:
+        raise InvalidInputError(f"judge settings: {str(e).splitlines()[-1]}") from None
+    cache_path = None if args.judge_cache_mode == "off" else \
+        (args.judge_cache or run_dir / "judge_cache.sqlite3")
+    with ExitStack() as stack:
+        cache = stack.enter_context(JudgeCache(cache_path, args.judge_cache_mode))
+        client = None
+        if args.base_url and args.judge_cache_mode != "replay":
+            retry = RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff)
+            client = ChatClient.connect(args.base_url, _api_key(args.api_key_env), retry=retry)
+            stack.callback(client.close)
+        llm = LLMJudge(client, settings, cache)
+        yield llm
+        stats = cache.stats()
+        print(f"drsearch: judge cache {cache_path}: {stats['hits']} hits, {stats['misses']} misses, "
+              f"{stats['stored']} stored", file=sys.stderr)
+
+
+@contextmanager
+def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAuditor | None]:
+    if not args.audit_citations:
+        yield None
+        return
+    import httpx
+
+    from ..agents import EngineSearcher, HttpSearcher
+    from ..benchmark import CitationAuditor, CorpusResolver, HttpRecordResolver, RoutingResolver, SupportJudge
+    from ..index import BlockList, Engine
+
+    routes: dict[str, Any] = {}
+    with ExitStack() as stack:
+        if args.database is not None:
+            blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
+            engine = stack.enter_context(Engine.open(args.database, blocklist))
+            routes["docid"] = routes["url"] = CorpusResolver(EngineSearcher(engine))
+        elif args.search is not None:
+            searcher = HttpSearcher.connect(args.search)
+            stack.callback(searcher.close)
+            routes["docid"] = routes["url"] = CorpusResolver(searcher)
+        templates = dict(_record_url(t) for t in args.record_url or ())
+        if templates:
+            client = stack.enter_context(httpx.Client(timeout=30.0, follow_redirects=True))
+            resolver = HttpRecordResolver(client, templates)
+            routes.update(dict.fromkeys(templates, resolver))
+        yield CitationAuditor(RoutingResolver(routes), SupportJudge(llm))
+
+
+def _record_url(text: str) -> tuple[str, str]:
+    kind, sep, template = text.partition("=")
+    if not sep or kind not in ("pmid", "doi", "nct") or "{id}" not in template:
+        raise InvalidInputError(f"--record-url {text!r}: expected pmid|doi|nct=URL with {{id}} in it")
+    return kind, template
+
+
+def _tasks(args: argparse.Namespace) -> list[Any]:
+    from ..benchmark import filter_tasks, load_tasks
+
+    tasks = load_tasks(args.dataset, args.questions)
+    if args.categories or args.answer_type or args.ids:
+        tasks = filter_tasks(tasks, categories=args.categories, answer_type=args.answer_type, ids=args.ids)
+    if not tasks:
+        raise InvalidInputError("no questions selected")
+    return tasks
+
+
+def _grade(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
+    from ..benchmark.citations import rates_of_graded
+    from ..benchmark.judges import judge_for
+
+    run_dir = Path(args.run_dir)
+    tasks = _tasks(args)
+    runs = [read_run(p) for p in [run_dir, *(args.attempts or ())]]
+    for run in runs:
+        matched = sum(t.question_id in run.episodes for t in tasks)
+        if run.episodes and not matched:
+            raise InvalidInputError(f"{run.path}: no episode answers any question of {args.questions}")
+        if unknown := run.unknown_ids(tasks):
+            print(f"drsearch: warning: {run.path}: {len(unknown)} episode(s) of questions not selected "
+                  f"(e.g. {unknown[0]}); left out", file=sys.stderr)
+    graded: list[GradedQuestion] = []
+    with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
+        judge = judge_for(args.dataset, llm, threshold=args.threshold)
+        for attempt, run in enumerate(runs):
+            graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
+                                concurrency=args.concurrency)
+    summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
+    summary["grading"] = {
+        "dataset": args.dataset, "questions": str(args.questions), "runs": [str(r.path) for r in runs],
+        "agent_model": runs[0].manifest.get("model"), "judge_model": llm.settings.model,
+        "judge_seed": llm.settings.seed, "judge_temperature": llm.settings.temperature,
+        "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256}
+    if auditor is not None:
+        summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
+    scores = args.out or run_dir / "scores.json"
+    write_graded(graded_path(scores), graded)
+    _write_json(scores, summary)
+    print(render_table(summary), file=out)
+    print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
+    return 0
+
+
+def _read_pair(paths: list[Path]) -> tuple[list[GradedQuestion], list[GradedQuestion]]:
+    from ..benchmark import read_graded
+
+    return read_graded(graded_path(paths[0])), read_graded(graded_path(paths[1]))
+
+
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark import compare_runs
+
+    a, b = _read_pair(args.compare)
+    result = compare_runs(a, b)
+    if args.json:
+        print(json.dumps(result, sort_keys=True), file=out)
+        return 0
+    t, flips = result["table"], result["flips"]
+    acc_a, acc_b = result["accuracy_a"], result["accuracy_b"]
+    print(f"paired questions {result['n_paired']} (only in A: {result['unpaired']['n_only_a']}, "
+          f"only in B: {result['unpaired']['n_only_b']})", file=out)
+    print(f"accuracy A {acc_a['rate']}  B {acc_b['rate']}  difference B-A {result['difference']}", file=out)
+    print(f"{'':>14}{'B correct':>12}{'B wrong':>10}", file=out)
+    print(f"{'A correct':>14}{t['both_correct']:>12}{t['a_only']:>10}", file=out)
+    print(f"{'A wrong':>14}{t['b_only']:>12}{t['both_incorrect']:>10}", file=out)
+    print(f"exact McNemar p = {result['mcnemar_p']}", file=out)
+    for name, ids in (("correct -> incorrect", flips["correct_to_incorrect"]),
+                      ("incorrect -> correct", flips["incorrect_to_correct"])):
+        print(f"{name} ({len(ids)}): {' '.join(ids) if ids else '-'}", file=out)
+    return 0
+
+
+def _agreement(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark import judge_agreement
+
+    a, b = _read_pair(args.agreement)
+    result = judge_agreement(a, b)
+    if args.json:
+        print(json.dumps(result, sort_keys=True), file=out)
+        return 0
+    agree = result["agreement"]
+    print(f"paired records {result['n']} (only in A: {result['unpaired']['only_a']}, "
+          f"only in B: {result['unpaired']['only_b']})", file=out)
+    print(f"agreement {agree['rate']} {agree['ci']}  Cohen's kappa {result['kappa']}", file=out)
+    if result["n_scored"]:
+        print(f"checklist scores: Spearman rho {result['spearman']} over {result['n_scored']}", file=out)
+    print(f"disagreements ({len(result['disagreements'])}): "
+          f"{' '.join(q for q, _ in result['disagreements']) or '-'}", file=out)
+    return 0
+
+
+def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
+    forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None]
+    if sum(forms) != 1:
+        raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B or --agreement A B")
+    try:  # judges need the agents extra (httpx), statistics the grading extra (scipy)
+        import httpx  # noqa: F401
+        import scipy  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError as e:
+        print(f"drsearch: error: score needs the agents and grading extras "
+              f"(pip install 'drsearch[agents,grading]'): {e}", file=sys.stderr)
+        return 2
+    if args.compare is not None:
+        return _compare(args, out)
+    if args.agreement is not None:
+        return _agreement(args, out)
+    if args.questions is None:
+        raise InvalidInputError("score RUN_DIR needs --questions FILE")
+    return _grade(args, out)
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add the ``score`` verb to the CLI's subparsers."""
+    p = sub.add_parser("score", help="grade a run with an LLM judge (see docs/GRADING.md)")
+    p.add_argument("run_dir", nargs="?", type=Path, metavar="RUN_DIR", help="run directory of `drsearch run`")
+    p.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"),
+                   help="paired comparison of two graded runs (exact McNemar, flip table)")
+    p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
+                   help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
+    p.add_argument("--json", action="store_true", help="with --compare/--agreement: print JSON")
+    p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
+    p.add_argument("--dataset", choices=DATASETS, default="dr256", help="dataset format (default dr256)")
+    p.add_argument("--judge-model", metavar="M", help="judge model name")
+    p.add_argument("--base-url", metavar="URL", help="judge's OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the judge's API key")
+    p.add_argument("--out", type=Path, metavar="FILE", help="scores file (default RUN_DIR/scores.json)")
+    p.add_argument("--attempts", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="further runs of the same questions, graded as attempts 1, 2, … (pass@k)")
+    p.add_argument("--threshold", type=_threshold, default=0.5,
+                   help="checklist solved threshold (default 0.5)")
+    p.add_argument("--categories", nargs="+", metavar="C", help="DeepSearchQA: only these categories")
+    p.add_argument("--answer-type", choices=["Single Answer", "Set Answer"],
+                   help="DeepSearchQA: one answer type")
+    p.add_argument("--ids", nargs="+", metavar="ID", help="only these question ids")
+    p.add_argument("--judge-cache", type=Path, metavar="FILE",
+                   help="verdict cache (default RUN_DIR/judge_cache.sqlite3)")
+    p.add_argument("--judge-cache-mode", choices=["off", "record", "replay", "replay-then-live"],
+                   default="replay-then-live", help="replay = re-grade offline from the cache only")
+    p.add_argument("--concurrency", type=int, default=4, help="judge calls at once (default 4)")
+    p.add_argument("--parse-attempts", type=int, default=3, help="re-asks after an unparseable verdict")
+    p.add_argument("--max-attempts", type=int, default=6, help="tries per judge HTTP call (default 6)")
+    p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
+    p.add_argument("--audit-citations", action="store_true",
+                   help="check cited docids/URLs (needs --database or --search) and PMID/DOI/NCT "
+                        "(--record-url)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--database", type=Path, metavar="CORPUS", help="citation audit: the corpus in-process")
+    g.add_argument("--search", metavar="URL", help="citation audit: a drsearch server")
+    p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    p.add_argument("--record-url", action="append", metavar="KIND=URL",
+                   help="citation audit: fetch pmid|doi|nct records from URL with {id} (repeatable)")
+    p.set_defaults(handler=cmd_score)

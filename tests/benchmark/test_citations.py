@@ -1,0 +1,150 @@
+"""Citation audit: extraction, L1 existence (tristate, retried), L2 support, wrong-paper rates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from drsearch.agents import ChatClient, EngineSearcher, RetryPolicy
+from drsearch.benchmark import (
+    Citation,
+    CitationAuditor,
+    CorpusResolver,
+    HttpRecordResolver,
+    JudgeSettings,
+    LLMJudge,
+    Resolution,
+    RoutingResolver,
+    SupportJudge,
+    citation_rates,
+    extract_citations,
+)
+from drsearch.benchmark.citations import CitationCheck
+from drsearch.index import BlockList, Engine
+
+from ..helpers import DATA
+from .fake_judge import serve_judge
+
+DOC = "web-042bb7b5fedab6ea"
+DOC_URL = "https://www.wsj.com/articles/google-stadia-microsoft-xcloud-apple-arcade-so-many-ways-to-playand-pay-11574168580"
+BLOCKED_DOC = "web-358cc4a080456476"
+
+
+def test_extracts_every_kind_once_in_order() -> None:
+    answer = ("Aspirin helps (PMID: 12345678; see https://pubmed.ncbi.nlm.nih.gov/23456789/).\n"
+              "Trial NCT01234567 and https://clinicaltrials.gov/study/NCT07654321 confirm it, doi:10.1000/XYZ.123.\n"
+              f"Corpus page {DOC} and https://doi.org/10.1000/abc, also https://example.com/page.\n"
+              "Repeated: PMID 12345678, nct01234567.")
+    got = [(c.kind, c.value) for c in extract_citations(answer)]
+    assert got == [("pmid", "12345678"), ("pmid", "23456789"), ("nct", "NCT01234567"), ("nct", "NCT07654321"),
+                   ("doi", "10.1000/xyz.123"), ("docid", DOC), ("doi", "10.1000/abc"),
+                   ("url", "https://example.com/page")]
+    first = extract_citations(answer)[0]
+    assert first.claim.startswith("Aspirin helps") and "\n" not in first.claim
+
+
+def test_nothing_cited() -> None:
+    assert extract_citations("No sources, just 42 and q-b1d4331f8b21052e.") == []
+
+
+# -- L1 existence ---------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def corpus(sample_index: Path) -> Iterator[CorpusResolver]:
+    with Engine.open(sample_index, BlockList.from_file(DATA / "sample/blocked_docids.txt")) as engine:
+        yield CorpusResolver(EngineSearcher(engine), max_chars=500)
+
+
+def test_corpus_resolver(corpus: CorpusResolver) -> None:
+    found = corpus.resolve(Citation("docid", DOC, "claim"))
+    assert found.status == "found" and (found.record or "").startswith("Google Stadia")
+    assert corpus.resolve(Citation("url", DOC_URL, "claim")).status == "found"
+    assert corpus.resolve(Citation("docid", BLOCKED_DOC, "claim")).status == "notfound"  # blocked = absent
+    assert corpus.resolve(Citation("docid", "web-0000000000000000", "claim")).status == "notfound"
+    assert corpus.resolve(Citation("url", "https://nowhere.example/x", "claim")).status == "notfound"
+
+
+def test_http_record_resolver_tristate() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        pmid = request.url.path.strip("/").split("/")[-1]
+        if pmid == "timeout":
+            raise httpx.ReadTimeout("slow", request=request)
+        return httpx.Response({"1": 200, "2": 404, "3": 410, "4": 503, "5": 429, "6": 400}[pmid], text=f"record {pmid}")
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    resolver = HttpRecordResolver(client, {"pmid": "https://records.test/pmid/{id}"})
+    status = {p: resolver.resolve(Citation("pmid", p, "c")).status for p in ("1", "2", "3", "4", "5", "6", "timeout")}
+    assert status == {"1": "found", "2": "notfound", "3": "notfound", "4": "transient", "5": "transient",
+                      "6": "notfound", "timeout": "transient"}
+    assert resolver.resolve(Citation("pmid", "1", "c")).record == "record 1"
+    assert resolver.resolve(Citation("doi", "10.1/x", "c")).status == "transient"  # no template: not judged
+
+
+class Flaky:
+    """Transient ``fails`` times per citation, then the scripted outcome."""
+
+    def __init__(self, outcomes: dict[str, Resolution], fails: int) -> None:
+        self.outcomes, self.fails, self.calls = outcomes, fails, 0
+
+    def resolve(self, citation: Citation) -> Resolution:
+        self.calls += 1
+        if self.calls <= self.fails:
+            return Resolution("transient", detail="HTTP 503")
+        return self.outcomes.get(citation.value, Resolution("transient", detail="down"))
+
+
+def test_transient_is_retried_then_excluded() -> None:
+    waits: list[float] = []
+    flaky = Flaky({"1": Resolution("found", "paper one")}, fails=2)
+    auditor = CitationAuditor(RoutingResolver({"pmid": flaky}), max_attempts=3, backoff_s=0.1, sleep=waits.append)
+    (check,) = auditor.audit("Shown in PMID 1.")
+    assert check.existence == "found" and check.attempts == 3 and waits == [0.1, 0.2]
+    (down,) = auditor.audit("Shown in PMID 9.")
+    assert down.existence == "transient" and down.attempts == 3
+    rates = citation_rates([check, down])
+    assert rates["existence"]["transient"] == 1 and rates["existence"]["rate"]["n"] == 1
+    assert rates["existence"]["rate"]["rate"] == 1.0
+
+
+# -- L2 support and wrong papers ------------------------------------------------------------
+
+
+def test_support_judged_from_the_record_and_wrong_papers() -> None:
+    records = {"1": Resolution("found", "Aspirin reduces fever."), "2": Resolution("found", "A study of knees."),
+               "3": Resolution("found", "Aspirin reduces fever in adults only."), "4": Resolution("notfound")}
+    rules = [("PMID 1", ['{"support": "yes", "reasoning": "states it"}']),
+             ("PMID 2", ['{"support": "no", "reasoning": "different topic"}']),
+             ("PMID 3", ['{"support": "partial", "reasoning": "adults only"}'])]
+    answer = ("Aspirin reduces fever in children (PMID 1).\nIt also cures knees (PMID 2).\n"
+              "Works at any age (PMID 3).\nSee also PMID 4.")
+    with serve_judge(rules) as fake:
+        client = ChatClient.connect(fake.url, retry=RetryPolicy(max_attempts=1))
+        support = SupportJudge(LLMJudge(client, JudgeSettings(model="judge-m")))
+        checks = CitationAuditor(RoutingResolver({"pmid": Flaky(records, 0)}), support).audit(answer)
+        client.close()
+    assert [(c.value, c.existence, c.support, c.wrong_paper) for c in checks] == [
+        ("1", "found", "yes", False), ("2", "found", "no", True), ("3", "found", "partial", False),
+        ("4", "notfound", None, False)]
+    assert len(fake.requests) == 3  # a record that does not exist is not judged
+    user = fake.requests[1]["messages"][-1]["content"]
+    assert "pmid:2" in user and "A study of knees." in user and "It also cures knees (PMID 2)." in user
+    rates = citation_rates(checks)
+    assert rates["existence"]["rate"]["rate"] == 0.75 and rates["support"]["judged"] == 3
+    assert rates["support"]["rate_yes"]["count"] == 1 and rates["wrong_paper"]["count"] == 1
+    assert rates["wrong_paper"]["rate"] == pytest.approx(1 / 3, abs=1e-6)
+
+
+def test_rates_hand_computed_with_wilson_bounds() -> None:
+    checks = [CitationCheck("pmid", str(i), "found", "yes", 1) for i in range(8)] + \
+             [CitationCheck("doi", "d", "found", "no", 1), CitationCheck("nct", "n", "notfound", None, 1),
+              CitationCheck("url", "u", "transient", None, 3), CitationCheck("docid", "x", "found", None, 1)]
+    rates = citation_rates(checks)
+    assert rates["cited"] == 12 and rates["by_kind"] == {"doi": 1, "docid": 1, "nct": 1, "pmid": 8, "url": 1}
+    assert rates["existence"]["rate"]["count"] == 10 and rates["existence"]["rate"]["n"] == 11
+    assert rates["support"]["unjudged_found"] == 1 and rates["support"]["judged"] == 9
+    # Wilson 95% for 8/9, as statsmodels proportion_confint(8, 9, method="wilson") gives it
+    assert rates["support"]["rate_yes"]["ci"] == pytest.approx([0.565000, 0.980109], abs=1e-5)
