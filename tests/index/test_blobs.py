@@ -47,4 +47,4 @@ def test_concurrent_threads_share_an_engine_safely(cran_small_chunks: Path) -> N
             for _ in range(3):
                 got = list(pool.map(lambda q: e.search(q, 10).to_dict(), QUERIES))
                 assert got == expected
-        assert np.count_nonzero(e._scratch()) == 0  # scratch handed back clean
+        assert np.count_nonzero(e._scratch().acc) == 0  # scratch handed back clean

@@ -1,22 +1,35 @@
-"""Our numpy scorer against FTS5's own bm25(): same lists, same order, same scores."""
+"""Our scorer against FTS5's own bm25(): same lists, same order, same scores.
+
+Every test runs twice: with the C loops (``native``, when built) and with numpy alone.
+"""
 
 from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from drsearch.index import Engine
+from drsearch.index import DrsearchError, Engine
+from drsearch.index.scoring import NATIVE_AVAILABLE
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 
 QUERIES = cranfield_queries()
+SCORERS = [pytest.param(True, id="native", marks=pytest.mark.skipif(
+    not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")),
+    pytest.param(False, id="numpy")]
+
+
+@pytest.fixture(scope="module", params=SCORERS)
+def native(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
 
 
 @pytest.fixture(scope="module")
-def engine(cran_small_chunks: Path) -> Engine:
-    return Engine.open(cran_small_chunks)
+def engine(cran_small_chunks: Path, native: bool) -> Engine:
+    return Engine.open(cran_small_chunks, native=native)
 
 
 @pytest.mark.parametrize("k", [10, 100])
@@ -55,13 +68,13 @@ def test_best_chunk_per_document(engine: Engine) -> None:
     assert [h.score for h in result.hits] == sorted(best.values(), reverse=True)[:100]
 
 
-def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path) -> None:
+def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path, native: bool) -> None:
     q = QUERIES[0]
-    with Engine.open(cran_small_chunks) as plain:
+    with Engine.open(cran_small_chunks, native=native) as plain:
         top = plain.search(q, k=10).hits
         more = plain.search(q, k=13).hits
     blocked = [top[0].docid, top[3].docid, top[7].docid]
-    with Engine.open(cran_small_chunks, blocklist_of(*blocked)) as e:
+    with Engine.open(cran_small_chunks, blocklist_of(*blocked), native=native) as e:
         hits = e.search(q, k=10).hits
         assert len(hits) == 10
         assert not {h.docid for h in hits} & set(blocked)
@@ -69,9 +82,55 @@ def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path) -> None:
         assert [h.rank for h in hits] == list(range(1, 11))
 
 
-def test_blocklist_holds_for_every_query(cran_small_chunks: Path) -> None:
-    with Engine.open(cran_small_chunks) as plain:
+def test_blocklist_holds_for_every_query(cran_small_chunks: Path, native: bool) -> None:
+    with Engine.open(cran_small_chunks, native=native) as plain:
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:40] if plain.search(q, k=1).hits}
-    with Engine.open(cran_small_chunks, blocklist_of(*blocked)) as e:
+    with Engine.open(cran_small_chunks, blocklist_of(*blocked), native=native) as e:
         for q in QUERIES:
             assert not {h.docid for h in e.search(q, k=20, with_text=False).hits} & blocked
+
+
+@pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
+def test_native_and_numpy_paths_are_bit_identical(cran_small_chunks: Path) -> None:
+    with Engine.open(cran_small_chunks) as plain:
+        blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
+    for bl in (None, blocklist_of(*blocked)):
+        with Engine.open(cran_small_chunks, bl, native=True) as c, \
+                Engine.open(cran_small_chunks, bl, native=False) as py:
+            for i, q in enumerate(QUERIES):
+                k = 1 + (i * 7) % 100
+                assert c.rank(q, k) == py.rank(q, k), q
+
+
+@pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
+def test_native_kernels_reject_out_of_range_and_mismatched_input() -> None:
+    from drsearch.index import _kernels
+
+    acc = np.zeros(10)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.accumulate(acc, np.array([3, 10], dtype=np.uint32), np.ones(2))
+    with pytest.raises(ValueError, match="impacts"):
+        _kernels.accumulate(acc, np.array([3], dtype=np.uint32), np.ones(2))
+    acc[:] = 0.0
+    assert _kernels.accumulate(acc, np.array([1, 4], dtype=np.uint32), np.array([0.5, 2.0])) == 2.0
+    out_c, out_s = np.empty(10, dtype=np.int64), np.empty(10)
+    blocked = np.zeros(10, dtype=bool)
+    blocked[4] = True
+    assert _kernels.collect(acc, 0.0, None, out_c, out_s) == 2
+    assert out_c[:2].tolist() == [1, 4] and out_s[:2].tolist() == [0.5, 2.0]
+    assert _kernels.collect(acc, 0.0, blocked, out_c, out_s) == 1
+    assert _kernels.collect(acc, 1.0, None, out_c, out_s) == 1 and out_c[0] == 4
+    with pytest.raises(ValueError, match="smaller"):
+        _kernels.collect(acc, 0.0, None, out_c[:5], out_s)
+
+
+def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
+                                                               cran_small_chunks: Path) -> None:
+    from drsearch.index import scoring
+
+    monkeypatch.setattr(scoring, "_kernels", None)
+    with pytest.raises(DrsearchError, match="not built"):
+        Engine.open(cran_small_chunks, native=True)
+    with Engine.open(cran_small_chunks) as e:  # the default falls back to numpy
+        assert not e.scorer.native
+        assert e.rank(QUERIES[0], 5)

@@ -37,7 +37,7 @@ from .errors import (
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
-from .scoring import DenseTerm, Scorer, SparseTerm, Term, bm25_idf
+from .scoring import DenseTerm, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
@@ -83,7 +83,7 @@ class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
     def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
-                 time_limit_s: float) -> None:
+                 time_limit_s: float, native: bool | None = None) -> None:
         self.path = path
         self.blocklist = blocklist
         self.time_limit_s = time_limit_s
@@ -100,18 +100,21 @@ class Engine:
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
-                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"])
+                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
         self._local = threading.local()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
-             time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Engine:
-        """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError."""
+             time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None) -> Engine:
+        """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
+
+        ``native``: rank with the C loops (None: when built, the default; False: numpy only).
+        """
         p = Path(path)
         conn = _connect(p)
         try:
-            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s)
+            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
         except (apsw.Error, KeyError, ValueError) as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
@@ -164,11 +167,11 @@ class Engine:
     def parse(self, query: str) -> ParsedQuery:
         return parse_query(query, self._tokenizer())
 
-    def _scratch(self) -> npt.NDArray[np.float64]:
-        acc = getattr(self._local, "acc", None)
-        if acc is None:
-            acc = self._local.acc = np.zeros(self.scorer.n_rows + 1, dtype=np.float64)
-        return acc
+    def _scratch(self) -> Scratch:
+        scratch: Scratch | None = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self.scorer.scratch()
+        return scratch
 
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
         """Each query term's postings (None if not in the index), in phrase order.

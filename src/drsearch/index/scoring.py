@@ -10,6 +10,10 @@ Terms in at least half of the chunks have their IDF clamped to 1e-6 and add at m
 each: they are kept out of the first pass (they are stored as dense tf arrays, not postings),
 and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
+
+The two loops over every posting and every chunk (accumulating impacts, collecting the chunks
+above a threshold) run in the optional C module ``_kernels`` when it was built, else in numpy;
+both paths return bit-identical results (the tests run both).
 """
 
 from __future__ import annotations
@@ -22,9 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .errors import QueryTimeoutError
+from .errors import DrsearchError, QueryTimeoutError
+
+try:
+    from . import _kernels
+except ImportError:  # built without a C compiler: numpy does the same work, slower
+    _kernels = None  # type: ignore[assignment]
 
 IDF_FLOOR = 1e-6
+NATIVE_AVAILABLE = _kernels is not None
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -79,31 +89,52 @@ class DenseTerm:
 Term = SparseTerm | DenseTerm
 
 
+class Scratch:
+    """One thread's reusable arrays: the zeroed score accumulator and the collect buffers."""
+
+    __slots__ = ("acc", "out_chunks", "out_scores")
+
+    def __init__(self, n_rows: int) -> None:
+        self.acc: F64 = np.zeros(n_rows + 1, dtype=np.float64)
+        self.out_chunks: I64 = np.empty(n_rows + 1, dtype=np.int64)
+        self.out_scores: F64 = np.empty(n_rows + 1, dtype=np.float64)
+
+
 class Scorer:
     """Scores queries against one index's per-chunk arrays (shared, read-only)."""
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
-                 k1: float = 1.2, b: float = 0.75) -> None:
+                 k1: float = 1.2, b: float = 0.75, *, native: bool | None = None) -> None:
+        """``native``: use the C loops (None: when built; True: require them; False: numpy)."""
+        if native and _kernels is None:
+            raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
+        self.native = _kernels is not None if native is None else native
         self.chunk_doc = chunk_doc
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
 
-    def rank(self, terms: Sequence[Term | None], k: int, blocked: Bools | None, acc: F64,
+    def scratch(self) -> Scratch:
+        """Fresh per-thread scratch arrays for :meth:`rank`."""
+        return Scratch(self.n_rows)
+
+    def rank(self, terms: Sequence[Term | None], k: int, blocked: Bools | None, scratch: Scratch,
              deadline: float) -> list[tuple[int, float]]:
         """Top ``k`` documents as (best chunk rowid, score), in FTS5's order.
 
-        ``acc`` is a zeroed float64 scratch array of ``n_rows + 1`` entries, returned zeroed.
-        ``blocked`` marks chunk rowids that must not be returned. Raises QueryTimeoutError.
+        ``scratch`` comes from :meth:`scratch` (one per thread); its accumulator is handed
+        back zeroed. ``blocked`` marks chunk rowids that must not be returned.
+        Raises QueryTimeoutError.
         """
         present = [t for t in terms if t is not None]
         if not present:
             return []
         sparse = [t for t in present if isinstance(t, SparseTerm)]
+        acc = scratch.acc
         try:
             if sparse:
-                self._accumulate(sparse, acc, deadline)
-                cand, scores, n_docs = self._select(acc, k, blocked)
+                top = self._accumulate(sparse, acc, deadline)
+                cand, scores, n_docs = self._select(scratch, top, k, blocked)
                 if len(sparse) == len(present):
                     return self._finish(cand, scores, k)  # already exact
                 # Dense terms add at most `bound` to any chunk: rescoring exactly every chunk
@@ -113,14 +144,13 @@ class Scorer:
                     cut = float(scores.min())
                     eps = abs(cut) * 1e-9
                     if cut > bound + 2 * eps:
-                        cand = np.flatnonzero(acc >= cut - bound - 2 * eps)
-                        if blocked is not None:
-                            cand = cand[~blocked[cand]]
+                        cand, _ = self._above(scratch, cut - bound - 2 * eps, blocked)
+                        cand = cand.copy()
                         return self._finish(cand, self._rescore(cand, present), k)
                 acc.fill(0.0)
             # Scores so low that dense terms matter everywhere: score every term fully.
-            self._accumulate(present, acc, deadline)
-            cand, scores, _ = self._select(acc, k, blocked)
+            top = self._accumulate(present, acc, deadline)
+            cand, scores, _ = self._select(scratch, top, k, blocked)
             return self._finish(cand, scores, k)
         finally:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
@@ -130,30 +160,49 @@ class Scorer:
         norm = self.norm if rows is None else self.norm[rows]
         return term_impacts(IDF_FLOOR, tf, norm, self.k1p1)
 
-    def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> None:
-        """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order)."""
+    def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> float:
+        """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order);
+        returns the largest score."""
+        top = 0.0
+        dense = False
         for t in terms:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             if isinstance(t, SparseTerm):
-                np.add.at(acc, t.chunks, t.impacts)
+                if self.native:
+                    assert _kernels is not None
+                    top = max(top, _kernels.accumulate(acc, t.chunks, t.impacts))
+                else:
+                    np.add.at(acc, t.chunks, t.impacts)
             else:  # tf = 0 adds exactly +0.0, as FTS5's sum does for a non-matching phrase
                 acc += self._dense_impacts(t)
+                dense = True
+        return float(acc.max()) if dense or not self.native else top
 
-    def _select(self, acc: F64, k: int, blocked: Bools | None) -> tuple[I64, F64, int]:
+    def _above(self, scratch: Scratch, threshold: float, blocked: Bools | None) -> tuple[I64, F64]:
+        """Scored chunks (acc > 0) with acc >= threshold, not blocked, ascending; views into
+        ``scratch`` on the native path (valid until the next call)."""
+        acc = scratch.acc
+        if self.native:
+            assert _kernels is not None
+            n = _kernels.collect(acc, threshold, blocked, scratch.out_chunks, scratch.out_scores)
+            return scratch.out_chunks[:n], scratch.out_scores[:n]
+        idx = np.flatnonzero(acc >= threshold) if threshold > 0.0 else np.flatnonzero(acc)
+        if blocked is not None:
+            idx = idx[~blocked[idx]]
+        return idx, acc[idx]
+
+    def _select(self, scratch: Scratch, top: float, k: int,
+                blocked: Bools | None) -> tuple[I64, F64, int]:
         """Chunks scoring at least the k-th best document (all scored chunks if fewer docs).
 
         Tries thresholds at falling fractions of the best score first: a comparison over the
         dense array is far cheaper than extracting and partitioning every scored chunk.
         """
-        top = float(acc.max())
         if top <= 0.0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0
         for frac in (0.5, 0.25, 0.1, 0.0):
-            idx = np.flatnonzero(acc >= top * frac) if frac else np.flatnonzero(acc)
-            if blocked is not None:
-                idx = idx[~blocked[idx]]
-            scores = acc[idx]
+            idx, scores = self._above(scratch, top * frac, blocked)
             sel, n_docs = self._top_docs(idx, scores, k)
             if n_docs >= k or not frac:
                 return idx[sel], scores[sel], n_docs
@@ -198,5 +247,5 @@ class Scorer:
         return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
 
 
-__all__ = ["IDF_FLOOR", "DenseTerm", "Scorer", "SparseTerm", "Term", "bm25_idf", "chunk_norms",
-           "term_impacts"]
+__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "DenseTerm", "Scorer", "Scratch", "SparseTerm", "Term",
+           "bm25_idf", "chunk_norms", "term_impacts"]

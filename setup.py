@@ -1,0 +1,19 @@
+"""Build the optional C loops of the ranking; everything else is configured in pyproject.toml.
+
+``optional=True``: on a machine without a C compiler the install still succeeds and the engine
+ranks with numpy alone (identical results, slower; see docs/ENGINE.md).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "drsearch.index._kernels",
+            sources=["src/drsearch/index/_kernels.c"],
+            optional=True,
+            # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        )
+    ]
+)
