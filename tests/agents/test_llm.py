@@ -20,6 +20,8 @@ def client(statuses: list[int], sleeps: list[float], **policy: float) -> tuple[C
         status = statuses[min(len(seen), len(statuses)) - 1]
         if status == 0:
             raise httpx.ConnectError("refused")
+        if status == -1:
+            raise httpx.ReadTimeout("no answer in time")
         headers = {"retry-after": "2"} if status == 429 else {}
         return httpx.Response(status, json=OK if status == 200 else {"error": "x"}, headers=headers)
 
@@ -34,6 +36,16 @@ def test_transient_errors_are_retried_with_backoff() -> None:
     assert json.loads(raw) == OK and attempts == 4
     assert sleeps == [0.5, 2.0, 2.0]  # 0.5·2^n, raised to retry-after (2 s) on the 429
     assert len(set(seen)) == 1 and json.loads(seen[0]) == {"model": "m", "seed": 1}
+
+
+def test_timeouts_are_retried_then_give_up() -> None:
+    sleeps: list[float] = []
+    chat, seen = client([-1, 502, -1], sleeps, max_attempts=3, backoff_s=0.25)
+    with pytest.raises(LLMError, match="gave up after 3 attempts: ReadTimeout: no answer in time"):
+        chat.complete({})
+    assert len(seen) == 3 and sleeps == [0.25, 0.5]
+    chat, seen = client([-1, 200], sleeps, max_attempts=3)
+    assert chat.complete({})[1] == 2
 
 
 def test_retries_are_bounded() -> None:

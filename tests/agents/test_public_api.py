@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import drsearch.agents as agents
-from drsearch.agents import DR256, PRESETS, Preset
+from drsearch.agents import DR256, PRESETS, Preset, load_preset
 
 
 def test_public_api() -> None:
@@ -12,7 +15,7 @@ def test_public_api() -> None:
         "CachedSearcher", "ChatClient", "ChatOutcome", "CorpusInfo", "EngineSearcher", "Episode",
         "HttpSearcher", "LLMError", "ParsedCall", "Preset", "Question", "ReplayCache", "ReplayMissError",
         "RetryPolicy", "RunSpec", "RunStore", "RunStoreError", "Searcher", "SearcherError", "ToolResponse",
-        "TransientLLMError", "code_version", "execute_run", "parse_tool_calls", "read_questions",
+        "TransientLLMError", "code_version", "execute_run", "load_preset", "parse_tool_calls", "read_questions",
         "run_episode", "tool_schema_sha256", "tool_schemas"}
     for name in agents.__all__:
         assert getattr(agents, name) is not None
@@ -24,3 +27,15 @@ def test_dr256_preset() -> None:
     assert DR256.max_turns == 20
     other = Preset(**{**DR256.model_dump(), "name": "greedy", "temperature": 0.0})  # presets are data
     assert other.sampling(0)["temperature"] == 0.0
+
+
+def test_a_preset_is_a_name_or_a_json_file(tmp_path: Path) -> None:
+    assert load_preset("dr256") is DR256
+    whole = tmp_path / "greedy.json"  # every field given: no base needed; named after the file
+    fields = {k: v for k, v in DR256.model_dump().items() if k != "name"}
+    whole.write_text(json.dumps({**fields, "temperature": 0.0}))
+    greedy = load_preset(str(whole))
+    assert greedy.name == "greedy" and greedy.temperature == 0.0 and greedy.extra_body == {"top_k": 20}
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"base": "dr256", "name": "dr256-8", "max_turns": 8}))
+    assert load_preset(str(short)) == DR256.model_copy(update={"name": "dr256-8", "max_turns": 8})

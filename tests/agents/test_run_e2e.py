@@ -6,12 +6,17 @@ text-tag tool calls, 429/5xx retries, accounting, run.json, resume and replay id
 
 from __future__ import annotations
 
+import hashlib
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from drsearch.agents import DR256, code_version, tool_schema_sha256
+from drsearch.agents.canonical import sha256_json
 from drsearch.tools.cli import main
 
 from .conftest import BLOCKED, QUESTIONS
@@ -80,7 +85,7 @@ def test_sampling_parameters_and_seeds(live_run: dict[str, Any]) -> None:
         assert body["messages"][: len(row["prompt"])] == row["prompt"]  # frozen prompt, as given
 
 
-def test_default_episode_searches_opens_and_answers(live_run: dict[str, Any]) -> None:
+def test_default_episode_searches_opens_and_answers(live_run: dict[str, Any], search_server: str) -> None:
     r = by_index(live_run["out"])[0]
     assert r["status"] == "answered" and r["final_answer"] == "answer-0"
     assert r["seed"] == SEED_BASE
@@ -94,6 +99,16 @@ def test_default_episode_searches_opens_and_answers(live_run: dict[str, Any]) ->
     for call in r["tool_calls"]:
         assert call["ok"] and len(call["response_sha256"]) == 64
         assert call["arguments"].get("docid") not in blocked
+    # per call: usage as reported, summing to the episode's; a tool call's arguments, and the
+    # hash and size of the exact bytes the server sent (asked again here: the same bytes)
+    assert [t["usage"] for t in r["turns"]] == [{"completion_tokens": 7, "prompt_tokens": 10 * n,
+                                                 "reasoning_tokens": 2} for n in (2, 4, 6)]
+    assert r["accounting"]["prompt_tokens"] == sum(t["usage"]["prompt_tokens"] for t in r["turns"])
+    search = r["tool_calls"][0]
+    assert search["name"] == "search" and search["arguments"]["k"] == 3
+    body = httpx.post(search_server + "/search", json=search["arguments"]).content
+    assert search["response_sha256"] == hashlib.sha256(body).hexdigest() and search["response_bytes"] == len(body)
+    assert r["accounting"]["tool_response_bytes"] == sum(c["response_bytes"] for c in r["tool_calls"])
 
 
 def test_malformed_and_text_tag_calls(live_run: dict[str, Any]) -> None:
@@ -120,15 +135,19 @@ def test_retries_turn_cap_and_errors(live_run: dict[str, Any]) -> None:
 
 
 def test_run_json_and_summary(live_run: dict[str, Any], search_server: str) -> None:
-    import httpx
-
     manifest = json.loads((live_run["out"] / "run.json").read_text())
     health = httpx.get(search_server + "/health").json()
     assert manifest["corpus_identity"] == health["corpus"]["identity"]
     assert manifest["blocklist_sha256"] == health["blocklist"]["sha256"]
     assert manifest["preset"]["name"] == "dr256" and manifest["preset"]["max_turns"] == 20
-    assert len(manifest["prompt_sha256"]) == 12 and len(manifest["tool_schema_sha256"]) == 64
-    assert {"started_at", "code_version", "model", "base_url"} <= set(manifest)
+    assert manifest["tool_schema_sha256"] == tool_schema_sha256(DR256)
+    rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines()]
+    assert manifest["prompt_sha256"] == {r["metadata"]["qid"]: sha256_json(r["prompt"]) for r in rows}
+    assert manifest["questions_sha256"] == hashlib.sha256(QUESTIONS.read_bytes()).hexdigest()
+    assert manifest["model"] == "fake-model" and manifest["base_url"] == live_run["fake"].url
+    assert manifest["code_version"] == code_version() and manifest["search"] == search_server
+    started = datetime.fromisoformat(manifest["started_at"])
+    assert started.tzinfo is not None and abs((datetime.now(UTC) - started).total_seconds()) < 3600
     summary = live_run["summary"]
     totals = summary["accounting"]
     assert totals["llm_calls"] == sum(r["accounting"]["llm_calls"] for r in lines(live_run["out"]))
@@ -203,3 +222,53 @@ def test_resume_after_kill_9(live_run: dict[str, Any], search_server: str, tmp_p
         summary = run_cli(out, *args, search=["--search", search_server])
     assert summary["resumed"] == done and summary["questions"] == 12
     assert traj.read_bytes() == (live_run["out"] / "trajectories.jsonl").read_bytes()
+
+
+def test_a_user_preset_file_is_sent_recorded_and_replayed(sample_index: Path, tmp_path: Path) -> None:
+    """--preset FILE.json (data, not code); --ids then --limit; --replay takes the recorded preset;
+    replaying with another preset misses, and each miss is an error episode naming the call."""
+    preset = tmp_path / "short.json"
+    preset.write_text(json.dumps({"base": "dr256", "name": "short", "max_turns": 2, "extra_body": {"top_k": 5},
+                                  "seed_base": 1000}))
+    ids = [json.loads(line)["metadata"]["qid"] for line in QUESTIONS.read_text().splitlines()]
+    out = tmp_path / "short"
+    never_answers = [{"call": [("search", {"query": "QUESTION", "k": 2})]}]
+    with serve_fake({1000 + i - SEED_BASE: never_answers for i in range(2)}) as fake:  # keyed by seed
+        summary = run_cli(out, "--model", "fake-model", "--base-url", fake.url, "--preset", str(preset),
+                          "--ids", ids[2], ids[0], ids[1], "--limit", "2",
+                          search=["--database", str(sample_index), "--blocked-docids", str(BLOCKED)])
+        assert {(b["seed"], b["top_k"]) for b in fake.requests} == {(1000, 5), (1001, 5)}
+    assert [r["index"] for r in lines(out)] == [0, 1]  # file order, then the first two
+    assert summary["statuses"] == {"turn_cap": 2} and summary["accounting"]["llm_calls"] == 4
+    assert summary["accounting"]["tool_calls"] == {"open": 0, "search": 4}
+    recorded = json.loads((out / "run.json").read_text())["preset"]
+    assert recorded["name"] == "short" and recorded["max_turns"] == 2 and recorded["temperature"] == 0.6
+
+    replayed = tmp_path / "replayed"
+    run_cli(replayed, "--replay", str(out), "--ids", ids[0], ids[1], search=[])
+    assert (replayed / "trajectories.jsonl").read_bytes() == (out / "trajectories.jsonl").read_bytes()
+
+    other = tmp_path / "other-preset"
+    summary = run_cli(other, "--replay", str(out), "--preset", "dr256", "--ids", ids[0], search=[])
+    (record,) = lines(other)
+    assert summary["statuses"] == {"error": 1} and summary["cache"]["llm"] == {"hits": 0, "misses": 1, "stored": 0}
+    assert record["status"] == "error"
+    assert record["reason"].startswith(f"replay_miss: replay cache has no response for chat completion {ids[0]} "
+                                       "turn 0")
+
+
+def test_a_replay_miss_of_a_tool_call_names_the_call(live_run: dict[str, Any], tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    src = tmp_path / "src"
+    shutil.copytree(live_run["out"], src)
+    with sqlite3.connect(src / "cache.sqlite3") as db:  # forget one search the model made
+        (call,) = db.execute("SELECT call FROM responses WHERE kind = 'tool' AND call LIKE 'search(%' "
+                             "ORDER BY call LIMIT 1").fetchone()
+        db.execute("DELETE FROM responses WHERE call = ?", (call,))
+    out = tmp_path / "replayed"
+    summary = run_cli(out, "--replay", str(src), search=[])
+    errors = [r for r in lines(out) if r["status"] == "error" and "replay_miss" in r["reason"]]
+    assert errors and all(f"replay cache has no response for {call}" in r["reason"] for r in errors)
+    assert summary["cache"]["tool"]["misses"] == len(errors) and summary["questions"] == 12

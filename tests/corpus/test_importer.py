@@ -243,3 +243,22 @@ def test_cli_other_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     (tmp_path / "fake.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     with pytest.raises(NotADatabaseError):
         inspect_source(tmp_path / "fake.sqlite3")
+
+
+def test_an_empty_source_is_refused_and_an_existing_output_kept(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.sqlite3"
+    conn = apsw.Connection(str(empty))
+    conn.execute(f'CREATE TABLE {quote_identifier(TABLE)}("doc key" TEXT, address TEXT, body TEXT)')
+    conn.close()
+    out = tmp_path / "kept.sqlite3"
+    out.write_bytes(b"an earlier import")
+    code, _ = call("import", "--from", str(empty), "--table", TABLE, "--docid-col", "doc key", "--url-col",
+                   "address", "--text-col", "body", "--out", str(out), "--force", "--quiet")
+    err = capsys.readouterr().err
+    assert code == 2 and f"table {TABLE!r} holds no documents, nothing to import" in err
+    assert out.read_bytes() == b"an earlier import"
+    (tmp_path / "empty.jsonl").write_text("\n")
+    code, _ = call("import", "--from", str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "e.sqlite3"))
+    assert code == 2 and "the file holds no documents" in capsys.readouterr().err
+    assert not (tmp_path / "e.sqlite3").exists()

@@ -86,7 +86,7 @@ def test_flipped_byte_in_the_database_passes_fast_on_size_and_fails_deep_on_hash
     assert fast.ok() and status(fast, f"file {DATABASE}") == "PASS"
     deep = validate(release, deep=True)
     assert not deep.ok() and "corpus sha256" in failed(deep)
-    assert "manifest says" in failed(deep)["corpus sha256"]
+    assert f"{DATABASE} SHA-256 {sha256_file(db)}, manifest says " in failed(deep)["corpus sha256"]
 
 
 def test_damaged_btree_page_fails_deep_through_quick_check_even_with_a_fresh_manifest(release: Path) -> None:
@@ -100,6 +100,7 @@ def test_damaged_btree_page_fails_deep_through_quick_check_even_with_a_fresh_man
     deep = validate(release, deep=True)
     assert status(deep, "corpus sha256") == "PASS"
     assert status(deep, "corpus quick_check") == "FAIL" and not deep.ok()
+    assert failed(deep)["corpus quick_check"].startswith(f"{DATABASE}: ")
 
 
 @pytest.mark.parametrize("keep", [0.5, -4096, -1])
@@ -152,7 +153,8 @@ def test_nonexistent_blocked_docid_fails(release: Path) -> None:
         fh.write("web-0000000000000000\n")
     write_release_manifest(release)
     bad = failed(validate(release))
-    assert "1 of 17 blocked docids are not in the corpus: web-0000000000000000" in bad["blocked_docids"]
+    assert bad["blocked_docids"] == ("benchmark/blocked_docids.txt: 1 of 17 blocked docids are not in the corpus: "
+                                     "web-0000000000000000")
 
 
 def test_changed_summary_counts_fail(release: Path) -> None:

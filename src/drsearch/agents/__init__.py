@@ -5,7 +5,7 @@ Public API (pinned by tests/agents/test_public_api.py)::
 
     Searcher (protocol): EngineSearcher(engine), HttpSearcher(client), CachedSearcher(cache, live)
     ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
-    Preset, PRESETS["dr256"]; Question, read_questions
+    Preset, PRESETS["dr256"], load_preset(name | file); Question, read_questions
     run_episode(question, preset, model, chat, searcher) -> Episode
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
@@ -13,7 +13,7 @@ Public API (pinned by tests/agents/test_public_api.py)::
 from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
 from .loop import STATUSES, Accounting, Episode, run_episode
-from .preset import DR256, PRESETS, Preset
+from .preset import DR256, PRESETS, Preset, load_preset
 from .questions import Question, read_questions
 from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
 from .runner import RunSpec, code_version, execute_run
@@ -54,6 +54,7 @@ __all__ = [
     "TransientLLMError",
     "code_version",
     "execute_run",
+    "load_preset",
     "parse_tool_calls",
     "read_questions",
     "run_episode",

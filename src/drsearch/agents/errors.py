@@ -14,6 +14,8 @@ they are returned to the model as structured tool errors and counted.
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from ..index import DrsearchError
 
 
@@ -62,5 +64,17 @@ class RunStoreError(AgentError):
     error_type = "run_store"
 
 
+def describe_validation_error(e: ValidationError, names: dict[str, str] | None = None) -> str:
+    """A pydantic error as one line: ``field: message; …`` (``names`` renames fields, e.g. to
+    CLI options), with no input values echoed and no documentation links."""
+    parts = []
+    for err in e.errors():
+        field = ".".join(str(x) for x in err["loc"])
+        field = (names or {}).get(field, field)
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{field}: {msg}" if field else msg)
+    return "; ".join(parts)
+
+
 __all__ = ["AgentError", "LLMError", "ReplayMissError", "RunStoreError", "SearcherError",
-           "TransientLLMError"]
+           "TransientLLMError", "describe_validation_error"]

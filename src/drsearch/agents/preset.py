@@ -1,14 +1,21 @@
 """Evaluation presets: sampling parameters, budgets and tool limits as data.
 
 A preset is a frozen pydantic object; ``PRESETS["dr256"]`` is DESIGN.md's evaluation
-protocol. New presets are new values (``Preset(**overrides)``), not code.
+protocol. New presets are new values (``Preset(**overrides)``), not code: a user's own is a
+JSON file of :class:`Preset` fields, optionally ``"base": "dr256"`` to start from a named
+one (:func:`load_preset`; ``drsearch run --preset FILE.json``).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..index import InvalidInputError
+from .errors import describe_validation_error
 
 
 class Preset(BaseModel):
@@ -41,6 +48,14 @@ class Preset(BaseModel):
     max_tool_response_chars: int = Field(default=12_000, ge=500)
     open_page_chars: int = Field(default=8_000, ge=200)
 
+    @model_validator(mode="after")
+    def _limits(self) -> Preset:
+        if self.search_k_default > self.search_k_max:
+            raise ValueError("search_k_default must not exceed search_k_max")
+        if self.open_page_chars > self.max_tool_response_chars:
+            raise ValueError("open_page_chars must not exceed max_tool_response_chars (a page must fit)")
+        return self
+
     def seed_for(self, index: int) -> int:
         """The seed of every call of the question with benchmark index ``index``."""
         return self.seed_base + index
@@ -59,4 +74,39 @@ DR256 = Preset(name="dr256", temperature=0.6, top_p=0.95, extra_body={"top_k": 2
 
 PRESETS: dict[str, Preset] = {"dr256": DR256}
 
-__all__ = ["DR256", "PRESETS", "Preset"]
+
+def load_preset(ref: str) -> Preset:
+    """The preset named ``ref`` in :data:`PRESETS`, else the JSON file at path ``ref``.
+
+    The file holds one object of :class:`Preset` fields; with ``"base": NAME`` the fields
+    given override that named preset's (so ``{"base": "dr256", "name": "dr256-8turns",
+    "max_turns": 8}`` is complete); ``name`` defaults to the file's stem. Raises
+    InvalidInputError, in one line, for an unknown name, an unreadable or non-JSON file, an
+    unknown base, or invalid fields.
+    """
+    if ref in PRESETS:
+        return PRESETS[ref]
+    path = Path(ref)
+    if not path.is_file():
+        raise InvalidInputError(f"unknown preset {ref!r}: not a known name ({', '.join(sorted(PRESETS))}) "
+                                "nor a JSON file of preset fields")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidInputError(f"preset file {path}: not readable JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"preset file {path}: expected a JSON object of preset fields")
+    fields = {"name": path.stem, **data}  # a file that names no preset is named after itself
+    base = fields.pop("base", None)
+    if base is not None:
+        if base not in PRESETS:
+            raise InvalidInputError(f"preset file {path}: unknown base {base!r} "
+                                    f"(known: {', '.join(sorted(PRESETS))})")
+        fields = {**PRESETS[base].model_dump(), **fields}
+    try:
+        return Preset.model_validate(fields)
+    except ValidationError as e:
+        raise InvalidInputError(f"preset file {path}: {describe_validation_error(e)}") from None
+
+
+__all__ = ["DR256", "PRESETS", "Preset", "load_preset"]

@@ -12,10 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..index import InvalidInputError
 from .canonical import sha256_hex, sha256_json
+from .errors import describe_validation_error
 
 
 class PromptMessage(BaseModel):
@@ -48,7 +49,12 @@ def question_from_row(row: dict[str, Any], where: str) -> Question:
     try:
         meta = row["metadata"]
         return Question(qid=meta["qid"], index=meta["benchmark"]["index"], prompt=row["prompt"])
-    except (KeyError, TypeError, ValueError) as e:
+    except ValidationError as e:
+        why = describe_validation_error(e)
+        raise InvalidInputError(f"{where}: not a DR-256 question row ({why})") from None
+    except KeyError as e:
+        raise InvalidInputError(f"{where}: not a DR-256 question row (no {e.args[0]!r})") from None
+    except (TypeError, ValueError) as e:
         raise InvalidInputError(f"{where}: not a DR-256 question row ({e})") from None
 
 
@@ -63,8 +69,13 @@ def read_questions(path: str | Path) -> tuple[list[Question], str]:
         data = p.read_bytes()
     except OSError as e:
         raise InvalidInputError(f"{p}: cannot read questions ({e.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = data.count(b"\n", 0, e.start) + 1
+        raise InvalidInputError(f"{p}:{at}: not UTF-8 (byte {e.start})") from None
     questions: list[Question] = []
-    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a string
         if not line.strip():
             continue
         try:
@@ -73,9 +84,12 @@ def read_questions(path: str | Path) -> tuple[list[Question], str]:
             raise InvalidInputError(f"{p}:{n}: invalid JSON ({e.msg})") from None
         questions.append(question_from_row(row, f"{p}:{n}"))
     for attr in ("qid", "index"):
-        values = [getattr(q, attr) for q in questions]
-        if len(set(values)) != len(values):
-            raise InvalidInputError(f"{p}: duplicate question {attr}s")
+        seen: set[object] = set()
+        for q in questions:
+            value = getattr(q, attr)
+            if value in seen:
+                raise InvalidInputError(f"{p}: duplicate question {attr} {value!r}")
+            seen.add(value)
     if not questions:
         raise InvalidInputError(f"{p}: no questions")
     return questions, sha256_hex(data)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
 from ..index import BlockList, Engine, InvalidInputError
@@ -29,7 +29,7 @@ from .canonical import sha256_hex
 from .errors import RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy
 from .loop import Episode, run_episode
-from .preset import PRESETS, Preset
+from .preset import DR256, Preset, load_preset
 from .questions import Question, read_questions
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
@@ -42,7 +42,9 @@ class RunSpec(BaseModel):
 
     Live runs need ``model``, ``base_url`` and one of ``search_url``/``database``. A
     ``replay_from`` run takes all of them from the recorded run.json when not given, and
-    answers every call from that run's cache (mode ``replay``).
+    answers every call from that run's cache (mode ``replay``). ``preset`` is a name in
+    PRESETS or a JSON file of preset fields (:func:`~drsearch.agents.preset.load_preset`);
+    None means dr256, or with ``replay_from`` the preset recorded in that run.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -55,7 +57,7 @@ class RunSpec(BaseModel):
     search_url: str | None = None
     database: Path | None = None
     blocked_docids: Path | None = None
-    preset: str = "dr256"
+    preset: str | None = None
     concurrency: int = Field(default=1, ge=1, le=1024)
     limit: int | None = Field(default=None, ge=1)
     ids: tuple[str, ...] = ()
@@ -65,16 +67,24 @@ class RunSpec(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     quiet: bool = False
 
+    @field_validator("base_url", "search_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        scheme, _, rest = (url or "").partition("://")
+        if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return url
+
     @model_validator(mode="after")
     def _backends(self) -> RunSpec:
         if self.search_url and self.database:
             raise ValueError("give --search or --database, not both")
+        if self.blocked_docids is not None and self.database is None:
+            raise ValueError("--blocked-docids goes with --database (a server applies its own blocklist)")
         if self.replay_from is None and not (self.search_url or self.database):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
             raise ValueError("give --model and --base-url (or --replay RUN_DIR)")
-        if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r} (known: {', '.join(sorted(PRESETS))})")
         return self
 
 
@@ -118,13 +128,37 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     return EngineSearcher(engine)
 
 
-def _cache(spec: RunSpec, stack: ExitStack) -> ReplayCache:
+def _cache_file(spec: RunSpec) -> tuple[Path, CacheMode]:
+    """The cache file and mode; InvalidInputError if a replaying mode has no file to read."""
+    path: Path
+    mode: CacheMode
     if spec.replay_from is not None:
-        cache = ReplayCache(spec.cache or spec.replay_from / "cache.sqlite3", "replay")
+        path, mode = spec.cache or spec.replay_from / "cache.sqlite3", "replay"
     else:
-        cache = ReplayCache(spec.cache or spec.out / "cache.sqlite3", spec.cache_mode)
+        path, mode = spec.cache or spec.out / "cache.sqlite3", spec.cache_mode
+    if mode == "replay" and not path.is_file():
+        raise InvalidInputError(f"{path}: no replay cache there (cache mode replay reads a recorded one)")
+    return path, mode
+
+
+def _cache(spec: RunSpec, stack: ExitStack) -> ReplayCache:
+    path, mode = _cache_file(spec)
+    cache = ReplayCache(path, mode)
     stack.callback(cache.close)
     return cache
+
+
+def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
+    """``--preset`` (a name or a JSON file); else the replayed run's recorded preset; else dr256."""
+    if spec.preset is not None:
+        return load_preset(spec.preset)
+    if recorded.get("preset") is not None:
+        try:
+            return Preset.model_validate(recorded["preset"])
+        except ValueError as e:
+            raise RunStoreError(f"--replay: the recorded preset is invalid ({e.__class__.__name__})") \
+                from None
+    return DR256
 
 
 def _api_key(spec: RunSpec) -> str | None:
@@ -218,28 +252,33 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     import time
 
     t0 = time.monotonic()
-    preset = PRESETS[spec.preset]
     recorded = _recorded(spec)
+    preset = resolve_preset(spec, recorded)
     model = spec.model or recorded.get("model")
     base_url = spec.base_url or recorded.get("base_url")
     if not model or not base_url:
         raise RunStoreError("--replay: the recorded run.json lacks model/base_url")
     questions, questions_sha256 = read_questions(spec.questions)
     selected = select(questions, spec)
-    store = RunStore(spec.out)
-    with ExitStack() as stack:
+    key = None if spec.replay_from is not None else _api_key(spec)
+    _cache_file(spec)
+    offline = spec.replay_from is not None and not (spec.search_url or spec.database)
+    with ExitStack() as stack:  # backends first: a bad option leaves no run directory behind
+        live = None if offline else _live_searcher(spec, stack)
+        store = RunStore(spec.out)
         cache = _cache(spec, stack)
-        if spec.replay_from is not None and not (spec.search_url or spec.database):
+        if live is None:
+            if not (recorded.get("corpus_identity") and recorded.get("blocklist_sha256")):
+                raise RunStoreError("--replay: the recorded run.json lacks corpus_identity/blocklist_sha256")
             corpus = CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"])
             searcher: Searcher = CachedSearcher(cache, None, corpus)
             search = "replay"
         else:
-            live = _live_searcher(spec, stack)
             searcher = CachedSearcher(cache, live) if cache.mode != "off" else live
             search = spec.search_url or str(spec.database)
         client = None
         if spec.replay_from is None:
-            client = ChatClient.connect(base_url, _api_key(spec), retry=spec.retry)
+            client = ChatClient.connect(base_url, key, retry=spec.retry)
             stack.callback(client.close)
         store.start(_manifest(spec, preset, model, base_url, searcher.corpus(), questions,
                               questions_sha256, search))
@@ -258,4 +297,4 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["RunSpec", "code_version", "execute_run", "select", "summarise"]
+__all__ = ["RunSpec", "code_version", "execute_run", "resolve_preset", "select", "summarise"]

@@ -49,7 +49,10 @@ class RunStore:
 
     def __init__(self, out: str | Path) -> None:
         self.dir = Path(out)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RunStoreError(f"--out {self.dir}: cannot make the run directory ({e.strerror})") from None
         self.trajectories = self.dir / "trajectories.jsonl"
         self.timings = self.dir / "timings.jsonl"
         self._lock = threading.Lock()

@@ -112,13 +112,37 @@ def format_search(body: dict[str, Any], preset: Preset) -> str:
     return "\n\n".join(parts)
 
 
-def format_open(body: dict[str, Any], offset: int) -> str:
-    text = body.get("text", "")
-    end = offset + len(text)
-    nxt = body.get("next_offset")
+def _render_page(body: dict[str, Any], offset: int, text: str, nxt: int | None) -> str:
     more = f"; next page: open with offset={nxt}" if nxt is not None else "; end of document"
     return (f"docid: {body['docid']}\ntitle: {body['title']}\nurl: {body['url']}\n"
-            f"characters {offset}-{end} of {body['total_length']}{more}\n\n{text}")
+            f"characters {offset}-{offset + len(text)} of {body['total_length']}{more}\n\n{text}")
+
+
+def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> str:
+    """One page of a document with where it lies and the offset of the next page.
+
+    Within ``limit`` characters without losing text: when the header leaves too little room
+    for the whole page, the page is shortened and the next offset moved back to match, so
+    reading page after page still covers every character (at least 100 per page).
+    """
+    text = str(body.get("text", ""))
+    nxt = body.get("next_offset")
+    page = _render_page(body, offset, text, nxt)
+    if limit is None or len(page) <= limit:
+        return page
+    floor = min(len(text), 100)
+    keep = len(text) - (len(page) - limit)
+    for _ in range(3):  # the header's numbers change length with keep: settle them
+        if keep <= floor:
+            keep = floor
+            break
+        over = len(_render_page(body, offset, text[:keep], offset + keep)) - limit
+        if over <= 0:
+            break
+        keep -= over
+    if keep >= len(text):  # the header alone overflows: send the page whole, with its own next offset
+        return page
+    return _render_page(body, offset, text[:keep], offset + keep)
 
 
 def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset) -> ToolResult:
@@ -138,8 +162,8 @@ def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset)
         text = tool_error(str(err.get("type", "error")), str(err.get("message", "")))
     elif name == "search":
         text = format_search(body, preset)
-    else:
-        text = format_open(body, args.get("offset", 0))
+    else:  # fitted to the cap by shortening the page, never by cutting text the model cannot page to
+        return ToolResult(format_open(body, args.get("offset", 0), preset.max_tool_response_chars), r)
     return ToolResult(_cap(text, preset.max_tool_response_chars), r)
 
 

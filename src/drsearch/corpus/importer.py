@@ -18,6 +18,7 @@ release's name and revision.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -355,7 +356,7 @@ def import_corpus(
     The index's ``meta`` records the source (:func:`source_provenance`; the source is
     hashed first, ``hash_progress(n)`` per block read, and ``identify(sha256, bytes)``
     may name the release it is). Raises InvalidInputError for a missing or superfluous
-    mapping or a source that changed while it was read, plus the errors of
+    mapping, a source with no documents or one that changed while it was read, plus the errors of
     :func:`read_sqlite_documents`, :func:`drsearch.index.read_jsonl` and ``build``.
     """
     fmt = detect_format(source)
@@ -369,6 +370,11 @@ def import_corpus(
             raise InvalidInputError(f"{source} is JSONL: table and column options apply to SQLite sources")
         docs = read_jsonl(source)
     before = _stamp(Path(source))
+    first = next(docs, None)  # before anything is hashed or written (an existing --out survives)
+    if first is None:
+        what = f"table {mapping.table!r}" if mapping is not None else "the file"
+        raise InvalidInputError(f"{source}: {what} holds no documents, nothing to import (see --inspect)")
+    docs = itertools.chain([first], docs)
     provenance = source_provenance(source, mapping, identify, hash_progress)
     report = build(docs, out, settings, overwrite=overwrite, progress=progress, provenance=provenance)
     if _stamp(Path(source)) != before:  # the recorded hash may not describe what was read

@@ -13,12 +13,20 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+# RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
+_OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
+            "api_key_env": "--api-key-env", "search_url": "--search", "database": "--database",
+            "blocked_docids": "--blocked-docids", "preset": "--preset", "concurrency": "--concurrency",
+            "limit": "--limit", "ids": "--ids", "cache_mode": "--cache-mode", "cache": "--cache",
+            "replay_from": "--replay", "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
+
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     try:  # httpx is the agents extra: a core install still runs the other verbs
         from pydantic import ValidationError
 
         from ..agents import RetryPolicy, RunSpec, execute_run
+        from ..agents.errors import describe_validation_error
     except ImportError as e:
         print(f"drsearch: error: run needs the agents extra (pip install 'drsearch[agents]'): {e}",
               file=sys.stderr)
@@ -32,8 +40,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             replay_from=args.replay, quiet=args.quiet,
             retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
     except ValidationError as e:
-        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
-        print(f"drsearch: error: {problems}", file=sys.stderr)
+        print(f"drsearch: error: {describe_validation_error(e, _OPTIONS)}", file=sys.stderr)
         return 2
     try:
         summary: dict[str, Any] = execute_run(spec)
@@ -67,7 +74,10 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="run directory (resumed if present)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes at once (default 1)")
-    p.add_argument("--preset", default="dr256", help="evaluation preset (default dr256)")
+    p.add_argument("--preset", metavar="NAME|FILE.json",
+                   help="evaluation preset: a name (dr256) or a JSON file of preset fields, e.g. "
+                        '{"base": "dr256", "name": "mine", "max_turns": 8} (default dr256; with --replay, '
+                        "the recorded run's)"),
     p.add_argument("--limit", type=int, help="only the first N selected questions")
     p.add_argument("--ids", nargs="+", metavar="QID", help="only these question ids")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],

@@ -48,6 +48,7 @@ from ..index.schema import APPLICATION_ID
 from . import release_checks as rc
 from .dr256 import PinnedRelease, QuestionSet, load_questions
 from .manifest import (
+    BLOCKED,
     CHECKSUMS,
     DATABASE,
     FORMAT,
@@ -316,7 +317,7 @@ class _Validator:
                      f"qids unique; tiers {qs.tiers}")
 
     def check_blocklist(self) -> None:
-        path = self.root / "benchmark/blocked_docids.txt"
+        path = self.root / BLOCKED
         if not path.is_file():
             return
         try:
@@ -337,8 +338,8 @@ class _Validator:
             return
         if missing:
             shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-            self.add("blocked_docids", "FAIL", f"{len(missing)} of {len(self.blocklist)} blocked docids "
-                     f"are not in the corpus: {shown}", missing=missing[:100])
+            self.add("blocked_docids", "FAIL", f"{BLOCKED}: {len(missing)} of {len(self.blocklist)} blocked "
+                     f"docids are not in the corpus: {shown}", missing=missing[:100])
         else:
             self.add("blocked_docids", "PASS", f"{len(self.blocklist)} docids, all in the corpus")
 
@@ -390,11 +391,11 @@ class _Validator:
             self.checksums.get(DATABASE), CHECKSUMS)
         details = {"sha256": digest, "bytes": size, "seconds": round(seconds, 3), "mb_per_s": round(rate, 1)}
         if expected is None:
-            self.add("corpus sha256", "FAIL", f"SHA-256 {digest} ({speed}): no manifest entry or checksum "
-                     "to compare", **details)
+            self.add("corpus sha256", "FAIL", f"{DATABASE} SHA-256 {digest} ({speed}): no manifest entry or "
+                     "checksum to compare", **details)
         elif expected != digest:
-            self.add("corpus sha256", "FAIL", f"SHA-256 {digest}, {source} says {expected} ({speed})",
-                     **details)
+            self.add("corpus sha256", "FAIL", f"{DATABASE} SHA-256 {digest}, {source} says {expected} "
+                     f"({speed}): the file was changed", **details)
         else:
             self.add("corpus sha256", "PASS", f"SHA-256 matches {source} ({speed})", **details)
 
@@ -412,7 +413,8 @@ class _Validator:
                 bar.close()
         seconds = round(time.perf_counter() - start, 3)
         if problems:
-            self.add(name, "FAIL", "; ".join(problems[:3]), problems=problems, seconds=seconds)
+            self.add(name, "FAIL", f"{DATABASE}: " + "; ".join(problems[:3]), problems=problems,
+                     seconds=seconds)
         else:
             self.add(name, "PASS", f"{ok} ({seconds:.2f} s)", seconds=seconds)
 
