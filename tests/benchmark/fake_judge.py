@@ -7,7 +7,8 @@ its replies, one per try of the same request (the last one repeats). A reply is 
 judge is an *oracle*: for the correctness prompt it says yes iff the response equals the
 reference answer (case-insensitively); for DeepSearchQA it hits each item the response
 contains; for checklists it marks every criterion whose text the response contains met;
-a citation's support is "yes".
+a citation's support is "yes". A request without a delimited response (the judge's
+reachability probe) is answered "OK" and recorded in ``probes``, not ``requests``.
 """
 
 from __future__ import annotations
@@ -66,12 +67,17 @@ class FakeJudge:
     def __init__(self, rules: list[tuple[str, list[Reply]]] | None = None) -> None:
         self.rules = rules or []
         self.requests: list[dict[str, Any]] = []
+        self.probes: list[dict[str, Any]] = []
         self.tries: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.url = ""
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         user = body["messages"][-1]["content"]
+        if not _BLOCK.search(user):  # the judge's reachability probe: nothing to grade
+            with self.lock:
+                self.probes.append(body)
+            return 200, _completion("OK", body["model"])
         response = response_of(body)
         with self.lock:
             self.requests.append(body)
@@ -86,10 +92,13 @@ class FakeJudge:
             reply = _oracle(user, response)
         if isinstance(reply, int):
             return reply, {"error": {"message": "injected", "type": "injected"}}
-        return 200, {"choices": [{"finish_reason": "stop", "index": 0,
-                                  "message": {"content": reply, "role": "assistant"}}],
-                     "id": "judge-1", "model": body["model"], "object": "chat.completion",
-                     "usage": {"completion_tokens": 5, "prompt_tokens": 50, "total_tokens": 55}}
+        return 200, _completion(reply, body["model"])
+
+
+def _completion(content: str, model: str) -> dict[str, Any]:
+    return {"choices": [{"finish_reason": "stop", "index": 0, "message": {"content": content, "role": "assistant"}}],
+            "id": "judge-1", "model": model, "object": "chat.completion",
+            "usage": {"completion_tokens": 5, "prompt_tokens": 50, "total_tokens": 55}}
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -73,13 +73,16 @@ def test_http_record_resolver_tristate() -> None:
         pmid = request.url.path.strip("/").split("/")[-1]
         if pmid == "timeout":
             raise httpx.ReadTimeout("slow", request=request)
-        return httpx.Response({"1": 200, "2": 404, "3": 410, "4": 503, "5": 429, "6": 400}[pmid], text=f"record {pmid}")
+        status = {"1": 200, "2": 404, "3": 410, "4": 503, "5": 429, "6": 400, "7": 403, "8": 401, "9": 422}[pmid]
+        return httpx.Response(status, text=f"record {pmid}")
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     resolver = HttpRecordResolver(client, {"pmid": "https://records.test/pmid/{id}"})
-    status = {p: resolver.resolve(Citation("pmid", p, "c")).status for p in ("1", "2", "3", "4", "5", "6", "timeout")}
+    ids = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "timeout")
+    status = {p: resolver.resolve(Citation("pmid", p, "c")).status for p in ids}
+    # a login wall or rate limiter (401/403) says nothing about the record: never "fabricated"
     assert status == {"1": "found", "2": "notfound", "3": "notfound", "4": "transient", "5": "transient",
-                      "6": "notfound", "timeout": "transient"}
+                      "6": "notfound", "7": "transient", "8": "transient", "9": "notfound", "timeout": "transient"}
     assert resolver.resolve(Citation("pmid", "1", "c")).record == "record 1"
     assert resolver.resolve(Citation("doi", "10.1/x", "c")).status == "transient"  # no template: not judged
 
@@ -110,6 +113,14 @@ def test_transient_is_retried_then_excluded() -> None:
     assert rates["existence"]["rate"]["rate"] == 1.0
 
 
+def test_a_kind_without_resolver_is_not_retried() -> None:
+    waits: list[float] = []
+    auditor = CitationAuditor(RoutingResolver({}), max_attempts=3, backoff_s=0.5, sleep=waits.append)
+    (check,) = auditor.audit("See https://example.org/page.")
+    assert (check.kind, check.existence, check.attempts) == ("url", "transient", 1) and waits == []
+    assert "no resolver" in check.detail and citation_rates([check])["existence"]["rate"]["n"] == 0
+
+
 # -- L2 support and wrong papers ------------------------------------------------------------
 
 
@@ -132,6 +143,10 @@ def test_support_judged_from_the_record_and_wrong_papers() -> None:
     assert len(fake.requests) == 3  # a record that does not exist is not judged
     user = fake.requests[1]["messages"][-1]["content"]
     assert "pmid:2" in user and "A study of knees." in user and "It also cures knees (PMID 2)." in user
+    assert [c.support_judge for c in checks][3] is None
+    assert checks[0].support_judge == {"model": "judge-m", "prompt": "citation_support_v1",
+                                       "prompt_sha256": support.prompt.sha256}
+    assert checks[0].as_dict()["support_judge"]["prompt_sha256"] == support.prompt.sha256
     rates = citation_rates(checks)
     assert rates["existence"]["rate"]["rate"] == 0.75 and rates["support"]["judged"] == 3
     assert rates["support"]["rate_yes"]["count"] == 1 and rates["wrong_paper"]["count"] == 1

@@ -87,7 +87,7 @@ def test_every_question_gets_an_honest_outcome(tmp_path: Path) -> None:
     g0 = graded[0]
     assert (g0.tool_calls, g0.prompt_tokens, g0.completion_tokens, g0.wall_s) == (3, 100, 7, 1.5)
     assert g0.tier == TASKS[0].tier and g0.difficulty == TASKS[0].difficulty and g0.judge is not None
-    assert graded[11].wall_s == 0.0 and graded[11].tool_calls == 0
+    assert graded[11].wall_s is None and graded[11].tool_calls == 0
     summary = summarize(graded, expected_ids=[t.question_id for t in TASKS])
     assert summary["n"] == 12 and summary["accuracy"]["count"] == 1 and summary["accuracy"]["n"] == 12
     assert summary["outcomes"]["missing_episode"]["count"] == 5
@@ -161,7 +161,7 @@ def test_public_api() -> None:
         "AnswerType", "ChecklistJudge", "Citation", "CitationAuditor", "CitationCheck", "CitationResolver",
         "CorpusResolver", "CorrectnessJudge", "Criterion", "CriterionType", "DatasetKind", "DeepSearchQAJudge",
         "DeepSearchQATask", "GradedQuestion", "GradingTask", "HttpRecordResolver", "Judge", "JudgeCache",
-        "JudgeParseError", "JudgePrompt", "JudgeSettings", "LLMJudge", "OpenBioRQItem", "Outcome", "QuestionRow",
+        "JudgeParseError", "JudgePrompt", "JudgeSettings", "JudgeUnavailableError", "LLMJudge", "OpenBioRQItem", "Outcome", "QuestionRow",
         "QuestionSet", "Resolution", "RoutingResolver", "RunEpisodes", "SupportJudge", "Verdict", "citation_rates",
         "cohen_kappa", "compare_runs", "extract_citations", "filter_tasks", "grade_episode", "grade_run",
         "judge_agreement", "judge_for", "load_questions", "load_tasks", "mcnemar_exact", "mean_at_k", "pass_at_k",

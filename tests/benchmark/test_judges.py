@@ -24,7 +24,14 @@ from drsearch.benchmark import (
     JudgeSettings,
     LLMJudge,
 )
-from drsearch.benchmark.judges import JudgeParseError, browsecomp_fields, delimit, parse_correctness
+from drsearch.benchmark.judges import (
+    JudgeParseError,
+    JudgeUnavailableError,
+    browsecomp_fields,
+    delimit,
+    parse_correctness,
+    parse_deepsearchqa,
+)
 
 from .fake_judge import FakeJudge, Reply, checklist, correctness, dsqa, response_of, serve_judge
 
@@ -118,9 +125,11 @@ def test_malformed_then_good_reply_counts() -> None:
 
 
 def test_judge_endpoint_down_is_judge_failed() -> None:
-    with judge_llm([("30", [500])]) as (llm, _):
+    with judge_llm([("30", [500])]) as (llm, fake):
         verdict = CorrectnessJudge(llm).grade(DR, "30")
     assert verdict.outcome == "judge_failed" and "judge endpoint failed" in (verdict.reason or "")
+    assert verdict.record["prompt_sha256"] == CorrectnessJudge(llm).prompt.sha256
+    assert len(fake.probes) == 1  # the endpoint answered its probe: only this request breaks
 
 
 def test_empty_answer_never_reaches_the_judge() -> None:
@@ -243,10 +252,71 @@ def test_regrading_is_free_and_identical(tmp_path: Path) -> None:
             CorrectnessJudge(other_model).grade(DR, "30")
 
 
-def test_failed_judgements_are_asked_again(tmp_path: Path) -> None:
+def test_unparseable_verdicts_are_cached_like_any_verdict(tmp_path: Path) -> None:
+    """At temperature 0 with a fixed seed a re-ask gives the same reply: re-grading stays free."""
     path = tmp_path / "judge.sqlite3"
     with JudgeCache(path) as cache, judge_llm([("30", ["{bad", "{bad", correctness("yes")])], cache=cache,
                                               parse_attempts=2) as (llm, fake):
-        assert CorrectnessJudge(llm).grade(DR, "30").outcome == "judge_failed"
+        first = CorrectnessJudge(llm).grade(DR, "30")
+        assert first.outcome == "judge_failed" and len(fake.requests) == 2
+        assert CorrectnessJudge(llm).grade(DR, "30") == first and len(fake.requests) == 2
+    with JudgeCache(path, "record") as cache, judge_llm([("30", [correctness("yes")])], cache=cache) as (llm, fake):
+        assert CorrectnessJudge(llm).grade(DR, "30").outcome == "correct"  # record mode asks again
+
+
+def test_endpoint_failures_are_asked_again(tmp_path: Path) -> None:
+    path = tmp_path / "judge.sqlite3"
+    with JudgeCache(path) as cache, judge_llm([("30", [500, 500, correctness("yes")])], cache=cache) as (llm, fake):
+        down = CorrectnessJudge(llm).grade(DR, "30")
+        assert down.outcome == "judge_failed" and "judge endpoint failed" in (down.reason or "")
+        assert len(fake.probes) == 1
         assert CorrectnessJudge(llm).grade(DR, "30").outcome == "correct"
-        assert len(fake.requests) == 3
+        assert CorrectnessJudge(llm).grade(DR, "30").outcome == "correct" and len(fake.requests) == 3
+
+
+def test_unreachable_endpoint_stops_grading(tmp_path: Path) -> None:
+    with serve_judge() as fake:
+        dead_url = fake.url  # the server is shut down on leaving the block: nothing listens there
+    client = ChatClient.connect(dead_url, retry=RetryPolicy(max_attempts=1, backoff_s=0))
+    path = tmp_path / "judge.sqlite3"
+    with JudgeCache(path) as cache:
+        llm = LLMJudge(client, JudgeSettings(model="judge-m"), cache)
+        with pytest.raises(JudgeUnavailableError, match="judge endpoint 'judge-m' does not answer"):
+            CorrectnessJudge(llm).grade(DR, "30")
+        assert cache.stats()["stored"] == 0
+        relaxed = LLMJudge(client, JudgeSettings(model="judge-m"), cache, fail_fast=False)
+        assert CorrectnessJudge(relaxed).grade(DR, "30").outcome == "judge_failed"
+    client.close()
+
+
+def test_cached_reply_that_no_longer_parses_is_judge_failed(tmp_path: Path) -> None:
+    path = tmp_path / "judge.sqlite3"
+    with JudgeCache(path) as cache, judge_llm([("Jupiter", [dsqa({"Jupiter": True, "Saturn": True})])],
+                                              cache=cache) as (llm, _):
+        assert DeepSearchQAJudge(llm).grade(SET, "Jupiter and Saturn").outcome == "correct"
+    with JudgeCache(path, "replay") as cache:
+        offline = LLMJudge(None, JudgeSettings(model="judge-m"), cache)
+        verdict = DeepSearchQAJudge(offline).grade(SET, "Jupiter and Saturn")
+        assert verdict.outcome == "correct"
+        # the same cached reply read by a parser that rejects it (say, a stricter new version):
+        # a failed judgement, not a crash
+        judge = DeepSearchQAJudge(offline)
+        fields = {"answer_type": "Set Answer", "items": '["Jupiter","Saturn"]', "question": SET.question}
+        broken = offline.ask(judge.prompt, fields, {"response": "Jupiter and Saturn"},
+                             lambda content: parse_deepsearchqa(content, ["Neptune"]), "x")
+        assert not broken.ok and "cached judge reply does not parse" in (broken.error or "")
+
+
+def test_cache_key_covers_model_prompt_question_and_answer(tmp_path: Path) -> None:
+    path = tmp_path / "judge.sqlite3"
+    other_question = DR.model_copy(update={"question": "How many jets exactly?"})
+    other_reference = DR.model_copy(update={"reference": "31"})
+    with JudgeCache(path) as cache, judge_llm(cache=cache) as (llm, fake):
+        judge = CorrectnessJudge(llm)
+        for task, answer in ((DR, "30"), (DR, "30"), (other_question, "30"), (other_reference, "30"), (DR, "31")):
+            judge.grade(task, answer)
+        assert len(fake.requests) == 4
+        text = resources.files("drsearch.benchmark").joinpath("prompts", "correctness_v1.md").read_text("utf-8")
+        v2 = JudgePrompt.from_text("correctness_v2", text + "\n")
+        CorrectnessJudge(llm, v2).grade(DR, "30")  # a new prompt version is a new judgement
+        assert len(fake.requests) == 5

@@ -24,7 +24,7 @@ def gq(qid: str, outcome: Outcome, **fields: Any) -> GradedQuestion:
     return GradedQuestion(question_id=qid, outcome=outcome, correct=outcome == "correct", **fields)
 
 
-def wilson_ref(count: int, n: int) -> list[float]:
+def wilson_ref(count: float, n: int) -> list[float]:
     low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
     return [round(float(low), 6), round(float(high), 6)]
 
@@ -151,6 +151,7 @@ def test_per_question_means_cover_graded_records() -> None:
         "prompt_tokens": 400.0,
         "completion_tokens": 40.0,
         "total_tokens": 440.0,
+        "n_timed": 9,
         "wall_s": 1.5,
     }
 
@@ -192,6 +193,13 @@ def test_pass_and_mean_at_k_over_repeated_attempts() -> None:
     assert attempts["pass_at_k"] == {"1": round(4 / 9, 6), "2": round(2 / 3, 6), "3": round(2 / 3, 6)}
     # mean@k = fraction correct among the first k attempts, averaged over questions
     assert attempts["mean_at_k"] == {"1": round(2 / 3, 6), "2": 0.5, "3": round(4 / 9, 6)}
+    # every pass@k / mean@k carries a Wilson interval over the 3 questions (fractional counts)
+    for name in ("pass_at_k", "mean_at_k"):
+        for k, value in attempts[name].items():
+            assert attempts[f"{name}_ci"][k] == pytest.approx(wilson_ref(value * 3, 3), abs=2e-6), (name, k)
+    by_attempt = attempts["accuracy_by_attempt"]
+    assert {a: row["count"] for a, row in by_attempt.items()} == {"0": 2, "1": 1, "2": 1}  # qc's 2 is missing
+    assert by_attempt["1"] == {"count": 1, "n": 3, "rate": round(1 / 3, 6), "ci": wilson_ref(1, 3)}
     assert summarize(run_items())["attempts"] is None
 
 
@@ -301,12 +309,13 @@ def test_judge_agreement_kappa_and_spearman() -> None:
         for i, (c, s) in enumerate(zip(judge_a, scores_a, strict=True))
     ]
     b = [
-        gq(f"q{i}", "correct" if c else "judge_failed", score=s)
+        gq(f"q{i}", "correct" if c else "incorrect", score=s)
         for i, (c, s) in enumerate(zip(judge_b, scores_b, strict=True))
     ]
     a.append(gq("q10", "correct"))
     result = judge_agreement(a, b)
-    assert result["n"] == 10 and result["unpaired"] == {"only_a": 1, "only_b": 0}
+    assert result["n"] == result["n_records"] == 10 and result["unpaired"] == {"only_a": 1, "only_b": 0}
+    assert result["not_judged"] == 0 and result["judge_failed"] == {"a": 0, "b": 0}
     assert result["agreement"] == {"count": 8, "n": 10, "rate": 0.8, "ci": wilson_ref(8, 10)}
     # p_o = 0.8, p_e = 0.4*0.4 + 0.6*0.6 = 0.52 -> kappa = 0.28 / 0.48
     assert result["kappa"] == round(0.28 / 0.48, 6)
@@ -314,6 +323,41 @@ def test_judge_agreement_kappa_and_spearman() -> None:
     assert result["n_scored"] == 8
     # a ranks: 8 5 2 1 7 3 6 4 ; b ranks: 8 4 2 1 7 3 6 5 ; sum d^2 = 2 ; rho = 1 - 6*2 / (8*(64-1))
     assert result["spearman"] == round(1 - 6 * 2 / (8 * 63), 6) == 0.97619
+
+
+def test_judge_agreement_compares_only_what_both_judges_decided() -> None:
+    """Missing, unfinished, empty answers are incorrect whatever the judge: they must not inflate kappa."""
+    fixed = [gq("m1", "missing_episode"), gq("m2", "empty_answer", final_answer=""),
+             gq("m3", "unfinished"), gq("m4", "agent_error")]
+    a = [*fixed, gq("j1", "correct", final_answer="x"), gq("j2", "incorrect", final_answer="y"),
+         gq("j3", "correct", final_answer="z"), gq("j4", "judge_failed", final_answer="w")]
+    b = [*fixed, gq("j1", "correct", final_answer="x"), gq("j2", "correct", final_answer="y"),
+         gq("j3", "incorrect", final_answer="z"), gq("j4", "incorrect", final_answer="w")]
+    result = judge_agreement(a, b)
+    assert result["n_records"] == 8 and result["not_judged"] == 4 and result["judge_failed"] == {"a": 1, "b": 0}
+    assert result["n"] == 3 and result["agreement"]["count"] == 1
+    assert result["disagreements"] == [["j2", 0], ["j3", 0]]
+    # p_o = 1/3; marginals a: 2 correct / 1 not, b: 2 / 1 -> p_e = 5/9; kappa = (1/3 - 5/9) / (4/9) = -0.5
+    assert result["kappa"] == -0.5
+
+
+@pytest.mark.parametrize("b_record", [gq("j1", "correct", final_answer="another answer"),
+                                      gq("j1", "empty_answer", final_answer="x")])
+def test_judge_agreement_refuses_two_different_runs(b_record: GradedQuestion) -> None:
+    with pytest.raises(ValueError, match="different runs"):
+        judge_agreement([gq("j1", "correct", final_answer="x")], [b_record])
+
+
+def test_per_question_means_leave_missing_episodes_out() -> None:
+    items = [gq("q0", "correct", tool_calls=4, wall_s=2.0), gq("q1", "incorrect", tool_calls=2, wall_s=1.0),
+             gq("q2", "missing_episode"), gq("q3", "incorrect", tool_calls=6)]  # q3: no timing recorded
+    summary = summarize(items)
+    means = summary["per_question"]
+    assert means["n"] == 3 and means["tool_calls"] == 4.0
+    assert means["n_timed"] == 2 and means["wall_s"] == 1.5  # an unknown wall time is not 0 s
+    assert "wall time (s)      1.50 (over 2 timed)" in render_table(summary)
+    untimed = summarize([gq("q3", "incorrect")])
+    assert untimed["per_question"]["wall_s"] is None and "n/a (no timings.jsonl)" in render_table(untimed)
 
 
 def test_judge_agreement_without_scores() -> None:
@@ -348,4 +392,5 @@ def test_render_table_checklist_and_attempts_sections() -> None:
     ]
     text = render_table(summarize(items))
     assert "solved (score >= 0.5)  0.5000" in text
-    assert re.search(r"^\s+2\s+0\.5000\s+0\.2500$", text, re.MULTILINE)  # k=2: pass@2 = 1/2, mean@2 = 1/4
+    # k=2: pass@2 = 1/2, mean@2 = 1/4, each with its interval
+    assert re.search(r"^\s+2\s+0\.5000\s+\[0\.0945, 0\.9055\]\s+0\.2500\s+\[0\.0267, 0\.8021\]$", text, re.MULTILINE)

@@ -37,6 +37,23 @@ def test_wilson_matches_statsmodels_over_grid(confidence: float) -> None:
         assert round(high, 4) == round(float(ref_high), 4), (successes, n, confidence)
 
 
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_wilson_matches_scipy_to_4_decimals(confidence: float) -> None:
+    from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+    for successes, n in WILSON_GRID:
+        ref = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+        low, high = wilson_interval(successes, n, confidence)
+        assert (round(low, 4), round(high, 4)) == (round(ref.low, 4), round(ref.high, 4)), (successes, n)
+
+
+def test_wilson_fractional_counts_match_statsmodels() -> None:
+    """pass@k and mean@k are means over questions: n·mean successes need not be whole."""
+    for count, n in ((4 / 3, 3), (2.5, 7), (0.25, 1), (99.9, 100)):
+        ref_low, ref_high = proportion_confint(count, n, alpha=0.05, method="wilson")
+        assert wilson_interval(count, n) == pytest.approx((float(ref_low), float(ref_high)), abs=1e-12)
+
+
 def test_wilson_hand_computed_values() -> None:
     # 3/10 at 95%: centre = (0.3 + 1.92073/10) / 1.384146 = 0.355452, half = 0.247765.
     assert wilson_interval(3, 10) == pytest.approx((0.1078, 0.6032), abs=5e-5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,23 @@ SCRIPTS_A: dict[int, list[dict[str, Any]]] = {
 }
 SCRIPTS_B: dict[int, list[dict[str, Any]]] = {0: [{"content": "31"}], 1: [{"content": "28"}]}
 JUDGE_RULES: list[Any] = [("JUDGEBREAKS", ["I think it is fine."])]
+
+
+def episode_record(qid: str, index: int, status: str, answer: str | None, tool_calls: int = 2) -> dict[str, Any]:
+    """A trajectories.jsonl line as drsearch.agents' run store writes it."""
+    return {"accounting": {"completion_tokens": 10, "prompt_tokens": 100, "tool_calls": {"search": tool_calls}},
+            "final_answer": answer, "index": index, "messages": [], "qid": qid, "reason": None,
+            "seed": 20260811 + index, "status": status, "tool_calls": [], "turns": []}
+
+
+def write_run(root: Path, episodes: list[dict[str, Any]], seed_base: int = 20260811) -> Path:
+    """A run directory written by hand: for datasets `drsearch run` does not read itself."""
+    root.mkdir(parents=True)
+    (root / "run.json").write_text(json.dumps({"model": "agent-m", "preset": {"seed_base": seed_base}}))
+    (root / "trajectories.jsonl").write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in episodes))
+    (root / "timings.jsonl").write_text("".join(json.dumps({"qid": e["qid"], "wall_s": 2.0}) + "\n"
+                                                for e in episodes))
+    return root
 
 
 def cli(*argv: str) -> tuple[int, str]:
@@ -119,8 +137,12 @@ def test_agreement_of_two_judges(runs: dict[str, Any]) -> None:
     rc, text = cli("score", "--agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"),
                    "--json")
     result = json.loads(text)
-    assert result["n"] == 12 and result["disagreements"] == [[QIDS[7], 0]]
-    assert result["agreement"]["count"] == 11
+    # judged by both: 0, 1, 5, 7; 6 failed under both judges; 2, 3, 4 and the 4 missing need no judge
+    assert result["n_records"] == 12 and result["n"] == 4 and result["not_judged"] == 7
+    assert result["judge_failed"] == {"a": 1, "b": 1}
+    assert result["disagreements"] == [[QIDS[7], 0]] and result["agreement"]["count"] == 3
+    rc, text = cli("score", "--agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"))
+    assert rc == 0 and "judged by both 4" in text and "Cohen's kappa" in text
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -129,15 +151,64 @@ def test_agreement_of_two_judges(runs: dict[str, Any]) -> None:
     (["score", "NOWHERE", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://127.0.0.1:9/v1"],
      "not a run directory"),
     (["score", "--compare", "A", "B"], "no graded questions there"),
-    (["score", "RUNA", "--questions", "missing.jsonl", "--judge-model", "j", "--base-url", "http://x/v1"],
+    (["score", "EMPTY", "--questions", "missing.jsonl", "--judge-model", "j", "--base-url", "http://x/v1"],
      "missing.jsonl: cannot read"),
+    (["score", "EMPTY", "--questions", "bad.jsonl", "--judge-model", "j", "--base-url", "http://x/v1"],
+     "bad.jsonl:2: not valid JSON"),
+    (["score", "EMPTY", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
+     "EMPTY: no episodes in trajectories.jsonl (nothing to grade)"),
+    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
+     "OTHER: no episode answers any selected question"),
+    (["score", "EMPTY", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--out", "nodir/scores.json"], "--out nodir/scores.json: needs a file path in an existing directory"),
+    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--attempts", "./OTHER"], "the same run given twice"),
+    (["score", "LAYOUT", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
+     "attempt directories must be attempt-0 … attempt-1, found attempt-0, attempt-2"),
+    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--concurrency", "0"], "--concurrency must be at least 1"),
+    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--max-attempts", "0"], "judge settings"),
+    (["score", "OTHER", "--questions", str(QUESTIONS), "--ids", "q-nope", "--judge-model", "j",
+      "--base-url", "http://x/v1"], "ids not among the selected tasks"),
+    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--audit-citations"], "--audit-citations needs --database CORPUS or --search URL"),
+    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--database", "c.sqlite3"], "need --audit-citations"),
+    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
+      "--audit-citations", "--record-url", "pmid=http://x/"], "--record-url 'pmid=http://x/': expected"),
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "EMPTY").mkdir()
+    (tmp_path / "EMPTY/run.json").write_text("{}")
+    write_run(tmp_path / "OTHER", [episode_record("q-not-in-the-file", 0, "answered", "x")])
+    write_run(tmp_path / "GOOD", [episode_record(QIDS[0], 0, "answered", "30")])
+    for n in (0, 2):
+        write_run(tmp_path / f"LAYOUT/attempt-{n}", [episode_record(QIDS[0], 0, "answered", "30")])
+    (tmp_path / "bad.jsonl").write_text(QUESTIONS.read_text().splitlines()[0] + "\n{not json\n")
     rc, _ = cli(*argv)
     err = capsys.readouterr().err
-    assert rc == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unreachable_judge_is_one_line_exit_2(runs: dict[str, Any], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with serve_judge() as fake:
+        dead = fake.url  # nothing listens there once the block is left
+    out = tmp_path / "s.json"
+    rc, _ = cli("score", str(runs["a"]), "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", dead,
+                "--max-attempts", "1", "--judge-cache", str(tmp_path / "c.sqlite3"), "--out", str(out))
+    err = capsys.readouterr().err
+    assert rc == 2 and "judge endpoint 'j' does not answer" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_agreement_refuses_two_different_runs(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _ = cli("score", "--agreement", str(runs["a"]), str(runs["b"]))
+    err = capsys.readouterr().err
+    assert rc == 2 and "different runs" in err and len(err.strip().splitlines()) == 1
 
 
 def test_missing_api_key_variable(runs: dict[str, Any], capsys: pytest.CaptureFixture[str],
@@ -146,3 +217,155 @@ def test_missing_api_key_variable(runs: dict[str, Any], capsys: pytest.CaptureFi
     rc, _ = cli("score", str(runs["a"]), "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url",
                 "http://127.0.0.1:9/v1", "--api-key-env", "NO_SUCH_KEY_VAR", "--judge-cache-mode", "off")
     assert rc == 2 and "NO_SUCH_KEY_VAR" in capsys.readouterr().err
+
+
+def test_regrading_live_asks_the_judge_nothing(runs: dict[str, Any], tmp_path: Path) -> None:
+    """Default mode, live judge at hand: every verdict (the unparseable one too) comes from the cache."""
+    before = (runs["a"] / "scores.json").read_bytes()
+    out = tmp_path / "again.json"
+    with serve_judge(JUDGE_RULES) as fake:
+        rc, text = cli("score", str(runs["a"]), "--questions", str(QUESTIONS), "--judge-model", "judge-m",
+                       "--base-url", fake.url, "--backoff", "0", "--out", str(out))
+    assert rc == 0, text
+    assert fake.requests == [] and fake.probes == []
+    assert out.read_bytes() == before
+
+
+def test_repeated_attempts_give_pass_and_mean_at_k(runs: dict[str, Any], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    layout = tmp_path / "attempts"
+    shutil.copytree(runs["a"], layout / "attempt-0")
+    shutil.copytree(runs["b"], layout / "attempt-1")
+    with serve_judge(JUDGE_RULES) as fake:
+        rc, text = cli("score", str(runs["a"]), "--attempts", str(runs["b"]), "--questions", str(QUESTIONS),
+                       "--judge-model", "judge-m", "--base-url", fake.url, "--out", str(tmp_path / "k.json"))
+        assert rc == 0, text
+        assert "same seeds" in capsys.readouterr().err  # two runs of one preset: a seeded endpoint repeats itself
+        rc, text = cli("score", str(layout), "--questions", str(QUESTIONS), "--judge-model", "judge-m",
+                       "--base-url", fake.url)
+        assert rc == 0, text
+    flags, dirs = json.loads((tmp_path / "k.json").read_text()), json.loads((layout / "scores.json").read_text())
+    assert dirs["grading"]["runs"] == [str(layout / "attempt-0"), str(layout / "attempt-1")]
+    del flags["grading"], dirs["grading"]
+    assert flags == dirs
+    attempts = flags["attempts"]
+    # A right on 0 and 7; B right on 1 only: per question hits [0]: T,F  [1]: F,T  [7]: T,F, 9 others never
+    assert attempts["n_attempts"] == 2 and flags["accuracy"]["count"] == 2
+    assert attempts["pass_at_k"] == {"1": 0.125, "2": 0.25} and attempts["mean_at_k"] == {"1": round(2 / 12, 6), "2": 0.125}
+    assert attempts["accuracy_by_attempt"]["1"]["count"] == 1
+    assert "pass@k" in text
+    graded = [json.loads(line) for line in (layout / "scores.graded.jsonl").read_text().splitlines()]
+    assert [g["attempt"] for g in graded] == [0] * 12 + [1] * 12
+
+
+DSQA_TASKS = [
+    {"id": "d0", "problem": "Which planets have rings?", "problem_category": "Science",
+     "answer": "Jupiter, Saturn", "answer_type": "Set Answer"},
+    {"id": "d1", "problem": "Capital of France?", "problem_category": "Geography", "answer": "Paris",
+     "answer_type": "Single Answer"},
+    {"id": "d2", "problem": "Largest ocean?", "problem_category": "Geography", "answer": "Pacific",
+     "answer_type": "Single Answer"},
+    {"id": "d3", "problem": "Two noble gases?", "problem_category": "Science", "answer": "Neon; Argon",
+     "answer_type": "Set Answer"},
+    {"id": "d4", "problem": "Smallest planet?", "problem_category": "Science", "answer": "Mercury",
+     "answer_type": "Single Answer"},
+]
+
+
+def test_deepsearchqa_end_to_end(tmp_path: Path) -> None:
+    questions = tmp_path / "dsqa.jsonl"
+    questions.write_text("".join(json.dumps(t) + "\n" for t in DSQA_TASKS))
+    run = write_run(tmp_path / "run", [
+        episode_record("d0", 0, "answered", "Jupiter and Saturn"),  # every item, nothing more: correct
+        episode_record("d1", 1, "answered", "Paris, or maybe Lyon"),  # an excessive answer: incorrect
+        episode_record("d2", 2, "answered", " "),  # empty: incorrect, judge not asked
+        episode_record("d3", 3, "answered", "Neon and Argon (EMPTYDETAILS)"),  # judge gives no details
+        # d4: no episode
+    ])
+    rules = [("Lyon", [json.dumps({"Correctness Details": {"Paris": True}, "Excessive Answers": ["Lyon"],
+                                   "Explanation": "Lyon is extra"})]),
+             ("EMPTYDETAILS", [json.dumps({"Correctness Details": {}, "Excessive Answers": [], "Explanation": ""})])]
+    with serve_judge(rules) as fake:
+        rc, text = cli("score", str(run), "--dataset", "deepsearchqa", "--questions", str(questions),
+                       "--judge-model", "judge-m", "--base-url", fake.url, "--parse-attempts", "2")
+    assert rc == 0, text
+    assert len(fake.requests) == 1 + 1 + 2  # d0, d1, d3 twice (an empty Correctness Details is re-asked)
+    scores = json.loads((run / "scores.json").read_text())
+    assert {k: v["count"] for k, v in scores["outcomes"].items() if v["count"]} == {
+        "correct": 1, "incorrect": 1, "empty_answer": 1, "judge_failed": 1, "missing_episode": 1}
+    assert scores["accuracy"] == {"ci": scores["accuracy"]["ci"], "count": 1, "n": 5, "rate": 0.2}
+    breakdowns = scores["breakdowns"]
+    assert {k: (v["n"], v["correct"]) for k, v in breakdowns["category"].items()} == {
+        "Geography": (2, 0), "Science": (3, 1)}
+    assert {k: (v["n"], v["correct"]) for k, v in breakdowns["answer_type"].items()} == {
+        "Set Answer": (2, 1), "Single Answer": (3, 0)}
+    assert scores["per_question"]["n"] == 4 and scores["grading"]["prompt"] == "deepsearchqa_v1"
+    graded = {g["question_id"]: g for g in map(json.loads, (run / "scores.graded.jsonl").read_text().splitlines())}
+    assert graded["d2"]["reason"] == "empty_model_response" and graded["d2"]["judge"] is None
+    assert graded["d1"]["judge"]["verdict"]["excessive"] == ["Lyon"]
+    assert "empty or missing 'Correctness Details'" in graded["d3"]["reason"]
+    # the filters define the denominator
+    with serve_judge(rules) as fake:
+        rc, text = cli("score", str(run), "--dataset", "deepsearchqa", "--questions", str(questions),
+                       "--judge-model", "judge-m", "--base-url", fake.url, "--categories", "Science",
+                       "--answer-type", "Set Answer", "--out", str(tmp_path / "science.json"))
+    assert rc == 0, text
+    science = json.loads((tmp_path / "science.json").read_text())
+    assert science["n"] == 2 and science["accuracy"]["count"] == 1 and fake.requests == []  # all cached
+
+
+BIO_CHECKLIST = [{"type": "must_mention", "weight": 3, "text": "dose"},
+                 {"type": "must_acknowledge", "weight": 2, "text": "uncertainty"},
+                 {"type": "must_ground", "weight": 1, "text": "trial"},
+                 {"type": "must_mention", "weight": 1, "text": "mechanism"},
+                 {"type": "must_avoid", "weight": 2, "text": "cure claim"}]
+DOC = "web-042bb7b5fedab6ea"
+
+
+def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "bio.jsonl"
+    questions.write_text("".join(json.dumps({"task_id": f"src{i}#0", "question": f"Does drug {i} work?",
+                                             "track": "clinical", "checklist": BIO_CHECKLIST}) + "\n"
+                                 for i in range(3)))
+    run = write_run(tmp_path / "run", [
+        # dose, uncertainty, mechanism, no cure claim: (3 + 2 + 1 + 2) / 9 = 8/9
+        episode_record("src0#0", 0, "answered", f"The dose matters; uncertainty remains; mechanism unclear.\n"
+                                                f"Source: {DOC}\nAlso web-0000000000000000."),
+        # dose and a cure claim: (3 + 0) / 9 = 1/3
+        episode_record("src1#0", 1, "answered", "The dose is a cure claim."),
+        # dose, uncertainty: (3 + 2 + 2) / 9 = 7/9: solved at 0.5, not at 0.8
+        episode_record("src2#0", 2, "answered", "The dose is known, with uncertainty."),
+    ])
+
+    def score(threshold: str, out: str) -> dict[str, Any]:
+        with serve_judge() as fake:
+            rc, text = cli("score", str(run), "--dataset", "openbiorq", "--questions", str(questions),
+                           "--judge-model", "judge-m", "--base-url", fake.url, "--threshold", threshold,
+                           "--audit-citations", "--database", str(sample_index), "--blocked-docids", str(BLOCKED),
+                           "--out", str(tmp_path / out))
+        assert rc == 0, text
+        assert "solved (score >= " + threshold in text
+        result: dict[str, Any] = json.loads((tmp_path / out).read_text())
+        return result
+
+    default, strict = score("0.5", "default.json"), score("0.8", "strict.json")
+    assert default["checklist"]["solved"]["count"] == 2 and default["accuracy"]["count"] == 2
+    assert strict["checklist"]["solved"]["count"] == 1 and strict["accuracy"]["count"] == 1
+    assert strict["checklist"]["threshold"] == strict["grading"]["threshold"] == 0.8
+    assert default["checklist"]["mean_score"] == round((8 / 9 + 1 / 3 + 7 / 9) / 3, 6)
+    citations = default["citations"]
+    assert citations["cited"] == 2 and citations["by_kind"]["docid"] == 2
+    assert (citations["existence"]["found"], citations["existence"]["notfound"]) == (1, 1)
+    assert citations["support"]["yes"] == 1 and citations["wrong_paper"]["count"] == 0
+    assert default["grading"]["citation_support"]["prompt"] == "citation_support_v1"
+    graded = [json.loads(line) for line in (tmp_path / "default.graded.jsonl").read_text().splitlines()]
+    checks = graded[0]["judge"]["citations"]
+    assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("web-0000000000000000", "notfound")]
+    assert len(checks[0]["support_judge"]["prompt_sha256"]) == 64
+    # the reliability report reads checklist scores too: same scores (rho 1), labels differ on src2#0 only
+    rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"), "--json")
+    agreement = json.loads(text)
+    assert rc == 0 and agreement["n"] == 3 and agreement["n_scored"] == 3 and agreement["spearman"] == 1.0
+    assert agreement["disagreements"] == [["src2#0", 0]]
+    rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"))
+    assert rc == 0 and "Spearman rho 1.0 over 3" in text

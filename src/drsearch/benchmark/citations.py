@@ -49,6 +49,8 @@ _NCT = re.compile(r"\bNCT\d{8}\b", re.I)
 _PMID = re.compile(r"\bPMID\s*:?\s*(\d{1,9})\b", re.I)
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
 _TRAILING = ".,;:!?'\""
+NOTFOUND_STATUSES = frozenset({400, 404, 410, 422})
+"""HTTP statuses of a record service that mean the identifier does not resolve."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +122,16 @@ def extract_citations(answer: str, docid_pattern: str = DEFAULT_DOCID_PATTERN) -
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """An existence check: ``found`` with the record's text, ``notfound``, or ``transient``."""
+    """An existence check: ``found`` with the record's text, ``notfound``, or ``transient``.
+
+    ``retry`` False marks a transient outcome that asking again cannot change (no resolver
+    for that kind of identifier): it is not retried, and still left out of the rate.
+    """
 
     status: Existence
     record: str | None = None
     detail: str = ""
+    retry: bool = True
 
 
 class CitationResolver(Protocol):
@@ -147,7 +154,7 @@ class CorpusResolver:
 
     def resolve(self, citation: Citation) -> Resolution:
         if citation.kind not in ("docid", "url"):
-            return Resolution("transient", detail=f"the corpus cannot resolve a {citation.kind}")
+            return Resolution("transient", detail=f"the corpus cannot resolve a {citation.kind}", retry=False)
         key = {"docid": citation.value, "url": None} if citation.kind == "docid" else \
             {"docid": None, "url": citation.value}
         try:
@@ -166,9 +173,10 @@ class CorpusResolver:
 class HttpRecordResolver:
     """PMIDs, DOIs, NCT numbers fetched from ``templates[kind].format(id=value)``.
 
-    HTTP 200 = ``found`` (the body, cut to ``max_chars``, is the record); 404 and 410 =
-    ``notfound``; 429, 5xx, timeouts and connection errors = ``transient``; any other
-    status is ``notfound`` (a malformed identifier). The caller owns the client.
+    HTTP 200 = ``found`` (the body, cut to ``max_chars``, is the record); 404 and 410 (no
+    such record), 400 and 422 (a malformed identifier) = ``notfound``; every other outcome
+    (429, 5xx, 401/403 from a rate limiter or a login wall, timeouts, connection errors)
+    says nothing about the record and is ``transient``. The caller owns the client.
     """
 
     def __init__(self, client: httpx.Client, templates: Mapping[str, str], max_chars: int = 8000) -> None:
@@ -179,16 +187,16 @@ class HttpRecordResolver:
     def resolve(self, citation: Citation) -> Resolution:
         template = self._templates.get(citation.kind)
         if template is None:
-            return Resolution("transient", detail=f"no resolver for {citation.kind}")
+            return Resolution("transient", detail=f"no resolver for {citation.kind}", retry=False)
         try:
             r = self._client.get(template.format(id=citation.value))
         except httpx.HTTPError as e:
             return Resolution("transient", detail=f"{e.__class__.__name__}: {e}")
         if r.status_code == 200:
             return Resolution("found", r.text[: self._max_chars])
-        if r.status_code == 429 or r.status_code >= 500:
-            return Resolution("transient", detail=f"HTTP {r.status_code}")
-        return Resolution("notfound", detail=f"HTTP {r.status_code}")
+        if r.status_code in NOTFOUND_STATUSES:
+            return Resolution("notfound", detail=f"HTTP {r.status_code}")
+        return Resolution("transient", detail=f"HTTP {r.status_code}")
 
 
 class RoutingResolver:
@@ -200,7 +208,7 @@ class RoutingResolver:
     def resolve(self, citation: Citation) -> Resolution:
         resolver = self._routes.get(citation.kind)
         if resolver is None:
-            return Resolution("transient", detail=f"no resolver for {citation.kind}")
+            return Resolution("transient", detail=f"no resolver for {citation.kind}", retry=False)
         return resolver.resolve(citation)
 
 
@@ -222,6 +230,11 @@ class SupportJudge:
     def __init__(self, llm: LLMJudge, prompt: JudgePrompt | None = None) -> None:
         self.llm = llm
         self.prompt = prompt or default_prompt("citation_support")
+
+    def describe(self) -> dict[str, str]:
+        """Model, prompt and prompt SHA-256: stored with every support verdict."""
+        return {"model": self.llm.settings.model, "prompt": self.prompt.name,
+                "prompt_sha256": self.prompt.sha256}
 
     def judge(self, citation: Citation, record: str) -> tuple[Support | None, str | None]:
         """``(support, None)``, or ``(None, why)`` when the judge failed."""
@@ -247,6 +260,8 @@ class CitationCheck:
     support: Support | None
     attempts: int
     detail: str = ""
+    support_judge: Mapping[str, str] | None = None
+    """Model, prompt and prompt SHA-256 of the support verdict (None when none was asked)."""
 
     @property
     def wrong_paper(self) -> bool:
@@ -254,8 +269,9 @@ class CitationCheck:
 
     def as_dict(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "detail": self.detail, "existence": self.existence,
-                "kind": self.kind, "support": self.support, "value": self.value,
-                "wrong_paper": self.wrong_paper}
+                "kind": self.kind, "support": self.support,
+                "support_judge": None if self.support_judge is None else dict(self.support_judge),
+                "value": self.value, "wrong_paper": self.wrong_paper}
 
 
 class CitationAuditor:
@@ -276,7 +292,7 @@ class CitationAuditor:
     def _resolve(self, citation: Citation) -> tuple[Resolution, int]:
         for attempt in range(1, self.max_attempts + 1):
             resolution = self.resolver.resolve(citation)
-            if resolution.status != "transient" or attempt == self.max_attempts:
+            if resolution.status != "transient" or not resolution.retry or attempt == self.max_attempts:
                 return resolution, attempt
             self._sleep(self.backoff_s * 2 ** (attempt - 1))
         raise AssertionError("unreachable")
@@ -285,10 +301,13 @@ class CitationAuditor:
         resolution, attempts = self._resolve(citation)
         support: Support | None = None
         detail = resolution.detail
+        judge = None
         if resolution.status == "found" and self.support is not None:
             support, why = self.support.judge(citation, resolution.record or "")
             detail = why or detail
-        return CitationCheck(citation.kind, citation.value, resolution.status, support, attempts, detail)
+            judge = self.support.describe()
+        return CitationCheck(citation.kind, citation.value, resolution.status, support, attempts, detail,
+                             judge)
 
     def audit(self, answer: str | None) -> list[CitationCheck]:
         """Every citation of ``answer`` checked (an empty answer cites nothing)."""
@@ -340,6 +359,7 @@ def rates_of_graded(judge_records: Sequence[Mapping[str, Any] | None]) -> dict[s
 __all__ = [
     "CITATION_KINDS",
     "DEFAULT_DOCID_PATTERN",
+    "NOTFOUND_STATUSES",
     "Citation",
     "CitationAuditor",
     "CitationCheck",

@@ -120,7 +120,7 @@ def _accounting(episode: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def grade_episode(task: GradingTask, episode: dict[str, Any] | None, judge: Judge, *, attempt: int = 0,
-                  wall_s: float = 0.0, auditor: CitationAuditor | None = None) -> GradedQuestion:
+                  wall_s: float | None = None, auditor: CitationAuditor | None = None) -> GradedQuestion:
     """Grade one task's episode (None when the run has none)."""
     status, outcome, reason = _classify(episode)
     answer = None if episode is None else episode.get("final_answer")
@@ -155,7 +155,7 @@ def grade_run(run: str | Path | RunEpisodes, tasks: Sequence[GradingTask], judge
 
     def one(task: GradingTask) -> GradedQuestion:
         graded = grade_episode(task, episodes.episodes.get(task.question_id), judge, attempt=attempt,
-                               wall_s=episodes.wall_s.get(task.question_id, 0.0), auditor=auditor)
+                               wall_s=episodes.wall_s.get(task.question_id), auditor=auditor)
         if progress is not None:
             progress(1)
         return graded

@@ -6,8 +6,9 @@ judge's reply bytes. It reuses the agents' :class:`~drsearch.agents.ReplayCache`
 (kind ``"judge"``), so the modes mean the same:
 
 - ``replay-then-live`` (default): stored verdicts are reused, anything else asks the
-  judge and is stored; a judgement that failed (endpoint down, unparseable reply) is
-  stored as a failure and asked again next time;
+  judge and is stored. A reply that stayed unparseable is a verdict like any other
+  (``judge_failed``, reused: at temperature 0 and a fixed seed a re-ask repeats it); a
+  judgement whose endpoint failed is stored as a failure and asked again next time;
 - ``replay``: only stored verdicts; a miss raises ReplayMissError naming the question;
 - ``record``: always ask, store the answer; ``off``: always ask, store nothing.
 """

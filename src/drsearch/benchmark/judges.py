@@ -13,7 +13,10 @@ an answer cannot close the block early or forge a marker, whatever it says.
 
 A judge reply that cannot be parsed (not one JSON object, a missing or out-of-range
 field, an empty ``Correctness Details``) is asked again up to ``parse_attempts`` times;
-then the verdict is ``judge_failed``, which scoring counts as incorrect. An empty answer
+then the verdict is ``judge_failed``, which scoring counts as incorrect, and that outcome is
+cached like any verdict. A judge endpoint that fails for good is ``judge_failed`` too but is
+asked again on the next grading. Before its first live judgement a judge sends a one-token
+probe; if that fails, grading stops (:class:`JudgeUnavailableError`). An empty answer
 is ``incorrect`` with reason ``empty_model_response`` and the judge is not called.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -30,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..agents import ChatClient, LLMError
 from ..agents.canonical import canonical_bytes, canonical_json, sha256_hex
+from ..index import InvalidInputError
 from .datasets import Criterion, DatasetKind, GradingTask
 from .judge_cache import JudgeCache
 
@@ -46,6 +51,11 @@ PROMPT_FILES: dict[str, str] = {
 
 class JudgeParseError(ValueError):
     """A judge reply that does not carry a well-formed verdict (the message says why)."""
+
+
+class JudgeUnavailableError(InvalidInputError):
+    """The judge endpoint failed before giving any reply: a wrong URL or model, or a server
+    that is down (CLI exit 2; nothing is cached, nothing is written)."""
 
 
 # -- prompts and delimiting ---------------------------------------------------------------
@@ -325,13 +335,50 @@ class LLMJudge:
     """Asks a judge model through the cache; ``client`` None answers from the cache only."""
 
     def __init__(self, client: ChatClient | None, settings: JudgeSettings,
-                 cache: JudgeCache | None = None) -> None:
+                 cache: JudgeCache | None = None, *, fail_fast: bool = True) -> None:
+        """``fail_fast``: probe the endpoint before the first live judgement (JudgeUnavailableError)."""
         self.client = client
         self.settings = settings
         self.cache = cache if cache is not None else JudgeCache(None)
+        self.fail_fast = fail_fast
+        self._reached = False
+        self._probe_error: str | None = None
+        self._probe_lock = threading.Lock()
+
+    def _check_endpoint(self) -> None:
+        """Before the first live judgement: one tiny request, so a dead endpoint fails fast.
+
+        Raises JudgeUnavailableError when it fails (after the client's retries): a wrong
+        URL, model or key, or a server that is down. Asked at most once per judge, and only
+        when some verdict is not cached, so re-grading from the cache sends nothing. Once
+        it has answered, a failing judgement is that judgement's problem (say, an answer
+        too long for the judge): ``judge_failed``, asked again on the next grading.
+        """
+        with self._probe_lock:
+            if self._probe_error is None and not self._reached:
+                assert self.client is not None
+                probe = self.settings.body([{"content": "Reply with the word OK.", "role": "user"}])
+                probe["max_tokens"] = 1
+                try:
+                    self.client.complete(probe)
+                    self._reached = True
+                except LLMError as e:
+                    self._probe_error = e.message
+            if self._probe_error is not None:
+                raise JudgeUnavailableError(f"judge endpoint {self.settings.model!r} does not answer: "
+                                            f"{self._probe_error}")
 
     def _live(self, body: dict[str, Any], parse: Callable[[str], Any]) -> tuple[bool, bytes]:
+        """Ask the judge; ``(True, …)`` is a final answer (cached), ``(False, …)`` is asked again later.
+
+        A reply still unparseable after ``parse_attempts`` tries is final: at temperature 0
+        with a fixed seed asking again gives the same reply, and caching it keeps re-grading
+        free and byte-identical. An endpoint failure is not final (stored as a failure, asked
+        again next time). With ``fail_fast`` the endpoint is checked first (:meth:`_check_endpoint`).
+        """
         assert self.client is not None
+        if self.fail_fast:
+            self._check_endpoint()
         error = ""
         tries = self.settings.parse_attempts
         for attempt in range(1, tries + 1):
@@ -347,23 +394,28 @@ class LLMJudge:
                 error = str(e)
                 continue
             return True, canonical_bytes({"attempts": attempt, "content": content})
-        return False, canonical_bytes({"attempts": tries, "error": f"unparseable judge reply after {tries} "
-                                                                   f"attempt(s): {error}"})
+        return True, canonical_bytes({"attempts": tries, "error": f"unparseable judge reply after {tries} "
+                                                                  f"attempt(s): {error}"})
 
     def ask(self, prompt: JudgePrompt, fields: Mapping[str, str], untrusted: Mapping[str, str],
             parse: Callable[[str], Any], describe: str) -> JudgeReply:
         """Render ``prompt``, ask (or read the cache), parse; never raises for a bad reply.
 
-        Raises ReplayMissError only in replay-only mode (or without a client) on a miss.
+        Raises ReplayMissError only in replay-only mode (or without a client) on a miss, and
+        JudgeUnavailableError when the endpoint does not answer (:meth:`_check_endpoint`).
         """
         body = self.settings.body(prompt.render(fields, untrusted))
         key_fields = {**fields, **untrusted}
         live = None if self.client is None else (lambda: self._live(body, parse))
-        ok, data = self.cache.fetch(self.settings.model, prompt.sha256, key_fields, describe, live)
+        _, data = self.cache.fetch(self.settings.model, prompt.sha256, key_fields, describe, live)
         stored = json.loads(data)
-        if not ok:
+        if "error" in stored:
             return JudgeReply(False, None, str(stored["error"]), int(stored["attempts"]))
-        return JudgeReply(True, parse(stored["content"]), None, int(stored["attempts"]))
+        try:
+            parsed = parse(stored["content"])
+        except JudgeParseError as e:  # a cached reply that this version's parser rejects
+            return JudgeReply(False, None, f"cached judge reply does not parse: {e}", int(stored["attempts"]))
+        return JudgeReply(True, parsed, None, int(stored["attempts"]))
 
     def record(self, prompt: JudgePrompt, reply: JudgeReply) -> dict[str, Any]:
         """The part of a verdict record every judge shares."""
@@ -508,6 +560,7 @@ __all__ = [
     "JudgePrompt",
     "JudgeReply",
     "JudgeSettings",
+    "JudgeUnavailableError",
     "LLMJudge",
     "Verdict",
     "browsecomp_fields",

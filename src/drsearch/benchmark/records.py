@@ -57,7 +57,8 @@ class GradedQuestion(BaseModel):
     tool_calls: int = Field(default=0, ge=0)
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
-    wall_s: float = Field(default=0.0, ge=0.0)
+    wall_s: float | None = Field(default=None, ge=0.0)
+    """Episode wall time from ``timings.jsonl``; None when the run recorded none."""
     judge: dict[str, Any] | None = None
     """The verdict record: judge model, prompt hash, parsed fields."""
 

@@ -109,18 +109,22 @@ def _group(hits: Sequence[bool], confidence: float) -> dict[str, Any]:
 
 
 def _per_question(graded: Sequence[GradedQuestion]) -> dict[str, Any]:
+    """Means over the questions that have an episode: a missing one spent nothing to average."""
+    graded = [g for g in graded if g.episode_status != "missing"]
     n = len(graded)
 
     def mean(values: Iterable[float]) -> float | None:
         return sum(values) / n if n else None
 
+    timed = [g.wall_s for g in graded if g.wall_s is not None]
     return {
         "n": n,
         "tool_calls": mean(g.tool_calls for g in graded),
         "prompt_tokens": mean(g.prompt_tokens for g in graded),
         "completion_tokens": mean(g.completion_tokens for g in graded),
         "total_tokens": mean(g.prompt_tokens + g.completion_tokens for g in graded),
-        "wall_s": mean(g.wall_s for g in graded),
+        "n_timed": len(timed),
+        "wall_s": sum(timed) / len(timed) if timed else None,  # over the timed ones: no clock is not 0 s
     }
 
 
@@ -142,7 +146,9 @@ def _checklist(
     }
 
 
-def _attempts(ids: Sequence[str], table: dict[_Key, GradedQuestion]) -> dict[str, Any] | None:
+def _attempts(
+    ids: Sequence[str], table: dict[_Key, GradedQuestion], confidence: float
+) -> dict[str, Any] | None:
     if all(attempt == 0 for _, attempt in table):
         return None
     n_attempts = max(attempt for _, attempt in table) + 1
@@ -153,11 +159,19 @@ def _attempts(ids: Sequence[str], table: dict[_Key, GradedQuestion]) -> dict[str
     ks = range(1, n_attempts + 1)
     n = len(ids)
     missing = sum(1 for qid in ids for a in range(n_attempts) if (qid, a) not in table)
+    passed = {str(k): sum(pass_at_k(n_attempts, sum(h), k) for h in hits.values()) / n for k in ks}
+    means = {str(k): sum(mean_at_k(h, k) for h in hits.values()) / n for k in ks}
     return {
         "n_attempts": n_attempts,
         "missing_attempts": missing,
-        "pass_at_k": {str(k): sum(pass_at_k(n_attempts, sum(h), k) for h in hits.values()) / n for k in ks},
-        "mean_at_k": {str(k): sum(mean_at_k(h, k) for h in hits.values()) / n for k in ks},
+        "accuracy_by_attempt": {
+            str(a): _proportion(sum(h[a] for h in hits.values()), n, confidence) for a in range(n_attempts)
+        },
+        "pass_at_k": passed,
+        "mean_at_k": means,
+        # Wilson on a mean of [0, 1] values over n questions: conservative (stats.wilson_interval)
+        "pass_at_k_ci": {k: list(wilson_interval(v * n, n, confidence)) for k, v in passed.items()},
+        "mean_at_k_ci": {k: list(wilson_interval(v * n, n, confidence)) for k, v in means.items()},
     }
 
 
@@ -181,7 +195,10 @@ def summarize(
     ``checklist`` (present when any score exists): mean score over all questions
     with an unscored question counting 0, the mean over scored ones only, and the
     solved rate (score >= ``solved_threshold``) over all questions.
-    ``per_question`` means cover the questions that have an attempt-0 record.
+    Every pass@k and mean@k value has its Wilson interval (``*_ci``; conservative for a
+    mean of per-question values), and ``accuracy_by_attempt`` gives each attempt's accuracy.
+    ``per_question`` means (tool calls, tokens, wall time) cover the attempt-0 records that
+    have an episode (``episode_status != "missing"``); ``n`` says how many.
 
     Raises ``ValueError`` when a (question, attempt) is graded twice, when
     ``expected_ids`` has duplicates or misses a graded question, or when the
@@ -204,7 +221,7 @@ def summarize(
         "breakdowns": _breakdowns(ids, first, confidence),
         "per_question": _per_question(list(first.values())),
         "checklist": _checklist(ids, first, solved_threshold, confidence),
-        "attempts": _attempts(ids, table),
+        "attempts": _attempts(ids, table, confidence),
     }
     result: dict[str, Any] = _canonical(body)
     return result
@@ -254,20 +271,37 @@ def compare_runs(
     return result
 
 
+JUDGED = frozenset({"correct", "incorrect"})
+"""Outcomes a judge decided; every other outcome is fixed before any judge is asked."""
+
+
 def judge_agreement(
     a: Sequence[GradedQuestion], b: Sequence[GradedQuestion], *, confidence: float = 0.95
 ) -> dict[str, Any]:
     """Agreement of two judges grading the same run, paired on (question_id, attempt).
 
-    Reports ``n`` paired records, unpaired counts, raw agreement on ``correct``
-    (a proportion with its interval), Cohen's kappa on ``correct`` (None when nothing
-    is paired), the disagreeing records as sorted ``[question_id, attempt]`` pairs,
-    and, when both judges scored some record, Spearman's rho on those checklist
-    scores with ``n_scored`` (rho is None when undefined, e.g. constant scores).
-    Raises ``ValueError`` when a judge grades a record twice.
+    Only records that both judges decided (outcome correct or incorrect) are compared:
+    a missing episode, an unfinished one or an empty answer is incorrect whatever the
+    judge, and counting those would inflate agreement and kappa. ``n_records`` paired
+    records split into ``n`` judged by both, ``not_judged`` (no judge asked) and
+    ``judge_failed`` (either judge failed: counts per side). On the ``n``: raw agreement
+    (a proportion with its interval), Cohen's kappa (None when ``n`` is 0), the
+    disagreeing records as sorted ``[question_id, attempt]`` pairs, and, over those both
+    judges scored, Spearman's rho of the checklist scores with ``n_scored`` (rho None when
+    undefined, e.g. constant scores).
+    Raises ``ValueError`` when a judge grades a record twice, or when a paired record's
+    final answer or pre-judge outcome differs (two different runs, not two judges).
     """
     table_a, table_b = _index(a), _index(b)
-    keys = sorted(set(table_a) & set(table_b))
+    paired = sorted(set(table_a) & set(table_b))
+    asked = JUDGED | {"judge_failed"}
+    for key in paired:
+        x, y = table_a[key], table_b[key]
+        fixed = x.outcome not in asked or y.outcome not in asked
+        if x.final_answer != y.final_answer or (fixed and x.outcome != y.outcome):
+            raise ValueError(f"question {key[0]!r} attempt {key[1]}: the two gradings are of different runs "
+                             "(answers or episode outcomes differ)")
+    keys = [key for key in paired if table_a[key].outcome in JUDGED and table_b[key].outcome in JUDGED]
     labels_a = [table_a[key].correct for key in keys]
     labels_b = [table_b[key].correct for key in keys]
     agree = sum(1 for x, y in zip(labels_a, labels_b, strict=True) if x == y)
@@ -275,7 +309,11 @@ def judge_agreement(
     scores_a = [float(table_a[key].score or 0.0) for key in scored]
     scores_b = [float(table_b[key].score or 0.0) for key in scored]
     body = {
+        "n_records": len(paired),
         "n": len(keys),
+        "not_judged": sum(1 for key in paired if table_a[key].outcome not in asked),
+        "judge_failed": {"a": sum(1 for key in paired if table_a[key].outcome == "judge_failed"),
+                         "b": sum(1 for key in paired if table_b[key].outcome == "judge_failed")},
         "unpaired": {"only_a": len(set(table_a) - set(table_b)), "only_b": len(set(table_b) - set(table_a))},
         "agreement": _proportion(agree, len(keys), confidence),
         "kappa": cohen_kappa(labels_a, labels_b) if keys else None,
@@ -304,7 +342,7 @@ def render_table(summary: dict[str, Any]) -> str:
     acc = summary["accuracy"]
     pct = round(summary["confidence"] * 100)
     lines = [
-        f"questions  {summary['n']}  (graded {summary['n_graded']})",
+        f"questions  {summary['n']}  (with an episode {summary['per_question']['n']})",
         f"accuracy   {_fmt_rate(acc['rate'])}  {_fmt_ci(acc['ci'])}  "
         f"({acc['count']}/{acc['n']}, Wilson {pct}% CI)",
         "",
@@ -332,15 +370,17 @@ def render_table(summary: dict[str, Any]) -> str:
 
 def _render_means(means: dict[str, Any]) -> list[str]:
     if not means["n"]:
-        return ["", "per question (graded): none graded"]
+        return ["", "per question: no episodes"]
     return [
         "",
-        f"per question (mean over {means['n']} graded)",
+        f"per question (mean over {means['n']} with an episode)",
         f"  tool calls         {means['tool_calls']:.2f}",
         f"  prompt tokens      {means['prompt_tokens']:.1f}",
         f"  completion tokens  {means['completion_tokens']:.1f}",
         f"  total tokens       {means['total_tokens']:.1f}",
-        f"  wall time (s)      {means['wall_s']:.2f}",
+        "  wall time (s)      " + ("n/a (no timings.jsonl)" if means["wall_s"] is None else
+                                   f"{means['wall_s']:.2f}" + (f" (over {means['n_timed']} timed)"
+                                                               if means["n_timed"] != means["n"] else "")),
     ]
 
 
@@ -363,8 +403,9 @@ def _render_attempts(attempts: dict[str, Any] | None) -> list[str]:
     lines = [
         "",
         f"attempts  {attempts['n_attempts']}  (missing {attempts['missing_attempts']})",
-        f"{'k':>4}{'pass@k':>10}{'mean@k':>10}",
+        f"{'k':>4}{'pass@k':>10}  {'CI':<18}{'mean@k':>8}  CI",
     ]
     for k in sorted(attempts["pass_at_k"], key=int):
-        lines.append(f"{k:>4}{attempts['pass_at_k'][k]:>10.4f}{attempts['mean_at_k'][k]:>10.4f}")
+        lines.append(f"{k:>4}{attempts['pass_at_k'][k]:>10.4f}  {_fmt_ci(attempts['pass_at_k_ci'][k]):<18}"
+                     f"{attempts['mean_at_k'][k]:>8.4f}  {_fmt_ci(attempts['mean_at_k_ci'][k])}")
     return lines

@@ -15,13 +15,17 @@ from collections.abc import Hashable, Sequence
 from scipy import stats as _sp  # type: ignore[import-untyped]  # scipy ships no type stubs
 
 
-def _check_count(successes: int, n: int) -> None:
+def _check_count(successes: float, n: int) -> None:
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion.
+
+    ``successes`` may be fractional: ``n · m`` for the mean ``m`` of ``n`` values in
+    ``[0, 1]`` (pass@k, mean@k over questions). Such a mean's variance is at most
+    ``m(1 − m)/n``, the binomial one, so the interval is then conservative.
 
     With ``p = successes / n`` and ``z = Φ⁻¹(1 − (1 − confidence) / 2)``::
 

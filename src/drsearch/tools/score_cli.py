@@ -2,12 +2,14 @@
 
 Three forms::
 
-    drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [...]
+    drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [--attempts RUN …] [...]
     drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
     drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
 
 The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
-it, ``scores.graded.jsonl`` (one graded question per line), and prints the table. The
+it, ``scores.graded.jsonl`` (one graded question per line), and prints the table. Repeated
+attempts (pass@k) are RUN_DIR then the ``--attempts`` runs, or, when RUN_DIR holds no
+run.json, its ``attempt-0/``, ``attempt-1/``, … runs. The
 other two read graded files (a run directory, a scores.json or a .graded.jsonl path).
 Bad input exits 2 with one line on stderr.
 """
@@ -17,8 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..index import InvalidInputError
 
 if TYPE_CHECKING:
-    from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge
+    from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge, RunEpisodes
 
 DATASETS = ("dr256", "deepsearchqa", "openbiorq")
 
@@ -64,6 +67,7 @@ def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
         raise InvalidInputError("score needs --judge-model and --base-url (or --judge-cache-mode replay)")
     try:
         settings = JudgeSettings(model=args.judge_model, parse_attempts=args.parse_attempts)
+        retry = RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff)
     except ValueError as e:
         raise InvalidInputError(f"judge settings: {str(e).splitlines()[-1]}") from None
     cache_path = None if args.judge_cache_mode == "off" else \
@@ -72,7 +76,6 @@ def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
         cache = stack.enter_context(JudgeCache(cache_path, args.judge_cache_mode))
         client = None
         if args.base_url and args.judge_cache_mode != "replay":
-            retry = RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff)
             client = ChatClient.connect(args.base_url, _api_key(args.api_key_env), retry=retry)
             stack.callback(client.close)
         llm = LLMJudge(client, settings, cache)
@@ -85,8 +88,16 @@ def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
 @contextmanager
 def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAuditor | None]:
     if not args.audit_citations:
+        if args.database or args.search or args.record_url or args.blocked_docids:
+            raise InvalidInputError("--database, --search, --blocked-docids and --record-url "
+                                    "need --audit-citations")
         yield None
         return
+    if not (args.database or args.search or args.record_url):
+        raise InvalidInputError("--audit-citations needs --database CORPUS or --search URL (docids, URLs) "
+                                "and/or --record-url KIND=URL (PMID, DOI, NCT)")
+    if args.blocked_docids and not args.database:
+        raise InvalidInputError("--blocked-docids needs --database (a server applies its own blocklist)")
     import httpx
 
     from ..agents import EngineSearcher, HttpSearcher
@@ -129,21 +140,81 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
     return tasks
 
 
+ATTEMPT_DIR = re.compile(r"attempt-(\d+)")
+
+
+def _run_dirs(args: argparse.Namespace) -> list[Path]:
+    """RUN_DIR then ``--attempts`` runs; or RUN_DIR's ``attempt-N/`` runs (N = 0, 1, …)."""
+    root = Path(args.run_dir)
+    if not root.is_dir():
+        raise InvalidInputError(f"{root}: not a run directory (no such directory)")
+    if (root / "run.json").exists():
+        dirs = [root, *(args.attempts or ())]
+    else:
+        numbered = sorted((int(m.group(1)), p) for p in root.iterdir()
+                          if p.is_dir() and (m := ATTEMPT_DIR.fullmatch(p.name)))
+        if not numbered:
+            raise InvalidInputError(f"{root}: not a run directory (no run.json, no attempt-N/ runs)")
+        if [n for n, _ in numbered] != list(range(len(numbered))):
+            names = ", ".join(p.name for _, p in numbered)
+            raise InvalidInputError(f"{root}: attempt directories must be attempt-0 … "
+                                    f"attempt-{len(numbered) - 1}, found {names}")
+        if args.attempts:
+            raise InvalidInputError(f"{root}: holds attempt-N/ runs; do not give --attempts as well")
+        dirs = [p for _, p in numbered]
+    seen: dict[Path, Path] = {}
+    for d in dirs:
+        if (first := seen.setdefault(d.resolve(), d)) is not d:
+            raise InvalidInputError(f"{d}: the same run given twice (as {first} too)")
+    return dirs
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_runs(args: argparse.Namespace, runs: list[RunEpisodes], tasks: list[Any]) -> None:
+    """One-line errors for runs that cannot be graded; warnings for doubtful ones."""
+    for run in runs:
+        if not run.episodes:
+            raise InvalidInputError(f"{run.path}: no episodes in trajectories.jsonl (nothing to grade)")
+        if not any(t.question_id in run.episodes for t in tasks):
+            raise InvalidInputError(f"{run.path}: no episode answers any selected question of "
+                                    f"{args.questions}")
+        if unknown := run.unknown_ids(tasks):
+            _warn(f"{run.path}: {len(unknown)} episode(s) of questions not selected (e.g. {unknown[0]}); "
+                  "left out")
+        recorded = run.manifest.get("questions_sha256")
+        if args.dataset == "dr256" and isinstance(recorded, str) and recorded != _file_sha256(args.questions):
+            _warn(f"{run.path}: the run answered another questions file (SHA-256 {recorded[:12]}…) "
+                  f"than {args.questions}; grading against the latter")
+    seeds = [json.dumps((r.manifest.get("preset") or {}).get("seed_base")) for r in runs]
+    if len(runs) > 1 and len(set(seeds)) == 1 and seeds[0] != "null":
+        _warn(f"the {len(runs)} attempts ran with the same seeds (seed_base {seeds[0]}): a seeded endpoint "
+              "repeats its answers, leaving pass@k at pass@1; give each attempt its own seed_base")
+
+
+def _warn(message: str) -> None:
+    print(f"drsearch: warning: {message}", file=sys.stderr)
+
+
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
 
     run_dir = Path(args.run_dir)
+    if args.concurrency < 1:
+        raise InvalidInputError(f"--concurrency must be at least 1, got {args.concurrency}")
+    dirs = _run_dirs(args)
     tasks = _tasks(args)
-    runs = [read_run(p) for p in [run_dir, *(args.attempts or ())]]
-    for run in runs:
-        matched = sum(t.question_id in run.episodes for t in tasks)
-        if run.episodes and not matched:
-            raise InvalidInputError(f"{run.path}: no episode answers any question of {args.questions}")
-        if unknown := run.unknown_ids(tasks):
-            print(f"drsearch: warning: {run.path}: {len(unknown)} episode(s) of questions not selected "
-                  f"(e.g. {unknown[0]}); left out", file=sys.stderr)
+    scores = args.out or run_dir / "scores.json"
+    if scores.is_dir() or not scores.parent.is_dir():
+        raise InvalidInputError(f"--out {scores}: needs a file path in an existing directory")
+    runs = [read_run(p) for p in dirs]
+    _check_runs(args, runs, tasks)
     graded: list[GradedQuestion] = []
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
@@ -152,13 +223,15 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
                                 concurrency=args.concurrency)
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
     summary["grading"] = {
-        "dataset": args.dataset, "questions": str(args.questions), "runs": [str(r.path) for r in runs],
+        "dataset": args.dataset, "questions": str(args.questions),
+        "questions_sha256": _file_sha256(args.questions), "runs": [str(r.path) for r in runs],
         "agent_model": runs[0].manifest.get("model"), "judge_model": llm.settings.model,
         "judge_seed": llm.settings.seed, "judge_temperature": llm.settings.temperature,
-        "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256}
+        "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256,
+        "threshold": args.threshold if args.dataset == "openbiorq" else None}
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
-    scores = args.out or run_dir / "scores.json"
+        summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     write_graded(graded_path(scores), graded)
     _write_json(scores, summary)
     print(render_table(summary), file=out)
@@ -172,11 +245,19 @@ def _read_pair(paths: list[Path]) -> tuple[list[GradedQuestion], list[GradedQues
     return read_graded(graded_path(paths[0])), read_graded(graded_path(paths[1]))
 
 
+def _paired(fn: Callable[..., dict[str, Any]], paths: list[Path]) -> dict[str, Any]:
+    """``fn`` over two graded files; its ValueError (inconsistent files) is bad input."""
+    a, b = _read_pair(paths)
+    try:
+        return fn(a, b)
+    except ValueError as e:
+        raise InvalidInputError(f"{paths[0]} vs {paths[1]}: {e}") from None
+
+
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark import compare_runs
 
-    a, b = _read_pair(args.compare)
-    result = compare_runs(a, b)
+    result = _paired(compare_runs, args.compare)
     if args.json:
         print(json.dumps(result, sort_keys=True), file=out)
         return 0
@@ -198,14 +279,14 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
 def _agreement(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark import judge_agreement
 
-    a, b = _read_pair(args.agreement)
-    result = judge_agreement(a, b)
+    result = _paired(judge_agreement, args.agreement)
     if args.json:
         print(json.dumps(result, sort_keys=True), file=out)
         return 0
-    agree = result["agreement"]
-    print(f"paired records {result['n']} (only in A: {result['unpaired']['only_a']}, "
-          f"only in B: {result['unpaired']['only_b']})", file=out)
+    agree, failed = result["agreement"], result["judge_failed"]
+    print(f"paired records {result['n_records']} (only in A: {result['unpaired']['only_a']}, "
+          f"only in B: {result['unpaired']['only_b']}): judged by both {result['n']}, "
+          f"no judge needed {result['not_judged']}, judge failed A {failed['a']} / B {failed['b']}", file=out)
     print(f"agreement {agree['rate']} {agree['ci']}  Cohen's kappa {result['kappa']}", file=out)
     if result["n_scored"]:
         print(f"checklist scores: Spearman rho {result['spearman']} over {result['n_scored']}", file=out)
