@@ -1,6 +1,7 @@
 """Our scorer against FTS5's own bm25(): same lists, same order, same scores.
 
-Every test runs twice: with the C loops (``native``, when built) and with numpy alone.
+Every test runs three times: the fused C selection (``fused``, when built), the C loops with
+the general selection (``native``), and numpy alone.
 """
 
 from __future__ import annotations
@@ -11,25 +12,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import DrsearchError, Engine
+from drsearch.index import BlockList, DrsearchError, Engine
 from drsearch.index.scoring import NATIVE_AVAILABLE
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 
 QUERIES = cranfield_queries()
-SCORERS = [pytest.param(True, id="native", marks=pytest.mark.skipif(
-    not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")),
-    pytest.param(False, id="numpy")]
+NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
+SCORERS = [pytest.param("fused", marks=NEEDS_C), pytest.param("native", marks=NEEDS_C), "numpy"]
 
 
 @pytest.fixture(scope="module", params=SCORERS)
-def native(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def open_engine(path: Path, mode: str, blocklist: BlockList | None = None) -> Engine:
+    e = Engine.open(path, blocklist, native=mode != "numpy")
+    assert e.scorer._fused == (mode != "numpy")  # build() gives documents consecutive rowids
+    if mode == "native":
+        e.scorer._fused = False  # the C loops with the general (numpy) selection
+    return e
 
 
 @pytest.fixture(scope="module")
-def engine(cran_small_chunks: Path, native: bool) -> Engine:
-    return Engine.open(cran_small_chunks, native=native)
+def engine(cran_small_chunks: Path, mode: str) -> Engine:
+    return open_engine(cran_small_chunks, mode)
 
 
 @pytest.mark.parametrize("k", [10, 100])
@@ -68,13 +76,13 @@ def test_best_chunk_per_document(engine: Engine) -> None:
     assert [h.score for h in result.hits] == sorted(best.values(), reverse=True)[:100]
 
 
-def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path, native: bool) -> None:
+def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path, mode: str) -> None:
     q = QUERIES[0]
-    with Engine.open(cran_small_chunks, native=native) as plain:
+    with open_engine(cran_small_chunks, mode) as plain:
         top = plain.search(q, k=10).hits
         more = plain.search(q, k=13).hits
     blocked = [top[0].docid, top[3].docid, top[7].docid]
-    with Engine.open(cran_small_chunks, blocklist_of(*blocked), native=native) as e:
+    with open_engine(cran_small_chunks, mode, blocklist_of(*blocked)) as e:
         hits = e.search(q, k=10).hits
         assert len(hits) == 10
         assert not {h.docid for h in hits} & set(blocked)
@@ -82,27 +90,31 @@ def test_blocked_hits_are_replaced_not_dropped(cran_small_chunks: Path, native: 
         assert [h.rank for h in hits] == list(range(1, 11))
 
 
-def test_blocklist_holds_for_every_query(cran_small_chunks: Path, native: bool) -> None:
-    with Engine.open(cran_small_chunks, native=native) as plain:
+def test_blocklist_holds_for_every_query(cran_small_chunks: Path, mode: str) -> None:
+    with open_engine(cran_small_chunks, mode) as plain:
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:40] if plain.search(q, k=1).hits}
-    with Engine.open(cran_small_chunks, blocklist_of(*blocked), native=native) as e:
+    with open_engine(cran_small_chunks, mode, blocklist_of(*blocked)) as e:
         for q in QUERIES:
             assert not {h.docid for h in e.search(q, k=20, with_text=False).hits} & blocked
 
 
-@pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
+@NEEDS_C
 def test_native_and_numpy_paths_are_bit_identical(cran_small_chunks: Path) -> None:
     with Engine.open(cran_small_chunks) as plain:
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
+    queries = [*QUERIES, "the of a", "the flow", "of", "is the and of", "a theory of the boundary layer"]
     for bl in (None, blocklist_of(*blocked)):
-        with Engine.open(cran_small_chunks, bl, native=True) as c, \
-                Engine.open(cran_small_chunks, bl, native=False) as py:
-            for i, q in enumerate(QUERIES):
-                k = 1 + (i * 7) % 100
-                assert c.rank(q, k) == py.rank(q, k), q
+        engines = [open_engine(cran_small_chunks, m, bl) for m in ("fused", "native", "numpy")]
+        for i, q in enumerate(queries):
+            k = 1 + (i * 7) % 100
+            fused, native, numpy_ = (e.rank(q, k) for e in engines)
+            assert fused == native == numpy_, q
+        for e in engines:
+            assert np.count_nonzero(e._scratch().acc) == 0
+            e.close()
 
 
-@pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
+@NEEDS_C
 def test_native_kernels_reject_out_of_range_and_mismatched_input() -> None:
     from drsearch.index import _kernels
 
@@ -122,6 +134,20 @@ def test_native_kernels_reject_out_of_range_and_mismatched_input() -> None:
     assert _kernels.collect(acc, 1.0, None, out_c, out_s) == 1 and out_c[0] == 4
     with pytest.raises(ValueError, match="smaller"):
         _kernels.collect(acc, 0.0, None, out_c[:5], out_s)
+    # select_top: documents 1 (chunks 1-3), 2 (4-6), 3 (7-9); best chunk per document.
+    chunk_doc = np.array([0, 1, 1, 1, 2, 2, 2, 3, 3, 3], dtype=np.int32)
+    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
+    assert _kernels.select_top(acc, 3.0, None, chunk_doc, 2, -1.0, out_c, out_s) == (2, 2, 2.5)
+    assert out_c[:2].tolist() == [2, 5] and out_s[:2].tolist() == [3.0, 2.5]  # tie: lower rowid
+    assert not acc.any()  # zeroed
+    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
+    assert _kernels.select_top(acc, 3.0, None, chunk_doc, 5, -1.0, out_c, out_s) == (3, 3, 0.0)
+    assert out_c[:3].tolist() == [2, 5, 7]
+    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
+    n, n_docs, cut = _kernels.select_top(acc, 3.0, blocked, chunk_doc, 2, 1.6, out_c, out_s)
+    assert (n_docs, cut) == (2, 2.5) and out_c[:n].tolist() == [1, 2, 3, 5]  # >= 2.5 - 1.6
+    with pytest.raises(ValueError, match="shorter"):
+        _kernels.select_top(acc, 1.0, None, chunk_doc[:5], 2, -1.0, out_c, out_s)
 
 
 def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import IncompatibleIndexError
+from .memory import hugepage_zeros
 
 U8 = npt.NDArray[np.uint8]
 
@@ -25,7 +26,7 @@ class Arena:
 
     def __init__(self, capacity: int = 8 << 20, max_capacity: int = 64 << 20) -> None:
         self.max_capacity = max_capacity
-        self._buf: U8 = np.empty(capacity, dtype=np.uint8)
+        self._buf: U8 = hugepage_zeros(capacity)
         self._offset = 0
 
     def reset(self) -> None:
@@ -39,7 +40,7 @@ class Arena:
                 return np.empty(nbytes, dtype=np.uint8)  # a huge list: not worth keeping
             # Grow: earlier views keep the old buffer alive until the query ends.
             size = min(self.max_capacity, max(2 * len(self._buf), 2 * nbytes))
-            self._buf = np.empty(size, dtype=np.uint8)
+            self._buf = hugepage_zeros(size)
             start = 0
         self._offset = start + nbytes
         return self._buf[start : start + nbytes]

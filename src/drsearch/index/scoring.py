@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import DrsearchError, QueryTimeoutError
+from .memory import hugepage_zeros
 
 try:
     from . import _kernels
@@ -90,14 +91,17 @@ Term = SparseTerm | DenseTerm
 
 
 class Scratch:
-    """One thread's reusable arrays: the zeroed score accumulator and the collect buffers."""
+    """One thread's reusable arrays: the zeroed score accumulator and the collect buffers
+    (one huge-page-friendly block)."""
 
     __slots__ = ("acc", "out_chunks", "out_scores")
 
     def __init__(self, n_rows: int) -> None:
-        self.acc: F64 = np.zeros(n_rows + 1, dtype=np.float64)
-        self.out_chunks: I64 = np.empty(n_rows + 1, dtype=np.int64)
-        self.out_scores: F64 = np.empty(n_rows + 1, dtype=np.float64)
+        n = n_rows + 1
+        block = hugepage_zeros(3 * 8 * n)
+        self.acc: F64 = block[: 8 * n].view(np.float64)
+        self.out_chunks: I64 = block[8 * n : 16 * n].view(np.int64)
+        self.out_scores: F64 = block[16 * n :].view(np.float64)
 
 
 class Scorer:
@@ -110,6 +114,10 @@ class Scorer:
             raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
         self.native = _kernels is not None if native is None else native
         self.chunk_doc = chunk_doc
+        # The fused native selection reads a document's chunks as consecutive rowids (how
+        # build() assigns them); any other file ranks through the general path.
+        self._fused = self.native and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
+        self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
@@ -130,6 +138,8 @@ class Scorer:
         if not present:
             return []
         sparse = [t for t in present if isinstance(t, SparseTerm)]
+        if self._fused:
+            return self._rank_fused(present, sparse, k, blocked, scratch, deadline)
         acc = scratch.acc
         try:
             if sparse:
@@ -154,6 +164,36 @@ class Scorer:
             return self._finish(cand, scores, k)
         finally:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
+
+    def _rank_fused(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
+                    blocked: Bools | None, scratch: Scratch,
+                    deadline: float) -> list[tuple[int, float]]:
+        """:meth:`rank` with the selection in one C call (which also zeroes the scores)."""
+        assert _kernels is not None
+        acc, out_c, out_s = scratch.acc, scratch.out_chunks, scratch.out_scores
+
+        def best_docs(top: float, margin: float) -> tuple[int, int, float]:
+            return _kernels.select_top(acc, top, blocked, self._chunk_doc32, k, margin, out_c, out_s)
+
+        try:
+            if sparse:
+                top = self._accumulate(sparse, acc, deadline)
+                if len(sparse) == len(present):
+                    n, _, _ = best_docs(top, -1.0)
+                    return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+                # As in the general path: rescore exactly every chunk within the dense terms'
+                # bound (+ rounding) of the k-th document's first-pass score.
+                bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
+                n, n_docs, cut = best_docs(top, bound)
+                if n_docs >= k and cut > bound + 2 * (abs(cut) * 1e-9):
+                    cand = out_c[:n].copy()
+                    return self._finish(cand, self._rescore(cand, present), k)
+            top = self._accumulate(present, acc, deadline)
+            n, _, _ = best_docs(top, -1.0)
+            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        except BaseException:
+            acc.fill(0.0)  # hand the scratch array back clean, even on timeout
+            raise
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
