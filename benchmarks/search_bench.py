@@ -28,6 +28,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import random
 import resource
 import shutil
 import subprocess
@@ -432,10 +433,18 @@ class Timings:
         return float(np.percentile(self.typical(), p)) if self.per_query else float("nan")
 
 
+ORDER_SEED = 20261129
+
+
 def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rounds: int,
-                snippet_peer: bool) -> dict[str, dict[str, Timings]]:
-    """Latency per (operation, engine), every (engine, operation) pair taking its turn on each
-    query in an order rotated from query to query and round to round."""
+                snippet_peer: bool, order: str = "shuffle") -> dict[str, dict[str, Timings]]:
+    """Latency per (operation, engine): every (engine, operation) pair takes its turn on each
+    query, in a fresh seeded random order per query and round (``shuffle``), so that every
+    task follows every other about equally often. A task's time depends on what ran just
+    before it (what that evicted from the caches and TLB: bm25s's dense score arrays evict
+    far more than a ranked tantivy query), so a fixed cyclic order (``rotate``: rotated from
+    query to query, as the first versions of this script did) always hands each engine's
+    first task the same predecessor, a systematic bias."""
     ops: list[tuple[str, Callable[[Any, str], object], set[str]]] = [
         ("ranked_k10", lambda e, q: e.ranked(q, 10), {"ours", "tantivy", "bm25s"}),
         ("ranked_k100", lambda e, q: e.ranked(q, 100), {"ours", "tantivy", "bm25s"}),
@@ -451,10 +460,15 @@ def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rou
     res = {op: {e.name: Timings([[] for _ in queries]) for e in engines if e.name in who}
            for op, _, who in ops}
     clock = time.perf_counter
+    rng = random.Random(ORDER_SEED)
     for r in range(rounds):
         for i, q in enumerate(queries):
-            j = (i + r * 7) % len(tasks)
-            for e, op, fn in [*tasks[j:], *tasks[:j]]:
+            if order == "shuffle":
+                turn = rng.sample(tasks, len(tasks))
+            else:
+                j = (i + r * 7) % len(tasks)
+                turn = [*tasks[j:], *tasks[:j]]
+            for e, op, fn in turn:
                 t0 = clock()
                 fn(e, q)
                 res[op][e.name].per_query[i].append(clock() - t0)
@@ -605,7 +619,12 @@ def report(r: dict[str, Any]) -> str:
              f"corpus: {r['corpus']['documents']:,} docs, {r['builds']['ours']['chunks']:,} chunks,"
              f" {r['corpus']['words']:,} words (seed {r['corpus']['seed']}); "
              f"{r['queries']} queries; tokenizer {r['tokenizer']}; "
-             + ", ".join(f"{k} {v}" for k, v in r["versions"].items()), ""]
+             + ", ".join(f"{k} {v}" for k, v in r["versions"].items())]
+    lo = r.get("latency_order")
+    if lo:
+        lines.append(f"latency: engines interleaved, task order per query {lo['order']} "
+                     f"(seed {lo['seed']}), median of {lo['rounds']} rounds per query")
+    lines.append("")
     lat = r["latency_ms"]
     engines = [e for e in ("ours", "tantivy", "bm25s") if e in lat["ranked_k10"]]
     head = f"{'latency (ms)':<26}" + "".join(f"{e:>10}" for e in engines)
@@ -686,6 +705,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=20, help="untimed queries per engine first")
     ap.add_argument("--rounds", type=int, default=3,
                     help="timed passes over the queries; each query's median is kept")
+    ap.add_argument("--order", choices=("shuffle", "rotate"), default="shuffle",
+                    help="task order per query in the latency runs (see interleaved())")
     ap.add_argument("--tantivy-threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the indexes and build numbers of an earlier run (debugging)")
@@ -749,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     eng: list[Any] = [Ours(ours_path), Tantivy(tv_path, args.tokenizer, meta)]
     if "bm25s" in engines:
         eng.append(Bm25s(bm_path, meta))
-    lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True)
+    lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True, order=args.order)
     del eng
 
     log("FTS5 agreement (slow oracle)")
@@ -772,6 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"{platform.python_version()}",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "tokenizer": args.tokenizer, "queries": len(queries), "corpus": cmeta,
+        "latency_order": {"order": args.order, "seed": ORDER_SEED, "rounds": args.rounds},
         "builds": builds, "first_query": fq, "fts5": agree, "throughput": tp,
         "latency_ms": {op: {e: {"p50": t.pct(50) * 1e3, "p99": t.pct(99) * 1e3,
                                "mean": float(np.mean(t.typical())) * 1e3}

@@ -160,3 +160,46 @@ def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytes
     with Engine.open(cran_small_chunks) as e:  # the default falls back to numpy
         assert not e.scorer.native
         assert e.rank(QUERIES[0], 5)
+
+
+@NEEDS_C
+@pytest.mark.parametrize("block_rows", [64, 200, 1000])
+def test_block_by_block_ranking_matches_numpy_across_many_blocks(cran_small_chunks: Path,
+                                                                  block_rows: int) -> None:
+    # The default block (32,768 chunks) spans this whole test index: shrink it so documents
+    # and posting lists cross many block boundaries.
+    with Engine.open(cran_small_chunks) as plain:
+        blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
+    queries = [*QUERIES, "the of a", "the flow", "is the and of", "a theory of the boundary layer"]
+    for bl in (None, blocklist_of(*blocked)):
+        with open_engine(cran_small_chunks, "fused", bl) as c, \
+                open_engine(cran_small_chunks, "numpy", bl) as py:
+            assert c.scorer.n_rows > 5 * block_rows
+            c._scratch().block = np.zeros(block_rows)
+            for i, q in enumerate(queries):
+                k = 1 + (i * 13) % 100
+                assert c.rank(q, k) == py.rank(q, k), (q, k)
+            assert not c._scratch().block.any()
+
+
+@NEEDS_C
+def test_rank_blocks_rejects_damaged_lists_and_honours_the_time_budget() -> None:
+    from drsearch.index import _kernels
+
+    chunk_doc = np.array([0, 1, 1, 2, 2, 3, 3, 4, 4, 5] * 20, dtype=np.int32)
+    chunk_doc[1:] = np.sort(chunk_doc[1:])
+    n_rows = len(chunk_doc) - 1
+    buf, out_c, out_s = np.zeros(64), np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+
+    def run(ids: list[int], budget: float = 10.0) -> tuple[int, int, float]:
+        return _kernels.rank_blocks([np.array(ids, dtype=np.uint32)], [np.ones(len(ids))], n_rows,
+                                    None, chunk_doc, 3, -1.0, buf, out_c, out_s, budget)
+
+    assert run([1, 70, 150])[0] == 3
+    with pytest.raises(ValueError, match="ascending"):
+        run([150, 3])  # across blocks: would write before the block
+    with pytest.raises(ValueError, match="beyond"):
+        run([1, n_rows + 1])
+    assert not buf.any()
+    assert run(list(range(1, n_rows + 1)), budget=1e-12)[0] == -1  # ran out of time
+    assert not buf.any()

@@ -1,5 +1,6 @@
 """Types of the optional C loops (src/drsearch/index/_kernels.c)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy.typing as npt
@@ -10,3 +11,7 @@ def collect(acc: npt.NDArray[Any], threshold: float, blocked: npt.NDArray[Any] |
 def select_top(acc: npt.NDArray[Any], top: float, blocked: npt.NDArray[Any] | None,
                chunk_doc: npt.NDArray[Any], k: int, margin: float, out_chunks: npt.NDArray[Any],
                out_scores: npt.NDArray[Any], /) -> tuple[int, int, float]: ...
+def rank_blocks(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]], n_rows: int,
+                blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int, margin: float,
+                buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
+                time_budget: float, /) -> tuple[int, int, float]: ...

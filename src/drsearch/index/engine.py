@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from .blobs import Arena, read_blob
 from .blocklist import BlockList
+from .doctable import DocTable
 from .errors import (
     DocumentNotFoundError,
     IncompatibleIndexError,
@@ -103,6 +104,7 @@ class Engine:
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
         self._local = threading.local()
+        self._docs: DocTable | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
@@ -206,6 +208,20 @@ class Engine:
 
         return load
 
+    def _doc_table(self) -> DocTable:
+        """Every document's (docid, url, title), loaded once per engine on first use."""
+        table = self._docs
+        if table is None:
+            db = self._db()  # before the lock: a new thread's first _db() takes it too
+            with self._lock:
+                if self._docs is None:
+                    max_id = db.execute("SELECT coalesce(max(id), 0) FROM documents").get
+                    self._docs = DocTable(
+                        db.execute("SELECT id, docid, url, title FROM documents ORDER BY id"),
+                        int(max_id))
+                table = self._docs
+        return table
+
     def _arena(self) -> Arena:
         arena = getattr(self._local, "arena", None)
         if arena is None:
@@ -237,9 +253,7 @@ class Engine:
         db = self._db()
         chunk_ids = [c for c, _ in ranked]
         doc_ids = self._chunk_doc[chunk_ids].tolist()
-        docs = {r[0]: r[1:] for r in db.execute(
-            "SELECT id, docid, url, title FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(doc_ids),))}
+        docs = self._doc_table().get(doc_ids)
         texts: dict[int, str] = {}
         if with_text:
             texts = dict(db.execute(
@@ -249,12 +263,12 @@ class Engine:
             (qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None
         ) if with_text else None
+        ordinals = self._chunk_ordinal[chunk_ids].tolist()
         hits = []
-        for rank, ((cid, score), doc) in enumerate(zip(ranked, doc_ids, strict=True), 1):
-            docid, url, title = docs[doc]
+        for rank, ((cid, score), (docid, url, title), ordinal) in enumerate(
+                zip(ranked, docs, ordinals, strict=True), 1):
             chunk_text = texts.get(cid, "")
             snippet = snippets(chunk_text) if snippets is not None else ""
-            ordinal = int(self._chunk_ordinal[cid])
             hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
         return SearchResult(query, k, hits)
 

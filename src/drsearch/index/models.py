@@ -8,7 +8,7 @@ the HTTP API (DESIGN.md), so the CLI's ``--json`` and the server print the same 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,9 +46,12 @@ class BuildSettings(BaseModel):
         return "porter unicode61" if self.tokenizer == "porter" else "unicode61"
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: a document represented by its best chunk."""
+class Hit(NamedTuple):
+    """One search result: a document represented by its best chunk.
+
+    Immutable; a named tuple rather than a frozen dataclass because a search builds up to
+    100 of them per call and a frozen dataclass costs ~1 µs each to construct.
+    """
 
     rank: int
     docid: str

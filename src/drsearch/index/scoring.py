@@ -35,6 +35,7 @@ except ImportError:  # built without a C compiler: numpy does the same work, slo
     _kernels = None  # type: ignore[assignment]
 
 IDF_FLOOR = 1e-6
+BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
 NATIVE_AVAILABLE = _kernels is not None
 
 F64 = npt.NDArray[np.float64]
@@ -94,14 +95,16 @@ class Scratch:
     """One thread's reusable arrays: the zeroed score accumulator and the collect buffers
     (one huge-page-friendly block)."""
 
-    __slots__ = ("acc", "out_chunks", "out_scores")
+    __slots__ = ("acc", "block", "out_chunks", "out_scores")
 
     def __init__(self, n_rows: int) -> None:
         n = n_rows + 1
-        block = hugepage_zeros(3 * 8 * n)
-        self.acc: F64 = block[: 8 * n].view(np.float64)
-        self.out_chunks: I64 = block[8 * n : 16 * n].view(np.int64)
-        self.out_scores: F64 = block[16 * n :].view(np.float64)
+        mem = hugepage_zeros(8 * (BLOCK_ROWS + 3 * n))
+        self.block: F64 = mem[: 8 * BLOCK_ROWS].view(np.float64)  # rank_blocks' score buffer
+        rest = mem[8 * BLOCK_ROWS :]
+        self.acc: F64 = rest[: 8 * n].view(np.float64)
+        self.out_chunks: I64 = rest[8 * n : 16 * n].view(np.int64)
+        self.out_scores: F64 = rest[16 * n :].view(np.float64)
 
 
 class Scorer:
@@ -168,28 +171,35 @@ class Scorer:
     def _rank_fused(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
                     blocked: Bools | None, scratch: Scratch,
                     deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` with the selection in one C call (which also zeroes the scores)."""
+        """:meth:`rank` in C, block by block in an L2-sized score buffer (``rank_blocks``);
+        the whole-corpus score array only for the rare fallback below."""
         assert _kernels is not None
-        acc, out_c, out_s = scratch.acc, scratch.out_chunks, scratch.out_scores
-
-        def best_docs(top: float, margin: float) -> tuple[int, int, float]:
-            return _kernels.select_top(acc, top, blocked, self._chunk_doc32, k, margin, out_c, out_s)
-
+        out_c, out_s = scratch.out_chunks, scratch.out_scores
+        if sparse:
+            budget = deadline - time.monotonic()
+            if budget <= 0.0:
+                raise QueryTimeoutError("query ran past its time limit")
+            all_sparse = len(sparse) == len(present)
+            # With clamped-IDF (dense) terms, collect every chunk within their bound (+
+            # rounding) of the k-th document's first-pass score, then rescore those exactly.
+            bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
+            n, n_full, cut = _kernels.rank_blocks(
+                [t.chunks for t in sparse], [t.impacts for t in sparse], self.n_rows, blocked,
+                self._chunk_doc32, k, -1.0 if all_sparse else bound, scratch.block, out_c, out_s,
+                budget)
+            if n < 0:
+                raise QueryTimeoutError("query ran past its time limit")
+            if all_sparse:
+                return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
+                cand = out_c[:n].copy()
+                return self._finish(cand, self._rescore(cand, present), k)
+        # Scores so low that dense terms matter everywhere: every term over every chunk.
+        acc = scratch.acc
         try:
-            if sparse:
-                top = self._accumulate(sparse, acc, deadline)
-                if len(sparse) == len(present):
-                    n, _, _ = best_docs(top, -1.0)
-                    return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
-                # As in the general path: rescore exactly every chunk within the dense terms'
-                # bound (+ rounding) of the k-th document's first-pass score.
-                bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-                n, n_docs, cut = best_docs(top, bound)
-                if n_docs >= k and cut > bound + 2 * (abs(cut) * 1e-9):
-                    cand = out_c[:n].copy()
-                    return self._finish(cand, self._rescore(cand, present), k)
             top = self._accumulate(present, acc, deadline)
-            n, _, _ = best_docs(top, -1.0)
+            n, _, _ = _kernels.select_top(acc, top, blocked, self._chunk_doc32, k, -1.0, out_c,
+                                          out_s)
             return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
         except BaseException:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout

@@ -1,0 +1,56 @@
+"""The in-memory (docid, url, title) table behind ranked results."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from drsearch.index import Engine
+from drsearch.index.doctable import DocTable
+
+
+def test_fields_round_trip_with_unicode_and_gaps() -> None:
+    rows = [(1, "a", "https://x/1", "Título ✓"), (2, "b", "", ""), (5, "é", "u", "t" * 1000)]
+    table = DocTable(rows, 6)
+    assert len(table) == 3
+    assert table.get([5, 1, 2]) == [("é", "u", "t" * 1000), ("a", "https://x/1", "Título ✓"),
+                                    ("b", "", "")]
+    for missing in (0, 3, 4, 6, 7, -1):
+        with pytest.raises(KeyError):
+            table.get([missing])
+
+
+def test_rows_must_ascend_within_range() -> None:
+    with pytest.raises(ValueError, match="ascend"):
+        DocTable([(2, "a", "u", "t"), (1, "b", "u", "t")], 3)
+    with pytest.raises(ValueError, match="ascend"):
+        DocTable([(4, "a", "u", "t")], 3)
+
+
+def test_engine_hits_match_the_documents_table(sample_index: Path) -> None:
+    with Engine.open(sample_index) as e:
+        rows = {r[0]: r[1:] for r in e._db().execute("SELECT docid, url, title FROM documents")}
+        for q in ["video game streaming", "Stadia launch price", "climate", "the"]:
+            for h in e.search(q, k=100, with_text=False).hits:
+                assert rows[h.docid] == (h.url, h.title)
+
+
+def test_first_searches_from_many_threads_load_it_once(sample_index: Path) -> None:
+    with Engine.open(sample_index) as e:
+        results: list[list[str]] = []
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                results.append([h.docid for h in e.search("video game streaming", 5).hits])
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert not errors and len(results) == 8 and all(r == results[0] for r in results)
