@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from drsearch.index import Engine
@@ -13,7 +14,7 @@ from drsearch.index.doctable import DocTable
 
 def test_fields_round_trip_with_unicode_and_gaps() -> None:
     rows = [(1, "a", "https://x/1", "Título ✓"), (2, "b", "", ""), (5, "é", "u", "t" * 1000)]
-    table = DocTable(rows, 6)
+    table = DocTable.from_rows(rows, 6)
     assert len(table) == 3
     assert table.get([5, 1, 2]) == [("é", "u", "t" * 1000), ("a", "https://x/1", "Título ✓"),
                                     ("b", "", "")]
@@ -24,9 +25,15 @@ def test_fields_round_trip_with_unicode_and_gaps() -> None:
 
 def test_rows_must_ascend_within_range() -> None:
     with pytest.raises(ValueError, match="ascend"):
-        DocTable([(2, "a", "u", "t"), (1, "b", "u", "t")], 3)
+        DocTable.from_rows([(2, "a", "u", "t"), (1, "b", "u", "t")], 3)
     with pytest.raises(ValueError, match="ascend"):
-        DocTable([(4, "a", "u", "t")], 3)
+        DocTable.from_rows([(4, "a", "u", "t")], 3)
+    offsets, data = DocTable.from_rows([(1, "a", "u", "t")], 1).arrays()
+    good = np.frombuffer(offsets, dtype="<i8")
+    assert DocTable(data, good).get([1]) == [("a", "u", "t")]
+    for bad in (good[:-1], good[::-1].copy(), good + 1):
+        with pytest.raises(ValueError, match="malformed"):
+            DocTable(data, bad)
 
 
 def test_engine_hits_match_the_documents_table(sample_index: Path) -> None:
@@ -54,3 +61,23 @@ def test_first_searches_from_many_threads_load_it_once(sample_index: Path) -> No
         for t in threads:
             t.join(timeout=30)
         assert not errors and len(results) == 8 and all(r == results[0] for r in results)
+
+
+def test_the_build_stores_the_table_and_old_files_fall_back_to_rows(sample_index: Path,
+                                                                     tmp_path: Path) -> None:
+    import shutil
+
+    import apsw
+
+    with Engine.open(sample_index) as e:
+        assert e._docs is not None  # loaded at open from the arrays table
+        expected = e.search("video game streaming subscription", 20, with_text=False).hits
+    old = tmp_path / "old.sqlite3"
+    shutil.copy(sample_index, old)
+    conn = apsw.Connection(str(old))
+    conn.execute("DELETE FROM arrays WHERE name IN ('doc_fields', 'doc_field_offsets')")
+    conn.close()
+    with Engine.open(old) as e:
+        assert e._docs is None
+        assert e.search("video game streaming subscription", 20, with_text=False).hits == expected
+        assert e._docs is not None

@@ -26,6 +26,7 @@ import xxhash
 
 from .. import __version__
 from .chunking import chunk_spans
+from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .models import BuildSettings
 from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
@@ -288,6 +289,7 @@ def _write_documents(
         "SELECT docid, url, title, text, aliases, metadata FROM temp.stage ORDER BY docid"
     )
     doc_rows: list[tuple[Any, ...]] = []
+    doc_fields: list[tuple[int, str, str, str]] = []
     for doc_row, (docid, url, title, text, aliases, metadata) in enumerate(rows, 1):
         for part in (docid, url, title, text, metadata):
             identity.update(part.encode("utf-8"))
@@ -315,6 +317,7 @@ def _write_documents(
                 flush()
         canonical = canonicalize_url(url)
         doc_rows.append((doc_row, docid, url, canonical, title, metadata, len(words), len(spans)))
+        doc_fields.append((doc_row, docid, url, title))
         conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, zlib.compress(text.encode("utf-8"), 6)))
         own = dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)])
         for c in own:
@@ -330,12 +333,16 @@ def _write_documents(
     flush()
     lengths = np.asarray(chunk_len, dtype="<i4")
     counts = _write_postings(conn, spool, vocab, lengths, settings)
+    field_offsets, field_data = DocTable.from_rows(
+        doc_fields, doc_fields[-1][0] if doc_fields else 0).arrays()
     conn.executemany(
         "INSERT INTO arrays VALUES(?,?,?)",
         [
             ("chunk_doc", "<i4", np.asarray(chunk_doc, dtype="<i4").tobytes()),
             ("chunk_len", "<i4", lengths.tobytes()),
             ("chunk_ordinal", "<i4", np.asarray(chunk_ordinal, dtype="<i4").tobytes()),
+            ("doc_field_offsets", "<i8", field_offsets),
+            ("doc_fields", "u1", field_data),
         ],
     )
     return {

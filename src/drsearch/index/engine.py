@@ -96,8 +96,8 @@ class Engine:
             k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")
         }
         self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
-        arrays = {n: np.frombuffer(d, dtype=t) for n, t, d in
-                  conn.execute("SELECT name, dtype, data FROM arrays")}
+        raw = {n: (t, d) for n, t, d in conn.execute("SELECT name, dtype, data FROM arrays")}
+        arrays = {n: np.frombuffer(d, dtype=t) for n, (t, d) in raw.items()}
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
@@ -105,6 +105,8 @@ class Engine:
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
         self._local = threading.local()
         self._docs: DocTable | None = None
+        if "doc_fields" in raw and "doc_field_offsets" in arrays:
+            self._docs = DocTable(raw["doc_fields"][1], arrays["doc_field_offsets"].astype(np.int64))
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
@@ -216,7 +218,7 @@ class Engine:
             with self._lock:
                 if self._docs is None:
                     max_id = db.execute("SELECT coalesce(max(id), 0) FROM documents").get
-                    self._docs = DocTable(
+                    self._docs = DocTable.from_rows(
                         db.execute("SELECT id, docid, url, title FROM documents ORDER BY id"),
                         int(max_id))
                 table = self._docs

@@ -25,7 +25,10 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     dense uint16 term-frequency array over all chunk rowids: it only breaks near-ties.
 ``arrays(name, dtype, data)``
     dense per-chunk arrays: ``chunk_doc`` (document rowid), ``chunk_len`` (tokens),
-    ``chunk_ordinal`` (the chunk's position in its document).
+    ``chunk_ordinal`` (the chunk's position in its document); and every document's
+    (docid, url, title) as one UTF-8 buffer ``doc_fields`` with ``doc_field_offsets``
+    (int64: field f of rowid d spans offsets[3d+f] .. offsets[3d+f+1]; see doctable.py).
+    Files built before these two existed are read from ``documents`` instead.
 """
 
 from __future__ import annotations
