@@ -272,3 +272,30 @@ def test_a_replay_miss_of_a_tool_call_names_the_call(live_run: dict[str, Any], t
     errors = [r for r in lines(out) if r["status"] == "error" and "replay_miss" in r["reason"]]
     assert errors and all(f"replay cache has no response for {call}" in r["reason"] for r in errors)
     assert summary["cache"]["tool"]["misses"] == len(errors) and summary["questions"] == 12
+
+
+def test_repeated_attempts_move_the_seeds(sample_index: Path, tmp_path: Path) -> None:
+    """--attempt N: the same preset with seeds moved by N x 1,000,000, recorded in run.json,
+    on top of a preset file too; attempt 0 is the preset itself."""
+    from drsearch.agents.preset import ATTEMPT_SEED_STRIDE
+
+    ids = [json.loads(line)["metadata"]["qid"] for line in QUESTIONS.read_text().splitlines()]
+    never_answers = [{"call": [("search", {"query": "QUESTION", "k": 2})]}]
+    moved = SEED_BASE + 2 * ATTEMPT_SEED_STRIDE
+    preset = tmp_path / "short.json"
+    preset.write_text(json.dumps({"base": "dr256", "name": "short", "max_turns": 1}))
+    with serve_fake({moved + i - SEED_BASE: never_answers for i in range(2)}) as fake:
+        out = tmp_path / "attempt-2"
+        run_cli(out, "--model", "fake-model", "--base-url", fake.url, "--attempt", "2",
+                "--preset", str(preset), "--ids", ids[0], ids[1],
+                search=["--database", str(sample_index), "--blocked-docids", str(BLOCKED)])
+        assert {b["seed"] for b in fake.requests} == {moved, moved + 1}
+    recorded = json.loads((out / "run.json").read_text())["preset"]
+    assert recorded["name"] == "short-attempt2" and recorded["seed_base"] == moved
+    assert recorded["max_turns"] == 1
+    assert DR256.for_attempt(0) is DR256
+    assert DR256.for_attempt(3).seed_for(255) == SEED_BASE + 3 * ATTEMPT_SEED_STRIDE + 255
+    assert main(["run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--out",
+                 str(tmp_path / "bad"), "--attempt", "-1", "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2  # one-line error, nothing written
+    assert not (tmp_path / "bad").exists()

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..index import InvalidInputError
 from .errors import describe_validation_error
 
+ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed
+
 
 class Preset(BaseModel):
     """What an episode sends and how long it may run.
@@ -55,6 +57,17 @@ class Preset(BaseModel):
         if self.open_page_chars > self.max_tool_response_chars:
             raise ValueError("open_page_chars must not exceed max_tool_response_chars (a page must fit)")
         return self
+
+    def for_attempt(self, attempt: int) -> Preset:
+        """This preset for repeated attempt ``attempt`` (0: itself): the same fields, seeds
+        moved by ``attempt * ATTEMPT_SEED_STRIDE`` so no two attempts of any question share
+        a seed, and ``-attemptN`` appended to the name."""
+        if attempt < 0:
+            raise ValueError("attempt must be >= 0")
+        if attempt == 0:
+            return self
+        return self.model_copy(update={"name": f"{self.name}-attempt{attempt}",
+                                       "seed_base": self.seed_base + attempt * ATTEMPT_SEED_STRIDE})
 
     def seed_for(self, index: int) -> int:
         """The seed of every call of the question with benchmark index ``index``."""
@@ -109,4 +122,4 @@ def load_preset(ref: str) -> Preset:
         raise InvalidInputError(f"preset file {path}: {describe_validation_error(e)}") from None
 
 
-__all__ = ["DR256", "PRESETS", "Preset", "load_preset"]
+__all__ = ["ATTEMPT_SEED_STRIDE", "DR256", "PRESETS", "Preset", "load_preset"]

@@ -58,6 +58,7 @@ class RunSpec(BaseModel):
     database: Path | None = None
     blocked_docids: Path | None = None
     preset: str | None = None
+    attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
     limit: int | None = Field(default=None, ge=1)
     ids: tuple[str, ...] = ()
@@ -149,9 +150,12 @@ def _cache(spec: RunSpec, stack: ExitStack) -> ReplayCache:
 
 
 def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
-    """``--preset`` (a name or a JSON file); else the replayed run's recorded preset; else dr256."""
+    """``--preset`` (a name or a JSON file); else the replayed run's recorded preset; else
+    dr256. ``--attempt N`` then moves the seeds (:meth:`Preset.for_attempt`)."""
     if spec.preset is not None:
-        return load_preset(spec.preset)
+        return load_preset(spec.preset).for_attempt(spec.attempt)
+    if spec.attempt and recorded.get("preset") is None:
+        return DR256.for_attempt(spec.attempt)
     if recorded.get("preset") is not None:
         try:
             return Preset.model_validate(recorded["preset"])

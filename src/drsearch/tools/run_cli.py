@@ -16,7 +16,8 @@ from typing import Any, TextIO
 # RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
 _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
             "api_key_env": "--api-key-env", "search_url": "--search", "database": "--database",
-            "blocked_docids": "--blocked-docids", "preset": "--preset", "concurrency": "--concurrency",
+            "blocked_docids": "--blocked-docids", "preset": "--preset", "attempt": "--attempt",
+            "concurrency": "--concurrency",
             "limit": "--limit", "ids": "--ids", "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
@@ -35,7 +36,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
-            blocked_docids=args.blocked_docids, preset=args.preset, concurrency=args.concurrency,
+            blocked_docids=args.blocked_docids, preset=args.preset, attempt=args.attempt,
+            concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
             replay_from=args.replay, quiet=args.quiet,
             retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
@@ -78,6 +80,9 @@ def register(sub: Any) -> None:
                    help="evaluation preset: a name (dr256) or a JSON file of preset fields, e.g. "
                         '{"base": "dr256", "name": "mine", "max_turns": 8} (default dr256; with --replay, '
                         "the recorded run's)"),
+    p.add_argument("--attempt", type=int, default=0, metavar="N",
+                   help="repeated attempt N of the same questions (pass@k): the preset's seeds "
+                        "move by N x 1,000,000 and its name gets -attemptN (default 0)")
     p.add_argument("--limit", type=int, help="only the first N selected questions")
     p.add_argument("--ids", nargs="+", metavar="QID", help="only these question ids")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
