@@ -273,3 +273,19 @@ def test_snippet_edge_cases() -> None:
     assert "Boundary" in snip and snip.startswith("…") and snip.endswith("…")
     assert make(text) == snip  # deterministic
     assert SnippetMaker([])(text).startswith("filler")
+
+
+def test_an_index_missing_tables_names_them(sample_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import apsw
+
+    from drsearch.index import IncompatibleIndexError
+
+    broken = tmp_path / "broken.sqlite3"
+    shutil.copy(sample_index, broken)
+    conn = apsw.Connection(str(broken))
+    conn.execute("DROP TABLE doc_texts")
+    conn.close()
+    with pytest.raises(IncompatibleIndexError, match="missing tables: doc_texts"):
+        Engine.open(broken)

@@ -32,6 +32,7 @@ def open_engine(path: Path, mode: str, blocklist: BlockList | None = None) -> En
     assert e.scorer._fused == (mode != "numpy")  # build() gives documents consecutive rowids
     if mode == "native":
         e.scorer._fused = False  # the C loops with the general (numpy) selection
+    assert e.stats()["scorer"] == {"fused": "c-blocks", "native": "c", "numpy": "numpy"}[mode]
     return e
 
 

@@ -67,11 +67,16 @@ def _connect(path: Path) -> apsw.Connection:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")}
     except apsw.Error as e:
         raise NotADatabaseError(f"{path}: not a drsearch index ({e.__class__.__name__}: {e})") from e
-    if app_id != APPLICATION_ID or not set(REQUIRED_TABLES) <= tables:
+    if app_id != APPLICATION_ID:
         conn.close()
         raise IncompatibleIndexError(
             f"{path}: not a drsearch index (application_id {app_id:#x}, expected {APPLICATION_ID:#x})"
         )
+    missing = sorted(set(REQUIRED_TABLES) - tables)
+    if missing:
+        conn.close()
+        raise IncompatibleIndexError(
+            f"{path}: damaged or incomplete drsearch index (missing tables: {', '.join(missing)})")
     if version != SCHEMA_VERSION:
         conn.close()
         raise IncompatibleIndexError(
@@ -333,6 +338,7 @@ class Engine:
             "blocklist": {"sha256": self.blocklist.sha256, "count": len(self.blocklist)},
             "content_identity": m["content_identity"],
             "schema_version": m["schema_version"],
+            "scorer": self.scorer.kind,
             "build": {
                 "tokenizer": m["tokenizer"],
                 "chunk_words": m["chunk_words"],

@@ -125,6 +125,12 @@ class Scorer:
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
 
+    @property
+    def kind(self) -> str:
+        """Which ranking path runs: ``c-blocks`` (the default with the C extension), ``c``
+        (C loops, numpy selection: documents' chunks not consecutive) or ``numpy``."""
+        return "c-blocks" if self._fused else "c" if self.native else "numpy"
+
     def scratch(self) -> Scratch:
         """Fresh per-thread scratch arrays for :meth:`rank`."""
         return Scratch(self.n_rows)
