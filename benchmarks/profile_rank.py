@@ -5,9 +5,10 @@ queries, reporting the mean and p50 per stage:
 
 - ``parse``: tokenising the query with the index's FTS5 tokenizer;
 - ``postings``: fetching each term's df and posting BLOBs from SQLite (``_postings``);
-- ``accumulate`` (+ ``dense_impacts``): numpy scoring (impacts + ``np.add.at``);
-- ``select`` / ``top_docs`` / ``rescore`` / ``finish``: exact top-k selection, tie handling,
-  best chunk per document (whichever of these the engine currently has);
+- ``rank_blocks (C)``: the C kernel (accumulate + select, block by block), when built;
+- ``postings_of`` / ``dense_impacts`` / ``rescore`` / ``finish``: clamped-IDF terms and the
+  exact rescoring of their candidates;
+- numpy path only (``native=False`` or no kernel): ``accumulate``, ``select``, ``top_docs``;
 - then, on an unwrapped engine: what ``search`` adds to ``rank`` (metadata rows, then chunk
   text + snippets).
 
@@ -67,7 +68,8 @@ class StageClock:
 
 # Stages wrapped when the engine has them (its internals change; absent ones are skipped).
 ENGINE_STAGES = (("parse", "parse"), ("_postings", "postings"))
-SCORER_STAGES = ("_accumulate", "_dense_impacts", "_select", "_top_docs", "_rescore", "_finish")
+SCORER_STAGES = ("_postings_of", "_accumulate", "_dense_impacts", "_select", "_top_docs", "_rescore",
+                 "_finish")
 
 
 def _n_postings(term: object, n_rows: int) -> int:
@@ -83,7 +85,7 @@ def _sparse_postings(term: object) -> int:
 def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> dict[str, Any]:
     """Per-stage timings over ``queries`` for rank(k); then, on an unwrapped engine, what
     ``search`` adds: metadata (``with_text=False``) and chunk text + snippets."""
-    from drsearch.index import Engine
+    from drsearch.index import Engine, scoring
 
     e = Engine.open(index)
     for q in queries[:warmup]:
@@ -96,12 +98,20 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> di
     clock = StageClock()
     stages = [st for attr, st in ENGINE_STAGES if clock.wrap(e, attr, st)]
     stages += [a.lstrip("_") for a in SCORER_STAGES if clock.wrap(e.scorer, a, a.lstrip("_"))]
+    kernels = scoring._kernels if e.scorer.kind == "c-blocks" else None
+    original = getattr(kernels, "rank_blocks", None)
+    if kernels is not None and clock.wrap(kernels, "rank_blocks", "rank_blocks (C)"):
+        stages.append("rank_blocks (C)")
     rank_s: list[float] = []
-    for q in queries:
-        t0 = time.perf_counter()
-        e.rank(q, k)
-        rank_s.append(time.perf_counter() - t0)
-        clock.close_query()
+    try:
+        for q in queries:
+            t0 = time.perf_counter()
+            e.rank(q, k)
+            rank_s.append(time.perf_counter() - t0)
+            clock.close_query()
+    finally:
+        if kernels is not None:
+            kernels.rank_blocks = original  # the unwrapped runs below use the real kernel
     e.close()
 
     plain = Engine.open(index)

@@ -1,7 +1,6 @@
 """Our scorer against FTS5's own bm25(): same lists, same order, same scores.
 
-Every test runs three times: the fused C selection (``fused``, when built), the C loops with
-the general selection (``native``), and numpy alone.
+Every test runs twice: with the C kernel (``native``, when built) and with numpy alone.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 
 QUERIES = cranfield_queries()
 NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
-SCORERS = [pytest.param("fused", marks=NEEDS_C), pytest.param("native", marks=NEEDS_C), "numpy"]
+SCORERS = [pytest.param("native", marks=NEEDS_C), "numpy"]
 
 
 @pytest.fixture(scope="module", params=SCORERS)
@@ -29,10 +28,8 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 def open_engine(path: Path, mode: str, blocklist: BlockList | None = None) -> Engine:
     e = Engine.open(path, blocklist, native=mode != "numpy")
-    assert e.scorer._fused == (mode != "numpy")  # build() gives documents consecutive rowids
-    if mode == "native":
-        e.scorer._fused = False  # the C loops with the general (numpy) selection
-    assert e.stats()["scorer"] == {"fused": "c-blocks", "native": "c", "numpy": "numpy"}[mode]
+    # build() gives documents consecutive rowids: the C kernel applies.
+    assert e.stats()["scorer"] == {"native": "c-blocks", "numpy": "numpy"}[mode]
     return e
 
 
@@ -105,50 +102,41 @@ def test_native_and_numpy_paths_are_bit_identical(cran_small_chunks: Path) -> No
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
     queries = [*QUERIES, "the of a", "the flow", "of", "is the and of", "a theory of the boundary layer"]
     for bl in (None, blocklist_of(*blocked)):
-        engines = [open_engine(cran_small_chunks, m, bl) for m in ("fused", "native", "numpy")]
+        engines = [open_engine(cran_small_chunks, m, bl) for m in ("native", "numpy")]
         for i, q in enumerate(queries):
             k = 1 + (i * 7) % 100
-            fused, native, numpy_ = (e.rank(q, k) for e in engines)
-            assert fused == native == numpy_, q
+            native, numpy_ = (e.rank(q, k) for e in engines)
+            assert native == numpy_, q
         for e in engines:
             assert np.count_nonzero(e._scratch().acc) == 0
             e.close()
 
 
 @NEEDS_C
-def test_native_kernels_reject_out_of_range_and_mismatched_input() -> None:
+def test_rank_blocks_best_chunk_per_document_ties_and_candidates() -> None:
     from drsearch.index import _kernels
 
-    acc = np.zeros(10)
-    with pytest.raises(ValueError, match="outside"):
-        _kernels.accumulate(acc, np.array([3, 10], dtype=np.uint32), np.ones(2))
-    with pytest.raises(ValueError, match="impacts"):
-        _kernels.accumulate(acc, np.array([3], dtype=np.uint32), np.ones(2))
-    acc[:] = 0.0
-    assert _kernels.accumulate(acc, np.array([1, 4], dtype=np.uint32), np.array([0.5, 2.0])) == 2.0
-    out_c, out_s = np.empty(10, dtype=np.int64), np.empty(10)
-    blocked = np.zeros(10, dtype=bool)
-    blocked[4] = True
-    assert _kernels.collect(acc, 0.0, None, out_c, out_s) == 2
-    assert out_c[:2].tolist() == [1, 4] and out_s[:2].tolist() == [0.5, 2.0]
-    assert _kernels.collect(acc, 0.0, blocked, out_c, out_s) == 1
-    assert _kernels.collect(acc, 1.0, None, out_c, out_s) == 1 and out_c[0] == 4
-    with pytest.raises(ValueError, match="smaller"):
-        _kernels.collect(acc, 0.0, None, out_c[:5], out_s)
-    # select_top: documents 1 (chunks 1-3), 2 (4-6), 3 (7-9); best chunk per document.
+    # Documents 1 (chunks 1-3), 2 (4-6), 3 (7-9); one term over chunks 1, 2, 3, 5, 7.
     chunk_doc = np.array([0, 1, 1, 1, 2, 2, 2, 3, 3, 3], dtype=np.int32)
-    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
-    assert _kernels.select_top(acc, 3.0, None, chunk_doc, 2, -1.0, out_c, out_s) == (2, 2, 2.5)
+    ids, imps = np.array([1, 2, 3, 5, 7], dtype=np.uint32), np.array([1.0, 3.0, 3.0, 2.5, 0.2])
+    buf, out_c, out_s = np.zeros(64), np.empty(10, dtype=np.int64), np.empty(10)
+    blocked = np.zeros(10, dtype=bool)
+
+    def run(k: int, margin: float, bl: np.ndarray | None = None) -> tuple[int, int, float]:
+        return _kernels.rank_blocks([ids], [imps], 9, bl, chunk_doc, k, margin, buf, out_c, out_s, 10.0)
+
+    assert run(2, -1.0) == (2, 2, 2.5)
     assert out_c[:2].tolist() == [2, 5] and out_s[:2].tolist() == [3.0, 2.5]  # tie: lower rowid
-    assert not acc.any()  # zeroed
-    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
-    assert _kernels.select_top(acc, 3.0, None, chunk_doc, 5, -1.0, out_c, out_s) == (3, 3, 0.0)
-    assert out_c[:3].tolist() == [2, 5, 7]
-    acc[:] = [0, 1.0, 3.0, 3.0, 0, 2.5, 0, 0.2, 0, 0]
-    n, n_docs, cut = _kernels.select_top(acc, 3.0, blocked, chunk_doc, 2, 1.6, out_c, out_s)
-    assert (n_docs, cut) == (2, 2.5) and out_c[:n].tolist() == [1, 2, 3, 5]  # >= 2.5 - 1.6
-    with pytest.raises(ValueError, match="shorter"):
-        _kernels.select_top(acc, 1.0, None, chunk_doc[:5], 2, -1.0, out_c, out_s)
+    assert not buf.any()  # zeroed
+    assert run(5, -1.0) == (3, 3, 0.0) and out_c[:3].tolist() == [2, 5, 7]  # fewer than k docs
+    n, n_full, cut = run(2, 1.6)  # candidates: every chunk >= 2.5 - 1.6
+    assert (n_full, cut) == (2, 2.5) and out_c[:n].tolist() == [1, 2, 3, 5]
+    blocked[2] = blocked[3] = True
+    assert run(2, -1.0, blocked) == (2, 2, 1.0) and out_c[:2].tolist() == [5, 1]
+    with pytest.raises(ValueError, match="too short"):
+        _kernels.rank_blocks([ids], [imps], 9, None, chunk_doc[:5], 2, -1.0, buf, out_c, out_s, 10.0)
+    with pytest.raises(ValueError, match="chunks and impacts"):
+        _kernels.rank_blocks([ids], [imps[:2]], 9, None, chunk_doc, 2, -1.0, buf, out_c, out_s, 10.0)
 
 
 def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
@@ -159,7 +147,7 @@ def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytes
     with pytest.raises(DrsearchError, match="not built"):
         Engine.open(cran_small_chunks, native=True)
     with Engine.open(cran_small_chunks) as e:  # the default falls back to numpy
-        assert not e.scorer.native
+        assert e.scorer.kind == "numpy"
         assert e.rank(QUERIES[0], 5)
 
 
@@ -173,7 +161,7 @@ def test_block_by_block_ranking_matches_numpy_across_many_blocks(cran_small_chun
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
     queries = [*QUERIES, "the of a", "the flow", "is the and of", "a theory of the boundary layer"]
     for bl in (None, blocklist_of(*blocked)):
-        with open_engine(cran_small_chunks, "fused", bl) as c, \
+        with open_engine(cran_small_chunks, "native", bl) as c, \
                 open_engine(cran_small_chunks, "numpy", bl) as py:
             assert c.scorer.n_rows > 5 * block_rows
             c._scratch().block = np.zeros(block_rows)

@@ -11,9 +11,10 @@ each: they are kept out of the first pass (they are stored as dense tf arrays, n
 and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
 
-The two loops over every posting and every chunk (accumulating impacts, collecting the chunks
-above a threshold) run in the optional C module ``_kernels`` when it was built, else in numpy;
-both paths return bit-identical results (the tests run both).
+Ranking runs in the optional C kernel ``_kernels.rank_blocks`` when it was built (block by
+block in an L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
+whole-corpus array, then thresholds); both paths return bit-identical results (the tests run
+both).
 """
 
 from __future__ import annotations
@@ -112,14 +113,16 @@ class Scorer:
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
                  k1: float = 1.2, b: float = 0.75, *, native: bool | None = None) -> None:
-        """``native``: use the C loops (None: when built; True: require them; False: numpy)."""
+        """``native``: rank in C (None: when built; True: require it; False: numpy only).
+
+        The C kernel reads a document's chunks as consecutive rowids (how build() assigns
+        them); a file laid out otherwise ranks with numpy.
+        """
         if native and _kernels is None:
             raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
-        self.native = _kernels is not None if native is None else native
+        use_c = _kernels is not None if native is None else native
+        self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
         self.chunk_doc = chunk_doc
-        # The fused native selection reads a document's chunks as consecutive rowids (how
-        # build() assigns them); any other file ranks through the general path.
-        self._fused = self.native and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
@@ -127,9 +130,8 @@ class Scorer:
 
     @property
     def kind(self) -> str:
-        """Which ranking path runs: ``c-blocks`` (the default with the C extension), ``c``
-        (C loops, numpy selection: documents' chunks not consecutive) or ``numpy``."""
-        return "c-blocks" if self._fused else "c" if self.native else "numpy"
+        """Which ranking path runs: ``c-blocks`` (the C kernel) or ``numpy``."""
+        return "c-blocks" if self._native else "numpy"
 
     def scratch(self) -> Scratch:
         """Fresh per-thread scratch arrays for :meth:`rank`."""
@@ -147,13 +149,13 @@ class Scorer:
         if not present:
             return []
         sparse = [t for t in present if isinstance(t, SparseTerm)]
-        if self._fused:
-            return self._rank_fused(present, sparse, k, blocked, scratch, deadline)
+        if self._native:
+            return self._rank_native(present, sparse, k, blocked, scratch, deadline)
         acc = scratch.acc
         try:
             if sparse:
                 top = self._accumulate(sparse, acc, deadline)
-                cand, scores, n_docs = self._select(scratch, top, k, blocked)
+                cand, scores, n_docs = self._select(acc, top, k, blocked)
                 if len(sparse) == len(present):
                     return self._finish(cand, scores, k)  # already exact
                 # Dense terms add at most `bound` to any chunk: rescoring exactly every chunk
@@ -163,53 +165,54 @@ class Scorer:
                     cut = float(scores.min())
                     eps = abs(cut) * 1e-9
                     if cut > bound + 2 * eps:
-                        cand, _ = self._above(scratch, cut - bound - 2 * eps, blocked)
-                        cand = cand.copy()
+                        cand, _ = self._above(acc, cut - bound - 2 * eps, blocked)
                         return self._finish(cand, self._rescore(cand, present), k)
                 acc.fill(0.0)
             # Scores so low that dense terms matter everywhere: score every term fully.
             top = self._accumulate(present, acc, deadline)
-            cand, scores, _ = self._select(scratch, top, k, blocked)
+            cand, scores, _ = self._select(acc, top, k, blocked)
             return self._finish(cand, scores, k)
         finally:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
 
-    def _rank_fused(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
-                    blocked: Bools | None, scratch: Scratch,
-                    deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` in C, block by block in an L2-sized score buffer (``rank_blocks``);
-        the whole-corpus score array only for the rare fallback below."""
+    def _rank_native(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
+                     blocked: Bools | None, scratch: Scratch,
+                     deadline: float) -> list[tuple[int, float]]:
+        """:meth:`rank` in C, block by block in an L2-sized score buffer (``rank_blocks``)."""
         assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
-        if sparse:
+
+        def run(lists: Sequence[tuple[npt.NDArray[np.uint32], F64]], margin: float) -> tuple[int, int, float]:
             budget = deadline - time.monotonic()
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
-            all_sparse = len(sparse) == len(present)
+            n, n_full, cut = _kernels.rank_blocks(
+                [c for c, _ in lists], [i for _, i in lists], self.n_rows, blocked,
+                self._chunk_doc32, k, margin, scratch.block, out_c, out_s, budget)
+            if n < 0:
+                raise QueryTimeoutError("query ran past its time limit")
+            return n, n_full, cut
+
+        if sparse and len(sparse) < len(present):
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = _kernels.rank_blocks(
-                [t.chunks for t in sparse], [t.impacts for t in sparse], self.n_rows, blocked,
-                self._chunk_doc32, k, -1.0 if all_sparse else bound, scratch.block, out_c, out_s,
-                budget)
-            if n < 0:
-                raise QueryTimeoutError("query ran past its time limit")
-            if all_sparse:
-                return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            n, n_full, cut = run([(t.chunks, t.impacts) for t in sparse], bound)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
-        # Scores so low that dense terms matter everywhere: every term over every chunk.
-        acc = scratch.acc
-        try:
-            top = self._accumulate(present, acc, deadline)
-            n, _, _ = _kernels.select_top(acc, top, blocked, self._chunk_doc32, k, -1.0, out_c,
-                                          out_s)
-            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
-        except BaseException:
-            acc.fill(0.0)  # hand the scratch array back clean, even on timeout
-            raise
+        # Every term, in phrase order (with dense terms: scores so low that they matter).
+        n, _, _ = run([self._postings_of(t) for t in present], -1.0)
+        return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+
+    def _postings_of(self, t: Term) -> tuple[npt.NDArray[np.uint32], F64]:
+        """A term as (ascending chunk rowids, impacts); a dense term's zero-tf chunks add
+        exactly +0.0, so leaving them out changes no sum."""
+        if isinstance(t, SparseTerm):
+            return t.chunks, t.impacts
+        impacts = self._dense_impacts(t)
+        rows = np.flatnonzero(impacts)
+        return rows.astype(np.uint32), impacts[rows]
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
@@ -219,36 +222,24 @@ class Scorer:
     def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> float:
         """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order);
         returns the largest score."""
-        top = 0.0
-        dense = False
         for t in terms:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             if isinstance(t, SparseTerm):
-                if self.native:
-                    assert _kernels is not None
-                    top = max(top, _kernels.accumulate(acc, t.chunks, t.impacts))
-                else:
-                    np.add.at(acc, t.chunks, t.impacts)
+                np.add.at(acc, t.chunks, t.impacts)
             else:  # tf = 0 adds exactly +0.0, as FTS5's sum does for a non-matching phrase
                 acc += self._dense_impacts(t)
-                dense = True
-        return float(acc.max()) if dense or not self.native else top
+        return float(acc.max())
 
-    def _above(self, scratch: Scratch, threshold: float, blocked: Bools | None) -> tuple[I64, F64]:
-        """Scored chunks (acc > 0) with acc >= threshold, not blocked, ascending; views into
-        ``scratch`` on the native path (valid until the next call)."""
-        acc = scratch.acc
-        if self.native:
-            assert _kernels is not None
-            n = _kernels.collect(acc, threshold, blocked, scratch.out_chunks, scratch.out_scores)
-            return scratch.out_chunks[:n], scratch.out_scores[:n]
+    @staticmethod
+    def _above(acc: F64, threshold: float, blocked: Bools | None) -> tuple[I64, F64]:
+        """Scored chunks (acc > 0) with acc >= threshold, not blocked, ascending."""
         idx = np.flatnonzero(acc >= threshold) if threshold > 0.0 else np.flatnonzero(acc)
         if blocked is not None:
             idx = idx[~blocked[idx]]
         return idx, acc[idx]
 
-    def _select(self, scratch: Scratch, top: float, k: int,
+    def _select(self, acc: F64, top: float, k: int,
                 blocked: Bools | None) -> tuple[I64, F64, int]:
         """Chunks scoring at least the k-th best document (all scored chunks if fewer docs).
 
@@ -258,7 +249,7 @@ class Scorer:
         if top <= 0.0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0
         for frac in (0.5, 0.25, 0.1, 0.0):
-            idx, scores = self._above(scratch, top * frac, blocked)
+            idx, scores = self._above(acc, top * frac, blocked)
             sel, n_docs = self._top_docs(idx, scores, k)
             if n_docs >= k or not frac:
                 return idx[sel], scores[sel], n_docs
