@@ -1,15 +1,16 @@
 """Every document's (docid, url, title) in one compact in-memory table.
 
 Ranked results need three short strings per hit. Reading them from SQLite costs a b-tree
-descent and a row decode per hit; at k = 100, right after other work has evicted the caches,
-that was a fifth of the query. This table holds the three fields of every document as one
-UTF-8 buffer with offsets (about 4.5 MB at DR-256 scale) and decodes only the hits asked for.
+descent and a row decode per hit, which adds up at k = 100 when the caches are cold. This
+table holds the three fields of every document as one UTF-8 buffer with offsets (at DR-256
+scale 4.1 MB of text and 0.7 MB of offsets) and decodes only the hits asked for.
 
 The build stores the table in the ``arrays`` table (``doc_field_offsets``, ``doc_fields``),
 so opening an index loads it with one sequential BLOB read. An index without them (built
 before they existed) gets the table from the ``documents`` rows on first search instead —
-the same content, slower to load (a scattered read of every row: ~0.8 s on a cold page
-cache at DR-256 scale).
+the same content, slower to load: a scattered read of every row, which on a cold page cache
+made the benchmark's fresh-process first query 1,038 ms at commit 049c6c3
+(docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Scratch memory the kernel may back with transparent huge pages.
 
-A query reads and writes its score array (8 bytes per chunk: 1.9 MB at DR-256 scale) and its
-posting-list buffer all over. Right after other work has evicted the caches (an agent's
-model call, another engine in a benchmark), every 4 KiB page touched costs a TLB miss;
-2 MiB pages remove most of them (measured: a ranked query ~15-20% faster interleaved with
-tantivy). A hint only: where transparent huge pages are off, this is plain zeroed memory.
+A query reads and writes its score buffers and its posting-list buffer all over. Right after
+other work has evicted the caches (an agent's model call, another engine in a benchmark),
+every 4 KiB page touched costs a TLB miss; 2 MiB pages remove most of them. A hint only:
+where transparent huge pages are off, this is plain zeroed memory.
 """
 
 from __future__ import annotations
