@@ -370,6 +370,19 @@ def ensure_queries(n: int = DEFAULT_QUERIES, seed: int = DEFAULT_SEED,
     return path, json.loads(path.read_text(encoding="utf-8"))
 
 
+def add_scale_args(ap: argparse.ArgumentParser) -> None:
+    """The options every benchmark script shares: corpus size, queries, seed, tokenizer."""
+    ap.add_argument("--docs", type=int, default=DR256_DOCS, help="documents (default: DR-256's)")
+    ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
+
+
+def bench_dir(args: argparse.Namespace) -> Path:
+    """Where search_bench.py keeps the indexes built for these scale options."""
+    return CACHE / f"bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: generate the corpus and queries, print their paths and statistics."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -153,14 +153,10 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> di
 def main(argv: Sequence[str] | None = None) -> int:
     """Profile the benchmark index built by search_bench.py (build it there first)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=corpus_gen.DR256_DOCS)
-    ap.add_argument("--queries", type=int, default=corpus_gen.DEFAULT_QUERIES)
-    ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
-    ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
+    corpus_gen.add_scale_args(ap)
     ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args(argv)
-    index = (corpus_gen.CACHE / f"bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
-             / "ours.sqlite3")
+    index = corpus_gen.bench_dir(args) / "ours.sqlite3"
     if not index.is_file():
         raise SystemExit(f"{index}: run search_bench.py with the same --docs/--seed first")
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)

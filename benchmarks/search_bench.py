@@ -691,10 +691,7 @@ def report(r: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the whole benchmark; print the table (and write --json)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=corpus_gen.DR256_DOCS)
-    ap.add_argument("--queries", type=int, default=corpus_gen.DEFAULT_QUERIES)
-    ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
-    ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
+    corpus_gen.add_scale_args(ap)
     ap.add_argument("--json", type=Path, help="also write all results here")
     ap.add_argument("--engines", default="ours,tantivy,bm25s",
                     help="comma list; ours and tantivy are required")
@@ -726,7 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     corpus, cmeta = corpus_gen.ensure_corpus(args.docs, args.seed)
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
-    work = corpus_gen.CACHE / f"bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
+    work = corpus_gen.bench_dir(args)
     work.mkdir(parents=True, exist_ok=True)
     ours_path, tv_path, bm_path = work / "ours.sqlite3", work / "tantivy", work / "bm25s"
     builds_file = work / "builds.json"
