@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 SEED_BASE = 20260811
 DEFAULT_SCRIPT: list[dict[str, Any]] = [
@@ -89,12 +89,15 @@ class FakeLLM:
                      "usage": usage}
 
 
+class Responder(Protocol):
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
+
+
 class _Handler(BaseHTTPRequestHandler):
-    fake: FakeLLM
+    fake: Responder
 
     def do_POST(self) -> None:
-        length = int(self.headers["content-length"])
-        body = json.loads(self.rfile.read(length))
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if self.path != "/v1/chat/completions":
             status, answer = 404, {"error": "no such path"}
         else:
@@ -118,16 +121,24 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> Iterator[FakeLLM]:
-    fake = FakeLLM(scripts, delay_s)
-    handler = type("Handler", (_Handler,), {"fake": fake})
-    server = _Server(("127.0.0.1", 0), handler)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+def serve_chat(fake: Responder) -> Iterator[str]:
+    """Serve ``fake.respond`` as ``POST /v1/chat/completions`` on 127.0.0.1; yields the base URL."""
+    server = _Server(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": fake}))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield fake
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
-        fake.release.set()
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> Iterator[FakeLLM]:
+    fake = FakeLLM(scripts, delay_s)
+    with serve_chat(fake) as url:
+        fake.url = url
+        try:
+            yield fake
+        finally:
+            fake.release.set()  # before the server stops: no handler is left hanging

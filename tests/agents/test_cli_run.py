@@ -73,3 +73,15 @@ def test_usage_errors(args: list[str], message: str, tmp_path: Path, sample_inde
     assert message in err.getvalue() and "Traceback" not in err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_an_unreachable_search_server_leaves_no_run_directory(tmp_path: Path) -> None:
+    err = io.StringIO()
+    argv = ["run", "--questions", str(QUESTIONS), "--out", str(tmp_path / "out"), "--quiet",
+            "--search", "http://127.0.0.1:9", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    with contextlib.redirect_stderr(err):
+        rc = main(argv, out=io.StringIO())
+    assert rc == 1, err.getvalue()
+    assert "GET /health failed after 4 attempts" in err.getvalue() and "Traceback" not in err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

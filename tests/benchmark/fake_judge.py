@@ -19,8 +19,9 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ..agents.fake_llm import serve_chat
 
 Reply = str | int
 
@@ -101,37 +102,9 @@ def _completion(content: str, model: str) -> dict[str, Any]:
             "usage": {"completion_tokens": 5, "prompt_tokens": 50, "total_tokens": 55}}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeJudge
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if self.path != "/v1/chat/completions":
-            status, answer = 404, {"error": "no such path"}
-        else:
-            status, answer = self.fake.respond(body)
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        if status == 429:
-            self.send_header("retry-after", "0")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @contextmanager
 def serve_judge(rules: list[tuple[str, list[Reply]]] | None = None) -> Iterator[FakeJudge]:
     fake = FakeJudge(rules)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": fake}))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_chat(fake) as url:
+        fake.url = url
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -48,7 +48,8 @@ def write(path: Path, rows: list[Any]) -> Path:
 def test_tools_reexports_the_benchmark_row_model() -> None:
     from drsearch.benchmark.datasets import dr256
 
-    assert tools_dr256.QuestionRow is dr256.QuestionRow and tools_dr256.load_questions is dr256.load_questions
+    assert tools_dr256.__all__ == dr256.__all__ and "QuestionRow" in dr256.__all__
+    assert all(getattr(tools_dr256, name) is getattr(dr256, name) for name in dr256.__all__)
 
 
 def test_sample_rows_become_tasks_without_answer_docids() -> None:

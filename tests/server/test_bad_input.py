@@ -183,6 +183,24 @@ def test_settings_are_validated() -> None:
             ServerSettings(**bad)
 
 
+def test_a_framework_validated_route_answers_in_our_error_shape(sample_index: Path) -> None:
+    """Our routes validate their own bodies; one added with typed parameters still answers
+    FastAPI's validation errors as ``{"error": ...}`` 422, not FastAPI's ``{"detail": ...}``."""
+    with Engine.open(sample_index) as engine:
+        app = create_app(engine)
+
+        @app.get("/typed")
+        async def typed(n: int) -> dict[str, int]:
+            return {"n": n}
+
+        c = Client(app)
+        try:
+            assert c.get("/typed", params={"n": "3"}).json() == {"n": 3}
+            assert error_of(c.get("/typed", params={"n": "three"}))[:2] == (422, "invalid_request")
+        finally:
+            c.close()
+
+
 class _Broken:
     """An engine stand-in whose search fails like a bug would."""
 

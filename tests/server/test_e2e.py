@@ -158,6 +158,7 @@ def test_startup_log_says_when_there_is_no_blocklist(sample_index: Path, tmp_pat
     (["--database", "{index}", "--workers", "0"], "--workers"),
     (["--database", "{index}", "--request-timeout", "-1"], "--request-timeout"),
     (["--database", "{index}", "--verify", "paranoid"], "--verify"),
+    (["--database", "{index}", "--host", "192.0.2.1"], "cannot bind"),  # not this machine's address
 ])
 def test_serve_refuses_to_start_with_one_line(sample_index: Path, tmp_path: Path, args: list[str],
                                               message: str) -> None:
@@ -173,6 +174,18 @@ def test_serve_refuses_to_start_with_one_line(sample_index: Path, tmp_path: Path
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert message in p.stderr and "Traceback" not in p.stderr
     assert len([line for line in p.stderr.splitlines() if line.startswith("drsearch")]) == 1
+
+
+def test_serve_refuses_a_busy_port_with_one_line(sample_index: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = subprocess.run([drsearch_exe(), "serve", "--database", str(sample_index), "--port", str(port)],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.strip() == f"drsearch: error: --host 127.0.0.1 --port {port}: cannot bind " \
+                               "(Address already in use)"
 
 
 def test_verify_levels(sample_index: Path) -> None:

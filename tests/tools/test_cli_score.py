@@ -145,38 +145,39 @@ def test_agreement_of_two_judges(runs: dict[str, Any]) -> None:
     assert rc == 0 and "judged by both 4" in text and "Cohen's kappa" in text
 
 
+JUDGE = ["--judge-model", "j", "--base-url", "http://x/v1"]
+GRADE = ["--questions", str(QUESTIONS), *JUDGE]  # every grading option but RUN_DIR
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["score"], "give exactly one of RUN_DIR"),
     (["score", "RUN"], "needs --questions"),
     (["score", "NOWHERE", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://127.0.0.1:9/v1"],
      "not a run directory"),
     (["score", "--compare", "A", "B"], "no graded questions there"),
-    (["score", "EMPTY", "--questions", "missing.jsonl", "--judge-model", "j", "--base-url", "http://x/v1"],
-     "missing.jsonl: cannot read"),
-    (["score", "EMPTY", "--questions", "bad.jsonl", "--judge-model", "j", "--base-url", "http://x/v1"],
-     "bad.jsonl:2: not valid JSON"),
-    (["score", "EMPTY", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
-     "EMPTY: no episodes in trajectories.jsonl (nothing to grade)"),
-    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
-     "OTHER: no episode answers any selected question"),
-    (["score", "EMPTY", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--out", "nodir/scores.json"], "--out nodir/scores.json: needs a file path in an existing directory"),
-    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--attempts", "./OTHER"], "the same run given twice"),
-    (["score", "LAYOUT", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1"],
-     "attempt directories must be attempt-0 … attempt-1, found attempt-0, attempt-2"),
-    (["score", "OTHER", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--concurrency", "0"], "--concurrency must be at least 1"),
-    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--max-attempts", "0"], "judge settings"),
-    (["score", "OTHER", "--questions", str(QUESTIONS), "--ids", "q-nope", "--judge-model", "j",
-      "--base-url", "http://x/v1"], "ids not among the selected tasks"),
-    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--audit-citations"], "--audit-citations needs --database CORPUS or --search URL"),
-    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--database", "c.sqlite3"], "need --audit-citations"),
-    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://x/v1",
-      "--audit-citations", "--record-url", "pmid=http://x/"], "--record-url 'pmid=http://x/': expected"),
+    (["score", "EMPTY", "--questions", "missing.jsonl", *JUDGE], "missing.jsonl: cannot read"),
+    (["score", "EMPTY", "--questions", "bad.jsonl", *JUDGE], "bad.jsonl:2: not valid JSON"),
+    (["score", "EMPTY", *GRADE], "EMPTY: no episodes in trajectories.jsonl (nothing to grade)"),
+    (["score", "OTHER", *GRADE], "OTHER: no episode answers any selected question"),
+    (["score", "EMPTY", *GRADE, "--out", "nodir/scores.json"],
+     "--out nodir/scores.json: needs a file path in an existing directory"),
+    (["score", "GOOD", *GRADE, "--out", "s.graded.jsonl"], "--out s.graded.jsonl: name the scores file"),
+    (["score", "OTHER", *GRADE, "--attempts", "./OTHER"], "the same run given twice"),
+    (["score", "LAYOUT", *GRADE], "attempt directories must be attempt-0 … attempt-1, found attempt-0, attempt-2"),
+    (["score", "OTHER", *GRADE, "--concurrency", "0"], "--concurrency must be at least 1"),
+    (["score", "GOOD", *GRADE, "--max-attempts", "0"],
+     "judge settings: --max-attempts: Input should be greater than or equal to 1"),
+    (["score", "GOOD", *GRADE, "--parse-attempts", "0"],
+     "judge settings: --parse-attempts: Input should be greater than or equal to 1"),
+    (["score", "GOOD", *GRADE, "--judge-cache", "GOOD"], "--judge-cache GOOD: cannot open"),
+    (["score", "GOOD", *GRADE, "--judge-cache", "nodir/c.sqlite3"], "--judge-cache nodir/c.sqlite3: cannot open"),
+    (["score", "GOOD", "--questions", str(QUESTIONS), "--judge-model", "j", "--judge-cache-mode", "replay"],
+     "GOOD/judge_cache.sqlite3: no replay cache there"),
+    (["score", "OTHER", *GRADE, "--ids", "q-nope"], "ids not among the selected tasks"),
+    (["score", "GOOD", *GRADE, "--audit-citations"], "--audit-citations needs --database CORPUS or --search URL"),
+    (["score", "GOOD", *GRADE, "--database", "c.sqlite3"], "need --audit-citations"),
+    (["score", "GOOD", *GRADE, "--audit-citations", "--record-url", "pmid=http://x/"],
+     "--record-url 'pmid=http://x/': expected"),
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,6 +204,23 @@ def test_unreachable_judge_is_one_line_exit_2(runs: dict[str, Any], tmp_path: Pa
     err = capsys.readouterr().err
     assert rc == 2 and "judge endpoint 'j' does not answer" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_failed_grading_keeps_the_scores_already_there(runs: dict[str, Any], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A grading that fails (here, its judge is gone) leaves an earlier scores file and its
+    graded questions exactly as they were."""
+    out = tmp_path / "s.json"
+    shutil.copy(runs["a"] / "scores.json", out)
+    shutil.copy(runs["a"] / "scores.graded.jsonl", tmp_path / "s.graded.jsonl")
+    before = out.read_bytes(), (tmp_path / "s.graded.jsonl").read_bytes()
+    with serve_judge() as fake:
+        dead = fake.url
+    rc, _ = cli("score", str(runs["a"]), "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", dead,
+                "--max-attempts", "1", "--judge-cache-mode", "off", "--out", str(out))
+    assert rc == 2 and "does not answer" in capsys.readouterr().err
+    assert (out.read_bytes(), (tmp_path / "s.graded.jsonl").read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.graded.jsonl", "s.json"]  # no temporary left
 
 
 def test_agreement_refuses_two_different_runs(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,16 +1,16 @@
-"""Canonical JSON and hashes: the one spelling used for cache keys, hashes and run files."""
+"""Canonical JSON and hashes: the one spelling used for cache keys, hashes and run files.
+
+The spelling is the engine's own (``drsearch.index.dumps``: sorted keys, compact
+separators, UTF-8 as is, no NaN), so a run file and an HTTP body of equal values are
+equal text.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, compact separators, UTF-8 as is, no NaN: equal values give equal text."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      allow_nan=False)
+from ..index import dumps as canonical_json
 
 
 def canonical_bytes(value: Any) -> bytes:

@@ -15,6 +15,7 @@ request ends with the server's reply, the client's timeout or the process.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,10 +24,10 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..index import InvalidInputError, error_body
 from .canonical import canonical_bytes
 from .errors import LLMError, TransientLLMError
 from .replay import ReplayCache
-from .searcher import error_body
 
 
 class RetryPolicy(BaseModel):
@@ -213,4 +214,15 @@ class CachedChat:
         return ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
 
 
-__all__ = ["CachedChat", "CallCancelled", "ChatClient", "ChatOutcome", "RetryPolicy"]
+def api_key_from_env(var: str | None) -> str | None:
+    """The API key in environment variable ``var`` (``--api-key-env``); None when no variable
+    is named. Raises InvalidInputError when it is named but unset or empty."""
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise InvalidInputError(f"--api-key-env: environment variable {var} is not set")
+    return key
+
+
+__all__ = ["CachedChat", "CallCancelled", "ChatClient", "ChatOutcome", "RetryPolicy", "api_key_from_env"]

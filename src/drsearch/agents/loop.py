@@ -79,6 +79,9 @@ class _Run:
     def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher) -> None:
         self.q, self.preset, self.model, self.chat, self.searcher = q, preset, model, chat, searcher
         self.messages: list[dict[str, Any]] = q.prompt_messages()
+        # every request of the episode is these fields plus the messages so far
+        self.request = {"model": model, "tool_choice": "auto", "tools": tool_schemas(preset),
+                        **preset.sampling(q.index)}
         self.acc = Accounting()
         self.turns: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
@@ -96,8 +99,7 @@ class _Run:
         return None
 
     def ask(self, turn: int) -> dict[str, Any]:
-        body = {"messages": self.messages, "model": self.model, "tool_choice": "auto",
-                "tools": tool_schemas(self.preset), **self.preset.sampling(self.q.index)}
+        body = {"messages": self.messages, **self.request}
         t0 = time.monotonic()
         out = self.chat.complete(self.model, body, f"chat completion {self.q.qid} turn {turn}")
         self.timing["llm_calls"].append({"attempts": out.attempts, "cached": out.cached,

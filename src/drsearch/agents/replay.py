@@ -102,14 +102,15 @@ class CachedSearcher:
     """
 
     def __init__(self, cache: ReplayCache, live: Searcher | None, corpus: CorpusInfo | None = None) -> None:
-        if live is None and corpus is None:
-            raise ValueError("a replay-only searcher needs the recorded corpus identity")
+        if corpus is None:
+            if live is None:
+                raise ValueError("a replay-only searcher needs the recorded corpus identity")
+            corpus = live.corpus()
         self._cache = cache
         self._live = live
-        self._corpus = corpus if corpus is not None else live.corpus() if live else None
+        self._corpus = corpus
 
     def corpus(self) -> CorpusInfo:
-        assert self._corpus is not None
         return self._corpus
 
     def _call(self, tool: str, args: dict[str, Any], live: Callable[[], ToolResponse] | None) -> ToolResponse:

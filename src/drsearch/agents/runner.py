@@ -12,8 +12,8 @@ writes none of the unfinished ones and re-raises; a rerun resumes.
 from __future__ import annotations
 
 import json
-import os
 import sys
+import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import ExitStack
@@ -27,7 +27,7 @@ from .. import __version__
 from ..index import BlockList, Engine, InvalidInputError
 from .canonical import sha256_hex
 from .errors import RunStoreError
-from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy
+from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
 from .loop import Episode, run_episode
 from .preset import DR256, Preset, load_preset
 from .questions import Question, read_questions
@@ -100,11 +100,11 @@ def select(questions: list[Question], spec: RunSpec) -> list[Question]:
     """``--ids`` (qids, in file order) then ``--limit`` (the first N)."""
     chosen = questions
     if spec.ids:
-        known = {q.qid for q in questions}
-        unknown = sorted(set(spec.ids) - known)
+        wanted = set(spec.ids)
+        unknown = sorted(wanted - {q.qid for q in questions})
         if unknown:
             raise InvalidInputError(f"--ids: no such question(s): {', '.join(unknown)}")
-        chosen = [q for q in questions if q.qid in set(spec.ids)]
+        chosen = [q for q in questions if q.qid in wanted]
     return chosen[: spec.limit] if spec.limit else chosen
 
 
@@ -116,6 +116,13 @@ def _recorded(spec: RunSpec) -> dict[str, Any]:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError) as e:
         raise RunStoreError(f"--replay: cannot read {path} ({e})") from None
+
+
+def _recorded_corpus(recorded: dict[str, Any]) -> CorpusInfo:
+    """What an offline replay serves: the corpus and blocklist the recorded run.json names."""
+    if not (recorded.get("corpus_identity") and recorded.get("blocklist_sha256")):
+        raise RunStoreError("--replay: the recorded run.json lacks corpus_identity/blocklist_sha256")
+    return CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"])
 
 
 def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
@@ -142,36 +149,17 @@ def _cache_file(spec: RunSpec) -> tuple[Path, CacheMode]:
     return path, mode
 
 
-def _cache(spec: RunSpec, stack: ExitStack) -> ReplayCache:
-    path, mode = _cache_file(spec)
-    cache = ReplayCache(path, mode)
-    stack.callback(cache.close)
-    return cache
-
-
 def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
     """``--preset`` (a name or a JSON file); else the replayed run's recorded preset; else
     dr256. ``--attempt N`` then moves the seeds (:meth:`Preset.for_attempt`)."""
     if spec.preset is not None:
         return load_preset(spec.preset).for_attempt(spec.attempt)
-    if spec.attempt and recorded.get("preset") is None:
+    if recorded.get("preset") is None:
         return DR256.for_attempt(spec.attempt)
-    if recorded.get("preset") is not None:
-        try:
-            return Preset.model_validate(recorded["preset"])
-        except ValueError as e:
-            raise RunStoreError(f"--replay: the recorded preset is invalid ({e.__class__.__name__})") \
-                from None
-    return DR256
-
-
-def _api_key(spec: RunSpec) -> str | None:
-    if spec.api_key_env is None:
-        return None
-    key = os.environ.get(spec.api_key_env)
-    if not key:
-        raise InvalidInputError(f"--api-key-env: environment variable {spec.api_key_env} is not set")
-    return key
+    try:
+        return Preset.model_validate(recorded["preset"])
+    except ValueError as e:
+        raise RunStoreError(f"--replay: the recorded preset is invalid ({e.__class__.__name__})") from None
 
 
 def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: CorpusInfo,
@@ -180,7 +168,8 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
             "cache_mode": "replay" if spec.replay_from else spec.cache_mode, "code_version": code_version(),
             "corpus_identity": corpus.identity, "model": model, "preset": preset.model_dump(mode="json"),
             "prompt_sha256": {q.qid: q.prompt_sha256 for q in questions}, "questions": str(spec.questions),
-            "questions_sha256": questions_sha256, "replay_from": str(spec.replay_from or "") or None,
+            "questions_sha256": questions_sha256,
+            "replay_from": str(spec.replay_from) if spec.replay_from else None,
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tool_schema_sha256": tool_schema_sha256(preset)}
 
@@ -253,8 +242,6 @@ def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: 
 
 def execute_run(spec: RunSpec) -> dict[str, Any]:
     """Run (or resume, or replay) ``spec``; returns the summary written to summary.json."""
-    import time
-
     t0 = time.monotonic()
     recorded = _recorded(spec)
     preset = resolve_preset(spec, recorded)
@@ -264,28 +251,26 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         raise RunStoreError("--replay: the recorded run.json lacks model/base_url")
     questions, questions_sha256 = read_questions(spec.questions)
     selected = select(questions, spec)
-    key = None if spec.replay_from is not None else _api_key(spec)
-    _cache_file(spec)
+    key = None if spec.replay_from is not None else api_key_from_env(spec.api_key_env)
+    cache_path, cache_mode = _cache_file(spec)
     offline = spec.replay_from is not None and not (spec.search_url or spec.database)
     with ExitStack() as stack:  # backends first: a bad option leaves no run directory behind
         live = None if offline else _live_searcher(spec, stack)
+        corpus = _recorded_corpus(recorded) if live is None else live.corpus()
         store = RunStore(spec.out)
-        cache = _cache(spec, stack)
+        cache = ReplayCache(cache_path, cache_mode)
+        stack.callback(cache.close)
         if live is None:
-            if not (recorded.get("corpus_identity") and recorded.get("blocklist_sha256")):
-                raise RunStoreError("--replay: the recorded run.json lacks corpus_identity/blocklist_sha256")
-            corpus = CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"])
             searcher: Searcher = CachedSearcher(cache, None, corpus)
             search = "replay"
         else:
-            searcher = CachedSearcher(cache, live) if cache.mode != "off" else live
+            searcher = CachedSearcher(cache, live, corpus) if cache.mode != "off" else live
             search = spec.search_url or str(spec.database)
         client = None
         if spec.replay_from is None:
             client = ChatClient.connect(base_url, key, retry=spec.retry)
             stack.callback(client.close)
-        store.start(_manifest(spec, preset, model, base_url, searcher.corpus(), questions,
-                              questions_sha256, search))
+        store.start(_manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search))
         done = store.finished()
         pending = [q for q in selected if q.qid not in done]
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)

@@ -34,14 +34,25 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` durably: a fsynced temporary file renamed over it."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """``value`` as indented JSON with sorted keys, written atomically (for people to read)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    _write_atomic(path, text.encode("utf-8"))
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (canonical_json(record) + "\n").encode("utf-8")
 
 
 class RunStore:
@@ -92,10 +103,9 @@ class RunStore:
 
     def append(self, episode: Episode) -> None:
         """Append (and fsync) one episode line, then its timing line."""
-        line = (canonical_json(episode.record) + "\n").encode("utf-8")
         with self._lock:
             with open(self.trajectories, "ab") as fh:
-                fh.write(line)
+                fh.write(_line(episode.record))
                 fh.flush()
                 os.fsync(fh.fileno())
             with open(self.timings, "a", encoding="utf-8") as fh:
@@ -105,13 +115,7 @@ class RunStore:
         """Rewrite trajectories.jsonl in benchmark index order, one line per qid (atomic)."""
         with self._lock:
             records = sorted(self.finished().values(), key=lambda r: (r["index"], r["qid"]))
-            tmp = self.trajectories.with_name(self.trajectories.name + ".tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(b"".join((canonical_json(r) + "\n").encode("utf-8") for r in records))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.trajectories)
-            _fsync_dir(self.dir)
+            _write_atomic(self.trajectories, b"".join(_line(r) for r in records))
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.dir / "summary.json", summary)

@@ -11,12 +11,12 @@ that cannot answer at all raises :class:`SearcherError`. The replay cache
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from ..index import DrsearchError, Engine, dumps
-from ..index.searcher import CorpusInfo, Searcher, ToolResponse, error_body
+from ..index import CorpusInfo, DrsearchError, Engine, Searcher, ToolResponse, dumps, error_body
 from .errors import SearcherError
 
 
@@ -29,19 +29,20 @@ class EngineSearcher:
     def corpus(self) -> CorpusInfo:
         return CorpusInfo(self._engine.meta["content_identity"], self._engine.blocklist.sha256)
 
-    def search(self, query: str, k: int) -> ToolResponse:
+    @staticmethod
+    def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
+        """The body ``call`` returns, or the error body of the engine error it raises."""
         try:
-            result = self._engine.search(query, k)
+            body = call()
         except DrsearchError as e:
             return ToolResponse(False, error_body(e.error_type, e.message))
-        return ToolResponse(True, dumps(result.to_dict()).encode("utf-8"))
+        return ToolResponse(True, dumps(body).encode("utf-8"))
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        return self._answer(lambda: self._engine.search(query, k).to_dict())
 
     def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
-        try:
-            doc = self._engine.open_document(docid=docid, url=url)
-        except DrsearchError as e:
-            return ToolResponse(False, error_body(e.error_type, e.message))
-        return ToolResponse(True, dumps(doc.to_dict(offset, length)).encode("utf-8"))
+        return self._answer(lambda: self._engine.open_document(docid=docid, url=url).to_dict(offset, length))
 
 
 class HttpSearcher:
@@ -106,4 +107,4 @@ class HttpSearcher:
         return self._answer("/open", body)
 
 
-__all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "Searcher", "ToolResponse", "error_body"]
+__all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "Searcher", "ToolResponse"]

@@ -29,7 +29,6 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from ..index import DrsearchError, Searcher
-from .datasets import GradingTask
 from .judges import JudgeParseError, JudgePrompt, LLMJudge, default_prompt, json_object
 from .stats import wilson_interval
 
@@ -314,11 +313,6 @@ class CitationAuditor:
         if not answer:
             return []
         return [self.check(c) for c in extract_citations(answer, self.docid_pattern)]
-
-    def audit_task(self, task: GradingTask, answer: str | None) -> list[dict[str, Any]]:
-        """The audit as the list stored in a graded question's judge record."""
-        del task  # the claim is read from the answer itself
-        return [c.as_dict() for c in self.audit(answer)]
 
 
 def _rate(count: int, n: int) -> dict[str, Any]:

@@ -17,15 +17,18 @@ The order of the result is the tasks' index order, whatever the episodes' order.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..agents.canonical import canonical_json
 from ..index import InvalidInputError
 from .citations import CitationAuditor
 from .datasets import GradingTask
+from .datasets._jsonl import read_objects
 from .judges import EMPTY_RESPONSE, Judge, is_empty
 from .records import GradedQuestion, Outcome
 
@@ -49,23 +52,6 @@ class RunEpisodes:
         return sorted(q for q in self.episodes if q not in known)
 
 
-def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The complete lines of a JSONL file; a torn last line (no newline: kill -9) is skipped."""
-    data = path.read_bytes()
-    rows = []
-    for n, line in enumerate(data[: data.rfind(b"\n") + 1].splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            raise InvalidInputError(f"{path}:{n}: not valid JSON") from None
-        if not isinstance(value, dict):
-            raise InvalidInputError(f"{path}:{n}: not a JSON object")
-        rows.append((n, value))
-    return rows
-
-
 def read_run(run_dir: str | Path) -> RunEpisodes:
     """Read a run directory; InvalidInputError if it is not one (names the file and line)."""
     root = Path(run_dir)
@@ -81,14 +67,14 @@ def read_run(run_dir: str | Path) -> RunEpisodes:
     episodes: dict[str, dict[str, Any]] = {}
     trajectories = root / "trajectories.jsonl"
     if trajectories.exists():
-        for n, record in _jsonl(trajectories):
+        for where, record in read_objects(trajectories, skip_torn_tail=True):
             if not isinstance(record.get("qid"), str) or not isinstance(record.get("status"), str):
-                raise InvalidInputError(f"{trajectories}:{n}: an episode needs string 'qid' and 'status'")
+                raise InvalidInputError(f"{where}: an episode needs string 'qid' and 'status'")
             episodes.setdefault(record["qid"], record)  # first one wins, as the run store reads it
     wall: dict[str, float] = {}
     timings = root / "timings.jsonl"
     if timings.exists():
-        for _, t in _jsonl(timings):
+        for _, t in read_objects(timings, skip_torn_tail=True):
             if isinstance(t.get("qid"), str) and isinstance(t.get("wall_s"), int | float):
                 wall.setdefault(t["qid"], float(t["wall_s"]))
     return RunEpisodes(root, manifest, episodes, wall)
@@ -130,7 +116,7 @@ def grade_episode(task: GradingTask, episode: dict[str, Any] | None, judge: Judg
         verdict = judge.grade(task, answer)
         outcome, reason, score, record = verdict.outcome, verdict.reason, verdict.score, dict(verdict.record)
     if auditor is not None and status in FINISHED and not is_empty(answer):
-        record = {**(record or {}), "citations": auditor.audit_task(task, answer)}
+        record = {**(record or {}), "citations": [c.as_dict() for c in auditor.audit(answer)]}
     return GradedQuestion(
         question_id=task.question_id, index=task.index, attempt=attempt, tier=task.tier,
         category=task.category, answer_type=task.answer_type, difficulty=task.difficulty,
@@ -167,10 +153,18 @@ def grade_run(run: str | Path | RunEpisodes, tasks: Sequence[GradingTask], judge
 
 
 def write_graded(path: str | Path, graded: Sequence[GradedQuestion]) -> None:
-    """One canonical JSON line per graded question (sorted keys), in the given order."""
-    lines = (json.dumps(g.model_dump(mode="json"), ensure_ascii=False, sort_keys=True,
-                        separators=(",", ":")) + "\n" for g in graded)
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    """One canonical JSON line per graded question (sorted keys), in the given order.
+
+    Written to a temporary file renamed over ``path``: a failed write leaves an older file whole.
+    """
+    final = Path(path)
+    tmp = final.with_name(final.name + ".tmp")
+    try:
+        tmp.write_text("".join(canonical_json(g.model_dump(mode="json")) + "\n" for g in graded),
+                       encoding="utf-8")
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_graded(path: str | Path) -> list[GradedQuestion]:
@@ -179,11 +173,11 @@ def read_graded(path: str | Path) -> list[GradedQuestion]:
     if not p.is_file():
         raise InvalidInputError(f"{p}: no graded questions there (run `drsearch score` first)")
     out = []
-    for n, value in _jsonl(p):
+    for where, value in read_objects(p, skip_torn_tail=True):
         try:
             out.append(GradedQuestion.model_validate(value))
         except ValueError as e:
-            raise InvalidInputError(f"{p}:{n}: not a graded question ({e.__class__.__name__})") from None
+            raise InvalidInputError(f"{where}: not a graded question ({e.__class__.__name__})") from None
     return out
 
 

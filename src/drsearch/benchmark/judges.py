@@ -455,16 +455,30 @@ class Judge(Protocol):
         ...
 
 
-def _failed(llm: LLMJudge, prompt: JudgePrompt, reply: JudgeReply) -> Verdict:
-    return Verdict("judge_failed", reply.error, None, {**llm.record(prompt, reply), "verdict": None})
+class _PromptedJudge:
+    """What every judge shares: an :class:`LLMJudge`, a prompt (``PROMPT`` by default), verdicts."""
 
-
-class CorrectnessJudge:
-    """DR-256 / BrowseComp: is the response's final answer the reference answer?"""
+    PROMPT: str
 
     def __init__(self, llm: LLMJudge, prompt: JudgePrompt | None = None) -> None:
         self.llm = llm
-        self.prompt = prompt or default_prompt("correctness")
+        self.prompt = prompt or default_prompt(self.PROMPT)
+
+    def _failed(self, reply: JudgeReply) -> Verdict:
+        record = {**self.llm.record(self.prompt, reply), "verdict": None}
+        return Verdict("judge_failed", reply.error, None, record)
+
+    def _decided(self, reply: JudgeReply, correct: bool, reason: str, verdict: Any,
+                 score: float | None = None) -> Verdict:
+        """``correct``, or ``incorrect`` because of ``reason``; ``verdict`` goes into the record."""
+        return Verdict("correct" if correct else "incorrect", None if correct else reason, score,
+                       {**self.llm.record(self.prompt, reply), "verdict": verdict})
+
+
+class CorrectnessJudge(_PromptedJudge):
+    """DR-256 / BrowseComp: is the response's final answer the reference answer?"""
+
+    PROMPT = "correctness"
 
     def grade(self, task: GradingTask, answer: str | None) -> Verdict:
         if answer is None or is_empty(answer):
@@ -473,18 +487,14 @@ class CorrectnessJudge:
         reply = self.llm.ask(self.prompt, fields, {"response": answer}, parse_correctness,
                              f"correctness of {task.question_id}")
         if not reply.ok:
-            return _failed(self.llm, self.prompt, reply)
-        correct = reply.parsed["correct"] == "yes"
-        return Verdict("correct" if correct else "incorrect", None if correct else "judged incorrect", None,
-                       {**self.llm.record(self.prompt, reply), "verdict": reply.parsed})
+            return self._failed(reply)
+        return self._decided(reply, reply.parsed["correct"] == "yes", "judged incorrect", reply.parsed)
 
 
-class DeepSearchQAJudge:
+class DeepSearchQAJudge(_PromptedJudge):
     """DeepSearchQA: correct iff every expected item is hit and nothing excessive is given."""
 
-    def __init__(self, llm: LLMJudge, prompt: JudgePrompt | None = None) -> None:
-        self.llm = llm
-        self.prompt = prompt or default_prompt("deepsearchqa")
+    PROMPT = "deepsearchqa"
 
     def grade(self, task: GradingTask, answer: str | None) -> Verdict:
         if answer is None or is_empty(answer):
@@ -496,26 +506,24 @@ class DeepSearchQAJudge:
                              lambda content: parse_deepsearchqa(content, items),
                              f"deepsearchqa grading of {task.question_id}")
         if not reply.ok:
-            return _failed(self.llm, self.prompt, reply)
+            return self._failed(reply)
         parsed = reply.parsed
         missed = [item for item, hit in parsed["hits"].items() if not hit]
         excessive = parsed["excessive"]
-        correct = not missed and not excessive
-        reason = None if correct else "; ".join(
-            ([f"missed {len(missed)} of {len(items)} item(s)"] if missed else [])
-            + ([f"{len(excessive)} excessive answer(s)"] if excessive else []))
-        return Verdict("correct" if correct else "incorrect", reason, None,
-                       {**self.llm.record(self.prompt, reply), "verdict": parsed})
+        reason = "; ".join(([f"missed {len(missed)} of {len(items)} item(s)"] if missed else [])
+                           + ([f"{len(excessive)} excessive answer(s)"] if excessive else []))
+        return self._decided(reply, not missed and not excessive, reason, parsed)
 
 
-class ChecklistJudge:
+class ChecklistJudge(_PromptedJudge):
     """OpenBioRQ: a weighted checklist score in [0, 1]; solved iff score ≥ ``threshold``."""
+
+    PROMPT = "checklist"
 
     def __init__(self, llm: LLMJudge, prompt: JudgePrompt | None = None, threshold: float = 0.5) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-        self.llm = llm
-        self.prompt = prompt or default_prompt("checklist")
+        super().__init__(llm, prompt)
         self.threshold = threshold
 
     def grade(self, task: GradingTask, answer: str | None) -> Verdict:
@@ -527,15 +535,13 @@ class ChecklistJudge:
                              {"response": answer}, lambda content: parse_checklist(content, len(criteria)),
                              f"checklist of {task.question_id}")
         if not reply.ok:
-            return _failed(self.llm, self.prompt, reply)
+            return self._failed(reply)
         score, values = checklist_score(criteria, [e["verdict"] for e in reply.parsed])
         per_criterion = [{**e, "type": c.type, "value": v, "weight": c.weight}
                          for e, c, v in zip(reply.parsed, criteria, values, strict=True)]
         solved = score >= self.threshold
         verdict = {"criteria": per_criterion, "score": score, "solved": solved, "threshold": self.threshold}
-        return Verdict("correct" if solved else "incorrect", None if solved else
-                       f"checklist score {score:.3f} < {self.threshold}", score,
-                       {**self.llm.record(self.prompt, reply), "verdict": verdict})
+        return self._decided(reply, solved, f"checklist score {score:.3f} < {self.threshold}", verdict, score)
 
 
 def judge_for(kind: DatasetKind, llm: LLMJudge, *, threshold: float = 0.5) -> Judge:

@@ -247,14 +247,10 @@ def compare_runs(
     both = sum(1 for qid in paired if first_a[qid].correct and first_b[qid].correct)
     n = len(paired)
     correct_a, correct_b = both + len(lost), both + len(gained)
+    only_a, only_b = sorted(set(first_a) - set(first_b)), sorted(set(first_b) - set(first_a))
     body = {
         "n_paired": n,
-        "unpaired": {
-            "only_a": sorted(set(first_a) - set(first_b)),
-            "only_b": sorted(set(first_b) - set(first_a)),
-            "n_only_a": len(set(first_a) - set(first_b)),
-            "n_only_b": len(set(first_b) - set(first_a)),
-        },
+        "unpaired": {"only_a": only_a, "only_b": only_b, "n_only_a": len(only_a), "n_only_b": len(only_b)},
         "table": {
             "both_correct": both,
             "a_only": len(lost),

@@ -7,6 +7,7 @@ the HTTP API (DESIGN.md), so the CLI's ``--json`` and the server print the same 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -122,8 +123,6 @@ def dumps(body: Any) -> str:
     The CLI's ``--json`` and the HTTP server both serialise through this, so the same
     operation prints the same bytes everywhere.
     """
-    import json
-
     return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                       allow_nan=False)
 

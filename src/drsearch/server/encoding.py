@@ -39,30 +39,27 @@ def _plain(obj: Any) -> bool:
     return False
 
 
+def _encode(body: Any, fast: bool) -> bytes:
+    """``body`` as canonical bytes: orjson when ``fast`` (the caller checked it is safe), else ``dumps``."""
+    return orjson.dumps(body, option=_SORTED) if fast else dumps(body).encode("utf-8")
+
+
 def canonical_json(body: Any) -> bytes:
     """Any JSON-able body as canonical bytes (the exact bytes of ``dumps(body)``, UTF-8).
 
     Raises ValueError/TypeError for what ``dumps`` rejects (NaN, non-JSON types).
     """
-    if _plain(body):
-        return orjson.dumps(body, option=_SORTED)
-    return dumps(body).encode("utf-8")
+    return _encode(body, _plain(body))
 
 
 def search_json(result: SearchResult) -> bytes:
     """The /search body of ``result``; only the hits' scores need checking for the fast path."""
-    body = result.to_dict()
-    if all(_plain_float(h.score) for h in result.hits):
-        return orjson.dumps(body, option=_SORTED)
-    return dumps(body).encode("utf-8")
+    return _encode(result.to_dict(), all(_plain_float(h.score) for h in result.hits))
 
 
 def document_json(doc: Document, offset: int = 0, length: int | None = None) -> bytes:
     """The /open body of ``doc`` paged by ``offset``/``length`` (characters)."""
-    body = doc.to_dict(offset, length)
-    if _plain(doc.metadata):
-        return orjson.dumps(body, option=_SORTED)
-    return dumps(body).encode("utf-8")
+    return _encode(doc.to_dict(offset, length), _plain(doc.metadata))
 
 
 __all__ = ["canonical_json", "document_json", "search_json"]

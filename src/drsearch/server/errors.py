@@ -22,8 +22,7 @@ from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from ..index import DrsearchError, InvalidInputError
-from ..index import error_body as index_error_body
+from ..index import DrsearchError, InvalidInputError, error_body
 
 JSON = "application/json"
 
@@ -60,11 +59,6 @@ class InternalServerError(DrsearchError):
 
     http_status = 500
     error_type = "internal_error"
-
-
-def error_body(error_type: str, message: str) -> bytes:
-    """The canonical bytes of ``{"error": {"type", "message"}}`` (``drsearch.index.error_body``)."""
-    return index_error_body(error_type, message)
 
 
 def error_response(exc: DrsearchError, background: BackgroundTask | None = None) -> Response:

@@ -58,8 +58,8 @@ def log_config(level: LogLevel) -> dict[str, Any]:
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config["loggers"]["drsearch"] = {"handlers": ["default"], "level": level.upper() if
-                                     level != "trace" else "DEBUG", "propagate": False}
+    config["loggers"]["drsearch"] = {"handlers": ["default"], "propagate": False,
+                                     "level": "DEBUG" if level == "trace" else level.upper()}
     return config
 
 

@@ -8,6 +8,7 @@ on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -157,6 +158,25 @@ def _validate_release_before_serving(root: Path, deep: bool) -> None:
     print(f"drsearch: release {root}: {report.count('PASS')} checks passed", file=sys.stderr)
 
 
+def _check_bindable(host: str, port: int) -> None:
+    """Raise InvalidInputError unless ``host:port`` can be bound now.
+
+    uvicorn reports an unknown host or a busy port only once it starts, in log lines and
+    with exit 3; checked here, it is one line and exit 2 like every other bad option.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        raise InvalidInputError(f"--host {host}: not an address to bind ({e})") from None
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            s.bind(address)
+        except OSError as e:
+            raise InvalidInputError(f"--host {host} --port {port}: cannot bind ({e.strerror})") from None
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     try:  # the server is an optional extra: a core install still runs the other verbs
         from ..server import ServeConfig, ServerSettings, serve, verify_corpus
@@ -164,6 +184,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         print(f"drsearch: error: serve needs the server extra (pip install 'drsearch[server]'): {e}",
               file=sys.stderr)
         return 2
+    _check_bindable(args.host, args.port)
     blocklist = _blocklist(args)
     release_dir = _release_of(args)
     if release_dir is not None and args.verify != "none":
@@ -186,11 +207,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _database_args(p: argparse.ArgumentParser, blocklist: bool = True) -> None:
+def _database_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
-    if blocklist:
-        p.add_argument("--blocked-docids", metavar="FILE",
-                       help="docids to hide (one per line, # comments)")
+    p.add_argument("--blocked-docids", metavar="FILE", help="docids to hide (one per line, # comments)")
     p.add_argument("--json", action="store_true", help="print the HTTP response body (JSON)")
 
 

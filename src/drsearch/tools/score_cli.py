@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -26,12 +25,15 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..index import InvalidInputError
 
 if TYPE_CHECKING:
     from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge, RunEpisodes
 
-DATASETS = ("dr256", "deepsearchqa", "openbiorq")
+_SETTING_OPTIONS = {"parse_attempts": "--parse-attempts", "max_attempts": "--max-attempts",
+                    "backoff_s": "--backoff"}
+"""The judge settings' field names as the options that set them (for error messages)."""
 
 
 def graded_path(target: Path) -> Path:
@@ -43,24 +45,15 @@ def graded_path(target: Path) -> Path:
     return target.with_name(target.stem + ".graded.jsonl")
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _api_key(var: str | None) -> str | None:
-    if var is None:
-        return None
-    key = os.environ.get(var)
-    if not key:
-        raise InvalidInputError(f"--api-key-env {var}: that environment variable is not set")
-    return key
-
-
 @contextmanager
 def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
-    from ..agents import ChatClient, RetryPolicy
+    import sqlite3
+
+    from pydantic import ValidationError
+
+    from ..agents import ChatClient, ReplayMissError, RetryPolicy
+    from ..agents.errors import describe_validation_error
+    from ..agents.llm import api_key_from_env
     from ..benchmark import JudgeCache, JudgeSettings, LLMJudge
 
     if not args.judge_model or (not args.base_url and args.judge_cache_mode != "replay"):
@@ -68,15 +61,20 @@ def _judge(args: argparse.Namespace, run_dir: Path) -> Iterator[LLMJudge]:
     try:
         settings = JudgeSettings(model=args.judge_model, parse_attempts=args.parse_attempts)
         retry = RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff)
-    except ValueError as e:
-        raise InvalidInputError(f"judge settings: {str(e).splitlines()[-1]}") from None
+    except ValidationError as e:
+        raise InvalidInputError(f"judge settings: {describe_validation_error(e, _SETTING_OPTIONS)}") from None
     cache_path = None if args.judge_cache_mode == "off" else \
         (args.judge_cache or run_dir / "judge_cache.sqlite3")
     with ExitStack() as stack:
-        cache = stack.enter_context(JudgeCache(cache_path, args.judge_cache_mode))
+        try:
+            cache = stack.enter_context(JudgeCache(cache_path, args.judge_cache_mode))
+        except ReplayMissError as e:  # replay mode and no cache file: nothing to replay
+            raise InvalidInputError(e.message) from None
+        except sqlite3.Error as e:  # a directory, a missing parent, not SQLite
+            raise InvalidInputError(f"--judge-cache {cache_path}: cannot open ({e})") from None
         client = None
         if args.base_url and args.judge_cache_mode != "replay":
-            client = ChatClient.connect(args.base_url, _api_key(args.api_key_env), retry=retry)
+            client = ChatClient.connect(args.base_url, api_key_from_env(args.api_key_env), retry=retry)
             stack.callback(client.close)
         llm = LLMJudge(client, settings, cache)
         yield llm
@@ -169,13 +167,8 @@ def _run_dirs(args: argparse.Namespace) -> list[Path]:
     return dirs
 
 
-def _file_sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _check_runs(args: argparse.Namespace, runs: list[RunEpisodes], tasks: list[Any]) -> None:
+def _check_runs(args: argparse.Namespace, runs: list[RunEpisodes], tasks: list[Any],
+                questions_sha256: str) -> None:
     """One-line errors for runs that cannot be graded; warnings for doubtful ones."""
     for run in runs:
         if not run.episodes:
@@ -187,7 +180,7 @@ def _check_runs(args: argparse.Namespace, runs: list[RunEpisodes], tasks: list[A
             _warn(f"{run.path}: {len(unknown)} episode(s) of questions not selected (e.g. {unknown[0]}); "
                   "left out")
         recorded = run.manifest.get("questions_sha256")
-        if args.dataset == "dr256" and isinstance(recorded, str) and recorded != _file_sha256(args.questions):
+        if args.dataset == "dr256" and isinstance(recorded, str) and recorded != questions_sha256:
             _warn(f"{run.path}: the run answered another questions file (SHA-256 {recorded[:12]}…) "
                   f"than {args.questions}; grading against the latter")
     seeds = [json.dumps((r.manifest.get("preset") or {}).get("seed_base")) for r in runs]
@@ -201,6 +194,8 @@ def _warn(message: str) -> None:
 
 
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
+    from ..agents.canonical import sha256_hex
+    from ..agents.runstore import write_json_atomic
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
@@ -213,8 +208,11 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     scores = args.out or run_dir / "scores.json"
     if scores.is_dir() or not scores.parent.is_dir():
         raise InvalidInputError(f"--out {scores}: needs a file path in an existing directory")
+    if graded_path(scores) == scores:  # the scores would overwrite the graded questions
+        raise InvalidInputError(f"--out {scores}: name the scores file (scores.json), not a .graded.jsonl")
     runs = [read_run(p) for p in dirs]
-    _check_runs(args, runs, tasks)
+    questions_sha256 = sha256_hex(args.questions.read_bytes())
+    _check_runs(args, runs, tasks, questions_sha256)
     graded: list[GradedQuestion] = []
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
@@ -224,7 +222,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
     summary["grading"] = {
         "dataset": args.dataset, "questions": str(args.questions),
-        "questions_sha256": _file_sha256(args.questions), "runs": [str(r.path) for r in runs],
+        "questions_sha256": questions_sha256, "runs": [str(r.path) for r in runs],
         "agent_model": runs[0].manifest.get("model"), "judge_model": llm.settings.model,
         "judge_seed": llm.settings.seed, "judge_temperature": llm.settings.temperature,
         "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256,
@@ -233,34 +231,34 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     write_graded(graded_path(scores), graded)
-    _write_json(scores, summary)
+    write_json_atomic(scores, summary)
     print(render_table(summary), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
 
 
-def _read_pair(paths: list[Path]) -> tuple[list[GradedQuestion], list[GradedQuestion]]:
+def _paired(args: argparse.Namespace, out: TextIO, paths: list[Path],
+            fn: Callable[[list[GradedQuestion], list[GradedQuestion]], dict[str, Any]],
+            report: Callable[[dict[str, Any], TextIO], None]) -> int:
+    """``fn`` over two graded files, printed as JSON (``--json``) or by ``report``.
+
+    ``fn``'s ValueError (files that cannot be paired) is bad input.
+    """
     from ..benchmark import read_graded
 
-    return read_graded(graded_path(paths[0])), read_graded(graded_path(paths[1]))
-
-
-def _paired(fn: Callable[..., dict[str, Any]], paths: list[Path]) -> dict[str, Any]:
-    """``fn`` over two graded files; its ValueError (inconsistent files) is bad input."""
-    a, b = _read_pair(paths)
+    a, b = read_graded(graded_path(paths[0])), read_graded(graded_path(paths[1]))
     try:
-        return fn(a, b)
+        result = fn(a, b)
     except ValueError as e:
         raise InvalidInputError(f"{paths[0]} vs {paths[1]}: {e}") from None
-
-
-def _compare(args: argparse.Namespace, out: TextIO) -> int:
-    from ..benchmark import compare_runs
-
-    result = _paired(compare_runs, args.compare)
     if args.json:
         print(json.dumps(result, sort_keys=True), file=out)
-        return 0
+    else:
+        report(result, out)
+    return 0
+
+
+def _report_compare(result: dict[str, Any], out: TextIO) -> None:
     t, flips = result["table"], result["flips"]
     acc_a, acc_b = result["accuracy_a"], result["accuracy_b"]
     print(f"paired questions {result['n_paired']} (only in A: {result['unpaired']['n_only_a']}, "
@@ -273,16 +271,9 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     for name, ids in (("correct -> incorrect", flips["correct_to_incorrect"]),
                       ("incorrect -> correct", flips["incorrect_to_correct"])):
         print(f"{name} ({len(ids)}): {' '.join(ids) if ids else '-'}", file=out)
-    return 0
 
 
-def _agreement(args: argparse.Namespace, out: TextIO) -> int:
-    from ..benchmark import judge_agreement
-
-    result = _paired(judge_agreement, args.agreement)
-    if args.json:
-        print(json.dumps(result, sort_keys=True), file=out)
-        return 0
+def _report_agreement(result: dict[str, Any], out: TextIO) -> None:
     agree, failed = result["agreement"], result["judge_failed"]
     print(f"paired records {result['n_records']} (only in A: {result['unpaired']['only_a']}, "
           f"only in B: {result['unpaired']['only_b']}): judged by both {result['n']}, "
@@ -292,7 +283,6 @@ def _agreement(args: argparse.Namespace, out: TextIO) -> int:
         print(f"checklist scores: Spearman rho {result['spearman']} over {result['n_scored']}", file=out)
     print(f"disagreements ({len(result['disagreements'])}): "
           f"{' '.join(q for q, _ in result['disagreements']) or '-'}", file=out)
-    return 0
 
 
 def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
@@ -306,10 +296,12 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
         print(f"drsearch: error: score needs the agents and grading extras "
               f"(pip install 'drsearch[agents,grading]'): {e}", file=sys.stderr)
         return 2
+    from ..benchmark import compare_runs, judge_agreement
+
     if args.compare is not None:
-        return _compare(args, out)
+        return _paired(args, out, args.compare, compare_runs, _report_compare)
     if args.agreement is not None:
-        return _agreement(args, out)
+        return _paired(args, out, args.agreement, judge_agreement, _report_agreement)
     if args.questions is None:
         raise InvalidInputError("score RUN_DIR needs --questions FILE")
     return _grade(args, out)
@@ -335,7 +327,7 @@ def register(sub: Any) -> None:
                    help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
     p.add_argument("--json", action="store_true", help="with --compare/--agreement: print JSON")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
-    p.add_argument("--dataset", choices=DATASETS, default="dr256", help="dataset format (default dr256)")
+    p.add_argument("--dataset", choices=DATASET_KINDS, default="dr256", help="dataset format (default dr256)")
     p.add_argument("--judge-model", metavar="M", help="judge model name")
     p.add_argument("--base-url", metavar="URL", help="judge's OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the judge's API key")
@@ -345,7 +337,7 @@ def register(sub: Any) -> None:
     p.add_argument("--threshold", type=_threshold, default=0.5,
                    help="checklist solved threshold (default 0.5)")
     p.add_argument("--categories", nargs="+", metavar="C", help="DeepSearchQA: only these categories")
-    p.add_argument("--answer-type", choices=["Single Answer", "Set Answer"],
+    p.add_argument("--answer-type", choices=ANSWER_TYPES,
                    help="DeepSearchQA: one answer type")
     p.add_argument("--ids", nargs="+", metavar="ID", help="only these question ids")
     p.add_argument("--judge-cache", type=Path, metavar="FILE",

@@ -24,13 +24,20 @@ def describe_validation(error: ValidationError) -> str:
     return f"{where}: {str(first['msg']).removeprefix('Value error, ')}{more}"
 
 
-def read_objects(path: str | os.PathLike[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(file:line, object)`` for each non-blank line; InvalidInputError names the bad line."""
+def read_objects(path: str | os.PathLike[str], *,
+                 skip_torn_tail: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(file:line, object)`` for each non-blank line; InvalidInputError names the bad line.
+
+    ``skip_torn_tail``: a last line without its newline is left out (a file that is appended
+    to line by line, such as a run's ``trajectories.jsonl``, ends so after a kill -9).
+    """
     name = os.fspath(path)
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise InvalidInputError(f"{name}: cannot read ({e.strerror})") from None
+    if skip_torn_tail:
+        data = data[: data.rfind(b"\n") + 1]
     for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
             continue
