@@ -53,6 +53,22 @@ def test_selectolax_fallback_when_trafilatura_finds_nothing() -> None:
     assert page.extractor in ("trafilatura", "selectolax")
 
 
+@pytest.mark.parametrize("failure", [None, ValueError("pathological markup")])
+def test_selectolax_takes_over_when_trafilatura_returns_nothing_or_fails(
+        monkeypatch: pytest.MonkeyPatch, failure: Exception | None) -> None:
+    import trafilatura
+
+    def extract(*args: object, **kwargs: object) -> str | None:
+        if failure is not None:
+            raise failure
+        return None
+
+    monkeypatch.setattr(trafilatura, "extract", extract)
+    page = extract_page(_rec("text/html"), b"<html><head><title>T</title></head><body><p>Visible words</p>"
+                        b"<style>p {}</style></body></html>", ExtractSettings(workers=1))
+    assert (page.status, page.extractor, page.text, page.title) == ("extracted", "selectolax", "Visible words", "T")
+
+
 def test_decoding_uses_header_then_utf8_then_meta_charset() -> None:
     assert decode_body("café".encode("latin-1"), "text/html; charset=iso-8859-1") == "café"
     assert decode_body("café".encode(), None) == "café"
@@ -111,6 +127,22 @@ def test_bad_crawl_dirs_and_bad_record_lines(tmp_path: Path) -> None:
     assert ["JSON object" in rep["problems"][0], "not valid JSON" in rep["problems"][1],
             "invalid fetch record" in rep["problems"][2]] == [True, True, True]
     assert [int(p.split(":")[1]) for p in rep["problems"]] == [2, 3, 5]
+
+
+def test_an_interrupted_extract_keeps_the_earlier_output(tmp_path: Path) -> None:
+    out = tmp_path / "d.jsonl"
+    out.write_text("an earlier extract\n")
+
+    class Stop(Exception):
+        pass
+
+    def stop(page: object) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        extract_crawl(SAMPLE_CRAWL, out, ExtractSettings(workers=1), overwrite=True, progress=stop)
+    assert out.read_text() == "an earlier extract\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["d.jsonl"]  # no temporary file left behind
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,

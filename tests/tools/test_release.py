@@ -19,6 +19,7 @@ from drsearch.tools.manifest import DATABASE, checksum_lines, parse_checksums, w
 from drsearch.tools.report import ValidationReport
 from drsearch.tools.validate import validate_release
 
+from ..helpers import DATA
 from .conftest import snapshot
 
 
@@ -187,7 +188,7 @@ def test_manifest_paths_cannot_escape_the_release(release: Path, tmp_path: Path)
     manifest = json.loads((release / "manifest.json").read_text())
     manifest["files"][0]["path"] = "../outside.txt"
     (release / "manifest.json").write_text(json.dumps(manifest))
-    assert "must be" in failed(validate(release))["manifest"] or "'..'" in failed(validate(release))["manifest"]
+    assert "file path '../outside.txt' contains an empty, '.' or '..' part" in failed(validate(release))["manifest"]
 
 
 def test_corpus_meta_must_match_the_manifest(release: Path) -> None:
@@ -375,3 +376,36 @@ def test_a_release_file_dropped_from_the_manifest_fails(release: Path) -> None:
     manifest["files"] = [f for f in manifest["files"] if f["path"] != "benchmark/questions.jsonl"]
     (release / "manifest.json").write_text(json.dumps(manifest))
     assert "unverifiable" in failed(validate(release))["file benchmark/questions.jsonl"]
+
+
+# -- assembling -------------------------------------------------------------------------
+
+
+def assemble(out: Path, docs: Path = DATA / "sample/docs.jsonl", questions: Path = DATA / "sample/questions.jsonl",
+             *extra: str) -> tuple[int, str]:
+    return cli("release", "assemble", "--docs", str(docs), "--questions", str(questions), "--blocked-docids",
+               str(DATA / "sample/blocked_docids.txt"), "--out", str(out), "--name", "drsearch-sample",
+               "--revision", "1.0.0", "--quiet", *extra)
+
+
+def test_assemble_with_bad_documents_leaves_the_old_release_as_it_was(
+        release: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"docid": "x", "url": "https://a.test/"}) + "\n")  # no text
+    other = tmp_path / "questions.jsonl"
+    other.write_bytes((DATA / "sample/questions.jsonl").read_bytes().replace(b"Martin", b"Martina"))
+    before = snapshot(release)
+    code, _ = assemble(release, bad, other, "--force")
+    assert code == 2 and capsys.readouterr().err.count("\n") == 1
+    assert snapshot(release) == before
+    code, _ = assemble(tmp_path / "new", bad)  # nothing left behind: a rerun needs no --force
+    assert code == 2 and not (tmp_path / "new").exists()
+
+
+def test_assemble_usage_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("keep")
+    assert assemble(tmp_path / "file")[0] == 2 and "is not a directory" in capsys.readouterr().err
+    assert (tmp_path / "file").read_text() == "keep"
+    assert assemble(tmp_path / "rel", questions=tmp_path / "missing.jsonl")[0] == 2
+    err = capsys.readouterr().err
+    assert "cannot read questions" in err and err.count("\n") == 1 and not (tmp_path / "rel").exists()

@@ -21,9 +21,10 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from ..index import InvalidInputError
 
@@ -182,13 +183,8 @@ class RecordWriter:
     def store_body(self, canonical_url: str, body: bytes) -> str:
         """Write a body under a temporary name, fsync, rename; returns its relative path."""
         rel = f"{BODIES}/{body_key(canonical_url)}"
-        final = self.crawl / rel
-        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with atomic_output(self.crawl / rel) as fh:
             fh.write(gzip.compress(body, compresslevel=6, mtime=0))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
         return rel
 
     def append(self, rec: FetchRecord) -> None:
@@ -213,13 +209,26 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def write_json_atomic(path: Path, body: dict[str, Any]) -> None:
-    """Write JSON (sorted keys, 2-space indent) via a temporary file and a rename."""
+@contextmanager
+def atomic_output(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that becomes ``path`` when the ``with`` block ends: written under a
+    temporary name beside it, fsynced, then renamed into place. If the block raises, the
+    temporary file is removed and ``path`` is left as it was (absent, or the old file)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(body, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, body: dict[str, Any]) -> None:
+    """Write JSON (sorted keys, 2-space indent, final newline) with :func:`atomic_output`."""
+    with atomic_output(path) as fh:
+        fh.write((json.dumps(body, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 __all__ = [
@@ -229,6 +238,7 @@ __all__ = [
     "CrawlRecords",
     "FetchRecord",
     "RecordWriter",
+    "atomic_output",
     "body_key",
     "check_crawl_dir",
     "read_body",

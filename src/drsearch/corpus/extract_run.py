@@ -18,25 +18,17 @@ from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..index import InvalidInputError
-from .crawl import FETCH_SUMMARY, FetchRecord, read_records, write_json_atomic
+from .crawl import FETCH_SUMMARY, FetchRecord, atomic_output, read_records, write_json_atomic
 from .extract import ExtractSettings, PageText, extract_batch, media_type
+from .urllist import host_of
 
 
 def report_path(docs: str | os.PathLike[str]) -> Path:
     """Where the extract report of ``docs`` lives: ``docs.jsonl`` → ``docs.report.json``."""
     p = Path(docs)
     return p.with_name(p.stem + ".report.json")
-
-
-def host_of(url: str) -> str:
-    """The lower-cased host of a URL (``(none)`` when it has none)."""
-    try:
-        return (urlsplit(url).hostname or "").lower() or "(none)"
-    except ValueError:
-        return "(none)"
 
 
 def fetch_counts(records: Iterable[FetchRecord]) -> dict[str, Any]:
@@ -120,24 +112,17 @@ def extract_crawl(
     statuses: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     extractors: Counter[str] = Counter()
-    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for page in extract_records(root, [r for r in records if r.outcome == "ok"], settings):
-                statuses[page.status] += 1
-                if page.status == "skipped":
-                    skipped[page.reason or "unknown"] += 1
-                elif page.status == "extracted":
-                    extractors[page.extractor or "unknown"] += 1
-                    fh.write(json.dumps(page.document(), ensure_ascii=False, sort_keys=True) + "\n")
-                if progress:
-                    progress(page)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_output(dest) as fh:
+        for page in extract_records(root, [r for r in records if r.outcome == "ok"], settings):
+            statuses[page.status] += 1
+            if page.status == "skipped":
+                skipped[page.reason or "unknown"] += 1
+            elif page.status == "extracted":
+                extractors[page.extractor or "unknown"] += 1
+                line = json.dumps(page.document(), ensure_ascii=False, sort_keys=True) + "\n"
+                fh.write(line.encode("utf-8"))
+            if progress:
+                progress(page)
     report = {
         "crawl": root.name,
         "documents_file": dest.name,
@@ -156,4 +141,4 @@ def extract_crawl(
     return report
 
 
-__all__ = ["extract_crawl", "extract_records", "fetch_counts", "host_of", "report_path"]
+__all__ = ["extract_crawl", "extract_records", "fetch_counts", "report_path"]

@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -44,7 +43,7 @@ from .crawl import (
     write_json_atomic,
 )
 from .robots import RobotsCache
-from .urllist import read_url_list
+from .urllist import host_of, read_url_list
 
 USER_AGENT = f"drsearch-corpus/{__version__} (offline research corpus builder; honours robots.txt)"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -159,10 +158,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
-
-
 class _Run:
     """One fetch run: a worker pool over a queue, per-host semaphores, one record writer."""
 
@@ -179,7 +174,7 @@ class _Run:
         blocked = await self.robots.decision(url) if self.settings.obey_robots else None
         if blocked:
             return FetchRecord(url, canonical, None, None, None, None, _now(), "disallowed", blocked, None, 0)
-        sem = self.hosts.setdefault(_host(url), asyncio.Semaphore(self.settings.per_host))
+        sem = self.hosts.setdefault(host_of(url), asyncio.Semaphore(self.settings.per_host))
         async with sem:
             r = await fetch_one(self.client, url, self.settings)
         robots: RobotsDecision = "allowed" if self.settings.obey_robots else "not_checked"

@@ -39,10 +39,10 @@ from ..index import (
     read_jsonl,
     sha256_file,
 )
+from ..index.integrity import SQLITE_MAGIC
 from ..index.schema import APPLICATION_ID as _DRSEARCH_APPLICATION_ID
 
 SourceFormat = Literal["sqlite", "jsonl"]
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _RESERVED = ("docid", "url", "title", "text", "aliases")
 _SQL_TYPES = {int: "INTEGER", float: "REAL", bytes: "BLOB", type(None): "NULL", str: "TEXT"}
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
@@ -126,10 +126,10 @@ def detect_format(path: str | os.PathLike[str]) -> SourceFormat:
     """
     try:
         with open(path, "rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
+            head = fh.read(len(SQLITE_MAGIC))
     except OSError as e:
         raise InvalidInputError(f"cannot read {path}: {e.strerror}") from e
-    return "sqlite" if head == _SQLITE_MAGIC else "jsonl"
+    return "sqlite" if head == SQLITE_MAGIC else "jsonl"
 
 
 def _connect(path: Path) -> apsw.Connection:

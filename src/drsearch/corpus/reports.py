@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..index import BuildReport
-from .extract_run import host_of
+from .urllist import host_of
 
 TOP_DOMAINS = 20
 FETCH_KEYS = ("url_records", "fetched_ok", "failed", "failed_by_reason", "robots_disallowed",

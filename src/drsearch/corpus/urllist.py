@@ -41,6 +41,14 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def host_of(url: str) -> str:
+    """The lower-cased host of a URL (``(none)`` when it has none)."""
+    try:
+        return (urlsplit(url).hostname or "").lower() or "(none)"
+    except ValueError:
+        return "(none)"
+
+
 def parse_url_lines(lines: list[str], name: str = "<urls>") -> UrlList:
     """Parse the lines of a URL list (pure; see the module docstring)."""
     out = UrlList()
@@ -73,4 +81,4 @@ def read_url_list(path: str | os.PathLike[str]) -> UrlList:
     return parse_url_lines(text.splitlines(), str(p))
 
 
-__all__ = ["UrlList", "parse_url_lines", "read_url_list", "url_problem"]
+__all__ = ["UrlList", "host_of", "parse_url_lines", "read_url_list", "url_problem"]

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from ..corpus.crawl import atomic_output
 from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
@@ -251,12 +252,8 @@ def checksum_lines(entries: dict[str, str]) -> bytes:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_output(path) as fh:
+        fh.write(data)
 
 
 def _release_info(root: Path, name: str | None, revision: str | None) -> ReleaseInfo:

@@ -9,20 +9,20 @@ checksums. The same inputs always give byte-identical releases.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..corpus import source_summary as corpus_source_summary
+from ..corpus import source_summary
 from ..index import (
     BlockList,
     BuildReport,
     BuildSettings,
     InvalidInputError,
     build,
-    missing_docids,
     read_jsonl,
     sha256_file,
 )
@@ -39,31 +39,18 @@ from .manifest import (
     canonical_json,
     write_release_manifest,
 )
-
-
-def source_summary(docs: Iterable[dict[str, Any]], input_name: str, input_sha256: str) -> dict[str, Any]:
-    """Documents, distinct sources (``source_id``, else docid) and web hosts/domains of the input.
-
-    The corpus builder's summary with no crawl behind it (one definition of the file's keys).
-    """
-    return corpus_source_summary(docs, None, input_name, input_sha256)
+from .release_checks import answer_coverage
 
 
 def coverage_summary(report: BuildReport, questions: QuestionSet, database: Path) -> dict[str, Any]:
     """Corpus counts and how many answer-bearing documents the corpus holds."""
-    answers = questions.answer_docids
-    in_corpus = answers - set(missing_docids(database, answers))
-    answered = sum(any(d in in_corpus for d in r.metadata.benchmark.clean_provenance_answer_docids)
-                   for r in questions.rows)
     return {
         "documents": report.documents,
         "indexed_documents": report.indexed_documents,
         "empty_documents": report.empty_documents,
         "chunks": report.chunks,
         "chunks_per_document": round(report.chunks / max(1, report.indexed_documents), 4),
-        "answer_docids": len(answers),
-        "answer_docids_in_corpus": len(in_corpus),
-        "questions_with_answer_in_corpus": answered,
+        **answer_coverage(database, questions),
     }
 
 
@@ -82,7 +69,10 @@ def benchmark_summary(name: str, revision: str, questions: QuestionSet, blocklis
 
 
 def _check_inputs(questions: Path, blocked: Path) -> tuple[QuestionSet, BlockList]:
-    qs = load_questions(questions)
+    try:
+        qs = load_questions(questions)
+    except OSError as e:
+        raise InvalidInputError(f"cannot read questions {questions}: {e.strerror}") from e
     if qs.problems:
         raise InvalidInputError(f"questions are not valid DR-256 rows: {qs.problems[0]}")
     return qs, BlockList.from_file(blocked)
@@ -105,25 +95,37 @@ def assemble_release(
 
     ``out`` must not exist or be empty unless ``overwrite`` (which replaces the release
     files and keeps, and inventories, any others). Raises InvalidInputError (invalid
-    questions, blocklist or documents; non-empty ``out``) and BuildError.
+    questions, blocklist or documents; ``out`` not a directory, or not empty) and
+    BuildError. The corpus is built before any other file is written, so bad documents
+    leave an existing release as it was.
     """
     root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise InvalidInputError(f"{root} exists and is not a directory")
     if root.exists() and any(root.iterdir()) and not overwrite:
         raise InvalidInputError(f"{root} exists and is not empty (use --force to replace the release)")
     qs, blocklist = _check_inputs(Path(questions), Path(blocked))
-    for sub in ("benchmark", "search"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
+    made = [d for d in (root, root / "search") if not d.exists()]
+    for d in made:
+        d.mkdir(parents=True)
+    try:
+        report = build(read_jsonl(docs), root / DATABASE, settings, overwrite=True, progress=build_progress)
+    except BaseException:
+        for d in reversed(made):  # a failed build leaves them empty: rerunning needs no --force
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    (root / "benchmark").mkdir(exist_ok=True)
     shutil.copyfile(questions, root / QUESTIONS)
     shutil.copyfile(blocked, root / BLOCKED)
-    report = build(read_jsonl(docs), root / DATABASE, settings, overwrite=True, progress=build_progress)
     summaries = {
         SUMMARY: benchmark_summary(name, revision, qs, blocklist, report),
         COVERAGE: coverage_summary(report, qs, root / DATABASE),
-        SOURCES: source_summary(read_jsonl(docs), Path(docs).name, sha256_file(docs)),
+        SOURCES: source_summary(read_jsonl(docs), None, Path(docs).name, sha256_file(docs)),
     }
     for rel, body in summaries.items():
         (root / rel).write_bytes(canonical_json(body))
     return write_release_manifest(root, name, revision, hash_progress)
 
 
-__all__ = ["assemble_release", "benchmark_summary", "coverage_summary", "source_summary"]
+__all__ = ["assemble_release", "benchmark_summary", "coverage_summary"]

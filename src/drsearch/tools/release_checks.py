@@ -125,15 +125,21 @@ def summary_check(root: Path, meta: dict[str, Any] | None, qs: QuestionSet,
     return _check("summary counts", problems, f"{_agree(seen)} with {against}")
 
 
+def answer_coverage(database: Path, qs: QuestionSet) -> dict[str, int]:
+    """How many answer docids there are, how many the corpus at ``database`` holds, and how
+    many questions have an answer document in it (the answer keys of the coverage summary)."""
+    answers = qs.answer_docids
+    in_corpus = answers - set(missing_docids(database, answers))
+    answered = sum(any(d in in_corpus for d in r.metadata.benchmark.clean_provenance_answer_docids)
+                   for r in qs.rows)
+    return {"answer_docids": len(answers), "answer_docids_in_corpus": len(in_corpus),
+            "questions_with_answer_in_corpus": answered}
+
+
 def coverage_checks(root: Path, meta: dict[str, Any], qs: QuestionSet) -> list[Check]:
     """The coverage and source-manifest summaries agree with the corpus (and questions)."""
     checks = []
-    in_corpus = set(qs.answer_docids) - set(missing_docids(root / DATABASE, qs.answer_docids))
-    answered = sum(any(d in in_corpus for d in r.metadata.benchmark.clean_provenance_answer_docids)
-                   for r in qs.rows)
-    coverage_facts = {"answer_docids": len(qs.answer_docids), "answer_docids_in_corpus": len(in_corpus),
-                      "questions_with_answer_in_corpus": answered}
-    for name, rel, facts in (("coverage summary", COVERAGE, coverage_facts),
+    for name, rel, facts in (("coverage summary", COVERAGE, answer_coverage(root / DATABASE, qs)),
                              ("source manifest summary", SOURCES, {})):
         data, error = _read_json(root, rel)
         if error or data is None:
@@ -214,9 +220,21 @@ def _size_diff(found: int, pinned: int) -> str:
     return f"{abs(diff):,} bytes {'more' if diff > 0 else 'short'}"
 
 
+def _db_size_problem(db_bytes: int, pin: PinnedRelease) -> str:
+    return (f"{DATABASE} is {db_bytes:,} bytes, {pin.label} pins {pin.database_bytes:,} "
+            f"({_size_diff(db_bytes, pin.database_bytes)})")
+
+
 def active_pins(pins: tuple[PinnedRelease, ...] | None) -> tuple[PinnedRelease, ...]:
     """``pins``, or :data:`PINNED_RELEASES` as it is now (tests may replace it)."""
     return PINNED_RELEASES if pins is None else pins
+
+
+def pin_of_corpus_file(sha256: str, size: int,
+                       pins: tuple[PinnedRelease, ...] | None = None) -> PinnedRelease | None:
+    """The pinned release whose corpus file has exactly this SHA-256 and size, or None."""
+    return next((p for p in active_pins(pins) if (p.database_sha256, p.database_bytes) == (sha256, size)),
+                None)
 
 
 def derived_pin(provenance: Any, pins: tuple[PinnedRelease, ...]) -> PinnedRelease | None:
@@ -298,8 +316,7 @@ def pinned_problems(pin: PinnedRelease, questions_sha: str | None, qs: QuestionS
     if db_bytes is None:
         p.append(f"{DATABASE} missing: {pin.label} pins {pin.database_bytes:,} bytes")
     elif db_bytes != pin.database_bytes:
-        p.append(f"{DATABASE} is {db_bytes:,} bytes, {pin.label} pins {pin.database_bytes:,} "
-                 f"({_size_diff(db_bytes, pin.database_bytes)})")
+        p.append(_db_size_problem(db_bytes, pin))
     if manifest_db_sha is not None and manifest_db_sha != pin.database_sha256:
         p.append(f"manifest.json lists {DATABASE} SHA-256 {manifest_db_sha}, "
                  f"{pin.label} pins {pin.database_sha256}")
@@ -353,8 +370,7 @@ def foreign_corpus_check(pin: PinnedRelease, db_bytes: int, db_sha: str | None) 
     re-hashed (``db_sha``, deep), its SHA-256 must be the pinned ones."""
     problems = []
     if db_bytes != pin.database_bytes:
-        problems.append(f"{DATABASE} is {db_bytes:,} bytes, {pin.label} pins {pin.database_bytes:,} "
-                        f"({_size_diff(db_bytes, pin.database_bytes)})")
+        problems.append(_db_size_problem(db_bytes, pin))
     if db_sha is not None and db_sha != pin.database_sha256:
         problems.append(f"{DATABASE} SHA-256 is {db_sha}, {pin.label} pins {pin.database_sha256}")
     details = {"pin": pin.label, "bytes": db_bytes, "sha256": db_sha}
@@ -418,10 +434,9 @@ def provenance_check(meta: dict[str, Any], pins: tuple[PinnedRelease, ...] | Non
     source = _describe_source(prov)
     derived = prov.get("derived_from")
     if derived is None:
-        same = [p for p in pins if (prov["source"]["sha256"], prov["source"]["bytes"]) ==
-                (p.database_sha256, p.database_bytes)]
-        if same:
-            return Check("corpus provenance", "WARN", f"{source}: the source is {same[0].label}'s corpus "
+        same = pin_of_corpus_file(prov["source"]["sha256"], prov["source"]["bytes"], pins)
+        if same is not None:
+            return Check("corpus provenance", "WARN", f"{source}: the source is {same.label}'s corpus "
                          "file, but derived_from is not recorded")
         return Check("corpus provenance", "PASS", f"{source}; not derived from a pinned release")
     pin = derived_pin(prov, pins)
@@ -438,6 +453,7 @@ def provenance_check(meta: dict[str, Any], pins: tuple[PinnedRelease, ...] | Non
 
 __all__ = [
     "active_pins",
+    "answer_coverage",
     "answer_docid_check",
     "content_checks",
     "corpus_meta_check",
@@ -446,6 +462,7 @@ __all__ = [
     "foreign_corpus_check",
     "identity_checks",
     "manifest_counts_check",
+    "pin_of_corpus_file",
     "pinned_problems",
     "provenance_check",
     "provenance_problems",

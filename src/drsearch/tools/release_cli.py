@@ -18,7 +18,7 @@ from ..corpus import ColumnMapping, SourceInfo, import_corpus, inspect_source
 from ..index import BuildSettings, Engine, InvalidInputError, dumps
 from .manifest import ProgressBar, ProgressFactory, write_release_manifest
 from .release import assemble_release
-from .release_checks import active_pins
+from .release_checks import pin_of_corpus_file
 from .validate import validate_release
 
 _SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
@@ -186,10 +186,8 @@ def _hash_progress(quiet: bool, source: Path, bars: list[Any]) -> Callable[[int]
 def pinned_source(sha256: str, size: int) -> dict[str, str] | None:
     """The pinned release whose corpus file has this SHA-256 and size (e.g. DR-256 v1.1.0),
     as ``drsearch import`` records it in ``provenance.derived_from``; None if none."""
-    for pin in active_pins(None):
-        if (pin.database_sha256, pin.database_bytes) == (sha256, size):
-            return {"name": pin.name, "revision": pin.revision}
-    return None
+    pin = pin_of_corpus_file(sha256, size)
+    return None if pin is None else {"name": pin.name, "revision": pin.revision}
 
 
 def _add_release(sub: Any) -> None:

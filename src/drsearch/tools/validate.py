@@ -308,7 +308,11 @@ class _Validator:
     def check_questions(self) -> None:
         if not self.present(QUESTIONS):
             return
-        qs = self.questions = load_questions(self.root / QUESTIONS)
+        try:
+            qs = self.questions = load_questions(self.root / QUESTIONS)
+        except OSError as e:
+            self.add("questions schema", "FAIL", f"{QUESTIONS} unreadable: {e.strerror}")
+            return
         if qs.problems:
             self.add("questions schema", "FAIL", "; ".join(qs.problems[:3]), problems=qs.problems)
         else:
