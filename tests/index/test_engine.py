@@ -289,3 +289,12 @@ def test_an_index_missing_tables_names_them(sample_index: Path, tmp_path: Path) 
     conn.close()
     with pytest.raises(IncompatibleIndexError, match="missing tables: doc_texts"):
         Engine.open(broken)
+
+
+def test_building_onto_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    from drsearch.index import BuildError, build
+
+    (tmp_path / "out.sqlite3").mkdir()
+    with pytest.raises(BuildError, match="is a directory"):
+        build(sample_docs()[:3], tmp_path / "out.sqlite3", overwrite=True)
+    assert (tmp_path / "out.sqlite3").is_dir()  # left as it was

@@ -35,6 +35,7 @@ from ..index import (
     InvalidDocumentError,
     InvalidInputError,
     NotADatabaseError,
+    SourcedDoc,
     build,
     read_jsonl,
     sha256_file,
@@ -102,14 +103,6 @@ class ColumnMapping:
         if self.title is not None:
             pairs.append(("title", self.title))
         return pairs + [(m, m) for m in self.metadata]
-
-
-class _SourcedDoc(dict[str, Any]):
-    """A document that remembers where it came from (build names ``where`` in errors)."""
-
-    def __init__(self, data: dict[str, Any], where: str) -> None:
-        super().__init__(data)
-        self.where = where
 
 
 def quote_identifier(name: str) -> str:
@@ -275,7 +268,7 @@ def read_sqlite_documents(path: str | os.PathLike[str], mapping: ColumnMapping) 
                 is_meta = name in m.metadata
                 doc[name] = (_metadata_value(values[name], column, where) if is_meta
                              else _text(values[name], column, where))
-            yield _SourcedDoc(doc, where)
+            yield SourcedDoc(doc, where)
     except apsw.Error as e:
         raise NotADatabaseError(f"{p}: reading documents failed ({e})") from e
     finally:

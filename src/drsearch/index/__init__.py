@@ -11,7 +11,7 @@ Public API (pinned by tests/index/test_public_api.py)::
 """
 
 from .blocklist import BlockList
-from .build import BuildReport, build, read_jsonl
+from .build import BuildReport, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
 from .engine import MAX_K, Engine, check_k
 from .errors import (
@@ -73,6 +73,7 @@ __all__ = [
     "SQLiteHeader",
     "SearchResult",
     "Searcher",
+    "SourcedDoc",
     "ToolResponse",
     "build",
     "canonicalize_url",

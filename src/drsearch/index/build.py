@@ -91,8 +91,9 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     }
 
 
-class _SourcedDoc(dict[str, Any]):
-    """A document that remembers where it was read from (for error messages)."""
+class SourcedDoc(dict[str, Any]):
+    """A document that remembers where it was read from: ``build`` names ``where`` (e.g.
+    ``file:line`` or ``table rowid``) in its errors about the document."""
 
     def __init__(self, data: dict[str, Any], where: str) -> None:
         super().__init__(data)
@@ -115,7 +116,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 raise InvalidDocumentError(f"{path}:{n}: not valid JSON ({e})") from e
             if not isinstance(obj, dict):
                 raise InvalidDocumentError(f"{path}:{n}: a document must be a JSON object")
-            yield _SourcedDoc(obj, where=f"{path}:{n}")
+            yield SourcedDoc(obj, where=f"{path}:{n}")
     finally:
         fh.close()
 
@@ -198,6 +199,8 @@ def build(
             raise InvalidInputError(f"provenance must be a JSON object: {e}") from e
     if out.exists() and not overwrite:
         raise BuildError(f"{out} already exists (use --force / overwrite=True to replace it)")
+    if out.is_dir():
+        raise BuildError(f"{out} is a directory, not an index file")
     if not out.parent.exists():
         raise BuildError(f"directory {out.parent} does not exist")
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
