@@ -63,3 +63,13 @@ def test_text_tag_malformed(content: str, why: str) -> None:
 def test_plain_text_is_a_final_answer() -> None:
     assert parse_tool_calls({"content": "Paris"}, 0, DR256) == []
     assert parse_tool_calls({"content": None, "tool_calls": []}, 0, DR256) == []
+
+
+def test_think_inside_a_tool_call_argument_is_text_not_a_think_block() -> None:
+    # Found by the round-trip property test: a query containing "<think>" used to swallow the
+    # rest of the message and leave an unbalanced tag.
+    content = '<think>plan</think><tool_call>{"name": "search", "arguments": {"query": "<think>", "k": 1}}</tool_call>'
+    (call,) = parse_tool_calls({"role": "assistant", "content": content}, 0, DR256)
+    assert (call.name, call.arguments, call.error) == ("search", {"query": "<think>", "k": 1}, None)
+    hidden = '<think>maybe <tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call></think>done'
+    assert parse_tool_calls({"role": "assistant", "content": hidden}, 0, DR256) == []

@@ -17,8 +17,10 @@ from typing import Any, Literal
 from .preset import Preset
 from .tools import validate_arguments
 
-THINK = re.compile(r"<think>.*?(</think>|\Z)", re.S)
 TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+# Left to right: a complete tool-call block is kept whole (its JSON may contain "<think>"),
+# a think block (to </think> or the end) is dropped, tool-call tags inside it included.
+THINK = re.compile(r"(<tool_call>.*?</tool_call>)|<think>.*?(?:</think>|\Z)", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +36,8 @@ class ParsedCall:
 
 
 def strip_think(text: str) -> str:
-    return THINK.sub("", text)
+    """``text`` without its ``<think>`` blocks (those inside a tool-call block are text)."""
+    return THINK.sub(lambda m: m.group(1) or "", text)
 
 
 def _check(call_id: str, name: object, args: object, raw: str, dialect: Literal["native", "text"],
