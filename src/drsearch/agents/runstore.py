@@ -18,37 +18,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..index.atomic import write_bytes_atomic, write_json_atomic
 from .canonical import canonical_json
 from .errors import RunStoreError
 from .loop import Episode
 
 RESUME_FIELDS = ("base_url", "blocklist_sha256", "corpus_identity", "model", "preset", "prompt_sha256",
                  "questions_sha256", "tool_schema_sha256")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` durably: a fsynced temporary file renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    """``value`` as indented JSON with sorted keys, written atomically (for people to read)."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
-    _write_atomic(path, text.encode("utf-8"))
 
 
 def _line(record: dict[str, Any]) -> bytes:
@@ -115,7 +91,7 @@ class RunStore:
         """Rewrite trajectories.jsonl in benchmark index order, one line per qid (atomic)."""
         with self._lock:
             records = sorted(self.finished().values(), key=lambda r: (r["index"], r["qid"]))
-            _write_atomic(self.trajectories, b"".join(_line(r) for r in records))
+            write_bytes_atomic(self.trajectories, b"".join(_line(r) for r in records))
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.dir / "summary.json", summary)

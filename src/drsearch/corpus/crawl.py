@@ -21,12 +21,12 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from ..index import InvalidInputError
+from ..index.atomic import atomic_output, write_json_atomic
 
 RECORDS = "fetches.jsonl"
 BODIES = "bodies"
@@ -207,28 +207,6 @@ def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as fh:
         fh.seek(-1, os.SEEK_END)
         return fh.read(1) == b"\n"
-
-
-@contextmanager
-def atomic_output(path: Path) -> Iterator[BinaryIO]:
-    """A binary file that becomes ``path`` when the ``with`` block ends: written under a
-    temporary name beside it, fsynced, then renamed into place. If the block raises, the
-    temporary file is removed and ``path`` is left as it was (absent, or the old file)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, body: dict[str, Any]) -> None:
-    """Write JSON (sorted keys, 2-space indent, final newline) with :func:`atomic_output`."""
-    with atomic_output(path) as fh:
-        fh.write((json.dumps(body, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 __all__ = [

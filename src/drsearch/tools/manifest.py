@@ -20,8 +20,8 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..corpus.crawl import atomic_output
 from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
+from ..index.atomic import write_bytes_atomic
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
 
@@ -251,11 +251,6 @@ def checksum_lines(entries: dict[str, str]) -> bytes:
     return "".join(f"{entries[p]}  {p}\n" for p in sorted(entries)).encode("utf-8")
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    with atomic_output(path) as fh:
-        fh.write(data)
-
-
 def _release_info(root: Path, name: str | None, revision: str | None) -> ReleaseInfo:
     if name is None or revision is None:
         try:
@@ -307,9 +302,9 @@ def write_release_manifest(root: str | os.PathLike[str], name: str | None = None
     data = build_manifest(base, name, revision, progress)
     body = canonical_json(data)
     sums = {f["path"]: f["sha256"] for f in data["files"]}
-    _write_atomic(base / MANIFEST, body)
+    write_bytes_atomic(base / MANIFEST, body)
     sums[MANIFEST] = sha256_file(base / MANIFEST)
-    _write_atomic(base / CHECKSUMS, checksum_lines(sums))
+    write_bytes_atomic(base / CHECKSUMS, checksum_lines(sums))
     return Manifest.model_validate(data)
 
 

@@ -195,10 +195,10 @@ def _warn(message: str) -> None:
 
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents.canonical import sha256_hex
-    from ..agents.runstore import write_json_atomic
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
+    from ..index.atomic import write_json_atomic
 
     run_dir = Path(args.run_dir)
     if args.concurrency < 1:
