@@ -16,7 +16,7 @@ from drsearch.corpus import COVERAGE_FILE, SOURCES_FILE, build_from_urls, covera
 from drsearch.corpus.extract import ExtractSettings
 from drsearch.corpus.fetch import FetchSettings
 from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
-from drsearch.index import BuildError, Engine
+from drsearch.index import BuildError, Engine, InvalidInputError
 from drsearch.tools.cli import main
 
 from .conftest import SETTINGS, Crawled, write_url_list
@@ -72,7 +72,7 @@ def test_crawl_dir_can_be_given_and_missing_out_dir_fetches_nothing(own_server: 
                                                                     tmp_path: Path) -> None:
     urls = tmp_path / "urls.txt"
     urls.write_text("https://robots.test/public/a\nhttps://robots.test/private/b\nhttps://redirect.test/old\n")
-    with pytest.raises(BuildError, match="does not exist"):
+    with pytest.raises(InvalidInputError, match="does not exist"):
         build_from_urls(urls, tmp_path / "nope" / "c.sqlite3", transport=own_server.transport())
     assert not (tmp_path / "nope").exists()
     out = tmp_path / "c.sqlite3"

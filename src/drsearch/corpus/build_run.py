@@ -63,20 +63,25 @@ def build_corpus(
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CorpusBuild:
     """Build the frozen index ``out`` from ``docs`` and write the two summaries beside it.
 
-    Raises InvalidInputError (``docs`` unreadable, or no valid document at all) and
-    BuildError (``out`` exists and ``overwrite`` is false; the index cannot be written).
-    Nothing is written unless the index build succeeds.
+    Raises InvalidInputError (``docs`` unreadable, no valid document at all, or ``out``'s
+    directory missing: checked before ``docs`` is read) and BuildError (``out`` exists and
+    ``overwrite`` is false; the index cannot be written). Nothing is written unless the
+    index build succeeds. ``progress`` and ``on_start`` are :func:`drsearch.index.build`'s.
     """
     src, dest = Path(docs), Path(out)
     if dest.exists() and not overwrite:
         raise BuildError(f"{dest} already exists (use --force to replace it)")
+    if not dest.parent.is_dir():
+        raise InvalidInputError(f"directory {dest.parent} does not exist (create it first)")
     dedup = deduplicate(read_lines(src))
     if not dedup.documents:
         raise InvalidInputError(f"{src}: no valid document ({len(dedup.rejected)} line(s) rejected)")
-    report = build(dedup.documents, dest, settings, overwrite=overwrite, progress=progress)
+    report = build(dedup.documents, dest, settings, overwrite=overwrite, progress=progress,
+                   on_start=on_start)
     notes: list[str] = []
     extract = _extract_report(src, dedup.input_documents, notes)
     rejected = Counter(r.reason for r in dedup.rejected)

@@ -93,12 +93,14 @@ def extract_crawl(
     *,
     overwrite: bool = False,
     progress: Callable[[PageText], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Write ``out`` (docs.jsonl) and its report from crawl directory ``crawl``; returns the report.
 
     Raises InvalidInputError when the crawl directory is missing or unreadable, or ``out``
     exists and ``overwrite`` is false. Bad record lines are skipped and listed in the
-    report's ``problems`` (and counted in ``invalid_records``).
+    report's ``problems`` (and counted in ``invalid_records``). ``on_start(total)`` is
+    called once with the number of pages to extract, then ``progress(page)`` for each.
     """
     settings = settings or ExtractSettings()
     root, dest = Path(crawl), Path(out)
@@ -112,8 +114,11 @@ def extract_crawl(
     statuses: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     extractors: Counter[str] = Counter()
+    pages = [r for r in records if r.outcome == "ok"]
+    if on_start is not None:
+        on_start(len(pages))
     with atomic_output(dest) as fh:
-        for page in extract_records(root, [r for r in records if r.outcome == "ok"], settings):
+        for page in extract_records(root, pages, settings):
             statuses[page.status] += 1
             if page.status == "skipped":
                 skipped[page.reason or "unknown"] += 1

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from ..index import BuildError, BuildSettings
+from ..index import BuildError, BuildSettings, InvalidInputError
 from .build_run import CorpusBuild, build_corpus
 from .crawl import FetchRecord
 from .extract import ExtractSettings, PageText
@@ -60,6 +60,8 @@ class Progress:
     fetch: Callable[[FetchRecord], None] | None = None
     extract: Callable[[PageText], None] | None = None
     build: Callable[[int], None] | None = None
+    extract_start: Callable[[int], None] | None = None
+    build_start: Callable[[int], None] | None = None
 
 
 def build_from_urls(
@@ -77,22 +79,24 @@ def build_from_urls(
     """Fetch the URLs of ``url_file`` into ``crawl`` (default ``default_crawl_dir(out)``),
     extract them and build the corpus ``out`` with its reports.
 
-    Raises BuildError before fetching when ``out`` exists (and not ``overwrite``) or its
-    directory does not; otherwise the errors of ``fetch_urls``, ``extract_crawl`` and
-    ``build_corpus``. What a stage has written stays when a later one fails.
+    Raises, before fetching, BuildError when ``out`` exists (and not ``overwrite``) and
+    InvalidInputError when its directory does not; otherwise the errors of ``fetch_urls``,
+    ``extract_crawl`` and ``build_corpus``. What a stage has written stays when a later one fails.
     """
     dest = Path(out)
     if dest.exists() and not overwrite:
         raise BuildError(f"{dest} already exists (use --force to replace it)")
     if not dest.parent.is_dir():
-        raise BuildError(f"directory {dest.parent} does not exist")
+        raise InvalidInputError(f"directory {dest.parent} does not exist (create it first)")
     root = Path(crawl) if crawl is not None else default_crawl_dir(dest)
     cb = progress or Progress()
     fetched = fetch_urls(url_file, root, fetch_settings, transport=transport, progress=cb.fetch,
                          on_start=cb.fetch_start)
     docs = root / DOCS_FILE
-    extracted = extract_crawl(root, docs, extract_settings, overwrite=True, progress=cb.extract)
-    built = build_corpus(docs, dest, build_settings, overwrite=overwrite, progress=cb.build)
+    extracted = extract_crawl(root, docs, extract_settings, overwrite=True, progress=cb.extract,
+                              on_start=cb.extract_start)
+    built = build_corpus(docs, dest, build_settings, overwrite=overwrite, progress=cb.build,
+                         on_start=cb.build_start)
     return UrlBuild(root, docs, fetched, extracted, built)
 
 

@@ -53,6 +53,13 @@ class BuildReport:
     url_collisions: int
     content_identity: str
 
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values (what ``drsearch build --json`` prints)."""
+        return {"path": str(self.path), "documents": self.documents,
+                "indexed_documents": self.indexed_documents, "empty_documents": self.empty_documents,
+                "chunks": self.chunks, "tokens": self.tokens, "vocabulary": self.vocabulary,
+                "url_collisions": self.url_collisions, "content_identity": self.content_identity}
+
 
 class _Vocab(dict[str, int]):
     """term → id, assigning the next id on first sight (C-speed lookups via map())."""
@@ -146,16 +153,23 @@ class _PairSpool:
             fh.close()
 
 
-def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
-    """Validate and stage documents in a temp table (sorted later by docid)."""
+def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
+           count_chunks: bool) -> tuple[int, int]:
+    """Validate and stage documents in a temp table (sorted later by docid).
+
+    Returns the number of documents and, when ``count_chunks``, of the chunks they will
+    make (an extra word split per document, paid only by callers that show a total).
+    """
     conn.execute(
         "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
-    n = 0
+    n = chunks = 0
     for n, raw in enumerate(docs, 1):
         where = getattr(raw, "where", f"document {n}")
         d = validate_document(raw, where)
+        if count_chunks:
+            chunks += len(chunk_spans(len(d["text"].split()), settings.chunk_words, settings.chunk_stride))
         try:
             conn.execute(
                 "INSERT INTO stage VALUES(?,?,?,?,?,?)",
@@ -164,7 +178,7 @@ def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n
+    return n, chunks
 
 
 def build(
@@ -175,6 +189,7 @@ def build(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
     provenance: Mapping[str, Any] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
 
@@ -182,7 +197,9 @@ def build(
     that ``open(url=...)`` resolves. Raises InvalidDocumentError (bad or duplicate docid,
     wrong field types; nothing is written) and BuildError (output exists and ``overwrite``
     is false, or the file cannot be written), InvalidInputError (``provenance`` is not
-    JSON). ``progress`` is called with chunk counts.
+    JSON, or the output's directory does not exist: raised before any document is read).
+    ``progress`` is called with chunk counts; ``on_start(total)``, once all documents are
+    read and validated, with the number of chunks they make, so a bar can show a total.
     ``provenance`` (a JSON object: where the documents came from, e.g. ``drsearch import``'s
     source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
     is written and the file is byte-identical to one built before the option existed. It
@@ -201,12 +218,12 @@ def build(
         raise BuildError(f"{out} already exists (use --force / overwrite=True to replace it)")
     if out.is_dir():
         raise BuildError(f"{out} is a directory, not an index file")
-    if not out.parent.exists():
-        raise BuildError(f"directory {out.parent} does not exist")
+    if not out.parent.is_dir():  # bad input, like a missing --database: exit 2, nothing read
+        raise InvalidInputError(f"directory {out.parent} does not exist (create it first)")
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
-            report = _build_into(docs, tmp, Path(td), settings, progress, provenance)
+            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -221,6 +238,7 @@ def _build_into(
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
     provenance: Mapping[str, Any] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
@@ -231,7 +249,9 @@ def _build_into(
         conn.execute("BEGIN")
         conn.execute(DDL)
         conn.execute(FTS_DDL.format(tokenize=settings.fts5_tokenize))
-        n_docs = _stage(conn, docs)
+        n_docs, n_chunks = _stage(conn, docs, settings, count_chunks=on_start is not None)
+        if on_start is not None:
+            on_start(n_chunks)
         tokenizer = Tokenizer(conn, settings.fts5_tokenize)
         stats = _write_documents(conn, tokenizer, tmpdir, settings, progress)
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")

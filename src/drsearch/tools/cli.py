@@ -8,11 +8,12 @@ on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from .. import __version__
 from ..index import (
@@ -22,11 +23,13 @@ from ..index import (
     DrsearchError,
     Engine,
     InvalidInputError,
+    InvalidRequestError,
     build,
     dumps,
     read_jsonl,
 )
 from .corpus_cli import register as register_corpus_verbs
+from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
@@ -45,21 +48,16 @@ def _engine(args: argparse.Namespace) -> Engine:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     settings = BuildSettings(tokenizer=args.tokenizer)
-    bars: list[Any] = []
-
-    def progress(n: int) -> None:
-        if not bars:  # created on first progress, so early errors print one clean line
-            from tqdm import tqdm
-
-            bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
-        bars[0].update(n)
-
-    try:
+    bars = StageBars(args.quiet)
+    try:  # the bar opens once the documents are read, so early errors print one clean line
         report = build(read_jsonl(args.docs), args.out, settings, overwrite=args.force,
-                       progress=None if args.quiet else progress)
+                       progress=bars.build if bars.draw else None,
+                       on_start=bars.build_start if bars.draw else None)
     finally:
-        for bar in bars:
-            bar.close()
+        bars.close()
+    if args.json:
+        print(dumps(report.to_dict()), file=out)
+        return 0
     print(
         f"built {report.path}: {report.documents} documents ({report.empty_documents} empty), "
         f"{report.chunks} chunks, {report.vocabulary} terms, identity {report.content_identity}",
@@ -84,13 +82,42 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _page_option(flag: str, text: str | None, least: int) -> int | None:
+    """``--offset``/``--length`` checked as ``POST /open`` checks ``offset``/``length``: an
+    integer (``10`` or ``10.0``, as JSON Schema counts integers) of at least ``least``.
+    Raises InvalidRequestError (exit 2), as the server answers 422 ``invalid_request``."""
+    if text is None:
+        return None
+    try:  # read as the JSON number the HTTP body would carry: not "+5", "5_0", "true" or "5.5"
+        number = json.loads(text)
+    except ValueError:
+        number = None
+    value = None
+    if isinstance(number, int) and not isinstance(number, bool):
+        value = number
+    elif isinstance(number, float) and number.is_integer():
+        value = int(number)
+    if value is None:
+        raise InvalidRequestError(f"{flag}: Input should be a valid integer, got {text!r}")
+    if value < least:
+        raise InvalidRequestError(f"{flag}: Input should be greater than or equal to {least}, got {value}")
+    return value
+
+
 def cmd_open(args: argparse.Namespace, out: TextIO) -> int:
+    offset = _page_option("--offset", args.offset, 0) or 0
+    length = _page_option("--length", args.length, 1)
     with _engine(args) as engine:
         doc = engine.open_document(docid=args.docid, url=args.url)
-    if args.json:
-        print(dumps(doc.to_dict()), file=out)
-    else:
-        print(f"{doc.docid}  {doc.url}\n{doc.title}\n\n{doc.text}", file=out)
+    if args.json:  # the body of POST /open with the same offset/length, byte for byte
+        print(dumps(doc.to_dict(offset, length)), file=out)
+        return 0
+    page = doc.to_dict(offset, length)
+    print(f"{doc.docid}  {doc.url}\n{doc.title}\n\n{page['text']}", file=out)
+    if page["next_offset"] is not None or offset:
+        end = offset + len(page["text"])
+        more = f"; next page: --offset {page['next_offset']}" if page["next_offset"] is not None else ""
+        print(f"\n[characters {min(offset, end)}-{end} of {page['total_length']}{more}]", file=out)
     return 0
 
 
@@ -220,23 +247,28 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="build a frozen index from documents (JSONL)")
     p.add_argument("docs", metavar="DOCS.jsonl", help='lines of {"docid","url","title","text"}')
-    p.add_argument("--out", required=True, metavar="CORPUS.sqlite3")
-    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--out", required=True, metavar="CORPUS.sqlite3",
+                   help="index file to write (its directory must exist)")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
+                   help="FTS5 tokenizer (default porter: porter unicode61)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the build report as JSON")
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("search", help="search an index")
     _database_args(p)
     p.add_argument("--k", type=int, default=10, help="results to return (1..100)")
-    p.add_argument("query", metavar="QUERY")
+    p.add_argument("query", metavar="QUERY", help="free text (never query syntax)")
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("open", help="print a document")
     _database_args(p)
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--docid")
-    g.add_argument("--url")
+    g.add_argument("--docid", help="the document's docid")
+    g.add_argument("--url", help="any spelling of any of its URLs (canonicalised)")
+    p.add_argument("--offset", metavar="N", help="first character of the text to print (>= 0; default 0)")
+    p.add_argument("--length", metavar="N", help="characters of text to print (>= 1; default all)")
     p.set_defaults(handler=cmd_open)
 
     p = sub.add_parser("stats", help="index statistics")
@@ -251,7 +283,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_int_in(0, 65535), default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=_int_in(1, 512), default=1, help="worker processes (default 1)")
     p.add_argument("--log-level", default="info",
-                   choices=["critical", "error", "warning", "info", "debug", "trace"])
+                   choices=["critical", "error", "warning", "info", "debug", "trace"],
+                   help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
     p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",

@@ -1,4 +1,4 @@
-"""The ``drsearch corpus fetch|extract|build`` verbs (issue 3): URLs → crawl → docs → corpus.
+"""The ``drsearch corpus fetch|extract|build`` verbs: URLs → crawl → docs → corpus.
 
 ``corpus build --urls URLS.txt --out CORPUS`` runs all three (drsearch.corpus.pipeline), into
 ``--crawl-dir`` (default ``CORPUS.crawl/``), resumable like ``corpus fetch``.
@@ -20,16 +20,16 @@ from typing import Any, TextIO
 from ..corpus import (
     CorpusBuild,
     ExtractSettings,
-    FetchRecord,
     FetchSettings,
-    PageText,
     build_corpus,
     extract_crawl,
     fetch_urls,
 )
-from ..index import BuildSettings, InvalidInputError
+from ..index import BuildSettings, InvalidInputError, dumps
+from .progress import StageBars
 
 _MAX_WARNINGS = 20
+_JSON_HELP = "print the stage's report as one JSON object (sorted keys) instead of the summary line"
 
 
 def _warn(problems: Iterable[str]) -> None:
@@ -70,47 +70,6 @@ def _fetch_settings(args: argparse.Namespace) -> FetchSettings:
                          obey_robots=not getattr(args, "ignore_robots", False))
 
 
-class _Bars:
-    """tqdm progress bars on stderr, one per stage, opened on first use (none with --quiet)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bars: dict[str, Any] = {}
-        self.fetch_counts = {"ok": 0, "failed": 0, "disallowed": 0}
-
-    def bar(self, desc: str, unit: str, total: int | None = None) -> Any:
-        if desc not in self.bars and not self.quiet:
-            from tqdm import tqdm
-
-            self.bars[desc] = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.5)
-        return self.bars.get(desc)
-
-    def fetch_start(self, total: int) -> None:
-        self.bar("fetching", " url", total)
-
-    def fetch(self, rec: FetchRecord) -> None:
-        self.fetch_counts[rec.outcome] += 1
-        bar = self.bars.get("fetching")
-        if bar is not None:
-            bar.set_postfix(self.fetch_counts, refresh=False)
-            bar.update(1)
-
-    def extract(self, page: PageText) -> None:
-        bar = self.bar("extracting", " page")
-        if bar is not None:
-            bar.update(1)
-
-    def build(self, n: int) -> None:
-        bar = self.bar("indexing", " chunks")
-        if bar is not None:
-            bar.update(n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-        self.bars.clear()
-
-
 def _fetch_line(summary: dict[str, Any], crawl: object) -> str:
     run = summary["run"]
     return (f"fetched {run['fetched']} URLs into {crawl}: {run['ok']} ok, {run['failed']} failed, "
@@ -133,26 +92,27 @@ def _build_line(result: CorpusBuild, out_path: str) -> str:
 
 
 def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
-    bars = _Bars(args.quiet)
+    bars = StageBars(args.quiet)
     try:
         summary = fetch_urls(args.urls, args.out, _fetch_settings(args), progress=bars.fetch,
                              on_start=bars.fetch_start)
     finally:
         bars.close()
     _warn(summary["problems"])
-    print(_fetch_line(summary, args.out), file=out)
+    print(dumps(summary) if args.json else _fetch_line(summary, args.out), file=out)
     return 0
 
 
 def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     settings = ExtractSettings(workers=args.workers, favor_precision=not args.no_favor_precision)
-    bars = _Bars(args.quiet)
+    bars = StageBars(args.quiet)
     try:
-        report = extract_crawl(args.crawl, args.out, settings, overwrite=args.force, progress=bars.extract)
+        report = extract_crawl(args.crawl, args.out, settings, overwrite=args.force, progress=bars.extract,
+                               on_start=bars.extract_start)
     finally:
         bars.close()
     _warn(report["problems"])
-    print(_extract_line(report, args.out), file=out)
+    print(dumps(report) if args.json else _extract_line(report, args.out), file=out)
     return 0
 
 
@@ -173,7 +133,7 @@ def _check_build_args(args: argparse.Namespace) -> None:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     _check_build_args(args)
-    bars = _Bars(args.quiet)
+    bars = StageBars(args.quiet)
     settings = BuildSettings(tokenizer=args.tokenizer)
     try:
         if args.urls is not None:
@@ -181,20 +141,30 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
 
             extract = ExtractSettings(workers=args.workers or os.cpu_count() or 1,
                                       favor_precision=not args.no_favor_precision)
-            progress = Progress(bars.fetch_start, bars.fetch, bars.extract, bars.build)
+            progress = Progress(bars.fetch_start, bars.fetch, bars.extract, bars.build, bars.extract_start,
+                                bars.build_start if bars.draw else None)
             run = build_from_urls(args.urls, args.out, args.crawl_dir, fetch_settings=_fetch_settings(args),
                                   extract_settings=extract, build_settings=settings, overwrite=args.force,
                                   progress=progress)
             result = run.build
         else:
-            result = build_corpus(args.docs, args.out, settings, overwrite=args.force, progress=bars.build)
+            result = build_corpus(args.docs, args.out, settings, overwrite=args.force, progress=bars.build,
+                                  on_start=bars.build_start if bars.draw else None)
     finally:
         bars.close()
     if args.urls is not None:
         _warn(run.fetch["problems"] + run.extract["problems"])
+    _warn([r.message for r in result.rejected] + result.notes)
+    if args.json:
+        body: dict[str, Any] = {"index": result.report.to_dict(), "coverage": result.coverage,
+                                "sources": result.sources}
+        if args.urls is not None:
+            body.update(crawl=str(run.crawl), docs=str(run.docs), fetch=run.fetch, extract=run.extract)
+        print(dumps(body), file=out)
+        return 0
+    if args.urls is not None:
         print(_fetch_line(run.fetch, run.crawl), file=out)
         print(_extract_line(run.extract, run.docs), file=out)
-    _warn([r.message for r in result.rejected] + result.notes)
     print(_build_line(result, args.out), file=out)
     return 0
 
@@ -206,18 +176,22 @@ def register(sub: Any) -> None:
 
     p = verbs.add_parser("fetch", help="fetch a URL list into a crawl directory (resumable)")
     p.add_argument("--urls", required=True, metavar="URLS.txt", help="one URL per line (# comments)")
-    p.add_argument("--out", required=True, metavar="CRAWL_DIR")
+    p.add_argument("--out", required=True, metavar="CRAWL_DIR",
+                   help="crawl directory to write (a rerun resumes it)")
     _add_fetch_args(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
     p.set_defaults(handler=cmd_fetch)
 
     p = verbs.add_parser("extract", help="extract main text from a crawl directory into docs.jsonl")
-    p.add_argument("crawl", metavar="CRAWL_DIR")
-    p.add_argument("--out", required=True, metavar="DOCS.jsonl")
+    p.add_argument("crawl", metavar="CRAWL_DIR", help="a crawl directory (from corpus fetch)")
+    p.add_argument("--out", required=True, metavar="DOCS.jsonl",
+                   help="documents file to write (its directory must exist)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
     p.add_argument("--no-favor-precision", action="store_true", help="trafilatura's balanced mode")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
     p.set_defaults(handler=cmd_extract)
 
     p = verbs.add_parser("build", help="deduplicate documents and build the frozen index with its reports; "
@@ -225,12 +199,15 @@ def register(sub: Any) -> None:
     p.add_argument("docs", metavar="DOCS.jsonl", nargs="?", help="documents (from corpus extract)")
     p.add_argument("--urls", metavar="URLS.txt",
                    help="instead of DOCS.jsonl: fetch these URLs, extract, build")
-    p.add_argument("--out", required=True, metavar="CORPUS.sqlite3")
+    p.add_argument("--out", required=True, metavar="CORPUS.sqlite3",
+                   help="index file to write, reports beside it (its directory must exist)")
     p.add_argument("--crawl-dir", metavar="CRAWL_DIR",
                    help="with --urls: the resumable crawl directory (default: CORPUS.sqlite3.crawl/)")
-    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
+                   help="FTS5 tokenizer (default porter)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
     _add_fetch_args(p, only_with_urls=True)
     p.add_argument("--workers", type=int, help="with --urls: extraction processes (default: all cores)")
     p.add_argument("--no-favor-precision", action="store_true",

@@ -9,6 +9,7 @@ which the CLI prints as one line (exit 2 for bad input, 1 for other failures).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any, TextIO
 
 from ..corpus import ColumnMapping, SourceInfo, import_corpus, inspect_source
 from ..index import BuildSettings, Engine, InvalidInputError, dumps
-from .manifest import ProgressBar, ProgressFactory, write_release_manifest
+from .manifest import MANIFEST, ProgressBar, ProgressFactory, write_release_manifest
+from .progress import progress_bar, stderr_is_terminal
 from .release import assemble_release
 from .release_checks import pin_of_corpus_file
 from .validate import validate_release
@@ -24,35 +26,34 @@ from .validate import validate_release
 _SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
 
 
-def _byte_bars(quiet: bool) -> ProgressFactory | None:
-    if quiet:
+def _byte_bars(quiet: bool, force: bool = False) -> ProgressFactory | None:
+    """Byte bars for hashing and the deep checks: drawn on a terminal's stderr (or when
+    ``force``), never with ``quiet`` (None: no bars at all)."""
+    if quiet or not (force or stderr_is_terminal()):
         return None
 
     def make(desc: str, total: int | None) -> ProgressBar:
-        from tqdm import tqdm
-
         if total is None:  # a deep SQLite check: no meaningful total, so show it is alive and for how long
-            ticker: ProgressBar = tqdm(desc=desc, bar_format="{desc}: running {elapsed}", file=sys.stderr,
-                                       mininterval=0.5, delay=1.0, leave=False)
+            ticker: ProgressBar = progress_bar(desc, "it", bar_format="{desc}: running {elapsed}", force=True,
+                                               delay=1.0, leave=False)
             return ticker
-        bar: ProgressBar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
-                                file=sys.stderr, mininterval=0.5, delay=1.0, leave=False)
+        bar: ProgressBar = progress_bar(desc, "B", total, force=True, unit_scale=True, unit_divisor=1000,
+                                        delay=1.0, leave=False)
         return bar
 
     return make
 
 
 def _chunk_progress(quiet: bool) -> tuple[Callable[[int], None] | None, list[Any]]:
-    """A build progress callback creating its bar lazily (so early errors print one clean line)."""
+    """A build progress callback creating its bar lazily (so early errors print one clean line);
+    None where no bar would be drawn (``quiet``, or stderr is not a terminal)."""
     bars: list[Any] = []
-    if quiet:
+    if quiet or not stderr_is_terminal():
         return None, bars
 
     def progress(n: int) -> None:
         if not bars:
-            from tqdm import tqdm
-
-            bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
+            bars.append(progress_bar("indexing", " chunks"))
         bars[0].update(n)
 
     return progress, bars
@@ -60,6 +61,9 @@ def _chunk_progress(quiet: bool) -> tuple[Callable[[int], None] | None, list[Any
 
 def cmd_release_manifest(args: argparse.Namespace, out: TextIO) -> int:
     manifest = write_release_manifest(args.dir, args.name, args.revision, _byte_bars(args.quiet))
+    if args.json:
+        print(_manifest_json(Path(args.dir)), file=out)
+        return 0
     print(f"wrote manifest.json and checksums.sha256 for {manifest.release.name} "
           f"{manifest.release.revision}: {len(manifest.files)} files", file=out)
     return 0
@@ -75,11 +79,19 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         for bar in bars:
             bar.close()
+    if args.json:
+        print(_manifest_json(Path(args.out)), file=out)
+        return 0
     counts = manifest.counts
     print(f"assembled {args.out}: {manifest.release.name} {manifest.release.revision}, "
           f"{counts['questions']} questions, {counts['documents']} documents, {counts['chunks']} chunks, "
           f"{counts['blocked_docids']} blocked docids", file=out)
     return 0
+
+
+def _manifest_json(root: Path) -> str:
+    """The manifest.json just written, as one line of canonical JSON (``--json``)."""
+    return dumps(json.loads((root / MANIFEST).read_bytes()))
 
 
 def _show_progress(args: argparse.Namespace) -> bool:
@@ -97,7 +109,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         if show:
             print(f"drsearch: running {msg} …", file=sys.stderr)
 
-    report = validate_release(args.release_dir, deep=args.deep, progress=_byte_bars(not show), stage=stage)
+    report = validate_release(args.release_dir, deep=args.deep, progress=_byte_bars(not show, force=True),
+                              stage=stage)
     if args.json:
         print(dumps(report.to_dict(args.strict)), file=out)
     else:
@@ -156,7 +169,11 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         for bar in bars:
             bar.close()
     with Engine.open(report.path) as engine:
-        derived = engine.meta.get("provenance", {}).get("derived_from")
+        provenance = engine.meta.get("provenance", {})
+    derived = provenance.get("derived_from")
+    if args.json:
+        print(dumps({**report.to_dict(), "provenance": provenance}), file=out)
+        return 0
     origin = f"; derived from {derived['name']} {derived['revision']}" if derived else ""
     print(f"imported {args.source} into {report.path}: {report.documents} documents "
           f"({report.empty_documents} empty), {report.chunks} chunks, "
@@ -198,18 +215,22 @@ def _add_release(sub: Any) -> None:
     p.add_argument("--name", help="release name (default: the existing manifest's)")
     p.add_argument("--revision", help="release revision (default: the existing manifest's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the manifest written (one line of JSON)")
     p.set_defaults(handler=cmd_release_manifest)
 
     p = verbs.add_parser("assemble", help="build a release directory from documents, questions, blocklist")
-    p.add_argument("--docs", required=True, metavar="DOCS.jsonl")
+    p.add_argument("--docs", required=True, metavar="DOCS.jsonl", help="the corpus documents")
     p.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="DR-256 question rows")
-    p.add_argument("--blocked-docids", required=True, metavar="FILE")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--name", required=True)
-    p.add_argument("--revision", required=True)
-    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--blocked-docids", required=True, metavar="FILE",
+                   help="the release's blocklist (copied byte for byte)")
+    p.add_argument("--out", required=True, metavar="DIR", help="release directory to write")
+    p.add_argument("--name", required=True, help="release name (manifest.json)")
+    p.add_argument("--revision", required=True, help="release revision (manifest.json)")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
+                   help="FTS5 tokenizer of the corpus (default porter)")
     p.add_argument("--force", action="store_true", help="replace the release files in a non-empty DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="print the manifest written (one line of JSON)")
     p.set_defaults(handler=cmd_release_assemble)
 
 
@@ -218,7 +239,7 @@ def register(sub: Any) -> None:
     _add_release(sub)
 
     p = sub.add_parser("validate", help="check a release directory (docs/RELEASE.md)")
-    p.add_argument("--release-dir", required=True, metavar="DIR")
+    p.add_argument("--release-dir", required=True, metavar="DIR", help="the release directory")
     p.add_argument("--deep", action="store_true",
                    help="also re-hash the corpus, PRAGMA quick_check and the FTS5 integrity-check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -232,7 +253,7 @@ def register(sub: Any) -> None:
     p.add_argument("--from", dest="source", required=True, metavar="SOURCE",
                    help="a SQLite file or a JSONL file of documents")
     p.add_argument("--inspect", action="store_true", help="list the source's tables, columns and row counts")
-    p.add_argument("--out", metavar="CORPUS.sqlite3")
+    p.add_argument("--out", metavar="CORPUS.sqlite3", help="index file to write (its directory must exist)")
     p.add_argument("--table", help="SQLite table or view holding the documents")
     p.add_argument("--docid-col", help="column of stable document ids (TEXT or INTEGER)")
     p.add_argument("--url-col", help="column of URLs")
@@ -240,9 +261,11 @@ def register(sub: Any) -> None:
     p.add_argument("--text-col", help="column of full texts")
     p.add_argument("--metadata-col", action="append", metavar="COL",
                    help="a column to keep as document metadata (repeatable)")
-    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
+    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
+                   help="FTS5 tokenizer (default porter)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
-    p.add_argument("--json", action="store_true", help="--inspect: print JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: the source's tables (--inspect) or the build report and provenance")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_import)
 

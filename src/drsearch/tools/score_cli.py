@@ -7,7 +7,9 @@ Three forms::
     drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
 
 The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
-it, ``scores.graded.jsonl`` (one graded question per line), and prints the table. Repeated
+it, ``scores.graded.jsonl`` (one graded question per line), and prints the table (with
+``--json``: the scores.json object); a progress bar on a terminal's stderr counts judged
+questions. Repeated
 attempts (pass@k) are RUN_DIR then the ``--attempts`` runs, or, when RUN_DIR holds no
 run.json, its ``attempt-0/``, ``attempt-1/``, … runs. The
 other two read graded files (a run directory, a scores.json or a .graded.jsonl path).
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..index import InvalidInputError
+from .progress import progress_bar
 
 if TYPE_CHECKING:
     from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge, RunEpisodes
@@ -216,9 +219,13 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     graded: list[GradedQuestion] = []
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
-        for attempt, run in enumerate(runs):
-            graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
-                                concurrency=args.concurrency)
+        bar = progress_bar("grading", " q", len(tasks) * len(runs), quiet=args.quiet)
+        try:
+            for attempt, run in enumerate(runs):
+                graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
+                                    concurrency=args.concurrency, progress=bar.update)
+        finally:
+            bar.close()
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
     summary["grading"] = {
         "dataset": args.dataset, "questions": str(args.questions),
@@ -232,6 +239,9 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
+    if args.json:  # the object just written to scores.json
+        print(json.dumps(summary, sort_keys=True), file=out)
+        return 0
     print(render_table(summary), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
@@ -325,7 +335,9 @@ def register(sub: Any) -> None:
                    help="paired comparison of two graded runs (exact McNemar, flip table)")
     p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
                    help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
-    p.add_argument("--json", action="store_true", help="with --compare/--agreement: print JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: the scores.json object, or the --compare/--agreement result")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
     p.add_argument("--dataset", choices=DATASET_KINDS, default="dr256", help="dataset format (default dr256)")
     p.add_argument("--judge-model", metavar="M", help="judge model name")

@@ -1,0 +1,84 @@
+"""Progress bars of the CLI: tqdm on stderr, drawn only where a person watches.
+
+A bar redraws itself with ``\\r`` and ANSI codes, which in a log file or a CI transcript are
+noise (megabytes of it for a long build). So a bar is drawn only when stderr is a terminal
+(tqdm's ``disable=None`` rule, made explicit), never with ``--quiet``, and always when the
+caller forces it (``validate --progress``). A bar that is not drawn is still a working
+object, so callers update it unconditionally.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def stderr_is_terminal() -> bool:
+    """True when stderr is a terminal (not a pipe, a file or a closed stream)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
+def progress_bar(desc: str, unit: str, total: int | None = None, *, quiet: bool = False,
+                 force: bool = False, **options: Any) -> Any:
+    """A tqdm bar on stderr with ``total`` (None: a counter without one).
+
+    Drawn when ``force``, else when not ``quiet`` and stderr is a terminal; otherwise
+    disabled (updates are no-ops). ``options`` go to tqdm (``bar_format``, ``delay``, …).
+    """
+    from tqdm import tqdm
+
+    draw = force or (not quiet and stderr_is_terminal())
+    options.setdefault("mininterval", 0.5)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not draw, **options)
+
+
+class StageBars:
+    """One bar per stage (fetching, extracting, indexing), opened by the stage's start
+    callback with its total, or on first update without one; all closed by :meth:`close`.
+
+    ``draw`` says whether bars are drawn at all; callers pass start callbacks only then,
+    since a total can cost work of its own (the build counts chunks before indexing).
+    """
+
+    def __init__(self, quiet: bool) -> None:
+        self.draw = not quiet and stderr_is_terminal()
+        self.bars: dict[str, Any] = {}
+        self.fetch_counts = {"ok": 0, "failed": 0, "disallowed": 0}
+
+    def bar(self, desc: str, unit: str, total: int | None = None) -> Any:
+        if desc not in self.bars:
+            self.bars[desc] = progress_bar(desc, unit, total, quiet=not self.draw)
+        return self.bars[desc]
+
+    def fetch_start(self, total: int) -> None:
+        self.bar("fetching", " url", total)
+
+    def fetch(self, record: Any) -> None:
+        """One fetch record done (its ``outcome`` is counted in the bar's postfix)."""
+        self.fetch_counts[record.outcome] += 1
+        bar = self.bar("fetching", " url")
+        bar.set_postfix(self.fetch_counts, refresh=False)
+        bar.update(1)
+
+    def extract_start(self, total: int) -> None:
+        self.bar("extracting", " page", total)
+
+    def extract(self, page: object) -> None:
+        self.bar("extracting", " page").update(1)
+
+    def build_start(self, total: int) -> None:
+        self.bar("indexing", " chunks", total)
+
+    def build(self, n: int) -> None:
+        self.bar("indexing", " chunks").update(n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars.clear()
+
+
+__all__ = ["StageBars", "progress_bar", "stderr_is_terminal"]
