@@ -1,7 +1,7 @@
 """Deterministic DR-256-shaped benchmark corpus and agent-style queries.
 
 The corpus is synthetic but built only from real text: the 181 articles vendored in
-``data/sample/docs.jsonl``. Recipe (docs/BENCHMARKS.md, DESIGN.md "Benchmark corpus"):
+``data/sample/docs.jsonl``. Recipe (docs/BENCHMARKS.md, docs/DESIGN.md "Benchmark corpus"):
 
 - document ``i`` takes a real page (sources are dealt out evenly in a seeded order), its title
   and all its paragraphs, in order;

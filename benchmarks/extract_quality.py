@@ -1,7 +1,7 @@
 """Extraction quality and throughput on the 181 pages with ground truth.
 
 Reproduces the scoring of the public article-extraction benchmark (Scrapinghub/Zyte),
-from its description in ../shared/data/README.md: each text is split into word tokens
+from the benchmark's own description of its metric: each text is split into word tokens
 (maximal runs of ``\\w``), tokens are joined into 4-word shingles, and the extracted and
 expected shingles are compared as multisets (true positives = the multiset
 intersection). Per page: precision = tp/(tp+fp), recall = tp/(tp+fn); a page with nothing

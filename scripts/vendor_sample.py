@@ -1,5 +1,7 @@
-"""Regenerate data/sample/ (the bundled demo corpus) and data/testcollections/ from
-../shared/data. Run from the repository root: python scripts/vendor_sample.py
+"""Regenerate data/sample/ (the bundled demo corpus) and data/testcollections/ from the
+upstream data they were vendored from (``SHARED`` below: a data checkout beside the
+repository; a clone does not need it, data/ is committed). Run from the repository root:
+python scripts/vendor_sample.py
 
 The sample corpus is the hand-checked main text of 181 real news/blog pages from the
 Scrapinghub/Zyte article-extraction benchmark (MIT licence, copied beside the data),

@@ -1,4 +1,4 @@
-"""Shared fixtures: real data vendored in data/ (no ../shared, no network)."""
+"""Shared fixtures: real data vendored in data/ (nothing outside the repository, no network)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Test helpers: real data vendored in data/ (no ../shared, no network)."""
+"""Test helpers: real data vendored in data/ (nothing outside the repository, no network)."""
 
 from __future__ import annotations
 

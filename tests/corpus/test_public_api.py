@@ -7,7 +7,7 @@ import drsearch.corpus
 EXPECTED_CORPUS_API = {
     "ColumnInfo", "ColumnMapping", "SourceInfo", "TableInfo", "detect_format", "import_corpus",
     "inspect_source", "quote_identifier", "read_sqlite_documents",
-    # issue 3: fetch → extract → build
+    # fetch → extract → build
     "COVERAGE_FILE", "SOURCES_FILE", "CorpusBuild", "ExtractSettings", "FetchRecord", "FetchSettings",
     "PageText", "build_corpus", "check_document", "content_key", "coverage_problems", "coverage_summary",
     "deduplicate", "extract_batch", "extract_crawl", "extract_page", "fetch_counts", "fetch_urls",

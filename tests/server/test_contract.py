@@ -1,4 +1,4 @@
-"""The HTTP contract of DESIGN.md, in-process: shapes, bytes, paging, counters, schema."""
+"""The HTTP contract of docs/DESIGN.md, in-process: shapes, bytes, paging, counters, schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Release validation: the tamper tests of issue 5, manifests, and pinned identities."""
+"""Release validation: tamper tests, manifests, and pinned identities."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_a_read_only_release_validates_deep(release: Path) -> None:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
 
 
-# -- tamper tests (issue 5) -------------------------------------------------------------
+# -- tamper tests ----------------------------------------------------------------------
 
 
 def test_flipped_byte_in_the_database_passes_fast_on_size_and_fails_deep_on_hash(release: Path) -> None:

@@ -1,5 +1,5 @@
 """The agents layer: an LLM tool-calling loop over the search engine, with a run store
-and a replay cache (issue 6; contract in DESIGN.md, usage in docs/AGENTS.md).
+and a replay cache (contract in docs/DESIGN.md, usage in docs/AGENTS.md).
 
 Public API (pinned by tests/agents/test_public_api.py)::
 

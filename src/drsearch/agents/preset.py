@@ -1,6 +1,6 @@
 """Evaluation presets: sampling parameters, budgets and tool limits as data.
 
-A preset is a frozen pydantic object; ``PRESETS["dr256"]`` is DESIGN.md's evaluation
+A preset is a frozen pydantic object; ``PRESETS["dr256"]`` is docs/DESIGN.md's evaluation
 protocol. New presets are new values (``Preset(**overrides)``), not code: a user's own is a
 JSON file of :class:`Preset` fields, optionally ``"base": "dr256"`` to start from a named
 one (:func:`load_preset`; ``drsearch run --preset FILE.json``).

@@ -1,4 +1,4 @@
-"""The benchmark layer: datasets, judges, grading and scoring (issue 7; docs/GRADING.md).
+"""The benchmark layer: datasets, judges, grading and scoring (docs/GRADING.md).
 
 Public API (pinned by tests/benchmark/test_grade.py::test_public_api)::
 

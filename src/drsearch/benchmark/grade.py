@@ -3,7 +3,7 @@
 Input: a run directory written by ``drsearch run`` (``run.json``, ``trajectories.jsonl``,
 optionally ``timings.jsonl``), the dataset's :class:`GradingTask` list and a judge.
 Each task is matched to its episode by question id and classified before any judge is
-asked (DESIGN.md, "Evaluation protocol"):
+asked (docs/DESIGN.md, "Evaluation protocol"):
 
 - no episode → ``missing_episode``;
 - status ``error`` → ``agent_error``; ``turn_cap`` or ``budget`` → ``unfinished``;

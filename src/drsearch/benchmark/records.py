@@ -4,7 +4,7 @@ A :class:`GradedQuestion` is one graded attempt at one question. The judges buil
 them from a run directory; :mod:`drsearch.benchmark.scoring` turns a sequence of
 them into ``scores.json``. Every way an attempt can fail to be correct has its own
 :data:`Outcome`, so the report can show each count while accuracy keeps all
-questions in its denominator (DESIGN.md, "Evaluation protocol").
+questions in its denominator (docs/DESIGN.md, "Evaluation protocol").
 """
 
 from __future__ import annotations

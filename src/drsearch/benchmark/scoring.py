@@ -1,6 +1,6 @@
 """Scoring: graded questions in, ``scores.json`` bodies and readable tables out.
 
-Honest denominators (DESIGN.md, "Evaluation protocol"): accuracy is always over
+Honest denominators (docs/DESIGN.md, "Evaluation protocol"): accuracy is always over
 every expected question. Empty answers, unfinished episodes, agent errors, missing
 episodes and failed judge verdicts all count as incorrect, and each is counted
 separately so the report shows where the misses came from. Every proportion

@@ -1,4 +1,4 @@
-"""corpus layer (see DESIGN.md): documents from elsewhere, handed to the index build.
+"""corpus layer (see docs/DESIGN.md): documents from elsewhere, handed to the index build.
 
 Public API::
 

@@ -2,7 +2,7 @@
 
 Result objects are frozen dataclasses (cheap to create on the hot path); settings are a
 frozen pydantic model validated once. ``to_dict()`` gives the exact JSON body shapes of
-the HTTP API (DESIGN.md), so the CLI's ``--json`` and the server print the same bytes.
+the HTTP API (docs/DESIGN.md), so the CLI's ``--json`` and the server print the same bytes.
 """
 
 from __future__ import annotations

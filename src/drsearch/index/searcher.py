@@ -1,6 +1,6 @@
 """The ``Searcher`` protocol: what agents call to search and open, whatever serves it.
 
-DESIGN.md places the protocol in the engine layer so every implementation speaks it: the
+docs/DESIGN.md places the protocol in the engine layer so every implementation speaks it: the
 in-process engine and the HTTP client of our server (``drsearch.agents.searcher``) and the
 replay cache (``drsearch.agents.replay``) are interchangeable. Every answer is the exact
 bytes of the HTTP API's response body: canonical JSON (``dumps``) of

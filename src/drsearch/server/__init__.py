@@ -1,4 +1,4 @@
-"""The HTTP server: a thin FastAPI app over one frozen index (contract: DESIGN.md).
+"""The HTTP server: a thin FastAPI app over one frozen index (contract: docs/DESIGN.md).
 
 Public API (pinned by tests/server/test_public_api.py)::
 

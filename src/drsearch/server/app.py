@@ -1,4 +1,4 @@
-"""``create_app(engine, settings)``: the HTTP API over one engine (contract: DESIGN.md).
+"""``create_app(engine, settings)``: the HTTP API over one engine (contract: docs/DESIGN.md).
 
 Thin by design: each handler reads and validates its body, calls the engine once and
 returns bytes serialised once (no response-model re-validation on the request path).

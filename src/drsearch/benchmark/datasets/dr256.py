@@ -1,6 +1,6 @@
 """DR-256 question rows (``benchmark/questions.jsonl``) and the pinned release identities.
 
-Row schema (DESIGN.md), every field typed exactly as the rows carry it
+Row schema (docs/DESIGN.md), every field typed exactly as the rows carry it
 (``data/sample/questions.jsonl`` follows the release's format):
 
 - ``label``: the reference answer (non-empty string);
