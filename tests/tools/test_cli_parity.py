@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
+import http.server
 import io
 import json
 import os
@@ -154,6 +156,27 @@ def test_corpus_build_json(tmp_path: Path) -> None:
     assert set(body) == {"index", "coverage", "sources"}
     assert body["index"]["chunks"] == CHUNKS and body["coverage"]["documents"] == 181
     assert body["coverage"] == json.loads((tmp_path / "coverage_summary.json").read_bytes())
+
+
+def test_corpus_fetch_json_is_the_fetch_summary(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_text("<html><head><title>A</title></head><body><p>Some words.</p></body></html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None  # type: ignore[assignment]
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        urls = tmp_path / "urls.txt"
+        urls.write_text(f"http://127.0.0.1:{server.server_address[1]}/a.html\n")
+        try:
+            code, out, term = in_terminal("corpus", "fetch", "--urls", str(urls), "--out", str(tmp_path / "crawl"),
+                                          "--json")
+        finally:
+            server.shutdown()
+    assert code == 0 and "fetching: 100%" in term and "1/1" in term, term
+    body = json.loads(out)
+    assert body["run"]["ok"] == 1 and body["urls"] == 1
+    assert body == json.loads((tmp_path / "crawl" / "fetch_summary.json").read_bytes())
 
 
 # -- open --offset/--length = POST /open ------------------------------------------------------

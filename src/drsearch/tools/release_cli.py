@@ -159,6 +159,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if args.out is None:
         raise InvalidInputError("give --out CORPUS.sqlite3 (or --inspect)")
+    if not Path(args.out).parent.is_dir():  # before the source is hashed (minutes for a big one)
+        raise InvalidInputError(f"directory {Path(args.out).parent} does not exist (create it first)")
     progress, bars = _chunk_progress(args.quiet)
     hashed = _hash_progress(args.quiet, Path(args.source), bars)
     try:
