@@ -68,7 +68,8 @@ class FakeLLM:
             return errors[attempt - 1], {"error": {"message": "injected", "type": "injected"}}
         if "status" in step:
             return step["status"], {"error": {"message": "bad request", "type": "invalid_request_error"}}
-        question = messages[1]["content"].removeprefix("Question: ").split("\n")[0]
+        first_user = next(m["content"] for m in messages if m["role"] == "user")  # a system message is optional
+        question = first_user.removeprefix("Question: ").split("\n")[0]
         message: dict[str, Any] = {"content": None, "role": "assistant"}
         if "content" in step:
             message["content"] = step["content"].replace("INDEX", str(index))
