@@ -119,7 +119,8 @@ class CachedPython:
             return r.ok, r.body
 
         ok, body = self._cache.fetch("tool", ["tool", "python", {"code": code}, limits],
-                                     f"python({canonical_json(code)[:200]})", None if live is None else run_live)
+                                     f"python({canonical_json(code)[:200]})",
+                                     None if live is None else run_live)
         return ToolResponse(ok, body)
 
 
@@ -137,4 +138,5 @@ def format_python(body: dict[str, Any], limit: int) -> str:
     return text if len(text) <= limit else text[: limit - len(" …[truncated]")] + " …[truncated]"
 
 
-__all__ = ["OUTPUT_BYTES_MAX", "CachedPython", "LocalPython", "PythonRunner", "format_python", "python_limits"]
+__all__ = ["OUTPUT_BYTES_MAX", "CachedPython", "LocalPython", "PythonRunner", "format_python",
+           "python_limits"]

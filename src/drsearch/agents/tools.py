@@ -56,7 +56,8 @@ def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
                         f"limits: {preset.python_cpu_s} s CPU, {preset.python_memory_mb} MB memory, "
                         f"{preset.python_wall_s:g} s wall clock."),
         "parameters": {"type": "object", "additionalProperties": False, "required": ["code"],
-                       "properties": {"code": {"type": "string", "description": "the program; print the result"}}},
+                       "properties": {"code": {"type": "string",
+                                               "description": "the program; print the result"}}},
     }
     schemas = {"open": open_, "python": python, "search": search}
     return [{"function": schemas[name], "type": "function"} for name in preset.tools]
