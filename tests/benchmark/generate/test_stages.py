@@ -155,6 +155,18 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(args: list[str], messa
     assert not out.exists()
 
 
+def test_an_output_directory_of_another_generator_is_refused_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"generator": "other", "stages": {}}\n')
+    rc, _, err = generate(out, base_url="http://127.0.0.1:9/v1")
+    assert rc == 2 and "holds generator 'other', not 'example'; use another --out" in err
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+    (tmp_path / "file").write_text("")
+    rc, _, err = generate(tmp_path / "file", base_url="http://127.0.0.1:9/v1")
+    assert rc == 2 and "--out" in err and "not a directory" in err
+
+
 def test_a_failed_model_call_is_exit_1_naming_the_call(tmp_path: Path) -> None:
     with serve_rules(ex.RULES[:1]) as responder:  # the solver has no rules: HTTP 400 no_rule
         rc, _, err = generate(tmp_path / "gen", "--max-attempts", "1", base_url=responder.url)
