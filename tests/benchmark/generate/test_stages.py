@@ -232,3 +232,38 @@ def test_kill_9_mid_stage_loses_only_unfinished_items(tmp_path: Path) -> None:
     assert len(rewrites) <= 8 - finished + 1  # finished items are not asked again (one may be in flight)
     assert json.loads((out / "timings.json").read_text())["stages"]["rewrite"]["resumed_items"] >= finished
     assert_same_tree(reference, out, VOLATILE | {"cache.sqlite3", "cache.sqlite3-wal", "cache.sqlite3-shm"})
+
+
+def test_settings_compare_as_recorded_and_a_stage_bug_is_one_error(tmp_path: Path) -> None:
+    from drsearch.benchmark.generate import GenerateError, GenerateSettings, Pipeline, Stage, run_pipeline
+
+    def write(ctx: Any) -> None:
+        ctx.write_jsonl("a.jsonl", [{"pair": list(ctx.settings["pair"])}])
+
+    settings = GenerateSettings(out=tmp_path / "o", cache_mode="off")
+    tiny = Pipeline("tiny", [Stage("one", write, outputs=("a.jsonl",), settings={"pair": (1, 2)})])
+    assert run_pipeline(tiny, settings)["ran"] == ["one"]
+    assert run_pipeline(tiny, settings)["skipped"] == ["one"]  # a tuple setting reads back as a list
+
+    def broken(ctx: Any) -> None:
+        raise KeyError("nope")
+
+    with pytest.raises(GenerateError, match="stage one failed: KeyError: 'nope'"):
+        run_pipeline(Pipeline("tiny", [Stage("one", broken, outputs=("a.jsonl",))]), settings)
+
+
+@pytest.mark.parametrize("stages,message", [
+    ([("a", (), ("x.jsonl",)), ("b", ("y.jsonl",), ())], "input y.jsonl is neither an absolute path nor an output"),
+    ([("a", (), ("x.jsonl",)), ("b", (), ("x.jsonl",))], "output x.jsonl is written by stage a already"),
+    ([("a", (), ("manifest.json",))], "output manifest.json must be a relative path"),
+    ([("a", (), ("stages/x",))], "output stages/x must be a relative path"),
+    ([("a", (), ()), ("a", (), ())], "stage a is defined twice"),
+    ([("Bad Name", (), ())], "stage name 'Bad Name'"),
+    ([], "no stages"),
+])
+def test_stages_that_do_not_fit_together_are_refused(stages: list[tuple[str, tuple[str, ...], tuple[str, ...]]],
+                                                      message: str) -> None:
+    from drsearch.benchmark.generate import Pipeline, PipelineInputError, Stage
+
+    with pytest.raises(PipelineInputError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        Pipeline("p", [Stage(name, ex.seed, inputs=i, outputs=o) for name, i, o in stages])

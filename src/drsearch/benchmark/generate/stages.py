@@ -49,6 +49,7 @@ from ... import __version__
 from ...agents import CachedChat, CacheMode, ChatClient, ReplayCache, RetryPolicy
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
+from ...index import DrsearchError
 from ...index.atomic import write_bytes_atomic, write_json_atomic
 from .errors import GenerateError, PipelineInputError
 from .journal import Journal
@@ -113,7 +114,10 @@ class Stage:
 
     def code_sha256(self) -> str:
         """SHA-256 of the source file that defines ``run`` (a changed stage reruns)."""
-        source = inspect.getsourcefile(self.run)
+        try:
+            source = inspect.getsourcefile(self.run)
+        except TypeError:  # a partial or a callable object: no source file to hash
+            source = None
         if source is None:
             raise PipelineInputError(f"stage {self.name}: cannot find the source of its run function")
         return sha256_hex(Path(source).read_bytes())
@@ -128,11 +132,11 @@ class Pipeline:
         if not stages:
             raise PipelineInputError(f"generator {name}: no stages")
         produced: dict[str, str] = {}
-        for stage in stages:
+        for i, stage in enumerate(stages):
             if not _NAME.fullmatch(stage.name):
                 raise PipelineInputError(f"stage name {stage.name!r}: use lower-case letters, digits, "
                                          "'-' and '_'")
-            if stage.name in {s.name for s in stages[: stages.index(stage)]}:
+            if stage.name in {s.name for s in stages[:i]}:
                 raise PipelineInputError(f"stage {stage.name} is defined twice")
             for inp in stage.inputs:
                 if not Path(inp).is_absolute() and inp not in produced:
@@ -398,7 +402,7 @@ class _Runner:
                 raise GenerateError(f"stage {stage.name}: input {inp} is missing (was an earlier stage's "
                                     "output deleted?)")
             inputs[inp] = file_sha256(path)
-        settings = dict(stage.settings)
+        settings = json.loads(canonical_json(dict(stage.settings)))  # as the manifest will read back
         return {"code_version": {"drsearch": __version__, "generate_sha256": generate_code_sha256(),
                                  "stage_sha256": stage.code_sha256()},
                 "inputs": inputs, "models": [m.model_dump() for m in stage.models], "name": stage.name,
@@ -442,7 +446,12 @@ class _Runner:
         before = cache.stats()
         t0 = time.monotonic()
         ctx = StageContext(stage, self.out, chats, journal)
-        stage.run(ctx)
+        try:
+            stage.run(ctx)
+        except (DrsearchError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # a bug in a stage: one line naming it, not a traceback
+            raise GenerateError(f"stage {stage.name} failed: {e.__class__.__name__}: {e}") from e
         missing = [o for o in stage.outputs if not (self.out / o).is_file()]
         if missing:
             raise GenerateError(f"stage {stage.name} finished without writing {', '.join(missing)}")
