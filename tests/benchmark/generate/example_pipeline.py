@@ -3,8 +3,9 @@ models (served by the rule-based responder in tests/agents/fake_llm.py).
 
 - ``seed``: candidates from the question rows; rejects answers without a number;
 - ``rewrite``: a ``rewriter`` model rewrites each question; rejects replies that are not questions;
-- ``closed_book``: a ``solver`` model answers from memory; rejects what it already knows, and
-  emits the rest as DR-256-shaped rows with an ``example`` metadata block.
+- ``closed_book``: a ``solver`` model answers from memory in a closed-book agent episode;
+  rejects what it already knows, and emits the rest as DR-256-shaped rows with an
+  ``example`` metadata block.
 
 Run as a program (the kill -9 test does): ``python -m tests.benchmark.generate.example_pipeline
 --questions Q --base-url URL --out DIR [--until STAGE] [--cache-mode M] [--cache F]``.
@@ -18,7 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from drsearch.agents import CLOSED_BOOK, Preset, Question
+from drsearch.agents.questions import PromptMessage
 from drsearch.benchmark.generate import (
+    GenerateError,
     Keep,
     ModelEndpoint,
     Outcome,
@@ -70,18 +74,26 @@ def rewrite(ctx: StageContext) -> None:
 
 
 def closed_book(ctx: StageContext) -> None:
+    """The closed-book filter: one agent episode per item under the closed-book preset (the
+    agents loop through the pipeline's cache), as a difficulty filter would run it."""
     endpoint = ctx.stage.models[0]
+    preset = Preset.model_validate(ctx.settings["preset"])
+    items = ctx.read_jsonl("rewritten.jsonl")
+    index = {item["qid"]: i for i, item in enumerate(items)}
 
     def process(item: dict[str, Any]) -> Outcome:
-        body = {"messages": [{"role": "system", "content": "Answer from memory, in a few words."},
-                             {"role": "user", "content": f"Question: {item['rewritten']}"}],
-                "seed": ctx.settings["seed"], "temperature": ctx.settings["temperature"]}
-        answer = ctx.reply_text(endpoint, body, f"closed-book {item['qid']}").strip()
+        question = Question(qid=item["qid"], index=index[item["qid"]], prompt=(
+            PromptMessage(role="system", content="Answer from memory, in a few words."),
+            PromptMessage(role="user", content=f"Question: {item['rewritten']}")))
+        episode = ctx.episode(question, preset, endpoint)
+        if episode["status"] != "answered":  # no verdict without an answer: stop loudly
+            raise GenerateError(f"closed-book episode {item['qid']}: {episode['status']}: {episode['reason']}")
+        answer = episode["final_answer"]
         if _norm(answer) == _norm(item["label"]):
             return Reject("closed_book_solved", f"the solver answered {answer!r} without tools")
         return Keep({**item, "closed_book_answer": answer})
 
-    kept = ctx.map(ctx.read_jsonl("rewritten.jsonl"), lambda i: i["qid"], process)
+    kept = ctx.map(items, lambda i: i["qid"], process)
     rows = [{"label": item["label"],
              "metadata": {"benchmark": {"index": i}, "qid": f"example-{item['qid']}",
                           "example": {"closed_book_answer": item["closed_book_answer"],
@@ -102,7 +114,9 @@ def build(questions: Path, base_url: str, *, style: str = "concise", solver_temp
               settings={"concurrency": concurrency, "seed": 7, "style": style, "temperature": 0.0},
               models=(rewriter,)),
         Stage("closed_book", closed_book, inputs=("rewritten.jsonl",), outputs=("questions.jsonl",),
-              settings={"seed": 11, "temperature": solver_temperature}, models=(solver,)),
+              settings={"preset": CLOSED_BOOK.model_copy(update={"temperature": solver_temperature,
+                                                                 "seed_base": 11}).model_dump(mode="json")},
+              models=(solver,)),
     ])
 
 

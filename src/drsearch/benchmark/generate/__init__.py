@@ -5,7 +5,8 @@ Public API (pinned by tests/benchmark/generate/test_public_api.py)::
     Pipeline(name, [Stage(name, run, inputs=, outputs=, settings=, models=)])
     run_pipeline(pipeline, GenerateSettings(out=, until=, cache_mode=, cache=)) -> summary
     StageContext: read_jsonl, write_jsonl, write_json, complete / reply_text (ModelEndpoint),
-                  map(items, key, process -> Keep(row) | Reject(check, reason)), reject
+                  map(items, key, process -> Keep(row) | Reject(check, reason)), reject,
+                  episode(question, preset, endpoint, searcher) -> trajectory record
     generate_main(build, argv): the shared command line (--out, --until, --cache-mode, ...)
 
 It may import ``drsearch.agents`` (model client, replay cache) and ``drsearch.index``.

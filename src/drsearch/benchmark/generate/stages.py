@@ -46,7 +46,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ... import __version__
-from ...agents import CachedChat, CacheMode, ChatClient, ReplayCache, RetryPolicy
+from ...agents import (
+    CachedChat,
+    CachedPython,
+    CachedSearcher,
+    CacheMode,
+    ChatClient,
+    CorpusInfo,
+    LocalPython,
+    Preset,
+    PythonRunner,
+    Question,
+    ReplayCache,
+    RetryPolicy,
+    Searcher,
+    ToolResponse,
+    run_episode,
+)
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
 from ...index import DrsearchError
@@ -191,10 +207,11 @@ class StageContext:
     write its outputs. Counts and rejections are recorded as it goes."""
 
     def __init__(self, stage: Stage, out_dir: Path, chats: Mapping[str, CachedChat],
-                 journal: Journal) -> None:
+                 journal: Journal, cache: ReplayCache) -> None:
         self.stage = stage
         self.out_dir = out_dir
         self._chats = chats
+        self._cache = cache
         self._journal = journal
         self._lock = threading.Lock()
         self.counts_in = 0
@@ -269,6 +286,35 @@ class StageContext:
         content = self.complete(endpoint, body, describe)["choices"][0]["message"].get("content")
         return content if isinstance(content, str) else ""
 
+    def episode(self, question: Question, preset: Preset, endpoint: ModelEndpoint,
+                searcher: Searcher | None = None) -> dict[str, Any]:
+        """One agent episode (the agents loop, as ``drsearch run`` runs it) of ``question``
+        under ``preset`` against ``endpoint``: its trajectory record (``status``,
+        ``final_answer``, ``messages``, ...).
+
+        Model calls and tool calls go through the pipeline's replay cache: ``searcher`` (a
+        live one, e.g. ``EngineSearcher`` over a local corpus; needed when the preset offers
+        ``search`` or ``open``) is wrapped in a ``CachedSearcher``, and the python tool runs
+        through ``CachedPython`` (offline in replay mode). An ``error`` episode is returned
+        as a record, like any other outcome: the stage decides what it means.
+        """
+        if endpoint not in self.stage.models:
+            raise GenerateError(f"stage {self.stage.name}: model {endpoint.model} at {endpoint.base_url} "
+                                "is not declared in the stage's models")
+        needs_corpus = bool({"search", "open"} & set(preset.tools))
+        if needs_corpus and searcher is None:
+            raise GenerateError(f"stage {self.stage.name}: preset {preset.name} offers "
+                                f"{', '.join(preset.tools)}: give the episode a searcher")
+        cached: Searcher = _NoCorpus()
+        if searcher is not None:
+            cached = searcher if self._cache.mode == "off" else CachedSearcher(self._cache, searcher)
+        python: PythonRunner | None = None
+        if "python" in preset.tools:
+            python = LocalPython() if self._cache.mode == "off" else \
+                CachedPython(self._cache, None if self._cache.mode == "replay" else LocalPython())
+        return run_episode(question, preset, endpoint.model, self._chats[endpoint.base_url], cached,
+                           python).record
+
     def count_in(self, n: int = 1) -> None:
         """Count candidates a stage considers outside :meth:`map`."""
         with self._lock:
@@ -342,6 +388,19 @@ class StageContext:
         rejected = Counter(r["check"] for r in self.rejections)
         return {"in": self.counts_in, "out": self.counts_out, "rejected": dict(sorted(rejected.items())),
                 "rejected_total": sum(rejected.values())}
+
+
+class _NoCorpus:
+    """The searcher of an episode whose preset offers no corpus tool (never called)."""
+
+    def corpus(self) -> CorpusInfo:
+        return CorpusInfo("none", "none")
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        raise GenerateError("search called in an episode without a corpus")
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        raise GenerateError("open called in an episode without a corpus")
 
 
 def _rejected_name(stage: Stage) -> str:
@@ -445,9 +504,13 @@ class _Runner:
         journal = Journal(self.out / "stages" / f"{stage.name}.journal.jsonl", sha256_json(key))
         before = cache.stats()
         t0 = time.monotonic()
-        ctx = StageContext(stage, self.out, chats, journal)
+        ctx = StageContext(stage, self.out, chats, journal, cache)
         try:
             stage.run(ctx)
+        except GenerateError as e:  # name the stage once, whoever raised it
+            if e.message.startswith(f"stage {stage.name}"):
+                raise
+            raise GenerateError(f"stage {stage.name}: {e.message}") from e
         except (DrsearchError, KeyboardInterrupt):
             raise
         except Exception as e:  # a bug in a stage: one line naming it, not a traceback
