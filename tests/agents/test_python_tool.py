@@ -8,7 +8,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from drsearch.agents import DR256, LocalPython, tool_schemas
+from drsearch.agents import CLOSED_BOOK, DR256, LocalPython, tool_schema_sha256, tool_schemas
+from drsearch.agents.canonical import sha256_json
 from drsearch.agents.pytool import format_python, python_limits
 
 from .conftest import BLOCKED
@@ -73,6 +74,8 @@ def test_tool_lists_are_canonical_and_hashed() -> None:
         ("search", "python")
     assert [t["function"]["name"] for t in tool_schemas(a)] == ["search", "python"]
     assert [t["function"]["name"] for t in tool_schemas(DR256)] == ["search", "open"]
+    hashes = {tool_schema_sha256(p) for p in (DR256, a, CLOSED_BOOK)}
+    assert len(hashes) == 3 and tool_schema_sha256(CLOSED_BOOK) == sha256_json([])
 
 
 def _preset(tmp: Path, name: str, **fields: Any) -> Path:
