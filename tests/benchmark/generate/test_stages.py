@@ -268,3 +268,37 @@ def test_stages_that_do_not_fit_together_are_refused(stages: list[tuple[str, tup
 
     with pytest.raises(PipelineInputError, match=message.replace("(", r"\(").replace(".", r"\.")):
         Pipeline("p", [Stage(name, ex.seed, inputs=i, outputs=o) for name, i, o in stages])
+
+
+def test_ctrl_c_mid_stage_is_exit_130_and_the_rerun_resumes(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from drsearch.benchmark.generate import Pipeline, Stage, generate_main
+
+    out = tmp_path / "o"
+    calls: list[int] = []
+
+    def build(interrupt_at: int) -> Pipeline:
+        def stage(ctx: Any) -> None:
+            def process(item: int) -> Any:
+                from drsearch.benchmark.generate import Keep
+
+                calls.append(item)
+                if item == interrupt_at:
+                    raise KeyboardInterrupt
+                return Keep({"n": item})
+
+            ctx.write_jsonl("n.jsonl", ctx.map(list(range(6)), str, process))
+
+        return Pipeline("tiny", [Stage("count", stage, outputs=("n.jsonl",), settings={"n": 6})])
+
+    assert generate_main(lambda a: build(3), ["--out", str(out), "--cache-mode", "off"], prog="tiny") == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "rerun the same command to resume" in err and "Traceback" not in err
+    journal = out / "stages" / "count.journal.jsonl"
+    assert journal.read_bytes().count(b"\n") == 1 + 3  # header + the three finished items
+    assert not (out / "n.jsonl").exists()
+    calls.clear()
+    assert generate_main(lambda a: build(-1), ["--out", str(out), "--cache-mode", "off"], prog="tiny") == 0
+    assert calls == [3, 4, 5]  # only the unfinished items ran again
+    assert [json.loads(line)["n"] for line in (out / "n.jsonl").read_text().splitlines()] == list(range(6))
+    assert not journal.exists()
