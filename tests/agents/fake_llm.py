@@ -150,7 +150,8 @@ def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -
 
 class Rule:
     """Answer requests for ``model`` (``"*"``: any) whose prompt contains every ``needles``
-    string with ``reply``: a text, or a function of the request body giving the text."""
+    string with ``reply``: a text, or a function of the request body giving the text or a
+    whole assistant message (a dict, e.g. with native ``tool_calls``)."""
 
     def __init__(self, model: str, needles: tuple[str, ...] | str, reply: Any) -> None:
         self.model = model
@@ -183,11 +184,13 @@ class RuleResponder:
         rule = next((r for r in self.rules if r.matches(model, prompt)), None)
         if rule is None:
             return 400, {"error": {"message": f"no rule for model {model!r} and this prompt", "type": "no_rule"}}
-        text = rule.reply(body) if callable(rule.reply) else str(rule.reply)
+        reply = rule.reply(body) if callable(rule.reply) else str(rule.reply)
+        message = reply if isinstance(reply, dict) else {"content": reply, "role": "assistant"}
+        text = str(message.get("content") or "")
         usage = {"completion_tokens": len(text.split()), "prompt_tokens": len(prompt.split()),
                  "total_tokens": len(text.split()) + len(prompt.split())}
-        return 200, {"choices": [{"finish_reason": "stop", "index": 0,
-                                  "message": {"content": text, "role": "assistant"}}],
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return 200, {"choices": [{"finish_reason": finish, "index": 0, "message": message}],
                      "id": "cmpl-rule", "model": model, "object": "chat.completion", "usage": usage}
 
 

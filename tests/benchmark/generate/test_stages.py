@@ -18,10 +18,23 @@ from typing import Any
 
 import pytest
 
-from drsearch.agents import read_questions
+from drsearch.agents import DR256, EngineSearcher, Question, read_questions
 from drsearch.agents.canonical import sha256_json
+from drsearch.agents.questions import PromptMessage
+from drsearch.benchmark.generate import (
+    GenerateError,
+    GenerateSettings,
+    Keep,
+    ModelEndpoint,
+    Pipeline,
+    PipelineInputError,
+    Stage,
+    generate_main,
+    run_pipeline,
+)
+from drsearch.index import Engine
 
-from ...agents.fake_llm import serve_rules
+from ...agents.fake_llm import Rule, serve_rules
 from ...helpers import REPO
 from . import example_pipeline as ex
 
@@ -236,7 +249,6 @@ def test_kill_9_mid_stage_loses_only_unfinished_items(tmp_path: Path) -> None:
 
 
 def test_settings_compare_as_recorded_and_a_stage_bug_is_one_error(tmp_path: Path) -> None:
-    from drsearch.benchmark.generate import GenerateError, GenerateSettings, Pipeline, Stage, run_pipeline
 
     def write(ctx: Any) -> None:
         ctx.write_jsonl("a.jsonl", [{"pair": list(ctx.settings["pair"])}])
@@ -264,7 +276,6 @@ def test_settings_compare_as_recorded_and_a_stage_bug_is_one_error(tmp_path: Pat
 ])
 def test_stages_that_do_not_fit_together_are_refused(stages: list[tuple[str, tuple[str, ...], tuple[str, ...]]],
                                                       message: str) -> None:
-    from drsearch.benchmark.generate import Pipeline, PipelineInputError, Stage
 
     with pytest.raises(PipelineInputError, match=message.replace("(", r"\(").replace(".", r"\.")):
         Pipeline("p", [Stage(name, ex.seed, inputs=i, outputs=o) for name, i, o in stages])
@@ -272,7 +283,6 @@ def test_stages_that_do_not_fit_together_are_refused(stages: list[tuple[str, tup
 
 def test_ctrl_c_mid_stage_is_exit_130_and_the_rerun_resumes(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from drsearch.benchmark.generate import Pipeline, Stage, generate_main
 
     out = tmp_path / "o"
     calls: list[int] = []
@@ -280,8 +290,6 @@ def test_ctrl_c_mid_stage_is_exit_130_and_the_rerun_resumes(tmp_path: Path,
     def build(interrupt_at: int) -> Pipeline:
         def stage(ctx: Any) -> None:
             def process(item: int) -> Any:
-                from drsearch.benchmark.generate import Keep
-
                 calls.append(item)
                 if item == interrupt_at:
                     raise KeyboardInterrupt
@@ -302,3 +310,54 @@ def test_ctrl_c_mid_stage_is_exit_130_and_the_rerun_resumes(tmp_path: Path,
     assert calls == [3, 4, 5]  # only the unfinished items ran again
     assert [json.loads(line)["n"] for line in (out / "n.jsonl").read_text().splitlines()] == list(range(6))
     assert not journal.exists()
+
+
+def _search_agent(body: dict[str, Any]) -> Any:
+    """A tool-using solver: searches the question, then answers with the first hit's docid."""
+    tool_replies = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    if not tool_replies:
+        question = body["messages"][-1]["content"].removeprefix("Question: ")
+        return {"content": None, "role": "assistant", "tool_calls": [
+            {"function": {"arguments": json.dumps({"k": 2, "query": question}), "name": "search"},
+             "id": "c0", "type": "function"}]}
+    return tool_replies[0].split("docid: ", 1)[1].split("\n", 1)[0]
+
+
+def test_a_tool_augmented_episode_stage_replays_its_searches_offline(sample_index: Path, tmp_path: Path) -> None:
+    """StageContext.episode with a search preset: searches go through the replay cache, so the
+    replay needs neither the model nor live search answers (the corpus is only asked its identity)."""
+
+    rows = [json.loads(line) for line in ex.QUESTIONS.read_text().splitlines()][:3]
+
+    def build(url: str, engine: Engine) -> Pipeline:
+        agent = ModelEndpoint(model="search-agent", base_url=url)
+
+        def solve(ctx: Any) -> None:
+            preset = DR256.model_copy(update={"max_turns": 3})
+
+            def process(i: int) -> Any:
+                q = Question(qid=rows[i]["metadata"]["qid"], index=i,
+                             prompt=(PromptMessage(role="user", content=f"Question: {rows[i]['metadata']['question']}"),))
+                record = ctx.episode(q, preset, agent, EngineSearcher(engine))
+                return Keep({"answer": record["final_answer"], "qid": q.qid, "tools": record["accounting"]["tool_calls"]})
+
+            ctx.write_jsonl("answers.jsonl", ctx.map(list(range(len(rows))), str, process))
+
+        return Pipeline("search-filter", [Stage("solve", solve, outputs=("answers.jsonl",), models=(agent,))])
+
+    out, cache = tmp_path / "gen", tmp_path / "cache.sqlite3"
+    with Engine.open(sample_index) as engine:
+        with serve_rules([Rule("search-agent", "Question:", _search_agent)]) as responder:
+            url = responder.url
+            summary = run_pipeline(build(url, engine), GenerateSettings(out=out, cache=cache))
+        assert summary["ran"] == ["solve"]
+        answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+        assert answers[0] == {"answer": "web-374ac9a59a85196c", "qid": rows[0]["metadata"]["qid"],
+                              "tools": {"open": 0, "search": 1}}
+        saved = tmp_path / "saved"
+        shutil.copytree(out, saved)
+        shutil.rmtree(out)
+        run_pipeline(build(url, engine), GenerateSettings(out=out, cache=cache, cache_mode="replay"))
+    assert_same_tree(saved, out)
+    used = json.loads((out / "timings.json").read_text())["stages"]["solve"]["cache"]
+    assert used["tool"] == {"hits": 3, "misses": 0, "stored": 0} and used["llm"]["hits"] == 6
