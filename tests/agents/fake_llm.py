@@ -68,7 +68,8 @@ class FakeLLM:
             return errors[attempt - 1], {"error": {"message": "injected", "type": "injected"}}
         if "status" in step:
             return step["status"], {"error": {"message": "bad request", "type": "invalid_request_error"}}
-        question = messages[1]["content"].removeprefix("Question: ").split("\n")[0]
+        first_user = next(m["content"] for m in messages if m["role"] == "user")  # a system message is optional
+        question = first_user.removeprefix("Question: ").split("\n")[0]
         message: dict[str, Any] = {"content": None, "role": "assistant"}
         if "content" in step:
             message["content"] = step["content"].replace("INDEX", str(index))
@@ -142,3 +143,61 @@ def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -
             yield fake
         finally:
             fake.release.set()  # before the server stops: no handler is left hanging
+
+
+# --- A rule-based responder, for the generators' LLM stages ---------------------------------
+
+
+class Rule:
+    """Answer requests for ``model`` (``"*"``: any) whose prompt contains every ``needles``
+    string with ``reply``: a text, or a function of the request body giving the text or a
+    whole assistant message (a dict, e.g. with native ``tool_calls``)."""
+
+    def __init__(self, model: str, needles: tuple[str, ...] | str, reply: Any) -> None:
+        self.model = model
+        self.needles = (needles,) if isinstance(needles, str) else tuple(needles)
+        self.reply = reply
+
+    def matches(self, model: str, prompt: str) -> bool:
+        return self.model in ("*", model) and all(n in prompt for n in self.needles)
+
+
+class RuleResponder:
+    """An OpenAI-compatible responder dispatching on the request's ``model`` and on needles in
+    its prompt (every message's text, joined): the first matching rule answers. A request no
+    rule matches is answered HTTP 400 ``no_rule`` naming the model (never a made-up reply),
+    which the client does not retry. Deterministic: the reply is a function of the request."""
+
+    def __init__(self, rules: list[Rule], delay_s: float = 0.0) -> None:
+        self.rules = rules
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.requests.append(body)
+        time.sleep(self.delay_s)
+        model = str(body.get("model"))
+        prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+        rule = next((r for r in self.rules if r.matches(model, prompt)), None)
+        if rule is None:
+            return 400, {"error": {"message": f"no rule for model {model!r} and this prompt", "type": "no_rule"}}
+        reply = rule.reply(body) if callable(rule.reply) else str(rule.reply)
+        message = reply if isinstance(reply, dict) else {"content": reply, "role": "assistant"}
+        text = str(message.get("content") or "")
+        usage = {"completion_tokens": len(text.split()), "prompt_tokens": len(prompt.split()),
+                 "total_tokens": len(text.split()) + len(prompt.split())}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return 200, {"choices": [{"finish_reason": finish, "index": 0, "message": message}],
+                     "id": "cmpl-rule", "model": model, "object": "chat.completion", "usage": usage}
+
+
+@contextmanager
+def serve_rules(rules: list[Rule], delay_s: float = 0.0) -> Iterator[RuleResponder]:
+    """Serve a :class:`RuleResponder` on 127.0.0.1 (real HTTP); ``.url`` is its base URL."""
+    responder = RuleResponder(rules, delay_s)
+    with serve_chat(responder) as url:
+        responder.url = url
+        yield responder

@@ -5,7 +5,8 @@ Public API (pinned by tests/agents/test_public_api.py)::
 
     Searcher (protocol): EngineSearcher(engine), HttpSearcher(client), CachedSearcher(cache, live)
     ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
-    Preset, PRESETS["dr256"], load_preset(name | file); Question, read_questions
+    Preset, PRESETS["dr256" | "closed-book"], load_preset(name | file); Question, read_questions
+    LocalPython(), CachedPython(cache, live): the python tool's runners (resource limits only)
     run_episode(question, preset, model, chat, searcher) -> Episode
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
@@ -13,7 +14,8 @@ Public API (pinned by tests/agents/test_public_api.py)::
 from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
 from .loop import STATUSES, Accounting, Episode, run_episode
-from .preset import DR256, PRESETS, Preset, load_preset
+from .preset import CLOSED_BOOK, DR256, PRESETS, TOOL_NAMES, Preset, load_preset
+from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
 from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
 from .runner import RunSpec, code_version, execute_run
@@ -24,13 +26,16 @@ from .tools import tool_schema_sha256, tool_schemas
 
 __all__ = [
     "CACHE_MODES",
+    "CLOSED_BOOK",
     "DR256",
     "PRESETS",
     "STATUSES",
+    "TOOL_NAMES",
     "Accounting",
     "AgentError",
     "CacheMode",
     "CachedChat",
+    "CachedPython",
     "CachedSearcher",
     "ChatClient",
     "ChatOutcome",
@@ -39,8 +44,10 @@ __all__ = [
     "Episode",
     "HttpSearcher",
     "LLMError",
+    "LocalPython",
     "ParsedCall",
     "Preset",
+    "PythonRunner",
     "Question",
     "ReplayCache",
     "ReplayMissError",

@@ -5,7 +5,8 @@ sampling fields and ``seed = seed_base + index`` on every call. The episode ends
 status and a reason:
 
 - ``answered``: an assistant message without tool calls (its text, ``<think>`` removed,
-  is the final answer; possibly empty);
+  is the final answer; possibly empty); with a closed-book preset (no tools) the first
+  reply, whatever it holds (no tools, so nothing in it is executed);
 - ``turn_cap``: ``max_turns`` model calls without a final answer;
 - ``budget``: the tool-call, token or time budget ran out (the reason says which);
 - ``error``: the model endpoint failed for good, or replay met an unrecorded call.
@@ -25,6 +26,7 @@ from .canonical import sha256_hex
 from .errors import AgentError
 from .llm import CachedChat
 from .preset import Preset
+from .pytool import PythonRunner
 from .questions import Question
 from .searcher import Searcher
 from .toolcalls import ParsedCall, parse_tool_calls, strip_think
@@ -76,13 +78,18 @@ class Episode:
 class _Run:
     """State of one episode while it runs (kept small: see :func:`run_episode`)."""
 
-    def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher) -> None:
+    def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
+                 python: PythonRunner | None) -> None:
         self.q, self.preset, self.model, self.chat, self.searcher = q, preset, model, chat, searcher
+        self.python = python
         self.messages: list[dict[str, Any]] = q.prompt_messages()
-        # every request of the episode is these fields plus the messages so far
-        self.request = {"model": model, "tool_choice": "auto", "tools": tool_schemas(preset),
-                        **preset.sampling(q.index)}
+        # every request of the episode is these fields plus the messages so far (closed-book:
+        # no tools and no tool_choice, which some servers refuse without tools)
+        tools = {"tool_choice": "auto", "tools": tool_schemas(preset)} if preset.tools else {}
+        self.request = {"model": model, **tools, **preset.sampling(q.index)}
         self.acc = Accounting()
+        if "python" in preset.tools:
+            self.acc.tool_calls["python"] = 0
         self.turns: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
         self.timing: dict[str, Any] = {"llm_calls": []}
@@ -119,7 +126,7 @@ class _Run:
             entry.update(error=call.error, malformed=True, raw=call.raw)
             self.calls.append(entry)
             return tool_error("malformed_tool_call", f"{call.error}; the call was not executed")
-        result = execute(call.name, call.arguments, self.searcher, self.preset)
+        result = execute(call.name, call.arguments, self.searcher, self.preset, self.python)
         self.acc.tool_calls[call.name] += 1
         self.acc.tool_errors += 0 if result.response.ok else 1
         self.acc.tool_response_bytes += len(result.response.body)
@@ -141,6 +148,9 @@ class _Run:
         if message.get("tool_calls"):
             assistant["tool_calls"] = message["tool_calls"]
         self.messages.append(assistant)
+        if self.preset.closed_book:
+            return "answered", f"closed-book reply (finish_reason={choice.get('finish_reason')})", \
+                strip_think(content).strip()
         calls = parse_tool_calls(message, turn, self.preset)
         if not calls:
             return "answered", f"final answer (finish_reason={choice.get('finish_reason')})", \
@@ -155,9 +165,12 @@ class _Run:
         return None
 
 
-def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher) -> Episode:
-    """Run question ``q`` to a terminal status; never raises for model or replay failures."""
-    run = _Run(q, preset, model, chat, searcher)
+def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
+                python: PythonRunner | None = None) -> Episode:
+    """Run question ``q`` to a terminal status; never raises for model or replay failures.
+
+    ``python`` runs the python tool's calls (needed when the preset offers it)."""
+    run = _Run(q, preset, model, chat, searcher, python)
     status, reason, answer = "turn_cap", f"no final answer within {preset.max_turns} turns", None
     try:
         for turn in range(preset.max_turns):

@@ -30,6 +30,7 @@ from .errors import RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
 from .loop import Episode, run_episode
 from .preset import DR256, Preset, load_preset
+from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
@@ -171,7 +172,7 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
             "questions_sha256": questions_sha256,
             "replay_from": str(spec.replay_from) if spec.replay_from else None,
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "tool_schema_sha256": tool_schema_sha256(preset)}
+            "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools)}
 
 
 def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:
@@ -218,12 +219,23 @@ class _Progress:
             self.bar.close()
 
 
+def _python_runner(preset: Preset, cache: ReplayCache, offline: bool) -> PythonRunner | None:
+    """The python tool's runner when the preset offers it: through the cache like every tool
+    (offline replay: the cache alone)."""
+    if "python" not in preset.tools:
+        return None
+    if cache.mode == "off":
+        return LocalPython()
+    return CachedPython(cache, None if offline else LocalPython())
+
+
 def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
-                 searcher: Searcher, store: RunStore, progress: _Progress) -> None:
+                 searcher: Searcher, store: RunStore, progress: _Progress,
+                 python: PythonRunner | None = None) -> None:
     pool = ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix="episode")
     try:
         futures: dict[Future[Episode], Question] = {
-            pool.submit(run_episode, q, preset, model, chat, searcher): q for q in pending}
+            pool.submit(run_episode, q, preset, model, chat, searcher, python): q for q in pending}
         for fut in as_completed(futures):
             try:
                 episode = fut.result()
@@ -275,7 +287,8 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         pending = [q for q in selected if q.qid not in done]
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
         try:
-            _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store, progress)
+            _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store, progress,
+                         _python_runner(preset, cache, live is None))
         finally:
             progress.close()
         store.canonicalise()

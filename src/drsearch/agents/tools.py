@@ -1,4 +1,7 @@
-"""The agent's tools: ``search(query, k)`` and ``open(docid | url, offset)``.
+"""The agent's tools: ``search(query, k)``, ``open(docid | url, offset)`` and ``python(code)``.
+
+A preset offers any subset of them (``Preset.tools``); a call of a tool it does not offer
+is malformed, never executed. ``python`` runs through :mod:`drsearch.agents.pytool`.
 
 Schemas (OpenAI function format, hashed into run.json), strict argument validation, and
 compact text formatting of the searcher's JSON answers: search results as rank, docid,
@@ -15,13 +18,15 @@ from typing import Any
 
 from .canonical import canonical_json, sha256_json
 from .preset import Preset
+from .pytool import PythonRunner, format_python, python_limits
 from .searcher import Searcher, ToolResponse
 
 TRUNCATED = " …[truncated]"
 
 
 def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
-    """The ``tools`` field of every request (depends on the preset's k limits only)."""
+    """The ``tools`` field of every request: the preset's tools, in :data:`TOOL_NAMES` order
+    (depends on the tool list, the k limits and the python limits only; ``[]`` closed-book)."""
     search = {
         "name": "search",
         "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
@@ -44,7 +49,18 @@ def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
                            "offset": {"type": "integer", "minimum": 0,
                                       "description": "character offset of the page (default 0)"}}},
     }
-    return [{"function": search, "type": "function"}, {"function": open_, "type": "function"}]
+    python = {
+        "name": "python",
+        "description": ("Run a Python 3 program for computation and read what it prints (stdout and "
+                        f"stderr). Fresh empty directory each call, nothing kept between calls, no input; "
+                        f"limits: {preset.python_cpu_s} s CPU, {preset.python_memory_mb} MB memory, "
+                        f"{preset.python_wall_s:g} s wall clock."),
+        "parameters": {"type": "object", "additionalProperties": False, "required": ["code"],
+                       "properties": {"code": {"type": "string",
+                                               "description": "the program; print the result"}}},
+    }
+    schemas = {"open": open_, "python": python, "search": search}
+    return [{"function": schemas[name], "type": "function"} for name in preset.tools]
 
 
 def tool_schema_sha256(preset: Preset) -> str:
@@ -62,6 +78,16 @@ def _is_int(v: object) -> bool:
 
 def validate_arguments(name: str, args: dict[str, Any], preset: Preset) -> str | None:
     """None if ``name(**args)`` is a valid call, else why not (never guesses a fix)."""
+    if name not in preset.tools:
+        offered = ", ".join(preset.tools) or "none: answer directly"
+        return f"unknown tool {name!r} (tools: {offered})"
+    if name == "python":
+        extra = set(args) - {"code"}
+        if extra:
+            return f"python: unknown argument(s) {sorted(extra)}"
+        if not isinstance(args.get("code"), str) or not args["code"].strip():
+            return "python: 'code' must be a non-empty string"
+        return None
     if name == "search":
         extra = set(args) - {"query", "k"}
         if extra:
@@ -145,8 +171,15 @@ def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> 
     return _render_page(body, offset, text[:keep], offset + keep)
 
 
-def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset) -> ToolResult:
-    """Run a validated call against ``searcher`` and format the answer (capped)."""
+def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset,
+            python: PythonRunner | None = None) -> ToolResult:
+    """Run a validated call against ``searcher`` (``python`` for the python tool; an episode
+    offered it must pass one) and format the answer (capped)."""
+    if name == "python":
+        if python is None:
+            raise ValueError("the python tool was called but no PythonRunner was given")
+        r = python.run(args["code"], python_limits(preset))
+        return ToolResult(format_python(json.loads(r.body), preset.max_tool_response_chars), r)
     if name == "search":
         r = searcher.search(args["query"], args.get("k", preset.search_k_default))
     else:

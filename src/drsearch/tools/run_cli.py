@@ -77,9 +77,9 @@ def register(sub: Any) -> None:
                    help="run directory (resumed if present)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes at once (default 1)")
     p.add_argument("--preset", metavar="NAME|FILE.json",
-                   help="evaluation preset: a name (dr256) or a JSON file of preset fields, e.g. "
-                        '{"base": "dr256", "name": "mine", "max_turns": 8} (default dr256; with --replay, '
-                        "the recorded run's)"),
+                   help="evaluation preset: a name (dr256, closed-book) or a JSON file of preset fields, "
+                        'e.g. {"base": "dr256", "name": "mine", "max_turns": 8, '
+                        '"tools": ["search", "python"]} (default dr256; with --replay, the recorded run\'s)'),
     p.add_argument("--attempt", type=int, default=0, metavar="N",
                    help="repeated attempt N of the same questions (pass@k): the preset's seeds "
                         "move by N x 1,000,000 and its name gets -attemptN (default 0)")

@@ -201,6 +201,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
+    from ..benchmark.leak_audit import audit_runs, render_leak_audit
     from ..index.atomic import write_json_atomic
 
     run_dir = Path(args.run_dir)
@@ -237,12 +238,17 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
+    golds = {t.question_id: t.reference for t in tasks}
+    summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
+                                       {(g.question_id, g.attempt): g.correct for g in graded})
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
     print(render_table(summary), file=out)
+    if summary["leak_audit"]["totals"]["episodes"]:
+        print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
 
