@@ -21,7 +21,14 @@ def _files() -> list[Path]:
     for name in SCANNED:
         root = REPO / name
         paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        out += [p for p in paths if p.suffix in SUFFIXES and "__pycache__" not in p.parts]
+        # Build outputs (egg-info copies the README at install time) are not the clone's text.
+        out += [
+            p
+            for p in paths
+            if p.suffix in SUFFIXES
+            and "__pycache__" not in p.parts
+            and not any(part.endswith(".egg-info") for part in p.parts)
+        ]
     return out
 
 
