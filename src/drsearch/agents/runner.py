@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
-from ..index import BlockList, Engine, InvalidInputError
+from ..index import BlockList, BlocklistError, Engine, InvalidInputError
 from .canonical import sha256_hex
 from .errors import RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
@@ -57,6 +57,7 @@ class RunSpec(BaseModel):
     search_url: str | None = None
     database: Path | None = None
     blocked_docids: Path | None = None
+    allow_missing_blocked: bool = False
     preset: str | None = None
     attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
@@ -129,10 +130,18 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
         http = HttpSearcher.connect(spec.search_url)
         stack.callback(http.close)
+        c = http.corpus()
+        if (not spec.allow_missing_blocked and c.blocklist_count is not None
+                and c.blocklist_matched is not None and c.blocklist_matched < c.blocklist_count):
+            raise BlocklistError(f"{spec.search_url} serves a blocklist of {c.blocklist_count} docids, "
+                                 f"{c.blocklist_matched} in its corpus (--allow-missing-blocked if the "
+                                 "corpus is deliberately partial)")
         return http
     assert spec.database is not None
     blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None
     engine = stack.enter_context(Engine.open(spec.database, blocklist))
+    if not spec.allow_missing_blocked:
+        engine.check_blocklist_complete()
     return EngineSearcher(engine)
 
 
@@ -165,6 +174,7 @@ def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
 def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: CorpusInfo,
               questions: list[Question], questions_sha256: str, search: str) -> dict[str, Any]:
     return {"base_url": base_url, "blocklist_sha256": corpus.blocklist_sha256,
+            "blocklist_count": corpus.blocklist_count, "blocklist_matched": corpus.blocklist_matched,
             "cache_mode": "replay" if spec.replay_from else spec.cache_mode, "code_version": code_version(),
             "corpus_identity": corpus.identity, "model": model, "preset": preset.model_dump(mode="json"),
             "prompt_sha256": {q.qid: q.prompt_sha256 for q in questions}, "questions": str(spec.questions),

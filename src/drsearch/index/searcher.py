@@ -17,10 +17,14 @@ from .models import dumps
 
 @dataclass(frozen=True, slots=True)
 class CorpusInfo:
-    """What a searcher serves: the corpus content identity and the blocklist's SHA-256."""
+    """What a searcher serves: the corpus content identity and the blocklist's SHA-256,
+    and (where the searcher reports them) how many docids the blocklist lists and how
+    many of them are documents of the corpus (None: not reported, e.g. a replay)."""
 
     identity: str
     blocklist_sha256: str
+    blocklist_count: int | None = None
+    blocklist_matched: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
