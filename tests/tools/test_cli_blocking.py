@@ -176,7 +176,7 @@ def test_serving_a_release_without_or_with_another_blocklist_is_explicit(release
     assert "WITHOUT its blocklist" in log.read_text()
 
 
-def test_run_refuses_a_server_whose_blocklist_matches_nothing(sample_index: Path, stale: Path, tmp_path: Path,
+def test_run_and_score_refuse_a_server_whose_blocklist_matches_nothing(sample_index: Path, stale: Path, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     with serving(tmp_path, "--database", str(sample_index), "--blocked-docids", str(stale),
                  "--allow-missing-blocked") as (health, _, url):
@@ -186,6 +186,16 @@ def test_run_refuses_a_server_whose_blocklist_matches_nothing(sample_index: Path
                     "--base-url", "http://127.0.0.1:9/v1", "--out", str(out), "--quiet")
         assert rc == 2 and "serves a blocklist of 3 docids, 0 in its corpus" in one_error_line(capsys)
         assert not out.exists()
+        questions = tmp_path / "bio.jsonl"
+        questions.write_text(json.dumps({"task_id": "src0#0", "question": "Does drug 0 work?",
+                                         "track": "clinical", "checklist": BIO_CHECKLIST}) + "\n")
+        run = write_run(tmp_path / "scored", [episode_record("src0#0", 0, "answered", "d-8b601c6f3f2c9567")])
+        with serve_judge() as fake:
+            rc, _ = cli("score", str(run), "--dataset", "openbiorq", "--questions", str(questions),
+                        "--judge-model", "j", "--base-url", fake.url, "--audit-citations", "--search", url,
+                        "--out", str(tmp_path / "s.json"))
+        assert rc == 2 and "serves a blocklist of 3 docids, 0 in its corpus" in one_error_line(capsys)
+        assert not (tmp_path / "s.json").exists()
 
 
 def test_answer_documents_stay_openable_and_artifacts_do_not(sample_index: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
-from ..index import BlockList, BlocklistError, Engine, InvalidInputError
+from ..index import BlockList, Engine, InvalidInputError
 from .canonical import sha256_hex
 from .errors import RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
@@ -130,12 +130,8 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
         http = HttpSearcher.connect(spec.search_url)
         stack.callback(http.close)
-        c = http.corpus()
-        if (not spec.allow_missing_blocked and c.blocklist_count is not None
-                and c.blocklist_matched is not None and c.blocklist_matched < c.blocklist_count):
-            raise BlocklistError(f"{spec.search_url} serves a blocklist of {c.blocklist_count} docids, "
-                                 f"{c.blocklist_matched} in its corpus (--allow-missing-blocked if the "
-                                 "corpus is deliberately partial)")
+        if not spec.allow_missing_blocked:
+            http.corpus().check_blocklist_complete(spec.search_url)
         return http
     assert spec.database is not None
     blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None

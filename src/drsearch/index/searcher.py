@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .errors import BlocklistError
 from .models import dumps
 
 
@@ -25,6 +26,14 @@ class CorpusInfo:
     blocklist_sha256: str
     blocklist_count: int | None = None
     blocklist_matched: int | None = None
+
+    def check_blocklist_complete(self, where: str) -> None:
+        """Raise BlocklistError when ``where`` (a server) reports a blocklist naming docids
+        its corpus lacks: it hides less than it lists (see ``Engine.check_blocklist_complete``)."""
+        count, matched = self.blocklist_count, self.blocklist_matched
+        if count is not None and matched is not None and matched < count:
+            raise BlocklistError(f"{where} serves a blocklist of {count} docids, {matched} in its corpus "
+                                 "(--allow-missing-blocked if the corpus is deliberately partial)")
 
 
 @dataclass(frozen=True, slots=True)

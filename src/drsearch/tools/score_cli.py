@@ -114,6 +114,8 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
         elif args.search is not None:
             searcher = HttpSearcher.connect(args.search)
             stack.callback(searcher.close)
+            if not args.allow_missing_blocked:
+                searcher.corpus().check_blocklist_complete(args.search)
             routes["docid"] = routes["url"] = CorpusResolver(searcher)
         templates = dict(_record_url(t) for t in args.record_url or ())
         if templates:
