@@ -139,6 +139,7 @@ def test_run_json_and_summary(live_run: dict[str, Any], search_server: str) -> N
     health = httpx.get(search_server + "/health").json()
     assert manifest["corpus_identity"] == health["corpus"]["identity"]
     assert manifest["blocklist_sha256"] == health["blocklist"]["sha256"]
+    assert manifest["blocklist_count"] == manifest["blocklist_matched"] == health["blocklist"]["matched"] == 3
     assert manifest["preset"]["name"] == "dr256" and manifest["preset"]["max_turns"] == 20
     assert manifest["tool_schema_sha256"] == tool_schema_sha256(DR256)
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines()]

@@ -337,7 +337,7 @@ BIO_CHECKLIST = [{"type": "must_mention", "weight": 3, "text": "dose"},
                  {"type": "must_ground", "weight": 1, "text": "trial"},
                  {"type": "must_mention", "weight": 1, "text": "mechanism"},
                  {"type": "must_avoid", "weight": 2, "text": "cure claim"}]
-DOC = "web-042bb7b5fedab6ea"
+DOC = "d-8b601c6f3f2c9567"
 
 
 def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Path, tmp_path: Path) -> None:
@@ -348,7 +348,7 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     run = write_run(tmp_path / "run", [
         # dose, uncertainty, mechanism, no cure claim: (3 + 2 + 1 + 2) / 9 = 8/9
         episode_record("src0#0", 0, "answered", f"The dose matters; uncertainty remains; mechanism unclear.\n"
-                                                f"Source: {DOC}\nAlso web-0000000000000000."),
+                                                f"Source: {DOC}\nAlso d-0000000000000000."),
         # dose and a cure claim: (3 + 0) / 9 = 1/3
         episode_record("src1#0", 1, "answered", "The dose is a cure claim."),
         # dose, uncertainty: (3 + 2 + 2) / 9 = 7/9: solved at 0.5, not at 0.8
@@ -378,7 +378,7 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     assert default["grading"]["citation_support"]["prompt"] == "citation_support_v1"
     graded = [json.loads(line) for line in (tmp_path / "default.graded.jsonl").read_text().splitlines()]
     checks = graded[0]["judge"]["citations"]
-    assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("web-0000000000000000", "notfound")]
+    assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("d-0000000000000000", "notfound")]
     assert len(checks[0]["support_judge"]["prompt_sha256"]) == 64
     # the reliability report reads checklist scores too: same scores (rho 1), labels differ on src2#0 only
     rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"), "--json")

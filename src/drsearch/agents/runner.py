@@ -58,6 +58,7 @@ class RunSpec(BaseModel):
     search_url: str | None = None
     database: Path | None = None
     blocked_docids: Path | None = None
+    allow_missing_blocked: bool = False
     preset: str | None = None
     attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
@@ -130,10 +131,14 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
         http = HttpSearcher.connect(spec.search_url)
         stack.callback(http.close)
+        if not spec.allow_missing_blocked:
+            http.corpus().check_blocklist_complete(spec.search_url)
         return http
     assert spec.database is not None
     blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None
     engine = stack.enter_context(Engine.open(spec.database, blocklist))
+    if not spec.allow_missing_blocked:
+        engine.check_blocklist_complete()
     return EngineSearcher(engine)
 
 
@@ -166,6 +171,7 @@ def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
 def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: CorpusInfo,
               questions: list[Question], questions_sha256: str, search: str) -> dict[str, Any]:
     return {"base_url": base_url, "blocklist_sha256": corpus.blocklist_sha256,
+            "blocklist_count": corpus.blocklist_count, "blocklist_matched": corpus.blocklist_matched,
             "cache_mode": "replay" if spec.replay_from else spec.cache_mode, "code_version": code_version(),
             "corpus_identity": corpus.identity, "model": model, "preset": preset.model_dump(mode="json"),
             "prompt_sha256": {q.qid: q.prompt_sha256 for q in questions}, "questions": str(spec.questions),

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .blocking import add_allow_missing_blocked
+
 # RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
 _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
             "api_key_env": "--api-key-env", "search_url": "--search", "database": "--database",
@@ -36,7 +38,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
-            blocked_docids=args.blocked_docids, preset=args.preset, attempt=args.attempt,
+            blocked_docids=args.blocked_docids, allow_missing_blocked=args.allow_missing_blocked,
+            preset=args.preset, attempt=args.attempt,
             concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
             replay_from=args.replay, quiet=args.quiet,
@@ -70,6 +73,7 @@ def register(sub: Any) -> None:
     g.add_argument("--search", metavar="URL", help="a drsearch server, e.g. http://127.0.0.1:8000")
     g.add_argument("--database", type=Path, metavar="CORPUS", help="search an index file in-process")
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    add_allow_missing_blocked(p)
     p.add_argument("--model", help="model name sent to the endpoint")
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")

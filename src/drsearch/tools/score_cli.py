@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..index import InvalidInputError
+from .blocking import add_allow_missing_blocked
 from .progress import progress_bar
 
 if TYPE_CHECKING:
@@ -110,10 +111,14 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
         if args.database is not None:
             blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
             engine = stack.enter_context(Engine.open(args.database, blocklist))
+            if not args.allow_missing_blocked:
+                engine.check_blocklist_complete()
             routes["docid"] = routes["url"] = CorpusResolver(EngineSearcher(engine))
         elif args.search is not None:
             searcher = HttpSearcher.connect(args.search)
             stack.callback(searcher.close)
+            if not args.allow_missing_blocked:
+                searcher.corpus().check_blocklist_complete(args.search)
             routes["docid"] = routes["url"] = CorpusResolver(searcher)
         templates = dict(_record_url(t) for t in args.record_url or ())
         if templates:
@@ -373,6 +378,7 @@ def register(sub: Any) -> None:
     g.add_argument("--database", type=Path, metavar="CORPUS", help="citation audit: the corpus in-process")
     g.add_argument("--search", metavar="URL", help="citation audit: a drsearch server")
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    add_allow_missing_blocked(p)
     p.add_argument("--record-url", action="append", metavar="KIND=URL",
                    help="citation audit: fetch pmid|doi|nct records from URL with {id} (repeatable)")
     p.set_defaults(handler=cmd_score)
