@@ -120,7 +120,7 @@ SCRIPTS: dict[int, list[dict[str, Any]]] = {
     1: [{"content": "28"}],  # answers at once: prior knowledge
     2: [{"call": [("search", {"query": "QUESTION", "k": 3})]}, {"content": "Tom"}],  # read it, answered wrong
     3: [{"call": [("search", {"query": "QUESTION", "k": 3})]},  # the first search misses it; the page has it
-        {"call": [("open", {"docid": "web-9eef8162bbb67b0b"})]}, {"content": "Martin Taylor"}],
+        {"call": [("open", {"docid": "d-043c589551fc53f2"})]}, {"content": "Martin Taylor"}],
 }
 
 
@@ -135,7 +135,8 @@ def test_leak_audit_end_to_end_in_scores_json(sample_index: Path, tmp_path: Path
     run = tmp_path / "run"
     with serve_fake(SCRIPTS) as fake:
         rc, text = cli("run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--model", "m",
-                       "--base-url", fake.url, "--out", str(run), "--quiet", "--ids", *QIDS[:4])
+                       "--base-url", fake.url, "--out", str(run), "--quiet", "--ids", *QIDS[:4],
+                       "--blocked-docids", str(DATA / "sample/blocked_docids.txt"))
     assert rc == 0, text
     with serve_judge([]) as judge:
         rc, table = cli("score", str(run), "--questions", str(QUESTIONS), "--judge-model", "j",
@@ -143,12 +144,12 @@ def test_leak_audit_end_to_end_in_scores_json(sample_index: Path, tmp_path: Path
     assert rc == 0, table
     audit = json.loads((run / "scores.json").read_text())["leak_audit"]
     q = {qid: recs[0] for qid, recs in audit["questions"].items()}
-    assert q[QIDS[0]]["first_leak"] == {"docid": "web-374ac9a59a85196c", "tool": "search", "turn": 0}
+    assert q[QIDS[0]]["first_leak"] == {"docid": "d-52f3fe3674432ddf", "tool": "search", "turn": 0}
     assert q[QIDS[0]]["origin"] == "corpus" and q[QIDS[0]]["answered_after_leak"] is True
     assert q[QIDS[1]]["first_leak"] is None and q[QIDS[1]]["origin"] == "prior"
     assert q[QIDS[2]]["first_leak"]["tool"] == "search" and q[QIDS[2]]["correct"] is False
     assert q[QIDS[2]]["origin"] is None and not q[QIDS[2]]["final_answer_has_gold"]
-    assert q[QIDS[3]]["first_leak"] == {"docid": "web-9eef8162bbb67b0b", "tool": "open", "turn": 1}
+    assert q[QIDS[3]]["first_leak"] == {"docid": "d-043c589551fc53f2", "tool": "open", "turn": 1}
     assert not q[QIDS[3]]["first_search_has_gold"] and q[QIDS[3]]["origin"] == "corpus"
     assert audit["first_search_answerable"] == sorted([QIDS[0], QIDS[2]])
     assert audit["totals"]["correct_by_origin"] == {"computed": 0, "corpus": 2, "prior": 1}

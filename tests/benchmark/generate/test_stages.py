@@ -32,10 +32,10 @@ from drsearch.benchmark.generate import (
     generate_main,
     run_pipeline,
 )
-from drsearch.index import Engine
+from drsearch.index import BlockList, Engine
 
 from ...agents.fake_llm import Rule, serve_rules
-from ...helpers import REPO
+from ...helpers import DATA, REPO
 from . import example_pipeline as ex
 
 VOLATILE = {"timings.json"}  # clock and cache facts: the one file allowed to differ between runs
@@ -346,13 +346,15 @@ def test_a_tool_augmented_episode_stage_replays_its_searches_offline(sample_inde
         return Pipeline("search-filter", [Stage("solve", solve, outputs=("answers.jsonl",), models=(agent,))])
 
     out, cache = tmp_path / "gen", tmp_path / "cache.sqlite3"
-    with Engine.open(sample_index) as engine:
+    # The sample's leak artifacts are blocked, as in every deployment of the sample benchmark.
+    blocked = BlockList.from_file(DATA / "sample/blocked_docids.txt")
+    with Engine.open(sample_index, blocked) as engine:
         with serve_rules([Rule("search-agent", "Question:", _search_agent)]) as responder:
             url = responder.url
             summary = run_pipeline(build(url, engine), GenerateSettings(out=out, cache=cache))
         assert summary["ran"] == ["solve"]
         answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
-        assert answers[0] == {"answer": "web-374ac9a59a85196c", "qid": rows[0]["metadata"]["qid"],
+        assert answers[0] == {"answer": "d-52f3fe3674432ddf", "qid": rows[0]["metadata"]["qid"],
                               "tools": {"open": 0, "search": 1}}
         saved = tmp_path / "saved"
         shutil.copytree(out, saved)
