@@ -91,7 +91,7 @@ def test_scores_json_has_honest_denominators(runs: dict[str, Any]) -> None:
     assert scores["n"] == 12 and scores["accuracy"]["count"] == 2 and scores["accuracy"]["n"] == 12
     counts = {k: v["count"] for k, v in scores["outcomes"].items()}
     assert counts == {"correct": 2, "incorrect": 2, "empty_answer": 1, "unfinished": 1, "agent_error": 1,
-                      "missing_episode": 4, "judge_failed": 1}
+                      "missing_episode": 4, "missing": 0, "judge_failed": 1}
     assert all(v["n"] == 12 for v in scores["outcomes"].values())
     assert scores["grading"]["judge_model"] == "judge-m" and len(scores["grading"]["prompt_sha256"]) == 64
     assert set(scores["breakdowns"]["tier"]) == {"challenge", "frontier"}

@@ -10,9 +10,20 @@ Public API (pinned by tests/agents/test_public_api.py)::
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
 
-from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
+from .errors import (
+    AgentError,
+    EndpointError,
+    EndpointProbeError,
+    InfrastructureError,
+    LLMError,
+    LocalIOError,
+    ReplayMissError,
+    RunStoreError,
+    SearcherError,
+    TransientLLMError,
+)
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
-from .loop import STATUSES, Accounting, Episode, run_episode
+from .loop import FINAL_STATUSES, INFRA_STATUS, STATUSES, Accounting, Episode, run_episode
 from .preset import DR256, PRESETS, Preset, load_preset
 from .questions import Question, read_questions
 from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
@@ -25,6 +36,8 @@ from .tools import tool_schema_sha256, tool_schemas
 __all__ = [
     "CACHE_MODES",
     "DR256",
+    "FINAL_STATUSES",
+    "INFRA_STATUS",
     "PRESETS",
     "STATUSES",
     "Accounting",
@@ -35,10 +48,14 @@ __all__ = [
     "ChatClient",
     "ChatOutcome",
     "CorpusInfo",
+    "EndpointError",
+    "EndpointProbeError",
     "EngineSearcher",
     "Episode",
     "HttpSearcher",
+    "InfrastructureError",
     "LLMError",
+    "LocalIOError",
     "ParsedCall",
     "Preset",
     "Question",
