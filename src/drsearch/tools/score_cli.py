@@ -217,8 +217,13 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
         for attempt, run in enumerate(runs):
-            graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
-                                concurrency=args.concurrency)
+            graded_run = grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
+                                   concurrency=args.concurrency)
+            failed = sum(g.outcome == "missing" for g in graded_run)
+            if failed:
+                _warn(f"{failed} question(s) graded `missing` in {run.path}: their latest attempt failed for "
+                      "infrastructure (rerun `drsearch run` on that directory to retry them)")
+            graded += graded_run
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
     summary["grading"] = {
         "dataset": args.dataset, "questions": str(args.questions),
