@@ -7,9 +7,9 @@ search backend and the model endpoint answered (:meth:`ChatClient.probe`). Every
 question ends up with a line in trajectories.jsonl or, when even that write failed (disk
 full), counted in the summary: an infrastructure failure, or an unexpected exception in an
 episode (a bug, not the model's doing), is recorded as status ``infra_error``, never
-dropped and never finished, so a rerun retries it. Ctrl-C (KeyboardInterrupt in the main thread) cancels the
-model calls in flight (:meth:`CachedChat.cancel`), keeps the episodes already appended,
-writes none of the unfinished ones and re-raises; a rerun resumes.
+dropped and never finished, so a rerun retries it. Ctrl-C (KeyboardInterrupt in the main
+thread) cancels the model calls in flight (:meth:`CachedChat.cancel`), keeps the episodes
+already appended, writes none of the unfinished ones and re-raises; a rerun resumes.
 """
 
 from __future__ import annotations
