@@ -81,7 +81,7 @@ def test_a_dead_model_endpoint_is_refused_before_anything_is_written(search_serv
     rc, stdout, err = run(out, "http://127.0.0.1:9/v1", ["--search", search_server])
     assert rc == 2 and stdout == "", err
     assert len(err.strip().splitlines()) == 1, err
-    assert "--base-url http://127.0.0.1:9/v1" in err and "not usable for model 'fake-model'" in err
+    assert "--base-url http://127.0.0.1:9/v1: the model endpoint" in err and "not usable for model 'fake-model'" in err
     assert "ConnectError" in err and "gave up after 2 attempts" in err
     assert not out.exists()
 

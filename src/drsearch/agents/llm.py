@@ -219,7 +219,7 @@ class ChatClient:
         401/403/404 raise :class:`EndpointProbeError` (one line; CLI exit 2); any other
         answer, even a 400 refusing the tiny request, shows the endpoint is there.
         """
-        where = str(self._client.base_url)
+        where = str(self._client.base_url).rstrip("/")  # as given (httpx adds a slash)
         try:
             r = self._get_models()
             if r.status_code in (401, 403):
