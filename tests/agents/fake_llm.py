@@ -13,6 +13,10 @@ Script steps (dicts):
 - ``{"hang": n, ...}``: the first n tries of that step send nothing until the server stops
   (or ``fake.release`` is set), then answer as the rest of the step says.
 A script's last step repeats for later turns.
+
+``GET /v1/models`` lists ``fake.models`` (answered with ``fake.models_status``); a
+completion without a ``seed`` is ``drsearch run``'s endpoint probe: recorded in
+``fake.probes`` (not ``fake.requests``) and answered with ``fake.probe_status``.
 """
 
 from __future__ import annotations
@@ -45,9 +49,28 @@ class FakeLLM:
         self.url = ""
         self.release = threading.Event()  # ends every "hang" step
         self.hanging = 0  # requests waiting in a "hang" step now
+        self.models = ["fake-model"]
+        self.models_status = 200
+        self.probe_status = 200
+        self.probes: list[dict[str, Any]] = []  # GET /models (as {"path": ...}) and probe completions
+
+    def list_models(self) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.probes.append({"path": "/v1/models"})
+        if self.models_status != 200:
+            return self.models_status, {"error": {"message": "injected", "type": "injected"}}
+        return 200, {"data": [{"id": m, "object": "model"} for m in self.models], "object": "list"}
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         time.sleep(self.delay_s)
+        if "seed" not in body:  # the endpoint probe: one minimal request
+            with self.lock:
+                self.probes.append(body)
+            if self.probe_status != 200:
+                return self.probe_status, {"error": {"message": "injected", "type": "injected"}}
+            return 200, {"choices": [{"finish_reason": "length", "index": 0,
+                                      "message": {"content": "OK", "role": "assistant"}}],
+                         "object": "chat.completion", "usage": {"completion_tokens": 1, "prompt_tokens": 5}}
         index = body["seed"] - SEED_BASE
         messages = body["messages"]
         turn = sum(m["role"] == "assistant" for m in messages)
@@ -97,12 +120,23 @@ class Responder(Protocol):
 class _Handler(BaseHTTPRequestHandler):
     fake: Responder
 
+    def do_GET(self) -> None:
+        list_models = getattr(self.fake, "list_models", None)
+        if self.path == "/v1/models" and list_models is not None:
+            status, answer = list_models()
+        else:
+            status, answer = 404, {"error": "no such path"}
+        self._send(status, answer)
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if self.path != "/v1/chat/completions":
             status, answer = 404, {"error": "no such path"}
         else:
             status, answer = self.fake.respond(body)
+        self._send(status, answer)
+
+    def _send(self, status: int, answer: dict[str, Any]) -> None:
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")

@@ -11,9 +11,20 @@ Public API (pinned by tests/agents/test_public_api.py)::
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
 
-from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
+from .errors import (
+    AgentError,
+    EndpointError,
+    EndpointProbeError,
+    InfrastructureError,
+    LLMError,
+    LocalIOError,
+    ReplayMissError,
+    RunStoreError,
+    SearcherError,
+    TransientLLMError,
+)
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
-from .loop import STATUSES, Accounting, Episode, run_episode
+from .loop import FINAL_STATUSES, INFRA_STATUS, STATUSES, Accounting, Episode, run_episode
 from .preset import CLOSED_BOOK, DR256, PRESETS, TOOL_NAMES, Preset, load_preset
 from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
@@ -28,6 +39,8 @@ __all__ = [
     "CACHE_MODES",
     "CLOSED_BOOK",
     "DR256",
+    "FINAL_STATUSES",
+    "INFRA_STATUS",
     "PRESETS",
     "STATUSES",
     "TOOL_NAMES",
@@ -40,10 +53,14 @@ __all__ = [
     "ChatClient",
     "ChatOutcome",
     "CorpusInfo",
+    "EndpointError",
+    "EndpointProbeError",
     "EngineSearcher",
     "Episode",
     "HttpSearcher",
+    "InfrastructureError",
     "LLMError",
+    "LocalIOError",
     "LocalPython",
     "ParsedCall",
     "Preset",

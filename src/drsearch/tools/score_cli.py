@@ -228,8 +228,13 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         bar = progress_bar("grading", " q", len(tasks) * len(runs), quiet=args.quiet)
         try:
             for attempt, run in enumerate(runs):
-                graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
-                                    concurrency=args.concurrency, progress=bar.update)
+                graded_run = grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
+                                       concurrency=args.concurrency, progress=bar.update)
+                failed = sum(g.outcome == "missing" for g in graded_run)
+                if failed:
+                    _warn(f"{failed} question(s) graded `missing` in {run.path}: their latest attempt failed "
+                          "for infrastructure (rerun `drsearch run` on that directory to retry them)")
+                graded += graded_run
         finally:
             bar.close()
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
