@@ -184,7 +184,7 @@ def test_a_failed_model_call_is_exit_1_naming_the_call(tmp_path: Path) -> None:
     with serve_rules(ex.RULES[:1]) as responder:  # the solver has no rules: HTTP 400 no_rule
         rc, _, err = generate(tmp_path / "gen", "--max-attempts", "1", base_url=responder.url)
     assert rc == 1 and len(err.strip().splitlines()) == 1
-    assert "error: stage closed_book: closed-book episode q-b1d4331f8b21052e: error: agent_error: llm_error: " \
+    assert "error: stage closed_book: closed-book episode q-b1d4331f8b21052e: model_error: llm_error: " \
         "HTTP 400" in err and "no_rule" in err
     manifest = json.loads((tmp_path / "gen" / "manifest.json").read_text())
     assert manifest["stage_order"] == ["seed", "rewrite"]  # the finished stages stay

@@ -295,8 +295,9 @@ class StageContext:
         Model calls and tool calls go through the pipeline's replay cache: ``searcher`` (a
         live one, e.g. ``EngineSearcher`` over a local corpus; needed when the preset offers
         ``search`` or ``open``) is wrapped in a ``CachedSearcher``, and the python tool runs
-        through ``CachedPython`` (offline in replay mode). An ``error`` episode is returned
-        as a record, like any other outcome: the stage decides what it means.
+        through ``CachedPython`` (offline in replay mode). A ``model_error`` or
+        ``infra_error`` episode is returned as a record, like any other outcome: the stage
+        decides what it means (an ``infra_error`` is never the model's answer).
         """
         if endpoint not in self.stage.models:
             raise GenerateError(f"stage {self.stage.name}: model {endpoint.model} at {endpoint.base_url} "
