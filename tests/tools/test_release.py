@@ -131,6 +131,34 @@ def test_edited_question_fails_naming_the_file(release: Path) -> None:
     assert code == 1 and "FAIL  file benchmark/questions.jsonl" in out and out.rstrip().endswith(str(release))
 
 
+def test_questions_written_as_the_card_describes_them_validate(release: Path) -> None:
+    """``dataset_rows`` as integer or string identifiers, fingerprints in another scheme,
+    ``base_pilot`` as a string or an object: the card fixes none of these types, so such a
+    release is sound; a wrong index, tier or label type still fails naming file and line."""
+    q = release / "benchmark/questions.jsonl"
+    rows = [json.loads(line) for line in q.read_text(encoding="utf-8").splitlines()]
+    rows[0]["metadata"].update(dataset_rows=[17, 4023], row_fingerprints=["row:17", "row:4023"])
+    rows[1]["metadata"].update(dataset_rows=["nq/train/88"], row_fingerprints=["ABC"])
+    rows[0]["metadata"]["benchmark"]["base_pilot"] = "solved"
+    rows[1]["metadata"]["benchmark"]["base_pilot"] = {"runs": 3, "correct": 1}
+
+    def write(rows: list[dict[str, object]]) -> None:
+        q.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows),
+                     encoding="utf-8")
+
+    write(rows)
+    write_release_manifest(release)
+    report = validate(release)
+    assert report.ok(strict=True), failed(report)
+    for field, value in [("index", "4"), ("calibration_tier", "hard"), ("label", 30)]:
+        bad_rows = json.loads(json.dumps(rows))
+        target = bad_rows[4] if field == "label" else bad_rows[4]["metadata"]["benchmark"]
+        target[field] = value
+        write(bad_rows)  # the manifest is not rewritten: it refuses rows that do not validate
+        message = failed(validate(release))["questions schema"]
+        assert "benchmark/questions.jsonl:5: " in message and field in message, message
+
+
 def test_unknown_file_is_a_warning(release: Path) -> None:
     (release / "search" / "notes.txt").write_text("hello\n")
     report = validate(release)
