@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -217,6 +218,51 @@ def test_manifest_paths_cannot_escape_the_release(release: Path, tmp_path: Path)
     manifest["files"][0]["path"] = "../outside.txt"
     (release / "manifest.json").write_text(json.dumps(manifest))
     assert "file path '../outside.txt' contains an empty, '.' or '..' part" in failed(validate(release))["manifest"]
+
+
+@pytest.mark.parametrize("rel", ["benchmark/questions.jsonl", "search/corpus.sqlite3", "manifest.json",
+                                 "search", "benchmark/notes.txt"])
+def test_a_release_file_resolving_outside_the_release_is_refused(release: Path, tmp_path: Path,
+                                                                 rel: str) -> None:
+    """The same bytes behind a symlink that leaves the release (of the file, or of a directory
+    above it) are not part of the release: validate fails naming the file and reads nothing
+    else; ``release manifest`` refuses to vouch for it (exit 2, one line)."""
+    outside = tmp_path / "elsewhere" / rel
+    outside.parent.mkdir(parents=True)
+    if rel == "benchmark/notes.txt":  # an extra file that exists only outside
+        outside.write_text("not part of the release\n")
+    else:
+        (release / rel).rename(outside)
+    (release / rel).symlink_to(outside)
+    report = validate(release, deep=True)
+    bad = failed(report)
+    assert not report.ok() and bad[f"file {rel}"] == (f"resolves outside the release (to {outside}): refused, "
+                                                      "not read; a release must hold its own files")
+    assert "containment" in bad and all(  # nothing but containment failures: no other check ran
+        name == "containment" or msg.startswith("resolves outside") for name, msg in bad.items())
+    assert {c.name for c in report.checks} == set(bad)
+    code, out = cli("validate", "--release-dir", str(release))
+    assert code == 1 and f"FAIL  file {rel}" in out
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["release", "manifest", str(release), "--quiet"], out=io.StringIO()) == 2
+    assert f"{rel} resolves outside the release (to {outside})" in err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_symlinks_that_stay_inside_the_release_are_fine(release: Path) -> None:
+    (release / "benchmark/copy-of-summary.json").symlink_to("summary.json")
+    (release / "search/alias").symlink_to("../benchmark")
+    write_release_manifest(release)
+    report = validate(release)
+    assert report.ok(), failed(report)
+    assert report.by_name("file benchmark/copy-of-summary.json").status == "PASS"
+
+
+def test_a_symlink_loop_in_a_release_is_refused_not_raised(release: Path) -> None:
+    (release / "search/loop").symlink_to("loop")
+    bad = failed(validate(release))
+    assert bad["file search/loop"].startswith("resolves outside the release (to an unresolvable link")
 
 
 def test_corpus_meta_must_match_the_manifest(release: Path) -> None:
