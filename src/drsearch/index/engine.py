@@ -246,7 +246,8 @@ class Engine:
     def search(self, query: str, k: int = 10, *, with_text: bool = True) -> SearchResult:
         """The ``k`` best documents for free-text ``query``, each by its best chunk.
 
-        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal).
+        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal; for a
+        pre-chunked index, the order its chunks were given in).
         Raises InvalidQueryError (empty/oversized), InvalidKError, QueryTimeoutError.
         A query with no indexable term returns no hits.
         """

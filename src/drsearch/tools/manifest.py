@@ -48,7 +48,7 @@ EXTRA_ROLE = "extra"
 
 Sha256 = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 _CHECKSUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
-CORPUS_BUILD_KEYS = ("tokenizer", "chunk_words", "chunk_stride", "chunk_overlap", "bm25",
+CORPUS_BUILD_KEYS = ("tokenizer", "chunking", "chunk_words", "chunk_stride", "chunk_overlap", "bm25",
                      "build_tool", "sqlite_version")
 CORPUS_COUNT_KEYS = ("documents", "indexed_documents", "empty_documents", "chunks", "tokens",
                      "vocabulary")
