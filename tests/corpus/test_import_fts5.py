@@ -301,3 +301,29 @@ def test_cli_chunk_options_usage(source: Path, tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
     code, out, err = call(*base, "--rechunk", "--quiet")
     assert code == 0 and "(chunked 800/700)" in out, err
+
+
+def test_a_tokenizer_this_sqlite_lacks_is_refused_unless_one_is_named(tmp_path: Path) -> None:
+    """A source declaring e.g. an ICU tokenizer (an extension we do not have): its ranking
+    cannot be reproduced, so the import stops saying so; naming a tokenizer is the caller's
+    explicit choice and is recorded as such."""
+    source = tmp_path / "s.sqlite3"
+    conn = apsw.Connection(str(source))
+    conn.execute("CREATE TABLE docs(doc_id TEXT, url TEXT, title TEXT, body TEXT)")
+    conn.execute("INSERT INTO docs VALUES('d1', 'https://d.example/', 't', 'some text')")
+    conn.execute("CREATE TABLE chunk_rows(id INTEGER PRIMARY KEY, doc_id TEXT, passage TEXT)")
+    conn.execute("INSERT INTO chunk_rows VALUES(1, 'd1', 'some text')")
+    conn.execute("CREATE VIRTUAL TABLE passages USING fts5(passage, content='chunk_rows', content_rowid='id')")
+    conn.execute("INSERT INTO passages(passages) VALUES('rebuild')")
+    conn.execute("PRAGMA writable_schema=ON")  # as if built where an ICU tokenizer was loaded
+    conn.execute("UPDATE sqlite_schema SET sql = replace(sql, 'content_rowid=''id''', "
+                 "'content_rowid=''id'', tokenize=''icu zh_CN''') WHERE name = 'passages'")
+    conn.close()
+    with pytest.raises(InvalidInputError, match=r"s.sqlite3 FTS5 table 'passages' is tokenized with 'icu zh_CN', "
+                                                r"which this SQLite cannot load"):
+        import_corpus(source, tmp_path / "o.sqlite3", DOCS)
+    report = import_corpus(source, tmp_path / "o.sqlite3", DOCS, BuildSettings(tokenizer="unicode61"))
+    with Engine.open(report.path) as engine:
+        assert engine.meta["provenance"]["tokenizer"] == {"declared": "icu zh_CN", "used": "unicode61",
+                                                          "chosen_by": "caller"}
+        assert [h.docid for h in engine.search("text").hits] == ["d1"]
