@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,6 +159,17 @@ def test_the_chunks_their_order_and_documents_are_the_sources(source: Path, impo
     assert prov["chunks"] == {"table": "passages", "docid": "doc_id", "text": "passage", "order": "rowid",
                               "content": None, "rows": len(theirs)}
     assert prov["tokenizer"] == {"declared": TOKENIZE, "used": TOKENIZE, "chosen_by": "source"}
+
+
+def test_inspect_shows_the_fts5_declaration(source: Path) -> None:
+    code, out, _ = call("import", "--from", str(source), "--inspect")
+    assert code == 0 and "virtual table passages: " in out
+    assert "FTS5: tokenize='unicode61 remove_diacritics 2', indexed ['passage'], unindexed ['doc_id']" in out
+    code, out, _ = call("import", "--from", str(source), "--inspect", "--json")
+    tables = {t["name"]: t for t in json.loads(out)["tables"]}
+    assert tables["passages"]["fts5"] == {"tokenize": TOKENIZE, "indexed": ["passage"], "unindexed": ["doc_id"],
+                                          "options": {"tokenize": TOKENIZE}}
+    assert tables["docs"]["fts5"] is None
 
 
 def test_the_same_source_imported_twice_is_byte_identical(source: Path, imported: Path, tmp_path: Path) -> None:

@@ -73,12 +73,15 @@ class ColumnInfo:
 
 @dataclass(frozen=True)
 class TableInfo:
-    """A table (or view) of a source with its columns and row count."""
+    """A table (or view) of a source with its columns and row count; for an FTS5 table
+    also its declaration (``fts5``: tokenize, indexed and unindexed columns, options), which
+    decides whether ``drsearch import`` can take it over as the chunks."""
 
     name: str
     kind: str
     columns: list[ColumnInfo]
     rows: int | None
+    fts5: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -199,13 +202,19 @@ def _inspect_sqlite(path: Path) -> SourceInfo:
         if conn.execute("PRAGMA application_id").get == _DRSEARCH_APPLICATION_ID:
             note = "this file already is a drsearch index: serve or validate it directly"
         tables = []
+        declared = fts5_declarations(conn)
         for name, kind in _tables(conn).items():
             try:
                 rows = conn.execute(f"SELECT count(*) FROM {quote_identifier(name)}").get
                 columns = _columns(conn, name)
             except apsw.Error:  # e.g. a virtual table whose module this SQLite lacks
                 rows, columns = None, []
-            tables.append(TableInfo(name, kind, columns, rows))
+            fts = declared.get(name)
+            about = None if fts is None else {
+                "tokenize": fts.tokenize, "indexed": fts.indexed,
+                "unindexed": [c.name for c in fts.columns if c.unindexed],
+                "options": dict(sorted(fts.options.items()))}
+            tables.append(TableInfo(name, kind, columns, rows, about))
     finally:
         conn.close()
     return SourceInfo(str(path), "sqlite", tables, note)

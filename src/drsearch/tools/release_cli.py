@@ -121,6 +121,10 @@ def _print_source(info: SourceInfo, out: TextIO) -> None:
         print(f"  {t.kind} {t.name}: {rows} rows", file=out)
         for c in t.columns:
             print(f"    {c.name}  {c.type}{'  PRIMARY KEY' if c.primary_key else ''}", file=out)
+        if t.fts5 is not None:
+            extra = "".join(f", {k}={v!r}" for k, v in t.fts5["options"].items() if k != "tokenize")
+            print(f"    FTS5: tokenize={t.fts5['tokenize']!r}, indexed {t.fts5['indexed']}, "
+                  f"unindexed {t.fts5['unindexed']}{extra}", file=out)
 
 
 def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
