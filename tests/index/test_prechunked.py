@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
 import pytest
 
-from drsearch.index import BuildSettings, Engine, InvalidDocumentError, InvalidInputError, SourceChunk, build
+from drsearch.index import (
+    BuildSettings,
+    Engine,
+    IncompatibleIndexError,
+    InvalidDocumentError,
+    InvalidInputError,
+    SourceChunk,
+    build,
+)
 from drsearch.index.fts5spec import parse_fts5_table, sql_string, tokenize_words
 from drsearch.index.scoring import NATIVE_AVAILABLE
 
@@ -115,3 +124,12 @@ def test_fts5_declarations_are_read_as_fts5_reads_them() -> None:
     plain = parse_fts5_table("q", "create virtual table q using FTS5(body)")
     assert plain is not None and plain.tokenize == "unicode61" and plain.indexed == ["body"]  # FTS5's default
     assert parse_fts5_table("r", "CREATE VIRTUAL TABLE r USING rtree(id, x0, x1)") is None
+
+
+def test_an_index_whose_tokenizer_fts5_cannot_load_is_refused_at_open(tmp_path: Path) -> None:
+    report = build(DOCS, tmp_path / "x.sqlite3", BuildSettings(tokenizer="unicode61 remove_diacritics 2"))
+    conn = apsw.Connection(str(report.path))
+    conn.execute("UPDATE meta SET value = '\"icu zh_CN\"' WHERE key = 'tokenizer'")
+    conn.close()
+    with pytest.raises(IncompatibleIndexError, match=r"damaged or incomplete drsearch index .*icu zh_CN"):
+        Engine.open(report.path)

@@ -30,6 +30,7 @@ from .doctable import DocTable
 from .errors import (
     DocumentNotFoundError,
     IncompatibleIndexError,
+    InvalidInputError,
     InvalidKError,
     InvalidRequestError,
     NotADatabaseError,
@@ -124,7 +125,7 @@ class Engine:
         conn = _connect(p)
         try:
             return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
-        except (apsw.Error, KeyError, ValueError) as e:
+        except (apsw.Error, KeyError, ValueError, InvalidInputError) as e:  # e.g. a tokenizer FTS5 lacks
             conn.close()
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
 
