@@ -56,6 +56,7 @@ def test_chunks_keep_their_order_which_breaks_ties(tmp_path: Path) -> None:
         assert [(h.docid, h.chunk_text) for h in hits] == [("b", "wing flutter"), ("a", "wing flutter")]
         assert hits[0].score == hits[1].score and ranking(engine, "flutter wing") == fts5_grouped(engine, "flutter wing")
         assert engine.meta["chunking"] == "pre-chunked" and engine.meta["chunk_words"] is None
+        assert engine.stats()["build"]["chunking"] == "pre-chunked"
         assert engine.open_document(docid="c").n_chunks == 2
     flipped = build(DOCS, tmp_path / "y.sqlite3", chunks=[chunks[1], chunks[0], *chunks[2:]])
     with Engine.open(flipped.path) as engine:

@@ -327,6 +327,8 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         """Counts, build parameters, identity and the blocklist's size and hash."""
         m = self.meta
+        # a pre-chunked index says so (its chunk_words/stride/overlap are null); others unchanged
+        chunking = {"chunking": m["chunking"]} if "chunking" in m else {}
         return {
             "documents": m["documents"],
             "indexed_documents": m["indexed_documents"],
@@ -346,6 +348,7 @@ class Engine:
                 "chunk_words": m["chunk_words"],
                 "chunk_stride": m["chunk_stride"],
                 "chunk_overlap": m["chunk_overlap"],
+                **chunking,
                 "bm25": m["bm25"],
                 "build_tool": m["build_tool"],
                 "sqlite_version": m["sqlite_version"],
