@@ -12,7 +12,7 @@ EXPECTED_INDEX_API = {
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",
     "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "dumps", "parse_query",
-    "read_jsonl", "split_words", "SourcedDoc",
+    "read_jsonl", "split_words", "SourcedDoc", "SourceChunk",
     # integrity checks (drsearch.index.integrity, release validation)
     "SQLiteHeader", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",
     "read_sqlite_header", "sha256_file",

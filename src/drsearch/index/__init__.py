@@ -2,7 +2,7 @@
 
 Public API (pinned by tests/index/test_public_api.py)::
 
-    build(docs, path, settings)            -> BuildReport
+    build(docs, path, settings)            -> BuildReport  (chunks=[SourceChunk]: pre-chunked)
     Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
     BlockList.from_file(path)
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
@@ -11,7 +11,7 @@ Public API (pinned by tests/index/test_public_api.py)::
 """
 
 from .blocklist import BlockList
-from .build import BuildReport, SourcedDoc, build, read_jsonl
+from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
 from .engine import MAX_K, Engine, check_k
 from .errors import (
@@ -73,6 +73,7 @@ __all__ = [
     "SQLiteHeader",
     "SearchResult",
     "Searcher",
+    "SourceChunk",
     "SourcedDoc",
     "ToolResponse",
     "build",

@@ -31,6 +31,7 @@ from .errors import (
     BlocklistError,
     DocumentNotFoundError,
     IncompatibleIndexError,
+    InvalidInputError,
     InvalidKError,
     InvalidRequestError,
     NotADatabaseError,
@@ -125,7 +126,7 @@ class Engine:
         conn = _connect(p)
         try:
             return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
-        except (apsw.Error, KeyError, ValueError) as e:
+        except (apsw.Error, KeyError, ValueError, InvalidInputError) as e:  # e.g. a tokenizer FTS5 lacks
             conn.close()
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
 
@@ -271,7 +272,8 @@ class Engine:
     def search(self, query: str, k: int = 10, *, with_text: bool = True) -> SearchResult:
         """The ``k`` best documents for free-text ``query``, each by its best chunk.
 
-        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal).
+        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal; for a
+        pre-chunked index, the order its chunks were given in).
         Raises InvalidQueryError (empty/oversized), InvalidKError, QueryTimeoutError.
         A query with no indexable term returns no hits.
         """
@@ -350,6 +352,8 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         """Counts, build parameters, identity and the blocklist's size and hash."""
         m = self.meta
+        # a pre-chunked index says so (its chunk_words/stride/overlap are null); others unchanged
+        chunking = {"chunking": m["chunking"]} if "chunking" in m else {}
         return {
             "documents": m["documents"],
             "indexed_documents": m["indexed_documents"],
@@ -370,6 +374,7 @@ class Engine:
                 "chunk_words": m["chunk_words"],
                 "chunk_stride": m["chunk_stride"],
                 "chunk_overlap": m["chunk_overlap"],
+                **chunking,
                 "bm25": m["bm25"],
                 "build_tool": m["build_tool"],
                 "sqlite_version": m["sqlite_version"],
