@@ -25,6 +25,7 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from .blocklist import BlockList
 from .chunking import chunk_spans
 from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
@@ -52,6 +53,7 @@ class BuildReport:
     vocabulary: int
     url_collisions: int
     content_identity: str
+    excluded_documents: int = 0  # documents left out by ``exclude``
 
 
 class _Vocab(dict[str, int]):
@@ -146,16 +148,22 @@ class _PairSpool:
             fh.close()
 
 
-def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
-    """Validate and stage documents in a temp table (sorted later by docid)."""
+def _stage(conn: apsw.Connection, docs: Iterable[object],
+           exclude: BlockList | None = None) -> tuple[int, int]:
+    """Validate and stage documents in a temp table (sorted later by docid), leaving out
+    those whose docid ``exclude`` lists. Returns (documents staged, documents left out)."""
     conn.execute(
         "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
-    n = 0
-    for n, raw in enumerate(docs, 1):
-        where = getattr(raw, "where", f"document {n}")
+    n = excluded = 0
+    for i, raw in enumerate(docs, 1):
+        where = getattr(raw, "where", f"document {i}")
         d = validate_document(raw, where)
+        if exclude is not None and d["docid"] in exclude:
+            excluded += 1
+            continue
+        n += 1
         try:
             conn.execute(
                 "INSERT INTO stage VALUES(?,?,?,?,?,?)",
@@ -164,7 +172,7 @@ def _stage(conn: apsw.Connection, docs: Iterable[object]) -> int:
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n
+    return n, excluded
 
 
 def build(
@@ -175,6 +183,7 @@ def build(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
     provenance: Mapping[str, Any] | None = None,
+    exclude: BlockList | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
 
@@ -187,6 +196,10 @@ def build(
     source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
     is written and the file is byte-identical to one built before the option existed. It
     does not enter the content identity, which depends on the documents only.
+    ``exclude`` (a blocklist): documents it lists are left out entirely (not in the text,
+    the postings or the BM25 statistics: a server of the file cannot leak them through
+    scores); ``meta`` key ``excluded_docids`` records the list's hash, size and how many
+    documents were left out. Without it no such key is written.
     """
     settings = settings or BuildSettings()
     out = Path(path)
@@ -206,7 +219,7 @@ def build(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
-            report = _build_into(docs, tmp, Path(td), settings, progress, provenance)
+            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, exclude)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -221,6 +234,7 @@ def _build_into(
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
     provenance: Mapping[str, Any] | None = None,
+    exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
@@ -231,7 +245,7 @@ def _build_into(
         conn.execute("BEGIN")
         conn.execute(DDL)
         conn.execute(FTS_DDL.format(tokenize=settings.fts5_tokenize))
-        n_docs = _stage(conn, docs)
+        n_docs, n_excluded = _stage(conn, docs, exclude)
         tokenizer = Tokenizer(conn, settings.fts5_tokenize)
         stats = _write_documents(conn, tokenizer, tmpdir, settings, progress)
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
@@ -239,6 +253,9 @@ def _build_into(
         meta = _meta(settings, n_docs, stats)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
+        if exclude is not None:
+            meta["excluded_docids"] = {"sha256": exclude.sha256, "listed": len(exclude),
+                                       "excluded": n_excluded, "source": Path(exclude.source).name}
         conn.executemany(
             "INSERT INTO meta VALUES(?,?)",
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
@@ -254,7 +271,8 @@ def _build_into(
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     return (n_docs, stats["indexed_documents"], stats["empty_documents"], stats["chunks"],
-            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"])
+            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"],
+            n_excluded)
 
 
 def _write_documents(

@@ -429,9 +429,9 @@ def _read_meta(conn: apsw.Connection) -> dict[str, Any]:
             raise IncompatibleIndexError(f"damaged or incomplete drsearch index (meta has no {key!r})")
         value = meta[key]
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise IncompatibleIndexError(f"damaged meta value {key!r}: {str(value)[:60]!r} is not "
-                                         f"{'an integer' if kind is int else 'a ' + getattr(kind, '__name__', 'value')}")
-        if kind is int and value < 0:
+            wanted = "an integer" if kind is int else "a " + getattr(kind, "__name__", "value")
+            raise IncompatibleIndexError(f"damaged meta value {key!r}: {str(value)[:60]!r} is not {wanted}")
+        if isinstance(value, int) and value < 0:
             raise IncompatibleIndexError(f"damaged meta value {key!r}: {value} is negative")
     for param in ("k1", "b"):
         value = meta["bm25"].get(param)

@@ -62,11 +62,12 @@ def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TER
         if tok.term in seen:
             continue
         if len(seen) == max_terms:
-            raise InvalidQueryError(
-                f"query has more than {max_terms} distinct terms; the limit is {max_terms}")
+            raise InvalidQueryError(f"query has more than {max_terms} distinct terms; "
+                                    f"the limit is {max_terms}")
         seen.add(tok.term)
         terms.append(QueryTerm(tok.term, utf8[tok.start : tok.end].decode("utf-8", "replace")))
     return ParsedQuery(text, tuple(terms))
 
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "ParsedQuery", "QueryTerm", "check_query_text", "parse_query"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "ParsedQuery", "QueryTerm", "check_query_text",
+           "parse_query"]

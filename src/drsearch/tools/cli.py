@@ -54,9 +54,10 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
             bars.append(tqdm(desc="indexing", unit=" chunks", file=sys.stderr, mininterval=0.5))
         bars[0].update(n)
 
+    exclude = BlockList.from_file(args.exclude_docids) if args.exclude_docids else None
     try:
         report = build(read_jsonl(args.docs), args.out, settings, overwrite=args.force,
-                       progress=None if args.quiet else progress)
+                       progress=None if args.quiet else progress, exclude=exclude)
     finally:
         for bar in bars:
             bar.close()
@@ -65,6 +66,9 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
         f"{report.chunks} chunks, {report.vocabulary} terms, identity {report.content_identity}",
         file=out,
     )
+    if exclude is not None:
+        print(f"excluded {report.excluded_documents} of {len(exclude)} docids in {args.exclude_docids} "
+              f"(sha256 {exclude.sha256})", file=out)
     return 0
 
 
@@ -190,7 +194,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
     report = verify_corpus(args.database, args.verify, blocklist)
-    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout)
+    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout,
+                              max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
+                              header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
+                              max_connections=args.max_connections)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
@@ -203,7 +210,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if blocklist is None else args.blocked_docids)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-          access_log=args.access_log)
+          access_log=args.access_log, verified=args.verify)
     return 0
 
 
@@ -224,6 +231,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--exclude-docids", metavar="FILE",
+                   help="leave these documents out (a blocklist file): physically absent, so BM25 "
+                        "statistics do not count them; the exclusion is recorded in the file's meta")
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("search", help="search an index")
@@ -255,7 +265,17 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
     p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
-                   help="time limit of one query in seconds (503 past it; default 10)")
+                   help="time limit of one request in seconds, body to encoding (503 past it; default 10)")
+    p.add_argument("--max-query-terms", type=_int_in(1, 1024), default=1024, metavar="N",
+                   help="most distinct terms in a query (422 beyond; default 1024)")
+    p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",
+                   help="close a connection idle this long between requests (default 30)")
+    p.add_argument("--header-timeout", type=_positive_seconds, default=10.0, metavar="S",
+                   help="a request's line and headers must arrive within S seconds (408; default 10)")
+    p.add_argument("--max-header-bytes", type=_int_in(1024, 16 << 20), default=64 << 10, metavar="N",
+                   help="largest request head in bytes (431 beyond; default 65536)")
+    p.add_argument("--max-connections", type=_int_in(1, 1_000_000), default=1000, metavar="N",
+                   help="open connections per worker (503 beyond; default 1000)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
                    help="checks before serving: fast = schema, application id, size, identity (and "
                         "`drsearch validate` of the release the database belongs to); deep = fast + "
