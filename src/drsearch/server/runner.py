@@ -78,8 +78,6 @@ def _stop(signum: int, frame: object) -> None:
 def _start_deep_check(config: ServeConfig, run_dir: Path) -> subprocess.Popen[bytes]:
     """The server's one background deep verification (a child process at nice 19)."""
     write_verify_state(run_dir, "pending")
-    logger.info("deep verification of %s started in the background (state on /health)",
-                config.database.name)
     return subprocess.Popen([sys.executable, "-m", "drsearch.server.deepcheck", str(config.database),
                              str(run_dir)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 

@@ -207,6 +207,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     else:
         print(f"drsearch: blocklist {args.blocked_docids}: {len(blocklist)} docids "
               f"({report.blocked_documents} in this corpus), sha256 {blocklist.sha256}", file=sys.stderr)
+    if args.verify == "fast":
+        print("drsearch: deep verification runs in the background at low priority "
+              "(its state on /health: pending, ok, failed)", file=sys.stderr)
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if blocklist is None else args.blocked_docids)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
