@@ -87,7 +87,7 @@ def test_schemathesis_cli_finds_nothing(sample_index: Path, tmp_path: Path) -> N
         p = subprocess.run([exe, "run", server.base + "/openapi.json", "--checks", "all",
                             "--max-examples", "20", "--workers", "1", "--no-color",
                             "--report-dir", str(tmp_path / "report"), *seed],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     finally:
         assert server.stop() == 0
     assert p.returncode == 0, f"{seed}\n{p.stdout[-6000:]}\n{p.stderr[-2000:]}"
