@@ -23,6 +23,7 @@ import pytest
 
 from drsearch.index import BlockList, Engine
 
+from ..index.test_engine_hardening import flip_a_bit_in_a_document
 from .test_e2e import Server, drsearch_exe, free_port, start
 
 pytestmark = pytest.mark.slow
@@ -301,22 +302,6 @@ def test_client_gone_mid_body_is_not_a_server_error(tight_server: Server) -> Non
 
 
 # -- corruption ---------------------------------------------------------------------------------
-
-def flip_a_bit_in_a_document(src: Path, dst: Path) -> str:
-    """Copy ``src`` with one bit flipped in one document's compressed text; its docid."""
-    data = bytearray(src.read_bytes())
-    conn = apsw.Connection(str(src), flags=apsw.SQLITE_OPEN_READONLY)
-    rows = conn.execute("SELECT d.docid, t.text FROM documents AS d JOIN doc_texts AS t ON t.id = d.id "
-                        "WHERE length(t.text) BETWEEN 300 AND 2000 ORDER BY d.id").fetchall()
-    conn.close()
-    for docid, blob in rows:
-        pos = data.find(blob)
-        if pos >= 0 and data.find(blob, pos + 1) < 0:
-            data[pos + len(blob) // 2] ^= 0x10
-            dst.write_bytes(bytes(data))
-            return str(docid)
-    raise AssertionError("no document text stored in one piece")
-
 
 def test_a_flipped_bit_is_corrupt_index_and_health_degraded(sample_index: Path, tmp_path: Path) -> None:
     damaged = tmp_path / "damaged.sqlite3"
