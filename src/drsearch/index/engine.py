@@ -54,8 +54,10 @@ _TERMS_SQL = (
 )
 _DOC_COLUMNS = ("d.id, d.docid, d.url, d.canonical_url, d.title, t.text, d.metadata, d.n_words, "
                 "d.n_chunks FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
-_ID_BY_DOCID = "SELECT id FROM documents WHERE docid = ?"
-_ID_BY_URL = "SELECT doc FROM urls WHERE canonical_url = ?"
+# One row either way: the document's rowid, or 0 (never a rowid) when there is none, so a
+# hit and a miss hand back the same shape of result.
+_ID_BY_DOCID = "SELECT coalesce((SELECT id FROM documents WHERE docid = ?), 0)"
+_ID_BY_URL = "SELECT coalesce((SELECT doc FROM urls WHERE canonical_url = ?), 0)"
 
 # The meta values the engine reads, with their JSON types (bool is not an int here).
 _META_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -126,9 +128,9 @@ class Engine:
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
-        # Unknown (no row: None) and blocked document rowids, tested in one set lookup, so
-        # that opening either takes the same path to the same exception.
-        self._hidden: frozenset[int | None] = frozenset({None, *self._blocked_docs})
+        # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
+        # opening either takes the same path to the same exception.
+        self._hidden: frozenset[int] = frozenset({0, *self._blocked_docs})
         self._local = threading.local()
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -368,8 +370,7 @@ class Engine:
             # Unknown and blocked documents take one path: the rowid lookup (an index probe
             # whether or not it hits), one set lookup, the same exception. Nothing of a
             # blocked document is read.
-            found = db.execute(sql, (key,)).fetchone()
-            row_id = found[0] if found is not None else None
+            row_id = db.execute(sql, (key,)).get
             if row_id in self._hidden:
                 raise DocumentNotFoundError(missing)
             row = db.execute(f"SELECT {_DOC_COLUMNS} WHERE d.id = ?", (row_id,)).fetchone()
