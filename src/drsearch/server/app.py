@@ -2,10 +2,12 @@
 
 Thin by design: each handler reads and validates its body, calls the engine once and
 returns bytes serialised once (no response-model re-validation on the request path).
-The engine runs inline on the event loop: a worker answers one engine call at a time,
-which on a CPU-bound search is also the fastest schedule; capacity scales with
-``--workers``. Errors of every kind reach the client through the one mapping in
-:mod:`drsearch.server.errors`.
+Engine calls run in one thread per app, one at a time (on a CPU-bound search the fastest
+schedule; capacity scales with ``--workers``), so that the event loop stays free: /health
+and the connection timeouts keep working while a long search runs. Each request has one
+deadline, ``request_timeout_s`` from the moment its handler starts, that covers reading
+the body, parsing, postings, ranking, snippets and encoding. Errors of every kind reach
+the client through the one mapping in :mod:`drsearch.server.errors`.
 """
 
 from __future__ import annotations
