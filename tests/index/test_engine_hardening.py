@@ -119,3 +119,40 @@ def test_the_deadline_covers_snippets(sample_engine: Engine) -> None:
     assert time.monotonic() - t < 0.5
     with pytest.raises(QueryTimeoutError):
         sample_engine.search("game", 10, deadline=time.monotonic() - 1)
+
+
+def test_random_bit_flips_raise_only_drsearch_errors(sample_index: Path, tmp_path: Path) -> None:
+    """A flipped bit anywhere in the file: refused at open, or answered (a damaged read is a
+    CorruptIndexError), never an unhandled zlib/UnicodeDecode/apsw error."""
+    import random
+
+    from drsearch.index import DrsearchError
+
+    rng = random.Random(20261201)
+    original = sample_index.read_bytes()
+    with Engine.open(sample_index) as e:
+        docids = [d for (d,) in e._conn.execute("SELECT docid FROM documents ORDER BY id")]
+    queries = [QUERY, "climate policy", "the of and", "boundary layer flow 1950s", "game"]
+    outcomes: dict[str, int] = {}
+    for i in range(60):
+        data = bytearray(original)
+        pos = rng.randrange(100, len(data))  # past the SQLite header: that is the fast check's job
+        data[pos] ^= 1 << rng.randrange(8)
+        damaged = tmp_path / f"flip-{i}.sqlite3"
+        damaged.write_bytes(bytes(data))
+        try:
+            engine = Engine.open(damaged)
+        except DrsearchError:
+            outcomes["refused at open"] = outcomes.get("refused at open", 0) + 1
+            continue
+        with engine:
+            for call in [*(lambda q=q: engine.search(q, 50) for q in queries),
+                         *(lambda d=d: engine.open_document(docid=d) for d in docids)]:
+                try:
+                    call()
+                except CorruptIndexError:
+                    outcomes["corrupt_index"] = outcomes.get("corrupt_index", 0) + 1
+                except DrsearchError as err:  # e.g. a damaged docid no longer found
+                    outcomes[err.error_type] = outcomes.get(err.error_type, 0) + 1
+        damaged.unlink()
+    assert outcomes.get("corrupt_index", 0) > 0, outcomes  # the flips did reach what is read
