@@ -146,10 +146,13 @@ def test_random_bit_flips_raise_only_drsearch_errors(sample_index: Path, tmp_pat
             outcomes["refused at open"] = outcomes.get("refused at open", 0) + 1
             continue
         with engine:
-            for call in [*(lambda q=q: engine.search(q, 50) for q in queries),
-                         *(lambda d=d: engine.open_document(docid=d) for d in docids)]:
+            calls: list[tuple[str, str]] = [("search", q) for q in queries] + [("open", d) for d in docids]
+            for kind, arg in calls:
                 try:
-                    call()
+                    if kind == "search":
+                        engine.search(arg, 50)
+                    else:
+                        engine.open_document(docid=arg)
                 except CorruptIndexError:
                     outcomes["corrupt_index"] = outcomes.get("corrupt_index", 0) + 1
                 except DrsearchError as err:  # e.g. a damaged docid no longer found

@@ -154,7 +154,7 @@ def test_time_limit_covers_snippets(sample_index: Path, tmp_path: Path) -> None:
     with Engine.open(sample_index) as e:  # the same query without a limit is slow
         t = time.monotonic()
         e.search(query, 100)
-        assert time.monotonic() - t > 0.3
+        assert time.monotonic() - t > 0.15
     server = start(tmp_path, "--database", str(sample_index), "--request-timeout", "0.1",
                    "--verify", "none", workers=1)
     try:
@@ -180,13 +180,18 @@ def test_health_answers_while_the_worker_searches(blocked_server: Server, sample
         time.sleep(0.2)  # both connections are open: the worker has the search by now
         t = time.monotonic()
         asking.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        first: dict[socket.socket, float] = {}  # when each answer's first byte arrived
+        while len(first) < 2 and time.monotonic() - t < 30:
+            ready, _, _ = select.select([c for c in (searching, asking) if c not in first], [], [], 30)
+            for c in ready:
+                first[c] = time.monotonic()
         health, _ = read_until_closed(asking, timeout=30)
-        health_s = time.monotonic() - t
         result, _ = read_until_closed(searching, timeout=30)
-        search_s = time.monotonic() - t0
     assert result.startswith(b"HTTP/1.1 200 "), result[:200]
-    assert search_s > 0.6, search_s  # the search was still running when /health was asked
-    assert health.startswith(b"HTTP/1.1 200 ") and health_s < 0.3, (health_s, health[:100])
+    assert health.startswith(b"HTTP/1.1 200 "), health[:100]
+    # /health was answered while the search still ran, and at once
+    assert first[asking] < first[searching], (first[asking] - t0, first[searching] - t0)
+    assert first[asking] - t < 0.3, first[asking] - t
 
 
 @pytest.fixture(scope="module")
@@ -218,8 +223,8 @@ def test_slowloris_header_drip_gets_408(tight_server: Server) -> None:
                 if r:
                     data = s.recv(65536)
                     break
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        except (BrokenPipeError, ConnectionResetError):  # closed between two drips: read what came
+            data, _ = read_until_closed(s, timeout=1)
         elapsed = time.monotonic() - t
     assert data.startswith(b"HTTP/1.1 408 "), data[:200]
     assert b'"header_timeout"' in data and elapsed < 3
