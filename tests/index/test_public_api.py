@@ -6,8 +6,8 @@ import drsearch.index
 
 EXPECTED_INDEX_API = {
     "CorpusInfo", "Searcher", "ToolResponse", "error_body",
-    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "BlockList", "BlocklistError",
-    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "Document",
+    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "BlockList", "BlocklistError",
+    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",

@@ -18,6 +18,7 @@ from .errors import (
     BlocklistError,
     BuildError,
     CorpusFileError,
+    CorruptIndexError,
     DocumentNotFoundError,
     DrsearchError,
     IncompatibleIndexError,
@@ -39,7 +40,7 @@ from .integrity import (
     sha256_file,
 )
 from .models import BuildSettings, Document, Hit, SearchResult, dumps
-from .query import MAX_QUERY_CHARS, ParsedQuery, parse_query
+from .query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, ParsedQuery, parse_query
 from .searcher import CorpusInfo, Searcher, ToolResponse, error_body
 from .urls import canonicalize_url
 
@@ -48,6 +49,7 @@ __all__ = [
     "CHUNK_WORDS",
     "MAX_K",
     "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
     "BlockList",
     "BlocklistError",
     "BuildError",
@@ -56,6 +58,7 @@ __all__ = [
     "ChunkSpan",
     "CorpusFileError",
     "CorpusInfo",
+    "CorruptIndexError",
     "Document",
     "DocumentNotFoundError",
     "DrsearchError",

@@ -28,6 +28,7 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from .blocklist import BlockList
 from .chunking import chunk_spans
 from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
@@ -56,13 +57,15 @@ class BuildReport:
     vocabulary: int
     url_collisions: int
     content_identity: str
+    excluded_documents: int = 0  # documents left out by ``exclude``
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (what ``drsearch build --json`` prints)."""
         return {"path": str(self.path), "documents": self.documents,
                 "indexed_documents": self.indexed_documents, "empty_documents": self.empty_documents,
                 "chunks": self.chunks, "tokens": self.tokens, "vocabulary": self.vocabulary,
-                "url_collisions": self.url_collisions, "content_identity": self.content_identity}
+                "url_collisions": self.url_collisions, "content_identity": self.content_identity,
+                "excluded_documents": self.excluded_documents}
 
 
 class _Vocab(dict[str, int]):
@@ -170,20 +173,26 @@ class _PairSpool:
 
 
 def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
-           count_chunks: bool) -> tuple[int, int]:
-    """Validate and stage documents in a temp table (sorted later by docid).
+           count_chunks: bool, exclude: BlockList | None = None) -> tuple[int, int, int]:
+    """Validate and stage documents in a temp table (sorted later by docid), leaving out
+    those whose docid ``exclude`` lists.
 
-    Returns the number of documents and, when ``count_chunks``, of the chunks they will
-    make (an extra word split per document, paid only by callers that show a total).
+    Returns (documents staged, documents left out, chunks): the chunks the staged documents
+    will make are counted only when ``count_chunks`` (an extra word split per document, paid
+    only by callers that show a total).
     """
     conn.execute(
         "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
-    n = chunks = 0
-    for n, raw in enumerate(docs, 1):
-        where = getattr(raw, "where", f"document {n}")
+    n = excluded = chunks = 0
+    for i, raw in enumerate(docs, 1):
+        where = getattr(raw, "where", f"document {i}")
         d = validate_document(raw, where)
+        if exclude is not None and d["docid"] in exclude:
+            excluded += 1
+            continue
+        n += 1
         if count_chunks:
             chunks += len(chunk_spans(len(d["text"].split()), settings.chunk_words, settings.chunk_stride))
         try:
@@ -194,11 +203,13 @@ def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSetting
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n, chunks
+    return n, excluded, chunks
 
 
-def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk]) -> int:
-    """Validate and stage pre-chunked input in its given order (``seq``: the chunk rowid)."""
+def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
+                  exclude: BlockList | None = None) -> int:
+    """Validate and stage pre-chunked input in its given order (``seq``: the chunk rowid),
+    leaving out the chunks of documents ``exclude`` lists."""
     conn.execute("CREATE TEMP TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
                  "text TEXT NOT NULL, at TEXT NOT NULL)")
     n = 0
@@ -215,6 +226,8 @@ def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk]) -> int:
         except UnicodeEncodeError:
             raise InvalidDocumentError(
                 f"{where}: chunk text is not valid Unicode (docid {chunk.docid!r})") from None
+        if exclude is not None and chunk.docid in exclude:
+            continue
         conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)", (n, chunk.docid, chunk.text, where))
     orphan = conn.execute("SELECT at, docid FROM temp.stage_chunks WHERE docid NOT IN "
                           "(SELECT docid FROM temp.stage) ORDER BY seq LIMIT 1").fetchone()
@@ -233,6 +246,7 @@ def build(
     provenance: Mapping[str, Any] | None = None,
     on_start: Callable[[int], None] | None = None,
     chunks: Iterable[SourceChunk] | None = None,
+    exclude: BlockList | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
 
@@ -258,6 +272,11 @@ def build(
     otherwise). ``meta`` then records ``chunking: "pre-chunked"`` with null
     ``chunk_words``/``chunk_stride``/``chunk_overlap``, and the content identity covers
     the chunks too.
+
+    ``exclude`` (a blocklist): documents it lists are left out entirely (not in the text,
+    the postings or the BM25 statistics: a server of the file cannot leak them through
+    scores); ``meta`` key ``excluded_docids`` records the list's hash, size and how many
+    documents were left out. Without it no such key is written.
     """
     settings = settings or BuildSettings()
     out = Path(path)
@@ -277,7 +296,8 @@ def build(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
-            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start, chunks)
+            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start, chunks,
+                                 exclude)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -294,6 +314,7 @@ def _build_into(
     provenance: Mapping[str, Any] | None = None,
     on_start: Callable[[int], None] | None = None,
     chunks: Iterable[SourceChunk] | None = None,
+    exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
@@ -305,9 +326,10 @@ def _build_into(
         conn.execute(DDL)
         conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
         prechunked = chunks is not None
-        n_docs, n_chunks = _stage(conn, docs, settings, count_chunks=on_start is not None and not prechunked)
+        n_docs, n_excluded, n_chunks = _stage(conn, docs, settings, on_start is not None and not prechunked,
+                                              exclude)
         if chunks is not None:
-            n_chunks = _stage_chunks(conn, chunks)
+            n_chunks = _stage_chunks(conn, chunks, exclude)
         if on_start is not None:
             on_start(n_chunks)
         tokenizer = Tokenizer(conn, settings.fts5_tokenize)
@@ -317,6 +339,9 @@ def _build_into(
         meta = _meta(settings, n_docs, stats, prechunked)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
+        if exclude is not None:
+            meta["excluded_docids"] = {"sha256": exclude.sha256, "listed": len(exclude),
+                                       "excluded": n_excluded, "source": Path(exclude.source).name}
         conn.executemany(
             "INSERT INTO meta VALUES(?,?)",
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
@@ -334,7 +359,8 @@ def _build_into(
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     return (n_docs, stats["indexed_documents"], stats["empty_documents"], stats["chunks"],
-            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"])
+            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"],
+            n_excluded)
 
 
 def _write_documents(
