@@ -26,6 +26,7 @@ from ..index import (
     dumps,
     read_jsonl,
 )
+from .calibrate_cli import register as register_calibrate_verb
 from .corpus_cli import register as register_corpus_verbs
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
@@ -269,6 +270,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_corpus_verbs(sub)  # corpus fetch|extract|build (corpus_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
+    register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     return ap
 
 
