@@ -121,7 +121,17 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
               file=sys.stderr)
         return 2
     from ..agents.questions import read_questions
-    from ..benchmark.generate import calibrate as cal
+    from ..benchmark.generate import calibrate as cal_lib  # the module's main function
+    from ..benchmark.generate.calibrate import (
+        DR256_ATTEMPTS,
+        DR256_MIN_TURNS,
+        bucket_counts,
+        dr256_bucket,
+        drbencher_bucket,
+        frozen_core,
+        openbiorq_bucket,
+        wilson_table,
+    )
     from ..index.atomic import write_json_atomic
 
     rule: str = args.rule
@@ -158,7 +168,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     else:
         dirs, default_grades = attempt_dirs(list(args.runs))
         runs = _read_runs(dirs, "--runs")
-        expected = cal.DR256_ATTEMPTS if rule == "dr256" else args.k
+        expected = DR256_ATTEMPTS if rule == "dr256" else args.k
         if len(runs) != expected:
             hint = "" if rule == "dr256" else f" (or pass --k {len(runs)})"
             raise InvalidInputError(f"--rule {rule} needs {expected} attempt runs, got {len(runs)}{hint}")
@@ -176,7 +186,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         grade_files[model] = str(path)
         all_runs = list(runs)
         settings.update({"k": len(runs), "tau": args.tau} if rule != "dr256"
-                        else {"min_turns": cal.DR256_MIN_TURNS})
+                        else {"min_turns": DR256_MIN_TURNS})
         seeds = {json.dumps((r.manifest.get("preset") or {}).get("seed_base")) for r in runs}
         if len(seeds) == 1 and len(runs) > 1:
             raise InvalidInputError(f"--runs: the {len(runs)} attempts ran with the same seeds "
@@ -201,31 +211,31 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         all_runs += frozen
     _check_same_setting(all_runs, questions_sha256, args.questions)
 
-    stats = cal.calibrate(qids, runs_by_model, grades)
-    frozen_stats = cal.calibrate(qids, frozen_by_model, frozen_grades) if frozen_by_model else None
+    stats = cal_lib(qids, runs_by_model, grades)
+    frozen_stats = cal_lib(qids, frozen_by_model, frozen_grades) if frozen_by_model else None
     items: list[dict[str, Any]] = []
     for qid in qids:
         by_model = stats[qid]
         if rule == "dr256":
-            bucket, reason = cal.dr256_bucket(next(iter(by_model.values())))
+            bucket, reason = dr256_bucket(next(iter(by_model.values())))
         elif rule == "openbiorq":
-            bucket, reason = cal.openbiorq_bucket(by_model, threshold=args.threshold)
+            bucket, reason = openbiorq_bucket(by_model, threshold=args.threshold)
         else:
-            bucket, reason = cal.drbencher_bucket(next(iter(by_model.values())), tau=args.tau)
+            bucket, reason = drbencher_bucket(next(iter(by_model.values())), tau=args.tau)
         item: dict[str, Any] = {"bucket": bucket, "index": index_of[qid],
                                 "models": {m: s.as_dict() for m, s in sorted(by_model.items())},
                                 "qid": qid, "reason": reason}
         if rule == "openbiorq":
             item["frozen_core"] = None if frozen_stats is None or bucket != "core" else \
-                cal.frozen_core(frozen_stats[qid], threshold=args.threshold)
+                frozen_core(frozen_stats[qid], threshold=args.threshold)
         items.append(item)
-    counts = cal.bucket_counts(rule, [i["bucket"] for i in items])
+    counts = bucket_counts(rule, [i["bucket"] for i in items])
     if rule == "openbiorq" and frozen_stats is not None:
         counts["frozen_core"] = sum(1 for i in items if i["frozen_core"])
     first = all_runs[0].manifest
     report = {
         "blocklist_sha256": first.get("blocklist_sha256"), "corpus_identity": first.get("corpus_identity"),
-        "counts": counts, "grades": grade_files, "intervals": cal.wilson_table(counts), "items": items,
+        "counts": counts, "grades": grade_files, "intervals": wilson_table(counts), "items": items,
         "questions": str(args.questions), "questions_sha256": questions_sha256, "rule": rule,
         "runs": {m: [str(r.path) for r in rs] for m, rs in sorted(runs_by_model.items())},
         "frozen_runs": {m: [str(r.path) for r in rs] for m, rs in sorted(frozen_by_model.items())} or None,
