@@ -121,11 +121,11 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
               file=sys.stderr)
         return 2
     from ..agents.questions import read_questions
-    from ..benchmark.generate import calibrate as cal_lib  # the module's main function
     from ..benchmark.generate.calibrate import (
         DR256_ATTEMPTS,
         DR256_MIN_TURNS,
         bucket_counts,
+        calibrate,
         dr256_bucket,
         drbencher_bucket,
         frozen_core,
@@ -211,8 +211,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         all_runs += frozen
     _check_same_setting(all_runs, questions_sha256, args.questions)
 
-    stats = cal_lib(qids, runs_by_model, grades)
-    frozen_stats = cal_lib(qids, frozen_by_model, frozen_grades) if frozen_by_model else None
+    stats = calibrate(qids, runs_by_model, grades)
+    frozen_stats = calibrate(qids, frozen_by_model, frozen_grades) if frozen_by_model else None
     items: list[dict[str, Any]] = []
     for qid in qids:
         by_model = stats[qid]

@@ -72,7 +72,8 @@ def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:
     if args.diversity is not None:
         kept = set(result.kept)
         index = [i for i, x in enumerate(ids) if x in kept]
-        report["diversity"] = diversify([ids[i] for i in index], vectors[index], tau_d=args.diversity).as_dict()
+        diverse = diversify([ids[i] for i in index], vectors[index], tau_d=args.diversity)
+        report["diversity"] = diverse.as_dict()
     write_json_atomic(args.out, report)
     print(f"{len(ids)} items: {len(result.kept)} kept, {len(result.duplicates)} near-duplicates "
           f"(cosine >= {args.tau:g}), {len(result.review)} pair(s) to review", file=out)

@@ -204,6 +204,12 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     run_dir = Path(args.run_dir)
     if args.concurrency < 1:
         raise InvalidInputError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.judge == "numeric":
+        if args.dataset == "openbiorq":
+            raise InvalidInputError("--judge numeric grades answers with a reference (dr256, deepsearchqa), "
+                                    "not checklists")
+        if args.audit_citations or args.judge_model or args.base_url:
+            raise InvalidInputError("--judge numeric takes no --judge-model, --base-url or --audit-citations")
     dirs = _run_dirs(args)
     tasks = _tasks(args)
     scores = args.out or run_dir / "scores.json"
@@ -247,11 +253,6 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     from ..benchmark.numeric import NumericJudge
     from ..index.atomic import write_json_atomic
 
-    if args.dataset == "openbiorq":
-        raise InvalidInputError("--judge numeric grades answers with a reference (dr256, deepsearchqa), "
-                                "not checklists")
-    if args.audit_citations or args.judge_model or args.base_url:
-        raise InvalidInputError("--judge numeric takes no --judge-model, --base-url or --audit-citations")
     judge = NumericJudge(tolerance=args.tolerance)
     graded = [g for attempt, run in enumerate(runs) for g in grade_run(run, tasks, judge, attempt=attempt)]
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)

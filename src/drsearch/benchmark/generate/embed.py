@@ -160,7 +160,8 @@ class SentenceTransformerEmbedder:
 
     route = ROUTE_FP32
 
-    def __init__(self, model_dir: str | os.PathLike[str] | None = None, *, model_sha256: str = FP32_MODEL_SHA256,
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None, *,
+                 model_sha256: str = FP32_MODEL_SHA256,
                  batch_size: int = DEFAULT_BATCH) -> None:
         try:
             from sentence_transformers import SentenceTransformer
@@ -189,6 +190,6 @@ class SentenceTransformerEmbedder:
         return out
 
 
-__all__ = ["DIMENSION", "FP32_MODEL_SHA256", "MAX_TOKENS", "MODEL_ID", "MODEL_SHA256", "ROUTE_FP32", "ROUTE_INT8",
-           "TOKENIZER_SHA256", "Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder",
+__all__ = ["DIMENSION", "FP32_MODEL_SHA256", "MAX_TOKENS", "MODEL_ID", "MODEL_SHA256", "ROUTE_FP32",
+           "ROUTE_INT8", "TOKENIZER_SHA256", "Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder",
            "default_model_path", "file_sha256", "mean_pool"]
