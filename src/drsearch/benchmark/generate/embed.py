@@ -121,7 +121,7 @@ class Embedder:
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of a batch
+        self.tokenizer.no_padding()  # embed() pads each batch itself, to that batch's longest text
         options = ort.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
@@ -140,18 +140,30 @@ class Embedder:
                 "route": self.route, "tokenizer_sha256": self.tokenizer_sha256}
 
     def embed(self, texts: Sequence[str]) -> Float32Rows:
+        """``(len(texts), 384)`` unit rows, in input order.
+
+        Texts are batched by token length (sorted, ties by position), so a batch pads only to
+        its own longest text: padding is masked out and would change nothing but the cost.
+        """
         if isinstance(texts, str):
             raise TypeError("embed takes a sequence of texts, not one string")
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start:start + self.batch_size])
-            encodings = self.tokenizer.encode_batch(batch)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            types = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                e = encodings[i]
+                ids[r, :len(e.ids)] = e.ids
+                mask[r, :len(e.ids)] = e.attention_mask
+                types[r, :len(e.ids)] = e.type_ids
             (hidden,) = self.session.run(["last_hidden_state"],
                                          {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
-            out[start:start + len(batch)] = mean_pool(hidden, mask)
+            out[rows] = mean_pool(hidden, mask)
         return out
 
 
