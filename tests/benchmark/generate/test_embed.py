@@ -137,3 +137,10 @@ def test_model_copy_with_the_pinned_hash_is_accepted(tmp_path: Path) -> None:
     copy = tmp_path / "copy.onnx"
     shutil.copy(default_model_path(), copy)
     assert Embedder(copy).model_sha256 == MODEL_SHA256
+
+
+def test_an_outlier_does_not_pad_a_batch(embedder: Embedder) -> None:
+    lengths = [30, 31, 256, 37, 38, 46, 47]
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    # up to max(1.25 x 30, 30 + 8) = 38 tokens with the 30-token text; 46 starts a batch; 256 its own
+    assert embedder._batches(order, lengths) == [[0, 1, 3, 4], [5, 6], [2]]
