@@ -1,8 +1,15 @@
 """A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (a real HTTP server).
 
-Deterministic: the question is identified by ``seed - 20260811`` (its benchmark index) and
-the turn by the number of assistant messages in the request, so a script step is a pure
-function of the request (plus an attempt counter per (index, turn) for injected 429/5xx).
+Deterministic: the question is identified by its seed and the turn by the number of
+assistant messages in the request, so a script step is a pure function of the request (plus
+a try counter per (seed, turn) for injected 429/5xx). ``drsearch run --attempt N`` moves
+every seed by N x 1,000,000, so ``attempt = (seed - 20260811) // 1_000_000`` and the
+benchmark index is the remainder (:func:`attempt_and_index`).
+
+Scripts are looked up by ``(attempt, index)`` first (so one attempt can solve a question
+and another fail it), then by ``seed - 20260811`` (scripts keyed by seed, for presets with
+their own ``seed_base``), then by ``index`` (every attempt), else :data:`DEFAULT_SCRIPT`.
+In ``content``, ``INDEX`` becomes the benchmark index and ``ATTEMPT`` the attempt.
 
 Script steps (dicts):
 - ``{"errors": [429, 503], ...}``: answer those statuses on the first tries, then the rest;
@@ -32,6 +39,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 SEED_BASE = 20260811
+ATTEMPT_STRIDE = 1_000_000  # drsearch.agents.preset.ATTEMPT_SEED_STRIDE
+ScriptKey = int | tuple[int, int]
 DEFAULT_SCRIPT: list[dict[str, Any]] = [
     {"call": [("search", {"query": "QUESTION", "k": 3})]},
     {"open_first_hit": True},
@@ -39,8 +48,18 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
+def attempt_and_index(seed: int) -> tuple[int, int]:
+    """``(attempt, benchmark index)`` of a request's seed; a seed below the dr256 base (a
+    preset with its own ``seed_base``) is attempt 0 with index ``seed - 20260811``."""
+    offset = seed - SEED_BASE
+    if offset < 0:
+        return 0, offset
+    attempt, index = divmod(offset, ATTEMPT_STRIDE)
+    return attempt, index
+
+
 class FakeLLM:
-    def __init__(self, scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> None:
+    def __init__(self, scripts: dict[ScriptKey, list[dict[str, Any]]], delay_s: float = 0.0) -> None:
         self.scripts = scripts
         self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []
@@ -71,14 +90,15 @@ class FakeLLM:
             return 200, {"choices": [{"finish_reason": "length", "index": 0,
                                       "message": {"content": "OK", "role": "assistant"}}],
                          "object": "chat.completion", "usage": {"completion_tokens": 1, "prompt_tokens": 5}}
-        index = body["seed"] - SEED_BASE
+        offset = body["seed"] - SEED_BASE
+        run_attempt, index = attempt_and_index(body["seed"])
         messages = body["messages"]
         turn = sum(m["role"] == "assistant" for m in messages)
         with self.lock:
             self.requests.append(body)
-            self.attempts[(index, turn)] += 1
-            attempt = self.attempts[(index, turn)]
-        script = self.scripts.get(index, DEFAULT_SCRIPT)
+            self.attempts[(offset, turn)] += 1
+            attempt = self.attempts[(offset, turn)]
+        script = self.script_for(run_attempt, index, offset)
         step = script[min(turn, len(script) - 1)]
         if attempt <= step.get("hang", 0):
             with self.lock:
@@ -95,7 +115,7 @@ class FakeLLM:
         question = first_user.removeprefix("Question: ").split("\n")[0]
         message: dict[str, Any] = {"content": None, "role": "assistant"}
         if "content" in step:
-            message["content"] = step["content"].replace("INDEX", str(index))
+            message["content"] = step["content"].replace("INDEX", str(index)).replace("ATTEMPT", str(run_attempt))
         calls = step.get("call", [])
         if step.get("open_first_hit"):
             last_tool = [m["content"] for m in messages if m["role"] in ("tool", "user")][-1]
@@ -111,6 +131,14 @@ class FakeLLM:
                                   "message": message}],
                      "id": f"cmpl-{index}-{turn}", "model": body["model"], "object": "chat.completion",
                      "usage": usage}
+
+
+    def script_for(self, attempt: int, index: int, offset: int) -> list[dict[str, Any]]:
+        """The script of one request: by (attempt, index), else seed offset, else index."""
+        for key in ((attempt, index), offset, index):
+            if key in self.scripts:
+                return self.scripts[key]
+        return DEFAULT_SCRIPT
 
 
 class Responder(Protocol):
@@ -169,7 +197,7 @@ def serve_chat(fake: Responder) -> Iterator[str]:
 
 
 @contextmanager
-def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -> Iterator[FakeLLM]:
+def serve_fake(scripts: dict[ScriptKey, list[dict[str, Any]]], delay_s: float = 0.0) -> Iterator[FakeLLM]:
     fake = FakeLLM(scripts, delay_s)
     with serve_chat(fake) as url:
         fake.url = url

@@ -157,7 +157,8 @@ def test_public_api() -> None:
     import drsearch.benchmark as benchmark
 
     assert set(benchmark.__all__) == {
-        "ANSWER_TYPES", "CRITERION_TYPES", "DATASET_KINDS", "EMPTY_RESPONSE", "OUTCOMES", "PROMPT_FILES",
+        "ANSWER_TYPES", "CRITERION_TYPES", "DATASET_KINDS", "EMPTY_RESPONSE", "NUMERIC_VERSION", "OUTCOMES",
+        "PROMPT_FILES", "NumericJudge",
         "AnswerType", "ChecklistJudge", "Citation", "CitationAuditor", "CitationCheck", "CitationResolver",
         "CorpusResolver", "CorrectnessJudge", "Criterion", "CriterionType", "DatasetKind", "DeepSearchQAJudge",
         "DeepSearchQATask", "GradedQuestion", "GradingTask", "HttpRecordResolver", "Judge", "JudgeCache",

@@ -6,6 +6,7 @@ Public API (pinned by tests/benchmark/test_grade.py::test_public_api)::
     filter_tasks(tasks, categories=, answer_type=, ids=)
     LLMJudge(ChatClient, JudgeSettings, JudgeCache) -> CorrectnessJudge | DeepSearchQAJudge
                                                      | ChecklistJudge      (judge_for(kind, llm))
+    NumericJudge(tolerance=0.02)                   deterministic numeric grading (no endpoint)
     CitationAuditor(resolver, SupportJudge)        extract_citations, citation_rates
     grade_run(run_dir, tasks, judge) -> [GradedQuestion]
     summarize(graded, expected_ids=) -> scores.json body; compare_runs; judge_agreement; render_table
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         judge_for,
     )
     from .leak_audit import audit_episode, audit_runs, contains_answer, render_leak_audit
+    from .numeric import NUMERIC_VERSION, NumericJudge
     from .scoring import compare_runs, judge_agreement, render_table, summarize
     from .stats import cohen_kappa, mcnemar_exact, mean_at_k, pass_at_k, spearman, wilson_interval
 
@@ -89,6 +91,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("EMPTY_RESPONSE", "PROMPT_FILES", "ChecklistJudge", "CorrectnessJudge",
                      "DeepSearchQAJudge", "Judge", "JudgeParseError", "JudgePrompt", "JudgeSettings",
                      "JudgeUnavailableError", "LLMJudge", "Verdict", "judge_for"), "judges"),
+    **dict.fromkeys(("NUMERIC_VERSION", "NumericJudge"), "numeric"),
     **dict.fromkeys(("compare_runs", "judge_agreement", "render_table", "summarize"), "scoring"),
     **dict.fromkeys(("cohen_kappa", "mcnemar_exact", "mean_at_k", "pass_at_k", "spearman", "wilson_interval"),
                     "stats"),
@@ -110,6 +113,7 @@ __all__ = [
     "CRITERION_TYPES",
     "DATASET_KINDS",
     "EMPTY_RESPONSE",
+    "NUMERIC_VERSION",
     "OUTCOMES",
     "PROMPT_FILES",
     "AnswerType",
@@ -135,6 +139,7 @@ __all__ = [
     "JudgeSettings",
     "JudgeUnavailableError",
     "LLMJudge",
+    "NumericJudge",
     "OpenBioRQItem",
     "Outcome",
     "QuestionRow",

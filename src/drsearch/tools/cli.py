@@ -29,7 +29,9 @@ from ..index import (
     read_jsonl,
 )
 from .blocking import add_allow_missing_blocked, serve_blocklist
+from .calibrate_cli import register as register_calibrate_verb
 from .corpus_cli import register as register_corpus_verbs
+from .dedup_cli import register as register_dedup_verb
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
@@ -347,6 +349,8 @@ def make_parser() -> argparse.ArgumentParser:
     register_corpus_verbs(sub)  # corpus fetch|extract|build (corpus_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
+    register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
+    register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     return ap
 
 

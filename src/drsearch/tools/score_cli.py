@@ -3,6 +3,7 @@
 Three forms::
 
     drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [--attempts RUN …] [...]
+    drsearch score RUN_DIR --questions FILE --judge numeric [--tolerance 0.02]
     drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
     drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
 
@@ -212,6 +213,12 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     run_dir = Path(args.run_dir)
     if args.concurrency < 1:
         raise InvalidInputError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.judge == "numeric":
+        if args.dataset == "openbiorq":
+            raise InvalidInputError("--judge numeric grades answers with a reference (dr256, deepsearchqa), "
+                                    "not checklists")
+        if args.audit_citations or args.judge_model or args.base_url:
+            raise InvalidInputError("--judge numeric takes no --judge-model, --base-url or --audit-citations")
     dirs = _run_dirs(args)
     tasks = _tasks(args)
     scores = args.out or run_dir / "scores.json"
@@ -222,6 +229,8 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     runs = [read_run(p) for p in dirs]
     questions_sha256 = sha256_hex(args.questions.read_bytes())
     _check_runs(args, runs, tasks, questions_sha256)
+    if args.judge == "numeric":
+        return _grade_numeric(args, out, runs, tasks, questions_sha256, scores)
     graded: list[GradedQuestion] = []
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
@@ -261,6 +270,41 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
+
+
+def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes], tasks: list[Any],
+                   questions_sha256: str, scores: Path) -> int:
+    """``--judge numeric``: the deterministic grader (no endpoint, no judge cache)."""
+    from ..benchmark import grade_run, render_table, summarize, write_graded
+    from ..benchmark.numeric import NumericJudge
+    from ..index.atomic import write_json_atomic
+
+    judge = NumericJudge(tolerance=args.tolerance)
+    graded = [g for attempt, run in enumerate(runs) for g in grade_run(run, tasks, judge, attempt=attempt)]
+    summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
+    summary["grading"] = {
+        "dataset": args.dataset, "questions": str(args.questions),
+        "questions_sha256": questions_sha256, "runs": [str(r.path) for r in runs],
+        "agent_model": runs[0].manifest.get("model"), "judge_model": "numeric", "judge_seed": None,
+        "judge_temperature": None, "numeric": judge.describe(),
+        "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256, "threshold": None}
+    write_graded(graded_path(scores), graded)
+    write_json_atomic(scores, summary)
+    print(render_table(summary), file=out)
+    print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
+    return 0
+
+
+def _tolerance(text: str) -> Any:
+    from fractions import Fraction
+
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
 
 
 def _paired(args: argparse.Namespace, out: TextIO, paths: list[Path],
@@ -356,6 +400,11 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
     p.add_argument("--dataset", choices=DATASET_KINDS, default="dr256", help="dataset format (default dr256)")
+    p.add_argument("--judge", choices=["llm", "numeric"], default="llm",
+                   help="llm (default: the dataset's LLM judge) or numeric (deterministic: within "
+                        "--tolerance relative error of the reference; no endpoint)")
+    p.add_argument("--tolerance", type=_tolerance, default="0.02", metavar="T",
+                   help="--judge numeric: relative tolerance (default 0.02)")
     p.add_argument("--judge-model", metavar="M", help="judge model name")
     p.add_argument("--base-url", metavar="URL", help="judge's OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the judge's API key")

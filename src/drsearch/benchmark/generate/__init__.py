@@ -9,8 +9,20 @@ Public API (pinned by tests/benchmark/generate/test_public_api.py)::
                   episode(question, preset, endpoint, searcher) -> trajectory record
     generate_main(build, argv): the shared command line (--out, --until, --cache-mode, ...)
 
+Calibration from rollouts (``calibrate``), offline sentence embeddings (``embed``, the
+``embed`` extra), near-duplicate and diversity filters (``dedup``, ``diversity``): their
+names are imported on first use, so importing the package needs neither scipy nor
+onnxruntime. The calibration primitive is ``drsearch.benchmark.generate.calibrate.calibrate``:
+the package attribute ``calibrate`` is that submodule (Python binds a submodule's name on
+its parent when it is imported), so the function is not re-exported under the same name.
+
 It may import ``drsearch.agents`` (model client, replay cache) and ``drsearch.index``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .cli import add_generate_arguments, generate_main, settings_from
 from .errors import GenerateError, PipelineInputError
@@ -29,22 +41,64 @@ from .stages import (
     run_pipeline,
 )
 
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("BUCKETS", "RULES", "ItemStats", "bucket_counts", "dr256_bucket",
+                     "drbencher_bucket", "frozen_core", "item_stats", "openbiorq_bucket", "wilson_table"),
+                    "calibrate"),
+    **dict.fromkeys(("Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder", "MODEL_SHA256"),
+                    "embed"),
+    **dict.fromkeys(("DedupResult", "Duplicate", "dedup"), "dedup"),
+    **dict.fromkeys(("DiversityResult", "diversify"), "diversity"),
+    **dict.fromkeys(("cosine_matrix",), "similarity"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+# Eager names, then the lazy ones of _LAZY (a test checks the two lists agree).
 __all__ = [
+    "BUCKETS",
+    "MODEL_SHA256",
     "RESERVED",
+    "RULES",
+    "DedupResult",
+    "DiversityResult",
+    "Duplicate",
+    "Embedder",
+    "EmbeddingModelError",
     "GenerateError",
     "GenerateSettings",
+    "ItemStats",
     "Keep",
     "ModelEndpoint",
     "Outcome",
     "Pipeline",
     "PipelineInputError",
     "Reject",
+    "SentenceTransformerEmbedder",
     "Stage",
     "StageContext",
     "add_generate_arguments",
+    "bucket_counts",
+    "cosine_matrix",
+    "dedup",
+    "diversify",
+    "dr256_bucket",
+    "drbencher_bucket",
     "file_sha256",
+    "frozen_core",
     "generate_code_sha256",
     "generate_main",
+    "item_stats",
+    "openbiorq_bucket",
     "run_pipeline",
     "settings_from",
+    "wilson_table",
 ]
