@@ -68,6 +68,8 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "content_identity": str, "schema_version": int, "chunk_words": int, "chunk_stride": int,
     "chunk_overlap": int, "bm25": dict, "build_tool": str, "sqlite_version": str,
 }
+# A pre-chunked index (chunks taken over from another FTS5 table) records these as null.
+_PRECHUNKED_NULL = frozenset({"chunk_words", "chunk_stride", "chunk_overlap"})
 # The arrays the engine reads, with the dtypes build() writes (optional ones may be absent).
 _ARRAY_DTYPES = {"chunk_doc": "<i4", "chunk_len": "<i4", "chunk_ordinal": "<i4",
                  "doc_field_offsets": "<i8", "doc_fields": "u1"}
@@ -461,6 +463,8 @@ def _read_meta(conn: apsw.Connection) -> dict[str, Any]:
         if key not in meta:
             raise IncompatibleIndexError(f"damaged or incomplete drsearch index (meta has no {key!r})")
         value = meta[key]
+        if value is None and key in _PRECHUNKED_NULL and meta.get("chunking") == "pre-chunked":
+            continue  # the source's own chunks: no window size to record
         if isinstance(value, bool) or not isinstance(value, kind):
             wanted = "an integer" if kind is int else "a " + getattr(kind, "__name__", "value")
             raise IncompatibleIndexError(f"damaged meta value {key!r}: {str(value)[:60]!r} is not {wanted}")
