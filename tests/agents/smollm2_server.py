@@ -113,6 +113,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Exit when the test process is gone (killed before its fixture could stop us): the server
+    runs in its own session, so nothing else would end it."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
+
+
 def serve(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -132,6 +140,7 @@ def serve(argv: list[str] | None = None) -> None:
     endpoint = ChatEndpoint(llama, opts.max_new_tokens)
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"endpoint": endpoint}))
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     print(json.dumps({"port": server.server_address[1]}), flush=True)
     server.serve_forever()
     server.server_close()
@@ -153,12 +162,13 @@ class ModelProcess:
     """A model server subprocess that prints JSON lines (``system_info`` first, then ``port``)
     on stdout; its stderr goes to ``log``. Any death is a one-line test failure (``fail``)."""
 
-    def __init__(self, cmd: list[str], log: Path, start_timeout_s: float = 300.0) -> None:
+    def __init__(self, cmd: list[str], log: Path, start_timeout_s: float = 300.0,
+                 env: dict[str, str] | None = None) -> None:
         self.log = log
         self.system_info = "unknown (the server died before reporting it)"
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log.open("wb"), text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         threading.Thread(target=self._read, daemon=True).start()
         deadline = time.monotonic() + start_timeout_s
         while True:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -61,8 +62,11 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelProcess]:
     if importlib.util.find_spec("llama_cpp") is None:  # found, not imported: llama.cpp loads there
         pytest.skip(f"llama-cpp-python missing: {NOT_INSTALLED}")
     log = tmp_path_factory.mktemp("smollm2") / "server.log"
+    # OpenMP threads spin while they wait: on a loaded machine (2 cores, other jobs) two spinning
+    # threads made each model call minutes slower than with passive waits; a user's choice wins.
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     model = ModelProcess([sys.executable, str(SERVER), "--model", str(gguf_path()), "--n-ctx", str(N_CTX),
-                          "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", "2"], log)
+                          "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", "2"], log, env=env)
     print(f"\nsmoke: llama-cpp-python {importlib.metadata.version('llama-cpp-python')} built with: "
           f"{model.system_info}")
     try:
