@@ -116,8 +116,9 @@ def test_cli_dry_run_wants_a_portable_rebuild_of_a_native_stamp(tmp_path: Path) 
 
 @pytest.mark.parametrize("flag,value", [((), ""), (("SMOKE_NATIVE=1",), "1")])
 def test_make_smoke_runs_the_installer(flag: tuple[str, ...], value: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SMOKE_NATIVE", "MAKEFLAGS")}
     proc = subprocess.run(["make", "-n", "-o", ".venv/.installed-dev", "smoke", *flag], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     assert f"SMOKE_NATIVE='{value}' .venv/bin/python scripts/smoke_install.py" in proc.stdout
     assert "pip install" not in proc.stdout  # the installer alone decides what pip builds
