@@ -2,7 +2,7 @@
 parser is right to reject every such message (docs/AGENTS.md, "What SmolLM2-135M emits").
 
 The strings are verbatim assistant messages from a real smoke run (llama-cpp-python 0.3.36,
-portable build, dr256 seeds, sample question q-7c3b98eafbffe8ba, turns 0-9): one call cut off
+portable build, dr256 seeds, sample question q-7c3b98eafbffe8ba, all 20 turns): one call cut off
 by the 192-token cap, then the model copying the loop's own error reply back, which quotes the
 literal ``<tool_call>`` token. None is a well-formed call in a dialect we support (native
 ``tool_calls``, or one ``{"name", "arguments"}`` object inside ``<tool_call>…</tool_call>``).
@@ -27,7 +27,7 @@ TRUNCATED = (
 # the loop's answer to it, as the model saw it inside <tool_response>
 ERROR_REPLY = ('{"error":{"message":"unbalanced <tool_call> tag; the call was not executed",'
                '"type":"malformed_tool_call"}}')
-# turns 1-9: a preamble, then that reply copied back verbatim
+# turns 1-19: one of these preambles, then that reply copied back verbatim
 PREAMBLES = [
     "Your response contains an error message. Here is a suggested improvement:",
     "Here is a suggested improvement:",
@@ -35,6 +35,7 @@ PREAMBLES = [
     "You're right, here is a suggested improvement:",
     "Your answer is already an improvement. Here's a suggested improvement:",
     "This is a suggested improvement. Here is a suggested improvement:",
+    "Your answer is already an improvement. Here is a suggested improvement:",
 ]
 ECHOES = [f"{p}\n\n<tool_response>\n{ERROR_REPLY}\n</tool_response>" for p in PREAMBLES]
 
