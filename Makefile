@@ -58,9 +58,11 @@ load: $(STAMP)
 	$(PY) benchmarks/load_test.py $(LOAD_ARGS)
 
 # Opt-in real-model smoke test (README): SmolLM2-135M on llama.cpp drives `drsearch run` on
-# three sample questions. The first install compiles llama.cpp (several minutes on 2 cores).
+# three sample questions. The first install compiles llama.cpp (README gives the time), portably
+# (AVX2/FMA/F16C) unless SMOKE_NATIVE=1; a build with other flags is replaced (scripts/smoke_install.py).
+SMOKE_NATIVE ?=
 smoke: $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(PY) -m pip install -q -e '.[smoke]'
+	SMOKE_NATIVE='$(SMOKE_NATIVE)' $(PY) scripts/smoke_install.py
 	$(VENV)/bin/pytest -m smoke tests/agents/test_smoke_smollm2.py -s -rs
 
 clean:
