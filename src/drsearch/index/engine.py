@@ -89,7 +89,7 @@ class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
     def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
-                 time_limit_s: float, native: bool | None = None) -> None:
+                 time_limit_s: float, native: bool | None = None, pruning: bool = True) -> None:
         self.path = path
         self.blocklist = blocklist
         self.time_limit_s = time_limit_s
@@ -106,7 +106,8 @@ class Engine:
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
-                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
+                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native,
+                             pruning=pruning)
         self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
         self._local = threading.local()
         self._docs: DocTable | None = None
@@ -115,15 +116,18 @@ class Engine:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
-             time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None) -> Engine:
+             time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None,
+             pruning: bool = True) -> Engine:
         """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
 
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
+        ``pruning``: in C, skip postings that cannot reach the top k (exact MaxScore, the
+        default) or score them all; the results are the same, bit for bit.
         """
         p = Path(path)
         conn = _connect(p)
         try:
-            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
+            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native, pruning)
         except (apsw.Error, KeyError, ValueError) as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
