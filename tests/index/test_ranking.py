@@ -1,7 +1,8 @@
 """Our scorer against FTS5's own bm25(): same lists, same order, same scores.
 
-Every test runs three times: with the C kernel's pruning path (``maxscore``, the default) and
-its every-posting path (``blocks``), when built, and with numpy alone.
+Every test runs four times: with the C kernel, when built, choosing per query (``auto``, the
+default), always on its pruning path (``maxscore``) and always on its every-posting path
+(``blocks``), and with numpy alone.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 
 QUERIES = cranfield_queries()
 NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
-SCORERS = [pytest.param("maxscore", marks=NEEDS_C), pytest.param("blocks", marks=NEEDS_C), "numpy"]
-KINDS = {"maxscore": "c-maxscore", "blocks": "c-blocks", "numpy": "numpy"}
+SCORERS = [pytest.param(m, marks=NEEDS_C) for m in ("auto", "maxscore", "blocks")] + ["numpy"]
+KINDS = {"auto": "c-auto", "maxscore": "c-maxscore", "blocks": "c-blocks", "numpy": "numpy"}
+PRUNING = {"auto": "auto", "maxscore": "always", "blocks": "never", "numpy": "auto"}
 
 
 @pytest.fixture(scope="module", params=SCORERS)
@@ -29,7 +31,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 def open_engine(path: Path, mode: str, blocklist: BlockList | None = None) -> Engine:
-    e = Engine.open(path, blocklist, native=mode != "numpy", pruning=mode == "maxscore")
+    e = Engine.open(path, blocklist, native=mode != "numpy", pruning=PRUNING[mode])  # type: ignore[arg-type]
     # build() gives documents consecutive rowids: the C kernel applies.
     assert e.stats()["scorer"] == KINDS[mode]
     return e
@@ -258,3 +260,27 @@ def test_rank_maxscore_rejects_damaged_input_and_honours_the_time_budget() -> No
     assert not buf.any()
     assert run(list(range(1, n_rows + 1)), budget=1e-12)[0] == -1  # ran out of time
     assert not buf.any()
+
+
+@NEEDS_C
+def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from drsearch.index import scoring
+    from drsearch.index.scoring import Scorer, SparseTerm
+
+    calls: list[str] = []
+    for name in ("rank_maxscore", "rank_blocks"):
+        fn = getattr(scoring._kernels, name)
+        monkeypatch.setattr(scoring._kernels, name,
+                            lambda *a, _fn=fn, _n=name: (calls.append(_n), _fn(*a))[1])
+    n_rows = 1000
+    scorer = Scorer(np.arange(n_rows + 1, dtype=np.int32), np.full(n_rows + 1, 10, dtype=np.int32))
+    assert scorer.kind == "c-auto"
+    rare = SparseTerm("r", 3, np.array([5, 50, 500], dtype=np.uint32), np.array([1.0, 2.0, 3.0]), 3.0)
+    common = SparseTerm("c", 400, np.arange(1, 401, dtype=np.uint32), np.full(400, 0.5), 0.5)
+    scratch = scorer.scratch()
+    assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]  # 3 postings
+    assert scorer.rank([rare, common], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.5)]  # 403
+    assert calls == ["rank_maxscore", "rank_blocks"]
+    with pytest.raises(ValueError, match="pruning must be one of"):
+        Scorer(np.arange(3, dtype=np.int32), np.ones(3, dtype=np.int32), pruning="sometimes")  # type: ignore[arg-type]

@@ -434,6 +434,7 @@ rank_maxscore(PyObject *self, PyObject *args)
     Best *heap = NULL;
     Py_ssize_t *pos = NULL, *rc = NULL;
     ByBound *ord = NULL;
+    double *pre = NULL; /* pre[j]: the sum of ord[0..j)'s bounds */
     uint8_t *ess = NULL;
     uint64_t *bits = NULL;
     int have_blocked = 0;
@@ -479,10 +480,11 @@ rank_maxscore(PyObject *self, PyObject *args)
     pos = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
     rc = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
     ord = PyMem_Calloc((size_t)(n_terms + 1), sizeof(ByBound));
+    pre = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
     ess = PyMem_Calloc((size_t)(n_terms + 1), 1);
     bits = PyMem_Calloc((size_t)n_words, sizeof(uint64_t));
     heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
-    if (!tb || !pos || !rc || !ord || !ess || !bits || !heap) {
+    if (!tb || !pos || !rc || !ord || !pre || !ess || !bits || !heap) {
         PyErr_NoMemory();
         goto done;
     }
@@ -514,6 +516,8 @@ rank_maxscore(PyObject *self, PyObject *args)
         ess[t] = 1;
     }
     qsort(ord, (size_t)n_terms, sizeof(ByBound), cmp_bound);
+    for (Py_ssize_t j = 0; j < n_terms; j++)
+        pre[j + 1] = pre[j] + ord[j].bound;
     double *acc = (double *)buf.buf;
     const int32_t *cd = (const int32_t *)docs.buf;
     const uint8_t *bl = have_blocked ? (const uint8_t *)blocked.buf : NULL;
@@ -535,6 +539,8 @@ rank_maxscore(PyObject *self, PyObject *args)
     double ne_sum = 0.0;                    /* the sum of their bounds */
     double thr = floor_;                    /* keep a touched chunk when its partial v >= thr */
     Py_ssize_t span = block < 1024 ? block : 1024; /* this block's rowid range */
+    int since_clock = 63; /* the first block looks at the clock */
+    int64_t clock_mark = 0;
     for (;;) {
         Py_ssize_t lo = n;
         for (Py_ssize_t t = 0; t < n_terms; t++) {
@@ -577,11 +583,60 @@ rank_maxscore(PyObject *self, PyObject *args)
             }
             pos[t] = p;
         }
-        n_accumulated += added;
         if (bad)
             break;
-        const Py_ssize_t words = (top + 63) / 64;
         const int exact = ne == 0;
+        /* Checking each touched chunk against the non-essential lists (a gallop per list) costs
+           more than adding those lists' postings in this range when the range holds many
+           touched chunks: then add them too (full), so that v bounds the whole score up to
+           rounding, and only chunks near the floor are rescored. */
+        int full = 0;
+        if (!exact) {
+            Py_ssize_t ne_post = 0;
+            for (Py_ssize_t j = 0; j < ne; j++) {
+                const Py_ssize_t t = ord[j].term;
+                const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
+                const Py_ssize_t len = tb[2 * t].len / 4;
+                rc[t] = gallop(id, rc[t], len, (uint32_t)lo);
+                ne_post += gallop(id, rc[t], len, (uint32_t)hi) - rc[t];
+            }
+            full = added * (ne < 4 ? ne : 4) * 8 > ne_post;
+            for (Py_ssize_t j = 0; full && j < ne && !bad; j++) {
+                const Py_ssize_t t = ord[j].term;
+                const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
+                const double *im = (const double *)tb[2 * t + 1].buf;
+                const Py_ssize_t len = tb[2 * t].len / 4;
+                const Py_ssize_t p0 = rc[t]; /* rc stays: rescoring starts at the range */
+                Py_ssize_t p = p0;
+                for (; p < len; p++) {
+                    const Py_ssize_t c = (Py_ssize_t)id[p];
+                    if (c >= hi)
+                        break;
+                    if (c < lo) {
+                        bad = 1;
+                        break;
+                    }
+                    const Py_ssize_t off = c - lo;
+                    acc[off] += im[p];
+                    bits[off >> 6] |= (uint64_t)1 << (off & 63);
+                }
+                if (p > p0) {
+                    added += p - p0;
+                    if ((Py_ssize_t)id[p - 1] - lo + 1 > top)
+                        top = (Py_ssize_t)id[p - 1] - lo + 1;
+                }
+            }
+            if (bad)
+                break;
+        }
+        n_accumulated += added;
+        const double ne_live = full ? 0.0 : ne_sum; /* what v leaves out */
+        if (!exact) {
+            thr = floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK);
+            if (!(thr > 0.0))
+                thr = ANY_SCORE;
+        }
+        const Py_ssize_t words = (top + 63) / 64;
         /* One kept chunk: rescore it exactly unless v is already exact, then select. */
 #define KEEP_CHUNK(OFF, V)                                                                        \
     do {                                                                                          \
@@ -590,6 +645,24 @@ rank_maxscore(PyObject *self, PyObject *args)
         if (bl && bl[row])                                                                        \
             break;                                                                                \
         if (!exact) {                                                                             \
+            /* MaxScore's check: add the non-essential terms' impacts, largest bound first,  \
+               while the rest of their bounds can still lift the chunk to the floor. */       \
+            double vv = s;                                                                        \
+            int drop = 0;                                                                         \
+            for (Py_ssize_t j = full ? -1 : ne - 1; j >= 0; j--) {                                \
+                const Py_ssize_t t = ord[j].term;                                                 \
+                const uint32_t *tid = (const uint32_t *)tb[2 * t].buf;                            \
+                const Py_ssize_t tl = tb[2 * t].len / 4;                                          \
+                const Py_ssize_t q = rc[t] = gallop(tid, rc[t], tl, (uint32_t)row);               \
+                if (q < tl && (int64_t)tid[q] == row)                                             \
+                    vv += ((const double *)tb[2 * t + 1].buf)[q];                                 \
+                if ((vv + pre[j]) * (1.0 + PRUNE_SLACK) < floor_) {                               \
+                    drop = 1;                                                                     \
+                    break;                                                                        \
+                }                                                                                 \
+            }                                                                                     \
+            if (drop)                                                                             \
+                break;                                                                            \
             n_rescored++;                                                                         \
             s = 0.0;                                                                              \
             for (Py_ssize_t t = 0; t < n_terms; t++) {                                            \
@@ -611,7 +684,7 @@ rank_maxscore(PyObject *self, PyObject *args)
                     floor_ = collect_all ? theta - margin - 2.0 * (fabs(theta) * 1e-9) : theta;   \
                     if (!(floor_ > 0.0))                                                          \
                         floor_ = ANY_SCORE;                                                       \
-                    thr = exact ? floor_ : floor_ * (1.0 - PRUNE_SLACK) - ne_sum * (1.0 + PRUNE_SLACK); \
+                    thr = exact ? floor_ : floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK); \
                     if (!(thr > 0.0))                                                             \
                         thr = ANY_SCORE;                                                          \
                 }                                                                                 \
@@ -667,20 +740,21 @@ rank_maxscore(PyObject *self, PyObject *args)
         }
 #undef KEEP_CHUNK
         /* The floor only rises: move terms to the non-essential side while their bounds fit. */
-        while (ne < n_terms && (ne_sum + ord[ne].bound) * (1.0 + PRUNE_SLACK) < floor_) {
-            ne_sum += ord[ne].bound;
+        while (ne < n_terms && pre[ne + 1] * (1.0 + PRUNE_SLACK) < floor_) {
             ess[ord[ne].term] = 0;
             ne++;
         }
-        if (ne > 0) {
-            thr = floor_ * (1.0 - PRUNE_SLACK) - ne_sum * (1.0 + PRUNE_SLACK);
-            if (!(thr > 0.0))
-                thr = ANY_SCORE;
-        }
+        ne_sum = pre[ne];
 #if HAVE_CLOCK
-        if (deadline > 0.0 && now_s() > deadline) {
-            late = 1;
-            break;
+        /* Blocks can be tiny here, and reading the clock is a system call on some machines:
+           look at it every 64 blocks or 256K postings. */
+        if (deadline > 0.0 && (++since_clock >= 64 || n_accumulated - clock_mark >= (1 << 18))) {
+            since_clock = 0;
+            clock_mark = n_accumulated;
+            if (now_s() > deadline) {
+                late = 1;
+                break;
+            }
         }
 #endif
     }
@@ -738,6 +812,7 @@ done:
     PyMem_Free(pos);
     PyMem_Free(rc);
     PyMem_Free(ord);
+    PyMem_Free(pre);
     PyMem_Free(ess);
     PyMem_Free(bits);
     PyMem_Free(heap);

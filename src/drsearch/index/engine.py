@@ -38,7 +38,7 @@ from .errors import (
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
-from .scoring import DenseTerm, Scorer, Scratch, SparseTerm, Term, bm25_idf
+from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
@@ -89,7 +89,7 @@ class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
     def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
-                 time_limit_s: float, native: bool | None = None, pruning: bool = True) -> None:
+                 time_limit_s: float, native: bool | None = None, pruning: Pruning = "auto") -> None:
         self.path = path
         self.blocklist = blocklist
         self.time_limit_s = time_limit_s
@@ -117,12 +117,13 @@ class Engine:
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
              time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None,
-             pruning: bool = True) -> Engine:
+             pruning: Pruning = "auto") -> Engine:
         """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
 
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
-        ``pruning``: in C, skip postings that cannot reach the top k (exact MaxScore, the
-        default) or score them all; the results are the same, bit for bit.
+        ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
+        MaxScore), ``never`` scores them all, ``auto`` (the default) picks per query what is
+        cheaper (:class:`~drsearch.index.scoring.Scorer`); the results are the same, bit for bit.
         """
         p = Path(path)
         conn = _connect(p)

@@ -12,9 +12,9 @@ and only the candidates within that margin of the k-th document are rescored exa
 every term in phrase order, so the ordered result still equals FTS5's.
 
 Ranking runs in the optional C kernel when it was built: ``_kernels.rank_maxscore`` (exact
-MaxScore pruning over the terms' stored upper bounds ``max_impact``; the default) or
-``_kernels.rank_blocks`` (every posting, block by block in an L2-sized buffer; docs/ENGINE.md),
-else in numpy (``np.add.at`` into a
+MaxScore pruning over the terms' stored upper bounds ``max_impact``; by default for queries
+whose postings are few) or ``_kernels.rank_blocks`` (every posting, block by block in an
+L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
 whole-corpus array, then thresholds); both paths return bit-identical results (the tests run
 both).
 """
@@ -25,6 +25,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +38,8 @@ try:
 except ImportError:  # built without a C compiler: numpy does the same work, slower
     _kernels = None  # type: ignore[assignment]
 
+Pruning = Literal["auto", "always", "never"]
+PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
 BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
 NATIVE_AVAILABLE = _kernels is not None
@@ -115,11 +118,14 @@ class Scorer:
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
                  k1: float = 1.2, b: float = 0.75, *, native: bool | None = None,
-                 pruning: bool = True) -> None:
+                 pruning: Pruning = "auto") -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
-        ``pruning``: in C, skip what cannot reach the top k (MaxScore over the terms' stored
-        upper bounds, ``rank_maxscore``; the default) or score every posting
-        (``rank_blocks``); both give the same results, bit for bit.
+        ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
+        the terms' stored upper bounds, ``rank_maxscore``), ``never`` scores every posting
+        block by block (``rank_blocks``), ``auto`` (the default) picks per query what is
+        cheaper: MaxScore when the query's postings are fewer than a quarter of the chunks
+        (its cost follows them), else every posting (a sequential pass that, with our
+        corpus-wide bounds, the pruning path does not beat). Same results, bit for bit.
 
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
@@ -128,6 +134,8 @@ class Scorer:
             raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
         use_c = _kernels is not None if native is None else native
         self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
+        if pruning not in PRUNING:
+            raise ValueError(f"pruning must be one of {', '.join(PRUNING)}, got {pruning!r}")
         self._pruning = pruning
         self.chunk_doc = chunk_doc
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
@@ -137,11 +145,11 @@ class Scorer:
 
     @property
     def kind(self) -> str:
-        """Which ranking path runs: ``c-maxscore`` (the C kernel with exact pruning),
-        ``c-blocks`` (the C kernel, every posting scored) or ``numpy``."""
+        """Which ranking path runs: ``c-auto`` (the C kernel, with exact pruning where it
+        pays), ``c-maxscore`` (always pruning), ``c-blocks`` (every posting) or ``numpy``."""
         if not self._native:
             return "numpy"
-        return "c-maxscore" if self._pruning else "c-blocks"
+        return {"auto": "c-auto", "always": "c-maxscore", "never": "c-blocks"}[self._pruning]
 
     def scratch(self) -> Scratch:
         """Fresh per-thread scratch arrays for :meth:`rank`."""
@@ -198,7 +206,8 @@ class Scorer:
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
             chunks, impacts = [c for c, _, _ in lists], [i for _, i, _ in lists]
-            if self._pruning:
+            if self._pruning == "always" or (
+                    self._pruning == "auto" and 4 * sum(len(c) for c in chunks) < self.n_rows):
                 bounds = np.array([m for _, _, m in lists], dtype=np.float64)
                 n, n_full, cut = _kernels.rank_maxscore(
                     chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
@@ -312,5 +321,5 @@ class Scorer:
         return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
 
 
-__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "DenseTerm", "Scorer", "Scratch", "SparseTerm", "Term",
-           "bm25_idf", "chunk_norms", "term_impacts"]
+__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "Pruning", "Scorer", "Scratch",
+           "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]
