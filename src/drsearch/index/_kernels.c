@@ -363,7 +363,17 @@ done:
  * chunk is then rescored exactly: its impact from every term's list (found by galloping a
  * per-term cursor forward: kept chunks ascend), added in phrase order from 0.0 -- the same
  * IEEE additions rank_blocks and np.add.at make, since an absent term adds exactly +0.0.
- * With no non-essential term, v is already that exact sum and is used as is.
+ * With no non-essential term, v is already that exact sum and is used as is. Before the
+ * rescoring, MaxScore's check probes the non-essential lists, largest bound first, and drops
+ * the chunk as soon as the rest of their bounds cannot lift it to the floor. In a range with
+ * many touched chunks, those per-chunk probes cost more than adding the non-essential
+ * lists' postings of the range: then v is accumulated over every term (in another order: a
+ * bound up to rounding, covered by the same slack) and only chunks near the floor are
+ * rescored.
+ *
+ * The bounds are corpus-wide (one per term). They prune well when the heavy terms are rare
+ * and the light ones long; for queries of many long lists of similar weight, the sequential
+ * pass of rank_blocks is cheaper (drsearch.index.scoring picks per query).
  * ------------------------------------------------------------------------------------------ */
 
 #define PRUNE_SLACK 2e-10
