@@ -5,7 +5,8 @@ queries, reporting the mean and p50 per stage:
 
 - ``parse``: tokenising the query with the index's FTS5 tokenizer;
 - ``postings``: fetching each term's df and posting BLOBs from SQLite (``_postings``);
-- ``rank_blocks (C)``: the C kernel (accumulate + select, block by block), when built;
+- ``rank_maxscore (C)`` / ``rank_blocks (C)``: the C kernel with exact pruning / over every
+  posting, when built (``--pruning auto``, the default, picks per query; ``always``, ``never``);
 - ``postings_of`` / ``dense_impacts`` / ``rescore`` / ``finish``: clamped-IDF terms and the
   exact rescoring of their candidates;
 - numpy path only (``native=False`` or no kernel): ``accumulate``, ``select``, ``top_docs``;
@@ -14,7 +15,7 @@ queries, reporting the mean and p50 per stage:
 
 Usage::
 
-    python benchmarks/profile_rank.py [--docs 30318] [--queries 300] [--seed 1]
+    python benchmarks/profile_rank.py [--docs 30318] [--queries 300] [--seed 1] [--pruning never]
 """
 
 from __future__ import annotations
@@ -82,12 +83,13 @@ def _sparse_postings(term: object) -> int:
     return len(chunks) if chunks is not None else 0
 
 
-def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> dict[str, Any]:
+def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20,
+            pruning: str = "auto") -> dict[str, Any]:
     """Per-stage timings over ``queries`` for rank(k); then, on an unwrapped engine, what
     ``search`` adds: metadata (``with_text=False``) and chunk text + snippets."""
     from drsearch.index import Engine, scoring
 
-    e = Engine.open(index)
+    e = Engine.open(index, pruning=pruning)  # type: ignore[arg-type]
     for q in queries[:warmup]:
         e.search(q, k)
     sparse, dense = [], []
@@ -98,10 +100,12 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> di
     clock = StageClock()
     stages = [st for attr, st in ENGINE_STAGES if clock.wrap(e, attr, st)]
     stages += [a.lstrip("_") for a in SCORER_STAGES if clock.wrap(e.scorer, a, a.lstrip("_"))]
-    kernels = scoring._kernels if e.scorer.kind == "c-blocks" else None
-    original = getattr(kernels, "rank_blocks", None)
-    if kernels is not None and clock.wrap(kernels, "rank_blocks", "rank_blocks (C)"):
-        stages.append("rank_blocks (C)")
+    kernels = scoring._kernels if e.scorer.kind.startswith("c-") else None
+    names = ("rank_maxscore", "rank_blocks")
+    originals = {n: getattr(kernels, n, None) for n in names}
+    for n in names:
+        if kernels is not None and clock.wrap(kernels, n, f"{n} (C)"):
+            stages.append(f"{n} (C)")
     rank_s: list[float] = []
     try:
         for q in queries:
@@ -111,10 +115,11 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20) -> di
             clock.close_query()
     finally:
         if kernels is not None:
-            kernels.rank_blocks = original  # the unwrapped runs below use the real kernel
+            for n, fn in originals.items():  # the unwrapped runs below use the real kernel
+                setattr(kernels, n, fn)
     e.close()
 
-    plain = Engine.open(index)
+    plain = Engine.open(index, pruning=pruning)  # type: ignore[arg-type]
     ops: dict[str, Callable[[str], object]] = {
         "rank": lambda q: plain.rank(q, k),
         "search_no_text": lambda q: plain.search(q, k, with_text=False),
@@ -155,13 +160,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     corpus_gen.add_scale_args(ap)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--pruning", choices=("auto", "always", "never"), default="auto",
+                    help="the C kernel's exact MaxScore pruning: per query (auto), always, never")
     args = ap.parse_args(argv)
     index = corpus_gen.bench_dir(args) / "ours.sqlite3"
     if not index.is_file():
         raise SystemExit(f"{index}: run search_bench.py with the same --docs/--seed first")
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
-    r = profile(index, queries, args.k)
-    print(f"{index}  k={args.k}  {len(queries)} queries")
+    r = profile(index, queries, args.k, pruning=args.pruning)
+    print(f"{index}  k={args.k}  pruning {args.pruning}  {len(queries)} queries")
     print(f"{'rank stage (wrapped)':<22}{'mean ms':>10}{'p50 ms':>10}{'share':>8}")
     total = r["rank_total"]["mean_ms"]
     for s in (*r["stages"], "other", "rank_total"):

@@ -1,4 +1,4 @@
-"""Speed benchmark: drsearch against tantivy (and bm25s) on a DR-256-shaped corpus.
+"""Speed benchmark: drsearch against tantivy (and bm25s, PISA) on a DR-256-shaped corpus.
 
 Every engine indexes the same chunks (800-word windows, 700-word stride) of the same
 synthetic corpus (``corpus_gen.py``); latencies are measured with the engines interleaved
@@ -10,6 +10,10 @@ and absolute times drift by +-30%. What is measured, and the targets (docs/BENCH
 - complete hits (plus chunk text and a snippet; tantivy: stored text): p50 <= 1.0x tantivy;
 - throughput of 2 serving processes >= 1.8x one (each process opens the index itself);
 - ordered top-10 documents identical to FTS5's own ``bm25()`` ranking on >= 299/300 queries;
+- ranked search against PISA (MaxScore and block-max WAND over its SIMD-compressed index, the
+  ``pyterrier-pisa`` wheel's compiled module called in-process; the ``bench`` extra; skipped
+  with a note when the wheel is not installed): the ratios ours/PISA MaxScore, for the goals
+  k=10 p50 <= 1.0x, p99 <= 0.7x, k=100 p50 <= 0.8x (reported, not yet PASS/FAIL targets);
 - build <= 5 min, build peak RSS <= 2 GB, file <= 3.5 GB (full scale);
 - a fresh process opens the index and answers its first query in < 1 s; a serving process
   keeps < 100 MB of private (non-shared) memory after 300 queries.
@@ -181,6 +185,83 @@ def _child_build_tantivy(a: dict[str, Any]) -> dict[str, Any]:
             "threads": a["threads"], "heap_bytes": a["heap_bytes"]}
 
 
+PISA_ENCODING, PISA_BLOCK = "block_simdbp", 64  # pyterrier-pisa's defaults
+
+
+def load_pisathon() -> tuple[Any | None, str]:
+    """pyterrier-pisa's compiled module ``_pisathon``, loaded on its own: the package's
+    ``__init__`` imports PyTerrier (Java), which this benchmark does not need. Returns
+    (module, "") or (None, why it is unavailable)."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyterrier_pisa")
+    if spec is None or not spec.submodule_search_locations:
+        return None, "pyterrier-pisa is not installed (pip install -e '.[bench]')"
+    for d in spec.submodule_search_locations:
+        for so in sorted(Path(d).glob("_pisathon*.so")):
+            loader = importlib.machinery.ExtensionFileLoader("pyterrier_pisa._pisathon", str(so))
+            mspec = importlib.util.spec_from_file_location("pyterrier_pisa._pisathon", so,
+                                                           loader=loader)
+            if mspec is None:
+                continue
+            module = importlib.util.module_from_spec(mspec)
+            try:
+                loader.exec_module(module)
+            except ImportError as e:  # e.g. libtbb.so.2 missing: the wheel's tbb dependency
+                return None, f"pyterrier-pisa's _pisathon does not load ({e})"
+            return module, ""
+    return None, "pyterrier-pisa has no compiled _pisathon module for this Python"
+
+
+def _pisa_prepare(pisa: Any, path: Path) -> Any:
+    """A retrieval context (BM25 k1 1.2, b 0.75 as FTS5's; no stemmer, no stopwords: the
+    terms are drsearch's own); the first call writes PISA's block-max data and compressed
+    index next to the inverted index."""
+    ctx = pisa.RetrievalContext()
+    pisa.prepare_index(ctx, str(path), PISA_ENCODING, "bm25", "", block_size=PISA_BLOCK, quantize=0,
+                       bm25_k1=1.2, bm25_b=0.75, stop_fname="")
+    return ctx
+
+
+def _child_build_pisa(a: dict[str, Any]) -> dict[str, Any]:
+    """PISA over the same chunks with the same terms: each chunk's FTS5 tokens (drsearch's
+    tokenizer, read from its built index) written as plain text, docno = chunk rowid."""
+    import threading
+
+    from drsearch.index import Engine
+
+    pisa, why = load_pisathon()
+    if pisa is None:
+        raise SystemExit(why)
+    path = Path(a["dir"])
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    with Engine.open(a["index"]) as e:
+        tok = e.tokenizer
+        t0 = time.perf_counter()
+        fifo = path / "input.fifo"
+        os.mkfifo(fifo)
+        n = [0]
+
+        def feed() -> None:
+            with open(fifo, "w", encoding="utf-8") as out:
+                for c in iter_chunks(Path(a["corpus"])):
+                    out.write(f"{c.rowid} {' '.join(tok.terms(c.text))}\n")
+                    n[0] += 1
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        pisa.index(str(fifo), str(path), "", 100_000, max(1, a["threads"] - 1))  # uses threads + 1
+        writer.join()
+        fifo.unlink()
+        _pisa_prepare(pisa, path)
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": _dir_bytes(path),
+            "chunks": n[0], "threads": a["threads"], "encoding": PISA_ENCODING,
+            "block": PISA_BLOCK}
+
+
 def _child_build_bm25s(a: dict[str, Any]) -> dict[str, Any]:
     import bm25s
 
@@ -250,6 +331,7 @@ CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "build-ours": _child_build_ours,
     "build-tantivy": _child_build_tantivy,
     "build-bm25s": _child_build_bm25s,
+    "build-pisa": _child_build_pisa,
 }
 
 
@@ -380,6 +462,52 @@ class Tantivy:
         return out
 
 
+class Pisa:
+    """PISA (``maxscore`` or ``block_max_wand``): the query's drsearch terms, pretokenised;
+    best chunk per document by over-fetching, as for tantivy."""
+
+    def __init__(self, path: Path, index: Path, meta: Meta, algorithm: str) -> None:
+        from drsearch.index import Engine
+
+        pisa, why = load_pisathon()
+        if pisa is None:
+            raise SystemExit(why)
+        self.pisa, self.algorithm, self.meta = pisa, algorithm, meta
+        self.name = {"maxscore": "pisa", "block_max_wand": "pisa_bmw"}[algorithm]
+        self.ctx = _pisa_prepare(pisa, path)
+        self.engine = Engine.open(index)  # its FTS5 tokenizer: the same terms as drsearch's
+
+    def _retrieve(self, terms: dict[str, float], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        qidx, ranks = np.empty(limit, dtype=np.int32), np.empty(limit, dtype=np.int32)
+        docnos, scores = np.empty(limit, dtype=object), np.empty(limit, dtype=np.float32)
+        n = self.pisa.retrieve(self.ctx, self.algorithm, [(0, terms)], k=limit, threads=1,
+                               pretokenised=True, query_weighted=0, result_qidxs=qidx,
+                               result_docnos=docnos, result_ranks=ranks, result_scores=scores)
+        return docnos[:n], scores[:n]
+
+    def ranked(self, q: str, k: int) -> list[Row]:
+        terms = {t.term: 1.0 for t in self.engine.parse(q).terms}
+        if not terms:
+            return []
+        m = self.meta
+        limit = 4 * k
+        while True:
+            docnos, scores = self._retrieve(terms, limit)
+            seen: set[int] = set()
+            out: list[Row] = []
+            for docno, score in zip(docnos.tolist(), scores.tolist(), strict=True):
+                chunk = int(docno)
+                doc = int(m.chunk_doc[chunk])
+                if doc not in seen:
+                    seen.add(doc)
+                    out.append((*m.docs[doc], float(score), int(m.chunk_ord[chunk])))
+                    if len(out) == k:
+                        return out
+            if len(docnos) < limit:
+                return out
+            limit *= 4
+
+
 class Bm25s:
     """bm25s (numpy backend): scores every chunk, then best chunk per document."""
 
@@ -434,6 +562,7 @@ class Timings:
 
 
 ORDER_SEED = 20261129
+PISA_NAMES = ("pisa", "pisa_bmw")
 
 
 def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rounds: int,
@@ -446,8 +575,8 @@ def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rou
     query to query, as the first versions of this script did) always hands each engine's
     first task the same predecessor, a systematic bias."""
     ops: list[tuple[str, Callable[[Any, str], object], set[str]]] = [
-        ("ranked_k10", lambda e, q: e.ranked(q, 10), {"ours", "tantivy", "bm25s"}),
-        ("ranked_k100", lambda e, q: e.ranked(q, 100), {"ours", "tantivy", "bm25s"}),
+        ("ranked_k10", lambda e, q: e.ranked(q, 10), {"ours", "tantivy", "bm25s", *PISA_NAMES}),
+        ("ranked_k100", lambda e, q: e.ranked(q, 100), {"ours", "tantivy", "bm25s", *PISA_NAMES}),
         ("complete_k10", lambda e, q: e.complete(q, 10), {"ours", "tantivy"}),
     ]
     if snippet_peer:
@@ -521,6 +650,19 @@ def fts5_agreement(index: Path, queries: Sequence[str], k: int = 10) -> dict[str
     return {"queries": n, "same_docs": same_docs, "same_chunks": same_chunks,
             "same_scores_bitwise": same_scores, "mismatches": mismatches[:20],
             "fts5_mean_s": t_fts / n, "rank_mean_s": t_ours / n}
+
+
+def pisa_agreement(ours: Any, pisa: Any, queries: Sequence[str], k: int = 10) -> dict[str, Any]:
+    """PISA's top k against ours: same scores at every rank (PISA scores in float32: relative
+    1e-5), and the same ordered documents (which may differ among documents tied at a score)."""
+    same_scores = same_docs = 0
+    for q in queries:
+        a, b = ours.ranked(q, k), pisa.ranked(q, k)
+        sa, sb = np.array([r[3] for r in a]), np.array([r[3] for r in b])
+        if len(sa) == len(sb) and np.allclose(sa, sb, rtol=1e-5, atol=0.0):
+            same_scores += 1
+        same_docs += [r[0] for r in a] == [r[0] for r in b]
+    return {"queries": len(queries), "k": k, "same_scores": same_scores, "same_docs": same_docs}
 
 
 def _smaps() -> dict[str, int]:
@@ -626,7 +768,7 @@ def report(r: dict[str, Any]) -> str:
                      f"(seed {lo['seed']}), median of {lo['rounds']} rounds per query")
     lines.append("")
     lat = r["latency_ms"]
-    engines = [e for e in ("ours", "tantivy", "bm25s") if e in lat["ranked_k10"]]
+    engines = [e for e in ("ours", "tantivy", "bm25s", *PISA_NAMES) if e in lat["ranked_k10"]]
     head = f"{'latency (ms)':<26}" + "".join(f"{e:>10}" for e in engines)
     lines += [head + f"{'ours/tantivy':>14}  target", "-" * (len(head) + 30)]
     for op in lat:
@@ -643,6 +785,22 @@ def report(r: dict[str, Any]) -> str:
                 ratio = lat["complete_k10"]["ours"][p] / vals["tantivy"][p]
                 row += f"{ratio:>13.2f}x  (info: tantivy + its SnippetGenerator)"
             lines.append(row)
+    if "pisa" in lat["ranked_k10"]:
+        lines.append("")
+        for op, p, goal in (("ranked_k10", "p50", 1.0), ("ranked_k10", "p99", 0.7),
+                            ("ranked_k100", "p50", 0.8), ("ranked_k100", "p99", None)):
+            vals = lat[op]
+            ratio = vals["ours"][p] / vals["pisa"][p]
+            bmw = vals["ours"][p] / vals["pisa_bmw"][p]
+            lines.append(f"ours/PISA MaxScore {op} {p}: {ratio:.2f}x"
+                         + (f"  goal <= {goal}x {'met' if ratio <= goal else 'not met'}" if goal
+                            else "  (info)")
+                         + f"   (ours/PISA block-max WAND {bmw:.2f}x)")
+        pa = r.get("pisa_agreement")
+        if pa:
+            lines.append(f"PISA MaxScore top-{pa['k']}: same scores at every rank on "
+                         f"{pa['same_scores']}/{pa['queries']} queries, same ordered documents on "
+                         f"{pa['same_docs']}/{pa['queries']} (info)")
     tp = r["throughput"]
     t1, t2 = tp["ours"]["1"], tp["ours"]["2"]
     scale = t2["qps"] / t1["qps"]
@@ -666,7 +824,10 @@ def report(r: dict[str, Any]) -> str:
         f"{agree['same_scores_bitwise']}; FTS5 {agree['fts5_mean_s'] * 1e3:.0f} ms/query)",
         f"build: {b['seconds']:.1f} s  target <= 300 s  {verdict('build_seconds', b['seconds'])}"
         + (f"   (tantivy {bt['seconds']:.1f} s with {bt['threads']} threads;" if bt else "")
-        + (f" bm25s {bb['seconds']:.1f} s)" if bb else ")" if bt else ""),
+        + (f" bm25s {bb['seconds']:.1f} s" if bb else "")
+        + (f"{';' if bb else ''} PISA {r['builds']['pisa']['seconds']:.1f} s"
+           if "pisa" in r["builds"] else "")
+        + (")" if bt else ""),
         f"build peak RSS: {_fmt_bytes(b['peak_rss_bytes'])}  target <= 2 GB  "
         f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}"
         + (f"   (bm25s {_fmt_bytes(bb['peak_rss_bytes'])} = ours x"
@@ -693,8 +854,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     corpus_gen.add_scale_args(ap)
     ap.add_argument("--json", type=Path, help="also write all results here")
-    ap.add_argument("--engines", default="ours,tantivy,bm25s",
-                    help="comma list; ours and tantivy are required")
+    ap.add_argument("--engines", default="ours,tantivy,bm25s,pisa",
+                    help="comma list; ours and tantivy are required; pisa (MaxScore and "
+                         "block-max WAND) is skipped with a note when pyterrier-pisa is absent")
     ap.add_argument("--duration", type=float, default=None,
                     help="seconds per throughput run (default 8 full scale, 2 small)")
     ap.add_argument("--repeats", type=int, default=2,
@@ -713,19 +875,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(CHILDREN[args.child[0]](json.loads(args.child[1]))))
         return 0
     engines = set(args.engines.split(","))
-    if not {"ours", "tantivy"} <= engines or not engines <= {"ours", "tantivy", "bm25s"}:
-        ap.error("--engines: ours and tantivy are required; bm25s optional")
+    if not {"ours", "tantivy"} <= engines or not engines <= {"ours", "tantivy", "bm25s", "pisa"}:
+        ap.error("--engines: ours and tantivy are required; bm25s and pisa optional")
     duration = args.duration or (8.0 if args.docs >= 10_000 else 2.0)
     source = _source_state()
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
+    if "pisa" in engines:
+        pisa_missing = load_pisathon()[1]
+        if pisa_missing:
+            log(f"pisa skipped: {pisa_missing}")
+            engines.discard("pisa")
     corpus, cmeta = corpus_gen.ensure_corpus(args.docs, args.seed)
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
     work = corpus_gen.bench_dir(args)
     work.mkdir(parents=True, exist_ok=True)
     ours_path, tv_path, bm_path = work / "ours.sqlite3", work / "tantivy", work / "bm25s"
+    pisa_path = work / "pisa"
     builds_file = work / "builds.json"
     builds: dict[str, Any] = {}
     if args.reuse and builds_file.is_file():
@@ -746,8 +914,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "bm25s" in engines and "bm25s" not in builds:
         log("building bm25s index")
         builds["bm25s"] = run_child("build-bm25s", {**common, "dir": str(bm_path)})
+    if "pisa" in engines and "pisa" not in builds:
+        log("building PISA index")
+        builds["pisa"] = run_child("build-pisa", {**common, "dir": str(pisa_path),
+                                                  "index": str(ours_path),
+                                                  "threads": args.tantivy_threads})
     builds_file.write_text(json.dumps(builds, indent=2))
-    for name in ("tantivy", "bm25s"):
+    for name in ("tantivy", "bm25s", "pisa"):
         if name in builds and builds[name]["chunks"] != builds["ours"]["chunks"]:
             raise SystemExit(f"{name} indexed {builds[name]['chunks']} chunks, "
                              f"drsearch {builds['ours']['chunks']}")
@@ -767,7 +940,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     eng: list[Any] = [Ours(ours_path), Tantivy(tv_path, args.tokenizer, meta)]
     if "bm25s" in engines:
         eng.append(Bm25s(bm_path, meta))
+    if "pisa" in engines:
+        eng += [Pisa(pisa_path, ours_path, meta, alg) for alg in ("maxscore", "block_max_wand")]
     lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True, order=args.order)
+    pisa_agree = None
+    if "pisa" in engines:
+        log("PISA MaxScore against ours: scores at every rank")
+        by_name = {e.name: e for e in eng}
+        pisa_agree = pisa_agreement(by_name["ours"], by_name["pisa"], queries)
     del eng
 
     log("FTS5 agreement (slow oracle)")
@@ -792,6 +972,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokenizer": args.tokenizer, "queries": len(queries), "corpus": cmeta,
         "latency_order": {"order": args.order, "seed": ORDER_SEED, "rounds": args.rounds},
         "builds": builds, "first_query": fq, "fts5": agree, "throughput": tp,
+        "pisa_agreement": pisa_agree,
         "latency_ms": {op: {e: {"p50": t.pct(50) * 1e3, "p99": t.pct(99) * 1e3,
                                "mean": float(np.mean(t.typical())) * 1e3}
                            for e, t in per.items()} for op, per in lat.items()},

@@ -1,6 +1,8 @@
 """Our scorer against FTS5's own bm25(): same lists, same order, same scores.
 
-Every test runs twice: with the C kernel (``native``, when built) and with numpy alone.
+Every test runs four times: with the C kernel, when built, choosing per query (``auto``, the
+default), always on its pruning path (``maxscore``) and always on its every-posting path
+(``blocks``), and with numpy alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 
 QUERIES = cranfield_queries()
 NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
-SCORERS = [pytest.param("native", marks=NEEDS_C), "numpy"]
+SCORERS = [pytest.param(m, marks=NEEDS_C) for m in ("auto", "maxscore", "blocks")] + ["numpy"]
+KINDS = {"auto": "c-auto", "maxscore": "c-maxscore", "blocks": "c-blocks", "numpy": "numpy"}
+PRUNING = {"auto": "auto", "maxscore": "always", "blocks": "never", "numpy": "auto"}
 
 
 @pytest.fixture(scope="module", params=SCORERS)
@@ -27,9 +31,9 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 def open_engine(path: Path, mode: str, blocklist: BlockList | None = None) -> Engine:
-    e = Engine.open(path, blocklist, native=mode != "numpy")
+    e = Engine.open(path, blocklist, native=mode != "numpy", pruning=PRUNING[mode])  # type: ignore[arg-type]
     # build() gives documents consecutive rowids: the C kernel applies.
-    assert e.stats()["scorer"] == {"native": "c-blocks", "numpy": "numpy"}[mode]
+    assert e.stats()["scorer"] == KINDS[mode]
     return e
 
 
@@ -102,11 +106,11 @@ def test_native_and_numpy_paths_are_bit_identical(cran_small_chunks: Path) -> No
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
     queries = [*QUERIES, "the of a", "the flow", "of", "is the and of", "a theory of the boundary layer"]
     for bl in (None, blocklist_of(*blocked)):
-        engines = [open_engine(cran_small_chunks, m, bl) for m in ("native", "numpy")]
+        engines = [open_engine(cran_small_chunks, m, bl) for m in ("maxscore", "blocks", "numpy")]
         for i, q in enumerate(queries):
             k = 1 + (i * 7) % 100
-            native, numpy_ = (e.rank(q, k) for e in engines)
-            assert native == numpy_, q
+            pruned, full, numpy_ = (e.rank(q, k) for e in engines)
+            assert pruned == full == numpy_, q
         for e in engines:
             assert np.count_nonzero(e._scratch().acc) == 0
             e.close()
@@ -152,16 +156,17 @@ def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytes
 
 
 @NEEDS_C
+@pytest.mark.parametrize("c_mode", ["maxscore", "blocks"])
 @pytest.mark.parametrize("block_rows", [64, 200, 1000])
 def test_block_by_block_ranking_matches_numpy_across_many_blocks(cran_small_chunks: Path,
-                                                                  block_rows: int) -> None:
+                                                                  block_rows: int, c_mode: str) -> None:
     # The default block (32,768 chunks) spans this whole test index: shrink it so documents
     # and posting lists cross many block boundaries.
     with Engine.open(cran_small_chunks) as plain:
         blocked = {plain.search(q, k=1).hits[0].docid for q in QUERIES[:20] if plain.search(q, k=1).hits}
     queries = [*QUERIES, "the of a", "the flow", "is the and of", "a theory of the boundary layer"]
     for bl in (None, blocklist_of(*blocked)):
-        with open_engine(cran_small_chunks, "native", bl) as c, \
+        with open_engine(cran_small_chunks, c_mode, bl) as c, \
                 open_engine(cran_small_chunks, "numpy", bl) as py:
             assert c.scorer.n_rows > 5 * block_rows
             c._scratch().block = np.zeros(block_rows)
@@ -192,3 +197,90 @@ def test_rank_blocks_rejects_damaged_lists_and_honours_the_time_budget() -> None
     assert not buf.any()
     assert run(list(range(1, n_rows + 1)), budget=1e-12)[0] == -1  # ran out of time
     assert not buf.any()
+
+
+@NEEDS_C
+def test_rank_maxscore_skips_what_cannot_reach_the_top_and_ranks_as_rank_blocks() -> None:
+    from drsearch.index import _kernels
+
+    # 10,000 one-chunk documents. A light term in every chunk, then a heavy term in two: once
+    # the first block has put chunk 30 (light + heavy) in the heap, the light term's bound
+    # cannot lift any other chunk past it, so its other 9,900-odd postings are never read.
+    n_rows = 10_000
+    chunk_doc = np.arange(n_rows + 1, dtype=np.int32)
+    rng = np.random.default_rng(7)
+    light_ids = np.arange(1, n_rows + 1, dtype=np.uint32)
+    light = rng.choice([0.125, 0.25, 0.375, 0.5], size=n_rows)
+    heavy_ids, heavy = np.array([30, 5000], dtype=np.uint32), np.array([10.0, 10.0])
+    lists = ([light_ids, heavy_ids], [light, heavy])
+    bounds = np.array([0.5, 10.0])
+    out_c, out_s = np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+    counts = np.zeros(2, dtype=np.int64)
+    for k in (1, 2, 100):
+        buf = np.zeros(64)
+        n, n_full, cut = _kernels.rank_maxscore(*lists, bounds, n_rows, None, chunk_doc, k, -1.0, buf,
+                                                out_c, out_s, 10.0, counts)
+        pruned = list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        assert not buf.any()
+        n2, n_full2, cut2 = _kernels.rank_blocks(*lists, n_rows, None, chunk_doc, k, -1.0, buf, out_c,
+                                                 out_s, 10.0)
+        assert (n, n_full, cut) == (n2, n_full2, cut2)
+        assert pruned == list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        assert pruned[0] == (30, light[29] + 10.0) or pruned[0] == (5000, light[4999] + 10.0)
+        if k == 1:  # the first block, then chunk 5000 alone
+            assert counts.tolist() == [64 + 2, 1]
+        else:  # k = 100: the light term stays essential, every posting is read
+            assert counts[0] >= 64 + 2
+
+
+@NEEDS_C
+def test_rank_maxscore_rejects_damaged_input_and_honours_the_time_budget() -> None:
+    from drsearch.index import _kernels
+
+    chunk_doc = np.sort(np.array([0, 1, 1, 2, 2, 3, 3, 4, 4, 5] * 20, dtype=np.int32))
+    n_rows = len(chunk_doc) - 1
+    buf, out_c, out_s = np.zeros(64), np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+
+    def run(ids: list[int], budget: float = 10.0, bounds: list[float] | None = None) -> tuple[int, int, float]:
+        return _kernels.rank_maxscore([np.array(ids, dtype=np.uint32)], [np.ones(len(ids))],
+                                      np.array([1.0] if bounds is None else bounds), n_rows, None,
+                                      chunk_doc, 3, -1.0, buf, out_c, out_s, budget)
+
+    assert run([1, 70, 150])[0] == 3
+    with pytest.raises(ValueError, match="ascending"):
+        run([150, 3])  # across blocks: would write before the block
+    with pytest.raises(ValueError, match="beyond"):
+        run([1, n_rows + 1])
+    with pytest.raises(ValueError, match="beyond"):
+        run([1, n_rows + 1, 5])  # out of order, and beyond the last chunk
+    with pytest.raises(ValueError, match="one bound per term"):
+        run([1, 2], bounds=[1.0, 1.0])
+    with pytest.raises(ValueError, match="negative or NaN"):
+        run([1, 2], bounds=[float("nan")])
+    assert not buf.any()
+    assert run(list(range(1, n_rows + 1)), budget=1e-12)[0] == -1  # ran out of time
+    assert not buf.any()
+
+
+@NEEDS_C
+def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from drsearch.index import scoring
+    from drsearch.index.scoring import Scorer, SparseTerm
+
+    calls: list[str] = []
+    for name in ("rank_maxscore", "rank_blocks"):
+        fn = getattr(scoring._kernels, name)
+        monkeypatch.setattr(scoring._kernels, name,
+                            lambda *a, _fn=fn, _n=name: (calls.append(_n), _fn(*a))[1])
+    n_rows = 1000
+    scorer = Scorer(np.arange(n_rows + 1, dtype=np.int32), np.full(n_rows + 1, 10, dtype=np.int32))
+    assert scorer.kind == "c-auto"
+    rare = SparseTerm("r", 3, np.array([5, 50, 500], dtype=np.uint32), np.array([1.0, 2.0, 3.0]), 3.0)
+    common = SparseTerm("c", 400, np.arange(1, 401, dtype=np.uint32), np.full(400, 0.5), 0.5)
+    scratch = scorer.scratch()
+    assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]  # 3 postings
+    assert scorer.rank([rare, common], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.5)]  # 403
+    assert calls == ["rank_maxscore", "rank_blocks"]
+    with pytest.raises(ValueError, match="pruning must be one of"):
+        Scorer(np.arange(3, dtype=np.int32), np.ones(3, dtype=np.int32), pruning="sometimes")  # type: ignore[arg-type]

@@ -1,9 +1,11 @@
-"""Property tests: the C kernel ranks exactly as the numpy path on arbitrary small corpora.
+"""Property tests: the C kernel's two paths rank exactly as numpy on arbitrary small corpora.
 
 The numpy path is the one checked against FTS5's own bm25() (test_ranking.py); here random
 posting lists — with many exact score ties, blocked chunks, clamped (dense) terms, tiny
-blocks so that lists and documents cross block boundaries — must give the same ordered
-(chunk, score) lists on both paths, bit for bit.
+blocks so that lists and documents cross block boundaries, terms of very different weights
+(so that MaxScore moves the light ones to the non-essential side early), bounds looser than
+a list's maximum, k from 1 to 100 — must give the same ordered (chunk, score) lists on the
+pruning path (rank_maxscore), the every-posting path (rank_blocks) and numpy, bit for bit.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from drsearch.index.scoring import NATIVE_AVAILABLE, DenseTerm, Scorer, SparseTe
 
 pytestmark = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
 
-# A few impact values only, so that sums tie exactly and often.
+# A few impact values only, so that sums tie exactly and often; each term scales them by a
+# power of two (exact), so that terms' upper bounds differ by orders of magnitude.
 IMPACTS = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0]
+SCALES = [2.0**-6, 2.0**-3, 1.0, 8.0]
+MODES = {"maxscore": "c-maxscore", "blocks": "c-blocks", "numpy": "numpy"}
 
 
 @st.composite
@@ -45,12 +50,14 @@ def corpora(draw: Any) -> dict[str, Any]:
             rows = rows[rows > 0]
             if not len(rows):
                 rows = np.array([int(rng.integers(1, n_rows + 1))])
-            imps = rng.choice(IMPACTS, size=len(rows))
-            terms.append(("sparse", (rows.astype(np.uint32), imps.astype(np.float64))))
+            imps = rng.choice(IMPACTS, size=len(rows)) * draw(st.sampled_from(SCALES))
+            # The bound: the list's maximum (as stored), or a looser one (still valid).
+            bound = float(imps.max()) * draw(st.sampled_from([1.0, 1.0, 1.5]))
+            terms.append(("sparse", (rows.astype(np.uint32), imps.astype(np.float64), bound)))
     blocked = rng.random(n_rows + 1) < draw(st.sampled_from([0.0, 0.1, 0.5]))
     return {"chunk_doc": chunk_doc, "chunk_len": chunk_len, "terms": terms,
             "blocked": blocked if blocked.any() else None,
-            "k": draw(st.integers(1, 30)), "block_rows": draw(st.sampled_from([64, 128, 1 << 15]))}
+            "k": draw(st.sampled_from([1, 1, 2, 3, 5, 10, 30, 100])), "block_rows": draw(st.sampled_from([64, 128, 1 << 15]))}
 
 
 def make_terms(spec: list[tuple[str, Any]]) -> list[SparseTerm | DenseTerm]:
@@ -59,8 +66,8 @@ def make_terms(spec: list[tuple[str, Any]]) -> list[SparseTerm | DenseTerm]:
         if kind == "dense":
             out.append(DenseTerm(f"t{i}", int(np.count_nonzero(data)), lambda d=data: d))
         else:
-            rows, imps = data
-            out.append(SparseTerm(f"t{i}", len(rows), rows, imps, float(imps.max())))
+            rows, imps, bound = data
+            out.append(SparseTerm(f"t{i}", len(rows), rows, imps, bound))
     return out
 
 
@@ -68,14 +75,15 @@ def make_terms(spec: list[tuple[str, Any]]) -> list[SparseTerm | DenseTerm]:
 @given(corpora())
 def test_every_path_ranks_identically(c: dict[str, Any]) -> None:
     results = {}
-    for mode in ("native", "numpy"):
-        scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=mode == "native")
-        assert scorer.kind == ("c-blocks" if mode == "native" else "numpy")
+    for mode, kind in MODES.items():
+        scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=mode != "numpy",
+                        pruning="always" if mode == "maxscore" else "never")
+        assert scorer.kind == kind
         scratch = scorer.scratch()
         scratch.block = np.zeros(max(64, c["block_rows"]))
         results[mode] = scorer.rank(make_terms(c["terms"]), c["k"], c["blocked"], scratch, 1e18)
         assert not scratch.acc.any() and not scratch.block.any()  # handed back clean
-    assert results["native"] == results["numpy"]
+    assert results["maxscore"] == results["blocks"] == results["numpy"]
     ranked = results["numpy"]
     docs = [int(c["chunk_doc"][chunk]) for chunk, _ in ranked]
     assert len(docs) == len(set(docs)) <= c["k"]  # one best chunk per document

@@ -9,3 +9,9 @@ def rank_blocks(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArra
                 blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int, margin: float,
                 buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
                 time_budget: float, /) -> tuple[int, int, float]: ...
+
+def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]],
+                  bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
+                  chunk_doc: npt.NDArray[Any], k: int, margin: float, buf: npt.NDArray[Any],
+                  out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
+                  time_budget: float, counts: npt.NDArray[Any] = ..., /) -> tuple[int, int, float]: ...

@@ -42,7 +42,7 @@ from .errors import (
 from .models import Document, Hit, SearchResult
 from .query import MAX_QUERY_TERMS, ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
-from .scoring import DenseTerm, Scorer, Scratch, SparseTerm, Term, bm25_idf
+from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
@@ -116,7 +116,7 @@ class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
     def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
-                 time_limit_s: float, native: bool | None = None) -> None:
+                 time_limit_s: float, native: bool | None = None, pruning: Pruning = "auto") -> None:
         self.path = path
         self.blocklist = blocklist
         self.time_limit_s = time_limit_s
@@ -130,7 +130,8 @@ class Engine:
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
-                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
+                             self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native,
+                             pruning=pruning)
         self._blocked_docs, self._blocked_chunks, self.blocked_missing = self._resolve_blocklist(blocklist)
         # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
         # opening either takes the same path to the same exception.
@@ -142,15 +143,19 @@ class Engine:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
-             time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None) -> Engine:
+             time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None,
+             pruning: Pruning = "auto") -> Engine:
         """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
 
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
+        ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
+        MaxScore), ``never`` scores them all, ``auto`` (the default) picks per query what is
+        cheaper (:class:`~drsearch.index.scoring.Scorer`); the results are the same, bit for bit.
         """
         p = Path(path)
         conn = _connect(p)
         try:
-            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
+            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native, pruning)
         except IncompatibleIndexError as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: {e.message}") from e

@@ -11,8 +11,10 @@ each: they are kept out of the first pass (they are stored as dense tf arrays, n
 and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
 
-Ranking runs in the optional C kernel ``_kernels.rank_blocks`` when it was built (block by
-block in an L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
+Ranking runs in the optional C kernel when it was built: ``_kernels.rank_maxscore`` (exact
+MaxScore pruning over the terms' stored upper bounds ``max_impact``; by default for queries
+whose postings are few) or ``_kernels.rank_blocks`` (every posting, block by block in an
+L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
 whole-corpus array, then thresholds); both paths return bit-identical results (the tests run
 both).
 """
@@ -23,6 +25,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +38,8 @@ try:
 except ImportError:  # built without a C compiler: numpy does the same work, slower
     _kernels = None  # type: ignore[assignment]
 
+Pruning = Literal["auto", "always", "never"]
+PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
 BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
 NATIVE_AVAILABLE = _kernels is not None
@@ -70,7 +75,7 @@ class SparseTerm:
     df: int
     chunks: npt.NDArray[np.uint32]
     impacts: F64
-    max_impact: float  # the largest impact in the list (stored for MaxScore-style pruning)
+    max_impact: float  # the largest impact in the list: MaxScore's bound (rank_maxscore)
 
 
 @dataclass(slots=True)
@@ -112,8 +117,15 @@ class Scorer:
     """Scores queries against one index's per-chunk arrays (shared, read-only)."""
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
-                 k1: float = 1.2, b: float = 0.75, *, native: bool | None = None) -> None:
+                 k1: float = 1.2, b: float = 0.75, *, native: bool | None = None,
+                 pruning: Pruning = "auto") -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
+        ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
+        the terms' stored upper bounds, ``rank_maxscore``), ``never`` scores every posting
+        block by block (``rank_blocks``), ``auto`` (the default) picks per query what is
+        cheaper: MaxScore when the query's postings are fewer than a quarter of the chunks
+        (its cost follows them), else every posting (a sequential pass that, with our
+        corpus-wide bounds, the pruning path does not beat). Same results, bit for bit.
 
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
@@ -122,6 +134,9 @@ class Scorer:
             raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
         use_c = _kernels is not None if native is None else native
         self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
+        if pruning not in PRUNING:
+            raise ValueError(f"pruning must be one of {', '.join(PRUNING)}, got {pruning!r}")
+        self._pruning = pruning
         self.chunk_doc = chunk_doc
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
@@ -130,8 +145,11 @@ class Scorer:
 
     @property
     def kind(self) -> str:
-        """Which ranking path runs: ``c-blocks`` (the C kernel) or ``numpy``."""
-        return "c-blocks" if self._native else "numpy"
+        """Which ranking path runs: ``c-auto`` (the C kernel, with exact pruning where it
+        pays), ``c-maxscore`` (always pruning), ``c-blocks`` (every posting) or ``numpy``."""
+        if not self._native:
+            return "numpy"
+        return {"auto": "c-auto", "always": "c-maxscore", "never": "c-blocks"}[self._pruning]
 
     def scratch(self) -> Scratch:
         """Fresh per-thread scratch arrays for :meth:`rank`."""
@@ -182,13 +200,22 @@ class Scorer:
         assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
 
-        def run(lists: Sequence[tuple[npt.NDArray[np.uint32], F64]], margin: float) -> tuple[int, int, float]:
+        def run(lists: Sequence[tuple[npt.NDArray[np.uint32], F64, float]],
+                margin: float) -> tuple[int, int, float]:
             budget = deadline - time.monotonic()
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
-            n, n_full, cut = _kernels.rank_blocks(
-                [c for c, _ in lists], [i for _, i in lists], self.n_rows, blocked,
-                self._chunk_doc32, k, margin, scratch.block, out_c, out_s, budget)
+            chunks, impacts = [c for c, _, _ in lists], [i for _, i, _ in lists]
+            if self._pruning == "always" or (
+                    self._pruning == "auto" and 4 * sum(len(c) for c in chunks) < self.n_rows):
+                bounds = np.array([m for _, _, m in lists], dtype=np.float64)
+                n, n_full, cut = _kernels.rank_maxscore(
+                    chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
+                    scratch.block, out_c, out_s, budget)
+            else:
+                n, n_full, cut = _kernels.rank_blocks(
+                    chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin,
+                    scratch.block, out_c, out_s, budget)
             if n < 0:
                 raise QueryTimeoutError("query ran past its time limit")
             return n, n_full, cut
@@ -197,7 +224,7 @@ class Scorer:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = run([(t.chunks, t.impacts) for t in sparse], bound)
+            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact) for t in sparse], bound)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
@@ -205,14 +232,14 @@ class Scorer:
         n, _, _ = run([self._postings_of(t) for t in present], -1.0)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
 
-    def _postings_of(self, t: Term) -> tuple[npt.NDArray[np.uint32], F64]:
-        """A term as (ascending chunk rowids, impacts); a dense term's zero-tf chunks add
-        exactly +0.0, so leaving them out changes no sum."""
+    def _postings_of(self, t: Term) -> tuple[npt.NDArray[np.uint32], F64, float]:
+        """A term as (ascending chunk rowids, impacts, their maximum); a dense term's zero-tf
+        chunks add exactly +0.0, so leaving them out changes no sum."""
         if isinstance(t, SparseTerm):
-            return t.chunks, t.impacts
+            return t.chunks, t.impacts, t.max_impact
         impacts = self._dense_impacts(t)
         rows = np.flatnonzero(impacts)
-        return rows.astype(np.uint32), impacts[rows]
+        return rows.astype(np.uint32), impacts[rows], float(impacts.max(initial=0.0))
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
@@ -294,5 +321,5 @@ class Scorer:
         return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
 
 
-__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "DenseTerm", "Scorer", "Scratch", "SparseTerm", "Term",
-           "bm25_idf", "chunk_norms", "term_impacts"]
+__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "Pruning", "Scorer", "Scratch",
+           "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]
