@@ -33,6 +33,17 @@ def cranfield_queries() -> list[str]:
             for q in re.split(r"^\.I ", text, flags=re.M)[1:]]
 
 
+def cranfield_qrels_lines() -> list[str]:
+    """``cranqrel`` as TREC qrels: query ids are positions in cran.qry (1..225), docids
+    ``cran-N``, grade 1..4 -> relevance 5 - grade, grade -1 -> 0 (judged non-relevant)."""
+    lines = []
+    for row in (DATA / "testcollections/cranfield/cranqrel").read_text().splitlines():
+        qid, doc, grade = row.split()
+        rel = 0 if int(grade) < 0 else 5 - int(grade)
+        lines.append(f"{qid} 0 cran-{doc} {rel}\n")
+    return lines
+
+
 def sample_docs() -> list[dict[str, Any]]:
     """The 181 real web articles bundled as the demo corpus."""
     with open(DATA / "sample/docs.jsonl", encoding="utf-8") as fh:

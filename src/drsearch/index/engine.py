@@ -44,6 +44,9 @@ from .text import Tokenizer
 from .urls import canonicalize_url
 
 MAX_K = 100
+# Deepest ``k`` for batch retrieval (TREC runs are cut at 1000 by convention); the per-request
+# limit of the HTTP API and the agents stays MAX_K. Output buffers hold every chunk, so any k fits.
+MAX_RUN_K = 10_000
 DEFAULT_TIME_LIMIT_S = 10.0
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
@@ -235,22 +238,26 @@ class Engine:
             arena = self._local.arena = Arena()
         return arena
 
-    def rank(self, query: str, k: int = 10) -> list[tuple[int, float]]:
-        """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text."""
-        k = check_k(k)
+    def rank(self, query: str, k: int = 10, *, max_k: int = MAX_K) -> list[tuple[int, float]]:
+        """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text.
+
+        ``max_k`` raises the cap on ``k`` (at most MAX_RUN_K) for batch runs."""
+        k = check_k(k, min(max_k, MAX_RUN_K))
         parsed = self.parse(query)
         deadline = time.monotonic() + self.time_limit_s
         terms = self._postings(parsed, deadline)
         return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
 
-    def search(self, query: str, k: int = 10, *, with_text: bool = True) -> SearchResult:
+    def search(self, query: str, k: int = 10, *, with_text: bool = True,
+               max_k: int = MAX_K) -> SearchResult:
         """The ``k`` best documents for free-text ``query``, each by its best chunk.
 
         Order: score descending, then lower chunk rowid (= docid, then chunk ordinal).
         Raises InvalidQueryError (empty/oversized), InvalidKError, QueryTimeoutError.
-        A query with no indexable term returns no hits.
+        A query with no indexable term returns no hits. ``k`` is capped at ``max_k``
+        (default MAX_K, the HTTP API's limit; batch runs pass up to MAX_RUN_K).
         """
-        k = check_k(k)
+        k = check_k(k, min(max_k, MAX_RUN_K))
         parsed = self.parse(query)
         deadline = time.monotonic() + self.time_limit_s
         terms = self._postings(parsed, deadline)
@@ -361,4 +368,4 @@ def check_k(k: object, max_k: int = MAX_K) -> int:
     return k
 
 
-__all__ = ["MAX_K", "Engine", "check_k"]
+__all__ = ["MAX_K", "MAX_RUN_K", "Engine", "check_k"]
