@@ -66,3 +66,28 @@ def best_chunk_per_doc(engine: Any, ranked: list[tuple[int, float]], k: int) -> 
             if len(out) == k:
                 break
     return out
+
+
+def strict_mode_problems(schema: dict[str, Any], where: str = "$") -> list[str]:
+    """Why ``schema`` would be refused by OpenAI's strict mode (structured outputs), if it would:
+    an object root, every object closed (``additionalProperties: false``) with every property
+    in ``required`` (optional ones are nullable instead), no root-level combinators."""
+    problems = []
+    if where == "$":
+        if schema.get("type") != "object":
+            problems.append("$: the root must be an object")
+        problems += [f"$: {kw} at the root" for kw in ("anyOf", "oneOf", "allOf", "not", "enum") if kw in schema]
+    types = schema.get("type")
+    if types == "object" or (isinstance(types, list) and "object" in types):
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties must be false")
+        if sorted(schema.get("required", [])) != sorted(props):
+            problems.append(f"{where}: required {schema.get('required')} != properties {sorted(props)}")
+        for name, sub in props.items():
+            problems += strict_mode_problems(sub, f"{where}.{name}")
+    for sub in schema.get("anyOf", []):
+        problems += strict_mode_problems(sub, f"{where}|")
+    if isinstance(schema.get("items"), dict):
+        problems += strict_mode_problems(schema["items"], f"{where}[]")
+    return problems

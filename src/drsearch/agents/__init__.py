@@ -7,6 +7,8 @@ Public API (pinned by tests/agents/test_public_api.py)::
     ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
     Preset, PRESETS["dr256"], load_preset(name | file); Question, read_questions
     run_episode(question, preset, model, chat, searcher) -> Episode
+    tool_schemas(preset, dialect="chat"|"responses"|"anthropic", strict=False); TOOL_DIALECTS
+    execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
 
@@ -20,13 +22,14 @@ from .runner import RunSpec, code_version, execute_run
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher, ToolResponse
 from .toolcalls import ParsedCall, parse_tool_calls
-from .tools import tool_schema_sha256, tool_schemas
+from .tools import TOOL_DIALECTS, ToolResult, execute, tool_schema_sha256, tool_schemas
 
 __all__ = [
     "CACHE_MODES",
     "DR256",
     "PRESETS",
     "STATUSES",
+    "TOOL_DIALECTS",
     "Accounting",
     "AgentError",
     "CacheMode",
@@ -51,8 +54,10 @@ __all__ = [
     "Searcher",
     "SearcherError",
     "ToolResponse",
+    "ToolResult",
     "TransientLLMError",
     "code_version",
+    "execute",
     "execute_run",
     "load_preset",
     "parse_tool_calls",

@@ -1,5 +1,9 @@
 """The agent's tools: ``search(query, k)`` and ``open(docid | url, offset)``.
 
+Documented API (docs/CLIENTS.md): :func:`tool_schemas` in the chat-completions, Responses or
+Anthropic dialect, optionally strict-mode (every property in ``required``, optional ones
+nullable), and :func:`execute` to run any model's call against any :class:`Searcher`.
+
 Schemas (OpenAI function format, hashed into run.json), strict argument validation, and
 compact text formatting of the searcher's JSON answers: search results as rank, docid,
 url, title and chunk text; documents in pages of ``open_page_chars`` with the offset of
@@ -11,17 +15,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
+from ..index import InvalidInputError, error_body
 from .canonical import canonical_json, sha256_json
-from .preset import Preset
+from .preset import DR256, Preset
 from .searcher import Searcher, ToolResponse
 
 TRUNCATED = " …[truncated]"
 
+Dialect = Literal["chat", "responses", "anthropic"]
+TOOL_DIALECTS: tuple[str, ...] = get_args(Dialect)
 
-def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
-    """The ``tools`` field of every request (depends on the preset's k limits only)."""
+
+def _functions(preset: Preset) -> list[dict[str, Any]]:
+    """Each tool's ``{"name", "description", "parameters"}`` (JSON Schema of its arguments)."""
     search = {
         "name": "search",
         "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
@@ -44,7 +52,49 @@ def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
                            "offset": {"type": "integer", "minimum": 0,
                                       "description": "character offset of the page (default 0)"}}},
     }
-    return [{"function": search, "type": "function"}, {"function": open_, "type": "function"}]
+    return [search, open_]
+
+
+def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
+    """``parameters`` as strict mode requires: every property listed in ``required`` and the
+    ones that were optional made nullable (``null`` then means "not given"; :func:`execute`
+    drops null arguments). ``additionalProperties`` is false already."""
+    props = parameters["properties"]
+    optional = set(props) - set(parameters.get("required", []))
+    strict_props = {name: ({**schema, "type": [schema["type"], "null"]} if name in optional else schema)
+                    for name, schema in props.items()}
+    return {**parameters, "properties": strict_props, "required": list(props)}
+
+
+def tool_schemas(preset: Preset | None = None, *, dialect: str = "chat",
+                 strict: bool = False) -> list[dict[str, Any]]:
+    """The tool definitions for ``preset`` (default DR-256; only its k limits and page size
+    matter) in the request format of ``dialect``:
+
+    - ``"chat"``: chat completions' ``[{"type": "function", "function": {name, description,
+      parameters}}]`` (the default: what ``drsearch run`` sends and hashes into run.json);
+    - ``"responses"``: the Responses API's flat ``[{"type": "function", name, description,
+      parameters, strict}]``;
+    - ``"anthropic"``: the Messages API's ``[{name, description, input_schema}]``.
+
+    ``strict``: schemas for strict mode (:func:`strict_parameters`) with ``"strict": true``.
+    Raises InvalidInputError for another dialect.
+    """
+    if dialect not in TOOL_DIALECTS:
+        raise InvalidInputError(f"unknown tool dialect {dialect!r} (dialects: {', '.join(TOOL_DIALECTS)})")
+    out: list[dict[str, Any]] = []
+    for fn in _functions(preset or DR256):
+        params = strict_parameters(fn["parameters"]) if strict else fn["parameters"]
+        if dialect == "chat":
+            body = {"description": fn["description"], "name": fn["name"], "parameters": params}
+            out.append({"function": {**body, "strict": True} if strict else body, "type": "function"})
+        elif dialect == "responses":  # strict is on by default there: always say which
+            out.append({"description": fn["description"], "name": fn["name"], "parameters": params,
+                        "strict": strict, "type": "function"})
+        else:
+            tool = {"description": fn["description"], "input_schema": params, "name": fn["name"]}
+            out.append({**tool, "strict": True} if strict else tool)
+    return out
 
 
 def tool_schema_sha256(preset: Preset) -> str:
@@ -145,13 +195,29 @@ def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> 
     return _render_page(body, offset, text[:keep], offset + keep)
 
 
-def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset) -> ToolResult:
-    """Run a validated call against ``searcher`` and format the answer (capped)."""
-    if name == "search":
-        r = searcher.search(args["query"], args.get("k", preset.search_k_default))
+def execute(name: str, args: object, searcher: Searcher, preset: Preset | None = None) -> ToolResult:
+    """Run the call ``name(**args)`` against ``searcher`` and format the answer (capped to
+    ``preset.max_tool_response_chars``; preset default DR-256).
+
+    Null arguments count as not given (strict-mode schemas send every property). A call that
+    :func:`validate_arguments` refuses is not run: its result is the structured tool error
+    ``invalid_arguments`` (``response.ok`` false), never an exception.
+    """
+    preset = preset or DR256
+    given: dict[str, Any] = {}
+    if not isinstance(args, dict):
+        problem: str | None = f"{name}: arguments must be a JSON object"
     else:
-        offset = args.get("offset", 0)
-        r = searcher.open(docid=args.get("docid"), url=args.get("url"), offset=offset,
+        given = {str(key): value for key, value in args.items() if value is not None}
+        problem = validate_arguments(name, given, preset)
+    if problem is not None:
+        return ToolResult(tool_error("invalid_arguments", problem),
+                          ToolResponse(False, error_body("invalid_arguments", problem)))
+    if name == "search":
+        r = searcher.search(given["query"], given.get("k", preset.search_k_default))
+    else:
+        offset = given.get("offset", 0)
+        r = searcher.open(docid=given.get("docid"), url=given.get("url"), offset=offset,
                           length=preset.open_page_chars)
     try:
         body = json.loads(r.body)
@@ -163,9 +229,9 @@ def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset)
     elif name == "search":
         text = format_search(body, preset)
     else:  # fitted to the cap by shortening the page, never by cutting text the model cannot page to
-        return ToolResult(format_open(body, args.get("offset", 0), preset.max_tool_response_chars), r)
+        return ToolResult(format_open(body, given.get("offset", 0), preset.max_tool_response_chars), r)
     return ToolResult(_cap(text, preset.max_tool_response_chars), r)
 
 
-__all__ = ["ToolResult", "execute", "format_open", "format_search", "tool_error", "tool_schema_sha256",
-           "tool_schemas", "validate_arguments"]
+__all__ = ["TOOL_DIALECTS", "Dialect", "ToolResult", "execute", "format_open", "format_search",
+           "strict_parameters", "tool_error", "tool_schema_sha256", "tool_schemas", "validate_arguments"]
