@@ -29,6 +29,7 @@ from ..index import (
     read_jsonl,
 )
 from .corpus_cli import register as register_corpus_verbs
+from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
@@ -316,6 +317,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
+    register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
     return ap
 
 
