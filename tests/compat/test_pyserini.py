@@ -19,7 +19,7 @@ QUERIES = cranfield_queries()[:24]
 
 def test_public_api() -> None:
     assert set(drsearch.compat.__all__) == {
-        "MEASURES", "Document", "Evaluation", "Hit", "LuceneSearcher", "TrecFormatError", "evaluate",
+        "MEASURES", "Document", "Evaluation", "Hit", "LuceneSearcher", "TrecFormatError", "check_run_field", "evaluate",
         "query_measures", "read_qrels", "read_run", "read_topics", "run_lines", "write_run"}
 
 

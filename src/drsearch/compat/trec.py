@@ -72,7 +72,9 @@ def read_topics(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     return topics
 
 
-def _one_word(what: str, value: str) -> str:
+def check_run_field(what: str, value: str) -> str:
+    """``value`` if it can be one column of a run file (non-empty, no whitespace), else
+    TrecFormatError naming ``what`` (``"run tag"``, ``"qid"``, ``"docid"``)."""
     if not value or value.split() != [value]:
         raise TrecFormatError(f"{what} {value!r} cannot be written to a run file (empty or has whitespace)")
     return value
@@ -82,11 +84,11 @@ def run_lines(ranked: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> It
     """Run-file lines (with ``\\n``): for each qid in the mapping's order, its
     ``(docid, score)`` pairs in the given order, ranked from 1. Scores are written with
     ``repr`` (shortest exact form) so re-reading them gives back the same order."""
-    _one_word("run tag", tag)
+    check_run_field("run tag", tag)
     for qid, hits in ranked.items():
-        _one_word("qid", qid)
+        check_run_field("qid", qid)
         for rank, (docid, score) in enumerate(hits, 1):
-            yield f"{qid} Q0 {_one_word('docid', docid)} {rank} {float(score)!r} {tag}\n"
+            yield f"{qid} Q0 {check_run_field('docid', docid)} {rank} {float(score)!r} {tag}\n"
 
 
 def write_run(ranked: Mapping[str, Sequence[tuple[str, float]]], out: TextIO, tag: str) -> int:
@@ -199,5 +201,6 @@ def evaluate(qrels: Qrels, run: Run) -> Evaluation:
     return Evaluation(means, per_query, len(evaluated), missing, ignored)
 
 
-__all__ = ["MEASURES", "Evaluation", "Qrels", "Run", "TrecFormatError", "evaluate", "query_measures",
+__all__ = ["MEASURES", "Evaluation", "Qrels", "Run", "TrecFormatError", "check_run_field", "evaluate",
+           "query_measures",
            "read_qrels", "read_run", "read_topics", "run_lines", "write_run"]

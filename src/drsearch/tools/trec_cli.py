@@ -11,9 +11,9 @@ import argparse
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from ..compat import LuceneSearcher, evaluate, read_qrels, read_run, read_topics, run_lines
+from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
 from ..compat.pyserini import Hit
 from ..index import MAX_RUN_K, BlockList, InvalidInputError, check_k, dumps
 from ..index.atomic import atomic_output
@@ -32,7 +32,7 @@ def _check_output(path: Path, force: bool) -> None:
 
 
 def _ranked(searcher: LuceneSearcher, topics: list[tuple[str, str]], k: int, threads: int,
-            bar: object) -> Iterator[tuple[str, list[Hit]]]:
+            bar: Any) -> Iterator[tuple[str, list[Hit]]]:
     """Each topic's hits in topic order, ``threads`` queries at a time."""
     qids = [q for q, _ in topics]
     step = max(1, threads) * 8  # small batches: the bar moves, memory stays bounded
@@ -40,7 +40,7 @@ def _ranked(searcher: LuceneSearcher, topics: list[tuple[str, str]], k: int, thr
         chunk = topics[start : start + step]
         answers = searcher.batch_search([t for _, t in chunk], qids[start : start + step], k, threads)
         yield from answers.items()
-        bar.update(len(chunk))  # type: ignore[attr-defined]
+        bar.update(len(chunk))
 
 
 def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
@@ -52,8 +52,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     output = Path(args.output)
     _check_output(output, args.force)
     topics = read_topics(args.topics)
-    # the tag is checked before any query runs (a bad tag must not cost a whole batch)
-    list(run_lines({"q": [("d", 0.0)]}, args.run_tag))
+    check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
     bl = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
     lines = queries_without_hits = 0
     with LuceneSearcher(args.database, blocked_docids=bl) as searcher, \
