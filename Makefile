@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 
 install: $(STAMP)
 
-# The main job on the bundled sample crawl (181 real pages): extract → dedup + index → search.
+# The main job on the bundled sample crawl (181 real pages + 3 leak artifacts): extract → dedup + index → search.
 demo: $(STAMP)
 	@mkdir -p demo-out
 	$(VENV)/bin/drsearch corpus extract data/sample/crawl --out demo-out/docs.jsonl --force --quiet

@@ -67,13 +67,16 @@ class Source:
 
 
 def load_sources(path: Path = SAMPLE) -> list[Source]:
-    """Read the vendored sample pages; paragraphs are blank-line separated blocks."""
+    """Read the vendored sample pages; paragraphs are blank-line separated blocks. The
+    sample's leak-artifact pages (written by this project, data/README.md) are skipped."""
     out = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if not line.strip():
                 continue
             d = json.loads(line)
+            if d.get("source_id", "").startswith("drsearch-leak-artifact:"):
+                continue
             paras = tuple(p.strip() for p in d["text"].split("\n\n") if p.strip())
             if paras:
                 out.append(Source(d["docid"], d["url"], d["title"], paras))

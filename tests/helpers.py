@@ -45,7 +45,7 @@ def cranfield_qrels_lines() -> list[str]:
 
 
 def sample_docs() -> list[dict[str, Any]]:
-    """The 181 real web articles bundled as the demo corpus."""
+    """The demo corpus: 181 real web articles and 3 leak-artifact pages written by this project."""
     with open(DATA / "sample/docs.jsonl", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
 

@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def search_server(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of `drsearch serve` (1 worker) with the sample questions' answer docids blocked."""
+    """Base URL of `drsearch serve` (1 worker) with the sample blocklist (its 3 leak artifacts) applied."""
     exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
     port = _free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"

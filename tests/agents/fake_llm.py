@@ -13,6 +13,10 @@ Script steps (dicts):
 - ``{"hang": n, ...}``: the first n tries of that step send nothing until the server stops
   (or ``fake.release`` is set), then answer as the rest of the step says.
 A script's last step repeats for later turns.
+
+``GET /v1/models`` lists ``fake.models`` (answered with ``fake.models_status``); a
+completion without a ``seed`` is ``drsearch run``'s endpoint probe: recorded in
+``fake.probes`` (not ``fake.requests``) and answered with ``fake.probe_status``.
 """
 
 from __future__ import annotations
@@ -45,9 +49,28 @@ class FakeLLM:
         self.url = ""
         self.release = threading.Event()  # ends every "hang" step
         self.hanging = 0  # requests waiting in a "hang" step now
+        self.models = ["fake-model"]
+        self.models_status = 200
+        self.probe_status = 200
+        self.probes: list[dict[str, Any]] = []  # GET /models (as {"path": ...}) and probe completions
+
+    def list_models(self) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.probes.append({"path": "/v1/models"})
+        if self.models_status != 200:
+            return self.models_status, {"error": {"message": "injected", "type": "injected"}}
+        return 200, {"data": [{"id": m, "object": "model"} for m in self.models], "object": "list"}
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         time.sleep(self.delay_s)
+        if "seed" not in body:  # the endpoint probe: one minimal request
+            with self.lock:
+                self.probes.append(body)
+            if self.probe_status != 200:
+                return self.probe_status, {"error": {"message": "injected", "type": "injected"}}
+            return 200, {"choices": [{"finish_reason": "length", "index": 0,
+                                      "message": {"content": "OK", "role": "assistant"}}],
+                         "object": "chat.completion", "usage": {"completion_tokens": 1, "prompt_tokens": 5}}
         index = body["seed"] - SEED_BASE
         messages = body["messages"]
         turn = sum(m["role"] == "assistant" for m in messages)
@@ -68,7 +91,8 @@ class FakeLLM:
             return errors[attempt - 1], {"error": {"message": "injected", "type": "injected"}}
         if "status" in step:
             return step["status"], {"error": {"message": "bad request", "type": "invalid_request_error"}}
-        question = messages[1]["content"].removeprefix("Question: ").split("\n")[0]
+        first_user = next(m["content"] for m in messages if m["role"] == "user")  # a system message is optional
+        question = first_user.removeprefix("Question: ").split("\n")[0]
         message: dict[str, Any] = {"content": None, "role": "assistant"}
         if "content" in step:
             message["content"] = step["content"].replace("INDEX", str(index))
@@ -96,12 +120,23 @@ class Responder(Protocol):
 class _Handler(BaseHTTPRequestHandler):
     fake: Responder
 
+    def do_GET(self) -> None:
+        list_models = getattr(self.fake, "list_models", None)
+        if self.path == "/v1/models" and list_models is not None:
+            status, answer = list_models()
+        else:
+            status, answer = 404, {"error": "no such path"}
+        self._send(status, answer)
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if self.path != "/v1/chat/completions":
             status, answer = 404, {"error": "no such path"}
         else:
             status, answer = self.fake.respond(body)
+        self._send(status, answer)
+
+    def _send(self, status: int, answer: dict[str, Any]) -> None:
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -142,3 +177,61 @@ def serve_fake(scripts: dict[int, list[dict[str, Any]]], delay_s: float = 0.0) -
             yield fake
         finally:
             fake.release.set()  # before the server stops: no handler is left hanging
+
+
+# --- A rule-based responder, for the generators' LLM stages ---------------------------------
+
+
+class Rule:
+    """Answer requests for ``model`` (``"*"``: any) whose prompt contains every ``needles``
+    string with ``reply``: a text, or a function of the request body giving the text or a
+    whole assistant message (a dict, e.g. with native ``tool_calls``)."""
+
+    def __init__(self, model: str, needles: tuple[str, ...] | str, reply: Any) -> None:
+        self.model = model
+        self.needles = (needles,) if isinstance(needles, str) else tuple(needles)
+        self.reply = reply
+
+    def matches(self, model: str, prompt: str) -> bool:
+        return self.model in ("*", model) and all(n in prompt for n in self.needles)
+
+
+class RuleResponder:
+    """An OpenAI-compatible responder dispatching on the request's ``model`` and on needles in
+    its prompt (every message's text, joined): the first matching rule answers. A request no
+    rule matches is answered HTTP 400 ``no_rule`` naming the model (never a made-up reply),
+    which the client does not retry. Deterministic: the reply is a function of the request."""
+
+    def __init__(self, rules: list[Rule], delay_s: float = 0.0) -> None:
+        self.rules = rules
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.requests.append(body)
+        time.sleep(self.delay_s)
+        model = str(body.get("model"))
+        prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+        rule = next((r for r in self.rules if r.matches(model, prompt)), None)
+        if rule is None:
+            return 400, {"error": {"message": f"no rule for model {model!r} and this prompt", "type": "no_rule"}}
+        reply = rule.reply(body) if callable(rule.reply) else str(rule.reply)
+        message = reply if isinstance(reply, dict) else {"content": reply, "role": "assistant"}
+        text = str(message.get("content") or "")
+        usage = {"completion_tokens": len(text.split()), "prompt_tokens": len(prompt.split()),
+                 "total_tokens": len(text.split()) + len(prompt.split())}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return 200, {"choices": [{"finish_reason": finish, "index": 0, "message": message}],
+                     "id": "cmpl-rule", "model": model, "object": "chat.completion", "usage": usage}
+
+
+@contextmanager
+def serve_rules(rules: list[Rule], delay_s: float = 0.0) -> Iterator[RuleResponder]:
+    """Serve a :class:`RuleResponder` on 127.0.0.1 (real HTTP); ``.url`` is its base URL."""
+    responder = RuleResponder(rules, delay_s)
+    with serve_chat(responder) as url:
+        responder.url = url
+        yield responder

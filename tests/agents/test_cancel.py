@@ -34,7 +34,7 @@ SCRIPTS: dict[int, list[dict[str, Any]]] = {
 def _argv(out: Path, base_url: str, sample_index: Path) -> list[str]:
     return ["run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--blocked-docids",
             str(BLOCKED), "--out", str(out), "--model", "fake-model", "--base-url", base_url,
-            "--concurrency", "2", "--quiet", "--max-attempts", "3", "--backoff", "0.01"]
+            "--concurrency", "2", "--quiet", "--json", "--max-attempts", "3", "--backoff", "0.01"]
 
 
 def _run_in_process(argv: list[str]) -> dict[str, Any]:

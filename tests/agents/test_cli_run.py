@@ -18,7 +18,8 @@ LIVE = ["--database", "{index}", "--model", "m", "--base-url", "http://127.0.0.1
 
 def write_bad_inputs(tmp: Path) -> None:
     presets = {"bad": {"base": "dr256", "max_turns": 0}, "page": {"base": "dr256", "open_page_chars": 20000},
-               "base": {"base": "dr1"}, "list": [1]}
+               "base": {"base": "dr1"}, "list": [1], "browse": {"base": "dr256", "tools": ["search", "browse"]},
+               "twotools": {"base": "closed-book", "tools": ["open", "open"]}}
     for name, body in presets.items():
         (tmp / f"{name}.json").write_text(json.dumps(body))
     (tmp / "text.json").write_text("max_turns = 3\n")
@@ -52,6 +53,8 @@ def write_bad_inputs(tmp: Path) -> None:
     ([*LIVE, "--preset", "{tmp}/bad.json"], "bad.json: max_turns: Input should be greater than or equal to 1"),
     ([*LIVE, "--preset", "{tmp}/page.json"], "open_page_chars must not exceed max_tool_response_chars"),
     ([*LIVE, "--preset", "{tmp}/base.json"], "unknown base 'dr1'"),
+    ([*LIVE, "--preset", "{tmp}/browse.json"], "browse.json: tools: unknown tool 'browse' (tools: search, open, python)"),
+    ([*LIVE, "--preset", "{tmp}/twotools.json"], "twotools.json: tools: a tool is listed twice"),
     ([*LIVE, "--preset", "{tmp}/list.json"], "expected a JSON object"),
     ([*LIVE, "--preset", "{tmp}/text.json"], "text.json: not readable JSON"),
     ([*LIVE, "--api-key-env", "DRSEARCH_TEST_UNSET_VARIABLE"], "DRSEARCH_TEST_UNSET_VARIABLE is not set"),

@@ -69,3 +69,18 @@ def test_a_body_that_is_not_a_chat_completion_is_an_error() -> None:
                         transport=httpx.MockTransport(lambda r: httpx.Response(200, json={"choices": []})))
     with pytest.raises(LLMError, match="not a chat completion"):
         ChatClient(http, RetryPolicy(max_attempts=2)).complete({})
+
+
+@pytest.mark.parametrize("statuses,infrastructure", [
+    ([400], False), ([422], False),  # the endpoint refused this request: the model's outcome
+    ([401], True), ([403], True), ([404], True),  # a wrong key, URL or model name
+    ([503], True), ([0], True), ([429], True),  # unreachable or overloaded past the retries
+])
+def test_failures_are_told_apart(statuses: list[int], infrastructure: bool) -> None:
+    from drsearch.agents import EndpointError, InfrastructureError
+
+    chat, _ = client(statuses, [], max_attempts=2)
+    with pytest.raises(LLMError) as e:
+        chat.complete({})
+    assert isinstance(e.value, EndpointError) is infrastructure
+    assert isinstance(e.value, InfrastructureError) is infrastructure

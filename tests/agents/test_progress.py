@@ -15,7 +15,7 @@ from drsearch.tools.cli import main
 from .conftest import BLOCKED, QUESTIONS
 from .fake_llm import serve_fake
 
-SCRIPTS: dict[int, list[dict[str, Any]]] = {4: [{"status": 400}], 9: [{"status": 400}]}  # two errors
+SCRIPTS: dict[int, list[dict[str, Any]]] = {4: [{"status": 400}], 9: [{"status": 400}]}  # two model errors
 
 
 def _run(out: Path, base_url: str, sample_index: Path, *extra: str) -> tuple[dict[str, Any], str]:
@@ -23,7 +23,7 @@ def _run(out: Path, base_url: str, sample_index: Path, *extra: str) -> tuple[dic
     with contextlib.redirect_stderr(stderr):
         rc = main(["run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--blocked-docids",
                    str(BLOCKED), "--out", str(out), "--model", "fake-model", "--base-url", base_url,
-                   "--max-attempts", "1", *extra], out=stdout)
+                   "--max-attempts", "1", "--json", *extra], out=stdout)
     assert rc == 0, stderr.getvalue()
     return json.loads(stdout.getvalue()), stderr.getvalue()
 
@@ -39,11 +39,11 @@ def test_progress_shows_done_errors_and_rate(sample_index: Path, tmp_path: Path)
         first, quiet = _run(out, fake.url, sample_index, "--quiet", "--limit", "3")
         assert quiet == "" and first["questions"] == 3
         summary, rendered = _run(out, fake.url, sample_index, "--concurrency", "2")
-    assert summary["resumed"] == 3 and summary["statuses"] == {"answered": 10, "error": 2}
+    assert summary["resumed"] == 3 and summary["statuses"] == {"answered": 10, "model_error": 2}
     frames = _frames(rendered)
     assert frames[0].startswith("episodes:") and "3/12" in frames[0]  # resumed episodes count as done
     last = frames[-1]
     assert re.search(r"\b12/12\b", last), last
-    assert "errors=2" in last, last
+    assert "errors=2" in last and "infra=0" in last, last
     assert re.search(r"\d+(\.\d+)?(q/s|s/q)", last), last  # a rate, not "?q/s"
     assert all("Traceback" not in f for f in frames)

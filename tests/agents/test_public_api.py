@@ -11,9 +11,11 @@ from drsearch.agents import DR256, PRESETS, Preset, load_preset
 
 def test_public_api() -> None:
     assert set(agents.__all__) == {
-        "CACHE_MODES", "DR256", "PRESETS", "STATUSES", "Accounting", "AgentError", "CacheMode", "CachedChat",
-        "CachedSearcher", "ChatClient", "ChatOutcome", "CorpusInfo", "EngineSearcher", "Episode",
-        "HttpSearcher", "LLMError", "ParsedCall", "Preset", "Question", "ReplayCache", "ReplayMissError",
+        "CACHE_MODES", "CLOSED_BOOK", "DR256", "FINAL_STATUSES", "INFRA_STATUS", "PRESETS", "STATUSES",
+        "TOOL_NAMES", "Accounting", "AgentError", "CacheMode", "CachedChat", "CachedPython", "CachedSearcher",
+        "ChatClient", "ChatOutcome", "CorpusInfo", "EndpointError", "EndpointProbeError", "EngineSearcher",
+        "Episode", "HttpSearcher", "InfrastructureError", "LLMError", "LocalIOError", "LocalPython", "ParsedCall",
+        "Preset", "PythonRunner", "Question", "ReplayCache", "ReplayMissError",
         "RetryPolicy", "RunSpec", "RunStore", "RunStoreError", "Searcher", "SearcherError", "ToolResponse",
         "TransientLLMError", "code_version", "execute", "execute_run", "TOOL_DIALECTS", "ToolResult", "load_preset", "parse_tool_calls", "read_questions",
         "run_episode", "tool_schema_sha256", "tool_schemas"}

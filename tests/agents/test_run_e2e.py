@@ -1,7 +1,8 @@
 """End to end: `drsearch run` with a scripted fake model against a real drsearch server.
 
-Covers sampling parameters and seeds, statuses (answered, turn cap, error), malformed and
-text-tag tool calls, 429/5xx retries, accounting, run.json, resume and replay identity.
+Covers sampling parameters and seeds, statuses (answered, turn cap, model error, infra
+error), malformed and text-tag tool calls, 429/5xx retries, accounting, run.json, resume and
+replay identity.
 """
 
 from __future__ import annotations
@@ -31,20 +32,20 @@ SCRIPTS: dict[int, list[dict[str, Any]]] = {
     ],
     2: [{"errors": [429, 503], "call": [("search", {"query": "QUESTION"})]}, {"content": "answer-INDEX"}],
     3: [{"call": [("search", {"query": "QUESTION", "k": 2})]}],  # never answers: turn cap
-    4: [{"status": 500}],  # retries run out: error
-    5: [{"status": 400}],  # not retryable: error at once
+    4: [{"status": 500}],  # retries run out: an infrastructure failure (not finished, exit 1)
+    5: [{"status": 400}],  # not retryable: the model's error at once
 }
 
 
-def run_cli(out: Path, *extra: str, search: list[str]) -> dict[str, Any]:
+def run_cli(out: Path, *extra: str, search: list[str], rc: int = 0) -> dict[str, Any]:
     import contextlib
     import io
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["run", "--questions", str(QUESTIONS), *search, "--out", str(out), "--quiet",
-                   "--max-attempts", "3", "--backoff", "0.01", *extra], out=buf)
-    assert rc == 0, buf.getvalue()
+        got = main(["run", "--questions", str(QUESTIONS), *search, "--out", str(out), "--quiet", "--json",
+                    "--max-attempts", "3", "--backoff", "0.01", *extra], out=buf)
+    assert got == rc, buf.getvalue()
     return dict(json.loads(buf.getvalue()))
 
 
@@ -57,7 +58,7 @@ def live_run(search_server: str, tmp_path_factory: pytest.TempPathFactory) -> di
     out = tmp_path_factory.mktemp("runs") / "live"
     with serve_fake(SCRIPTS) as fake:
         summary = run_cli(out, "--model", "fake-model", "--base-url", fake.url, "--concurrency", "4",
-                          search=["--search", search_server])
+                          search=["--search", search_server], rc=1)  # question 4: infrastructure
         return {"out": out, "summary": summary, "fake": fake}
 
 
@@ -70,7 +71,7 @@ def test_every_question_recorded_in_index_order(live_run: dict[str, Any]) -> Non
     assert [r["index"] for r in records] == list(range(12))
     summary = live_run["summary"]
     assert summary["questions"] == 12
-    assert summary["statuses"] == {"answered": 9, "error": 2, "turn_cap": 1}
+    assert summary["statuses"] == {"answered": 9, "infra_error": 1, "model_error": 1, "turn_cap": 1}
 
 
 def test_sampling_parameters_and_seeds(live_run: dict[str, Any]) -> None:
@@ -129,8 +130,8 @@ def test_retries_turn_cap_and_errors(live_run: dict[str, Any]) -> None:
     assert records[2]["status"] == "answered" and fake.attempts[(2, 0)] == 3  # 429, 503, then ok
     assert records[3]["status"] == "turn_cap" and records[3]["accounting"]["llm_calls"] == 20
     assert records[3]["accounting"]["tool_calls"]["search"] == 20
-    assert records[4]["status"] == "error" and "gave up after 3 attempts" in records[4]["reason"]
-    assert records[5]["status"] == "error" and "HTTP 400" in records[5]["reason"]
+    assert records[4]["status"] == "infra_error" and "gave up after 3 attempts" in records[4]["reason"]
+    assert records[5]["status"] == "model_error" and "HTTP 400" in records[5]["reason"]
     assert fake.attempts[(5, 0)] == 1
 
 
@@ -139,6 +140,7 @@ def test_run_json_and_summary(live_run: dict[str, Any], search_server: str) -> N
     health = httpx.get(search_server + "/health").json()
     assert manifest["corpus_identity"] == health["corpus"]["identity"]
     assert manifest["blocklist_sha256"] == health["blocklist"]["sha256"]
+    assert manifest["blocklist_count"] == manifest["blocklist_matched"] == health["blocklist"]["matched"] == 3
     assert manifest["preset"]["name"] == "dr256" and manifest["preset"]["max_turns"] == 20
     assert manifest["tool_schema_sha256"] == tool_schema_sha256(DR256)
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines()]
@@ -159,10 +161,13 @@ def test_run_json_and_summary(live_run: dict[str, Any], search_server: str) -> N
 def test_replay_reproduces_trajectories_byte_for_byte(live_run: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "replayed"
     with serve_fake({}) as fake:  # no search server, no model: everything from the cache
-        summary = run_cli(out, "--replay", str(live_run["out"]), search=[])
-        assert fake.requests == []
-    assert (out / "trajectories.jsonl").read_bytes() == (live_run["out"] / "trajectories.jsonl").read_bytes()
-    assert summary["cache"]["llm"]["misses"] == 0 and summary["cache"]["llm"]["hits"] > 0
+        summary = run_cli(out, "--replay", str(live_run["out"]), search=[], rc=1)
+        assert fake.requests == [] and fake.probes == []
+    # question 4's failure was never cached: its replay misses (an infrastructure failure too)
+    replayed, recorded = by_index(out), by_index(live_run["out"])
+    assert {i: r for i, r in replayed.items() if i != 4} == {i: r for i, r in recorded.items() if i != 4}
+    assert replayed[4]["status"] == "infra_error" and replayed[4]["reason"].startswith("replay_miss: ")
+    assert summary["cache"]["llm"]["misses"] == 1 and summary["cache"]["llm"]["hits"] > 0
     assert summary["cache"]["tool"]["misses"] == 0
 
 
@@ -177,7 +182,7 @@ def test_resume_after_interruption_is_identical(live_run: dict[str, Any], sample
         with open(out / "trajectories.jsonl", "ab") as fh:
             fh.write(b'{"qid": "torn line of a kill -9')  # a half-written last line
         before = len(fake.requests)
-        summary = run_cli(out, *args, search=search)
+        summary = run_cli(out, *args, search=search, rc=1)
         seeds = {b["seed"] - SEED_BASE for b in fake.requests[before:]}
     assert summary["resumed"] == 3 and not seeds & {7, 8, 9}
     assert (out / "trajectories.jsonl").read_bytes() == (live_run["out"] / "trajectories.jsonl").read_bytes()
@@ -217,9 +222,10 @@ def test_resume_after_kill_9(live_run: dict[str, Any], search_server: str, tmp_p
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-        done = traj.read_bytes().count(b"\n")
-        assert 3 <= done < 12, "the run should have been killed mid-way"
-        summary = run_cli(out, *args, search=["--search", search_server])
+        kept = [json.loads(line) for line in traj.read_bytes().splitlines(keepends=True) if line.endswith(b"\n")]
+        done = sum(r["status"] != "infra_error" for r in kept)
+        assert 3 <= len(kept) < 12, "the run should have been killed mid-way"
+        summary = run_cli(out, *args, search=["--search", search_server], rc=1)
     assert summary["resumed"] == done and summary["questions"] == 12
     assert traj.read_bytes() == (live_run["out"] / "trajectories.jsonl").read_bytes()
 
@@ -249,10 +255,11 @@ def test_a_user_preset_file_is_sent_recorded_and_replayed(sample_index: Path, tm
     assert (replayed / "trajectories.jsonl").read_bytes() == (out / "trajectories.jsonl").read_bytes()
 
     other = tmp_path / "other-preset"
-    summary = run_cli(other, "--replay", str(out), "--preset", "dr256", "--ids", ids[0], search=[])
+    summary = run_cli(other, "--replay", str(out), "--preset", "dr256", "--ids", ids[0], search=[], rc=1)
     (record,) = lines(other)
-    assert summary["statuses"] == {"error": 1} and summary["cache"]["llm"] == {"hits": 0, "misses": 1, "stored": 0}
-    assert record["status"] == "error"
+    assert summary["statuses"] == {"infra_error": 1}
+    assert summary["cache"]["llm"] == {"hits": 0, "misses": 1, "stored": 0}
+    assert record["status"] == "infra_error"
     assert record["reason"].startswith(f"replay_miss: replay cache has no response for chat completion {ids[0]} "
                                        "turn 0")
 
@@ -268,8 +275,8 @@ def test_a_replay_miss_of_a_tool_call_names_the_call(live_run: dict[str, Any], t
                              "ORDER BY call LIMIT 1").fetchone()
         db.execute("DELETE FROM responses WHERE call = ?", (call,))
     out = tmp_path / "replayed"
-    summary = run_cli(out, "--replay", str(src), search=[])
-    errors = [r for r in lines(out) if r["status"] == "error" and "replay_miss" in r["reason"]]
+    summary = run_cli(out, "--replay", str(src), search=[], rc=1)
+    errors = [r for r in lines(out) if r["status"] == "infra_error" and r["index"] != 4]  # 4: never cached
     assert errors and all(f"replay cache has no response for {call}" in r["reason"] for r in errors)
     assert summary["cache"]["tool"]["misses"] == len(errors) and summary["questions"] == 12
 

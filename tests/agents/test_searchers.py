@@ -20,7 +20,7 @@ from drsearch.index import BlockList, Engine
 from .conftest import BLOCKED
 
 CALLS = [("search", ("bubonic plague quarantine", 5)), ("search", ("   ", 5)), ("search", ("x", 0)),
-         ("open", {"docid": "web-16c30add7e96315e", "url": None, "offset": 100, "length": 300}),
+         ("open", {"docid": "d-f3540546157e417e", "url": None, "offset": 100, "length": 300}),
          ("open", {"docid": "no-such-doc", "url": None, "offset": 0, "length": None})]
 
 

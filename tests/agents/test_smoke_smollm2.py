@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from drsearch.agents import DR256, STATUSES
+from drsearch.agents import DR256, FINAL_STATUSES
 
 from .conftest import QUESTIONS
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.smoke
 
 MODEL = "smollm2-135m-instruct-q4_1"
 QUESTION_COUNT = 3
-N_CTX = 4096  # longer episodes end as `error` (context exceeded): still a protocol fact
+N_CTX = 4096  # longer episodes end as `model_error` (context exceeded): still a protocol fact
 MAX_NEW_TOKENS = 192  # the server's own cap when a request sets none (dr256 sets none)
 NOT_INSTALLED = "the smoke extra is not installed (make smoke, or pip install -e '.[smoke]')"
 
@@ -101,12 +101,21 @@ class ChatEndpoint:
 class _Handler(BaseHTTPRequestHandler):
     endpoint: ChatEndpoint
 
+    def do_GET(self) -> None:  # drsearch run's endpoint probe
+        if self.path == "/v1/models":
+            self._send(200, {"data": [{"id": MODEL, "object": "model"}], "object": "list"})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if self.path == "/v1/chat/completions":
             status, answer = self.endpoint.complete(body)
         else:
             status, answer = 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+        self._send(status, answer)
+
+    def _send(self, status: int, answer: dict[str, Any]) -> None:
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -144,7 +153,7 @@ def test_smollm2_runs_through_the_real_loop(smollm2: tuple[str, ChatEndpoint], s
     proc = subprocess.run(
         [exe, "run", "--questions", str(QUESTIONS), "--search", search_server, "--model", MODEL,
          "--base-url", base_url, "--out", str(out), "--limit", str(QUESTION_COUNT), "--concurrency", "1",
-         "--preset", "dr256", "--quiet", "--max-attempts", "2", "--backoff", "0.1"],
+         "--preset", "dr256", "--quiet", "--json", "--max-attempts", "2", "--backoff", "0.1"],
         capture_output=True, text=True, timeout=1800)
     wall_s = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
@@ -164,7 +173,7 @@ def test_smollm2_runs_through_the_real_loop(smollm2: tuple[str, ChatEndpoint], s
     records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert [r["qid"] for r in records] == [row["metadata"]["qid"] for row in rows]
     for r in records:
-        assert r["status"] in STATUSES and r["reason"]
+        assert r["status"] in FINAL_STATUSES and r["reason"]
         assert r["seed"] == DR256.seed_for(r["index"])
         assert 1 <= r["accounting"]["llm_calls"] <= DR256.max_turns
         assert (r["final_answer"] is not None) == (r["status"] == "answered")

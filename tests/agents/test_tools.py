@@ -14,7 +14,7 @@ from drsearch.agents import DR256, EngineSearcher, Preset
 from drsearch.agents.tools import execute, format_open
 from drsearch.index import Engine
 
-LONG = "web-3c6d3381ef52ca26"  # the sample corpus's longest page: 53,372 characters
+LONG = "d-2848b55a2a3917e3"  # the sample corpus's longest page: 53,372 characters
 NEXT = re.compile(r"characters (\d+)-(\d+) of (\d+); (?:next page: open with offset=(\d+)|end of document)")
 
 

@@ -28,9 +28,9 @@ from drsearch.index import BlockList, Engine
 from ..helpers import DATA
 from .fake_judge import serve_judge
 
-DOC = "web-042bb7b5fedab6ea"
+DOC = "d-8b601c6f3f2c9567"
 DOC_URL = "https://www.wsj.com/articles/google-stadia-microsoft-xcloud-apple-arcade-so-many-ways-to-playand-pay-11574168580"
-BLOCKED_DOC = "web-358cc4a080456476"
+BLOCKED_DOC = "d-57591aff7122c74f"  # the sample's Q&A leak artifact
 
 
 def test_extracts_every_kind_once_in_order() -> None:
@@ -64,7 +64,7 @@ def test_corpus_resolver(corpus: CorpusResolver) -> None:
     assert found.status == "found" and (found.record or "").startswith("Google Stadia")
     assert corpus.resolve(Citation("url", DOC_URL, "claim")).status == "found"
     assert corpus.resolve(Citation("docid", BLOCKED_DOC, "claim")).status == "notfound"  # blocked = absent
-    assert corpus.resolve(Citation("docid", "web-0000000000000000", "claim")).status == "notfound"
+    assert corpus.resolve(Citation("docid", "d-0000000000000000", "claim")).status == "notfound"
     assert corpus.resolve(Citation("url", "https://nowhere.example/x", "claim")).status == "notfound"
 
 

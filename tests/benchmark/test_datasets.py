@@ -1,4 +1,4 @@
-"""Dataset loaders: DR-256 rows (exact types, no answer docids reach an agent), DeepSearchQA, OpenBioRQ."""
+"""Dataset loaders: DR-256 rows (exact types, answer docids never supplied to an agent), DeepSearchQA, OpenBioRQ."""
 
 from __future__ import annotations
 
@@ -95,18 +95,23 @@ def test_agent_view_is_what_the_harness_reads() -> None:
     assert [r.agent_question() for r in read_dr256(QUESTIONS).rows] == harness
 
 
-def test_no_prompt_or_tool_response_contains_answer_docids(sample_index: Path) -> None:
+def test_agents_see_answer_documents_by_search_never_by_construction_nor_artifacts(sample_index: Path) -> None:
     """Run every sample question through the real agent loop (fake model, sample engine with the
     release's blocklist): the model is sent the frozen prompt, searches the question and its
-    answer, opens the top hit of the question. No byte the model receives names a construction answer docid.
-    Without the blocklist the same searches do surface them, so the check is not vacuous."""
+    answer, opens the top hit of the question. The construction answer docids are never
+    *supplied* (no prompt names one), but the answer documents stay searchable (search
+    results name them); no byte the model receives names a blocked leak artifact. Without
+    the blocklist the same searches do surface the artifacts, so the check is not vacuous."""
     docids = read_dr256(QUESTIONS).answer_docids
+    artifacts = BlockList.from_file(BLOCKED).docids
     questions = [r.agent_question() for r in read_dr256(QUESTIONS).rows]
     scripts = {i: [{"call": [("search", {"query": ROWS[i]["label"], "k": 20})]},
                    {"call": [("search", {"query": "QUESTION", "k": 20})]},
                    {"open_first_hit": True}, {"content": "done"}] for i in range(12)}
 
-    def seen_by_model(blocklist: BlockList | None) -> str:
+    def seen_by_model(blocklist: BlockList | None) -> tuple[str, str]:
+        """(the first request of every episode: prompt and tools, everything the harness
+        supplies; everything the model receives)."""
         with serve_fake(scripts) as fake, Engine.open(sample_index, blocklist) as engine:
             client = ChatClient.connect(fake.url)
             chat = CachedChat(client, ReplayCache(None, "off"))
@@ -114,12 +119,16 @@ def test_no_prompt_or_tool_response_contains_answer_docids(sample_index: Path) -
             client.close()
         assert all(e.record["status"] == "answered" for e in episodes)
         assert all(e.record["accounting"]["tool_calls"] == {"open": 1, "search": 2} for e in episodes)
-        return json.dumps(fake.requests) + json.dumps([e.record["messages"] for e in episodes])
+        first = [r for r in fake.requests if not any(m["role"] == "tool" for m in r["messages"])]
+        assert len(first) == 12
+        return json.dumps(first), json.dumps(fake.requests) + json.dumps([e.record["messages"] for e in episodes])
 
-    blocked = seen_by_model(BlockList.from_file(BLOCKED))
-    assert not [d for d in docids if d in blocked]
-    unblocked = seen_by_model(None)
-    assert [d for d in docids if d in unblocked]
+    supplied, received = seen_by_model(BlockList.from_file(BLOCKED))
+    assert not [d for d in docids | artifacts if d in supplied]
+    assert not [d for d in artifacts if d in received]
+    assert [d for d in docids if d in received]  # found by searching, as an agent should
+    _, unblocked = seen_by_model(None)
+    assert sorted(d for d in artifacts if d in unblocked) == sorted(artifacts)
 
 
 # -- DeepSearchQA ---------------------------------------------------------------------------

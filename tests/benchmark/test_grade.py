@@ -162,7 +162,8 @@ def test_public_api() -> None:
         "CorpusResolver", "CorrectnessJudge", "Criterion", "CriterionType", "DatasetKind", "DeepSearchQAJudge",
         "DeepSearchQATask", "GradedQuestion", "GradingTask", "HttpRecordResolver", "Judge", "JudgeCache",
         "JudgeParseError", "JudgePrompt", "JudgeSettings", "JudgeUnavailableError", "LLMJudge", "OpenBioRQItem", "Outcome", "QuestionRow",
-        "QuestionSet", "Resolution", "RoutingResolver", "RunEpisodes", "SupportJudge", "Verdict", "citation_rates",
+        "QuestionSet", "Resolution", "RoutingResolver", "RunEpisodes", "SupportJudge", "Verdict", "audit_episode",
+        "audit_runs", "citation_rates", "contains_answer", "render_leak_audit",
         "cohen_kappa", "compare_runs", "extract_citations", "filter_tasks", "grade_episode", "grade_run",
         "judge_agreement", "judge_for", "load_questions", "load_tasks", "mcnemar_exact", "mean_at_k", "pass_at_k",
         "read_deepsearchqa", "read_dr256", "read_graded", "read_openbiorq", "read_run", "render_table", "spearman",
@@ -180,3 +181,33 @@ def test_release_tooling_imports_rows_without_the_extras() -> None:
     assert subprocess.run([sys.executable, "-c", rows], check=False).returncode == 0
     tools = "import sys; import drsearch.tools.dr256; sys.exit('scipy' in sys.modules)"  # corpus brings httpx
     assert subprocess.run([sys.executable, "-c", tools], check=False).returncode == 0
+
+
+def test_an_infrastructure_failure_is_missing_never_the_models_error(tmp_path: Path) -> None:
+    """Status infra_error (endpoint or search backend down, replay miss, disk full) grades as
+    ``missing``, not ``agent_error``, with no judge call; a rerun's finished episode replaces it
+    (whatever the line order), and of two failures the latest stands."""
+    t = TASKS
+    retried = episode(t[1], "answered", str(t[1].reference))
+    run = write_run(tmp_path / "run", [
+        episode(t[0], "infra_error", None),
+        episode(t[1], "infra_error", None),
+        episode(t[2], "model_error", None),
+        episode(t[3], "answered", str(t[3].reference)),
+        retried,  # the rerun of question 1 finished
+        {**episode(t[3], "infra_error", None)},  # a finished episode is never replaced
+        {**episode(t[0], "infra_error", None), "reason": "the latest failure"},
+    ])
+    with open(run / "timings.jsonl", "a") as fh:  # the retried question's last timing line wins
+        fh.write(canonical_json({"qid": t[1].question_id, "wall_s": 4.0}) + "\n")
+    with judged() as fake:
+        graded = grade_run(run, TASKS[:4], CorrectnessJudge(llm_of(fake)))
+        assert len(fake.requests) == 2  # questions 1 and 3 only
+    assert [(g.episode_status, g.outcome) for g in graded] == [
+        ("infra_error", "missing"), ("answered", "correct"), ("model_error", "agent_error"),
+        ("answered", "correct")]
+    assert graded[0].reason == "the latest failure" and graded[1].wall_s == 4.0
+    summary = summarize(graded, expected_ids=[x.question_id for x in TASKS[:4]])
+    assert summary["outcomes"]["missing"]["count"] == 1 and summary["outcomes"]["agent_error"]["count"] == 1
+    assert summary["accuracy"]["count"] == 2 and summary["accuracy"]["n"] == 4
+    assert summary["per_question"]["n"] == 3  # the cut-short attempt is no per-question spending

@@ -77,7 +77,7 @@ def test_record_enforces_correct_matches_outcome_and_score_range() -> None:
     record = gq("q1", "correct", score=1.0)
     with pytest.raises(ValidationError):
         record.outcome = "incorrect"
-    assert OUTCOMES[0] == "correct" and len(OUTCOMES) == 7
+    assert OUTCOMES[0] == "correct" and len(OUTCOMES) == 8 and "missing" in OUTCOMES
 
 
 # ---- summarize --------------------------------------------------------------------------------------------
@@ -96,6 +96,7 @@ def test_accuracy_is_over_all_expected_questions_and_every_count_is_shown() -> N
         "unfinished": 1,
         "agent_error": 1,
         "missing_episode": 1,
+        "missing": 0,
         "judge_failed": 1,
     }
     assert sum(counts.values()) == 10
@@ -375,7 +376,7 @@ def test_render_table_shows_accuracy_every_outcome_and_breakdowns() -> None:
     text = render_table(summarize(run_items(), expected_ids=EXPECTED))
     assert "accuracy   0.3000  [0.1078, 0.6032]  (3/10, Wilson 95% CI)" in text
     expected_counts = {"correct": 3, "incorrect": 2, "empty_answer": 1, "unfinished": 1}
-    expected_counts |= {"agent_error": 1, "missing_episode": 1, "judge_failed": 1}
+    expected_counts |= {"agent_error": 1, "missing_episode": 1, "missing": 0, "judge_failed": 1}
     for outcome, count in expected_counts.items():
         assert re.search(rf"^{outcome}\s+{count}\s+\d\.\d{{4}}\s+\[", text, re.MULTILINE), outcome
     assert re.search(r"^frontier\s+5\s+2\s+0\.4000\s+\[", text, re.MULTILINE)

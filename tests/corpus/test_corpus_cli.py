@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from drsearch.index import BlockList, missing_docids
 from drsearch.tools.cli import main
+from drsearch.tools.dr256 import load_questions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,12 +20,24 @@ def test_extract_then_build_the_bundled_sample_crawl(tmp_path: Path, capsys: pyt
     docs, corpus = tmp_path / "docs.jsonl", tmp_path / "corpus.sqlite3"
     assert main(["corpus", "extract", str(REPO / "data/sample/crawl"), "--out", str(docs), "--quiet"], out) == 0
     assert main(["corpus", "build", str(docs), "--out", str(corpus), "--quiet"], out) == 0
-    assert "extracted 181 documents" in out.getvalue() and "181 documents" in out.getvalue()
+    assert "extracted 184 documents" in out.getvalue() and "184 documents" in out.getvalue()
     cov = json.loads((tmp_path / "coverage_summary.json").read_text())
-    assert cov["url_records"] == cov["documents"] == 181
+    assert cov["url_records"] == cov["documents"] == 184
     search = io.StringIO()
     assert main(["search", "--database", str(corpus), "--k", "3", "video game streaming subscription"], search) == 0
     assert "  1. " in search.getvalue() and "  3. " in search.getvalue()
+    # `make demo`'s corpus and the sample benchmark name the same pages: the blocklist matches
+    # all its docids there, and every question's answer documents are in it.
+    blocked = BlockList.from_file(REPO / "data/sample/blocked_docids.txt")
+    stats = io.StringIO()
+    assert main(["stats", "--database", str(corpus), "--blocked-docids", str(REPO / "data/sample/blocked_docids.txt"),
+                 "--json"], stats) == 0
+    assert json.loads(stats.getvalue())["blocklist"] | {"sha256": ""} == {"count": 3, "matched": 3, "sha256": ""}
+    assert missing_docids(corpus, blocked.docids) == []
+    answers = load_questions(REPO / "data/sample/questions.jsonl").answer_docids
+    assert len(answers) == 16 and missing_docids(corpus, answers) == []
+    assert {json.loads(line)["docid"] for line in docs.read_text().splitlines()} == {
+        json.loads(line)["docid"] for line in (REPO / "data/sample/docs.jsonl").read_text().splitlines()}
 
 
 def test_cli_errors_are_one_line_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -79,11 +79,12 @@ def test_parallel_and_serial_extraction_write_identical_output(tmp_path: Path) -
     one = extract_crawl(SAMPLE_CRAWL, tmp_path / "a.jsonl", ExtractSettings(workers=1, batch_size=64))
     two = extract_crawl(SAMPLE_CRAWL, tmp_path / "b.jsonl", ExtractSettings(workers=2, batch_size=8))
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
-    assert one["extracted"] == two["extracted"] == 181
+    assert one["extracted"] == two["extracted"] == 184
     bench = _bench()
     truth = bench.ground_truth()
     docs = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
-    scores = bench.corpus_scores((truth[d["url"]], d["text"]) for d in docs)
+    assert len(truth) == 181  # the benchmark pages; the 3 leak artifacts are not ground truth
+    scores = bench.corpus_scores((truth[d["url"]], d["text"]) for d in docs if d["url"] in truth)
     assert scores["f1"] >= 0.958  # trafilatura 2.0.0's published figure (docs/EXTRACTION.md)
 
 

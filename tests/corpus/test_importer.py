@@ -66,11 +66,11 @@ def test_inspect_lists_tables_columns_and_rows(foreign: Path) -> None:
     info = inspect_source(foreign)
     tables = {t.name: t for t in info.tables}
     assert info.format == "sqlite" and set(tables) == {TABLE, "crawl_log", "recent"}
-    assert tables[TABLE].rows == 181 and tables["recent"].kind == "view"
+    assert tables[TABLE].rows == 184 and tables["recent"].kind == "view"
     cols = {c.name: c for c in tables[TABLE].columns}
     assert list(cols)[:3] == ["page_id", "doc key", "address"] and cols["page_id"].primary_key
     code, out = call("import", "--from", str(foreign), "--inspect")
-    assert code == 0 and f"table {TABLE}: 181 rows" in out and "doc key  TEXT" in out
+    assert code == 0 and f"table {TABLE}: 184 rows" in out and "doc key  TEXT" in out
     code, out = call("import", "--from", str(foreign), "--inspect", "--json")
     assert code == 0 and {t["name"]: t["rows"] for t in json.loads(out)["tables"]}["crawl_log"] == 1
 
@@ -78,7 +78,7 @@ def test_inspect_lists_tables_columns_and_rows(foreign: Path) -> None:
 def test_inspect_jsonl_and_our_own_index(sample_index: Path) -> None:
     info = inspect_source(DATA / "sample/docs.jsonl")
     (t,) = info.tables
-    assert info.format == "jsonl" and t.rows == 181
+    assert info.format == "jsonl" and t.rows == 184
     assert [c.name for c in t.columns] == ["docid", "source_id", "text", "title", "url"]
     assert inspect_source(sample_index).note.startswith("this file already is a drsearch index")
 
@@ -89,7 +89,7 @@ def test_import_from_foreign_sqlite_equals_building_from_jsonl(foreign: Path, tm
     assert imported.content_identity == direct.content_identity
     with Engine.open(tmp_path / "imported.sqlite3") as e:
         assert e.meta["chunk_words"] == 800 and e.meta["chunk_overlap"] == 100
-        doc = e.open_document(docid="web-042bb7b5fedab6ea")
+        doc = e.open_document(docid="d-8b601c6f3f2c9567")
         assert doc.metadata == {"source_id": sample_docs()[0]["source_id"]}
         provenance = e.meta["provenance"]
     assert provenance == {
@@ -157,9 +157,9 @@ def test_cli_import_sqlite_view_and_jsonl(foreign: Path, tmp_path: Path) -> None
     code, out = call("import", "--from", str(foreign), "--table", "RECENT", "--docid-col", "doc key",
                      "--url-col", "address", "--text-col", "body", "--out", str(tmp_path / "v.sqlite3"),
                      "--quiet")
-    assert code == 0 and "181 documents" in out
+    assert code == 0 and "184 documents" in out
     with Engine.open(tmp_path / "v.sqlite3") as e:  # no --title-col: empty titles
-        assert e.open_document(docid="web-042bb7b5fedab6ea").title == ""
+        assert e.open_document(docid="d-8b601c6f3f2c9567").title == ""
     code, out = call("import", "--from", str(DATA / "sample/docs.jsonl"), "--out", str(tmp_path / "j.sqlite3"),
                      "--quiet")
     direct = build(sample_docs(), tmp_path / "d.sqlite3")

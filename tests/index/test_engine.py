@@ -250,7 +250,7 @@ def test_fts5_integrity_check_passes(sample_index: Path, tmp_path: Path) -> None
 
 def test_sample_corpus_is_bundled() -> None:
     assert (DATA / "sample/LICENSE").read_text().startswith("MIT License")
-    assert len(sample_docs()) == 181
+    assert len(sample_docs()) == 184
     assert os.path.getsize(DATA / "sample/docs.jsonl") > 500_000
 
 

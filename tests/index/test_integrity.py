@@ -135,7 +135,7 @@ def test_fts5_check_rejects_unknown_or_non_fts_tables(sample_index: Path) -> Non
 
 
 def test_missing_docids(sample_index: Path) -> None:
-    assert missing_docids(sample_index, ["web-042bb7b5fedab6ea", "nope", "also-nope"]) == ["also-nope", "nope"]
+    assert missing_docids(sample_index, ["d-8b601c6f3f2c9567", "nope", "also-nope"]) == ["also-nope", "nope"]
     assert missing_docids(sample_index, []) == []
 
 

@@ -26,14 +26,16 @@ def test_health(client: Client, sample_index: Path) -> None:
         "status": "ok",
         "version": __version__,
         "corpus": {"identity": meta["content_identity"], "schema_version": meta["schema_version"],
-                   "documents": 181, "chunks": meta["chunks"]},
-        "blocklist": {"enabled": False, "sha256": body["blocklist"]["sha256"], "count": 0},
+                   "documents": 184, "chunks": meta["chunks"]},
+        "blocklist": {"enabled": False, "sha256": body["blocklist"]["sha256"], "count": 0, "matched": 0,
+                      "origin": "none", "release_sha256": None},
     }
 
 
 def test_health_reports_the_blocklist(blocked_client: Client, blocklist: object) -> None:
     bl = blocked_client.get("/health").json()["blocklist"]
-    assert bl == {"enabled": True, "sha256": blocklist.sha256, "count": 1}  # type: ignore[attr-defined]
+    assert bl == {"enabled": True, "sha256": blocklist.sha256, "count": 1,  # type: ignore[attr-defined]
+                  "matched": 1, "origin": "file", "release_sha256": None}
 
 
 def test_search_body_is_the_engines_canonical_json(client: Client, sample_index: Path) -> None:

@@ -126,7 +126,8 @@ def test_two_workers_answer_identically_and_stats_aggregate(served: Server, samp
 def test_health_and_bad_requests_over_real_http(served: Server, blocklist: BlockList) -> None:
     health = httpx.get(served.base + "/health").json()
     on_disk = BlockList.from_bytes(("\n".join(sorted(blocklist.docids)) + "\n").encode())
-    assert health["blocklist"] == {"enabled": True, "sha256": on_disk.sha256, "count": len(blocklist)}
+    assert health["blocklist"] == {"enabled": True, "sha256": on_disk.sha256, "count": len(blocklist),
+                                   "matched": len(blocklist), "origin": "file", "release_sha256": None}
     r = httpx.post(served.base + "/search", content=b"\xff not utf-8")
     assert r.status_code == 422 and r.json()["error"]["type"] == "invalid_json"
     r = httpx.post(served.base + "/search", content=b"x" * (2 << 20))
@@ -195,7 +196,7 @@ def test_verify_levels(sample_index: Path) -> None:
         identity = e.meta["content_identity"]
     for level in ("none", "fast", "deep"):
         report = verify_corpus(sample_index, level)  # type: ignore[arg-type]
-        assert report.identity == identity and report.documents == 181 and report.level == level
+        assert report.identity == identity and report.documents == 184 and report.level == level
 
 
 def test_deep_verify_catches_what_fast_cannot(sample_index: Path, tmp_path: Path) -> None:
@@ -209,7 +210,7 @@ def test_deep_verify_catches_what_fast_cannot(sample_index: Path, tmp_path: Path
     conn = apsw.Connection(str(tampered))
     conn.execute("UPDATE chunks SET text = 'tampered' WHERE id = 7")  # FTS5 index now disagrees
     conn.close()
-    assert verify_corpus(tampered, "fast").documents == 181
+    assert verify_corpus(tampered, "fast").documents == 184
     with pytest.raises(IncompatibleIndexError, match="integrity check failed"):
         verify_corpus(tampered, "deep")
 

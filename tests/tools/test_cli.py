@@ -29,7 +29,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cli") / "sample.sqlite3"
     code, out, err = run("build", str(DATA / "sample/docs.jsonl"), "--out", str(path), "--quiet")
     assert code == 0, err
-    assert "181 documents" in out
+    assert "184 documents" in out
     return path
 
 
@@ -66,7 +66,7 @@ def test_open_and_stats(db: Path) -> None:
     code, out = call("open", "--database", str(db), "--url", variant)
     assert code == 0 and first["title"] in out
     code, out = call("stats", "--database", str(db), "--json")
-    assert code == 0 and json.loads(out)["documents"] == 181
+    assert code == 0 and json.loads(out)["documents"] == 184
 
 
 @pytest.mark.parametrize(
@@ -114,5 +114,5 @@ def test_make_demo_runs_the_main_job() -> None:
         pytest.skip("needs make and the project's .venv (created by `make test`)")
     p = subprocess.run(["make", "-s", "demo"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "documents: 181" in p.stdout
+    assert "documents: 184" in p.stdout
     assert "  1. " in p.stdout and "stadia" in p.stdout.lower()

@@ -91,7 +91,7 @@ def test_scores_json_has_honest_denominators(runs: dict[str, Any]) -> None:
     assert scores["n"] == 12 and scores["accuracy"]["count"] == 2 and scores["accuracy"]["n"] == 12
     counts = {k: v["count"] for k, v in scores["outcomes"].items()}
     assert counts == {"correct": 2, "incorrect": 2, "empty_answer": 1, "unfinished": 1, "agent_error": 1,
-                      "missing_episode": 4, "judge_failed": 1}
+                      "missing_episode": 4, "missing": 0, "judge_failed": 1}
     assert all(v["n"] == 12 for v in scores["outcomes"].values())
     assert scores["grading"]["judge_model"] == "judge-m" and len(scores["grading"]["prompt_sha256"]) == 64
     assert set(scores["breakdowns"]["tier"]) == {"challenge", "frontier"}
@@ -337,7 +337,7 @@ BIO_CHECKLIST = [{"type": "must_mention", "weight": 3, "text": "dose"},
                  {"type": "must_ground", "weight": 1, "text": "trial"},
                  {"type": "must_mention", "weight": 1, "text": "mechanism"},
                  {"type": "must_avoid", "weight": 2, "text": "cure claim"}]
-DOC = "web-042bb7b5fedab6ea"
+DOC = "d-8b601c6f3f2c9567"
 
 
 def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Path, tmp_path: Path) -> None:
@@ -348,7 +348,7 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     run = write_run(tmp_path / "run", [
         # dose, uncertainty, mechanism, no cure claim: (3 + 2 + 1 + 2) / 9 = 8/9
         episode_record("src0#0", 0, "answered", f"The dose matters; uncertainty remains; mechanism unclear.\n"
-                                                f"Source: {DOC}\nAlso web-0000000000000000."),
+                                                f"Source: {DOC}\nAlso d-0000000000000000."),
         # dose and a cure claim: (3 + 0) / 9 = 1/3
         episode_record("src1#0", 1, "answered", "The dose is a cure claim."),
         # dose, uncertainty: (3 + 2 + 2) / 9 = 7/9: solved at 0.5, not at 0.8
@@ -378,7 +378,7 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     assert default["grading"]["citation_support"]["prompt"] == "citation_support_v1"
     graded = [json.loads(line) for line in (tmp_path / "default.graded.jsonl").read_text().splitlines()]
     checks = graded[0]["judge"]["citations"]
-    assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("web-0000000000000000", "notfound")]
+    assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("d-0000000000000000", "notfound")]
     assert len(checks[0]["support_judge"]["prompt_sha256"]) == 64
     # the reliability report reads checklist scores too: same scores (rho 1), labels differ on src2#0 only
     rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"), "--json")
@@ -387,3 +387,25 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     assert agreement["disagreements"] == [["src2#0", 0]]
     rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"))
     assert rc == 0 and "Spearman rho 1.0 over 3" in text
+
+
+def test_an_infrastructure_failure_grades_missing_never_agent_error(sample_index: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """run → score: a 503 past the retries is `missing` (its own count, with a warning), a 400 the
+    model's `agent_error`; neither asks the judge."""
+    out = tmp_path / "run"
+    with serve_fake({0: [{"content": "30"}], 1: [{"status": 503}], 2: [{"status": 400}]}) as fake:
+        rc, text = cli("run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--blocked-docids",
+                       str(BLOCKED), "--model", "agent-m", "--base-url", fake.url, "--out", str(out), "--quiet",
+                       "--max-attempts", "1", "--ids", *QIDS[:3])
+    assert rc == 1 and "infrastructure failure" in text, text
+    capsys.readouterr()
+    with serve_judge(JUDGE_RULES) as judge:
+        rc, text = cli("score", str(out), "--questions", str(QUESTIONS), "--judge-model", "judge-m",
+                       "--base-url", judge.url, "--backoff", "0")
+        assert len(judge.requests) == 1  # question 0 only
+    assert rc == 0, text
+    err = capsys.readouterr().err
+    assert f"1 question(s) graded `missing` in {out}" in err and "rerun `drsearch run`" in err, err
+    counts = {k: v["count"] for k, v in json.loads((out / "scores.json").read_text())["outcomes"].items()}
+    assert (counts["correct"], counts["missing"], counts["agent_error"], counts["missing_episode"]) == (1, 1, 1, 9)

@@ -151,11 +151,36 @@ def test_removed_file_fails(release: Path, rel: str) -> None:
 
 def test_nonexistent_blocked_docid_fails(release: Path) -> None:
     with open(release / "benchmark/blocked_docids.txt", "a") as fh:
-        fh.write("web-0000000000000000\n")
+        fh.write("d-0000000000000000\n")
     write_release_manifest(release)
     bad = failed(validate(release))
-    assert bad["blocked_docids"] == ("benchmark/blocked_docids.txt: 1 of 17 blocked docids are not in the corpus: "
-                                     "web-0000000000000000")
+    assert bad["blocked_docids"] == ("benchmark/blocked_docids.txt: 1 of 4 blocked docids are not in the corpus: "
+                                     "d-0000000000000000")
+
+
+def test_answer_documents_must_be_present_and_unblocked(release: Path) -> None:
+    """The blocklist holds leak artifacts; a blocked (or absent) independent answer document
+    makes its question unanswerable by construction: a FAIL, not a warning."""
+    assert validate(release).by_name("answer docids").status == "PASS"
+    questions = release / "benchmark/questions.jsonl"
+    answer = json.loads(questions.read_text().splitlines()[0])["metadata"]["benchmark"][
+        "clean_provenance_answer_docids"][0]
+    with open(release / "benchmark/blocked_docids.txt", "a") as fh:
+        fh.write(f"{answer}\n")
+    write_release_manifest(release)
+    check = validate(release).by_name("answer docids")
+    assert check.status == "FAIL" and f"1 blocked ({answer})" in check.message
+
+
+def test_an_answer_document_absent_from_the_corpus_fails(release: Path) -> None:
+    questions = release / "benchmark/questions.jsonl"
+    rows = questions.read_text().splitlines()
+    row = json.loads(rows[0])
+    row["metadata"]["benchmark"]["clean_provenance_answer_docids"] = ["d-0000000000000000"]
+    questions.write_text("\n".join([json.dumps(row), *rows[1:]]) + "\n")
+    write_release_manifest(release)
+    check = validate(release).by_name("answer docids")
+    assert check.status == "FAIL" and "1 not in the corpus (d-0000000000000000)" in check.message
 
 
 def test_changed_summary_counts_fail(release: Path) -> None:
@@ -167,7 +192,7 @@ def test_changed_summary_counts_fail(release: Path) -> None:
     write_release_manifest(release)
     message = failed(validate(release))["summary counts"]
     assert "questions is 13 but the release has 12" in message
-    assert "chunks is 266 but the corpus meta has 265" in message
+    assert "chunks is 269 but the corpus meta has 268" in message
 
 
 # -- more ways a release can be wrong ----------------------------------------------------

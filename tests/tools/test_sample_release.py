@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from drsearch.corpus import stable_docid
+from drsearch.index import BlockList
 from drsearch.tools.dr256 import load_questions, normalise_question
 from drsearch.tools.repo_data import (
     SAMPLE_RELEASE,
@@ -55,9 +57,32 @@ def test_sample_answers_are_stated_in_the_cited_articles() -> None:
         assert user == [f"Question: {row.metadata.question}\nAnswer:"]
         digest = hashlib.sha256(normalise_question(row.metadata.question).encode()).hexdigest()
         assert row.metadata.qid == "q-" + digest[:16]
-    blocked = {line for line in (DATA / "sample/blocked_docids.txt").read_text().splitlines()
-               if line and not line.startswith("#")}
-    assert blocked == qs.answer_docids
+
+
+def test_sample_blocklist_holds_the_leak_artifacts_not_the_answer_documents() -> None:
+    """DR-256 blocks dataset dumps and QA pages; each question's independent answer document
+    stays searchable. So: every label is in an unblocked document, every blocked page is a
+    project-written artifact giving away a question with its answer, and no answer
+    document is blocked."""
+    docs = {d["docid"]: d for d in sample_docs()}
+    qs = load_questions(DATA / "sample/questions.jsonl")
+    blocked = BlockList.from_file(DATA / "sample/blocked_docids.txt")
+    assert len(blocked) == 3 and blocked.docids <= docs.keys()
+    assert not blocked.docids & qs.answer_docids
+    for row in qs.rows:
+        assert any(squash(row.label) in squash(d["text"]) for docid, d in docs.items() if docid not in blocked)
+    leaked: set[int] = set()
+    for docid in blocked.docids:
+        page = docs[docid]
+        assert page["source_id"].startswith("drsearch-leak-artifact:"), docid
+        gives_away = {r.metadata.benchmark.index for r in qs.rows
+                      if squash(r.metadata.question) in squash(page["text"]) and squash(r.label) in squash(page["text"])}
+        assert gives_away, docid
+        leaked |= gives_away
+    assert leaked == set(range(12))  # together the artifacts leak every sample question
+    artifacts = {d for d, page in docs.items() if page["source_id"].startswith("drsearch-leak-artifact:")}
+    assert artifacts == blocked.docids
+    assert {d["docid"] for d in docs.values()} == {stable_docid(d["url"]) for d in docs.values()}  # one scheme
 
 
 def test_sample_release_validates_fast_and_deep_with_the_console_script(pristine_release: Path) -> None:
@@ -77,7 +102,7 @@ def test_sample_release_is_deterministic(pristine_release: Path, tmp_path: Path)
     for name in ("manifest.json", "checksums.sha256", "benchmark/summary.json", "search/corpus.sqlite3",
                  "search/coverage_summary.json", "search/source_manifest_summary.json"):
         assert (tmp_path / "again" / name).read_bytes() == (pristine_release / name).read_bytes(), name
-    assert again.counts["questions"] == 12 and again.counts["documents"] == 181
+    assert again.counts["questions"] == 12 and again.counts["documents"] == 184
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils sha256sum")

@@ -5,17 +5,30 @@ Public API (pinned by tests/agents/test_public_api.py)::
 
     Searcher (protocol): EngineSearcher(engine), HttpSearcher(client), CachedSearcher(cache, live)
     ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
-    Preset, PRESETS["dr256"], load_preset(name | file); Question, read_questions
+    Preset, PRESETS["dr256" | "closed-book"], load_preset(name | file); Question, read_questions
+    LocalPython(), CachedPython(cache, live): the python tool's runners (resource limits only)
     run_episode(question, preset, model, chat, searcher) -> Episode
     tool_schemas(preset, dialect="chat"|"responses"|"anthropic", strict=False); TOOL_DIALECTS
     execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
 
-from .errors import AgentError, LLMError, ReplayMissError, RunStoreError, SearcherError, TransientLLMError
+from .errors import (
+    AgentError,
+    EndpointError,
+    EndpointProbeError,
+    InfrastructureError,
+    LLMError,
+    LocalIOError,
+    ReplayMissError,
+    RunStoreError,
+    SearcherError,
+    TransientLLMError,
+)
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
-from .loop import STATUSES, Accounting, Episode, run_episode
-from .preset import DR256, PRESETS, Preset, load_preset
+from .loop import FINAL_STATUSES, INFRA_STATUS, STATUSES, Accounting, Episode, run_episode
+from .preset import CLOSED_BOOK, DR256, PRESETS, TOOL_NAMES, Preset, load_preset
+from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
 from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
 from .runner import RunSpec, code_version, execute_run
@@ -26,24 +39,35 @@ from .tools import TOOL_DIALECTS, ToolResult, execute, tool_schema_sha256, tool_
 
 __all__ = [
     "CACHE_MODES",
+    "CLOSED_BOOK",
     "DR256",
+    "FINAL_STATUSES",
+    "INFRA_STATUS",
     "PRESETS",
     "STATUSES",
     "TOOL_DIALECTS",
+    "TOOL_NAMES",
     "Accounting",
     "AgentError",
     "CacheMode",
     "CachedChat",
+    "CachedPython",
     "CachedSearcher",
     "ChatClient",
     "ChatOutcome",
     "CorpusInfo",
+    "EndpointError",
+    "EndpointProbeError",
     "EngineSearcher",
     "Episode",
     "HttpSearcher",
+    "InfrastructureError",
     "LLMError",
+    "LocalIOError",
+    "LocalPython",
     "ParsedCall",
     "Preset",
+    "PythonRunner",
     "Question",
     "ReplayCache",
     "ReplayMissError",

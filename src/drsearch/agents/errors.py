@@ -2,10 +2,19 @@
 
     DrsearchError (drsearch.index)
     └── AgentError                 an agent run cannot go on (CLI exit 1 unless noted)
-        ├── LLMError               the model endpoint failed for good (after retries)
-        │   └── TransientLLMError  connect error, timeout, 429 or 5xx: retried with backoff
-        ├── SearcherError          the search backend is unreachable or broke its contract
-        ├── ReplayMissError        replay mode met a call that is not in the cache (names it)
+        ├── LLMError               the model endpoint refused a request for good: a 4xx other
+        │   │                      than 401/403/404/429, or a 200 that is not a chat completion
+        │   │                      (the model's outcome: status ``model_error``, cached)
+        │   └── EndpointError      (also an InfrastructureError) unreachable, 429/5xx after
+        │       │                  the retries, or 401/403/404
+        │       ├── TransientLLMError  connect error, timeout, 429 or 5xx: retried with backoff
+        │       └── EndpointProbeError the endpoint failed the check before a run (CLI exit 2)
+        ├── InfrastructureError    not the model's doing: status ``infra_error``, never cached,
+        │   │                      never a finished episode; a rerun retries it
+        │   ├── EndpointError      (above)
+        │   ├── SearcherError      the search backend is unreachable or broke its contract
+        │   ├── ReplayMissError    replay mode met a call that is not in the cache (names it)
+        │   └── LocalIOError       a local write failed (disk full, read-only directory, …)
         └── RunStoreError          a run directory that cannot be resumed (CLI exit 2)
 
 Tool-level problems (unknown docid, bad ``k``, malformed tool calls) are *not* exceptions:
@@ -26,7 +35,12 @@ class AgentError(DrsearchError):
 
 
 class LLMError(AgentError):
-    """The chat-completions endpoint gave a non-retryable error, or retries ran out."""
+    """The chat-completions endpoint failed a call for good.
+
+    As such (not an :class:`EndpointError`): it refused the request (a 4xx other than
+    401/403/404/429, e.g. a prompt over the context length) or sent a 200 that is not a
+    chat completion. That is the model's outcome for this request, the same on every try.
+    """
 
     error_type = "llm_error"
 
@@ -35,7 +49,27 @@ class LLMError(AgentError):
         self.attempts = attempts
 
 
-class TransientLLMError(LLMError):
+class InfrastructureError(AgentError):
+    """A failure that is not the model's: the episode is unfinished, not answered wrongly.
+
+    Never cached as a response, never counted as a finished episode (a rerun retries the
+    question), graded ``missing`` (docs/GRADING.md).
+    """
+
+    error_type = "infra_error"
+
+
+class EndpointError(LLMError, InfrastructureError):
+    """The model endpoint cannot be used: unreachable, 429/5xx after the retries, 401/403/404.
+
+    An :class:`LLMError` too, so callers that only ask "did the model call fail?" (the
+    judges) keep catching it; the agent loop tells it apart as an infrastructure failure.
+    """
+
+    error_type = "endpoint_error"
+
+
+class TransientLLMError(EndpointError):
     """A failure worth retrying: connection, timeout, HTTP 429 or 5xx."""
 
     error_type = "llm_transient"
@@ -45,16 +79,29 @@ class TransientLLMError(LLMError):
         self.retry_after_s = retry_after_s
 
 
-class SearcherError(AgentError):
+class EndpointProbeError(EndpointError):
+    """The model endpoint failed the check ``drsearch run`` makes before writing anything."""
+
+    exit_code = 2
+    error_type = "endpoint_probe"
+
+
+class SearcherError(InfrastructureError):
     """The search backend failed (unreachable, 5xx, or a body that is not JSON)."""
 
     error_type = "searcher_error"
 
 
-class ReplayMissError(AgentError):
+class ReplayMissError(InfrastructureError):
     """A replay-only cache had no entry for a call; the message names the call."""
 
     error_type = "replay_miss"
+
+
+class LocalIOError(InfrastructureError):
+    """A local read or write failed (disk full, read-only run directory, …)."""
+
+    error_type = "local_io_error"
 
 
 class RunStoreError(AgentError):
@@ -76,5 +123,6 @@ def describe_validation_error(e: ValidationError, names: dict[str, str] | None =
     return "; ".join(parts)
 
 
-__all__ = ["AgentError", "LLMError", "ReplayMissError", "RunStoreError", "SearcherError",
-           "TransientLLMError", "describe_validation_error"]
+__all__ = ["AgentError", "EndpointError", "EndpointProbeError", "InfrastructureError", "LLMError",
+           "LocalIOError", "ReplayMissError", "RunStoreError", "SearcherError", "TransientLLMError",
+           "describe_validation_error"]

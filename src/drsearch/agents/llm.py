@@ -1,9 +1,11 @@
 """An OpenAI-compatible ``/v1/chat/completions`` client over an injected httpx client.
 
 Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with
-bounded exponential backoff (``Retry-After`` honoured up to the cap); anything else, or
-running out of attempts, raises :class:`LLMError`. :class:`CachedChat` puts the
-:class:`~drsearch.agents.replay.ReplayCache` in front of it, keyed by (model, request body).
+bounded exponential backoff (``Retry-After`` honoured up to the cap). Running out of
+attempts, or a 401/403/404, raises :class:`EndpointError` (an infrastructure failure:
+never cached); any other refusal raises a plain :class:`LLMError` (the model's outcome).
+:class:`CachedChat` puts the :class:`~drsearch.agents.replay.ReplayCache` in front of it,
+keyed by (model, request body). :meth:`ChatClient.probe` checks an endpoint before a run.
 
 Cancellation (Ctrl-C): :meth:`ChatClient.cancel` makes every call in flight, every retry
 wait and every later call raise :class:`CallCancelled` at once. A blocking socket read
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..index import InvalidInputError, error_body
 from .canonical import canonical_bytes
-from .errors import LLMError, TransientLLMError
+from .errors import EndpointError, EndpointProbeError, LLMError, TransientLLMError
 from .replay import ReplayCache
 
 
@@ -64,6 +66,19 @@ class CallCancelled(Exception):
     Deliberately not an :class:`AgentError`: an episode that meets it is unfinished, not
     an ``error`` episode, and must not be recorded (nor its call cached).
     """
+
+
+_UNUSABLE = frozenset({401, 403, 404})
+"""Statuses that mean the endpoint, model name or key is wrong (EndpointError, not retried)."""
+
+
+def _listed_models(r: httpx.Response) -> set[str]:
+    """The model ids of an OpenAI-style ``/models`` body (empty when it is not one)."""
+    try:
+        data = r.json().get("data")
+        return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    except (ValueError, AttributeError, TypeError):
+        return set()
 
 
 def _retry_after(r: httpx.Response) -> float | None:
@@ -147,6 +162,8 @@ class ChatClient:
             raise TransientLLMError(f"{e.__class__.__name__}: {e}") from None
         if r.status_code == 429 or r.status_code >= 500:
             raise TransientLLMError(f"HTTP {r.status_code}: {r.text[:300]}", _retry_after(r))
+        if r.status_code in _UNUSABLE:  # a wrong URL, model name or key: not the model's answer
+            raise EndpointError(f"HTTP {r.status_code}: {r.text[:300]}")
         if r.status_code != 200:
             raise LLMError(f"HTTP {r.status_code}: {r.text[:300]}")
         try:
@@ -159,7 +176,8 @@ class ChatClient:
     def complete(self, body: dict[str, Any]) -> tuple[bytes, int]:
         """The raw response bytes and the number of tries.
 
-        Raises LLMError when it gives up, CallCancelled once :meth:`cancel` was called.
+        Raises EndpointError when it gives up on a transient failure or meets a 401/403/404,
+        LLMError for any other refusal, CallCancelled once :meth:`cancel` was called.
         """
         data = canonical_bytes(body)
         for attempt in range(1, self.retry.max_attempts + 1):
@@ -167,7 +185,7 @@ class ChatClient:
                 return self._once(data), attempt
             except TransientLLMError as e:
                 if attempt == self.retry.max_attempts:
-                    raise LLMError(f"gave up after {attempt} attempts: {e.message}", attempt) from None
+                    raise EndpointError(f"gave up after {attempt} attempts: {e.message}", attempt) from None
                 self._sleep(self.retry.wait_s(attempt, e.retry_after_s))
                 self._check()
             except LLMError as e:
@@ -175,12 +193,55 @@ class ChatClient:
                 raise
         raise AssertionError("unreachable")
 
+    def _get_models(self) -> httpx.Response:
+        """``GET /models`` with the same retries as a completion (transient failures only)."""
+        for attempt in range(1, self.retry.max_attempts + 1):
+            try:
+                r = self._client.get("/models")
+            except (httpx.TransportError, httpx.TimeoutException) as e:
+                error = f"{e.__class__.__name__}: {e}"
+            else:
+                if r.status_code != 429 and r.status_code < 500:
+                    return r
+                error = f"HTTP {r.status_code}: {r.text[:300]}"
+            if attempt == self.retry.max_attempts:
+                raise EndpointError(f"gave up after {attempt} attempts: {error}", attempt)
+            self._sleep(self.retry.wait_s(attempt, None))
+            self._check()
+        raise AssertionError("unreachable")
+
+    def probe(self, model: str) -> None:
+        """Check that the endpoint serves ``model`` before a run writes anything.
+
+        ``GET /models`` first: a 401/403 there is final; a list naming ``model`` is enough.
+        Otherwise (no such route, or ``model`` not listed: some servers take any name) one
+        minimal completion (``max_tokens`` 1) decides: unreachable, 5xx after the retries,
+        401/403/404 raise :class:`EndpointProbeError` (one line; CLI exit 2); any other
+        answer, even a 400 refusing the tiny request, shows the endpoint is there.
+        """
+        where = str(self._client.base_url).rstrip("/")  # as given (httpx adds a slash)
+        try:
+            r = self._get_models()
+            if r.status_code in (401, 403):
+                raise EndpointError(f"GET /models: HTTP {r.status_code}: {r.text[:200]}")
+            if r.status_code == 200 and model in _listed_models(r):
+                return
+            self.complete({"max_tokens": 1, "messages": [{"content": "Reply with OK.", "role": "user"}],
+                           "model": model})
+        except EndpointError as e:
+            raise EndpointProbeError(f"--base-url {where}: the model endpoint is not usable for model "
+                                     f"{model!r}: {e.message}") from None
+        except LLMError:  # it answered, refusing only this minimal request
+            return
+
 
 class CachedChat:
     """A :class:`ChatClient` (or none, for offline replay) behind the replay cache.
 
-    A call that fails for good is recorded as an error body, so a replay reproduces error
-    episodes too; ``replay-then-live`` retries recorded failures live.
+    A call the endpoint refuses for good (a plain :class:`LLMError`: the model's outcome)
+    is recorded as an error body, so a replay reproduces ``model_error`` episodes too;
+    ``replay-then-live`` retries recorded failures live. An :class:`EndpointError`
+    (unreachable, 5xx after the retries, 401/403/404) is raised, never recorded.
     """
 
     def __init__(self, client: ChatClient | None, cache: ReplayCache) -> None:
@@ -195,7 +256,8 @@ class CachedChat:
             self._client.cancel()
 
     def complete(self, model: str, body: dict[str, Any], describe: str) -> ChatOutcome:
-        """One call through the cache; raises CallCancelled after :meth:`cancel`."""
+        """One call through the cache; raises CallCancelled after :meth:`cancel`, EndpointError
+        when the endpoint cannot be used (nothing cached), ReplayMissError on a replay miss."""
         if self._cancelled.is_set():
             raise CallCancelled("the run was cancelled")
         attempts = [0]
@@ -205,6 +267,8 @@ class CachedChat:
             assert client is not None
             try:
                 raw, attempts[0] = client.complete(body)
+            except EndpointError:  # infrastructure: not an answer, never cached
+                raise
             except LLMError as e:
                 attempts[0] = e.attempts
                 return False, error_body(e.error_type, e.message)

@@ -2,13 +2,20 @@
 
 Contract: the question's frozen prompt messages are sent as given, with the preset's
 sampling fields and ``seed = seed_base + index`` on every call. The episode ends with a
-status and a reason:
+status and a reason. Final statuses (:data:`FINAL_STATUSES`: the model's outcome, graded):
 
 - ``answered``: an assistant message without tool calls (its text, ``<think>`` removed,
-  is the final answer; possibly empty);
+  is the final answer; possibly empty); with a closed-book preset (no tools) the first
+  reply, whatever it holds (no tools, so nothing in it is executed);
 - ``turn_cap``: ``max_turns`` model calls without a final answer;
 - ``budget``: the tool-call, token or time budget ran out (the reason says which);
-- ``error``: the model endpoint failed for good, or replay met an unrecorded call.
+- ``model_error``: the endpoint refused a request for good (a plain LLMError, e.g. a 400
+  for a prompt over the context length) or sent something that is not a chat completion.
+
+Not final: ``infra_error`` (an :class:`~drsearch.agents.errors.InfrastructureError`: model
+endpoint unreachable, 429/5xx after the retries or 401/403/404, search backend down,
+replay miss, a local write that failed). Such an episode is not the model's result: the
+run store does not count it as finished, so a rerun asks again.
 
 The returned record is deterministic given the model's responses (no clocks in it);
 wall times and retry counts go to the separate ``timing`` dict.
@@ -22,15 +29,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import sha256_hex
-from .errors import AgentError
+from .errors import AgentError, InfrastructureError, LLMError
 from .llm import CachedChat
 from .preset import Preset
+from .pytool import PythonRunner
 from .questions import Question
 from .searcher import Searcher
 from .toolcalls import ParsedCall, parse_tool_calls, strip_think
 from .tools import execute, tool_error, tool_schemas
 
-STATUSES = ("answered", "turn_cap", "budget", "error")
+FINAL_STATUSES = ("answered", "turn_cap", "budget", "model_error")
+"""Outcomes the model caused: a finished episode (kept on resume, graded)."""
+INFRA_STATUS = "infra_error"
+"""An infrastructure failure: recorded with its reason, never a finished episode."""
+STATUSES = (*FINAL_STATUSES, INFRA_STATUS)
 
 
 @dataclass
@@ -76,13 +88,18 @@ class Episode:
 class _Run:
     """State of one episode while it runs (kept small: see :func:`run_episode`)."""
 
-    def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher) -> None:
+    def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
+                 python: PythonRunner | None) -> None:
         self.q, self.preset, self.model, self.chat, self.searcher = q, preset, model, chat, searcher
+        self.python = python
         self.messages: list[dict[str, Any]] = q.prompt_messages()
-        # every request of the episode is these fields plus the messages so far
-        self.request = {"model": model, "tool_choice": "auto", "tools": tool_schemas(preset),
-                        **preset.sampling(q.index)}
+        # every request of the episode is these fields plus the messages so far (closed-book:
+        # no tools and no tool_choice, which some servers refuse without tools)
+        tools = {"tool_choice": "auto", "tools": tool_schemas(preset)} if preset.tools else {}
+        self.request = {"model": model, **tools, **preset.sampling(q.index)}
         self.acc = Accounting()
+        if "python" in preset.tools:
+            self.acc.tool_calls["python"] = 0
         self.turns: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
         self.timing: dict[str, Any] = {"llm_calls": []}
@@ -107,8 +124,8 @@ class _Run:
         self.acc.llm_calls += 1
         response = json.loads(out.body)
         if not out.ok:
-            err = response["error"]
-            raise AgentError(f"{err['type']}: {err['message']}")
+            err = response["error"]  # a recorded refusal (only plain LLMErrors are recorded)
+            raise LLMError(str(err["message"]))
         return dict(response)
 
     def run_call(self, turn: int, call: ParsedCall) -> str:
@@ -119,7 +136,7 @@ class _Run:
             entry.update(error=call.error, malformed=True, raw=call.raw)
             self.calls.append(entry)
             return tool_error("malformed_tool_call", f"{call.error}; the call was not executed")
-        result = execute(call.name, call.arguments, self.searcher, self.preset)
+        result = execute(call.name, call.arguments, self.searcher, self.preset, self.python)
         self.acc.tool_calls[call.name] += 1
         self.acc.tool_errors += 0 if result.response.ok else 1
         self.acc.tool_response_bytes += len(result.response.body)
@@ -141,6 +158,9 @@ class _Run:
         if message.get("tool_calls"):
             assistant["tool_calls"] = message["tool_calls"]
         self.messages.append(assistant)
+        if self.preset.closed_book:
+            return "answered", f"closed-book reply (finish_reason={choice.get('finish_reason')})", \
+                strip_think(content).strip()
         calls = parse_tool_calls(message, turn, self.preset)
         if not calls:
             return "answered", f"final answer (finish_reason={choice.get('finish_reason')})", \
@@ -155,9 +175,13 @@ class _Run:
         return None
 
 
-def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher) -> Episode:
-    """Run question ``q`` to a terminal status; never raises for model or replay failures."""
-    run = _Run(q, preset, model, chat, searcher)
+def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
+                python: PythonRunner | None = None) -> Episode:
+    """Run question ``q`` to a status; never raises for model, backend or replay failures
+    (CallCancelled, and bugs, pass through).
+
+    ``python`` runs the python tool's calls (needed when the preset offers it)."""
+    run = _Run(q, preset, model, chat, searcher, python)
     status, reason, answer = "turn_cap", f"no final answer within {preset.max_turns} turns", None
     try:
         for turn in range(preset.max_turns):
@@ -169,8 +193,10 @@ def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searc
             if end is not None:
                 status, reason, answer = end
                 break
+    except InfrastructureError as e:  # before AgentError: an EndpointError is an LLMError too
+        status, reason = INFRA_STATUS, f"{e.error_type}: {e.message}"
     except AgentError as e:
-        status, reason = "error", f"{e.error_type}: {e.message}"
+        status, reason = "model_error", f"{e.error_type}: {e.message}"
     record = {"accounting": run.acc.as_dict(), "final_answer": answer, "index": q.index,
               "messages": run.messages, "prompt_sha256": q.prompt_sha256, "qid": q.qid, "reason": reason,
               "seed": preset.seed_for(q.index), "status": status, "tool_calls": run.calls, "turns": run.turns}
@@ -178,4 +204,4 @@ def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searc
     return Episode(record, run.timing)
 
 
-__all__ = ["STATUSES", "Accounting", "Episode", "run_episode"]
+__all__ = ["FINAL_STATUSES", "INFRA_STATUS", "STATUSES", "Accounting", "Episode", "run_episode"]

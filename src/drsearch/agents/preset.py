@@ -12,12 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..index import InvalidInputError
 from .errors import describe_validation_error
 
 ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed
+
+TOOL_NAMES = ("search", "open", "python")
+"""Every tool a preset may list, in the order their schemas are sent (and hashed)."""
 
 
 class Preset(BaseModel):
@@ -31,6 +34,11 @@ class Preset(BaseModel):
     - ``search_k_default``/``search_k_max``: the ``k`` the search tool uses / accepts.
     - ``max_tool_response_chars``: cap on one formatted tool response; ``open_page_chars``:
       characters of a document per ``open`` page.
+    - ``tools``: the tools the model is offered, any subset of :data:`TOOL_NAMES` (kept in
+      that order); ``[]`` is closed-book: requests carry neither ``tools`` nor
+      ``tool_choice`` and the episode ends at the first reply.
+    - ``python_cpu_s``/``python_memory_mb``/``python_wall_s``: resource limits of one
+      ``python`` tool call (CPU seconds, address space, wall clock).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -49,6 +57,25 @@ class Preset(BaseModel):
     search_k_max: int = Field(default=20, ge=1, le=100)
     max_tool_response_chars: int = Field(default=12_000, ge=500)
     open_page_chars: int = Field(default=8_000, ge=200)
+    tools: tuple[str, ...] = ("search", "open")
+    python_cpu_s: int = Field(default=10, ge=1, le=3600)
+    python_memory_mb: int = Field(default=1024, ge=64, le=65536)
+    python_wall_s: float = Field(default=30.0, gt=0, le=3600)
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in tools if t not in TOOL_NAMES]
+        if unknown:
+            raise ValueError(f"unknown tool {unknown[0]!r} (tools: {', '.join(TOOL_NAMES)})")
+        if len(set(tools)) != len(tools):
+            raise ValueError("a tool is listed twice")
+        return tuple(t for t in TOOL_NAMES if t in tools)  # one spelling per set: one schema hash
+
+    @property
+    def closed_book(self) -> bool:
+        """No tools: one model call, its reply is the answer."""
+        return not self.tools
 
     @model_validator(mode="after")
     def _limits(self) -> Preset:
@@ -85,7 +112,10 @@ class Preset(BaseModel):
 DR256 = Preset(name="dr256", temperature=0.6, top_p=0.95, extra_body={"top_k": 20},
                seed_base=20260811, max_turns=20)
 
-PRESETS: dict[str, Preset] = {"dr256": DR256}
+CLOSED_BOOK = DR256.model_copy(update={"name": "closed-book", "max_turns": 1, "tools": ()})
+"""DR-256 sampling, one turn, no tools: what a model answers from its own knowledge."""
+
+PRESETS: dict[str, Preset] = {"closed-book": CLOSED_BOOK, "dr256": DR256}
 
 
 def load_preset(ref: str) -> Preset:
@@ -122,4 +152,4 @@ def load_preset(ref: str) -> Preset:
         raise InvalidInputError(f"preset file {path}: {describe_validation_error(e)}") from None
 
 
-__all__ = ["ATTEMPT_SEED_STRIDE", "DR256", "PRESETS", "Preset", "load_preset"]
+__all__ = ["ATTEMPT_SEED_STRIDE", "CLOSED_BOOK", "DR256", "PRESETS", "TOOL_NAMES", "Preset", "load_preset"]

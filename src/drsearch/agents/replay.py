@@ -8,7 +8,11 @@ SHA-256. Values: the exact response bytes and whether they were a success. Modes
 - ``record``: every call live, each response stored (replacing an older one);
 - ``replay``: only stored responses; a miss raises ReplayMissError naming the call;
 - ``replay-then-live``: stored successes, else live and stored (a recorded failure, such as
-  an LLM call that ran out of retries, is tried live again).
+  a request the model endpoint refused, is tried live again).
+
+Only answers are stored: a live call that raises (an infrastructure failure such as an
+unreachable endpoint or search server) stores nothing, so a rerun asks again. A store that
+fails (disk full, read-only file) raises :class:`~drsearch.agents.errors.LocalIOError`.
 
 :class:`CachedSearcher` is the third :class:`~drsearch.agents.searcher.Searcher`: over a
 live searcher, or (replay only) over nothing but the cache.
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .canonical import canonical_json, sha256_hex
-from .errors import ReplayMissError
+from .errors import LocalIOError, ReplayMissError
 from .searcher import CorpusInfo, Searcher, ToolResponse
 
 CacheMode = Literal["off", "record", "replay", "replay-then-live"]
@@ -39,6 +43,7 @@ class ReplayCache:
     def __init__(self, path: str | Path | None, mode: CacheMode) -> None:
         """``path`` None only with mode ``off``. Replay mode needs an existing file."""
         self.mode = mode
+        self.path = path
         self._lock = threading.Lock()
         self._stats: dict[str, dict[str, int]] = {}
         self._db: sqlite3.Connection | None = None
@@ -71,7 +76,8 @@ class ReplayCache:
         """The response to the call ``key`` as the mode dictates.
 
         ``live`` computes it (None when there is no live backend: then a miss raises
-        ReplayMissError whatever the mode). ``describe`` names the call in that error.
+        ReplayMissError whatever the mode); what it raises passes through, nothing stored.
+        ``describe`` names the call in that error. LocalIOError when the answer cannot be stored.
         """
         digest = sha256_hex(canonical_json([kind, key]))
         if self._db is not None and self.mode in ("replay", "replay-then-live"):
@@ -88,10 +94,19 @@ class ReplayCache:
         ok, body = live()
         if self._db is not None:
             with self._lock:
-                self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                                 (digest, kind, describe[:500], int(ok), body))
+                try:
+                    self._store(digest, kind, describe[:500], int(ok), body)
+                except (OSError, sqlite3.Error) as e:  # e.g. "database or disk is full"
+                    raise LocalIOError(f"replay cache {self.path}: cannot store the response to "
+                                       f"{describe} ({e})") from None
                 self._count(kind, "stored")
         return ok, body
+
+    def _store(self, digest: str, kind: str, call: str, ok: int, body: bytes) -> None:
+        """One row written (a separate method: the fault-injection seam of the I/O tests)."""
+        assert self._db is not None
+        self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                         (digest, kind, call, ok, body))
 
 
 class CachedSearcher:

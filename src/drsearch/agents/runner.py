@@ -2,16 +2,20 @@
 
 :func:`execute_run` wires a :class:`RunSpec` to live or recorded backends, skips the
 questions already in the run directory, runs the rest on ``concurrency`` threads, and
-returns the summary (also written to ``summary.json``). Every selected question ends up
-with a line in trajectories.jsonl: an unexpected exception in an episode is recorded as
-status ``error``, never dropped. Ctrl-C (KeyboardInterrupt in the main thread) cancels the
-model calls in flight (:meth:`CachedChat.cancel`), keeps the episodes already appended,
-writes none of the unfinished ones and re-raises; a rerun resumes.
+returns the summary (also written to ``summary.json``). Nothing is written before the
+search backend and the model endpoint answered (:meth:`ChatClient.probe`). Every selected
+question ends up with a line in trajectories.jsonl or, when even that write failed (disk
+full), counted in the summary: an infrastructure failure, or an unexpected exception in an
+episode (a bug, not the model's doing), is recorded as status ``infra_error``, never
+dropped and never finished, so a rerun retries it. Ctrl-C (KeyboardInterrupt in the main
+thread) cancels the model calls in flight (:meth:`CachedChat.cancel`), keeps the episodes
+already appended, writes none of the unfinished ones and re-raises; a rerun resumes.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 import time
 from collections import Counter
@@ -26,10 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .. import __version__
 from ..index import BlockList, Engine, InvalidInputError
 from .canonical import sha256_hex
-from .errors import RunStoreError
+from .errors import LocalIOError, RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
-from .loop import Episode, run_episode
+from .loop import INFRA_STATUS, Episode, run_episode
 from .preset import DR256, Preset, load_preset
+from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
@@ -57,6 +62,7 @@ class RunSpec(BaseModel):
     search_url: str | None = None
     database: Path | None = None
     blocked_docids: Path | None = None
+    allow_missing_blocked: bool = False
     preset: str | None = None
     attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
@@ -129,10 +135,14 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
         http = HttpSearcher.connect(spec.search_url)
         stack.callback(http.close)
+        if not spec.allow_missing_blocked:
+            http.corpus().check_blocklist_complete(spec.search_url)
         return http
     assert spec.database is not None
     blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None
     engine = stack.enter_context(Engine.open(spec.database, blocklist))
+    if not spec.allow_missing_blocked:
+        engine.check_blocklist_complete()
     return EngineSearcher(engine)
 
 
@@ -165,26 +175,49 @@ def resolve_preset(spec: RunSpec, recorded: dict[str, Any]) -> Preset:
 def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: CorpusInfo,
               questions: list[Question], questions_sha256: str, search: str) -> dict[str, Any]:
     return {"base_url": base_url, "blocklist_sha256": corpus.blocklist_sha256,
+            "blocklist_count": corpus.blocklist_count, "blocklist_matched": corpus.blocklist_matched,
             "cache_mode": "replay" if spec.replay_from else spec.cache_mode, "code_version": code_version(),
             "corpus_identity": corpus.identity, "model": model, "preset": preset.model_dump(mode="json"),
             "prompt_sha256": {q.qid: q.prompt_sha256 for q in questions}, "questions": str(spec.questions),
             "questions_sha256": questions_sha256,
             "replay_from": str(spec.replay_from) if spec.replay_from else None,
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "tool_schema_sha256": tool_schema_sha256(preset)}
+            "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools)}
 
 
 def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:
+    """A bug in an episode, recorded as an infrastructure failure (not the model's outcome)."""
     record: dict[str, Any] = {"accounting": {}, "final_answer": None, "index": q.index, "messages": [],
-              "prompt_sha256": q.prompt_sha256, "qid": q.qid, "reason": f"{e.__class__.__name__}: {e}",
-              "seed": preset.seed_for(q.index), "status": "error", "tool_calls": [], "turns": []}
+              "prompt_sha256": q.prompt_sha256, "qid": q.qid,
+              "reason": f"internal_error: {e.__class__.__name__}: {e}",
+              "seed": preset.seed_for(q.index), "status": INFRA_STATUS, "tool_calls": [], "turns": []}
     return Episode(record, {"qid": q.qid, "wall_s": 0.0, "llm_calls": []})
 
 
-def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float) -> dict[str, Any]:
-    """Totals over the selected questions' episodes (denominator: every selected question)."""
+OUTCOME_ROWS = ("answered", "empty_answer", "budget", "model_error", "infra_error")
+"""The rows of the run's status table: a final answer (non-empty, empty), out of turns or
+budget (``turn_cap``, ``budget``), the endpoint refused (``model_error``), infrastructure."""
+
+
+def _row(record: dict[str, Any]) -> str:
+    status = str(record["status"])
+    if status == "answered":
+        return "answered" if str(record.get("final_answer") or "").strip() else "empty_answer"
+    return "budget" if status in ("turn_cap", "budget") else status
+
+
+def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float,
+              episode_wall_s: dict[str, float] | None = None) -> dict[str, Any]:
+    """Totals over the selected questions' episodes (denominator: every selected question).
+
+    ``outcomes``: per row of :data:`OUTCOME_ROWS`, episodes, tokens (prompt + completion as
+    reported) and episode wall seconds (from ``episode_wall_s``); ``infra_failures``: the
+    questions whose latest attempt failed for infrastructure, with the reason (index order).
+    """
     totals: Counter[str] = Counter()
     tools: Counter[str] = Counter()
+    rows = {name: {"episodes": 0, "tokens": 0, "wall_s": 0.0} for name in OUTCOME_ROWS}
+    clock = episode_wall_s or {}
     for r in records:
         acc = r.get("accounting", {})
         for key, value in acc.items():
@@ -192,8 +225,14 @@ def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float) 
                 tools.update(value)
             else:
                 totals[key] += value
+        row = rows[_row(r)]
+        row["episodes"] += 1
+        row["tokens"] += int(acc.get("prompt_tokens", 0)) + int(acc.get("completion_tokens", 0))
+        row["wall_s"] = round(row["wall_s"] + clock.get(r["qid"], 0.0), 6)
+    ordered = sorted(records, key=lambda r: (r.get("index", 0), r["qid"]))
+    failures = [{"qid": r["qid"], "reason": r.get("reason")} for r in ordered if r["status"] == INFRA_STATUS]
     return {"accounting": {**dict(sorted(totals.items())), "tool_calls": dict(sorted(tools.items()))},
-            "cache": cache.stats(), "questions": len(records),
+            "cache": cache.stats(), "infra_failures": failures, "outcomes": rows, "questions": len(records),
             "statuses": dict(sorted(Counter(r["status"] for r in records).items())),
             "wall_s_this_invocation": round(wall_s, 3)}
 
@@ -201,6 +240,7 @@ def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float) 
 class _Progress:
     def __init__(self, total: int, initial: int, quiet: bool) -> None:
         self.errors = 0
+        self.infra = 0
         self.bar: Any = None
         if not quiet:
             from tqdm import tqdm
@@ -208,9 +248,10 @@ class _Progress:
             self.bar = tqdm(total=total, initial=initial, desc="episodes", unit="q", file=sys.stderr)
 
     def update(self, status: str) -> None:
-        self.errors += status == "error"
+        self.errors += status == "model_error"
+        self.infra += status == INFRA_STATUS
         if self.bar is not None:
-            self.bar.set_postfix(errors=self.errors, refresh=False)
+            self.bar.set_postfix(errors=self.errors, infra=self.infra, refresh=False)
             self.bar.update(1)
 
     def close(self) -> None:
@@ -218,12 +259,26 @@ class _Progress:
             self.bar.close()
 
 
+def _python_runner(preset: Preset, cache: ReplayCache, offline: bool) -> PythonRunner | None:
+    """The python tool's runner when the preset offers it: through the cache like every tool
+    (offline replay: the cache alone)."""
+    if "python" not in preset.tools:
+        return None
+    if cache.mode == "off":
+        return LocalPython()
+    return CachedPython(cache, None if offline else LocalPython())
+
+
 def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
-                 searcher: Searcher, store: RunStore, progress: _Progress) -> None:
+                 searcher: Searcher, store: RunStore, progress: _Progress,
+                 python: PythonRunner | None = None) -> dict[str, dict[str, Any]]:
+    """Run ``pending``, appending each episode; returns the episodes whose line could not be
+    written (a local I/O failure: an ``infra_error`` record, kept in memory for the summary)."""
+    unwritten: dict[str, dict[str, Any]] = {}
     pool = ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix="episode")
     try:
         futures: dict[Future[Episode], Question] = {
-            pool.submit(run_episode, q, preset, model, chat, searcher): q for q in pending}
+            pool.submit(run_episode, q, preset, model, chat, searcher, python): q for q in pending}
         for fut in as_completed(futures):
             try:
                 episode = fut.result()
@@ -231,17 +286,30 @@ def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: 
                 continue
             except Exception as e:  # a bug must not lose the question: record it
                 episode = _crashed(futures[fut], preset, e)
-            store.append(episode)
-            progress.update(episode.record["status"])
+            try:
+                store.append(episode)
+            except LocalIOError as e:  # not on disk, so not finished: the rerun asks again
+                q = futures[fut]
+                unwritten[q.qid] = {"accounting": episode.record["accounting"], "index": q.index,
+                                    "qid": q.qid, "reason": f"{e.error_type}: {e.message}",
+                                    "status": INFRA_STATUS}
+            progress.update(INFRA_STATUS if futures[fut].qid in unwritten else episode.record["status"])
     except BaseException:  # Ctrl-C: abandon the model calls in flight; their episodes stay unwritten
         chat.cancel()
         raise
     finally:  # drop queued questions (what is fsynced stays); running ones end at their next call
         pool.shutdown(wait=True, cancel_futures=True)
+    return unwritten
 
 
 def execute_run(spec: RunSpec) -> dict[str, Any]:
-    """Run (or resume, or replay) ``spec``; returns the summary written to summary.json."""
+    """Run (or resume, or replay) ``spec``; returns the summary written to summary.json.
+
+    Before anything is written: the questions, preset and cache options are checked, the
+    search backend answers ``/health`` (or the engine opens), a resumed directory agrees
+    with the run, and the model endpoint passes :meth:`ChatClient.probe`. The summary's
+    ``infra_failures`` and ``io_errors`` list what a rerun must retry (the CLI exits 1).
+    """
     t0 = time.monotonic()
     recorded = _recorded(spec)
     preset = resolve_preset(spec, recorded)
@@ -257,33 +325,52 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     with ExitStack() as stack:  # backends first: a bad option leaves no run directory behind
         live = None if offline else _live_searcher(spec, stack)
         corpus = _recorded_corpus(recorded) if live is None else live.corpus()
+        search = "replay" if live is None else spec.search_url or str(spec.database)
+        manifest = _manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search)
         store = RunStore(spec.out)
-        cache = ReplayCache(cache_path, cache_mode)
-        stack.callback(cache.close)
-        if live is None:
-            searcher: Searcher = CachedSearcher(cache, None, corpus)
-            search = "replay"
-        else:
-            searcher = CachedSearcher(cache, live, corpus) if cache.mode != "off" else live
-            search = spec.search_url or str(spec.database)
+        store.check(manifest)
         client = None
         if spec.replay_from is None:
             client = ChatClient.connect(base_url, key, retry=spec.retry)
             stack.callback(client.close)
-        store.start(_manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search))
+            client.probe(model)  # a dead, wrong or unauthorised endpoint: exit 2, nothing written
+        store.start(manifest)
+        try:
+            cache = ReplayCache(cache_path, cache_mode)
+        except sqlite3.Error as e:
+            raise LocalIOError(f"replay cache {cache_path}: cannot open ({e})") from None
+        stack.callback(cache.close)
+        if live is None:
+            searcher: Searcher = CachedSearcher(cache, None, corpus)
+        else:
+            searcher = CachedSearcher(cache, live, corpus) if cache.mode != "off" else live
         done = store.finished()
         pending = [q for q in selected if q.qid not in done]
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
         try:
-            _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store, progress)
+            unwritten = _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store,
+                                     progress, _python_runner(preset, cache, live is None))
         finally:
             progress.close()
-        store.canonicalise()
-        finished = store.finished()
-        summary = summarise([finished[q.qid] for q in selected], cache, time.monotonic() - t0)
+        io_errors = []
+        try:
+            store.canonicalise()
+        except OSError as e:  # the atomic rewrite left the appended file as it was
+            io_errors.append(f"{store.trajectories}: not rewritten in index order ({e.strerror or e})")
+        latest = {**store.latest(), **unwritten}
+        never = {"accounting": {}, "reason": "no episode recorded", "status": INFRA_STATUS}
+        records = [latest.get(q.qid) or {**never, "index": q.index, "qid": q.qid} for q in selected]
+        summary = summarise(records, cache, time.monotonic() - t0, store.wall_s())
         summary["resumed"] = len(selected) - len(pending)
-        store.write_summary(summary)
+        if store.timing_write_failures:
+            io_errors.append(f"{store.timings}: {store.timing_write_failures} timing line(s) not written")
+        summary["io_errors"] = io_errors
+        try:
+            store.write_summary(summary)
+        except OSError as e:
+            lost = f"{spec.out / 'summary.json'}: not written ({e.strerror or e})"
+            summary["io_errors"] = [*io_errors, lost]
     return summary
 
 
-__all__ = ["RunSpec", "code_version", "execute_run", "resolve_preset", "select", "summarise"]
+__all__ = ["OUTCOME_ROWS", "RunSpec", "code_version", "execute_run", "resolve_preset", "select", "summarise"]

@@ -27,7 +27,8 @@ class EngineSearcher:
         self._engine = engine
 
     def corpus(self) -> CorpusInfo:
-        return CorpusInfo(self._engine.meta["content_identity"], self._engine.blocklist.sha256)
+        e = self._engine
+        return CorpusInfo(e.meta["content_identity"], e.blocklist.sha256, len(e.blocklist), e.blocked_matched)
 
     @staticmethod
     def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
@@ -87,7 +88,9 @@ class HttpSearcher:
             r = self._request("GET", "/health")
             try:
                 body = r.json()
-                self._corpus = CorpusInfo(body["corpus"]["identity"], body["blocklist"]["sha256"])
+                bl = body["blocklist"]
+                self._corpus = CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"),
+                                          bl.get("matched"))
             except (ValueError, KeyError, TypeError) as e:
                 raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
         return self._corpus

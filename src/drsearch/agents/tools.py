@@ -1,4 +1,7 @@
-"""The agent's tools: ``search(query, k)`` and ``open(docid | url, offset)``.
+"""The agent's tools: ``search(query, k)``, ``open(docid | url, offset)`` and ``python(code)``.
+
+A preset offers any subset of them (``Preset.tools``); a call of a tool it does not offer
+is malformed, never executed. ``python`` runs through :mod:`drsearch.agents.pytool`.
 
 Documented API (docs/CLIENTS.md): :func:`tool_schemas` in the chat-completions, Responses or
 Anthropic dialect, optionally strict-mode (every property in ``required``, optional ones
@@ -20,16 +23,19 @@ from typing import Any, Literal, get_args
 from ..index import InvalidInputError, error_body
 from .canonical import canonical_json, sha256_json
 from .preset import DR256, Preset
+from .pytool import PythonRunner, format_python, python_limits
 from .searcher import Searcher, ToolResponse
 
 TRUNCATED = " …[truncated]"
+
 
 Dialect = Literal["chat", "responses", "anthropic"]
 TOOL_DIALECTS: tuple[str, ...] = get_args(Dialect)
 
 
 def _functions(preset: Preset) -> list[dict[str, Any]]:
-    """Each tool's ``{"name", "description", "parameters"}`` (JSON Schema of its arguments)."""
+    """The preset's tools as ``{"name", "description", "parameters"}``, in :data:`TOOL_NAMES`
+    order (depends on the tool list, the k limits and the python limits only)."""
     search = {
         "name": "search",
         "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
@@ -52,7 +58,18 @@ def _functions(preset: Preset) -> list[dict[str, Any]]:
                            "offset": {"type": "integer", "minimum": 0,
                                       "description": "character offset of the page (default 0)"}}},
     }
-    return [search, open_]
+    python = {
+        "name": "python",
+        "description": ("Run a Python 3 program for computation and read what it prints (stdout and "
+                        f"stderr). Fresh empty directory each call, nothing kept between calls, no input; "
+                        f"limits: {preset.python_cpu_s} s CPU, {preset.python_memory_mb} MB memory, "
+                        f"{preset.python_wall_s:g} s wall clock."),
+        "parameters": {"type": "object", "additionalProperties": False, "required": ["code"],
+                       "properties": {"code": {"type": "string",
+                                               "description": "the program; print the result"}}},
+    }
+    schemas = {"open": open_, "python": python, "search": search}
+    return [schemas[name] for name in preset.tools]
 
 
 def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -68,8 +85,8 @@ def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
 
 def tool_schemas(preset: Preset | None = None, *, dialect: str = "chat",
                  strict: bool = False) -> list[dict[str, Any]]:
-    """The tool definitions for ``preset`` (default DR-256; only its k limits and page size
-    matter) in the request format of ``dialect``:
+    """The ``tools`` field of a request: the preset's tools (default DR-256), in
+    :data:`TOOL_NAMES` order (``[]`` closed-book), in the request format of ``dialect``:
 
     - ``"chat"``: chat completions' ``[{"type": "function", "function": {name, description,
       parameters}}]`` (the default: what ``drsearch run`` sends and hashes into run.json);
@@ -112,6 +129,16 @@ def _is_int(v: object) -> bool:
 
 def validate_arguments(name: str, args: dict[str, Any], preset: Preset) -> str | None:
     """None if ``name(**args)`` is a valid call, else why not (never guesses a fix)."""
+    if name not in preset.tools:
+        offered = ", ".join(preset.tools) or "none: answer directly"
+        return f"unknown tool {name!r} (tools: {offered})"
+    if name == "python":
+        extra = set(args) - {"code"}
+        if extra:
+            return f"python: unknown argument(s) {sorted(extra)}"
+        if not isinstance(args.get("code"), str) or not args["code"].strip():
+            return "python: 'code' must be a non-empty string"
+        return None
     if name == "search":
         extra = set(args) - {"query", "k"}
         if extra:
@@ -195,8 +222,10 @@ def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> 
     return _render_page(body, offset, text[:keep], offset + keep)
 
 
-def execute(name: str, args: object, searcher: Searcher, preset: Preset | None = None) -> ToolResult:
-    """Run the call ``name(**args)`` against ``searcher`` and format the answer (capped to
+def execute(name: str, args: object, searcher: Searcher, preset: Preset | None = None,
+            python: PythonRunner | None = None) -> ToolResult:
+    """Run the call ``name(**args)`` against ``searcher`` (``python`` for the python tool; an
+    episode offered it must pass one) and format the answer (capped to
     ``preset.max_tool_response_chars``; preset default DR-256).
 
     Null arguments count as not given (strict-mode schemas send every property). A call that
@@ -213,6 +242,11 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     if problem is not None:
         return ToolResult(tool_error("invalid_arguments", problem),
                           ToolResponse(False, error_body("invalid_arguments", problem)))
+    if name == "python":
+        if python is None:
+            raise ValueError("the python tool was called but no PythonRunner was given")
+        r = python.run(given["code"], python_limits(preset))
+        return ToolResult(format_python(json.loads(r.body), preset.max_tool_response_chars), r)
     if name == "search":
         r = searcher.search(given["query"], given.get("k", preset.search_k_default))
     else:

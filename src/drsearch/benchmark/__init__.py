@@ -9,6 +9,7 @@ Public API (pinned by tests/benchmark/test_grade.py::test_public_api)::
     CitationAuditor(resolver, SupportJudge)        extract_citations, citation_rates
     grade_run(run_dir, tasks, judge) -> [GradedQuestion]
     summarize(graded, expected_ids=) -> scores.json body; compare_runs; judge_agreement; render_table
+    audit_runs(episodes per attempt, golds, grades) -> the leak_audit block (leak_audit.py)
 
 Datasets and records need only the core install; judges, grading and citations need the
 ``agents`` extra (httpx), statistics and scoring the ``grading`` extra (scipy). Those are
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         Verdict,
         judge_for,
     )
+    from .leak_audit import audit_episode, audit_runs, contains_answer, render_leak_audit
     from .scoring import compare_runs, judge_agreement, render_table, summarize
     from .stats import cohen_kappa, mcnemar_exact, mean_at_k, pass_at_k, spearman, wilson_interval
 
@@ -83,6 +85,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("RunEpisodes", "grade_episode", "grade_run", "read_graded", "read_run", "write_graded"),
                     "grade"),
     "JudgeCache": "judge_cache",
+    **dict.fromkeys(("audit_episode", "audit_runs", "contains_answer", "render_leak_audit"), "leak_audit"),
     **dict.fromkeys(("EMPTY_RESPONSE", "PROMPT_FILES", "ChecklistJudge", "CorrectnessJudge",
                      "DeepSearchQAJudge", "Judge", "JudgeParseError", "JudgePrompt", "JudgeSettings",
                      "JudgeUnavailableError", "LLMJudge", "Verdict", "judge_for"), "judges"),
@@ -141,9 +144,12 @@ __all__ = [
     "RunEpisodes",
     "SupportJudge",
     "Verdict",
+    "audit_episode",
+    "audit_runs",
     "citation_rates",
     "cohen_kappa",
     "compare_runs",
+    "contains_answer",
     "extract_citations",
     "filter_tasks",
     "grade_episode",
@@ -160,6 +166,7 @@ __all__ = [
     "read_graded",
     "read_openbiorq",
     "read_run",
+    "render_leak_audit",
     "render_table",
     "spearman",
     "summarize",

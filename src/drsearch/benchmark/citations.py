@@ -38,7 +38,7 @@ Existence = Literal["found", "notfound", "transient"]
 Support = Literal["yes", "partial", "no"]
 
 DEFAULT_DOCID_PATTERN = r"\b(?:d|web)-[0-9a-f]{16}\b"
-"""Docids of corpora built by drsearch (``d-``) and of the bundled sample (``web-``)."""
+"""Docids of corpora built by drsearch (``d-``, also the bundled sample) and of older ``web-`` corpora."""
 
 _URL = re.compile(r"https?://[^\s<>\"'`\]\[)(}{]+", re.I)
 _PUBMED_URL = re.compile(r"^https?://(?:www\.)?(?:pubmed\.ncbi\.nlm\.nih\.gov|ncbi\.nlm\.nih\.gov/pubmed)/(\d{1,9})/?$",

@@ -6,7 +6,10 @@ Each task is matched to its episode by question id and classified before any jud
 asked (docs/DESIGN.md, "Evaluation protocol"):
 
 - no episode → ``missing_episode``;
-- status ``error`` → ``agent_error``; ``turn_cap`` or ``budget`` → ``unfinished``;
+- status ``infra_error`` (the latest attempt failed for infrastructure, not the model) →
+  ``missing``;
+- status ``model_error`` (``error`` in older runs) → ``agent_error``; ``turn_cap`` or
+  ``budget`` → ``unfinished``;
 - a final answer that is empty → ``empty_answer`` (reason ``empty_model_response``;
   the judge is not called);
 - otherwise the judge decides: ``correct``, ``incorrect`` or ``judge_failed``.
@@ -35,6 +38,11 @@ from .records import GradedQuestion, Outcome
 FINISHED = frozenset({"answered", "final"})
 """Episode statuses that carry a final answer (``answered`` is what drsearch.agents writes)."""
 UNFINISHED = frozenset({"turn_cap", "budget"})
+MODEL_ERRORS = frozenset({"model_error", "error"})
+"""Statuses of an episode the endpoint refused for good (``error``: runs written before
+model and infrastructure failures were told apart)."""
+INFRA_FAILURE = "infra_error"
+"""The status of an attempt that failed for infrastructure: graded ``missing``."""
 
 
 @dataclass(frozen=True)
@@ -70,13 +78,17 @@ def read_run(run_dir: str | Path) -> RunEpisodes:
         for where, record in read_objects(trajectories, skip_torn_tail=True):
             if not isinstance(record.get("qid"), str) or not isinstance(record.get("status"), str):
                 raise InvalidInputError(f"{where}: an episode needs string 'qid' and 'status'")
-            episodes.setdefault(record["qid"], record)  # first one wins, as the run store reads it
+            # as the run store reads it: the first finished episode wins; an infrastructure
+            # failure stands only until one (a rerun's) comes, and then the latest one does
+            held = episodes.get(record["qid"])
+            if held is None or held["status"] == INFRA_FAILURE:
+                episodes[record["qid"]] = record
     wall: dict[str, float] = {}
     timings = root / "timings.jsonl"
     if timings.exists():
         for _, t in read_objects(timings, skip_torn_tail=True):
             if isinstance(t.get("qid"), str) and isinstance(t.get("wall_s"), int | float):
-                wall.setdefault(t["qid"], float(t["wall_s"]))
+                wall[t["qid"]] = float(t["wall_s"])  # the last wins: a retried question's final try
     return RunEpisodes(root, manifest, episodes, wall)
 
 
@@ -92,7 +104,9 @@ def _classify(episode: dict[str, Any] | None) -> tuple[str, Outcome | None, str 
         return status, None, None
     if status in UNFINISHED:
         return status, "unfinished", reason
-    if status == "error":
+    if status == INFRA_FAILURE:
+        return status, "missing", reason
+    if status in MODEL_ERRORS:
         return status, "agent_error", reason
     return status, "agent_error", f"unknown episode status {status!r}"
 
@@ -181,5 +195,5 @@ def read_graded(path: str | Path) -> list[GradedQuestion]:
     return out
 
 
-__all__ = ["FINISHED", "UNFINISHED", "RunEpisodes", "grade_episode", "grade_run", "read_graded", "read_run",
-           "write_graded"]
+__all__ = ["FINISHED", "INFRA_FAILURE", "MODEL_ERRORS", "UNFINISHED", "RunEpisodes", "grade_episode",
+           "grade_run", "read_graded", "read_run", "write_graded"]

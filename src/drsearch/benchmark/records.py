@@ -20,9 +20,13 @@ Outcome = Literal[
     "unfinished",
     "agent_error",
     "missing_episode",
+    "missing",
     "judge_failed",
 ]
-"""Why an attempt scored as it did; only ``"correct"`` counts as correct."""
+"""Why an attempt scored as it did; only ``"correct"`` counts as correct. ``agent_error`` is
+the model's (the endpoint refused its request); ``missing`` is not: the question's latest
+attempt failed for infrastructure (status ``infra_error``: endpoint or search backend
+unreachable, 401/404, replay miss, a local write failure), so the run owes it a rerun."""
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 """Every outcome, in the fixed order reports list them."""
@@ -46,7 +50,8 @@ class GradedQuestion(BaseModel):
     answer_type: str | None = None
     difficulty: str | None = None
     episode_status: str
-    """From the run store: ``"answered" | "turn_cap" | "budget" | "error" | "missing"``."""
+    """From the run store: ``"answered" | "turn_cap" | "budget" | "model_error" | "infra_error"``
+    (``"error"`` in runs written before the two were told apart), or ``"missing"`` (no line)."""
     final_answer: str | None = None
     outcome: Outcome
     correct: bool

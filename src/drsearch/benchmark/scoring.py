@@ -109,8 +109,10 @@ def _group(hits: Sequence[bool], confidence: float) -> dict[str, Any]:
 
 
 def _per_question(graded: Sequence[GradedQuestion]) -> dict[str, Any]:
-    """Means over the questions that have an episode: a missing one spent nothing to average."""
-    graded = [g for g in graded if g.episode_status != "missing"]
+    """Means over the questions that have a finished episode: a missing one spent nothing to
+    average, and an attempt cut short by an infrastructure failure (outcome ``missing``) is not
+    what the model would have spent."""
+    graded = [g for g in graded if g.episode_status != "missing" and g.outcome != "missing"]
     n = len(graded)
 
     def mean(values: Iterable[float]) -> float | None:
@@ -198,7 +200,8 @@ def summarize(
     Every pass@k and mean@k value has its Wilson interval (``*_ci``; conservative for a
     mean of per-question values), and ``accuracy_by_attempt`` gives each attempt's accuracy.
     ``per_question`` means (tool calls, tokens, wall time) cover the attempt-0 records that
-    have an episode (``episode_status != "missing"``); ``n`` says how many.
+    have a finished episode (not ``episode_status == "missing"``, not outcome ``missing``);
+    ``n`` says how many.
 
     Raises ``ValueError`` when a (question, attempt) is graded twice, when
     ``expected_ids`` has duplicates or misses a graded question, or when the

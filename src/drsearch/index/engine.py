@@ -28,6 +28,7 @@ from .blobs import Arena, read_blob
 from .blocklist import BlockList
 from .doctable import DocTable
 from .errors import (
+    BlocklistError,
     DocumentNotFoundError,
     IncompatibleIndexError,
     InvalidKError,
@@ -110,7 +111,7 @@ class Engine:
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
-        self._blocked_docs, self._blocked_chunks = self._resolve_blocklist(blocklist)
+        self._blocked_docs, self._blocked_chunks, self.blocked_missing = self._resolve_blocklist(blocklist)
         self._local = threading.local()
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -163,17 +164,41 @@ class Engine:
         self.close()
 
     # -- blocklist -----------------------------------------------------------------------
-    def _resolve_blocklist(self, bl: BlockList) -> tuple[frozenset[int],
-                                                         npt.NDArray[np.bool_] | None]:
+    def _resolve_blocklist(self, bl: BlockList) -> tuple[frozenset[int], npt.NDArray[np.bool_] | None,
+                                                         tuple[str, ...]]:
+        """Document rows and chunk mask of the blocked docids, and the listed docids that
+        are not documents of this corpus (sorted)."""
         if not len(bl):
-            return frozenset(), None
-        rows = frozenset(r[0] for r in self._conn.execute(
-            "SELECT id FROM documents WHERE docid IN (SELECT value FROM json_each(?))",
+            return frozenset(), None, ()
+        found = dict(self._conn.execute(
+            "SELECT docid, id FROM documents WHERE docid IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(bl.docids)),)))
+        rows = frozenset(int(r) for r in found.values())
+        missing = tuple(sorted(bl.docids - found.keys()))
         if not rows:
-            return rows, None
+            return rows, None, missing
         mask = np.isin(self._chunk_doc, np.fromiter(rows, dtype=np.int32))
-        return rows, mask
+        return rows, mask, missing
+
+    @property
+    def blocked_matched(self) -> int:
+        """How many of the blocklist's docids are documents of this corpus."""
+        return len(self._blocked_docs)
+
+    def check_blocklist_complete(self) -> None:
+        """Raise BlocklistError unless every blocked docid is a document of this corpus.
+
+        A blocklist written for another docid scheme or another corpus matches nothing and
+        hides nothing; the caller refuses it unless the user says the corpus is
+        deliberately partial (``--allow-missing-blocked``).
+        """
+        if self.blocked_missing:
+            listed, missing = len(self.blocklist), self.blocked_missing
+            shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+            raise BlocklistError(
+                f"{listed} blocked docids listed, {listed - len(missing)} in this corpus: {shown} "
+                f"(blocklist {self.blocklist.source or '<bytes>'}; --allow-missing-blocked if the "
+                "corpus is deliberately partial)")
 
     # -- search --------------------------------------------------------------------------
     def parse(self, query: str) -> ParsedQuery:
@@ -342,7 +367,8 @@ class Engine:
             "postings": m["postings"],
             "dense_terms": m["dense_terms"],
             "blocked_documents": len(self._blocked_docs),
-            "blocklist": {"sha256": self.blocklist.sha256, "count": len(self.blocklist)},
+            "blocklist": {"sha256": self.blocklist.sha256, "count": len(self.blocklist),
+                          "matched": len(self._blocked_docs)},
             "content_identity": m["content_identity"],
             "schema_version": m["schema_version"],
             "scorer": self.scorer.kind,

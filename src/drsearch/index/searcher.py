@@ -12,15 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .errors import BlocklistError
 from .models import dumps
 
 
 @dataclass(frozen=True, slots=True)
 class CorpusInfo:
-    """What a searcher serves: the corpus content identity and the blocklist's SHA-256."""
+    """What a searcher serves: the corpus content identity and the blocklist's SHA-256,
+    and (where the searcher reports them) how many docids the blocklist lists and how
+    many of them are documents of the corpus (None: not reported, e.g. a replay)."""
 
     identity: str
     blocklist_sha256: str
+    blocklist_count: int | None = None
+    blocklist_matched: int | None = None
+
+    def check_blocklist_complete(self, where: str) -> None:
+        """Raise BlocklistError when ``where`` (a server) reports a blocklist naming docids
+        its corpus lacks: it hides less than it lists (see ``Engine.check_blocklist_complete``)."""
+        count, matched = self.blocklist_count, self.blocklist_matched
+        if count is not None and matched is not None and matched < count:
+            raise BlocklistError(f"{where} serves a blocklist of {count} docids, {matched} in its corpus "
+                                 "(--allow-missing-blocked if the corpus is deliberately partial)")
 
 
 @dataclass(frozen=True, slots=True)

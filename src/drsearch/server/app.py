@@ -24,12 +24,12 @@ from .. import __version__
 from ..index import DocumentNotFoundError, DrsearchError, Engine, InvalidRequestError
 from .encoding import canonical_json, document_json, search_json
 from .errors import JSON, error_response, from_http_exception
-from .exposition import PROMETHEUS_CONTENT_TYPE, health_body, metrics_text, stats_body
+from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
 from .metrics import MetricsStore
 from .middleware import ServerMiddleware
 from .requests import OpenRequest, body_schema, parse_body, read_body, request_models
 from .schemas import ERRORS, ErrorResponse, HealthResponse, OpenResponse, SearchResponse, StatsResponse
-from .settings import ServerSettings
+from .settings import BlocklistOrigin, ServerSettings
 
 DESCRIPTION = """A frozen BM25 search index over a fixed crawl, for deep-research agents.
 
@@ -45,12 +45,13 @@ ENDPOINT_PATHS = {"/search": "search", "/open": "open", "/health": "health", "/s
 class _Api:
     """The handlers of one app, closed over its engine, settings and counters."""
 
-    def __init__(self, engine: Engine, settings: ServerSettings, metrics: MetricsStore) -> None:
+    def __init__(self, engine: Engine, settings: ServerSettings, metrics: MetricsStore,
+                 blocklist: dict[str, Any]) -> None:
         self.engine = engine
         self.settings = settings
         self.metrics = metrics
         self.models = request_models(settings)
-        self.health_bytes = canonical_json(health_body(engine))
+        self.health_bytes = canonical_json(health_body(engine, **blocklist))
         self._unblocked: Engine | None = None
         self._unblocked_lock = threading.Lock()  # background tasks run in a thread pool
 
@@ -126,22 +127,29 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return error_response(InvalidRequestError(str(exc)))
 
 
-def create_app(engine: Engine, settings: ServerSettings | None = None) -> FastAPI:
+def create_app(engine: Engine, settings: ServerSettings | None = None, *,
+               blocklist_origin: BlocklistOrigin | None = None,
+               release_blocklist_sha256: str | None = None) -> FastAPI:
     """The FastAPI app serving ``engine`` under ``settings`` (defaults if None).
 
     The engine is used as given (its blocklist and time limit were fixed when it was
     opened; ``drsearch serve`` opens it with ``settings.request_timeout_s``). Counters go
     to ``settings.metrics_dir`` (shared by the workers of one run) or stay in memory.
-    The app never closes the engine; ``app.state`` exposes ``engine``, ``settings`` and
-    ``metrics``.
+    The app never closes the engine; ``app.state`` exposes ``engine``, ``settings``,
+    ``metrics`` and ``blocklist_origin``. ``blocklist_origin`` and
+    ``release_blocklist_sha256`` (see ``ServeConfig``) are reported in ``/health``.
     """
     settings = settings or ServerSettings()
     metrics = MetricsStore(settings.metrics_dir)
-    api = _Api(engine, settings, metrics)
+    if blocklist_origin is None:
+        blocklist_origin = "file" if blocklist_enabled(engine) else "none"
+    api = _Api(engine, settings, metrics, {"origin": blocklist_origin,
+                                           "release_sha256": release_blocklist_sha256})
     app = FastAPI(title="drsearch", version=__version__, description=DESCRIPTION,
                   openapi_url="/openapi.json", docs_url="/docs", redoc_url=None,
                   redirect_slashes=False)  # /search/ is not /search: 404, not a 307 to re-POST
     app.state.engine, app.state.settings, app.state.metrics = engine, settings, metrics
+    app.state.blocklist_origin = blocklist_origin
 
     def error(status: int, description: str) -> dict[int | str, dict[str, Any]]:
         return {status: {"model": ErrorResponse, "description": description}}

@@ -22,8 +22,11 @@ def blocklist_enabled(engine: Engine) -> bool:
     return bool(engine.blocklist.source) or len(engine.blocklist) > 0
 
 
-def health_body(engine: Engine) -> dict[str, Any]:
-    """``GET /health``: status, corpus identity and counts, blocklist hash and count, version."""
+def health_body(engine: Engine, origin: str | None = None,
+                release_sha256: str | None = None) -> dict[str, Any]:
+    """``GET /health``: status, corpus identity and counts, version, and the blocklist: its
+    hash, docids listed (``count``) and found in this corpus (``matched``), where it came
+    from (``origin``, see ``ServeConfig``) and the release's own list's hash if any."""
     meta = engine.meta
     return {
         "status": "ok",
@@ -38,6 +41,9 @@ def health_body(engine: Engine) -> dict[str, Any]:
             "enabled": blocklist_enabled(engine),
             "sha256": engine.blocklist.sha256,
             "count": len(engine.blocklist),
+            "matched": engine.blocked_matched,
+            "origin": origin or ("file" if blocklist_enabled(engine) else "none"),
+            "release_sha256": release_sha256,
         },
     }
 

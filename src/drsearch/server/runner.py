@@ -38,13 +38,17 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     """
     blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
     engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.request_timeout_s)
-    app = create_app(engine, config.settings)
+    app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
+                     release_blocklist_sha256=config.release_blocklist_sha256)
+    origin = app.state.blocklist_origin
     if blocklist_enabled(engine):
-        what = f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids)"
+        what = (f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids, "
+                f"{engine.blocked_matched} in this corpus; {origin})")
     else:
-        what = "NO blocklist: every document is served"
-    logger.info("worker %d serving %s (identity %s); %s", os.getpid(), config.database,
-                engine.meta["content_identity"], what)
+        what = f"NO blocklist: every document is served ({origin})"
+    log = logger.warning if origin in ("release-override", "release-none", "none") else logger.info
+    log("worker %d serving %s (identity %s); %s", os.getpid(), config.database,
+        engine.meta["content_identity"], what)
     return app
 
 

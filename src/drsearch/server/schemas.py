@@ -64,7 +64,11 @@ class CorpusIdentity(BaseModel):
 class BlocklistSummary(BaseModel):
     enabled: bool = Field(description="false: served without a blocklist, every document visible")
     sha256: str
-    count: int
+    count: int = Field(description="docids the blocklist lists")
+    matched: int = Field(description="listed docids that are documents of this corpus")
+    origin: str = Field(description="release (the release's own list), release-override, release-none, "
+                                    "file, or none")
+    release_sha256: str | None = Field(description="SHA-256 of the served release's own blocklist")
 
 
 class HealthResponse(BaseModel):

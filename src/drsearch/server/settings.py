@@ -23,6 +23,9 @@ CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
 
 UnknownFields = Literal["reject", "ignore"]
 VerifyLevel = Literal["none", "fast", "deep"]
+# Where the served blocklist came from (shown in /health): a release's own list, another
+# file overriding it, none although the database is a release's, a plain file, or none.
+BlocklistOrigin = Literal["release", "release-override", "release-none", "file", "none"]
 
 
 class ServerSettings(BaseModel):
@@ -70,12 +73,16 @@ class ServeConfig(BaseModel):
     """Everything a worker process needs to build its app: files plus ``ServerSettings``.
 
     ``blocked_docids`` ``None`` means no blocklist: every document is served.
+    ``blocklist_origin`` says why (``/health`` shows it; None: ``file`` or ``none``), and
+    ``release_blocklist_sha256`` is the SHA-256 of the served release's own list.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     database: Path
     blocked_docids: Path | None = None
+    blocklist_origin: BlocklistOrigin | None = None
+    release_blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
 
     def to_env(self) -> dict[str, str]:
@@ -97,4 +104,4 @@ class ServeConfig(BaseModel):
             raise InvalidInputError(f"{CONFIG_ENV} is malformed: {e.errors()[0]['msg']}") from e
 
 
-__all__ = ["CONFIG_ENV", "ServeConfig", "ServerSettings", "UnknownFields", "VerifyLevel"]
+__all__ = ["CONFIG_ENV", "BlocklistOrigin", "ServeConfig", "ServerSettings", "UnknownFields", "VerifyLevel"]

@@ -28,6 +28,7 @@ from ..index import (
     dumps,
     read_jsonl,
 )
+from .blocking import add_allow_missing_blocked, serve_blocklist
 from .corpus_cli import register as register_corpus_verbs
 from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
@@ -45,8 +46,17 @@ def _blocklist(args: argparse.Namespace) -> BlockList | None:
     return BlockList.from_file(path) if path else None
 
 
-def _engine(args: argparse.Namespace) -> Engine:
-    return Engine.open(args.database, _blocklist(args))
+def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine:
+    """The engine of ``--database`` with ``--blocked-docids``; refuses (BlocklistError, exit 2)
+    a blocklist naming docids the corpus lacks unless ``--allow-missing-blocked``."""
+    engine = Engine.open(args.database, _blocklist(args))
+    if check_blocklist and not getattr(args, "allow_missing_blocked", False):
+        try:
+            engine.check_blocklist_complete()
+        except BaseException:
+            engine.close()
+            raise
+    return engine
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
@@ -134,7 +144,7 @@ def cmd_open(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
-    with _engine(args) as engine:
+    with _engine(args, check_blocklist=False) as engine:  # reports listed and matched counts
         stats = engine.stats()
     if args.json:
         print(dumps(stats), file=out)
@@ -224,23 +234,29 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
               file=sys.stderr)
         return 2
     _check_bindable(args.host, args.port)
-    blocklist = _blocklist(args)
     release_dir = _release_of(args)
+    chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
+    blocklist = None if chosen.path is None else BlockList.from_file(chosen.path)
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
     report = verify_corpus(args.database, args.verify, blocklist)
+    if blocklist is not None and not args.allow_missing_blocked:
+        with Engine.open(args.database, blocklist) as engine:
+            engine.check_blocklist_complete()
     settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
           file=sys.stderr)
     if blocklist is None:
-        print("drsearch: no --blocked-docids: every document is served (no blocklist)", file=sys.stderr)
+        why = "no --blocked-docids" if args.blocked_docids is None else "--blocked-docids none"
+        print(f"drsearch: {why}: every document is served (no blocklist)", file=sys.stderr)
     else:
-        print(f"drsearch: blocklist {args.blocked_docids}: {len(blocklist)} docids "
+        print(f"drsearch: blocklist {chosen.path} ({chosen.origin}): {len(blocklist)} docids "
               f"({report.blocked_documents} in this corpus), sha256 {blocklist.sha256}", file=sys.stderr)
     config = ServeConfig(database=report.path.resolve(), settings=settings,
-                         blocked_docids=None if blocklist is None else args.blocked_docids)
+                         blocked_docids=None if chosen.path is None else chosen.path.resolve(),
+                         blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log)
     return 0
@@ -250,6 +266,7 @@ def _database_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
     p.add_argument("--blocked-docids", metavar="FILE", help="docids to hide (one per line, # comments)")
     p.add_argument("--json", action="store_true", help="print the HTTP response body (JSON)")
+    add_allow_missing_blocked(p)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -291,8 +308,13 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve an index over HTTP (see docs/SERVER.md)")
     p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
-    p.add_argument("--blocked-docids", metavar="FILE",
-                   help="docids to hide (one per line, # comments); without it every document is served")
+    p.add_argument("--blocked-docids", metavar="FILE|none",
+                   help="docids to hide (one per line, # comments); default: a release's own "
+                        "benchmark/blocked_docids.txt, else none; `none`: serve every document")
+    p.add_argument("--override-release-blocklist", action="store_true",
+                   help="serve a release's database with a --blocked-docids file other than the "
+                        "release's own (logged, and shown in /health)")
+    add_allow_missing_blocked(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_int_in(0, 65535), default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=_int_in(1, 512), default=1, help="worker processes (default 1)")

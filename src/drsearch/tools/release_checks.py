@@ -157,19 +157,23 @@ def coverage_checks(root: Path, meta: dict[str, Any], qs: QuestionSet) -> list[C
 
 
 def answer_docid_check(root: Path, qs: QuestionSet, blocklist: BlockList | None) -> Check:
-    """Answer-bearing docids exist in the corpus and are blocked (a WARN, not a FAIL:
-    construction metadata, and a release may deliberately leave them out)."""
+    """Each question's independent answer documents (``clean_provenance_answer_docids``) are
+    in the corpus and NOT blocked: the blocklist holds leak artifacts (dataset dumps, QA
+    pages), while the answer documents must stay searchable and openable (only their ids
+    are kept from the agent). FAIL otherwise: a blocked or absent answer document makes
+    its question unanswerable by construction."""
     docids = qs.answer_docids
     missing = missing_docids(root / DATABASE, docids)
-    unblocked = sorted(d for d in docids if blocklist is not None and d not in blocklist)
+    blocked = sorted(d for d in docids if blocklist is not None and d in blocklist)
     notes = []
     if missing:
         notes.append(f"{len(missing)} not in the corpus ({', '.join(missing[:3])})")
-    if unblocked:
-        notes.append(f"{len(unblocked)} not blocked ({', '.join(unblocked[:3])})")
+    if blocked:
+        notes.append(f"{len(blocked)} blocked ({', '.join(blocked[:3])}): the blocklist must list leak "
+                     "artifacts, not the independent answer documents")
     if notes:
-        return Check("answer docids", "WARN", f"of {len(docids)} answer docids: " + "; ".join(notes))
-    return Check("answer docids", "PASS", f"{len(docids)} answer docids, all in the corpus and blocked")
+        return Check("answer docids", "FAIL", f"of {len(docids)} answer docids: " + "; ".join(notes))
+    return Check("answer docids", "PASS", f"{len(docids)} answer docids, all in the corpus and unblocked")
 
 
 def manifest_counts_check(meta: dict[str, Any] | None, qs: QuestionSet, blocklist: BlockList | None,

@@ -1,8 +1,11 @@
 """``drsearch run``: an agent over benchmark questions (drsearch.agents; docs/AGENTS.md).
 
-Prints the run summary (JSON) on stdout; the progress bar goes to stderr. Bad options
-exit 2; a run whose directory holds a different run exits 2 (RunStoreError). Ctrl-C
-cancels the model calls in flight and exits 130 with one line naming what was kept.
+Prints a status table on stdout (``--json``: the run summary as one JSON line); the
+progress bar goes to stderr. Exit codes: 0 when every selected question has a finished
+episode; 1 when any ended in an infrastructure failure (rerun the same command to retry
+those); 2 for bad options, a model endpoint that fails the probe, or a run directory that
+holds a different run. Ctrl-C cancels the model calls in flight and exits 130 with one
+line naming what was kept.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+
+from .blocking import add_allow_missing_blocked
 
 # RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
 _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
@@ -36,7 +41,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
-            blocked_docids=args.blocked_docids, preset=args.preset, attempt=args.attempt,
+            blocked_docids=args.blocked_docids, allow_missing_blocked=args.allow_missing_blocked,
+            preset=args.preset, attempt=args.attempt,
             concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
             replay_from=args.replay, quiet=args.quiet,
@@ -50,8 +56,38 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"drsearch: interrupted: {_saved(spec.out)} finished episode(s) kept in {spec.out}; "
               "rerun the same command to resume", file=sys.stderr)
         return 130
-    print(json.dumps(summary, sort_keys=True), file=out)
-    return 0
+    if args.json:
+        print(json.dumps(summary, sort_keys=True), file=out)
+    else:
+        print(status_table(summary), file=out)
+    return 1 if summary["statuses"].get("infra_error") or summary["io_errors"] else 0
+
+
+_ROW_LABELS = {"answered": "answered", "empty_answer": "empty answer", "budget": "turn cap / budget",
+               "model_error": "model error", "infra_error": "infrastructure failure"}
+
+
+def status_table(summary: dict[str, Any]) -> str:
+    """The summary as a table: one row per outcome (episodes, tokens, episode wall time), the
+    resumed count and cache use, then every infrastructure failure and local I/O error."""
+    rows = summary["outcomes"]
+    lines = [f"{'outcome':<24}{'episodes':>9}{'tokens':>12}{'time_s':>10}"]
+    for name, label in _ROW_LABELS.items():
+        r = rows[name]
+        lines.append(f"{label:<24}{r['episodes']:>9}{r['tokens']:>12}{r['wall_s']:>10.1f}")
+    tokens, wall = sum(r["tokens"] for r in rows.values()), sum(r["wall_s"] for r in rows.values())
+    lines.append(f"{'total':<24}{summary['questions']:>9}{tokens:>12}{wall:>10.1f}")
+    cache = ", ".join(f"{kind} {c['hits']} hit(s) {c['misses']} miss(es) {c['stored']} stored"
+                      for kind, c in summary["cache"].items()) or "off"
+    lines.append(f"resumed {summary['resumed']} of {summary['questions']}; cache: {cache}; "
+                 f"{summary['wall_s_this_invocation']:.1f} s this invocation")
+    failures = summary["infra_failures"]
+    if failures:
+        lines.append(f"{len(failures)} infrastructure failure(s), not finished: "
+                     "rerun the same command to retry")
+        lines.extend(f"  {f['qid']}: {str(f['reason'])[:240]}" for f in failures)
+    lines.extend(f"local I/O error: {e}" for e in summary["io_errors"])
+    return "\n".join(lines)
 
 
 def _saved(out_dir: Path) -> int:
@@ -70,6 +106,7 @@ def register(sub: Any) -> None:
     g.add_argument("--search", metavar="URL", help="a drsearch server, e.g. http://127.0.0.1:8000")
     g.add_argument("--database", type=Path, metavar="CORPUS", help="search an index file in-process")
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    add_allow_missing_blocked(p)
     p.add_argument("--model", help="model name sent to the endpoint")
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
@@ -77,9 +114,9 @@ def register(sub: Any) -> None:
                    help="run directory (resumed if present)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes at once (default 1)")
     p.add_argument("--preset", metavar="NAME|FILE.json",
-                   help="evaluation preset: a name (dr256) or a JSON file of preset fields, e.g. "
-                        '{"base": "dr256", "name": "mine", "max_turns": 8} (default dr256; with --replay, '
-                        "the recorded run's)"),
+                   help="evaluation preset: a name (dr256, closed-book) or a JSON file of preset fields, "
+                        'e.g. {"base": "dr256", "name": "mine", "max_turns": 8, '
+                        '"tools": ["search", "python"]} (default dr256; with --replay, the recorded run\'s)'),
     p.add_argument("--attempt", type=int, default=0, metavar="N",
                    help="repeated attempt N of the same questions (pass@k): the preset's seeds "
                         "move by N x 1,000,000 and its name gets -attemptN (default 0)")
@@ -93,4 +130,6 @@ def register(sub: Any) -> None:
     p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the run summary as one JSON line instead of the status table")
     p.set_defaults(handler=cmd_run)

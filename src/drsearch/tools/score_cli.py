@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..index import InvalidInputError
+from .blocking import add_allow_missing_blocked
 from .progress import progress_bar
 
 if TYPE_CHECKING:
@@ -110,10 +111,14 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
         if args.database is not None:
             blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
             engine = stack.enter_context(Engine.open(args.database, blocklist))
+            if not args.allow_missing_blocked:
+                engine.check_blocklist_complete()
             routes["docid"] = routes["url"] = CorpusResolver(EngineSearcher(engine))
         elif args.search is not None:
             searcher = HttpSearcher.connect(args.search)
             stack.callback(searcher.close)
+            if not args.allow_missing_blocked:
+                searcher.corpus().check_blocklist_complete(args.search)
             routes["docid"] = routes["url"] = CorpusResolver(searcher)
         templates = dict(_record_url(t) for t in args.record_url or ())
         if templates:
@@ -201,6 +206,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
+    from ..benchmark.leak_audit import audit_runs, render_leak_audit
     from ..index.atomic import write_json_atomic
 
     run_dir = Path(args.run_dir)
@@ -222,8 +228,13 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         bar = progress_bar("grading", " q", len(tasks) * len(runs), quiet=args.quiet)
         try:
             for attempt, run in enumerate(runs):
-                graded += grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
-                                    concurrency=args.concurrency, progress=bar.update)
+                graded_run = grade_run(run, tasks, judge, attempt=attempt, auditor=auditor,
+                                       concurrency=args.concurrency, progress=bar.update)
+                failed = sum(g.outcome == "missing" for g in graded_run)
+                if failed:
+                    _warn(f"{failed} question(s) graded `missing` in {run.path}: their latest attempt failed "
+                          "for infrastructure (rerun `drsearch run` on that directory to retry them)")
+                graded += graded_run
         finally:
             bar.close()
     summary = summarize(graded, expected_ids=[t.question_id for t in tasks], solved_threshold=args.threshold)
@@ -237,12 +248,17 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
+    golds = {t.question_id: t.reference for t in tasks}
+    summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
+                                       {(g.question_id, g.attempt): g.correct for g in graded})
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
     print(render_table(summary), file=out)
+    if summary["leak_audit"]["totals"]["episodes"]:
+        print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
 
@@ -367,6 +383,7 @@ def register(sub: Any) -> None:
     g.add_argument("--database", type=Path, metavar="CORPUS", help="citation audit: the corpus in-process")
     g.add_argument("--search", metavar="URL", help="citation audit: a drsearch server")
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
+    add_allow_missing_blocked(p)
     p.add_argument("--record-url", action="append", metavar="KIND=URL",
                    help="citation audit: fetch pmid|doi|nct records from URL with {id} (repeatable)")
     p.set_defaults(handler=cmd_score)

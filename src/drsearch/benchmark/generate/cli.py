@@ -1,0 +1,83 @@
+"""The command line every generator shares: ``--out``, ``--until``, ``--cache-mode`` and friends.
+
+A generator's entry point is ``generate_main(build, argv)``: ``build`` turns the parsed options
+(its own, added by ``add_arguments``, plus the shared ones) into a :class:`Pipeline`. The
+summary is printed as JSON on stdout. Bad input is one line on stderr and exit 2, before
+anything is written; a failed stage exit 1 (its finished items kept); Ctrl-C exit 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from ...agents import RetryPolicy
+from ...agents.errors import describe_validation_error
+from ...index import DrsearchError
+from .stages import GenerateSettings, Pipeline, run_pipeline
+
+_OPTIONS = {"out": "--out", "until": "--until", "cache_mode": "--cache-mode", "cache": "--cache",
+            "api_key_env": "--api-key-env", "retry.max_attempts": "--max-attempts",
+            "retry.backoff_s": "--backoff",
+            "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
+
+
+def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every generator takes."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if present)")
+    parser.add_argument("--until", metavar="STAGE", help="stop after this stage")
+    parser.add_argument("--cache-mode", default="record",
+                        choices=["off", "record", "replay", "replay-then-live"],
+                        help="model response cache (default record into DIR/cache.sqlite3); "
+                             "replay is offline")
+    parser.add_argument("--cache", metavar="FILE", help="cache file (default DIR/cache.sqlite3)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    parser.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
+    parser.add_argument("--backoff", type=float, default=1.0, metavar="S",
+                        help="first retry wait (default 1 s)")
+
+
+def settings_from(args: argparse.Namespace) -> GenerateSettings:
+    """The shared options as :class:`GenerateSettings`; ValueError in one line if invalid."""
+    try:
+        return GenerateSettings(out=args.out, until=args.until, cache_mode=args.cache_mode, cache=args.cache,
+                                api_key_env=args.api_key_env,
+                                retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+    except ValidationError as e:
+        raise ValueError(describe_validation_error(e, _OPTIONS)) from None
+
+
+def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequence[str] | None = None, *,
+                  prog: str = "generate", description: str = "",
+                  add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                  out: TextIO | None = None) -> int:
+    """Parse ``argv``, build the pipeline, run it; returns the exit code."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_generate_arguments(parser)
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from(args)
+    except ValueError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        summary = run_pipeline(build(args), settings)
+    except DrsearchError as e:
+        print(f"{prog}: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted: finished stages and the running stage's finished items are kept in "
+              f"{settings.out}; rerun the same command to resume", file=sys.stderr)
+        return 130
+    print(json.dumps(summary, sort_keys=True), file=out or sys.stdout)
+    return 0
+
+
+__all__ = ["add_generate_arguments", "generate_main", "settings_from"]
