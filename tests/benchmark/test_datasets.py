@@ -66,12 +66,17 @@ def test_sample_rows_become_tasks_without_answer_docids() -> None:
     (lambda m: m.update(difficulty=True), "metadata.difficulty: Input should be 1, 2 or 3"),
     (lambda m: m.update(difficulty="2"), "metadata.difficulty: Input should be 1, 2 or 3"),
     (lambda m: m.update(teacher_correct="yes"), "metadata.teacher_correct"),
-    (lambda m: m.update(dataset_rows={"a": 1}), "metadata.dataset_rows"),
-    (lambda m: m.update(dataset_rows=[3]), "metadata.dataset_rows.0"),
-    (lambda m: m.update(row_fingerprints=[]), "metadata.row_fingerprints"),
-    (lambda m: m.update(row_fingerprints=["ABC"]), "metadata.row_fingerprints.0"),
-    (lambda m: m["benchmark"].update(base_pilot="no"), "metadata.benchmark.base_pilot"),
-    (lambda m: m["benchmark"].update(base_pilot=0), "metadata.benchmark.base_pilot"),
+    (lambda m: m.pop("dataset_rows"), "metadata.dataset_rows: Field required"),
+    (lambda m: m.update(row_fingerprints="abc"), "metadata.row_fingerprints"),
+    (lambda m: m.update(row_fingerprints=[""]), "metadata.row_fingerprints.0"),
+    (lambda m: m.update(row_fingerprints=[7]), "metadata.row_fingerprints.0"),
+    (lambda m: m["benchmark"].pop("base_pilot"), "metadata.benchmark.base_pilot: Field required"),
+    (lambda m: m["benchmark"].update(index=-1), "metadata.benchmark.index"),
+    (lambda m: m["benchmark"].update(index="2"), "metadata.benchmark.index"),
+    (lambda m: m["benchmark"].update(index=True), "metadata.benchmark.index"),
+    (lambda m: m["benchmark"].update(index=2.0), "metadata.benchmark.index"),
+    (lambda m: m["benchmark"].update(calibration_tier="hard"), "metadata.benchmark.calibration_tier"),
+    (lambda m: m["benchmark"].update(calibration_tier="Frontier"), "metadata.benchmark.calibration_tier"),
     (lambda m: m["benchmark"].update(selection_bucket=""), "metadata.benchmark.selection_bucket"),
     (lambda m: m["benchmark"].update(selection_bucket=7), "metadata.benchmark.selection_bucket"),
 ])
@@ -83,11 +88,49 @@ def test_dr256_fields_are_typed_exactly(tmp_path: Path, edit: Any, message: str)
         read_dr256(path)
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda r: r.update(label=5), "label: Input should be a valid string"),
+    (lambda r: r.update(label=""), "label"),
+    (lambda r: r.update(prompt=[]), "prompt"),
+    (lambda r: r["prompt"][0].update(role="assistant"), "prompt.0.role"),
+    (lambda r: r["prompt"][0].update(content=""), "prompt.0.content"),
+])
+def test_dr256_row_fields_the_card_fixes_are_exact(tmp_path: Path, edit: Any, message: str) -> None:
+    rows = copy.deepcopy(ROWS)
+    edit(rows[2])
+    path = write(tmp_path / "q.jsonl", rows)
+    with pytest.raises(InvalidInputError, match=f"^{path}:3: {message}"):
+        read_dr256(path)
+
+
 def test_dr256_accepted_variants(tmp_path: Path) -> None:
     rows = copy.deepcopy(ROWS)
     rows[0]["metadata"].update(teacher_correct=True, dataset_rows=[{"dataset": "x", "row": 4}], extra="kept")
     rows[1]["metadata"]["benchmark"].update(base_pilot=True, more={"a": 1})
     assert len(read_dr256(write(tmp_path / "q.jsonl", rows)).rows) == 12
+
+
+def test_dr256_rows_as_the_card_describes_them_validate(tmp_path: Path) -> None:
+    """The card calls ``dataset_rows`` "source row identifiers", ``row_fingerprints``
+    "source-row fingerprints" and ``base_pilot`` the reference agent's "calibration behavior",
+    without fixing a type: rows using any such value are a valid release (tools/validate too)."""
+    rows = copy.deepcopy(ROWS)
+    variants: list[tuple[Any, Any, Any]] = [
+        ([17, 4023], ["row:17", "row:4023"], "solved"),                       # integer identifiers
+        (["hotpotqa/train/5a8b57f25542995d1e6f1371"], ["md5:0cc175b9c0f1b6a8"], {"runs": 3, "correct": 1}),
+        ([3, "x-7", {"dataset": "nq", "row": 9}], ["ABC", "Z"], None),        # mixed; non-hex fingerprints
+        ([], [], False),                                                      # nothing upstream
+        ("musique:2hop__13548", ["0xDEADBEEF"], 0.5),                         # one bare identifier
+        (12, ["fp"], [True, False, True]),
+    ]
+    for row, (dataset_rows, fingerprints, pilot) in zip(rows, variants, strict=False):
+        row["metadata"].update(dataset_rows=dataset_rows, row_fingerprints=fingerprints)
+        row["metadata"]["benchmark"]["base_pilot"] = pilot
+    qs = read_dr256(write(tmp_path / "q.jsonl", rows))
+    assert len(qs.rows) == 12
+    assert qs.rows[0].metadata.dataset_rows == [17, 4023]
+    assert qs.rows[1].metadata.benchmark.base_pilot == {"runs": 3, "correct": 1}
+    assert [r.agent_question() for r in qs.rows] == [r.agent_question() for r in read_dr256(QUESTIONS).rows]
 
 
 def test_agent_view_is_what_the_harness_reads() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import drsearch.corpus
 
 EXPECTED_CORPUS_API = {
-    "ColumnInfo", "ColumnMapping", "SourceInfo", "TableInfo", "detect_format", "import_corpus",
+    "ChunkMapping", "ColumnInfo", "ColumnMapping", "SourceInfo", "TableInfo", "detect_format", "import_corpus",
     "inspect_source", "quote_identifier", "read_sqlite_documents",
     # fetch → extract → build
     "COVERAGE_FILE", "SOURCES_FILE", "CorpusBuild", "ExtractSettings", "FetchRecord", "FetchSettings",

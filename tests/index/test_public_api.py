@@ -6,13 +6,13 @@ import drsearch.index
 
 EXPECTED_INDEX_API = {
     "CorpusInfo", "Searcher", "ToolResponse", "error_body",
-    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_RUN_K", "BlockList", "BlocklistError",
-    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "Document",
+    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "MAX_RUN_K", "BlockList", "BlocklistError",
+    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",
     "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "dumps", "parse_query",
-    "read_jsonl", "split_words", "SourcedDoc",
+    "read_jsonl", "split_words", "SourcedDoc", "SourceChunk",
     # integrity checks (drsearch.index.integrity, release validation)
     "SQLiteHeader", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",
     "read_sqlite_header", "sha256_file",

@@ -44,7 +44,8 @@ SEARCH_CASES: list[tuple[Any, str, str]] = [
 OPEN_CASES: list[tuple[Any, str, str]] = [
     ({}, "invalid_request", "exactly one of docid or url"),
     ({"docid": "a", "url": "https://x.example/"}, "invalid_request", "exactly one of docid or url"),
-    ({"docid": None, "url": None}, "invalid_request", "exactly one of docid or url"),
+    ({"docid": None, "url": None}, "invalid_request", "docid must be a string"),
+    ({"docid": None, "url": "https://x.example/"}, "invalid_request", "docid must be a string"),
     ({"docid": 5}, "invalid_request", "docid: Input should be a valid string"),
     ({"url": ["https://x.example/"]}, "invalid_request", "url: Input should be a valid string"),
     ({"docid": "a", "offset": -1}, "invalid_request", "offset: Input should be greater than or equal to 0"),

@@ -24,6 +24,8 @@ def test_health(client: Client, sample_index: Path) -> None:
         meta = e.meta
     assert body == {
         "status": "ok",
+        "problems": [],
+        "verify": {"state": "off", "message": ""},
         "version": __version__,
         "corpus": {"identity": meta["content_identity"], "schema_version": meta["schema_version"],
                    "documents": 184, "chunks": meta["chunks"]},
@@ -102,7 +104,10 @@ def test_stats_is_engine_stats_plus_server_counters(sample_index: Path) -> None:
     with Engine.open(sample_index) as e:
         engine_stats = json.loads(dumps(e.stats()))
     server = body.pop("server")
-    assert body == engine_stats
+    # the file by its name only: a client learns nothing of the server's directories
+    assert body["file"] == {"path": "sample.sqlite3", "bytes": sample_index.stat().st_size}
+    assert str(sample_index.parent) not in json.dumps(body)
+    assert body == {**engine_stats, "file": body["file"]}
     search = server["endpoints"]["search"]
     assert search["requests"] == 4 and search["errors"] == 1 and search["server_errors"] == 0
     lat = search["latency_ms"]
@@ -124,7 +129,8 @@ def test_metrics_are_prometheus_text(client: Client) -> None:
                  if s.labels.get("endpoint") == "search" and "quantile" in s.labels]
     assert {s.labels["quantile"] for s in quantiles} == {"0.5", "0.95", "0.99"}
     assert all(s.value > 0 for s in quantiles)
-    for name in ("drsearch_blocked_open_attempts", "drsearch_uptime_seconds", "drsearch_workers_live",
+    assert "blocked_open" not in r.text
+    for name in ("drsearch_client_disconnects", "drsearch_uptime_seconds", "drsearch_workers_live",
                  "drsearch_info", "drsearch_corpus_documents"):
         assert name in families, name
 

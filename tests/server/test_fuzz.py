@@ -3,9 +3,13 @@
 schemathesis turns each operation of /openapi.json into a Hypothesis strategy of
 requests, schema-valid ones (positive) and schema-violating ones (negative: wrong types,
 missing and extra fields, out-of-range numbers, odd strings); each is sent in-process.
-Checks: no 5xx, every response matches the documented schema and content type, and every
-schema-violating request is rejected with a 4xx. Bounded and derandomised, so CI runs the
-same few hundred cases each time.
+Checks: all of schemathesis's (``--checks all``): no 5xx, every response matches the
+documented status codes, headers, schema and content type, every schema-violating request
+is rejected with a 4xx and every schema-valid one accepted, 405s carry ``Allow``. Bounded
+and derandomised, so CI runs the same few hundred cases each time. The schemathesis CLI
+itself, with all checks and all its phases (coverage: unsupported methods, missing
+fields, boundary values), runs against a real ``drsearch serve`` in
+``test_schemathesis_cli_finds_nothing``.
 
 (schemathesis's own ``@schema.parametrize`` over a fixture breaks under pytest 9, so the
 strategies are drawn explicitly; the checks are schemathesis's.)
@@ -22,18 +26,13 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    negative_data_rejection,
-    response_schema_conformance,
-)
+from schemathesis.checks import CHECKS as ALL_CHECKS
 
 from drsearch.index import BlockList, Engine
 from drsearch.server import create_app
 
 EXAMPLES = {"POST /search": 80, "POST /open": 80, "GET /health": 5, "GET /stats": 5, "GET /metrics": 5}
-CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance, negative_data_rejection]
+CHECKS = ALL_CHECKS.get_all()  # every check schemathesis has (`--checks all`)
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +65,30 @@ def test_no_input_breaks_the_server(api_schema: Any, label: str, mode: Generatio
         case.validate_response(response, checks=CHECKS)
 
     run()
+
+
+@pytest.mark.slow
+def test_schemathesis_cli_finds_nothing(sample_index: Path, tmp_path: Path) -> None:
+    """``schemathesis run --checks all`` against a real ``drsearch serve``: no failure."""
+    import os
+    import random
+    import shutil
+    import subprocess
+    import sys
+
+    from .test_e2e import start
+
+    server = start(tmp_path, "--database", str(sample_index), "--verify", "none", workers=1)
+    try:
+        exe = shutil.which("schemathesis") or str(Path(sys.executable).with_name("schemathesis"))
+        # CI explores the same cases every run; local runs draw new ones (seed in the message)
+        seed = ["--generation-deterministic"] if os.environ.get("CI") else \
+            ["--seed", str(random.randrange(1 << 31))]
+        p = subprocess.run([exe, "run", server.base + "/openapi.json", "--checks", "all",
+                            "--max-examples", "20", "--workers", "1", "--no-color",
+                            "--report-dir", str(tmp_path / "report"), *seed],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    finally:
+        assert server.stop() == 0
+    assert p.returncode == 0, f"{seed}\n{p.stdout[-6000:]}\n{p.stderr[-2000:]}"
+    assert "passed" in p.stdout and "failed" not in p.stdout, p.stdout[-3000:]

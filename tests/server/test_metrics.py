@@ -29,7 +29,7 @@ def _worker(directory: str, n: int) -> None:
     for i in range(n):
         store.observe(ENDPOINTS.index("search"), 200 if i % 4 else 422, 0.002)
     store.observe(ENDPOINTS.index("open"), 500, 0.01)
-    store.count_blocked_open()
+    store.observe(ENDPOINTS.index("open"), 499, 0.01)  # CLIENT_GONE
     store.close()
 
 
@@ -45,8 +45,8 @@ def test_counters_sum_over_processes_and_survive_them(tmp_path: Path) -> None:
     snap = reader.snapshot()
     search, open_ = snap.endpoints["search"], snap.endpoints["open"]
     assert (search.requests, search.errors, search.server_errors) == (100, 25, 0)
-    assert (open_.requests, open_.errors, open_.server_errors) == (2, 2, 2)
-    assert snap.blocked_open_attempts == 2
+    assert (open_.requests, open_.errors, open_.server_errors, open_.client_disconnects) == (4, 4, 2, 2)
+    assert search.client_disconnects == 0
     assert search.p50_s == pytest.approx(0.002, rel=0.1)
     assert snap.workers_started == 3 and snap.workers_live == 1  # the two writers have exited
     assert search.latency_sum_s == pytest.approx(0.2)

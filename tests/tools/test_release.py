@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -131,6 +132,34 @@ def test_edited_question_fails_naming_the_file(release: Path) -> None:
     assert code == 1 and "FAIL  file benchmark/questions.jsonl" in out and out.rstrip().endswith(str(release))
 
 
+def test_questions_written_as_the_card_describes_them_validate(release: Path) -> None:
+    """``dataset_rows`` as integer or string identifiers, fingerprints in another scheme,
+    ``base_pilot`` as a string or an object: the card fixes none of these types, so such a
+    release is sound; a wrong index, tier or label type still fails naming file and line."""
+    q = release / "benchmark/questions.jsonl"
+    rows = [json.loads(line) for line in q.read_text(encoding="utf-8").splitlines()]
+    rows[0]["metadata"].update(dataset_rows=[17, 4023], row_fingerprints=["row:17", "row:4023"])
+    rows[1]["metadata"].update(dataset_rows=["nq/train/88"], row_fingerprints=["ABC"])
+    rows[0]["metadata"]["benchmark"]["base_pilot"] = "solved"
+    rows[1]["metadata"]["benchmark"]["base_pilot"] = {"runs": 3, "correct": 1}
+
+    def write(rows: list[dict[str, object]]) -> None:
+        q.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows),
+                     encoding="utf-8")
+
+    write(rows)
+    write_release_manifest(release)
+    report = validate(release)
+    assert report.ok(strict=True), failed(report)
+    for field, value in [("index", "4"), ("calibration_tier", "hard"), ("label", 30)]:
+        bad_rows = json.loads(json.dumps(rows))
+        target = bad_rows[4] if field == "label" else bad_rows[4]["metadata"]["benchmark"]
+        target[field] = value
+        write(bad_rows)  # the manifest is not rewritten: it refuses rows that do not validate
+        message = failed(validate(release))["questions schema"]
+        assert "benchmark/questions.jsonl:5: " in message and field in message, message
+
+
 def test_unknown_file_is_a_warning(release: Path) -> None:
     (release / "search" / "notes.txt").write_text("hello\n")
     report = validate(release)
@@ -214,6 +243,51 @@ def test_manifest_paths_cannot_escape_the_release(release: Path, tmp_path: Path)
     manifest["files"][0]["path"] = "../outside.txt"
     (release / "manifest.json").write_text(json.dumps(manifest))
     assert "file path '../outside.txt' contains an empty, '.' or '..' part" in failed(validate(release))["manifest"]
+
+
+@pytest.mark.parametrize("rel", ["benchmark/questions.jsonl", "search/corpus.sqlite3", "manifest.json",
+                                 "search", "benchmark/notes.txt"])
+def test_a_release_file_resolving_outside_the_release_is_refused(release: Path, tmp_path: Path,
+                                                                 rel: str) -> None:
+    """The same bytes behind a symlink that leaves the release (of the file, or of a directory
+    above it) are not part of the release: validate fails naming the file and reads nothing
+    else; ``release manifest`` refuses to vouch for it (exit 2, one line)."""
+    outside = tmp_path / "elsewhere" / rel
+    outside.parent.mkdir(parents=True)
+    if rel == "benchmark/notes.txt":  # an extra file that exists only outside
+        outside.write_text("not part of the release\n")
+    else:
+        (release / rel).rename(outside)
+    (release / rel).symlink_to(outside)
+    report = validate(release, deep=True)
+    bad = failed(report)
+    assert not report.ok() and bad[f"file {rel}"] == (f"resolves outside the release (to {outside}): refused, "
+                                                      "not read; a release must hold its own files")
+    assert "containment" in bad and all(  # nothing but containment failures: no other check ran
+        name == "containment" or msg.startswith("resolves outside") for name, msg in bad.items())
+    assert {c.name for c in report.checks} == set(bad)
+    code, out = cli("validate", "--release-dir", str(release))
+    assert code == 1 and f"FAIL  file {rel}" in out
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["release", "manifest", str(release), "--quiet"], out=io.StringIO()) == 2
+    assert f"{rel} resolves outside the release (to {outside})" in err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_symlinks_that_stay_inside_the_release_are_fine(release: Path) -> None:
+    (release / "benchmark/copy-of-summary.json").symlink_to("summary.json")
+    (release / "search/alias").symlink_to("../benchmark")
+    write_release_manifest(release)
+    report = validate(release)
+    assert report.ok(), failed(report)
+    assert report.by_name("file benchmark/copy-of-summary.json").status == "PASS"
+
+
+def test_a_symlink_loop_in_a_release_is_refused_not_raised(release: Path) -> None:
+    (release / "search/loop").symlink_to("loop")
+    bad = failed(validate(release))
+    assert bad["file search/loop"].startswith("resolves outside the release (to an unresolvable link")
 
 
 def test_corpus_meta_must_match_the_manifest(release: Path) -> None:

@@ -318,3 +318,57 @@ def test_progress_goes_to_stderr_only_when_asked_or_on_a_terminal(
     assert "drsearch: running PRAGMA quick_check" in err and "drsearch: running FTS5 integrity-check" in err
     code, _ = cli("validate", "--release-dir", str(pristine_release), "--deep", "--progress", "--quiet")
     assert code == 0 and capsys.readouterr().err == ""
+
+
+def _replace_counts(node: Any, meta: dict[str, Any]) -> Any:
+    """A summary with its corpus counts and identity replaced by the index's own."""
+    if isinstance(node, dict):
+        return {k: meta[k] if k in ("chunks", "content_identity", "indexed_documents", "empty_documents")
+                and not isinstance(v, dict) else _replace_counts(v, meta) for k, v in node.items()}
+    return node
+
+
+def test_a_release_of_an_index_imported_with_its_sources_fts5_chunks_validates(
+        release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DR-256's shape: the pinned file is a search database with an FTS5 table of chunks.
+    The imported index keeps them (and their tokenizer); its release validates --strict, and
+    validate names what was taken over."""
+    source = tmp_path / "corpus.sqlite3"
+    conn = apsw.Connection(str(source))
+    t = quote_identifier(TABLE)
+    conn.execute(f'CREATE TABLE {t}(page_id INTEGER PRIMARY KEY, "doc key" TEXT, address TEXT, '
+                 "headline TEXT, body TEXT, source_id TEXT)")
+    conn.execute("CREATE VIRTUAL TABLE chunk_fts USING fts5(\"doc key\" UNINDEXED, passage, "
+                 "tokenize='unicode61 remove_diacritics 2')")
+    with conn:
+        for i, d in enumerate(sample_docs(), 1):
+            conn.execute(f"INSERT INTO {t} VALUES(?,?,?,?,?,?)",
+                         (i, d["docid"], d["url"], d["title"], d["text"], d["source_id"]))
+            words = d["text"].split()
+            for start in range(0, len(words), 100):
+                conn.execute("INSERT INTO chunk_fts VALUES(?,?)", (d["docid"], " ".join(words[start:start + 120])))
+    conn.execute("PRAGMA user_version=7")
+    conn.close()
+    pin = pin_for(release, source)
+    monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
+    code, out = cli("import", "--from", str(source), "--table", TABLE, "--docid-col", "doc key",
+                    "--url-col", "address", "--title-col", "headline", "--text-col", "body",
+                    "--metadata-col", "source_id", "--out", str(release / DATABASE), "--force", "--quiet")
+    assert code == 0 and "FTS5 table 'chunk_fts' in rowid order" in out, out
+    conn = apsw.Connection(str(release / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
+    meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    conn.close()
+    assert meta["tokenizer"] == "unicode61 remove_diacritics 2" and meta["chunking"] == "pre-chunked"
+    for rel in ("benchmark/summary.json", "search/coverage_summary.json", "search/source_manifest_summary.json"):
+        path = release / rel
+        path.write_text(json.dumps(_replace_counts(json.loads(path.read_text()), meta), sort_keys=True))
+    write_release_manifest(release, "Mini-256", "v9")
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["corpus"]["build"]["chunking"] == "pre-chunked"
+    assert manifest["corpus"]["build"]["tokenizer"] == "unicode61 remove_diacritics 2"
+    for deep in (False, True):
+        report = validate_release(release, deep=deep)
+        assert report.ok(strict=True), failed(report)
+    assert "chunks as given (pre-chunked)" in report.by_name("corpus meta").message
+    assert ("its FTS5 table 'chunk_fts' as chunks, tokenizer 'unicode61 remove_diacritics 2'"
+            in report.by_name("corpus provenance").message)

@@ -27,6 +27,7 @@ from .docids import content_key, stable_docid
 from .extract import ExtractSettings, PageText, extract_batch, extract_page
 from .extract_run import extract_crawl, fetch_counts
 from .importer import (
+    ChunkMapping,
     ColumnInfo,
     ColumnMapping,
     SourceInfo,
@@ -61,6 +62,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "COVERAGE_FILE",
     "SOURCES_FILE",
+    "ChunkMapping",
     "ColumnInfo",
     "ColumnMapping",
     "CorpusBuild",

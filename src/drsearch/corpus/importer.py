@@ -9,11 +9,20 @@ SQL. Bad values (NULL, a BLOB or number where text is expected) stop the import 
 message naming the table, row and column: a silently skipped document would change the
 corpus without anyone noticing.
 
+When the source holds an FTS5 table of chunks (DR-256's own corpus file is such a
+search database), the import is a drop-in for the server that searched it: exactly those
+chunks (text, order, the document each belongs to) become the index's chunks, and the
+tokenizer its ``CREATE VIRTUAL TABLE`` names becomes the index's (unless the caller's
+settings name one), so our ranking equals that table's own ``bm25()`` ``ORDER BY rank``
+grouped per document. A source whose FTS5 ranking we could not reproduce (several scored
+columns, ``detail`` other than ``full``, a custom ``rank``, no stored text) is refused with
+the reason; ``chunks=None`` (the CLI's ``--rechunk``) chunks the documents 800/700 instead.
+
 The index records where it came from in ``meta`` key ``provenance`` (docs/RELEASE.md):
-the source file's name, format, size and SHA-256, the table/column mapping, and, when the
-caller's ``identify`` recognises the source's SHA-256 and size (the CLI passes the pinned
-release identities, e.g. DR-256 v1.1.0's corpus file), ``derived_from`` with that
-release's name and revision.
+the source file's name, format, size and SHA-256, the table/column mapping, the chunk
+table and tokenizer when chunks were imported, and, when the caller's ``identify``
+recognises the source's SHA-256 and size (the CLI passes the pinned release identities,
+e.g. DR-256 v1.1.0's corpus file), ``derived_from`` with that release's name and revision.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import apsw
+from pydantic import ValidationError
 
 from ..index import (
     BuildReport,
@@ -35,11 +45,13 @@ from ..index import (
     InvalidDocumentError,
     InvalidInputError,
     NotADatabaseError,
+    SourceChunk,
     SourcedDoc,
     build,
     read_jsonl,
     sha256_file,
 )
+from ..index.fts5spec import Fts5Table, parse_fts5_table
 from ..index.integrity import SQLITE_MAGIC
 from ..index.schema import APPLICATION_ID as _DRSEARCH_APPLICATION_ID
 
@@ -61,12 +73,15 @@ class ColumnInfo:
 
 @dataclass(frozen=True)
 class TableInfo:
-    """A table (or view) of a source with its columns and row count."""
+    """A table (or view) of a source with its columns and row count; for an FTS5 table
+    also its declaration (``fts5``: tokenize, indexed and unindexed columns, options), which
+    decides whether ``drsearch import`` can take it over as the chunks."""
 
     name: str
     kind: str
     columns: list[ColumnInfo]
     rows: int | None
+    fts5: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,36 @@ class ColumnMapping:
         if self.title is not None:
             pairs.append(("title", self.title))
         return pairs + [(m, m) for m in self.metadata]
+
+
+@dataclass(frozen=True)
+class ChunkMapping:
+    """Which FTS5 table of a SQLite source holds the chunks, and which of its columns (or of
+    its external-content table's) names each chunk's document.
+
+    ``table`` None: the source's only FTS5 table. ``docid`` None: a column spelled like the
+    documents' docid column. The chunk text is the table's one indexed column; chunk order
+    is its rowid.
+    """
+
+    table: str | None = None
+    docid: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedChunks:
+    """A chunk source checked against the file: what ``provenance.chunks`` records."""
+
+    table: str
+    docid: str
+    text: str
+    rowid: str
+    content: str | None  # the external-content table read, or None (the FTS5 table itself)
+    tokenizer: str  # the FTS5 ``tokenize`` value the table declares (FTS5's default: unicode61)
+
+    def record(self, rows: int) -> dict[str, Any]:
+        return {"table": self.table, "docid": self.docid, "text": self.text, "order": self.rowid,
+                "content": self.content, "rows": rows}
 
 
 def quote_identifier(name: str) -> str:
@@ -157,13 +202,19 @@ def _inspect_sqlite(path: Path) -> SourceInfo:
         if conn.execute("PRAGMA application_id").get == _DRSEARCH_APPLICATION_ID:
             note = "this file already is a drsearch index: serve or validate it directly"
         tables = []
+        declared = fts5_declarations(conn)
         for name, kind in _tables(conn).items():
             try:
                 rows = conn.execute(f"SELECT count(*) FROM {quote_identifier(name)}").get
                 columns = _columns(conn, name)
             except apsw.Error:  # e.g. a virtual table whose module this SQLite lacks
                 rows, columns = None, []
-            tables.append(TableInfo(name, kind, columns, rows))
+            fts = declared.get(name)
+            about = None if fts is None else {
+                "tokenize": fts.tokenize, "indexed": fts.indexed,
+                "unindexed": [c.name for c in fts.columns if c.unindexed],
+                "options": dict(sorted(fts.options.items()))}
+            tables.append(TableInfo(name, kind, columns, rows, about))
     finally:
         conn.close()
     return SourceInfo(str(path), "sqlite", tables, note)
@@ -226,6 +277,126 @@ def check_mapping(conn: apsw.Connection, mapping: ColumnMapping, where: str) -> 
     if len(set(resolved.metadata)) != len(resolved.metadata):
         raise InvalidInputError("a metadata column is given twice")
     return resolved
+
+
+def fts5_declarations(conn: apsw.Connection) -> dict[str, Fts5Table]:
+    """Every FTS5 table of a SQLite file, parsed from its ``CREATE VIRTUAL TABLE``."""
+    out = {}
+    for name, sql in conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND "
+                                  "sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"):
+        table = parse_fts5_table(name, str(sql))
+        if table is not None:
+            out[name] = table
+    return out
+
+
+def _document_link(conn: apsw.Connection, fts: Fts5Table, name: str) -> tuple[str, str | None] | str:
+    """The column naming each chunk's document, spelled as the source does, and the
+    external-content table it is in (None: the FTS5 table's own column); or why none does."""
+    own = [c.name for c in fts.columns]
+    if name in own or len([c for c in own if c.casefold() == name.casefold()]) == 1:
+        return _resolve(own, name, "column", fts.name), None
+    content = fts.options.get("content")
+    if not content:
+        return f"no column {name!r} naming each chunk's document (has: {', '.join(map(repr, own))})"
+    try:
+        table = _resolve(list(_tables(conn)), content, "content table", fts.name)
+        columns = [c.name for c in _columns(conn, table)]
+        return _resolve(columns, name, "column", f"content table {table!r}"), table
+    except InvalidInputError as e:
+        return f"no column {name!r} naming each chunk's document ({e.message})"
+
+
+def resolve_chunks(conn: apsw.Connection, wanted: ChunkMapping, docs: ColumnMapping,
+                   where: str) -> ResolvedChunks | None:
+    """The chunk source ``wanted`` names, checked; None if none was named and no FTS5 table
+    of the source has a column naming each chunk's document (``wanted.docid``, default the
+    documents' docid column name; in the table or its external-content table).
+
+    Raises InvalidInputError when the choice is ambiguous (several such tables), for a
+    named table that has no such column, or when the table's ranking could not be
+    reproduced exactly: more than one indexed column (bm25() would sum over them),
+    ``detail`` other than ``full`` (bm25() would not see term frequencies), a contentless
+    table (no text to import), or a custom ``rank``.
+    """
+    tables = fts5_declarations(conn)
+    name = wanted.docid or docs.docid
+    if wanted.table is None:
+        linked = [t for t in tables.values() if not isinstance(_document_link(conn, t, name), str)]
+        if not linked:
+            return None
+        if len(linked) > 1:
+            names = ", ".join(repr(t.name) for t in linked)
+            raise InvalidInputError(f"{where} has {len(linked)} FTS5 tables of chunks ({names}): give "
+                                    "--chunks-table, or --rechunk to chunk the documents instead")
+        fts = linked[0]
+    else:
+        fts = tables[_resolve(list(tables), wanted.table, "FTS5 table", where)]
+    at = f"{where} FTS5 table {fts.name!r}"
+    redo = "; --rechunk chunks the documents instead"
+    link = _document_link(conn, fts, name)
+    if isinstance(link, str):
+        raise InvalidInputError(f"{at}: {link}; give --chunk-docid-col{redo}")
+    docid, content = link
+    if len(fts.indexed) != 1:
+        scored = ", ".join(map(repr, fts.indexed))
+        raise InvalidInputError(f"{at} scores {len(fts.indexed)} columns ({scored}): drsearch reproduces "
+                                f"the bm25() of one indexed column{redo}")
+    detail = fts.options.get("detail", "full").lower()
+    if detail != "full":
+        raise InvalidInputError(f"{at} has detail={detail}: its bm25() does not count term frequencies "
+                                f"as ours does{redo}")
+    if fts.options.get("content") == "":
+        raise InvalidInputError(f"{at} is contentless (content=''): it stores no chunk text to import{redo}")
+    rank = _custom_rank(conn, fts.name)
+    if rank is not None:
+        raise InvalidInputError(f"{at} ranks with {rank!r}, not plain bm25(){redo}")
+    text = fts.indexed[0]
+    if content is None:
+        return ResolvedChunks(fts.name, docid, text, "rowid", None, fts.tokenize)
+    columns = [c.name for c in _columns(conn, content)]
+    rowid = fts.options.get("content_rowid", "rowid")
+    rowid = rowid if rowid == "rowid" else _resolve(columns, rowid, "content_rowid column", content)
+    return ResolvedChunks(fts.name, docid, _resolve(columns, text, "column", content), rowid, content,
+                          fts.tokenize)
+
+
+def unlinked_fts5_tables(conn: apsw.Connection, docid: str) -> dict[str, str]:
+    """FTS5 tables of the source that are not chunks of its documents: name → why."""
+    return {name: why for name, t in fts5_declarations(conn).items()
+            if isinstance(why := _document_link(conn, t, docid), str)}
+
+
+def _custom_rank(conn: apsw.Connection, table: str) -> str | None:
+    """The table's configured ``rank`` function if it is not plain ``bm25()``, else None."""
+    try:
+        config = quote_identifier(table + "_config")
+        rank = conn.execute(f"SELECT v FROM {config} WHERE k = 'rank'").fetchone()
+    except apsw.SQLError:  # no config table or no such key: the default, bm25()
+        return None
+    if rank is None or " ".join(str(rank[0]).split()).replace(" ", "") in ("bm25()", "bm25"):
+        return None
+    return str(rank[0])
+
+
+def read_sqlite_chunks(path: str | os.PathLike[str], chunks: ResolvedChunks) -> Iterator[SourceChunk]:
+    """The chunks of a resolved FTS5 chunk source, in rowid order. A docid may be TEXT or
+    INTEGER; a NULL or non-text chunk stops the import (InvalidDocumentError) naming the row."""
+    p = Path(path)
+    conn = _connect(p)
+    try:
+        source = chunks.content or chunks.table
+        rowid = "rowid" if chunks.rowid == "rowid" else quote_identifier(chunks.rowid)
+        sql = (f"SELECT {rowid}, {quote_identifier(chunks.docid)}, {quote_identifier(chunks.text)} "
+               f"FROM {quote_identifier(source)} ORDER BY {rowid}")
+        for row_id, docid, text in conn.execute(sql):
+            where = f"{p.name} table {source!r} rowid {row_id}"
+            did = _text(docid, chunks.docid, where, docid=True)
+            yield SourceChunk(did, _text(text, chunks.text, f"{where} (docid {did!r})"), where)
+    except apsw.Error as e:
+        raise NotADatabaseError(f"{p}: reading chunks failed ({e})") from e
+    finally:
+        conn.close()
 
 
 def _text(value: object, column: str, where: str, docid: bool = False) -> str:
@@ -332,12 +503,52 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+AUTO_CHUNKS = ChunkMapping()  # the source's only FTS5 table, if it has one
+
+
+def _chunk_source(path: Path, mapping: ColumnMapping,
+                  chunks: ChunkMapping) -> tuple[ResolvedChunks, int] | dict[str, str]:
+    """The resolved chunk source of a SQLite file and its row count; if there is none, the
+    FTS5 tables it has that are not chunks (name → why), recorded in the provenance."""
+    conn = _connect(path)
+    try:
+        docs = check_mapping(conn, mapping, path.name)
+        resolved = resolve_chunks(conn, chunks, docs, path.name)
+        if resolved is None:
+            return unlinked_fts5_tables(conn, chunks.docid or docs.docid)
+        table = quote_identifier(resolved.content or resolved.table)
+        rows = conn.execute(f"SELECT count(*) FROM {table}").get
+    except apsw.Error as e:
+        raise NotADatabaseError(f"{path}: reading its FTS5 table failed ({e})") from e
+    finally:
+        conn.close()
+    if not rows:
+        raise InvalidInputError(f"{path}: FTS5 table {resolved.table!r} holds no chunks, nothing to import "
+                                "(--rechunk chunks the documents instead)")
+    return resolved, int(rows)
+
+
+def _chunk_settings(settings: BuildSettings | None, found: ResolvedChunks,
+                    where: str) -> tuple[BuildSettings, str]:
+    """The build settings with the source table's tokenizer, unless the caller named one."""
+    if settings is not None and "tokenizer" in settings.model_fields_set:
+        return settings, "caller"
+    base = (settings or BuildSettings()).model_dump()
+    try:
+        return BuildSettings(**{**base, "tokenizer": found.tokenizer}), "source"
+    except ValidationError as e:  # a tokenizer this SQLite's FTS5 lacks (e.g. a custom one)
+        raise InvalidInputError(f"{where} FTS5 table {found.table!r} is tokenized with {found.tokenizer!r}, "
+                                f"which this SQLite cannot load, so its ranking cannot be reproduced "
+                                f"({e.errors()[0]['msg']})") from None
+
+
 def import_corpus(
     source: str | os.PathLike[str],
     out: str | os.PathLike[str],
     mapping: ColumnMapping | None = None,
     settings: BuildSettings | None = None,
     *,
+    chunks: ChunkMapping | None = AUTO_CHUNKS,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
     identify: Identify | None = None,
@@ -348,19 +559,37 @@ def import_corpus(
     Same guarantees as :func:`drsearch.index.build` (nothing is left at ``out`` on error).
     The index's ``meta`` records the source (:func:`source_provenance`; the source is
     hashed first, ``hash_progress(n)`` per block read, and ``identify(sha256, bytes)``
-    may name the release it is). Raises InvalidInputError for a missing or superfluous
-    mapping, a source with no documents or one that changed while it was read, plus the errors of
-    :func:`read_sqlite_documents`, :func:`drsearch.index.read_jsonl` and ``build``.
+    may name the release it is).
+
+    ``chunks``: for a SQLite source with an FTS5 table of chunks (by default its only one;
+    a :class:`ChunkMapping` names another, or the column naming each chunk's document),
+    import exactly those chunks, in rowid order, with the tokenizer the table declares
+    unless ``settings`` names one explicitly (:func:`resolve_chunks` lists what is
+    refused). ``provenance`` then also records ``chunks`` (table, columns, order, row
+    count) and ``tokenizer`` (``declared``, ``used``, ``chosen_by``: ``source`` or
+    ``caller``). ``None``, or a source without an FTS5 table of chunks: chunk the documents
+    800/700 (FTS5 tables that do not name documents, e.g. an index of titles, are recorded
+    as ``provenance.unused_fts5_tables``: name → why).
+
+    Raises InvalidInputError for a missing or superfluous mapping, a source with no
+    documents or one that changed while it was read, plus the errors of
+    :func:`read_sqlite_documents`, :func:`resolve_chunks`, :func:`drsearch.index.read_jsonl`
+    and ``build``.
     """
     fmt = detect_format(source)
+    found: tuple[ResolvedChunks, int] | dict[str, str] | None = None
     if fmt == "sqlite":
         if mapping is None:
             raise InvalidInputError(f"{source} is SQLite: give --table, --docid-col, --url-col and "
                                     "--text-col (see --inspect)")
+        if chunks is not None:
+            found = _chunk_source(Path(source), mapping, chunks)
         docs: Iterator[dict[str, Any]] = read_sqlite_documents(source, mapping)
     else:
         if mapping is not None:
             raise InvalidInputError(f"{source} is JSONL: table and column options apply to SQLite sources")
+        if chunks is not None and chunks != AUTO_CHUNKS:
+            raise InvalidInputError(f"{source} is JSONL: chunk table options apply to SQLite sources")
         docs = read_jsonl(source)
     before = _stamp(Path(source))
     first = next(docs, None)  # before anything is hashed or written (an existing --out survives)
@@ -369,7 +598,18 @@ def import_corpus(
         raise InvalidInputError(f"{source}: {what} holds no documents, nothing to import (see --inspect)")
     docs = itertools.chain([first], docs)
     provenance = source_provenance(source, mapping, identify, hash_progress)
-    report = build(docs, out, settings, overwrite=overwrite, progress=progress, provenance=provenance)
+    given: Iterator[SourceChunk] | None = None
+    if isinstance(found, dict) and found:  # FTS5 tables, but none of chunks: say why they were not used
+        provenance["unused_fts5_tables"] = found
+    elif isinstance(found, tuple):
+        resolved, rows = found
+        settings, chosen = _chunk_settings(settings, resolved, Path(source).name)
+        provenance["chunks"] = resolved.record(rows)
+        provenance["tokenizer"] = {"declared": resolved.tokenizer, "used": settings.fts5_tokenize,
+                                   "chosen_by": chosen}
+        given = read_sqlite_chunks(source, resolved)
+    report = build(docs, out, settings, overwrite=overwrite, progress=progress, provenance=provenance,
+                   chunks=given)
     if _stamp(Path(source)) != before:  # the recorded hash may not describe what was read
         Path(out).unlink(missing_ok=True)
         raise InvalidInputError(f"{source} changed while it was imported: {out} removed, import again")
@@ -377,16 +617,23 @@ def import_corpus(
 
 
 __all__ = [
+    "AUTO_CHUNKS",
+    "ChunkMapping",
     "ColumnInfo",
     "ColumnMapping",
+    "ResolvedChunks",
     "SourceInfo",
     "TableInfo",
     "check_mapping",
     "detect_format",
+    "fts5_declarations",
     "import_corpus",
     "inspect_source",
     "quote_identifier",
+    "read_sqlite_chunks",
     "read_sqlite_documents",
+    "resolve_chunks",
     "resolve_mapping",
     "source_provenance",
+    "unlinked_fts5_tables",
 ]

@@ -2,7 +2,7 @@
 
 Public API (pinned by tests/index/test_public_api.py)::
 
-    build(docs, path, settings)            -> BuildReport
+    build(docs, path, settings)            -> BuildReport  (chunks=[SourceChunk]: pre-chunked)
     Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
     BlockList.from_file(path)
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
@@ -11,13 +11,14 @@ Public API (pinned by tests/index/test_public_api.py)::
 """
 
 from .blocklist import BlockList
-from .build import BuildReport, SourcedDoc, build, read_jsonl
+from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
 from .engine import MAX_K, MAX_RUN_K, Engine, check_k
 from .errors import (
     BlocklistError,
     BuildError,
     CorpusFileError,
+    CorruptIndexError,
     DocumentNotFoundError,
     DrsearchError,
     IncompatibleIndexError,
@@ -39,7 +40,7 @@ from .integrity import (
     sha256_file,
 )
 from .models import BuildSettings, Document, Hit, SearchResult, dumps
-from .query import MAX_QUERY_CHARS, ParsedQuery, parse_query
+from .query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, ParsedQuery, parse_query
 from .searcher import CorpusInfo, Searcher, ToolResponse, error_body
 from .urls import canonicalize_url
 
@@ -48,6 +49,7 @@ __all__ = [
     "CHUNK_WORDS",
     "MAX_K",
     "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
     "MAX_RUN_K",
     "BlockList",
     "BlocklistError",
@@ -57,6 +59,7 @@ __all__ = [
     "ChunkSpan",
     "CorpusFileError",
     "CorpusInfo",
+    "CorruptIndexError",
     "Document",
     "DocumentNotFoundError",
     "DrsearchError",
@@ -74,6 +77,7 @@ __all__ = [
     "SQLiteHeader",
     "SearchResult",
     "Searcher",
+    "SourceChunk",
     "SourcedDoc",
     "ToolResponse",
     "build",

@@ -3,7 +3,10 @@
 ``build(docs, path)`` writes one SQLite file in one transaction: documents (sorted by
 docid, so the same input gives the same rowids and the same bytes), 800/700-word chunks,
 the FTS5 index of record (rebuilt then optimised), per-term posting lists derived from
-FTS5's own tokenizer for the fast scorer, and a ``meta`` table. The file is written under
+FTS5's own tokenizer for the fast scorer, and a ``meta`` table. ``build(docs, path,
+chunks=...)`` takes the chunks as given instead (pre-chunked input, e.g. another tool's
+FTS5 table imported by ``drsearch import``): their text and order are kept exactly, so
+the index ranks as that table's own ``bm25()`` does. The file is written under
 a temporary name and renamed into place only when complete, so an interrupted build never
 leaves a half-written index where a good one was expected.
 """
@@ -25,9 +28,11 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from .blocklist import BlockList
 from .chunking import chunk_spans
 from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
+from .fts5spec import sql_string
 from .models import BuildSettings
 from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
@@ -52,13 +57,15 @@ class BuildReport:
     vocabulary: int
     url_collisions: int
     content_identity: str
+    excluded_documents: int = 0  # documents left out by ``exclude``
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (what ``drsearch build --json`` prints)."""
         return {"path": str(self.path), "documents": self.documents,
                 "indexed_documents": self.indexed_documents, "empty_documents": self.empty_documents,
                 "chunks": self.chunks, "tokens": self.tokens, "vocabulary": self.vocabulary,
-                "url_collisions": self.url_collisions, "content_identity": self.content_identity}
+                "url_collisions": self.url_collisions, "content_identity": self.content_identity,
+                "excluded_documents": self.excluded_documents}
 
 
 class _Vocab(dict[str, int]):
@@ -96,6 +103,18 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
         "aliases": aliases,
         "metadata": metadata,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceChunk:
+    """One chunk of pre-chunked input: its document's docid and its exact text.
+
+    ``where`` (e.g. ``table rowid 17``) names the chunk in build errors.
+    """
+
+    docid: str
+    text: str
+    where: str = ""
 
 
 class SourcedDoc(dict[str, Any]):
@@ -154,20 +173,26 @@ class _PairSpool:
 
 
 def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
-           count_chunks: bool) -> tuple[int, int]:
-    """Validate and stage documents in a temp table (sorted later by docid).
+           count_chunks: bool, exclude: BlockList | None = None) -> tuple[int, int, int]:
+    """Validate and stage documents in a temp table (sorted later by docid), leaving out
+    those whose docid ``exclude`` lists.
 
-    Returns the number of documents and, when ``count_chunks``, of the chunks they will
-    make (an extra word split per document, paid only by callers that show a total).
+    Returns (documents staged, documents left out, chunks): the chunks the staged documents
+    will make are counted only when ``count_chunks`` (an extra word split per document, paid
+    only by callers that show a total).
     """
     conn.execute(
         "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
-    n = chunks = 0
-    for n, raw in enumerate(docs, 1):
-        where = getattr(raw, "where", f"document {n}")
+    n = excluded = chunks = 0
+    for i, raw in enumerate(docs, 1):
+        where = getattr(raw, "where", f"document {i}")
         d = validate_document(raw, where)
+        if exclude is not None and d["docid"] in exclude:
+            excluded += 1
+            continue
+        n += 1
         if count_chunks:
             chunks += len(chunk_spans(len(d["text"].split()), settings.chunk_words, settings.chunk_stride))
         try:
@@ -178,7 +203,37 @@ def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSetting
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n, chunks
+    return n, excluded, chunks
+
+
+def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
+                  exclude: BlockList | None = None) -> int:
+    """Validate and stage pre-chunked input in its given order (``seq``: the chunk rowid),
+    leaving out the chunks of documents ``exclude`` lists."""
+    conn.execute("CREATE TEMP TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
+                 "text TEXT NOT NULL, at TEXT NOT NULL)")
+    n = 0
+    for n, chunk in enumerate(chunks, 1):
+        where = getattr(chunk, "where", "") or f"chunk {n}"
+        if not isinstance(chunk, SourceChunk):
+            raise InvalidDocumentError(f"{where}: a chunk must be a SourceChunk, got {type(chunk).__name__}")
+        if not isinstance(chunk.docid, str) or not chunk.docid:
+            raise InvalidDocumentError(f"{where}: a chunk's docid must be a non-empty string")
+        if not isinstance(chunk.text, str):
+            raise InvalidDocumentError(f"{where}: a chunk's text must be a string (docid {chunk.docid!r})")
+        try:
+            chunk.text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidDocumentError(
+                f"{where}: chunk text is not valid Unicode (docid {chunk.docid!r})") from None
+        if exclude is not None and chunk.docid in exclude:
+            continue
+        conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)", (n, chunk.docid, chunk.text, where))
+    orphan = conn.execute("SELECT at, docid FROM temp.stage_chunks WHERE docid NOT IN "
+                          "(SELECT docid FROM temp.stage) ORDER BY seq LIMIT 1").fetchone()
+    if orphan is not None:
+        raise InvalidDocumentError(f"{orphan[0]}: chunk of docid {orphan[1]!r}, which no document has")
+    return n
 
 
 def build(
@@ -190,6 +245,8 @@ def build(
     progress: Callable[[int], None] | None = None,
     provenance: Mapping[str, Any] | None = None,
     on_start: Callable[[int], None] | None = None,
+    chunks: Iterable[SourceChunk] | None = None,
+    exclude: BlockList | None = None,
 ) -> BuildReport:
     """Build a frozen index at ``path`` from documents (mappings with docid/url/title/text).
 
@@ -204,6 +261,22 @@ def build(
     source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
     is written and the file is byte-identical to one built before the option existed. It
     does not enter the content identity, which depends on the documents only.
+
+    ``chunks`` (pre-chunked input): the index's chunks, exactly as given, in the order
+    given, instead of 800/700-word windows of the documents. Chunk rowids follow that order
+    (it is FTS5's tie-break, so ties rank as in the table the chunks came from); a
+    document's chunks get ordinals 0, 1, ... in that order; documents are laid out in the
+    order of their first chunk (documents without one follow, by docid). Chunk text is
+    kept byte for byte (not NFC-normalised, not re-split; empty chunks are kept: they count
+    in BM25's N). Every chunk must name a document's docid (InvalidDocumentError
+    otherwise). ``meta`` then records ``chunking: "pre-chunked"`` with null
+    ``chunk_words``/``chunk_stride``/``chunk_overlap``, and the content identity covers
+    the chunks too.
+
+    ``exclude`` (a blocklist): documents it lists are left out entirely (not in the text,
+    the postings or the BM25 statistics: a server of the file cannot leak them through
+    scores); ``meta`` key ``excluded_docids`` records the list's hash, size and how many
+    documents were left out. Without it no such key is written.
     """
     settings = settings or BuildSettings()
     out = Path(path)
@@ -223,7 +296,8 @@ def build(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
-            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start)
+            report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start, chunks,
+                                 exclude)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -239,6 +313,8 @@ def _build_into(
     progress: Callable[[int], None] | None,
     provenance: Mapping[str, Any] | None = None,
     on_start: Callable[[int], None] | None = None,
+    chunks: Iterable[SourceChunk] | None = None,
+    exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
@@ -248,17 +324,24 @@ def _build_into(
             conn.execute(f"PRAGMA {pragma}")
         conn.execute("BEGIN")
         conn.execute(DDL)
-        conn.execute(FTS_DDL.format(tokenize=settings.fts5_tokenize))
-        n_docs, n_chunks = _stage(conn, docs, settings, count_chunks=on_start is not None)
+        conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
+        prechunked = chunks is not None
+        n_docs, n_excluded, n_chunks = _stage(conn, docs, settings, on_start is not None and not prechunked,
+                                              exclude)
+        if chunks is not None:
+            n_chunks = _stage_chunks(conn, chunks, exclude)
         if on_start is not None:
             on_start(n_chunks)
         tokenizer = Tokenizer(conn, settings.fts5_tokenize)
-        stats = _write_documents(conn, tokenizer, tmpdir, settings, progress)
+        stats = _write_documents(conn, tokenizer, tmpdir, settings, progress, prechunked)
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
-        meta = _meta(settings, n_docs, stats)
+        meta = _meta(settings, n_docs, stats, prechunked)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
+        if exclude is not None:
+            meta["excluded_docids"] = {"sha256": exclude.sha256, "listed": len(exclude),
+                                       "excluded": n_excluded, "source": Path(exclude.source).name}
         conn.executemany(
             "INSERT INTO meta VALUES(?,?)",
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
@@ -266,6 +349,8 @@ def _build_into(
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("DROP TABLE temp.stage")
+        if prechunked:
+            conn.execute("DROP TABLE temp.stage_chunks")
         conn.execute("COMMIT")
     except apsw.Error as e:
         raise BuildError(f"building {tmp.name}: {e}") from e
@@ -274,7 +359,8 @@ def _build_into(
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     return (n_docs, stats["indexed_documents"], stats["empty_documents"], stats["chunks"],
-            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"])
+            stats["tokens"], stats["vocabulary"], stats["url_collisions"], stats["content_identity"],
+            n_excluded)
 
 
 def _write_documents(
@@ -283,6 +369,7 @@ def _write_documents(
     tmpdir: Path,
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
+    prechunked: bool = False,
 ) -> dict[str, Any]:
     vocab = _Vocab()
     spool = _PairSpool(tmpdir)
@@ -308,9 +395,32 @@ def _write_documents(
         batch_first += len(batch_terms)
         batch_terms = []
 
-    rows = conn.execute(
-        "SELECT docid, url, title, text, aliases, metadata FROM temp.stage ORDER BY docid"
-    )
+    def add_chunk(doc_row: int, ordinal: int, start: int, end: int, chunk_text: str) -> None:
+        nonlocal n_chunks, tokens
+        n_chunks += 1
+        terms = list(map(vocab.__getitem__, tokenizer.terms(chunk_text)))
+        tokens += len(terms)
+        chunk_doc.append(doc_row)
+        chunk_len.append(len(terms))
+        chunk_ordinal.append(ordinal)
+        batch_terms.append(terms)
+        conn.execute("INSERT INTO chunks VALUES(?,?,?,?,?,?)",
+                     (n_chunks, doc_row, ordinal, start, end, chunk_text))
+        if len(batch_terms) >= settings.batch_chunks:
+            flush()
+
+    if prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
+        rows = conn.execute(
+            "SELECT s.docid, s.url, s.title, s.text, s.aliases, s.metadata FROM temp.stage AS s "
+            "LEFT JOIN (SELECT docid, min(seq) AS first FROM temp.stage_chunks GROUP BY docid) AS f "
+            "ON f.docid = s.docid ORDER BY f.first IS NULL, f.first, s.docid")
+        given: dict[str, int] = {str(d): int(n) for d, n in conn.execute(
+            "SELECT docid, count(*) FROM temp.stage_chunks GROUP BY docid")}
+    else:
+        rows = conn.execute(
+            "SELECT docid, url, title, text, aliases, metadata FROM temp.stage ORDER BY docid"
+        )
+    row_of: dict[str, int] = {}
     doc_rows: list[tuple[Any, ...]] = []
     doc_fields: list[tuple[int, str, str, str]] = []
     for doc_row, (docid, url, title, text, aliases, metadata) in enumerate(rows, 1):
@@ -318,28 +428,20 @@ def _write_documents(
             identity.update(part.encode("utf-8"))
             identity.update(b"\x00")
         words = text.split()
-        spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
-        if spans:
+        if prechunked:
+            row_of[docid] = doc_row
+            n_doc_chunks = given.get(docid, 0)
+        else:
+            spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
+            for span in spans:
+                add_chunk(doc_row, span.ordinal, span.start, span.end, " ".join(words[span.start : span.end]))
+            n_doc_chunks = len(spans)
+        if n_doc_chunks:
             indexed += 1
         else:
             empty += 1
-        for span in spans:
-            n_chunks += 1
-            chunk_text = " ".join(words[span.start : span.end])
-            terms = list(map(vocab.__getitem__, tokenizer.terms(chunk_text)))
-            tokens += len(terms)
-            chunk_doc.append(doc_row)
-            chunk_len.append(len(terms))
-            chunk_ordinal.append(span.ordinal)
-            batch_terms.append(terms)
-            conn.execute(
-                "INSERT INTO chunks VALUES(?,?,?,?,?,?)",
-                (n_chunks, doc_row, span.ordinal, span.start, span.end, chunk_text),
-            )
-            if len(batch_terms) >= settings.batch_chunks:
-                flush()
         canonical = canonicalize_url(url)
-        doc_rows.append((doc_row, docid, url, canonical, title, metadata, len(words), len(spans)))
+        doc_rows.append((doc_row, docid, url, canonical, title, metadata, len(words), n_doc_chunks))
         doc_fields.append((doc_row, docid, url, title))
         conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, zlib.compress(text.encode("utf-8"), 6)))
         own = dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)])
@@ -353,6 +455,16 @@ def _write_documents(
             conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
             doc_rows = []
     conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
+    if prechunked:  # word offsets into the document are unknown for given chunks: -1
+        identity.update(b"\x01chunks\x00")
+        ordinals: dict[int, int] = {}
+        for docid, chunk_text in conn.execute("SELECT docid, text FROM temp.stage_chunks ORDER BY seq"):
+            for part in (docid, chunk_text):
+                identity.update(part.encode("utf-8"))
+                identity.update(b"\x00")
+            doc_row = row_of[docid]
+            ordinal = ordinals[doc_row] = ordinals.get(doc_row, -1) + 1
+            add_chunk(doc_row, ordinal, -1, -1, chunk_text)
     flush()
     lengths = np.asarray(chunk_len, dtype="<i4")
     counts = _write_postings(conn, spool, vocab, lengths, settings)
@@ -420,7 +532,11 @@ def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab,
     return counts
 
 
-def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any]) -> dict[str, Any]:
+def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
+          prechunked: bool = False) -> dict[str, Any]:
+    if prechunked:  # the chunks came as given: no window rule to record
+        return {**_meta(settings, n_docs, stats), "chunking": "pre-chunked", "chunk_words": None,
+                "chunk_stride": None, "chunk_overlap": None}
     return {
         "format": "drsearch-index",
         "schema_version": SCHEMA_VERSION,
@@ -440,4 +556,4 @@ def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any]) -> dict[s
     }
 
 
-__all__ = ["BuildReport", "build", "read_jsonl", "validate_document"]
+__all__ = ["BuildReport", "SourceChunk", "build", "read_jsonl", "validate_document"]

@@ -10,12 +10,13 @@ for either. The engine never writes to the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -29,15 +30,17 @@ from .blocklist import BlockList
 from .doctable import DocTable
 from .errors import (
     BlocklistError,
+    CorruptIndexError,
     DocumentNotFoundError,
     IncompatibleIndexError,
+    InvalidInputError,
     InvalidKError,
     InvalidRequestError,
     NotADatabaseError,
     QueryTimeoutError,
 )
 from .models import Document, Hit, SearchResult
-from .query import ParsedQuery, parse_query
+from .query import MAX_QUERY_TERMS, ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
 from .scoring import DenseTerm, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
@@ -56,6 +59,27 @@ _TERMS_SQL = (
 )
 _DOC_COLUMNS = ("d.id, d.docid, d.url, d.canonical_url, d.title, t.text, d.metadata, d.n_words, "
                 "d.n_chunks FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
+# One row either way: the document's rowid, or 0 (never a rowid) when there is none, so a
+# hit and a miss hand back the same shape of result.
+_ID_BY_DOCID = "SELECT coalesce((SELECT id FROM documents WHERE docid = ?), 0)"
+_ID_BY_URL = "SELECT coalesce((SELECT doc FROM urls WHERE canonical_url = ?), 0)"
+
+# The meta values the engine reads, with their JSON types (bool is not an int here).
+_META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "tokenizer": str, "documents": int, "indexed_documents": int, "empty_documents": int,
+    "chunks": int, "tokens": int, "vocabulary": int, "postings": int, "dense_terms": int,
+    "content_identity": str, "schema_version": int, "chunk_words": int, "chunk_stride": int,
+    "chunk_overlap": int, "bm25": dict, "build_tool": str, "sqlite_version": str,
+}
+# The arrays the engine reads, with the dtypes build() writes (optional ones may be absent).
+_ARRAY_DTYPES = {"chunk_doc": "<i4", "chunk_len": "<i4", "chunk_ordinal": "<i4",
+                 "doc_field_offsets": "<i8", "doc_fields": "u1"}
+_OPTIONAL_ARRAYS = frozenset({"doc_field_offsets", "doc_fields"})
+# What damaged bytes raise while a request is answered: SQLite's own errors, a flipped bit
+# in a deflate stream or in UTF-8, malformed JSON metadata (a ValueError), and the kernel's
+# checks of a posting list (ValueError).
+_CORRUPTION = (apsw.Error, zlib.error, UnicodeDecodeError, ValueError, IndexError,
+               IncompatibleIndexError)
 
 
 def _connect(path: Path) -> apsw.Connection:
@@ -101,17 +125,17 @@ class Engine:
         self._owner = threading.get_ident()
         self._extra_conns: list[apsw.Connection] = []
         self._lock = threading.Lock()
-        self.meta: dict[str, Any] = {
-            k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")
-        }
+        self.meta: dict[str, Any] = _read_meta(conn)
         self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
-        raw = {n: (t, d) for n, t, d in conn.execute("SELECT name, dtype, data FROM arrays")}
-        arrays = {n: np.frombuffer(d, dtype=t) for n, (t, d) in raw.items()}
+        raw, arrays = _read_arrays(conn, self.meta)
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native)
         self._blocked_docs, self._blocked_chunks, self.blocked_missing = self._resolve_blocklist(blocklist)
+        # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
+        # opening either takes the same path to the same exception.
+        self._hidden: frozenset[int] = frozenset({0, *self._blocked_docs})
         self._local = threading.local()
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -128,9 +152,14 @@ class Engine:
         conn = _connect(p)
         try:
             return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native)
-        except (apsw.Error, KeyError, ValueError) as e:
+        except IncompatibleIndexError as e:
             conn.close()
-            raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index ({e})") from e
+            raise IncompatibleIndexError(f"{p}: {e.message}") from e
+        except (apsw.Error, KeyError, ValueError, TypeError, IndexError, AttributeError,
+                InvalidInputError) as e:  # InvalidInputError: e.g. a tokenizer FTS5 lacks
+            conn.close()
+            raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index "
+                                         f"({e.__class__.__name__}: {e})") from e
 
     def close(self) -> None:
         with self._lock:
@@ -200,9 +229,23 @@ class Engine:
                 f"(blocklist {self.blocklist.source or '<bytes>'}; --allow-missing-blocked if the "
                 "corpus is deliberately partial)")
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn what damaged bytes raise while answering into one CorruptIndexError.
+
+        The message names the file (not its directory) and the check that finds the damage.
+        """
+        try:
+            yield
+        except _CORRUPTION as e:
+            what = e.message if isinstance(e, IncompatibleIndexError) else f"{e.__class__.__name__}: {e}"
+            raise CorruptIndexError(
+                f"{self.path.name} is damaged ({what[:200]}); check it with "
+                "`drsearch validate --deep`") from e
+
     # -- search --------------------------------------------------------------------------
-    def parse(self, query: str) -> ParsedQuery:
-        return parse_query(query, self._tokenizer())
+    def parse(self, query: str, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
+        return parse_query(query, self._tokenizer(), max_terms)
 
     def _scratch(self) -> Scratch:
         scratch: Scratch | None = getattr(self._local, "scratch", None)
@@ -268,23 +311,36 @@ class Engine:
 
         ``max_k`` raises the cap on ``k`` (at most MAX_RUN_K) for batch runs."""
         k = check_k(k, min(max_k, MAX_RUN_K))
-        parsed = self.parse(query)
         deadline = time.monotonic() + self.time_limit_s
-        terms = self._postings(parsed, deadline)
-        return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
+        parsed = self.parse(query)
+        with self._reading():
+            terms = self._postings(parsed, deadline)
+            return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
 
-    def search(self, query: str, k: int = 10, *, with_text: bool = True,
-               max_k: int = MAX_K) -> SearchResult:
+    def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
+               max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:
         """The ``k`` best documents for free-text ``query``, each by its best chunk.
 
-        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal).
-        Raises InvalidQueryError (empty/oversized), InvalidKError, QueryTimeoutError.
-        A query with no indexable term returns no hits. ``k`` is capped at ``max_k``
+        Order: score descending, then lower chunk rowid (= docid, then chunk ordinal; for a
+        pre-chunked index, the order its chunks were given in).
+        ``deadline`` (``time.monotonic()`` seconds; default now + ``time_limit_s``) bounds
+        the whole call: parsing, postings, ranking and snippets. ``max_terms`` caps the
+        query's distinct terms (at most ``MAX_QUERY_TERMS``). ``k`` is capped at ``max_k``
         (default MAX_K, the HTTP API's limit; batch runs pass up to MAX_RUN_K).
+        Raises InvalidQueryError (empty, oversized, too many terms), InvalidKError,
+        QueryTimeoutError, CorruptIndexError. A query with no indexable term returns no hits.
         """
         k = check_k(k, min(max_k, MAX_RUN_K))
-        parsed = self.parse(query)
-        deadline = time.monotonic() + self.time_limit_s
+        if deadline is None:
+            deadline = time.monotonic() + self.time_limit_s
+        parsed = self.parse(query, min(max_terms, MAX_QUERY_TERMS))
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError("query ran past its time limit")
+        with self._reading():
+            return self._search(query, k, parsed, with_text, deadline)
+
+    def _search(self, query: str, k: int, parsed: ParsedQuery, with_text: bool,
+                deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
         ranked = self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
         if not ranked:
@@ -299,13 +355,15 @@ class Engine:
                 "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(chunk_ids),)))
         snippets = SnippetMaker(
-            (qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
-            for qt, t in zip(parsed.terms, terms, strict=True) if t is not None
-        ) if with_text else None
+            ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
+             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
+            deadline=deadline) if with_text else None
         ordinals = self._chunk_ordinal[chunk_ids].tolist()
         hits = []
         for rank, ((cid, score), (docid, url, title), ordinal) in enumerate(
                 zip(ranked, docs, ordinals, strict=True), 1):
+            if time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
             chunk_text = texts.get(cid, "")
             snippet = snippets(chunk_text) if snippets is not None else ""
             hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
@@ -336,27 +394,33 @@ class Engine:
         if docid is not None:
             if not isinstance(docid, str):
                 raise InvalidRequestError("docid must be a string")
-            row = self._db().execute(
-                f"SELECT {_DOC_COLUMNS} WHERE d.docid = ?", (docid,)).fetchone()
-            missing = f"no document with docid {docid!r}"
+            sql, key, missing = _ID_BY_DOCID, docid, f"no document with docid {docid!r}"
         else:
             if not isinstance(url, str):
                 raise InvalidRequestError("url must be a string")
-            row = self._db().execute(
-                f"SELECT {_DOC_COLUMNS} WHERE d.id = "
-                "(SELECT doc FROM urls WHERE canonical_url = ?)", (canonicalize_url(url),)
-            ).fetchone()
-            missing = f"no document with url {url!r}"
-        if row is None or row[0] in self._blocked_docs:
-            raise DocumentNotFoundError(missing)
-        _, did, durl, canon, title, text, metadata, n_words, n_chunks = row
-        return Document(did, durl, canon, title, zlib.decompress(text).decode("utf-8"),
-                        json.loads(metadata), n_words, n_chunks)
+            sql, key, missing = _ID_BY_URL, canonicalize_url(url), f"no document with url {url!r}"
+        with self._reading():
+            db = self._db()
+            # Unknown and blocked documents take one path: the rowid lookup (an index probe
+            # whether or not it hits), one set lookup, the same exception. Nothing of a
+            # blocked document is read.
+            row_id = db.execute(sql, (key,)).get
+            if row_id in self._hidden:
+                raise DocumentNotFoundError(missing)
+            row = db.execute(f"SELECT {_DOC_COLUMNS} WHERE d.id = ?", (row_id,)).fetchone()
+            if row is None:
+                raise CorruptIndexError(f"{self.path.name} is damaged (document row {row_id} has no "
+                                        "text); check it with `drsearch validate --deep`")
+            _, did, durl, canon, title, text, metadata, n_words, n_chunks = row
+            return Document(did, durl, canon, title, zlib.decompress(text).decode("utf-8"),
+                            json.loads(metadata), n_words, n_chunks)
 
     # -- stats ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """Counts, build parameters, identity and the blocklist's size and hash."""
         m = self.meta
+        # a pre-chunked index says so (its chunk_words/stride/overlap are null); others unchanged
+        chunking = {"chunking": m["chunking"]} if "chunking" in m else {}
         return {
             "documents": m["documents"],
             "indexed_documents": m["indexed_documents"],
@@ -377,12 +441,74 @@ class Engine:
                 "chunk_words": m["chunk_words"],
                 "chunk_stride": m["chunk_stride"],
                 "chunk_overlap": m["chunk_overlap"],
+                **chunking,
                 "bm25": m["bm25"],
                 "build_tool": m["build_tool"],
                 "sqlite_version": m["sqlite_version"],
             },
             "file": {"path": str(self.path), "bytes": self.path.stat().st_size},
         }
+
+
+def _read_meta(conn: apsw.Connection) -> dict[str, Any]:
+    """The ``meta`` table decoded, with the types of the values the engine reads checked.
+
+    Raises IncompatibleIndexError naming the first bad key (a crafted or damaged file).
+    """
+    meta: dict[str, Any] = {}
+    for key, value in conn.execute("SELECT key, value FROM meta"):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise IncompatibleIndexError(f"damaged meta table (key {key!r} is not text)")
+        try:
+            meta[key] = json.loads(value)
+        except ValueError:
+            raise IncompatibleIndexError(f"damaged meta value {key!r} (not JSON)") from None
+    for key, kind in _META_TYPES.items():
+        if key not in meta:
+            raise IncompatibleIndexError(f"damaged or incomplete drsearch index (meta has no {key!r})")
+        value = meta[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            wanted = "an integer" if kind is int else "a " + getattr(kind, "__name__", "value")
+            raise IncompatibleIndexError(f"damaged meta value {key!r}: {str(value)[:60]!r} is not {wanted}")
+        if isinstance(value, int) and value < 0:
+            raise IncompatibleIndexError(f"damaged meta value {key!r}: {value} is negative")
+    for param in ("k1", "b"):
+        value = meta["bm25"].get(param)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
+            raise IncompatibleIndexError(f"damaged meta value 'bm25': {param} = {str(value)[:60]!r}")
+    return meta
+
+
+def _read_arrays(conn: apsw.Connection, meta: dict[str, Any]) -> tuple[
+        dict[str, tuple[str, bytes]], dict[str, npt.NDArray[Any]]]:
+    """The per-chunk arrays, each checked for its dtype, size and (chunk_doc) range.
+
+    Raises IncompatibleIndexError naming the first bad array.
+    """
+    raw: dict[str, tuple[str, bytes]] = {}
+    for name, dtype, data in conn.execute("SELECT name, dtype, data FROM arrays"):
+        if name not in _ARRAY_DTYPES:
+            continue
+        if dtype != _ARRAY_DTYPES[name] or not isinstance(data, bytes):
+            raise IncompatibleIndexError(f"damaged array {name!r} (dtype {str(dtype)[:20]!r}, "
+                                         f"expected {_ARRAY_DTYPES[name]!r})")
+        if len(data) % np.dtype(dtype).itemsize:
+            raise IncompatibleIndexError(f"damaged array {name!r} ({len(data)} bytes)")
+        raw[name] = (dtype, data)
+    missing = sorted(set(_ARRAY_DTYPES) - _OPTIONAL_ARRAYS - set(raw))
+    if missing:
+        raise IncompatibleIndexError(f"damaged or incomplete drsearch index (no array {missing[0]!r})")
+    arrays = {n: np.frombuffer(d, dtype=t) for n, (t, d) in raw.items()}
+    rows = int(meta["chunks"]) + 1  # index 0 unused: chunk rowids start at 1
+    for name in ("chunk_doc", "chunk_len", "chunk_ordinal"):
+        if len(arrays[name]) != rows:
+            raise IncompatibleIndexError(f"damaged array {name!r} ({len(arrays[name])} entries for "
+                                         f"{meta['chunks']} chunks)")
+        if rows and int(arrays[name].min()) < 0:
+            raise IncompatibleIndexError(f"damaged array {name!r} (negative entries)")
+    if rows > 1 and int(arrays["chunk_doc"].max()) > int(meta["documents"]):
+        raise IncompatibleIndexError("damaged array 'chunk_doc' (a chunk of a document past the last)")
+    return raw, arrays
 
 
 def check_k(k: object, max_k: int = MAX_K) -> int:

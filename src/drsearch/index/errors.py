@@ -11,7 +11,8 @@ Every error a caller can act on derives from :class:`DrsearchError`::
     │   └── BlocklistError           a malformed blocklist file
     ├── CorpusFileError              the index file cannot be used (CLI exit 2, HTTP 500 at start-up)
     │   ├── NotADatabaseError        missing file, not SQLite, or unreadable
-    │   └── IncompatibleIndexError   foreign application_id or schema version
+    │   ├── IncompatibleIndexError   foreign application_id or schema version, bad meta/arrays
+    │   └── CorruptIndexError        damaged bytes met while answering (HTTP 500 corrupt_index)
     ├── DocumentNotFoundError        unknown *or blocked* document (CLI exit 1, HTTP 404)
     ├── QueryTimeoutError            a query ran past its time limit (CLI exit 1, HTTP 503)
     └── BuildError                   an index could not be built (CLI exit 1)
@@ -74,6 +75,14 @@ class IncompatibleIndexError(CorpusFileError):
     error_type = "incompatible_index"
 
 
+class CorruptIndexError(CorpusFileError):
+    """The file opened, but bytes read to answer a request are damaged (a flipped bit in a
+    compressed text, a page SQLite finds corrupt, a posting list out of order)."""
+
+    http_status = 500
+    error_type = "corrupt_index"
+
+
 class DocumentNotFoundError(DrsearchError):
     """Raised for unknown and blocked documents alike, with the same message shape."""
 
@@ -97,6 +106,7 @@ __all__ = [
     "BlocklistError",
     "BuildError",
     "CorpusFileError",
+    "CorruptIndexError",
     "DocumentNotFoundError",
     "DrsearchError",
     "IncompatibleIndexError",

@@ -11,30 +11,49 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import apsw
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS
+from .errors import InvalidInputError
+from .text import Tokenizer as _Fts5Tokenizer
 
-Tokenizer = Literal["unicode61", "porter"]
+Tokenizer = Literal["unicode61", "porter"]  # the two presets; any FTS5 tokenize value is accepted too
+_PRESETS = {"porter": "porter unicode61", "unicode61": "unicode61"}
 
 
 class BuildSettings(BaseModel):
     """Parameters of an index build; recorded in the file's ``meta`` table.
 
     ``tokenizer``: ``porter`` (Porter stemmer over unicode61, the default chosen from the
-    Cranfield/CISI numbers in docs/QUALITY.md) or ``unicode61``.
+    Cranfield/CISI numbers in docs/QUALITY.md), ``unicode61``, or any FTS5 ``tokenize``
+    value (e.g. ``unicode61 remove_diacritics 2``, the spec another tool's FTS5 table was
+    declared with: ``drsearch import`` takes it over), checked against SQLite's FTS5.
     ``chunk_words``/``chunk_stride``: DR-256's 800/700 rule. ``k1``/``b``: FTS5's fixed BM25
     parameters (recorded, not tunable: FTS5's ``bm25()`` is the oracle we must reproduce).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tokenizer: Tokenizer = "porter"
+    tokenizer: str = "porter"
     chunk_words: int = Field(default=CHUNK_WORDS, ge=1, le=100_000)
     chunk_stride: int = Field(default=CHUNK_STRIDE, ge=1, le=100_000)
     k1: float = Field(default=1.2, ge=1.2, le=1.2, description="fixed by FTS5's bm25()")
     b: float = Field(default=0.75, ge=0.75, le=0.75, description="fixed by FTS5's bm25()")
     batch_chunks: int = Field(default=4096, ge=1, description="chunks tokenised per batch")
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _fts5_accepts(cls, value: str) -> str:
+        spec = value.strip()
+        conn = apsw.Connection(":memory:")  # the check is SQLite's own: the spec must make a tokenizer
+        try:
+            _Fts5Tokenizer(conn, _PRESETS.get(spec, spec))
+        except InvalidInputError as e:
+            raise ValueError(e.message) from None
+        finally:
+            conn.close()
+        return spec
 
     @model_validator(mode="after")
     def _stride_within_size(self) -> BuildSettings:
@@ -44,7 +63,8 @@ class BuildSettings(BaseModel):
 
     @property
     def fts5_tokenize(self) -> str:
-        return "porter unicode61" if self.tokenizer == "porter" else "unicode61"
+        """The FTS5 ``tokenize`` value (recorded in ``meta`` as ``tokenizer``)."""
+        return _PRESETS.get(self.tokenizer, self.tokenizer)
 
 
 class Hit(NamedTuple):

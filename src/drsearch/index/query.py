@@ -13,6 +13,10 @@ from .errors import InvalidQueryError
 from .text import Tokenizer, normalize_text
 
 MAX_QUERY_CHARS = 32_768
+# Distinct terms a query may have: Lucene's default clause limit. Every term costs a
+# posting-list read and a pass over each hit's text for its snippet, so without a cap a
+# 32 KB query of short words costs seconds.
+MAX_QUERY_TERMS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +48,12 @@ def check_query_text(query: object) -> str:
     return query
 
 
-def parse_query(query: str, tokenizer: Tokenizer) -> ParsedQuery:
-    """Parse free text into distinct terms. A query with no indexable term has no terms."""
+def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
+    """Parse free text into distinct terms. A query with no indexable term has no terms.
+
+    Raises InvalidQueryError (see :func:`check_query_text`, and more than ``max_terms``
+    distinct terms).
+    """
     text = normalize_text(check_query_text(query))
     utf8 = text.encode("utf-8")
     seen: set[str] = set()
@@ -53,9 +61,13 @@ def parse_query(query: str, tokenizer: Tokenizer) -> ParsedQuery:
     for tok in tokenizer.tokens(utf8, query=True):
         if tok.term in seen:
             continue
+        if len(seen) == max_terms:
+            raise InvalidQueryError(f"query has more than {max_terms} distinct terms; "
+                                    f"the limit is {max_terms}")
         seen.add(tok.term)
         terms.append(QueryTerm(tok.term, utf8[tok.start : tok.end].decode("utf-8", "replace")))
     return ParsedQuery(text, tuple(terms))
 
 
-__all__ = ["MAX_QUERY_CHARS", "ParsedQuery", "QueryTerm", "check_query_text", "parse_query"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "ParsedQuery", "QueryTerm", "check_query_text",
+           "parse_query"]

@@ -13,7 +13,9 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     every canonical URL (a document's own and its aliases) → document rowid.
 ``chunks``
     800-word windows, rowids 1..N in (document rowid, ordinal) order, so lower rowid
-    means lower docid then lower ordinal: FTS5's tie-break is also ours.
+    means lower docid then lower ordinal: FTS5's tie-break is also ours. A pre-chunked
+    build (``meta`` ``chunking: "pre-chunked"``) keeps its input's chunk order instead,
+    with documents in the order of their first chunk, and ``start_word``/``end_word`` -1.
 ``chunks_fts``
     the FTS5 index of record over ``chunks.text`` (external content, ``detail=full``).
 ``terms(term, id, df, dense, max_impact)``, ``postings(id, data)`` and ``dense_tfs(id, tfs)``
@@ -70,7 +72,7 @@ CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NU
 
 FTS_DDL = (
     "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', "
-    "tokenize='{tokenize}', detail=full)"
+    "tokenize={tokenize}, detail=full)"
 )
 
 REQUIRED_TABLES = (

@@ -13,8 +13,10 @@ earliest on ties), cut at word boundaries and marked with
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
+from .errors import QueryTimeoutError
 from .scoring import IDF_FLOOR
 
 SNIPPET_CHARS = 240
@@ -24,9 +26,16 @@ ELLIPSIS = "…"
 class SnippetMaker:
     """Snippets for one query: built once per search, applied to each hit's chunk."""
 
-    def __init__(self, terms: Iterable[tuple[str, str, float]], width: int = SNIPPET_CHARS) -> None:
-        """``terms``: (indexed term, query spelling, weight) triples."""
+    def __init__(self, terms: Iterable[tuple[str, str, float]], width: int = SNIPPET_CHARS,
+                 deadline: float | None = None) -> None:
+        """``terms``: (indexed term, query spelling, weight) triples.
+
+        ``deadline`` (``time.monotonic()`` seconds): a snippet still being computed past it
+        raises QueryTimeoutError (a query of many short terms makes matching the slowest
+        part of a search).
+        """
         self.width = width
+        self.deadline = deadline
         weights: dict[str, float] = {}
         triples = list(terms)
         informative = [t for t in triples if t[2] > IDF_FLOOR]
@@ -83,7 +92,10 @@ class SnippetMaker:
             return [(m.start(), self._weights.get(m.group(0).lower(), 0.0))
                     for m in pattern.finditer(text)]
         taken: dict[int, float] = {}
-        for stem in self._stems:  # longest first: a position keeps its most specific match
+        deadline = self.deadline
+        for i, stem in enumerate(self._stems):  # longest first: a position keeps its most specific match
+            if deadline is not None and not i % 16 and time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
             weight = self._weights[stem]
             pos = low.find(stem)
             while pos >= 0:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 import apsw
 
+from .errors import InvalidInputError
+from .fts5spec import tokenize_words
+
 
 def normalize_text(text: str) -> str:
     """NFC-normalise; lone surrogates (unencodable in UTF-8) become U+FFFD."""
@@ -30,12 +33,22 @@ class Token:
 
 
 class Tokenizer:
-    """FTS5's tokenizer (``unicode61`` or ``porter unicode61``) callable from Python."""
+    """FTS5's tokenizer for an FTS5 ``tokenize`` value (``porter unicode61``,
+    ``unicode61 remove_diacritics 2``, ...) callable from Python.
+
+    The value is split into name and arguments by FTS5's own rules, and the tokenizer is
+    SQLite's, so build and query time produce exactly FTS5's tokens. Raises
+    InvalidInputError for a spec FTS5 would refuse (unknown tokenizer, bad arguments).
+    """
 
     def __init__(self, connection: apsw.Connection, fts5_tokenize: str) -> None:
-        name, *args = fts5_tokenize.split()
+        name, *args = tokenize_words(fts5_tokenize)
         self.spec = fts5_tokenize
-        self._tok = connection.fts5_tokenizer(name, args)
+        try:
+            self._tok = connection.fts5_tokenizer(name, args)
+        except apsw.Error as e:
+            why = "" if str(e) == "not an error" else f": {e}"
+            raise InvalidInputError(f"tokenizer {fts5_tokenize!r} is not one FTS5 accepts{why}") from None
 
     def terms(self, text: str) -> list[str]:
         """Terms of already-normalised document text, in order (build time)."""

@@ -8,7 +8,8 @@ The server extends :mod:`drsearch.index.errors` (whose classes already carry
     │   ├── MalformedBodyError        body not UTF-8 or not JSON (422 invalid_json)
     │   └── PayloadTooLargeError      body over max_body_bytes (413 payload_too_large)
     ├── NoSuchEndpointError           unknown path (404 no_such_endpoint)
-    ├── MethodNotAllowedError         known path, wrong method (405 method_not_allowed)
+    ├── MethodNotAllowedError         known path, wrong method (405 method_not_allowed, with Allow)
+    ├── RequestTimeoutError           body not received within the request's time limit (408)
     └── InternalServerError           a bug caught by the last-resort handler (500 internal_error)
 
 Every error response, whatever raised it, is built by :func:`error_response` here:
@@ -18,7 +19,8 @@ Messages never carry a traceback and are cut to 500 characters (``drsearch.index
 
 from __future__ import annotations
 
-from starlette.background import BackgroundTask
+from collections.abc import Mapping
+
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
@@ -54,6 +56,13 @@ class MethodNotAllowedError(DrsearchError):
     error_type = "method_not_allowed"
 
 
+class RequestTimeoutError(DrsearchError):
+    """The request body did not arrive within the request's time limit."""
+
+    http_status = 408
+    error_type = "request_timeout"
+
+
 class InternalServerError(DrsearchError):
     """An unexpected failure inside the server (a bug); the message names only its class."""
 
@@ -61,22 +70,32 @@ class InternalServerError(DrsearchError):
     error_type = "internal_error"
 
 
-def error_response(exc: DrsearchError, background: BackgroundTask | None = None) -> Response:
-    """The HTTP response for any drsearch error: the single status/body mapping."""
-    headers = {"retry-after": "1"} if exc.http_status == 503 else None
+def error_response(exc: DrsearchError, headers: Mapping[str, str] | None = None) -> Response:
+    """The HTTP response for any drsearch error: the single status/body mapping.
+
+    503 carries ``retry-after: 1``; 405 the ``allow`` header of the path; 408 closes the
+    connection (the rest of the body may still be on its way).
+    """
+    extra = dict(headers or {})
+    if exc.http_status == 503:
+        extra["retry-after"] = "1"
+    elif exc.http_status == 408:
+        extra["connection"] = "close"
     return Response(error_body(exc.error_type, exc.message), status_code=exc.http_status,
-                    media_type=JSON, headers=headers, background=background)
+                    media_type=JSON, headers=extra or None)
 
 
-def from_http_exception(exc: HTTPException) -> DrsearchError:
-    """The drsearch error for a routing failure Starlette raised (404, 405, others)."""
+def from_http_exception(exc: HTTPException) -> tuple[DrsearchError, dict[str, str]]:
+    """The drsearch error (and headers to keep) for a routing failure Starlette raised."""
     if exc.status_code == 404:
-        return NoSuchEndpointError("no such endpoint")
+        return NoSuchEndpointError("no such endpoint"), {}
     if exc.status_code == 405:
-        return MethodNotAllowedError("method not allowed for this endpoint")
+        allow = {k.lower(): v for k, v in (exc.headers or {}).items()}.get("allow", "")
+        return MethodNotAllowedError(f"method not allowed for this endpoint (allowed: {allow})"), \
+            {"allow": allow}
     err = InvalidInputError(str(exc.detail))
     err.http_status = exc.status_code if 400 <= exc.status_code < 600 else 400
-    return err
+    return err, {}
 
 
 __all__ = [
@@ -85,6 +104,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NoSuchEndpointError",
     "PayloadTooLargeError",
+    "RequestTimeoutError",
     "error_body",
     "error_response",
     "from_http_exception",

@@ -22,14 +22,18 @@ def blocklist_enabled(engine: Engine) -> bool:
     return bool(engine.blocklist.source) or len(engine.blocklist) > 0
 
 
-def health_body(engine: Engine, origin: str | None = None,
+def health_body(engine: Engine, state: dict[str, Any] | None = None, origin: str | None = None,
                 release_sha256: str | None = None) -> dict[str, Any]:
-    """``GET /health``: status, corpus identity and counts, version, and the blocklist: its
-    hash, docids listed (``count``) and found in this corpus (``matched``), where it came
+    """``GET /health``: status, corpus identity and counts, version, ``state``
+    (``HealthState.body()``: status, problems, background verification), and the blocklist:
+    its hash, docids listed (``count``) and found in this corpus (``matched``), where it came
     from (``origin``, see ``ServeConfig``) and the release's own list's hash if any."""
     meta = engine.meta
     return {
         "status": "ok",
+        "problems": [],
+        "verify": {"state": "off", "message": ""},
+        **(state or {}),
         "version": __version__,
         "corpus": {
             "identity": meta["content_identity"],
@@ -58,6 +62,7 @@ def _endpoint_body(c: EndpointCounts) -> dict[str, Any]:
         "requests": c.requests,
         "errors": c.errors,
         "server_errors": c.server_errors,
+        "client_disconnects": c.client_disconnects,
         "latency_ms": {"p50": _ms(c.p50_s), "p95": _ms(c.p95_s), "p99": _ms(c.p99_s),
                        "mean": _ms(mean)},
     }
@@ -71,14 +76,17 @@ def server_body(snap: Snapshot) -> dict[str, Any]:
         "workers": {"live": snap.workers_live, "started": snap.workers_started},
         "requests": sum(c.requests for c in snap.endpoints.values()),
         "errors": sum(c.errors for c in snap.endpoints.values()),
-        "blocked_open_attempts": snap.blocked_open_attempts,
+        "client_disconnects": sum(c.client_disconnects for c in snap.endpoints.values()),
         "endpoints": {name: _endpoint_body(c) for name, c in snap.endpoints.items()},
     }
 
 
 def stats_body(engine: Engine, snap: Snapshot) -> dict[str, Any]:
-    """``GET /stats``: the engine's stats plus the ``server`` counters."""
-    return {**engine.stats(), "server": server_body(snap)}
+    """``GET /stats``: the engine's stats (the file by its name only: where the server keeps
+    it is none of a client's business) plus the ``server`` counters."""
+    stats = engine.stats()
+    stats["file"] = {**stats["file"], "path": engine.path.name}
+    return {**stats, "server": server_body(snap)}
 
 
 def _label(value: object) -> str:
@@ -103,6 +111,8 @@ def metrics_text(engine: Engine, snap: Snapshot) -> str:
         ("drsearch_request_errors_total", "Requests answered with status >= 400.", "errors"),
         ("drsearch_request_server_errors_total", "Requests answered with status >= 500.",
          "server_errors"),
+        ("drsearch_client_disconnects_total", "Clients gone before their answer (counted as 499).",
+         "client_disconnects"),
     )
     for name, help_text, attr in per_endpoint:
         _family(lines, name, "counter", help_text)
@@ -115,9 +125,6 @@ def metrics_text(engine: Engine, snap: Snapshot) -> str:
             lines.append(f"{name}{{endpoint={_label(ep)},quantile={_label(q)}}} {_num(v)}")
         lines.append(f"{name}_sum{{endpoint={_label(ep)}}} {_num(c.latency_sum_s)}")
         lines.append(f"{name}_count{{endpoint={_label(ep)}}} {c.requests}")
-    _family(lines, "drsearch_blocked_open_attempts_total", "counter",
-            "Attempts to open a blocklisted document (answered 404).")
-    lines.append(f"drsearch_blocked_open_attempts_total {snap.blocked_open_attempts}")
     gauges = (
         ("drsearch_uptime_seconds", "Seconds since the first worker of this run started.",
          _num(snap.uptime_s)),

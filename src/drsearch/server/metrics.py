@@ -13,9 +13,11 @@ environment variable at import time and keeps process-global registries (two app
 one test process would share counters), and its histograms would need the same bucket
 arithmetic for percentiles anyway. /metrics renders these counters in Prometheus text.
 
-File layout: float64 words. Header ``[MAGIC, LAYOUT, pid, started_unix]``, then
-``[blocked_open_attempts, 0, 0, 0]``, then one row per endpoint:
-``[requests, errors (status >= 400), server_errors (>= 500), latency_sum_s, buckets...]``.
+Nothing here tells a blocked document from a missing one: both are a 404 of ``open``.
+
+File layout: float64 words. Header ``[MAGIC, LAYOUT, pid, started_unix]``, then four
+reserved words, then one row per endpoint: ``[requests, errors (status >= 400),
+server_errors (>= 500), latency_sum_s, client_disconnects, buckets...]``.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ N_BUCKETS = 200
 BUCKET_BASE_S = 1e-5
 BUCKET_FACTOR = 1.1
 _MAGIC = float(0x4452534D)  # "DRSM"
-_LAYOUT = float(1000 * N_BUCKETS + len(ENDPOINTS))
+CLIENT_GONE = 499  # nginx's convention: the client went away before the answer
+_LAYOUT = float(2_000_000 + 1000 * N_BUCKETS + len(ENDPOINTS))
 _HEADER = 4
 _GLOBALS = 4
-_ROW = 4 + N_BUCKETS
+_FIELDS = 5
+_ROW = _FIELDS + N_BUCKETS
 _WORDS = _HEADER + _GLOBALS + _ROW * len(ENDPOINTS)
 _LOG_FACTOR = math.log(BUCKET_FACTOR)
 
@@ -77,6 +81,7 @@ class EndpointCounts:
     requests: int
     errors: int
     server_errors: int
+    client_disconnects: int
     latency_sum_s: float
     p50_s: float | None
     p95_s: float | None
@@ -88,7 +93,6 @@ class Snapshot:
     """The server's counters summed over every worker file of the run."""
 
     endpoints: dict[str, EndpointCounts]
-    blocked_open_attempts: int
     uptime_s: float
     workers_live: int
     workers_started: int
@@ -122,7 +126,11 @@ class MetricsStore:
 
     # -- writing (this process) -----------------------------------------------------------
     def observe(self, endpoint: int, status: int, seconds: float) -> None:
-        """Count one answered request of ``ENDPOINTS[endpoint]`` with its status and latency."""
+        """Count one request of ``ENDPOINTS[endpoint]`` with its status and latency.
+
+        ``CLIENT_GONE`` (499): the client went away before the answer; an error (>= 400),
+        not a server error, and counted as a client disconnect.
+        """
         base = _HEADER + _GLOBALS + endpoint * _ROW
         w = self._words
         with self._lock:
@@ -132,12 +140,9 @@ class MetricsStore:
                 if status >= 500:
                     w[base + 2] += 1.0
             w[base + 3] += seconds
-            w[base + 4 + bucket_of(seconds)] += 1.0
-
-    def count_blocked_open(self) -> None:
-        """Count one attempt to open a blocklisted document."""
-        with self._lock:
-            self._words[_HEADER] += 1.0
+            if status == CLIENT_GONE:
+                w[base + 4] += 1.0
+            w[base + _FIELDS + bucket_of(seconds)] += 1.0
 
     def close(self) -> None:
         self._words.release()
@@ -165,7 +170,6 @@ class MetricsStore:
         started = min(float(t[3]) for t in tables)
         return Snapshot(
             endpoints={name: _endpoint_counts(row) for name, row in zip(ENDPOINTS, rows, strict=True)},
-            blocked_open_attempts=int(total[_HEADER]),
             uptime_s=max(0.0, time.time() - started),
             workers_live=sum(_alive(int(t[2])) for t in tables),
             workers_started=len(tables),
@@ -173,8 +177,8 @@ class MetricsStore:
 
 
 def _endpoint_counts(row: Sequence[float] | npt.NDArray[np.float64]) -> EndpointCounts:
-    buckets = np.asarray(row[4:], dtype=np.float64)
-    return EndpointCounts(int(row[0]), int(row[1]), int(row[2]), float(row[3]),
+    buckets = np.asarray(row[_FIELDS:], dtype=np.float64)
+    return EndpointCounts(int(row[0]), int(row[1]), int(row[2]), int(row[4]), float(row[3]),
                           quantile(buckets, 0.50), quantile(buckets, 0.95), quantile(buckets, 0.99))
 
 
@@ -190,4 +194,4 @@ def _alive(pid: int) -> bool:
     return True
 
 
-__all__ = ["ENDPOINTS", "EndpointCounts", "MetricsStore", "Snapshot", "bucket_of", "quantile"]
+__all__ = ["CLIENT_GONE", "ENDPOINTS", "EndpointCounts", "MetricsStore", "Snapshot", "bucket_of", "quantile"]

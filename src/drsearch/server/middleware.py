@@ -3,7 +3,8 @@
 A plain ASGI middleware (no ``BaseHTTPMiddleware``: that costs a task and a stream per
 request). For every HTTP request it records status and latency in the metrics store,
 tags the response with the worker's pid (``x-drsearch-worker``: lets tests and the
-load script see which worker answered), and turns any exception that escaped the
+load script see which worker answered), counts a client that went away before its answer
+(e.g. mid-body) as a client disconnect (499, DEBUG log), and turns any other exception that escaped the
 routes into a JSON 500 ``internal_error`` without a traceback in the body. The log
 gets one line (the traceback only at DEBUG level).
 """
@@ -16,14 +17,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import JSON, InternalServerError, error_body
-from .metrics import ENDPOINTS, MetricsStore
+from .metrics import CLIENT_GONE, ENDPOINTS, MetricsStore
 
 logger = logging.getLogger("drsearch.server")
 WORKER_HEADER = b"x-drsearch-worker"
-CLIENT_GONE = 499  # nginx's convention: the client went away before the answer
 _OTHER = ENDPOINTS.index("other")
 
 
@@ -52,6 +53,10 @@ class ServerMiddleware:
 
         try:
             await self.app(scope, receive, send_tagged)
+        except ClientDisconnect:
+            # The client went away mid-body: nothing to answer, and not the server's fault.
+            logger.debug("client disconnected during %s %s", scope.get("method"), scope.get("path"))
+            status = status or CLIENT_GONE
         except Exception as exc:
             logger.error("internal error on %s %s: %s: %s", scope.get("method"), scope.get("path"),
                          exc.__class__.__name__, exc, exc_info=logger.isEnabledFor(logging.DEBUG))

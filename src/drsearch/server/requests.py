@@ -11,15 +11,26 @@ or ``invalid_json``, 422.
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import time
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 from starlette.requests import Request
 
 from ..index import InvalidInputError, InvalidKError, InvalidQueryError, InvalidRequestError
-from .errors import MalformedBodyError, PayloadTooLargeError
+from .errors import MalformedBodyError, PayloadTooLargeError, RequestTimeoutError
 from .settings import ServerSettings
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -34,6 +45,38 @@ def _integral(value: Any) -> Any:
 
 
 JsonInt = Annotated[int, BeforeValidator(_integral)]
+
+# What str.strip() removes (str.isspace()), spelled as a character class that JSON Schema's
+# (ECMA 262) and Python's regular expressions read alike: the schema's "a query has a
+# character that is not whitespace" is then exactly the engine's "query.strip() is not
+# empty" (\s differs between the two: U+001C..U+001F, U+0085, U+FEFF).
+_SPACE_CODES = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in _SPACE_CODES) + "]"
+
+
+def _not_null(data: Any) -> Any:
+    """``docid``/``url`` may be left out but not sent as null (the schema says string)."""
+    if isinstance(data, dict):
+        for key in ("docid", "url"):
+            if key in data and data[key] is None:
+                raise ValueError(f"{key} must be a string (leave it out instead of null)")
+    return data
+
+
+def _search_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["query"]["pattern"] = NOT_BLANK
+
+
+def _open_schema(schema: dict[str, Any]) -> None:
+    """The schema of exactly what the validator accepts (pydantic's own is looser)."""
+    props = schema["properties"]
+    for key in ("docid", "url"):
+        props[key] = {"type": "string", "description": props[key]["description"],
+                      "title": props[key]["title"]}
+    props["length"] = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+                       "default": None, "description": props["length"]["description"],
+                       "title": props["length"]["title"]}
+    schema["oneOf"] = [{"required": ["docid"]}, {"required": ["url"]}]
 
 
 class SearchRequest(BaseModel):
@@ -50,6 +93,11 @@ class OpenRequest(BaseModel):
     url: str | None = None
     offset: int = 0
     length: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_not_null(cls, data: Any) -> Any:
+        return _not_null(data)
 
     @model_validator(mode="after")
     def _exactly_one_key(self) -> OpenRequest:
@@ -69,33 +117,61 @@ class RequestModels:
 def request_models(settings: ServerSettings) -> RequestModels:
     """Strict request models whose limits and unknown-field policy follow ``settings``."""
     reject = settings.unknown_fields == "reject"
-    # json_schema_extra: pydantic drops additionalProperties from models with an after-validator
-    config = ConfigDict(strict=True, frozen=True, extra="forbid" if reject else "ignore",
-                        json_schema_extra={"additionalProperties": False} if reject else None)
+    config = ConfigDict(strict=True, frozen=True, extra="forbid" if reject else "ignore")
+
+    def schema_of(edit: Any) -> Any:
+        def extra(schema: dict[str, Any]) -> None:
+            edit(schema)
+            # pydantic drops additionalProperties from models with an after-validator
+            if reject:
+                schema["additionalProperties"] = False
+        return extra
 
     class StrictSearchRequest(SearchRequest):
-        model_config = config | ConfigDict(title="SearchRequest")
+        model_config = config | ConfigDict(title="SearchRequest",
+                                           json_schema_extra=schema_of(_search_schema))
         query: str = Field(min_length=1, max_length=settings.max_query_chars,
-                           description="free text; operators, quotes and colons are plain words")
+                           description="free text; operators, quotes and colons are plain words; "
+                                       f"at most {settings.max_query_terms} distinct terms")
         k: JsonInt = Field(default=settings.default_k, ge=1, le=settings.max_k,
                        description="how many documents to return")
 
+        @field_validator("query")
+        @classmethod
+        def _not_blank(cls, query: str) -> str:
+            if not query.strip():
+                raise ValueError("query is empty (only whitespace)")
+            return query
+
     class StrictOpenRequest(OpenRequest):
-        model_config = config | ConfigDict(title="OpenRequest")
+        model_config = config | ConfigDict(title="OpenRequest", json_schema_extra=schema_of(_open_schema))
         docid: str | None = Field(default=None, description="the document's docid")
         url: str | None = Field(default=None, description="any spelling of any of its URLs")
         offset: JsonInt = Field(default=0, ge=0, description="first character of the text to return")
-        length: JsonInt | None = Field(default=None, ge=1, description="characters of text to return")
+        length: Annotated[JsonInt, Field(ge=1)] | None = Field(
+            default=None, description="characters of text to return")
 
     return RequestModels(StrictSearchRequest, StrictOpenRequest)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int, deadline: float | None = None) -> bytes:
     """The request body, at most ``limit`` bytes. Raises PayloadTooLargeError beyond it.
 
     A declared Content-Length over the limit is refused before reading anything; a body
-    without one (chunked) is counted as it arrives.
+    without one (chunked) is counted as it arrives. A body still arriving at ``deadline``
+    (``time.monotonic()`` seconds) raises RequestTimeoutError. A client that goes away
+    mid-body raises Starlette's ``ClientDisconnect`` (the middleware counts it).
     """
+    if deadline is None:
+        return await _read_body(request, limit)
+    try:
+        async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            return await _read_body(request, limit)
+    except TimeoutError:
+        raise RequestTimeoutError("request body not received within the request's time limit") from None
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isascii() and declared.isdigit():
         if int(declared) > limit:
@@ -158,6 +234,7 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 __all__ = [
+    "NOT_BLANK",
     "OpenRequest",
     "RequestModels",
     "SearchRequest",

@@ -15,6 +15,8 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +26,9 @@ from fastapi import FastAPI
 from ..index import BlockList, Engine
 from .app import create_app
 from .exposition import blocklist_enabled
-from .settings import ServeConfig
+from .health import write_verify_state
+from .protocol import PROTOCOL
+from .settings import ServeConfig, VerifyLevel
 
 APP_FACTORY = "drsearch.server.runner:app_from_env"
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
@@ -75,13 +79,25 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
+def _start_deep_check(config: ServeConfig, run_dir: Path) -> subprocess.Popen[bytes]:
+    """The server's one background deep verification (a child process at nice 19)."""
+    write_verify_state(run_dir, "pending")
+    return subprocess.Popen([sys.executable, "-m", "drsearch.server.deepcheck", str(config.database),
+                             str(run_dir)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
 def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          log_level: LogLevel = "info", access_log: bool = False) -> None:
+          log_level: LogLevel = "info", access_log: bool = False, verified: VerifyLevel = "none") -> None:
     """Serve until SIGINT/SIGTERM, then return normally after a graceful shutdown. Blocks.
 
     Call from the main thread. Creates the run's counter directory when
     ``config.settings.metrics_dir`` is None and removes it on exit. Access logs are off
-    by default (a line per request costs more than a small search).
+    by default (a line per request costs more than a small search). ``verified``: the
+    checks already run on the database; after ``fast`` one deep verification runs in the
+    background (its state on /health: pending, ok, failed), after ``deep`` /health reports
+    ``ok`` at once, after ``none`` ``off``. Connections are served by
+    :class:`~drsearch.server.protocol.LimitedHttpToolsProtocol` (the settings' idle and
+    header timeouts, head size and connection limits).
     """
     import uvicorn
 
@@ -91,18 +107,34 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
         settings = config.settings.model_copy(update={"metrics_dir": own_dir})
         config = config.model_copy(update={"settings": settings})
     os.environ.update(config.to_env())
+    run_dir = config.settings.metrics_dir
+    assert run_dir is not None
+    deep_check: subprocess.Popen[bytes] | None = None
+    if verified == "fast":
+        deep_check = _start_deep_check(config, run_dir)
+    elif verified == "deep":
+        write_verify_state(run_dir, "ok", "verified before serving")
     # A single-process uvicorn re-raises the signal that stopped it once it has shut down;
     # with the default SIGTERM action that would kill us before the clean-up below.
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers,
                     log_level=log_level, log_config=log_config(log_level), access_log=access_log,
-                    server_header=False, timeout_graceful_shutdown=10)
+                    server_header=False, timeout_graceful_shutdown=10, http=PROTOCOL,
+                    # uvicorn annotates int but schedules it with call_later: seconds as float
+                    timeout_keep_alive=config.settings.idle_timeout_s)  # type: ignore[arg-type]
     except _Stopped:
         pass
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if deep_check is not None and deep_check.poll() is None:
+            deep_check.terminate()
+            try:
+                deep_check.wait(5)
+            except subprocess.TimeoutExpired:
+                deep_check.kill()
+                deep_check.wait()
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
 

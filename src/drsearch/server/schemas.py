@@ -71,8 +71,15 @@ class BlocklistSummary(BaseModel):
     release_sha256: str | None = Field(description="SHA-256 of the served release's own blocklist")
 
 
+class VerifyState(BaseModel):
+    state: str = Field(description="background deep verification: off, pending, ok or failed")
+    message: str = Field(description="why it failed (empty otherwise)")
+
+
 class HealthResponse(BaseModel):
-    status: str
+    status: str = Field(description="ok, or degraded: see problems")
+    problems: list[str] = Field(description="damage met while serving, a failed deep verification")
+    verify: VerifyState
     version: str
     corpus: CorpusIdentity
     blocklist: BlocklistSummary
@@ -91,8 +98,11 @@ class StatsResponse(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    408: {"model": ErrorResponse, "description": "request body not received within the time limit"},
     413: {"model": ErrorResponse, "description": "request body over the size limit"},
     422: {"model": ErrorResponse, "description": "malformed request (the message says why)"},
+    500: {"model": ErrorResponse,
+          "description": "corrupt_index: damaged bytes in the index file (run `drsearch validate --deep`)"},
 }
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..index import MAX_K, MAX_QUERY_CHARS, InvalidInputError
+from ..index import MAX_K, MAX_QUERY_CHARS, MAX_QUERY_TERMS, InvalidInputError
 
 CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
 
@@ -34,10 +34,20 @@ class ServerSettings(BaseModel):
     - ``max_k``: the largest ``k`` a search may ask for (1..100, the engine's own cap).
     - ``default_k``: ``k`` when a search omits it (default ``min(10, max_k)``); must not
       exceed ``max_k``.
-    - ``request_timeout_s``: the engine's time limit per query; a query that runs past it
-      is answered 503 ``query_timeout``. Applied when the engine is opened.
+    - ``request_timeout_s``: the time limit of one request, from the moment its handler
+      starts: reading the body (408 ``request_timeout`` past it), parsing, postings,
+      ranking, snippets and encoding (503 ``query_timeout`` past it).
     - ``max_body_bytes``: a request body larger than this is answered 413 unread.
     - ``max_query_chars``: longer queries are answered 422 (the engine's own cap at most).
+    - ``max_query_terms``: queries with more distinct terms are answered 422 (at most the
+      engine's cap, 1,024: Lucene's default clause limit).
+    - ``idle_timeout_s``: a connection with no request in progress (just opened, or
+      after a response) is closed after this many seconds without a byte.
+    - ``header_timeout_s``: a request's line and headers must arrive within this many
+      seconds of its first byte (408 and closed otherwise).
+    - ``max_header_bytes``: a longer request head gets 431 and the connection is closed.
+    - ``max_connections``: open connections per worker process; one more gets 503 and is
+      closed at once.
     - ``unknown_fields``: ``reject`` (422 naming the field) or ``ignore`` request fields
       the API does not define.
     - ``metrics_dir``: the per-run directory where each worker process keeps its counters
@@ -52,6 +62,11 @@ class ServerSettings(BaseModel):
     request_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
     max_query_chars: int = Field(default=MAX_QUERY_CHARS, ge=1, le=MAX_QUERY_CHARS)
+    max_query_terms: int = Field(default=MAX_QUERY_TERMS, ge=1, le=MAX_QUERY_TERMS)
+    idle_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
+    max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     unknown_fields: UnknownFields = "reject"
     metrics_dir: Path | None = None
 

@@ -7,20 +7,25 @@ Levels:
   (SQLite file, application id, schema version, meta and arrays present); the file's
   size equals its page count × page size (not truncated or padded); the recorded
   content identity is a well-formed hash; documents and chunks are counted.
-- ``deep``: ``fast`` plus SQLite's ``PRAGMA quick_check`` over every page and FTS5's
+- ``deep``: ``fast`` plus SQLite's ``PRAGMA quick_check`` over every page, FTS5's
   ``integrity-check`` against the content table (about 25 s at DR-256 scale; the file is
-  never written: see ``drsearch.index.integrity``). Hashes against a release manifest are
-  ``drsearch validate``'s job.
+  never written: see ``drsearch.index.integrity``), and every document's stored text and
+  metadata decoded (a flipped bit in a compressed text passes the first two; zlib's
+  checksum finds it). Hashes against a release manifest are ``drsearch validate``'s job.
 
 Every failure raises a ``CorpusFileError`` with a one-line message naming the file.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+
+import apsw
 
 from ..index import (
     BlockList,
@@ -56,8 +61,29 @@ def _check_header(path: Path) -> None:
         raise IncompatibleIndexError(f"{path}: {problems[0]}")
 
 
-def _deep_checks(path: Path) -> None:
+def _document_problems(engine: Engine) -> list[str]:
+    """Every document's text (deflate + UTF-8) and metadata (JSON) decoded; the failures."""
+    problems: list[str] = []
+    rows = engine._conn.execute(
+        "SELECT d.docid, t.text, d.metadata FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
+    for docid, text, metadata in rows:
+        try:
+            zlib.decompress(text).decode("utf-8")
+            json.loads(metadata)
+        except (zlib.error, TypeError, UnicodeDecodeError, ValueError) as e:
+            problems.append(f"document {str(docid)[:80]!r}: {e.__class__.__name__}: {e}")
+            if len(problems) >= 3:
+                break
+    return problems
+
+
+def _deep_checks(path: Path, engine: Engine) -> None:
     problems = quick_check(path) or fts5_integrity_check(path)
+    if not problems:
+        try:
+            problems = _document_problems(engine)
+        except apsw.Error as e:
+            problems = [f"{e.__class__.__name__}: {e}"]
     if problems:
         raise IncompatibleIndexError(f"{path}: integrity check failed: {'; '.join(problems[:3])}")
 
@@ -72,6 +98,9 @@ def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
     with Engine.open(p, blocklist) as engine:
         meta = engine.meta
         stats = engine.stats()
+        if level == "deep":
+            _check_header(p)
+            _deep_checks(p, engine)
     size = p.stat().st_size
     report = CorpusReport(p, level, str(meta.get("content_identity", "")),
                           int(meta.get("schema_version", -1)), int(meta.get("documents", 0)),
@@ -81,8 +110,6 @@ def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
     if not _IDENTITY.fullmatch(report.identity):
         raise IncompatibleIndexError(f"{p}: malformed content identity {report.identity[:40]!r}")
     _check_header(p)
-    if level == "deep":
-        _deep_checks(p)
     return report
 
 

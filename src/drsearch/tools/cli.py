@@ -62,10 +62,11 @@ def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     settings = BuildSettings(tokenizer=args.tokenizer)
     bars = StageBars(args.quiet)
+    exclude = BlockList.from_file(args.exclude_docids) if args.exclude_docids else None
     try:  # the bar opens once the documents are read, so early errors print one clean line
         report = build(read_jsonl(args.docs), args.out, settings, overwrite=args.force,
                        progress=bars.build if bars.draw else None,
-                       on_start=bars.build_start if bars.draw else None)
+                       on_start=bars.build_start if bars.draw else None, exclude=exclude)
     finally:
         bars.close()
     if args.json:
@@ -76,6 +77,9 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
         f"{report.chunks} chunks, {report.vocabulary} terms, identity {report.content_identity}",
         file=out,
     )
+    if exclude is not None:
+        print(f"excluded {report.excluded_documents} of {len(exclude)} docids in {args.exclude_docids} "
+              f"(sha256 {exclude.sha256})", file=out)
     return 0
 
 
@@ -243,7 +247,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if blocklist is not None and not args.allow_missing_blocked:
         with Engine.open(args.database, blocklist) as engine:
             engine.check_blocklist_complete()
-    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout)
+    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout,
+                              max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
+                              header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
+                              max_connections=args.max_connections)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
@@ -254,11 +261,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     else:
         print(f"drsearch: blocklist {chosen.path} ({chosen.origin}): {len(blocklist)} docids "
               f"({report.blocked_documents} in this corpus), sha256 {blocklist.sha256}", file=sys.stderr)
+    if args.verify == "fast":
+        print("drsearch: deep verification runs in the background at low priority "
+              "(its state on /health: pending, ok, failed)", file=sys.stderr)
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if chosen.path is None else chosen.path.resolve(),
                          blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-          access_log=args.access_log)
+          access_log=args.access_log, verified=args.verify)
     return 0
 
 
@@ -283,6 +293,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the build report as JSON")
+    p.add_argument("--exclude-docids", metavar="FILE",
+                   help="leave these documents out (a blocklist file): physically absent, so BM25 "
+                        "statistics do not count them; the exclusion is recorded in the file's meta")
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")
@@ -324,7 +337,17 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
     p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
-                   help="time limit of one query in seconds (503 past it; default 10)")
+                   help="time limit of one request in seconds, body to encoding (503 past it; default 10)")
+    p.add_argument("--max-query-terms", type=_int_in(1, 1024), default=1024, metavar="N",
+                   help="most distinct terms in a query (422 beyond; default 1024)")
+    p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",
+                   help="close a connection idle this long between requests (default 30)")
+    p.add_argument("--header-timeout", type=_positive_seconds, default=10.0, metavar="S",
+                   help="a request's line and headers must arrive within S seconds (408; default 10)")
+    p.add_argument("--max-header-bytes", type=_int_in(1024, 16 << 20), default=64 << 10, metavar="N",
+                   help="largest request head in bytes (431 beyond; default 65536)")
+    p.add_argument("--max-connections", type=_int_in(1, 1_000_000), default=1000, metavar="N",
+                   help="open connections per worker (503 beyond; default 1000)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
                    help="checks before serving: fast = schema, application id, size, identity (and "
                         "`drsearch validate` of the release the database belongs to); deep = fast + "

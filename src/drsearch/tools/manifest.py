@@ -48,7 +48,7 @@ EXTRA_ROLE = "extra"
 
 Sha256 = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 _CHECKSUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
-CORPUS_BUILD_KEYS = ("tokenizer", "chunk_words", "chunk_stride", "chunk_overlap", "bm25",
+CORPUS_BUILD_KEYS = ("tokenizer", "chunking", "chunk_words", "chunk_stride", "chunk_overlap", "bm25",
                      "build_tool", "sqlite_version")
 CORPUS_COUNT_KEYS = ("documents", "indexed_documents", "empty_documents", "chunks", "tokens",
                      "vocabulary")
@@ -131,6 +131,48 @@ def release_files(root: Path) -> list[str]:
                 raise InvalidInputError(f"{full}: file name {problem}")
             out.append(rel)
     return sorted(out)
+
+
+def escaping_paths(root: Path, rels: Iterable[str] = ()) -> dict[str, str]:
+    """Release paths that resolve outside ``root``: relative path → where it leads.
+
+    A release is the files inside its directory: a symlink (of a file, or of a directory
+    above it) that leads elsewhere would let a manifest vouch for, and ``validate`` read, a
+    file that is not part of the release. Checked: ``rels`` (e.g. the layout) and every
+    symlink under ``root`` (directory symlinks are not descended into). Links that stay
+    inside the release are fine; one that cannot be resolved (a loop) counts as escaping.
+    """
+    base = root.resolve()
+    candidates = {r for r in rels if check_relative_path(r) is None}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in (*dirnames, *filenames):
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                candidates.add(full.relative_to(root).as_posix())
+    out: dict[str, str] = {}
+    for rel in sorted(candidates):
+        full = root / rel
+        if not (full.is_symlink() or full.exists()):
+            continue
+        try:
+            target = full.resolve()
+        except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop (Python 3.11)
+            out[rel] = f"an unresolvable link ({e})"
+            continue
+        if not target.is_relative_to(base):
+            out[rel] = str(target)
+    return out
+
+
+def check_contained(root: Path) -> None:
+    """Raise InvalidInputError naming the first release file that resolves outside ``root``."""
+    escaping = escaping_paths(root, LAYOUT)
+    if escaping:
+        rel, target = next(iter(escaping.items()))
+        more = f" (+{len(escaping) - 1} more)" if len(escaping) > 1 else ""
+        raise InvalidInputError(f"{root}: {rel} resolves outside the release (to {target}){more}: "
+                                "a release holds its own files")
 
 
 def hash_entries(root: Path, paths: Iterable[str], role_of: Callable[[str], str],
@@ -269,10 +311,12 @@ def build_manifest(root: Path, name: str | None = None, revision: str | None = N
 
     ``name``/``revision`` default to those of an existing manifest.json. Raises
     InvalidInputError (no such directory, missing release files, no name/revision,
-    unparseable questions or blocklist) and CorpusFileError (not SQLite; a broken drsearch index).
+    unparseable questions or blocklist, a file resolving outside ``root``) and
+    CorpusFileError (not SQLite; a broken drsearch index).
     """
     if not root.is_dir():
         raise InvalidInputError(f"{root}: no such directory")
+    check_contained(root)
     missing = [p for p in RELEASE_FILES if not (root / p).is_file()]
     if missing:
         raise InvalidInputError(f"{root}: missing release file(s): {', '.join(missing)}")
@@ -320,8 +364,10 @@ __all__ = [
     "ProgressFactory",
     "build_manifest",
     "canonical_json",
+    "check_contained",
     "check_relative_path",
     "checksum_lines",
+    "escaping_paths",
     "hash_entries",
     "parse_checksums",
     "read_manifest",

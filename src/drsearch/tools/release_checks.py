@@ -46,8 +46,10 @@ def _differs(what: str, found: object, expected: object, source: str) -> str:
 
 def corpus_meta_check(meta: dict[str, Any], manifest: Manifest | None) -> Check:
     """The index's ``meta`` agrees with the manifest's corpus section (identity, build, counts)."""
+    rule = ("as given (pre-chunked)" if meta.get("chunking") == "pre-chunked"
+            else f"{meta.get('chunk_words')}/{meta.get('chunk_stride')}")
     ok = (f"identity {meta.get('content_identity')}, {meta.get('documents'):,} documents, "
-          f"{meta.get('chunks'):,} chunks, chunks {meta.get('chunk_words')}/{meta.get('chunk_stride')}")
+          f"{meta.get('chunks'):,} chunks, chunks {rule}")
     if manifest is None:
         return _check("corpus meta", [], ok + " (no manifest to compare)")
     corpus = manifest.corpus
@@ -422,6 +424,9 @@ def _describe_source(prov: dict[str, Any]) -> str:
     if isinstance(mapping, dict):
         cols = ", ".join(f"{k}={mapping[k]!r}" for k in ("docid", "url", "title", "text") if mapping.get(k))
         text += f", table {mapping['table']!r} ({cols})"
+    chunks, tokenizer = prov.get("chunks"), prov.get("tokenizer")
+    if isinstance(chunks, dict) and isinstance(tokenizer, dict):
+        text += (f"; its FTS5 table {chunks.get('table')!r} as chunks, tokenizer {tokenizer.get('used')!r}")
     return text
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..corpus import ColumnMapping, SourceInfo, import_corpus, inspect_source
+from ..corpus import ChunkMapping, ColumnMapping, SourceInfo, import_corpus, inspect_source
 from ..index import BuildSettings, Engine, InvalidInputError, dumps
 from .manifest import MANIFEST, ProgressBar, ProgressFactory, write_release_manifest
 from .progress import progress_bar, stderr_is_terminal
@@ -134,6 +134,10 @@ def _print_source(info: SourceInfo, out: TextIO) -> None:
         print(f"  {t.kind} {t.name}: {rows} rows", file=out)
         for c in t.columns:
             print(f"    {c.name}  {c.type}{'  PRIMARY KEY' if c.primary_key else ''}", file=out)
+        if t.fts5 is not None:
+            extra = "".join(f", {k}={v!r}" for k, v in t.fts5["options"].items() if k != "tokenize")
+            print(f"    FTS5: tokenize={t.fts5['tokenize']!r}, indexed {t.fts5['indexed']}, "
+                  f"unindexed {t.fts5['unindexed']}{extra}", file=out)
 
 
 def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
@@ -161,26 +165,59 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("give --out CORPUS.sqlite3 (or --inspect)")
     if not Path(args.out).parent.is_dir():  # before the source is hashed (minutes for a big one)
         raise InvalidInputError(f"directory {Path(args.out).parent} does not exist (create it first)")
+    chunks = _chunk_mapping(args)
+    settings = _import_settings(args.tokenizer)
     progress, bars = _chunk_progress(args.quiet)
     hashed = _hash_progress(args.quiet, Path(args.source), bars)
     try:
-        report = import_corpus(args.source, args.out, _mapping(args), BuildSettings(tokenizer=args.tokenizer),
+        report = import_corpus(args.source, args.out, _mapping(args), settings, chunks=chunks,
                                overwrite=args.force, progress=progress, identify=pinned_source,
                                hash_progress=hashed)
     finally:
         for bar in bars:
             bar.close()
     with Engine.open(report.path) as engine:
-        provenance = engine.meta.get("provenance", {})
-    derived = provenance.get("derived_from")
+        recorded = engine.meta.get("provenance", {})
+    derived = recorded.get("derived_from")
     if args.json:
-        print(dumps({**report.to_dict(), "provenance": provenance}), file=out)
+        print(dumps({**report.to_dict(), "provenance": recorded}), file=out)
         return 0
     origin = f"; derived from {derived['name']} {derived['revision']}" if derived else ""
+    given = recorded.get("chunks")
+    how = "chunked 800/700"
+    unused = recorded.get("unused_fts5_tables") or {}
+    if unused:
+        how += "; FTS5 tables not taken as chunks: " + "; ".join(f"{t!r}: {why}" for t, why in unused.items())
+    if given:
+        tok = recorded["tokenizer"]
+        chosen = "as declared" if tok["chosen_by"] == "source" else "--tokenizer"
+        how = (f"the source's FTS5 table {given['table']!r} in rowid order, tokenizer {tok['used']!r} "
+               f"({chosen})")
     print(f"imported {args.source} into {report.path}: {report.documents} documents "
-          f"({report.empty_documents} empty), {report.chunks} chunks, "
+          f"({report.empty_documents} empty), {report.chunks} chunks ({how}), "
           f"identity {report.content_identity}{origin}", file=out)
     return 0
+
+
+def _chunk_mapping(args: argparse.Namespace) -> ChunkMapping | None:
+    if args.rechunk:
+        named = [o for o, v in (("--chunks-table", args.chunks_table),
+                                ("--chunk-docid-col", args.chunk_docid_col)) if v is not None]
+        if named:
+            raise InvalidInputError(f"--rechunk ignores the source's chunks: not with {named[0]}")
+        return None
+    return ChunkMapping(args.chunks_table, args.chunk_docid_col)
+
+
+def _import_settings(tokenizer: str | None) -> BuildSettings | None:
+    """Build settings naming ``--tokenizer`` (None: the source's FTS5 tokenizer, else porter)."""
+    if tokenizer is None:
+        return None
+    try:
+        return BuildSettings(tokenizer=tokenizer)
+    except ValueError as e:  # pydantic's ValidationError: a spec FTS5 does not accept
+        errors = getattr(e, "errors", None)
+        raise InvalidInputError(f"--tokenizer: {errors()[0]['msg'] if errors else e}") from None
 
 
 def _hash_progress(quiet: bool, source: Path, bars: list[Any]) -> Callable[[int], None] | None:
@@ -263,8 +300,17 @@ def register(sub: Any) -> None:
     p.add_argument("--text-col", help="column of full texts")
     p.add_argument("--metadata-col", action="append", metavar="COL",
                    help="a column to keep as document metadata (repeatable)")
-    p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
-                   help="FTS5 tokenizer (default porter)")
+    p.add_argument("--chunks-table", metavar="FTS5_TABLE",
+                   help="the source's FTS5 table of chunks to import as they are "
+                        "(default: its only FTS5 table)")
+    p.add_argument("--chunk-docid-col", metavar="COL",
+                   help="the chunk table's (or its content table's) column naming each chunk's document "
+                        "(default: the --docid-col name)")
+    p.add_argument("--rechunk", action="store_true",
+                   help="ignore the source's FTS5 chunks: chunk the documents 800/700 words instead")
+    p.add_argument("--tokenizer", metavar="SPEC",
+                   help="an FTS5 tokenize value, e.g. porter, unicode61, 'unicode61 remove_diacritics 2' "
+                        "(default: the one the source's FTS5 table declares, else porter)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--json", action="store_true",
                    help="print JSON: the source's tables (--inspect) or the build report and provenance")

@@ -19,7 +19,9 @@ our schema are reported as not checked), and drsearch's index rebuilt from it by
 recorded size and SHA-256 must be those the named release pins).
 
 Validation never writes into the release: files are read, the corpus is opened
-read-only and immutable, and the FTS5 check runs on a read-only file descriptor.
+read-only and immutable, and the FTS5 check runs on a read-only file descriptor. Nor does
+it read outside it: a release path that resolves outside the directory (a symlink of the
+file or of a directory above it) fails the release before any file is read.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from .manifest import (
     Manifest,
     ProgressFactory,
     check_relative_path,
+    escaping_paths,
     parse_checksums,
     read_manifest,
     release_files,
@@ -91,6 +94,8 @@ class _Validator:
         return (self.root / rel).is_file()
 
     def run(self) -> list[Check]:
+        if not self.check_containment():
+            return self.checks
         self.check_layout()
         self.check_manifest()
         self.check_files()
@@ -115,7 +120,20 @@ class _Validator:
             foreign=self.foreign is not None, provenance=provenance))
         return self.checks
 
-    # -- layout, manifest, files ---------------------------------------------------------
+    # -- containment, layout, manifest, files ----------------------------------------------
+    def check_containment(self) -> bool:
+        """No release file may resolve outside the release (through a symlink of the file or
+        of a directory above it). Checks read files by their release paths, so any escape
+        fails the release before anything is read. True when nothing escapes."""
+        escaping = escaping_paths(self.root, LAYOUT)
+        for rel, target in escaping.items():
+            self.add(f"file {rel}", "FAIL", f"resolves outside the release (to {target}): refused, not read; "
+                     "a release must hold its own files", target=target)
+        if escaping:
+            self.add("containment", "FAIL", f"{len(escaping)} release path(s) lead outside {self.root}: no "
+                     "other check was run, so nothing outside the release was read")
+        return not escaping
+
     def check_layout(self) -> None:
         missing = [p for p in LAYOUT if not self.present(p)]
         if missing:

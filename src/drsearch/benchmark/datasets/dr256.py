@@ -1,18 +1,22 @@
 """DR-256 question rows (``benchmark/questions.jsonl``) and the pinned release identities.
 
-Row schema (docs/DESIGN.md), every field typed exactly as the rows carry it
-(``data/sample/questions.jsonl`` follows the release's format):
+Row schema (docs/RELEASE.md and docs/DESIGN.md, after the DR-256 dataset card). Exact where the card is exact,
+any JSON value where it only names a field (``data/sample/questions.jsonl`` follows the
+release's format):
 
 - ``label``: the reference answer (non-empty string);
 - ``prompt``: the frozen chat messages (roles ``system``/``user``, at least one ``user``);
 - ``metadata.question``, ``metadata.qid``: non-empty strings;
 - ``metadata.difficulty``: the upstream difficulty, the integer 1, 2 or 3;
 - ``metadata.teacher_correct``: whether the teacher model answered correctly, or null;
-- ``metadata.dataset_rows``: the upstream dataset rows, a list of JSON objects (may be empty);
-- ``metadata.row_fingerprints``: at least one lowercase hex SHA-256;
+- ``metadata.dataset_rows``: "source row identifiers": any JSON value (strings, integers,
+  objects, a list of them, ...), present;
+- ``metadata.row_fingerprints``: "source-row fingerprints": a list of non-empty strings, in
+  whatever scheme the source uses (not necessarily hex SHA-256);
 - ``metadata.benchmark``: ``index`` (int ≥ 0), ``calibration_tier`` (``frontier`` |
-  ``challenge``), ``selection_bucket`` (non-empty string), ``base_pilot`` (boolean),
-  ``clean_provenance_answer_docids`` (non-empty strings).
+  ``challenge``), ``selection_bucket`` (non-empty string), ``base_pilot`` ("calibration
+  behavior of the reference agent": any JSON value, present), ``clean_provenance_answer_docids``
+  (non-empty strings).
 
 Unknown extra keys are allowed at every level: a row may carry more than we read.
 ``clean_provenance_answer_docids`` is construction metadata: :meth:`QuestionRow.agent_question`
@@ -29,9 +33,18 @@ import os
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+)
 
 from ...index import InvalidInputError
 from ._jsonl import describe_validation
@@ -41,7 +54,6 @@ if TYPE_CHECKING:
     from ...agents import Question
 
 Tier = Literal["frontier", "challenge"]
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", strict=True)]
 
 
 def _exact_int(value: object) -> object:
@@ -68,7 +80,9 @@ class BenchmarkInfo(_Row):
     index: Annotated[StrictInt, Field(ge=0)]
     calibration_tier: Tier
     selection_bucket: NonEmpty
-    base_pilot: StrictBool
+    # The card describes it only as the reference agent's calibration behaviour: any JSON
+    # value is accepted (a boolean, a label, an object of pilot results), but it must be there.
+    base_pilot: JsonValue
     clean_provenance_answer_docids: list[NonEmpty]
 
 
@@ -77,8 +91,10 @@ class QuestionMetadata(_Row):
     qid: NonEmpty
     difficulty: Annotated[Literal[1, 2, 3], BeforeValidator(_exact_int)]
     teacher_correct: StrictBool | None
-    dataset_rows: list[dict[str, Any]]
-    row_fingerprints: Annotated[list[Sha256Hex], Field(min_length=1)]
+    # "Source row identifiers" / "source-row fingerprints": the card fixes neither their
+    # type nor their scheme, so nothing here guesses one from the sample rows.
+    dataset_rows: JsonValue
+    row_fingerprints: list[NonEmpty]
     benchmark: BenchmarkInfo
 
 

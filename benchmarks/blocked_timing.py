@@ -1,0 +1,275 @@
+"""Can a client tell a blocked document from a missing one by timing? Measured, not assumed.
+
+Opens blocked and missing documents interleaved (a seeded random order within each pair,
+so drift of the machine's speed hits both alike) and prints, per form, the two medians,
+their difference and a two-sided Mann-Whitney U p-value (scipy). Three measurements:
+
+- ``engine``: ``Engine.open_document`` in-process, by docid and by URL (microseconds);
+- ``http``: ``POST /open`` against a real ``drsearch serve`` (1 worker, ``--verify none``)
+  over one keep-alive connection, by docid and by URL;
+- ``http-next``: the latency of a fixed ``/search`` sent right after each of those opens
+  (a server that does extra work after a blocked 404 makes the *next* request slower).
+
+A small p (say < 0.01) with a difference of a few µs means a timing oracle; p well above
+that means the two are not told apart at this sample size. Blocked docids are drawn from
+the corpus (seeded); missing ones are docids of the same shape that are not in it.
+
+    python benchmarks/blocked_timing.py                     # sample corpus, n=1000 per side
+    python benchmarks/blocked_timing.py --database X.sqlite3 --n 2000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import mannwhitneyu
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DOCS = REPO / "data" / "sample" / "docs.jsonl"
+CACHE = REPO / "benchmarks" / ".cache"
+
+
+def ensure_sample_db() -> Path:
+    path = CACHE / "sample.sqlite3"
+    if not path.exists():
+        from drsearch.index import build, read_jsonl
+
+        CACHE.mkdir(parents=True, exist_ok=True)
+        build(read_jsonl(SAMPLE_DOCS), path)
+    return path
+
+
+def _mutate(text: str, rng: random.Random) -> str:
+    """``text`` with its last six letters or digits replaced at random (same length and shape)."""
+    chars = list(text)
+    spots = [i for i, c in enumerate(chars) if c.isalnum()][-6:]
+    for i in spots:
+        chars[i] = rng.choice("0123456789abcdef")
+    return "".join(chars)
+
+
+def pick(database: Path, n_blocked: int, seed: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(blocked, missing) (docid, url) pairs. Each missing pair is its blocked partner with a
+    few characters changed (same length and shape, so parsing and URL canonicalisation cost
+    the same) and exists nowhere in the corpus."""
+    from drsearch.index import DocumentNotFoundError, Engine
+
+    rng = random.Random(seed)
+    with Engine.open(database) as e:
+        rows = [(d, u) for d, u in e._conn.execute("SELECT docid, url FROM documents ORDER BY id")]
+        blocked = rng.sample(rows, min(n_blocked, len(rows) // 2))
+        missing = []
+        for docid, url in blocked:
+            while True:
+                fake = (_mutate(docid, rng), _mutate(url, rng))
+                try:
+                    e.open_document(docid=fake[0])
+                    continue
+                except DocumentNotFoundError:
+                    pass
+                try:
+                    e.open_document(url=fake[1])
+                except DocumentNotFoundError:
+                    break
+            missing.append(fake)
+    return blocked, missing
+
+
+def compare(name: str, blocked: list[float], missing: list[float]) -> dict[str, Any]:
+    mb, mm = statistics.median(blocked), statistics.median(missing)
+    p = float(mannwhitneyu(blocked, missing, alternative="two-sided").pvalue)
+    return {"measure": name, "n": len(blocked), "blocked_median_us": round(mb * 1e6, 2),
+            "missing_median_us": round(mm * 1e6, 2), "difference_us": round((mb - mm) * 1e6, 2),
+            "mann_whitney_p": p}
+
+
+def interleaved(n: int, seed: int, blocked: Callable[[int], float],
+                missing: Callable[[int], float]) -> tuple[list[float], list[float]]:
+    """n timings of each, pair by pair in a random order within the pair."""
+    rng = random.Random(seed)
+    b: list[float] = []
+    m: list[float] = []
+    for i in range(n):
+        if rng.random() < 0.5:
+            b.append(blocked(i))
+            m.append(missing(i))
+        else:
+            m.append(missing(i))
+            b.append(blocked(i))
+    return b, m
+
+
+# -- in-process ----------------------------------------------------------------------------------
+def engine_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str]],
+                missing: list[tuple[str, str]], n: int, seed: int) -> list[dict[str, Any]]:
+    from drsearch.index import BlockList, DocumentNotFoundError, Engine
+
+    engine = Engine.open(database, BlockList.from_file(blocklist_path))
+    out = []
+    for form in ("docid", "url"):
+        key = 0 if form == "docid" else 1
+
+        def timed(pairs: list[tuple[str, str]], key: int = key, form: str = form) -> Callable[[int], float]:
+            def one(i: int) -> float:
+                target = pairs[i % len(pairs)][key]
+                t = time.perf_counter()
+                try:
+                    engine.open_document(**{form: target})
+                except DocumentNotFoundError:
+                    pass
+                else:
+                    raise SystemExit(f"{form} {target!r} was served: not blocked or missing")
+                return time.perf_counter() - t
+            return one
+
+        for j in range(min(200, n)):  # warm caches and the connection
+            timed(blocked)(j), timed(missing)(j)
+        b, m = interleaved(n, seed, timed(blocked), timed(missing))
+        out.append(compare(f"engine open by {form}", b, m))
+    engine.close()
+    return out
+
+
+# -- over HTTP -----------------------------------------------------------------------------------
+class Client:
+    """One keep-alive HTTP/1.1 connection (Content-Length bodies: all the server sends)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, float]:
+        data = json.dumps(body).encode()
+        request = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+        t = time.perf_counter()
+        self.sock.sendall(request)
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self._recv()
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        while len(rest) < length:
+            rest += self._recv()
+        elapsed = time.perf_counter() - t
+        self.buf = rest[length:]
+        return int(head.split(b" ", 2)[1]), elapsed
+
+    def _recv(self) -> bytes:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise SystemExit("the server closed the connection")
+        return chunk
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(database: Path, blocklist: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    exe = Path(sys.executable).with_name("drsearch")
+    port = free_port()
+    proc = subprocess.Popen([str(exe), "serve", "--database", str(database), "--blocked-docids",
+                             str(blocklist), "--port", str(port), "--verify", "none", "--log-level",
+                             "warning"], stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}: {log.read_text()[-500:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise SystemExit("server not up within 60 s")
+
+
+def http_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str]],
+              missing: list[tuple[str, str]], n: int, seed: int, workdir: Path) -> list[dict[str, Any]]:
+    proc, port = start_server(database, blocklist_path, workdir / "serve.log")
+    out = []
+    try:
+        client = Client(port)
+        probe = {"query": "video game streaming", "k": 10}
+        for form in ("docid", "url"):
+            key = 0 if form == "docid" else 1
+            nexts: dict[str, list[float]] = {"blocked": [], "missing": []}
+
+            def timed(pairs: list[tuple[str, str]], side: str, key: int = key, form: str = form,
+                      nexts: dict[str, list[float]] = nexts) -> Callable[[int], float]:
+                def one(i: int) -> float:
+                    status, elapsed = client.post("/open", {form: pairs[i % len(pairs)][key]})
+                    if status != 404:
+                        raise SystemExit(f"/open answered {status}, not 404")
+                    nexts[side].append(client.post("/search", probe)[1])
+                    return elapsed
+                return one
+
+            for j in range(min(200, n)):
+                timed(blocked, "blocked")(j), timed(missing, "missing")(j)
+            nexts["blocked"].clear()
+            nexts["missing"].clear()
+            b, m = interleaved(n, seed, timed(blocked, "blocked"), timed(missing, "missing"))
+            out.append(compare(f"HTTP /open by {form}", b, m))
+            out.append(compare(f"HTTP /search right after a {form} /open",
+                               nexts["blocked"], nexts["missing"]))
+        client.sock.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--database", type=Path, help="index file (default: the sample corpus)")
+    ap.add_argument("--n", type=int, default=1000, help="timings per side and measure (default 1000)")
+    ap.add_argument("--blocked", type=int, default=20, help="documents to block (default 20)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--skip-http", action="store_true", help="in-process only")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    database = args.database or ensure_sample_db()
+    blocked, missing = pick(database, args.blocked, args.seed)
+    with tempfile.TemporaryDirectory(prefix="blocked-timing-") as td:
+        work = Path(td)
+        blocklist = work / "blocked.txt"
+        blocklist.write_text("".join(f"{d}\n" for d, _ in blocked))
+        results = engine_runs(database, blocklist, blocked, missing, args.n, args.seed)
+        if not args.skip_http:
+            results += http_runs(database, blocklist, blocked, missing, args.n, args.seed, work)
+    load = os.getloadavg()
+    print(f"{database.name}: {len(blocked)} blocked docids; n={args.n} per side; seed {args.seed}; "
+          f"load average {load[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'measure':<40} {'blocked µs':>11} {'missing µs':>11} {'diff µs':>8} {'Mann-Whitney p':>15}")
+    for r in results:
+        print(f"{r['measure']:<40} {r['blocked_median_us']:>11.1f} {r['missing_median_us']:>11.1f} "
+              f"{r['difference_us']:>8.1f} {r['mann_whitney_p']:>15.3g}")
+    if args.json:
+        args.json.write_text(json.dumps({"database": database.name, "n": args.n, "seed": args.seed,
+                                         "load_average": load[0], "results": results},
+                                        indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Probe the request and connection limits of a real `drsearch serve`, as a hostile client would.
+
+Starts ``drsearch serve`` (1 worker, default limits unless flags are passed through with
+``--serve-arg``) on 127.0.0.1 and measures, with raw sockets:
+
+- a 32,763-byte query of 6,553 distinct short terms at k=100 (the distinct-term cap);
+- the slowest query under the cap: the index's 1,024 shortest terms at k=100, answered
+  within the request time limit, and with ``--request-timeout 0.5`` (a second server);
+- ``/health`` asked on the same (only) worker while that search runs;
+- a connection that never sends a byte, and one that drips a header byte every 0.5 s:
+  when the server closes them;
+- a 10 MB header: what the server answers and how much it read before hanging up;
+- ``--max-connections`` + 1 connections: what the extra one gets.
+
+    python benchmarks/limits_probe.py                       # sample corpus, default limits
+    python benchmarks/limits_probe.py --database X.sqlite3 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DOCS = REPO / "data" / "sample" / "docs.jsonl"
+CACHE = REPO / "benchmarks" / ".cache"
+
+
+def ensure_sample_db() -> Path:
+    path = CACHE / "sample.sqlite3"
+    if not path.exists():
+        from drsearch.index import build, read_jsonl
+
+        CACHE.mkdir(parents=True, exist_ok=True)
+        build(read_jsonl(SAMPLE_DOCS), path)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(database: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    exe = Path(sys.executable).with_name("drsearch")
+    port = free_port()
+    proc = subprocess.Popen([str(exe), "serve", "--database", str(database), "--port", str(port),
+                             "--verify", "none", "--log-level", "warning", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"serve exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise SystemExit("serve not up within 60 s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(20)
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=60)
+
+
+def read_all(s: socket.socket, timeout: float) -> tuple[bytes, float]:
+    """What the server sends until it closes, and after how many seconds (inf: never)."""
+    t = time.monotonic()
+    data = b""
+    s.settimeout(timeout)
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except TimeoutError:
+        return data, float("inf")
+    except ConnectionResetError:
+        pass
+    return data, time.monotonic() - t
+
+
+def status_of(data: bytes) -> str:
+    if not data:
+        return "closed, no answer"
+    line = data.split(b"\r\n", 1)[0].decode("latin-1")
+    body = data.partition(b"\r\n\r\n")[2]
+    try:
+        kind = json.loads(body)["error"]["type"]
+    except (ValueError, KeyError, TypeError):
+        kind = ""
+    return f"{line.split(' ', 2)[1]} {kind}".strip()
+
+
+def post(port: int, path: str, body: dict[str, Any]) -> tuple[str, float]:
+    data = json.dumps(body).encode()
+    with connect(port) as s:
+        t = time.monotonic()
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(data)}"
+                  f"\r\n\r\n".encode() + data)
+        reply, _ = read_all(s, 60)
+        return status_of(reply), time.monotonic() - t
+
+
+def short_terms(database: Path, n: int) -> list[str]:
+    from drsearch.index import Engine
+
+    with Engine.open(database) as e:
+        return [t for (t,) in e._conn.execute(
+            "SELECT term FROM terms ORDER BY length(term), df DESC, term LIMIT ?", (n,))]
+
+
+def probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]:
+    rows: list[tuple[str, str, float]] = []
+    words = [f"{chr(97 + i // 676 % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i % 26)}{i % 10}"
+             for i in range(6553)]
+    huge = " ".join(words)[:32763]
+    slow = " ".join(short_terms(database, 1024))
+    proc, port = start(database, *serve_args)
+    try:
+        rows.append(("32,763-byte query, 6,553 distinct terms, k=100",
+                     *post(port, "/search", {"query": huge, "k": 100})))
+        rows.append(("1,024 shortest index terms, k=100", *post(port, "/search", {"query": slow, "k": 100})))
+        body = json.dumps({"query": slow, "k": 100}).encode()
+        with connect(port) as searching, connect(port) as asking:
+            searching.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            time.sleep(0.2)
+            t = time.monotonic()
+            asking.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            reply, _ = read_all(asking, 60)
+            rows.append(("/health while that search runs (same worker)", status_of(reply),
+                         time.monotonic() - t))
+            read_all(searching, 60)
+        with connect(port) as idle:
+            reply, after = read_all(idle, 120)
+            rows.append(("connection that never sends a byte", status_of(reply), after))
+        with connect(port) as drip:
+            drip.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            t = time.monotonic()
+            reply = b""
+            try:
+                while time.monotonic() - t < 120:
+                    drip.sendall(b"X")
+                    if select.select([drip], [], [], 0.5)[0]:
+                        reply = drip.recv(65536)
+                        break
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            rows.append(("header dripped one byte per 0.5 s", status_of(reply), time.monotonic() - t))
+        with connect(port) as big:
+            big.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            sent, reply = 0, b""
+            t = time.monotonic()
+            try:
+                while sent < 10 << 20:
+                    big.sendall(b"a" * 65536)
+                    sent += 65536
+                    if select.select([big], [], [], 0)[0]:
+                        reply = big.recv(65536)
+                        break
+                else:
+                    big.sendall(b"\r\n\r\n")
+                    reply, _ = read_all(big, 60)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            rows.append((f"10 MB header (server hung up after {sent >> 10} KiB sent)", status_of(reply),
+                         time.monotonic() - t))
+    finally:
+        stop(proc)
+    proc, port = start(database, "--max-connections", "8", *serve_args)
+    try:
+        held = [connect(port) for _ in range(8)]
+        time.sleep(0.3)
+        with connect(port) as extra:
+            reply, after = read_all(extra, 30)
+            rows.append(("9th connection with --max-connections 8", status_of(reply), after))
+        for s in held:
+            s.close()
+    finally:
+        stop(proc)
+    proc, port = start(database, "--request-timeout", "0.5", *serve_args)
+    try:
+        rows.append(("1,024 shortest terms, k=100, --request-timeout 0.5",
+                     *post(port, "/search", {"query": slow, "k": 100})))
+    finally:
+        stop(proc)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--database", type=Path, help="index file (default: the sample corpus)")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="extra `drsearch serve` argument (repeat)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    database = args.database or ensure_sample_db()
+    rows = probe(database, args.serve_arg)
+    load = os.getloadavg()[0]
+    print(f"{database.name}; serve {' '.join(args.serve_arg) or '(default limits)'}; "
+          f"load average {load:.1f} on {os.cpu_count()} cores")
+    print(f"{'probe':<62} {'answer':<28} {'seconds':>8}")
+    for what, answer, seconds in rows:
+        print(f"{what:<62} {answer:<28} {seconds:>8.3f}")
+    if args.json:
+        args.json.write_text(json.dumps({"database": database.name, "load_average": load,
+                                         "results": [{"probe": w, "answer": a, "seconds": s}
+                                                     for w, a, s in rows]},
+                                        indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

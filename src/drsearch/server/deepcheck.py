@@ -1,0 +1,54 @@
+"""The background deep verification of ``drsearch serve`` (one per server, low priority).
+
+``drsearch serve --verify fast`` (the default) starts the server after the fast checks and
+runs this module once, in a child process of the server (not of any worker) at the lowest
+CPU priority (nice 19), so that the ~25 s of a deep check at DR-256 scale never competes
+with requests::
+
+    python -m drsearch.server.deepcheck DATABASE RUN_DIR
+
+It records ``pending`` at once (serve also does, before starting it), then ``ok`` or
+``failed`` with the first problem in ``RUN_DIR/verify.json``, which every worker's
+/health reports (see :mod:`drsearch.server.health`). Exit status 0 when the file passed,
+1 when it failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from ..index import DrsearchError
+from .health import write_verify_state
+from .verify import verify_corpus
+
+
+def run(database: Path, run_dir: Path) -> bool:
+    """Deep-verify ``database``; record the outcome in ``run_dir``. True when it passed."""
+    write_verify_state(run_dir, "pending")
+    try:
+        verify_corpus(database, "deep")
+    except DrsearchError as e:
+        write_verify_state(run_dir, "failed", e.message)
+        return False
+    except Exception as e:  # an unreadable file can raise anything: still a failed check
+        write_verify_state(run_dir, "failed", f"{e.__class__.__name__}: {e}")
+        return False
+    write_verify_state(run_dir, "ok")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m drsearch.server.deepcheck DATABASE RUN_DIR", file=sys.stderr)
+        return 2
+    with contextlib.suppress(OSError):  # not permitted: run at the inherited priority
+        os.nice(19)
+    return 0 if run(Path(args[0]), Path(args[1])) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

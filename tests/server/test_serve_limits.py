@@ -1,0 +1,361 @@
+"""The hardening of a real `drsearch serve` on 127.0.0.1, probed as a hostile client would.
+
+Blocked = absent even to a client that watches counters; the request time limit covers
+the whole request; idle, slow, huge and too many connections are cut off; a client that
+goes away mid-body is not a server error; damaged bytes are a ``corrupt_index`` and make
+/health degraded; a crafted database is refused with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import httpx
+import pytest
+
+from drsearch.index import BlockList, Engine
+
+from ..index.test_engine_hardening import flip_a_bit_in_a_document
+from .test_e2e import Server, drsearch_exe, free_port, start
+
+pytestmark = pytest.mark.slow
+
+
+def port_of(server: Server) -> int:
+    return int(server.base.rsplit(":", 1)[1])
+
+
+def connect(server: Server) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port_of(server)), timeout=10)
+    return s
+
+
+def read_until_closed(s: socket.socket, timeout: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes, and when it closed (s after the call)."""
+    start_t = time.monotonic()
+    data = b""
+    s.settimeout(timeout)
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except TimeoutError:
+        return data, float("inf")
+    except ConnectionResetError:
+        pass
+    return data, time.monotonic() - start_t
+
+
+def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+# -- 1. blocked = absent, also to a client that watches the server ----------------------------
+
+def _public_counters(server: Server) -> tuple[Any, str]:
+    stats = httpx.get(server.base + "/stats").json()["server"]
+    counts = {name: {k: v for k, v in ep.items() if k != "latency_ms"}
+              for name, ep in stats["endpoints"].items()}
+    metrics = "\n".join(line for line in httpx.get(server.base + "/metrics").text.splitlines()
+                        if "duration" not in line and "uptime" not in line)
+    return (counts, stats["requests"], stats["errors"], stats["client_disconnects"]), metrics
+
+
+@pytest.fixture(scope="module")
+def blocked_server(sample_index: Path, blocklist: BlockList,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("limits")
+    blocked = tmp / "blocked.txt"
+    blocked.write_text("\n".join(sorted(blocklist.docids)) + "\n")
+    server = start(tmp, "--database", str(sample_index), "--blocked-docids", str(blocked), workers=1)
+    yield server
+    assert server.stop() == 0, server.log.read_text()[-2000:]
+
+
+def test_blocked_and_missing_move_counters_identically(blocked_server: Server, sample_index: Path,
+                                                       blocked_docid: str) -> None:
+    with Engine.open(sample_index) as e:
+        url = e.open_document(docid=blocked_docid).url
+    for blocked, missing in (({"docid": blocked_docid}, {"docid": "web-" + "0" * 16}),
+                             ({"url": url}, {"url": "https://unknown.example/page"})):
+        steps = []
+        for body in (blocked, missing):
+            c0, m0 = _public_counters(blocked_server)
+            httpx.post(blocked_server.base + "/open", json=body)
+            time.sleep(0.2)
+            c1, m1 = _public_counters(blocked_server)
+            # what changed: counter by counter
+            steps.append((json.dumps(c1[0]["open"]), c1[1] - c0[1], c1[2] - c0[2],
+                          sorted(set(m1.splitlines()) - set(m0.splitlines()))))
+        (open_b, req_b, err_b, lines_b), (open_m, req_m, err_m, lines_m) = steps
+        assert (req_b, err_b) == (req_m, err_m)
+        # the open row moved by one request and one error both times, nothing else did
+        assert json.loads(open_m)["requests"] - json.loads(open_b)["requests"] == 1
+        assert json.loads(open_m)["errors"] - json.loads(open_b)["errors"] == 1
+        assert [line.rsplit(" ", 1)[0] for line in lines_b] == [line.rsplit(" ", 1)[0] for line in lines_m]
+    assert "blocked" not in json.dumps(httpx.get(blocked_server.base + "/stats").json()["server"])
+    assert "blocked_open" not in httpx.get(blocked_server.base + "/metrics").text
+
+
+def test_stats_names_the_database_file_only(blocked_server: Server, sample_index: Path) -> None:
+    stats = httpx.get(blocked_server.base + "/stats").json()
+    assert stats["file"]["path"] == sample_index.name
+    assert str(sample_index.parent) not in httpx.get(blocked_server.base + "/stats").text
+
+
+def test_background_deep_verification_reports_ok(blocked_server: Server) -> None:
+    health = wait_for(lambda: (h := httpx.get(blocked_server.base + "/health").json())["verify"]["state"]
+                      in ("ok", "failed") and h)
+    assert health["verify"] == {"state": "ok", "message": ""}
+    assert health["status"] == "ok" and health["problems"] == []
+    assert "deep verification" in blocked_server.log.read_text()
+
+
+# -- 2. the request limits are the whole request's --------------------------------------------
+
+def _short_terms(index: Path, n: int) -> list[str]:
+    with Engine.open(index) as e:
+        return [t for (t,) in e._conn.execute(
+            "SELECT term FROM terms ORDER BY length(term), df DESC, term LIMIT ?", (n,))]
+
+
+def test_a_query_of_thousands_of_terms_is_refused_naming_the_cap(blocked_server: Server) -> None:
+    words = [f"{chr(97 + i // 676 % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i % 26)}{i % 10}"
+             for i in range(6553)]
+    query = " ".join(words)[:32763]
+    assert len(query.encode()) == 32763 and len(set(query.split())) >= 6552
+    t = time.monotonic()
+    r = httpx.post(blocked_server.base + "/search", json={"query": query, "k": 100}, timeout=30)
+    assert time.monotonic() - t < 2.0
+    assert r.status_code == 422 and r.json()["error"]["type"] == "invalid_query"
+    assert "1024" in r.json()["error"]["message"]
+
+
+def test_time_limit_covers_snippets(sample_index: Path, tmp_path: Path) -> None:
+    """1,024 short terms at k=100 take over a second (mostly snippets); with a 0.1 s limit the
+    answer is a prompt 503."""
+    query = " ".join(_short_terms(sample_index, 1024))
+    with Engine.open(sample_index) as e:  # the same query without a limit is slow
+        t = time.monotonic()
+        e.search(query, 100)
+        assert time.monotonic() - t > 0.15
+    server = start(tmp_path, "--database", str(sample_index), "--request-timeout", "0.1",
+                   "--verify", "none", workers=1)
+    try:
+        with httpx.Client(base_url=server.base, timeout=30) as c:
+            c.get("/health")  # connected: the timing below is the request's only
+            t = time.monotonic()
+            r = c.post("/search", json={"query": query, "k": 100})
+            elapsed = time.monotonic() - t
+        assert r.status_code == 503 and r.json()["error"]["type"] == "query_timeout", r.text[:200]
+        assert r.headers["retry-after"] == "1"
+        assert elapsed < 0.6, elapsed
+    finally:
+        assert server.stop() == 0
+
+
+def test_health_answers_while_the_worker_searches(blocked_server: Server, sample_index: Path) -> None:
+    """The only worker is busy with a >1 s search: /health still answers at once."""
+    body = json.dumps({"query": " ".join(_short_terms(sample_index, 1024)), "k": 100}).encode()
+    with connect(blocked_server) as searching, connect(blocked_server) as asking:
+        t0 = time.monotonic()
+        searching.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(0.2)  # both connections are open: the worker has the search by now
+        t = time.monotonic()
+        asking.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        first: dict[socket.socket, float] = {}  # when each answer's first byte arrived
+        while len(first) < 2 and time.monotonic() - t < 30:
+            ready, _, _ = select.select([c for c in (searching, asking) if c not in first], [], [], 30)
+            for c in ready:
+                first[c] = time.monotonic()
+        health, _ = read_until_closed(asking, timeout=30)
+        result, _ = read_until_closed(searching, timeout=30)
+    assert result.startswith(b"HTTP/1.1 200 "), result[:200]
+    assert health.startswith(b"HTTP/1.1 200 "), health[:100]
+    # /health was answered while the search still ran, and at once
+    assert first[asking] < first[searching], (first[asking] - t0, first[searching] - t0)
+    assert first[asking] - t < 0.3, first[asking] - t
+
+
+@pytest.fixture(scope="module")
+def tight_server(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Short timeouts and small limits, so each is seen within a second or two."""
+    tmp = tmp_path_factory.mktemp("tight")
+    server = start(tmp, "--database", str(sample_index), "--verify", "none", "--idle-timeout", "1",
+                   "--header-timeout", "1", "--request-timeout", "1", "--max-header-bytes", "4096",
+                   "--max-connections", "6", workers=1)
+    yield server
+    assert server.stop() == 0, server.log.read_text()[-2000:]
+
+
+def test_idle_connection_that_never_sends_is_closed(tight_server: Server) -> None:
+    with connect(tight_server) as s:
+        data, closed_after = read_until_closed(s, timeout=10)
+    assert data == b"" and closed_after < 3
+
+
+def test_slowloris_header_drip_gets_408(tight_server: Server) -> None:
+    with connect(tight_server) as s:
+        s.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\n")
+        t = time.monotonic()
+        data = b""
+        try:  # one header byte every 0.2 s: each resets an idle timer, never the header timer
+            while time.monotonic() - t < 10:
+                s.sendall(b"X")
+                r, _, _ = select.select([s], [], [], 0.2)
+                if r:
+                    data = s.recv(65536)
+                    break
+        except (BrokenPipeError, ConnectionResetError):  # closed between two drips: read what came
+            data, _ = read_until_closed(s, timeout=1)
+        elapsed = time.monotonic() - t
+    assert data.startswith(b"HTTP/1.1 408 "), data[:200]
+    assert b'"header_timeout"' in data and elapsed < 3
+
+
+def test_partial_body_gets_408_within_the_request_time_limit(tight_server: Server) -> None:
+    with connect(tight_server) as s:
+        s.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"query\": ")
+        data, closed_after = read_until_closed(s, timeout=10)
+    assert data.startswith(b"HTTP/1.1 408 "), data[:300]
+    assert b'"request_timeout"' in data and closed_after < 3
+
+
+def test_header_over_the_limit_gets_431(tight_server: Server) -> None:
+    with connect(tight_server) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 6000 + b"\r\n\r\n")
+        data, _ = read_until_closed(s, timeout=10)
+    assert data.startswith(b"HTTP/1.1 431 "), data[:300]
+    assert b'"header_too_large"' in data
+    assert httpx.get(tight_server.base + "/health").status_code == 200
+
+
+def test_ten_megabyte_header_is_cut_off_early(tight_server: Server) -> None:
+    with connect(tight_server) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        sent, data = 0, b""
+        try:
+            while sent < 10 << 20:
+                s.sendall(b"a" * 65536)
+                sent += 65536
+                if select.select([s], [], [], 0)[0]:
+                    data = s.recv(65536)
+                    break
+            else:
+                s.sendall(b"\r\n\r\n")
+                data, _ = read_until_closed(s, timeout=10)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    assert not data.startswith(b"HTTP/1.1 200"), data[:200]
+    assert data == b"" or data.startswith(b"HTTP/1.1 431 "), data[:200]
+    assert sent < 10 << 20  # the server hung up long before the header was complete
+    assert httpx.get(tight_server.base + "/health").status_code == 200
+
+
+def test_connection_limit_is_enforced(tight_server: Server) -> None:
+    time.sleep(0.3)  # earlier tests' connections are closed by now
+    held = [connect(tight_server) for _ in range(6)]
+    try:
+        time.sleep(0.3)
+        with connect(tight_server) as extra:
+            data, closed_after = read_until_closed(extra, timeout=5)
+        assert data.startswith(b"HTTP/1.1 503 ") and b'"too_many_connections"' in data, data[:300]
+        assert closed_after < 1
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(0.3)
+    assert httpx.get(tight_server.base + "/health").status_code == 200  # capacity is back
+
+
+def test_405_carries_allow(tight_server: Server) -> None:
+    r = httpx.get(tight_server.base + "/search")
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert r.json()["error"]["type"] == "method_not_allowed"
+
+
+def test_client_gone_mid_body_is_not_a_server_error(tight_server: Server) -> None:
+    before = httpx.get(tight_server.base + "/stats").json()["server"]["endpoints"]["search"]
+    with connect(tight_server) as s:
+        s.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"query\": ")
+        time.sleep(0.2)
+    after = wait_for(lambda: (ep := httpx.get(tight_server.base + "/stats").json()["server"]["endpoints"]
+                              ["search"])["requests"] > before["requests"] and ep)
+    assert after["server_errors"] == before["server_errors"]
+    assert after["client_disconnects"] == before["client_disconnects"] + 1
+    metrics = httpx.get(tight_server.base + "/metrics").text
+    assert f'drsearch_client_disconnects_total{{endpoint="search"}} {after["client_disconnects"]}' in metrics
+    log = tight_server.log.read_text()
+    assert "internal error" not in log and "ERROR" not in log
+
+
+# -- corruption ---------------------------------------------------------------------------------
+
+def test_a_flipped_bit_is_corrupt_index_and_health_degraded(sample_index: Path, tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.sqlite3"
+    docid = flip_a_bit_in_a_document(sample_index, damaged)
+    server = start(tmp_path, "--database", str(damaged), workers=2)  # --verify fast passes it
+    try:
+        assert httpx.get(server.base + "/health").json()["status"] in ("ok", "degraded")
+        r = httpx.post(server.base + "/open", json={"docid": docid})
+        assert r.status_code == 500, r.text
+        error = r.json()["error"]
+        assert error["type"] == "corrupt_index" and "validate --deep" in error["message"]
+        assert str(tmp_path) not in error["message"]
+        # every worker reports it (the run's directory is shared), and the deep check fails
+        health = wait_for(lambda: (h := httpx.get(server.base + "/health").json())["verify"]["state"]
+                          == "failed" and h, timeout=60)
+        assert health["status"] == "degraded"
+        assert any("damaged bytes" in p for p in health["problems"])
+        assert any("deep verification failed" in p for p in health["problems"])
+        for _ in range(6):
+            with httpx.Client() as fresh:
+                assert fresh.get(server.base + "/health").json()["status"] == "degraded"
+        assert httpx.post(server.base + "/search", json={"query": "game"}).status_code == 200
+    finally:
+        assert server.stop() == 0
+    assert "internal error" not in server.log.read_text()
+
+
+@pytest.mark.parametrize(("table", "key", "value", "message"), [
+    ("meta", "bm25", '"x"', "'bm25'"),
+    ("meta", "documents", '"many"', "'documents'"),
+    ("meta", "tokenizer", "5", "'tokenizer'"),
+    ("meta", "bm25", '{"k1": "1.2", "b": 0.75}', "k1"),
+    ("meta", "chunks", "999999", "chunk_doc"),
+    ("arrays", "chunk_doc", "bogus", "'chunk_doc'"),
+    ("arrays", "chunk_len", "<f8", "'chunk_len'"),
+])
+def test_serve_refuses_a_crafted_database_with_one_line(sample_index: Path, tmp_path: Path, table: str,
+                                                        key: str, value: str, message: str) -> None:
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(sample_index.read_bytes())
+    conn = apsw.Connection(str(crafted))
+    if table == "meta":
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    else:
+        conn.execute("UPDATE arrays SET dtype = ? WHERE name = ?", (value, key))
+    conn.close()
+    p = subprocess.run([drsearch_exe(), "serve", "--database", str(crafted), "--port", str(free_port())],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("drsearch: error: "), p.stderr
+    assert message in lines[0] and "internal error" not in p.stderr
