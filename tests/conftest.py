@@ -11,7 +11,7 @@ from hypothesis import settings
 
 from drsearch.index import BuildSettings, Engine, build
 
-from .helpers import cranfield_docs, sample_docs
+from .helpers import cranfield_docs, cranfield_qrels_lines, cranfield_queries, sample_docs
 
 # CI (CI=true) explores the same property-test examples on every run, so a submission's result
 # does not depend on luck; local runs keep drawing new ones (and store failures to replay).
@@ -40,3 +40,24 @@ def sample_engine(sample_index: Path) -> Iterator[Engine]:
     with Engine.open(sample_index) as e:
         yield e
 
+
+# Cranfield as a user meets it: an index (default chunks), a topics TSV and TREC qrels
+@pytest.fixture(scope="session")
+def cran_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cranfield") / "cran.sqlite3"
+    build(cranfield_docs(), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cran_topics(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("topics") / "cran.tsv"
+    path.write_text("".join(f"{i}\t{q}\n" for i, q in enumerate(cranfield_queries(), 1)))
+    return path
+
+
+@pytest.fixture(scope="session")
+def cran_qrels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("qrels") / "cran.qrels"
+    path.write_text("".join(cranfield_qrels_lines()))
+    return path

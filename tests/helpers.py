@@ -33,6 +33,17 @@ def cranfield_queries() -> list[str]:
             for q in re.split(r"^\.I ", text, flags=re.M)[1:]]
 
 
+def cranfield_qrels_lines() -> list[str]:
+    """``cranqrel`` as TREC qrels: query ids are positions in cran.qry (1..225), docids
+    ``cran-N``, grade 1..4 -> relevance 5 - grade, grade -1 -> 0 (judged non-relevant)."""
+    lines = []
+    for row in (DATA / "testcollections/cranfield/cranqrel").read_text().splitlines():
+        qid, doc, grade = row.split()
+        rel = 0 if int(grade) < 0 else 5 - int(grade)
+        lines.append(f"{qid} 0 cran-{doc} {rel}\n")
+    return lines
+
+
 def sample_docs() -> list[dict[str, Any]]:
     """The demo corpus: 181 real web articles and 3 leak-artifact pages written by this project."""
     with open(DATA / "sample/docs.jsonl", encoding="utf-8") as fh:
@@ -55,3 +66,28 @@ def best_chunk_per_doc(engine: Any, ranked: list[tuple[int, float]], k: int) -> 
             if len(out) == k:
                 break
     return out
+
+
+def strict_mode_problems(schema: dict[str, Any], where: str = "$") -> list[str]:
+    """Why ``schema`` would be refused by OpenAI's strict mode (structured outputs), if it would:
+    an object root, every object closed (``additionalProperties: false``) with every property
+    in ``required`` (optional ones are nullable instead), no root-level combinators."""
+    problems = []
+    if where == "$":
+        if schema.get("type") != "object":
+            problems.append("$: the root must be an object")
+        problems += [f"$: {kw} at the root" for kw in ("anyOf", "oneOf", "allOf", "not", "enum") if kw in schema]
+    types = schema.get("type")
+    if types == "object" or (isinstance(types, list) and "object" in types):
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties must be false")
+        if sorted(schema.get("required", [])) != sorted(props):
+            problems.append(f"{where}: required {schema.get('required')} != properties {sorted(props)}")
+        for name, sub in props.items():
+            problems += strict_mode_problems(sub, f"{where}.{name}")
+    for sub in schema.get("anyOf", []):
+        problems += strict_mode_problems(sub, f"{where}|")
+    if isinstance(schema.get("items"), dict):
+        problems += strict_mode_problems(schema["items"], f"{where}[]")
+    return problems

@@ -17,7 +17,7 @@ def test_public_api() -> None:
         "Episode", "HttpSearcher", "InfrastructureError", "LLMError", "LocalIOError", "LocalPython", "ParsedCall",
         "Preset", "PythonRunner", "Question", "ReplayCache", "ReplayMissError",
         "RetryPolicy", "RunSpec", "RunStore", "RunStoreError", "Searcher", "SearcherError", "ToolResponse",
-        "TransientLLMError", "code_version", "execute_run", "load_preset", "parse_tool_calls", "read_questions",
+        "TransientLLMError", "code_version", "execute", "execute_run", "TOOL_DIALECTS", "ToolResult", "load_preset", "parse_tool_calls", "read_questions",
         "run_episode", "tool_schema_sha256", "tool_schemas"}
     for name in agents.__all__:
         assert getattr(agents, name) is not None

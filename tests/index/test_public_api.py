@@ -6,7 +6,7 @@ import drsearch.index
 
 EXPECTED_INDEX_API = {
     "CorpusInfo", "Searcher", "ToolResponse", "error_body",
-    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "BlockList", "BlocklistError",
+    "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "MAX_RUN_K", "BlockList", "BlocklistError",
     "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",

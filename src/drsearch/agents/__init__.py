@@ -8,6 +8,8 @@ Public API (pinned by tests/agents/test_public_api.py)::
     Preset, PRESETS["dr256" | "closed-book"], load_preset(name | file); Question, read_questions
     LocalPython(), CachedPython(cache, live): the python tool's runners (resource limits only)
     run_episode(question, preset, model, chat, searcher) -> Episode
+    tool_schemas(preset, dialect="chat"|"responses"|"anthropic", strict=False); TOOL_DIALECTS
+    execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
 """
 
@@ -33,7 +35,7 @@ from .runner import RunSpec, code_version, execute_run
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher, ToolResponse
 from .toolcalls import ParsedCall, parse_tool_calls
-from .tools import tool_schema_sha256, tool_schemas
+from .tools import TOOL_DIALECTS, ToolResult, execute, tool_schema_sha256, tool_schemas
 
 __all__ = [
     "CACHE_MODES",
@@ -43,6 +45,7 @@ __all__ = [
     "INFRA_STATUS",
     "PRESETS",
     "STATUSES",
+    "TOOL_DIALECTS",
     "TOOL_NAMES",
     "Accounting",
     "AgentError",
@@ -75,8 +78,10 @@ __all__ = [
     "Searcher",
     "SearcherError",
     "ToolResponse",
+    "ToolResult",
     "TransientLLMError",
     "code_version",
+    "execute",
     "execute_run",
     "load_preset",
     "parse_tool_calls",

@@ -3,6 +3,10 @@
 A preset offers any subset of them (``Preset.tools``); a call of a tool it does not offer
 is malformed, never executed. ``python`` runs through :mod:`drsearch.agents.pytool`.
 
+Documented API (docs/CLIENTS.md): :func:`tool_schemas` in the chat-completions, Responses or
+Anthropic dialect, optionally strict-mode (every property in ``required``, optional ones
+nullable), and :func:`execute` to run any model's call against any :class:`Searcher`.
+
 Schemas (OpenAI function format, hashed into run.json), strict argument validation, and
 compact text formatting of the searcher's JSON answers: search results as rank, docid,
 url, title and chunk text; documents in pages of ``open_page_chars`` with the offset of
@@ -14,19 +18,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
+from ..index import InvalidInputError, error_body
 from .canonical import canonical_json, sha256_json
-from .preset import Preset
+from .preset import DR256, Preset
 from .pytool import PythonRunner, format_python, python_limits
 from .searcher import Searcher, ToolResponse
 
 TRUNCATED = " …[truncated]"
 
 
-def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
-    """The ``tools`` field of every request: the preset's tools, in :data:`TOOL_NAMES` order
-    (depends on the tool list, the k limits and the python limits only; ``[]`` closed-book)."""
+Dialect = Literal["chat", "responses", "anthropic"]
+TOOL_DIALECTS: tuple[str, ...] = get_args(Dialect)
+
+
+def _functions(preset: Preset) -> list[dict[str, Any]]:
+    """The preset's tools as ``{"name", "description", "parameters"}``, in :data:`TOOL_NAMES`
+    order (depends on the tool list, the k limits and the python limits only)."""
     search = {
         "name": "search",
         "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
@@ -60,7 +69,49 @@ def tool_schemas(preset: Preset) -> list[dict[str, Any]]:
                                                "description": "the program; print the result"}}},
     }
     schemas = {"open": open_, "python": python, "search": search}
-    return [{"function": schemas[name], "type": "function"} for name in preset.tools]
+    return [schemas[name] for name in preset.tools]
+
+
+def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
+    """``parameters`` as strict mode requires: every property listed in ``required`` and the
+    ones that were optional made nullable (``null`` then means "not given"; :func:`execute`
+    drops null arguments). ``additionalProperties`` is false already."""
+    props = parameters["properties"]
+    optional = set(props) - set(parameters.get("required", []))
+    strict_props = {name: ({**schema, "type": [schema["type"], "null"]} if name in optional else schema)
+                    for name, schema in props.items()}
+    return {**parameters, "properties": strict_props, "required": list(props)}
+
+
+def tool_schemas(preset: Preset | None = None, *, dialect: str = "chat",
+                 strict: bool = False) -> list[dict[str, Any]]:
+    """The ``tools`` field of a request: the preset's tools (default DR-256), in
+    :data:`TOOL_NAMES` order (``[]`` closed-book), in the request format of ``dialect``:
+
+    - ``"chat"``: chat completions' ``[{"type": "function", "function": {name, description,
+      parameters}}]`` (the default: what ``drsearch run`` sends and hashes into run.json);
+    - ``"responses"``: the Responses API's flat ``[{"type": "function", name, description,
+      parameters, strict}]``;
+    - ``"anthropic"``: the Messages API's ``[{name, description, input_schema}]``.
+
+    ``strict``: schemas for strict mode (:func:`strict_parameters`) with ``"strict": true``.
+    Raises InvalidInputError for another dialect.
+    """
+    if dialect not in TOOL_DIALECTS:
+        raise InvalidInputError(f"unknown tool dialect {dialect!r} (dialects: {', '.join(TOOL_DIALECTS)})")
+    out: list[dict[str, Any]] = []
+    for fn in _functions(preset or DR256):
+        params = strict_parameters(fn["parameters"]) if strict else fn["parameters"]
+        if dialect == "chat":
+            body = {"description": fn["description"], "name": fn["name"], "parameters": params}
+            out.append({"function": {**body, "strict": True} if strict else body, "type": "function"})
+        elif dialect == "responses":  # strict is on by default there: always say which
+            out.append({"description": fn["description"], "name": fn["name"], "parameters": params,
+                        "strict": strict, "type": "function"})
+        else:
+            tool = {"description": fn["description"], "input_schema": params, "name": fn["name"]}
+            out.append({**tool, "strict": True} if strict else tool)
+    return out
 
 
 def tool_schema_sha256(preset: Preset) -> str:
@@ -171,20 +222,36 @@ def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> 
     return _render_page(body, offset, text[:keep], offset + keep)
 
 
-def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset,
+def execute(name: str, args: object, searcher: Searcher, preset: Preset | None = None,
             python: PythonRunner | None = None) -> ToolResult:
-    """Run a validated call against ``searcher`` (``python`` for the python tool; an episode
-    offered it must pass one) and format the answer (capped)."""
+    """Run the call ``name(**args)`` against ``searcher`` (``python`` for the python tool; an
+    episode offered it must pass one) and format the answer (capped to
+    ``preset.max_tool_response_chars``; preset default DR-256).
+
+    Null arguments count as not given (strict-mode schemas send every property). A call that
+    :func:`validate_arguments` refuses is not run: its result is the structured tool error
+    ``invalid_arguments`` (``response.ok`` false), never an exception.
+    """
+    preset = preset or DR256
+    given: dict[str, Any] = {}
+    if not isinstance(args, dict):
+        problem: str | None = f"{name}: arguments must be a JSON object"
+    else:
+        given = {str(key): value for key, value in args.items() if value is not None}
+        problem = validate_arguments(name, given, preset)
+    if problem is not None:
+        return ToolResult(tool_error("invalid_arguments", problem),
+                          ToolResponse(False, error_body("invalid_arguments", problem)))
     if name == "python":
         if python is None:
             raise ValueError("the python tool was called but no PythonRunner was given")
-        r = python.run(args["code"], python_limits(preset))
+        r = python.run(given["code"], python_limits(preset))
         return ToolResult(format_python(json.loads(r.body), preset.max_tool_response_chars), r)
     if name == "search":
-        r = searcher.search(args["query"], args.get("k", preset.search_k_default))
+        r = searcher.search(given["query"], given.get("k", preset.search_k_default))
     else:
-        offset = args.get("offset", 0)
-        r = searcher.open(docid=args.get("docid"), url=args.get("url"), offset=offset,
+        offset = given.get("offset", 0)
+        r = searcher.open(docid=given.get("docid"), url=given.get("url"), offset=offset,
                           length=preset.open_page_chars)
     try:
         body = json.loads(r.body)
@@ -196,9 +263,9 @@ def execute(name: str, args: dict[str, Any], searcher: Searcher, preset: Preset,
     elif name == "search":
         text = format_search(body, preset)
     else:  # fitted to the cap by shortening the page, never by cutting text the model cannot page to
-        return ToolResult(format_open(body, args.get("offset", 0), preset.max_tool_response_chars), r)
+        return ToolResult(format_open(body, given.get("offset", 0), preset.max_tool_response_chars), r)
     return ToolResult(_cap(text, preset.max_tool_response_chars), r)
 
 
-__all__ = ["ToolResult", "execute", "format_open", "format_search", "tool_error", "tool_schema_sha256",
-           "tool_schemas", "validate_arguments"]
+__all__ = ["TOOL_DIALECTS", "Dialect", "ToolResult", "execute", "format_open", "format_search",
+           "strict_parameters", "tool_error", "tool_schema_sha256", "tool_schemas", "validate_arguments"]

@@ -13,7 +13,7 @@ Public API (pinned by tests/index/test_public_api.py)::
 from .blocklist import BlockList
 from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
-from .engine import MAX_K, Engine, check_k
+from .engine import MAX_K, MAX_RUN_K, Engine, check_k
 from .errors import (
     BlocklistError,
     BuildError,
@@ -50,6 +50,7 @@ __all__ = [
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
+    "MAX_RUN_K",
     "BlockList",
     "BlocklistError",
     "BuildError",

@@ -48,6 +48,9 @@ from .text import Tokenizer
 from .urls import canonicalize_url
 
 MAX_K = 100
+# Deepest ``k`` for batch retrieval (TREC runs are cut at 1000 by convention); the per-request
+# limit of the HTTP API and the agents stays MAX_K. Output buffers hold every chunk, so any k fits.
+MAX_RUN_K = 10_000
 DEFAULT_TIME_LIMIT_S = 10.0
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
@@ -310,9 +313,11 @@ class Engine:
             arena = self._local.arena = Arena()
         return arena
 
-    def rank(self, query: str, k: int = 10) -> list[tuple[int, float]]:
-        """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text."""
-        k = check_k(k)
+    def rank(self, query: str, k: int = 10, *, max_k: int = MAX_K) -> list[tuple[int, float]]:
+        """Ranked (best chunk rowid, score) pairs: the core of ``search`` without text.
+
+        ``max_k`` raises the cap on ``k`` (at most MAX_RUN_K) for batch runs."""
+        k = check_k(k, min(max_k, MAX_RUN_K))
         deadline = time.monotonic() + self.time_limit_s
         parsed = self.parse(query)
         with self._reading():
@@ -320,18 +325,19 @@ class Engine:
             return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
 
     def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
-               max_terms: int = MAX_QUERY_TERMS) -> SearchResult:
+               max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:
         """The ``k`` best documents for free-text ``query``, each by its best chunk.
 
         Order: score descending, then lower chunk rowid (= docid, then chunk ordinal; for a
         pre-chunked index, the order its chunks were given in).
         ``deadline`` (``time.monotonic()`` seconds; default now + ``time_limit_s``) bounds
         the whole call: parsing, postings, ranking and snippets. ``max_terms`` caps the
-        query's distinct terms (at most ``MAX_QUERY_TERMS``).
+        query's distinct terms (at most ``MAX_QUERY_TERMS``). ``k`` is capped at ``max_k``
+        (default MAX_K, the HTTP API's limit; batch runs pass up to MAX_RUN_K).
         Raises InvalidQueryError (empty, oversized, too many terms), InvalidKError,
         QueryTimeoutError, CorruptIndexError. A query with no indexable term returns no hits.
         """
-        k = check_k(k)
+        k = check_k(k, min(max_k, MAX_RUN_K))
         if deadline is None:
             deadline = time.monotonic() + self.time_limit_s
         parsed = self.parse(query, min(max_terms, MAX_QUERY_TERMS))
@@ -523,4 +529,4 @@ def check_k(k: object, max_k: int = MAX_K) -> int:
     return k
 
 
-__all__ = ["MAX_K", "Engine", "check_k"]
+__all__ = ["MAX_K", "MAX_RUN_K", "Engine", "check_k"]

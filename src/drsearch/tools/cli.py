@@ -32,10 +32,13 @@ from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
+from .trec_cli import add_batch_options, cmd_search_topics
+from .trec_cli import register as register_eval_verb
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
@@ -83,8 +86,17 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
+    if args.topics is not None:
+        return cmd_search_topics(args, out)
+    if args.query is None:
+        raise InvalidInputError("give a QUERY, or --topics TOPICS.tsv --output RUN.trec")
+    batch_only = [flag for flag, given in (("--output", args.output is not None), ("--force", args.force),
+                                           ("--threads", args.threads != 1),
+                                           ("--run-tag", args.run_tag != "drsearch")) if given]
+    if batch_only:
+        raise InvalidInputError(f"{', '.join(batch_only)}: only with --topics")
     with _engine(args) as engine:
-        result = engine.search(args.query, args.k)
+        result = engine.search(args.query, 10 if args.k is None else args.k)
     if args.json:
         print(dumps(result.to_dict()), file=out)
         return 0
@@ -288,10 +300,12 @@ def make_parser() -> argparse.ArgumentParser:
                         "statistics do not count them; the exclusion is recorded in the file's meta")
     p.set_defaults(handler=cmd_build)
 
-    p = sub.add_parser("search", help="search an index")
+    p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")
     _database_args(p)
-    p.add_argument("--k", type=int, default=10, help="results to return (1..100)")
-    p.add_argument("query", metavar="QUERY", help="free text (never query syntax)")
+    p.add_argument("--k", type=int, default=None,
+                   help="results to return (1..100, default 10; with --topics 1..10000, default 1000)")
+    p.add_argument("query", metavar="QUERY", nargs="?", help="free text (never query syntax)")
+    add_batch_options(p)
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("open", help="print a document")
@@ -351,6 +365,8 @@ def make_parser() -> argparse.ArgumentParser:
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
+    register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
+    register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
     return ap
 
 

@@ -1,0 +1,82 @@
+"""``drsearch mcp``: serve an index as MCP tools over stdio or streamable HTTP.
+
+Bad options are one line on stderr and exit 2 before anything is served: a missing or
+foreign index, a malformed blocklist, --host/--port with stdio, an address that cannot be
+bound. On stdio, stdout carries the protocol only; every message goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from ..index import MAX_K, BlockList, Engine, InvalidInputError
+
+
+def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if n < lo or (hi is not None and n > hi):
+            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {n}")
+        return n
+
+    return parse
+
+
+def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
+    try:  # the SDK is an optional extra: a core install still runs the other verbs
+        from ..agents import EngineSearcher
+        from ..mcpserver import McpSettings
+        from ..mcpserver.server import build_server, run_stdio, run_streamable_http
+    except ImportError as e:
+        print(f"drsearch: error: mcp needs the mcp extra (pip install 'drsearch[mcp]'): {e}", file=sys.stderr)
+        return 2
+    http = args.transport == "streamable-http"
+    if not http and (args.host is not None or args.port is not None):
+        raise InvalidInputError("--host/--port: only with --transport streamable-http")
+    host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
+    if http:
+        from .cli import _check_bindable
+
+        _check_bindable(host, port)
+    settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars)
+    blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
+    with Engine.open(args.database, blocklist) as engine:
+        print(f"drsearch mcp: serving {engine.path} (identity {engine.meta['content_identity']}, "
+              f"{len(engine.blocklist)} blocked docids; k={settings.k}, "
+              f"snippet_chars={settings.snippet_chars}) "
+              f"over {args.transport}", file=sys.stderr, flush=True)
+        server = build_server(EngineSearcher(engine), settings)
+        if http:
+            run_streamable_http(server, host, port, args.log_level)
+        else:
+            run_stdio(server)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("mcp", help="serve an index as MCP tools: search, get_document, open "
+                                   "(docs/CLIENTS.md)")
+    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
+    p.add_argument("--blocked-docids", metavar="FILE", help="docids to hide (one per line, # comments)")
+    p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
+                   help="stdio (a client launches this command; default) or streamable-http (at /mcp)")
+    p.add_argument("--host", help="address to bind with streamable-http (default 127.0.0.1)")
+    p.add_argument("--port", type=_int_at_least(0, 65535), help="port with streamable-http (default 8000)")
+    p.add_argument("--k", type=_int_at_least(1, MAX_K), default=5,
+                   help=f"results of a search that gives no k (1..{MAX_K}; default 5, as BrowseComp-Plus)")
+    p.add_argument("--snippet-chars", type=_int_at_least(1), default=2000, metavar="N",
+                   help="characters of each search result's snippet (default 2000)")
+    p.add_argument("--log-level", default="warning",
+                   choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn's log level with streamable-http (default warning)")
+    p.set_defaults(handler=cmd_mcp)
+
+
+__all__ = ["cmd_mcp", "register"]

@@ -1,0 +1,128 @@
+"""``drsearch search --topics`` (batch retrieval to a TREC run file) and ``drsearch eval``.
+
+A run file is the same bytes for any ``--threads`` (queries are ranked independently and
+written in topic order) and appears whole or not at all (written with the atomic helper).
+An existing run file is replaced only with ``--force``: nothing already written is lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
+from ..compat.pyserini import Hit
+from ..index import MAX_RUN_K, BlockList, InvalidInputError, check_k, dumps
+from ..index.atomic import atomic_output
+from .progress import progress_bar
+
+RUN_K_DEFAULT = 1000
+
+
+def _check_output(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InvalidInputError(f"--output {path} is a directory")
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"--output: directory {path.parent} does not exist (create it first)")
+    if path.exists() and not force:
+        raise InvalidInputError(f"--output {path} exists (pass --force to replace it)")
+
+
+def _ranked(searcher: LuceneSearcher, topics: list[tuple[str, str]], k: int, threads: int,
+            bar: Any) -> Iterator[tuple[str, list[Hit]]]:
+    """Each topic's hits in topic order, ``threads`` queries at a time."""
+    qids = [q for q, _ in topics]
+    step = max(1, threads) * 8  # small batches: the bar moves, memory stays bounded
+    for start in range(0, len(topics), step):
+        chunk = topics[start : start + step]
+        answers = searcher.batch_search([t for _, t in chunk], qids[start : start + step], k, threads)
+        yield from answers.items()
+        bar.update(len(chunk))
+
+
+def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
+    if args.query is not None:
+        raise InvalidInputError("give either QUERY or --topics, not both")
+    if args.output is None:
+        raise InvalidInputError("--topics needs --output RUN.trec")
+    k = RUN_K_DEFAULT if args.k is None else check_k(args.k, MAX_RUN_K)
+    output = Path(args.output)
+    _check_output(output, args.force)
+    topics = read_topics(args.topics)
+    check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
+    bl = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
+    lines = queries_without_hits = 0
+    with LuceneSearcher(args.database, blocked_docids=bl) as searcher, \
+            progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
+            atomic_output(output) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")
+        for qid, hits in _ranked(searcher, topics, k, args.threads, bar):
+            queries_without_hits += not hits
+            for line in run_lines({qid: [(h.docid, h.score) for h in hits]}, args.run_tag):
+                text.write(line)
+                lines += 1
+        text.flush()
+        text.detach()
+    summary = {"lines": lines, "output": str(output), "queries": len(topics),
+               "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag}
+    if args.json:
+        print(dumps(summary), file=out)
+    else:
+        print(f"wrote {output}: {len(topics)} queries, {lines} lines "
+              f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    result = evaluate(read_qrels(args.qrels), read_run(args.run))
+    if args.json:
+        body = result.to_dict()
+        if not args.per_query:
+            del body["per_query"]
+        print(dumps(body), file=out)
+        return 0
+    if args.per_query:
+        for qid, measures in result.per_query.items():
+            print("\t".join([qid, *(f"{m}={v:.4f}" for m, v in measures.items())]), file=out)
+    for m, v in result.means.items():
+        print(f"{m:<12} {v:.4f}", file=out)
+    print(f"{'queries':<12} {result.queries} ({result.missing} missing from the run, scored 0; "
+          f"{result.ignored} run queries without relevant judgments ignored)", file=out)
+    return 0
+
+
+def _threads(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 256, got {n}")
+    return n
+
+
+def add_batch_options(p: argparse.ArgumentParser) -> None:
+    """The batch options of ``drsearch search``."""
+    p.add_argument("--topics", metavar="TOPICS.tsv",
+                   help="batch mode: one 'qid<TAB>query' per line, written to --output as a TREC run")
+    p.add_argument("--output", metavar="RUN.trec", help="run file to write ('qid Q0 docid rank score tag')")
+    p.add_argument("--threads", type=_threads, default=1, help="queries searched at once (default 1)")
+    p.add_argument("--run-tag", default="drsearch", help="last column of the run file (default drsearch)")
+    p.add_argument("--force", action="store_true", help="replace an existing --output")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``drsearch eval``."""
+    p = sub.add_parser("eval", help="score a TREC run against qrels (nDCG@10, MAP, P@10, recall@1000)")
+    p.add_argument("--qrels", required=True, metavar="QRELS", help="'qid iteration docid relevance' lines")
+    p.add_argument("--run", required=True, metavar="RUN.trec", help="'qid Q0 docid rank score tag' lines")
+    p.add_argument("--per-query", action="store_true", help="also print each query's measures")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.set_defaults(handler=cmd_eval)
+
+
+__all__ = ["RUN_K_DEFAULT", "add_batch_options", "cmd_eval", "cmd_search_topics", "register"]
