@@ -268,12 +268,16 @@ def worker_pids(server_pid: int | None, seen: set[int]) -> list[int]:
     if server_pid is not None:
         pids = []
         try:
-            for kid in psutil.Process(server_pid).children(recursive=True):
+            kids = psutil.Process(server_pid).children(recursive=True)
+        except psutil.Error:
+            kids = []
+        for kid in kids:
+            try:  # one child gone or a zombie (its cmdline unreadable) says nothing of the others
                 # uvicorn's workers are multiprocessing spawns; skip its resource tracker
                 if "--multiprocessing-fork" in kid.cmdline() and kid.status() != psutil.STATUS_ZOMBIE:
                     pids.append(kid.pid)
-        except psutil.Error:
-            pass
+            except psutil.Error:
+                continue
         if pids:
             return pids
     return [p for p in seen if psutil.pid_exists(p)]

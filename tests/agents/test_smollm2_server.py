@@ -26,13 +26,20 @@ if sys.argv[1] == "start":
     os.kill(os.getpid(), signal.SIGILL)
 sock = socket.create_server(("127.0.0.1", 0))
 print(json.dumps({{"port": sock.getsockname()[1]}}), flush=True)
-sock.accept()
-os.kill(os.getpid(), signal.SIGILL)
+while True:  # drsearch run's endpoint probe (GET /v1/models) is answered; a chat request is not
+    conn, _ = sock.accept()
+    head = conn.recv(65536)
+    if not head.startswith(b"GET /v1/models"):
+        os.kill(os.getpid(), signal.SIGILL)
+    body = json.dumps({{"data": [{{"id": sys.argv[2], "object": "model"}}], "object": "list"}}).encode()
+    conn.sendall(b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\nconnection: close\\r\\n"
+                 + b"content-length: " + str(len(body)).encode() + b"\\r\\n\\r\\n" + body)
+    conn.close()
 """
 
 
 def fake(at: str) -> list[str]:
-    return [sys.executable, "-c", FAKE, at]
+    return [sys.executable, "-c", FAKE, at, MODEL]
 
 
 def test_describe_exit() -> None:

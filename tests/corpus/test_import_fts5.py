@@ -149,7 +149,7 @@ def test_the_chunks_their_order_and_documents_are_the_sources(source: Path, impo
     assert ours == theirs and ordinals == list(range(len(ordinals)))
     with Engine.open(imported) as engine:
         meta = engine.meta
-        assert engine.scorer.kind in ("c-blocks", "numpy")
+        assert engine.scorer.kind in ("c-auto", "numpy")
         assert engine.open_document(docid="cran-7").text == cranfield_docs()[6]["text"]  # the documents table's
         assert engine.stats()["build"]["tokenizer"] == TOKENIZE
     assert meta["tokenizer"] == TOKENIZE and meta["chunking"] == "pre-chunked"

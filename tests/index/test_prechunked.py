@@ -81,7 +81,7 @@ def test_pre_chunked_cranfield_ranks_as_fts5_on_both_scorer_paths(tmp_path: Path
                    chunks=chunks)
     with Engine.open(report.path) as engine:
         assert engine.meta["tokenizer"] == "unicode61 remove_diacritics 2"
-        assert engine.scorer.kind == ("numpy" if interleave or not NATIVE_AVAILABLE else "c-blocks")
+        assert engine.scorer.kind == ("numpy" if interleave or not NATIVE_AVAILABLE else "c-auto")
         for q in cranfield_queries()[:40]:
             assert ranking(engine, q) == fts5_grouped(engine, q), q
     with Engine.open(report.path, native=False) as plain:

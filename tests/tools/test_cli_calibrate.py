@@ -97,6 +97,10 @@ def test_dr256_buckets_from_three_real_rollouts(rollouts: Path, tmp_path: Path) 
                 "--grades", str(rollouts / "scores.json"), "--out", str(again))
     assert rc == 0
     assert json.loads(again.read_text())["items"] == report["items"]
+    as_json = tmp_path / "as-json.json"
+    rc, line = cli("calibrate", "--questions", str(QUESTIONS), "--runs", str(rollouts), "--rule", "dr256",
+                   "--out", str(as_json), "--json")
+    assert rc == 0 and json.loads(line) == json.loads(as_json.read_text()) and line.count("\n") == 1
 
 
 def test_drbencher_v2_with_the_numeric_grader(rollouts: Path, tmp_path: Path) -> None:
@@ -161,9 +165,13 @@ def test_bad_input(rollouts: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     other.write_text(QUESTIONS.read_text() + "\n")
     assert "answered another questions file" in refused(capsys, out, "--runs", str(rollouts), "--rule", "dr256",
                                                         questions=other)
-    assert "drbencher-v1 needs closed-book runs" not in refused(
-        capsys, out, "--runs", str(rollouts), "--rule", "drbencher-v1", "--k", "3", "--grades",
-        str(tmp_path / "none.json"))  # no grades there: refused for that, before anything is written
+    closed = copy_runs(rollouts, tmp_path / "closed-book")  # recorded as closed-book runs
+    for i in range(3):
+        run_json = json.loads((closed / f"attempt-{i}/run.json").read_text())
+        edit_manifest(closed / f"attempt-{i}", preset={**run_json["preset"], "tools": []})
+    no_grades = refused(capsys, out, "--runs", str(closed), "--rule", "drbencher-v1", "--k", "3", "--grades",
+                        str(tmp_path / "none.json"))  # no grades there: refused for that, before anything is written
+    assert "none.graded.jsonl: no graded questions" in no_grades, no_grades
 
     for field in ("corpus_identity", "blocklist_sha256"):
         copy = copy_runs(rollouts, tmp_path / f"copy-{field}")

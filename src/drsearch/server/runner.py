@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,6 +113,9 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     deep_check: subprocess.Popen[bytes] | None = None
     if verified == "fast":
         deep_check = _start_deep_check(config, run_dir)
+        # Reaped as soon as it ends (uvicorn's loop never waits on it): no zombie child
+        # for the whole life of the server.
+        threading.Thread(target=deep_check.wait, name="drsearch-deep-check", daemon=True).start()
     elif verified == "deep":
         write_verify_state(run_dir, "ok", "verified before serving")
     # A single-process uvicorn re-raises the signal that stopped it once it has shut down;

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..index import InvalidInputError
+from ..index import InvalidInputError, dumps
 
 if TYPE_CHECKING:
     from ..benchmark import GradedQuestion, RunEpisodes
@@ -241,6 +241,9 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         "frozen_runs": {m: [str(r.path) for r in rs] for m, rs in sorted(frozen_by_model.items())} or None,
         "settings": settings}
     write_json_atomic(out_path, report)
+    if args.json:  # the file just written, as one line
+        print(dumps(report), file=out)
+        return 0
     _print_counts(report, out)
     print(f"wrote {out_path}", file=out)
     return 0
@@ -289,6 +292,8 @@ def register(sub: Any) -> None:
                         "per roster model")
     p.add_argument("--rule", required=True, metavar="RULE", help=f"one of {', '.join(_RULES)}")
     p.add_argument("--out", required=True, type=Path, metavar="FILE", help="calibration.json to write")
+    p.add_argument("--json", action="store_true",
+                   help="print calibration.json (one line) instead of the table")
     p.add_argument("--grades", nargs="+", type=Path, metavar="FILE",
                    help="graded files (scores.json / .graded.jsonl / run dir) instead of the defaults")
     p.add_argument("--k", type=_positive, default=10, help="drbencher: attempts per item (default 10)")

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError
+from ..index import InvalidInputError, dumps
 
 
 def _items(path: Path, id_field: str, text_field: str) -> tuple[list[Any], list[str], str]:
@@ -75,6 +75,9 @@ def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:
         diverse = diversify([ids[i] for i in index], vectors[index], tau_d=args.diversity)
         report["diversity"] = diverse.as_dict()
     write_json_atomic(args.out, report)
+    if args.json:  # the file just written, as one line
+        print(dumps(report), file=out)
+        return 0
     print(f"{len(ids)} items: {len(result.kept)} kept, {len(result.duplicates)} near-duplicates "
           f"(cosine >= {args.tau:g}), {len(result.review)} pair(s) to review", file=out)
     if report["diversity"] is not None:
@@ -100,6 +103,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("dedup", help="near-duplicate and diversity filters over embedded texts")
     p.add_argument("items", type=Path, metavar="ITEMS.jsonl", help="one JSON object a line")
     p.add_argument("--out", required=True, type=Path, metavar="FILE", help="dedup.json to write")
+    p.add_argument("--json", action="store_true", help="print dedup.json (one line) instead of the summary")
     p.add_argument("--id-field", default="id", help="the items' id field (default id)")
     p.add_argument("--text-field", default="text", help="the field to embed (default text)")
     p.add_argument("--tau", type=_unit, default=0.90, help="duplicate when cosine >= tau (default 0.90)")

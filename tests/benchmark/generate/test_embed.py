@@ -109,6 +109,8 @@ def test_dedup_cli_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     again = tmp_path / "again.json"
     assert cli("dedup", str(items), "--out", str(again), "--diversity", "0.3")[0] == 0
     assert again.read_bytes() == out.read_bytes()  # same inputs, same bytes
+    rc, line = cli("dedup", str(items), "--out", str(tmp_path / "j.json"), "--diversity", "0.3", "--json")
+    assert rc == 0 and json.loads(line) == report and line.count("\n") == 1
 
     capsys.readouterr()
     bad = tmp_path / "bad.json"
