@@ -1,31 +1,28 @@
-"""`drsearch run`'s progress bar (stderr, drawn whether or not it is a terminal; --quiet
+"""`drsearch run`'s progress bar (stderr, drawn only when stderr is a terminal; --quiet
 silences it): episodes done out of all selected (resumed ones included), errors, rate."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from drsearch.tools.cli import main
-
+from ..terminal import in_terminal, piped
 from .conftest import BLOCKED, QUESTIONS
 from .fake_llm import serve_fake
 
 SCRIPTS: dict[int, list[dict[str, Any]]] = {4: [{"status": 400}], 9: [{"status": 400}]}  # two model errors
 
 
-def _run(out: Path, base_url: str, sample_index: Path, *extra: str) -> tuple[dict[str, Any], str]:
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(stderr):
-        rc = main(["run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--blocked-docids",
-                   str(BLOCKED), "--out", str(out), "--model", "fake-model", "--base-url", base_url,
-                   "--max-attempts", "1", "--json", *extra], out=stdout)
-    assert rc == 0, stderr.getvalue()
-    return json.loads(stdout.getvalue()), stderr.getvalue()
+def _run(out: Path, base_url: str, sample_index: Path, *extra: str, terminal: bool = True
+         ) -> tuple[dict[str, Any], str]:
+    argv = ["run", "--questions", str(QUESTIONS), "--database", str(sample_index), "--blocked-docids",
+            str(BLOCKED), "--out", str(out), "--model", "fake-model", "--base-url", base_url,
+            "--max-attempts", "1", "--json", *extra]
+    rc, stdout, stderr = (in_terminal if terminal else piped)(*argv)
+    assert rc == 0, stderr
+    return json.loads(stdout), stderr
 
 
 def _frames(rendered: str) -> list[str]:
@@ -47,3 +44,10 @@ def test_progress_shows_done_errors_and_rate(sample_index: Path, tmp_path: Path)
     assert "errors=2" in last and "infra=0" in last, last
     assert re.search(r"\d+(\.\d+)?(q/s|s/q)", last), last  # a rate, not "?q/s"
     assert all("Traceback" not in f for f in frames)
+
+
+def test_no_bar_when_stderr_is_not_a_terminal(sample_index: Path, tmp_path: Path) -> None:
+    with serve_fake(SCRIPTS) as fake:
+        summary, stderr = _run(tmp_path / "run", fake.url, sample_index, "--limit", "3", terminal=False)
+    assert summary["questions"] == 3
+    assert "episodes:" not in stderr and "\r" not in stderr and "\x1b" not in stderr, stderr

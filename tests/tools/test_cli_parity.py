@@ -5,18 +5,13 @@ and no escape codes anywhere else, bad output directories refused as bad input."
 from __future__ import annotations
 
 import argparse
-import fcntl
 import functools
 import http.server
 import io
 import json
-import os
-import pty
 import shutil
-import struct
 import subprocess
 import sys
-import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +25,7 @@ from drsearch.tools.cli import main, make_parser
 from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 from ..server.conftest import make_client
+from ..terminal import in_terminal, piped
 from .test_cli_score import episode_record, write_run
 
 DOCS = DATA / "sample/docs.jsonl"
@@ -46,40 +42,6 @@ def _exe() -> str:
 def call(*args: str) -> tuple[int, str]:
     buf = io.StringIO()
     return main(list(args), out=buf), buf.getvalue()
-
-
-def in_terminal(*args: str) -> tuple[int, str, str]:
-    """Run the console script with stderr on a pseudo-terminal (120 columns), stdout piped;
-    returns the exit code, stdout and everything written to the terminal."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    chunks: list[bytes] = []
-
-    def drain() -> None:  # read as it comes, so a full terminal buffer never blocks the child
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        p = subprocess.run([_exe(), *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                           timeout=300)
-    finally:
-        os.close(slave)
-    reader.join(timeout=10)
-    os.close(master)
-    return p.returncode, p.stdout.decode(), b"".join(chunks).decode("utf-8", "replace")
-
-
-def piped(*args: str) -> tuple[int, str, str]:
-    p = subprocess.run([_exe(), *args], capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
 
 
 def _verbs(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[

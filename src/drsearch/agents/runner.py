@@ -237,12 +237,19 @@ def summarise(records: list[dict[str, Any]], cache: ReplayCache, wall_s: float,
             "wall_s_this_invocation": round(wall_s, 3)}
 
 
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 class _Progress:
     def __init__(self, total: int, initial: int, quiet: bool) -> None:
         self.errors = 0
         self.infra = 0
         self.bar: Any = None
-        if not quiet:
+        if not quiet and _stderr_is_terminal():  # a log or a pipe gets no \r or escape codes
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=initial, desc="episodes", unit="q", file=sys.stderr)
