@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..index import InvalidInputError, dumps
+from .argtypes import fraction
 
 if TYPE_CHECKING:
     from ..benchmark import GradedQuestion, RunEpisodes
@@ -262,14 +263,6 @@ def _print_counts(report: dict[str, Any], out: TextIO) -> None:
               "roster model at temperature 0)", file=out)
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
 
 
 def _positive(text: str) -> int:
@@ -297,9 +290,9 @@ def register(sub: Any) -> None:
     p.add_argument("--grades", nargs="+", type=Path, metavar="FILE",
                    help="graded files (scores.json / .graded.jsonl / run dir) instead of the defaults")
     p.add_argument("--k", type=_positive, default=10, help="drbencher: attempts per item (default 10)")
-    p.add_argument("--tau", type=_fraction, default=0.5,
+    p.add_argument("--tau", type=fraction, default=0.5,
                    help="drbencher: discard when accuracy > tau (default 0.5)")
-    p.add_argument("--threshold", type=_fraction, default=0.5,
+    p.add_argument("--threshold", type=fraction, default=0.5,
                    help="openbiorq: solved when checklist score >= threshold (default 0.5)")
     p.add_argument("--frozen-runs", nargs="+", type=Path, metavar="DIR",
                    help="openbiorq: each roster model's run at temperature 0 (frozen core)")

