@@ -209,8 +209,16 @@ async def agent(host: str, port: int, ops: list[Op], counter: list[int], run: Ru
         conn.close()
 
 
-async def killer(run: Run, start: float, at: float, deadline: float, server_pid: int | None) -> None:
-    """SIGKILL one worker `at` seconds in; note when its replacement starts and first answers."""
+async def killer(run: Run, start: float, at: float, deadline: float, server_pid: int | None,
+                 probe: tuple[str, int, bytes], grace: float) -> None:
+    """SIGKILL one worker `at` seconds in; note when its replacement starts and first answers.
+
+    The load may end before uvicorn's supervisor (it pings every worker in turn, each ping up to
+    its health-check timeout) has spawned and warmed the replacement, on a busy 2-core machine
+    easily a few seconds. So after the load the killer keeps watching, for at most `grace`
+    seconds after the kill, and sends its own probe searches (not counted in the load's
+    records) to see the new worker answer.
+    """
     await asyncio.sleep(at)
     seen = {r.worker for r in run.records if r.worker}
     live = worker_pids(server_pid, seen)
@@ -220,9 +228,11 @@ async def killer(run: Run, start: float, at: float, deadline: float, server_pid:
     victim = max(live)
     before = set(live)
     os.kill(victim, signal.SIGKILL)
-    killed_at = time.perf_counter() - start
+    t_kill = time.perf_counter()
+    killed_at = t_kill - start
     run.kill = {"pid": victim, "at_s": round(killed_at, 3)}
-    while time.perf_counter() < deadline:
+    host, port, payload = probe
+    while (now_abs := time.perf_counter()) < max(deadline, t_kill + grace):
         await asyncio.sleep(0.05)
         now = time.perf_counter() - start
         if "replacement_pid" not in run.kill:
@@ -235,20 +245,39 @@ async def killer(run: Run, start: float, at: float, deadline: float, server_pid:
             run.kill.setdefault("replacement_pid", fresh[0].worker)
             run.kill["replacement_answered_after_s"] = round(fresh[0].t - killed_at, 3)
             return
+        if now_abs >= deadline:  # the load is over: probe on a new connection each time
+            conn = Connection(host, port, 5.0)
+            try:
+                status, worker, _ = await conn.request("/search", payload)
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+                status, worker = 0, 0
+            finally:
+                conn.close()
+            if status == 200 and worker and worker not in seen and worker != victim:
+                run.kill.setdefault("replacement_pid", worker)
+                run.kill["replacement_answered_after_s"] = round(time.perf_counter() - t_kill, 3)
+                run.kill["answered_first_to"] = "probe after the load"
+                return
+    run.kill["replacement_missing_after_s"] = round(time.perf_counter() - t_kill, 3)
 
 
 async def http_phase(host: str, port: int, ops: list[Op], agents: int, duration: float,
                      max_requests: int, timeout: float, kill_at: float | None,
-                     server_pid: int | None) -> tuple[Run, float]:
+                     server_pid: int | None, grace: float) -> tuple[Run, float]:
     run, counter = Run(), [0]
     start = time.perf_counter()
     deadline = start + duration
-    tasks = [agent(host, port, ops, counter, run, start, deadline, max_requests, timeout)
-             for _ in range(agents)]
+    watcher = None
     if kill_at is not None:
-        tasks.append(killer(run, start, kill_at, deadline, server_pid))
-    await asyncio.gather(*tasks)
-    return run, time.perf_counter() - start
+        search = next(op for op in ops if op.kind == "search")
+        watcher = asyncio.ensure_future(
+            killer(run, start, kill_at, deadline, server_pid, (host, port, search.payload), grace))
+    await asyncio.gather(*(agent(host, port, ops, counter, run, start, deadline, max_requests, timeout)
+                           for _ in range(agents)))
+    elapsed = time.perf_counter() - start  # the load's own time, without the killer's grace
+    if watcher is not None:
+        await watcher
+    return run, elapsed
 
 
 def run_loop(coro: Any) -> Any:
@@ -419,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20260811)
     ap.add_argument("--kill-worker", action="store_true", help="SIGKILL one worker mid-run")
     ap.add_argument("--kill-at", type=float, default=0.4, help="when, as a fraction of --duration")
+    ap.add_argument("--replacement-grace", type=float, default=30.0,
+                    help="seconds after the kill to wait for the replacement worker, even past the load")
     ap.add_argument("--json", type=Path, help="also write the report here")
     args = ap.parse_args(argv)
     duration = min(max(args.duration, 0.5), 600.0)
@@ -441,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         kill_at = duration * args.kill_at if args.kill_worker else None
         cpu0 = time.process_time()
         run, elapsed = run_loop(http_phase(host, port, ops, args.agents, duration, args.max_requests,
-                                           args.timeout, kill_at, proc.pid if proc else None))
+                                           args.timeout, kill_at, proc.pid if proc else None,
+                                           args.replacement_grace))
         client_cpu = time.process_time() - cpu0
         seen = {r.worker for r in run.records if r.worker}
         mem = memory(worker_pids(proc.pid if proc else None, seen))
