@@ -24,33 +24,17 @@ import argparse
 import json
 import os
 import random
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scipy.stats import mannwhitneyu
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_DOCS = REPO / "data" / "sample" / "docs.jsonl"
-CACHE = REPO / "benchmarks" / ".cache"
-
-
-def ensure_sample_db() -> Path:
-    path = CACHE / "sample.sqlite3"
-    if not path.exists():
-        from drsearch.index import build, read_jsonl
-
-        CACHE.mkdir(parents=True, exist_ok=True)
-        build(read_jsonl(SAMPLE_DOCS), path)
-    return path
+from serving import ensure_sample_db, start_server, stop_server
 
 
 def _mutate(text: str, rng: random.Random) -> str:
@@ -177,35 +161,11 @@ class Client:
         return chunk
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(database: Path, blocklist: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    exe = Path(sys.executable).with_name("drsearch")
-    port = free_port()
-    proc = subprocess.Popen([str(exe), "serve", "--database", str(database), "--blocked-docids",
-                             str(blocklist), "--port", str(port), "--verify", "none", "--log-level",
-                             "warning"], stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}: {log.read_text()[-500:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise SystemExit("server not up within 60 s")
-
-
 def http_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str]],
               missing: list[tuple[str, str]], n: int, seed: int, workdir: Path) -> list[dict[str, Any]]:
-    proc, port = start_server(database, blocklist_path, workdir / "serve.log")
+    served = start_server(database, "--blocked-docids", str(blocklist_path), "--verify", "none",
+                          log=workdir / "serve.log")
+    proc, port = served.proc, served.port
     out = []
     try:
         client = Client(port)
@@ -234,8 +194,7 @@ def http_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str
                                nexts["blocked"], nexts["missing"]))
         client.sock.close()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        stop_server(proc)
     return out
 
 

@@ -22,58 +22,23 @@ import argparse
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_DOCS = REPO / "data" / "sample" / "docs.jsonl"
-CACHE = REPO / "benchmarks" / ".cache"
-
-
-def ensure_sample_db() -> Path:
-    path = CACHE / "sample.sqlite3"
-    if not path.exists():
-        from drsearch.index import build, read_jsonl
-
-        CACHE.mkdir(parents=True, exist_ok=True)
-        build(read_jsonl(SAMPLE_DOCS), path)
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from serving import ensure_sample_db, start_server, stop_server
 
 
 def start(database: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
-    exe = Path(sys.executable).with_name("drsearch")
-    port = free_port()
-    proc = subprocess.Popen([str(exe), "serve", "--database", str(database), "--port", str(port),
-                             "--verify", "none", "--log-level", "warning", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"serve exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise SystemExit("serve not up within 60 s")
+    served = start_server(database, "--verify", "none", *args)
+    return served.proc, served.port
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(20)
+    stop_server(proc)
 
 
 def connect(port: int) -> socket.socket:

@@ -30,12 +30,9 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
-import subprocess
 import sys
 import time
-import urllib.request
 import zlib
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -43,9 +40,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from serving import CACHE, ensure_sample_db, get_json, start_server, stop_server
+
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE_DOCS = REPO / "data/sample/docs.jsonl"
-CACHE = REPO / "benchmarks/.cache"
 OPERATORS = ['"', "?", " NOT ", " OR ", ":", "*", " -", "(", " site:", " 2019"]
 
 
@@ -326,58 +323,6 @@ def memory(pids: list[int]) -> list[dict[str, Any]]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def get_json(url: str, timeout: float = 5.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-def start_server(database: Path, workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    exe = Path(sys.executable).with_name("drsearch")
-    port = free_port()
-    cmd = [str(exe), "serve", "--database", str(database), "--host", "127.0.0.1",
-           "--port", str(port), "--workers", str(workers), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}: {log.read_text()[-500:]}")
-        try:  # wait for every worker, not just the first, before loading
-            if get_json(base + "/stats", 1.0)["server"]["workers"]["live"] >= workers:
-                return proc, base
-        except OSError:
-            pass
-        time.sleep(0.2)
-    stop_server(proc)
-    raise SystemExit(f"server workers not all up within 60 s: {log.read_text()[-500:]}")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)  # the session we created for it: the server and its workers
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def ensure_sample_db() -> Path:
-    path = CACHE / "sample.sqlite3"
-    if not path.exists():
-        from drsearch.index import build, read_jsonl
-
-        CACHE.mkdir(parents=True, exist_ok=True)
-        build(read_jsonl(SAMPLE_DOCS), path)
-    return path
-
-
 # -- report -----------------------------------------------------------------------------------
 def pct(values: list[float], q: float) -> float:
     if not values:
@@ -462,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         base = args.url.rstrip("/")
     else:
         CACHE.mkdir(parents=True, exist_ok=True)
-        proc, base = start_server(database, args.workers, CACHE / "load_server.log")
+        served = start_server(database, workers=args.workers, log=CACHE / "load_server.log")
+        proc, base = served.proc, served.base
     try:
         parts = urlsplit(base)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
