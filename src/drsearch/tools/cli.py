@@ -30,6 +30,7 @@ from ..index import (
 )
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
+from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
 from .mcp_cli import register as register_mcp_verb
@@ -361,6 +362,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     register_release_verbs(sub)  # release manifest|assemble, validate (release_cli.py, drsearch.release)
     register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
+    register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
