@@ -26,3 +26,15 @@ def test_tools_holds_only_the_command_line() -> None:
 
     left = {p.stem for p in Path(drsearch.tools.__file__).parent.glob("*.py")}
     assert not left & {"manifest", "release", "release_checks", "validate", "report", "repo_data", "dr256"}
+
+
+def test_construct_exports() -> None:
+    import drsearch.release.construct as construct
+
+    assert set(construct.__all__) == {
+        "CONFLICTING_LABELS", "FIELDS", "INVALID_URL", "NO_ANSWER_DOC", "SUMMARY", "URL_PATTERNS",
+        "check_blocklist", "collect_urls", "consolidate", "field_map", "find_answers", "find_artifacts",
+        "qid_of", "read_url_patterns", "write_summary",
+    }
+    for name in construct.__all__:
+        assert getattr(construct, name) is not None
