@@ -128,7 +128,7 @@ def test_the_detector_flags_the_dump_page_and_nothing_else(built: Built) -> None
 
 def test_summary_holds_every_stage_and_a_rerun_does_nothing(built: Built) -> None:
     summary = json.loads((built.pool / "summary.json").read_text())
-    assert summary["stage_order"] == ["consolidate", "urls", "answers", "artifacts"]
+    assert summary["stage_order"][:4] == ["consolidate", "urls", "answers", "artifacts"]
     assert summary["stages"]["consolidate"]["facts"]["conflicts"] == 1
     assert summary["stages"]["answers"]["counts"]["rejected"] == {"no_independent_answer_doc": 1}
     before = (built.pool / "consolidate" / "pool.jsonl").stat().st_mtime_ns
@@ -231,3 +231,66 @@ def test_the_answer_match(text: str, answer: str, found: bool) -> None:
     from drsearch.release.construct.answers import answer_in_text
 
     assert answer_in_text(text, answer) is found
+
+
+# -- audit ----------------------------------------------------------------------------------
+
+
+def _audit(built: Built, blocked: Path, *extra: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    code, text = cli("construct", "audit", str(built.pool), "--database", str(built.corpus),
+                     "--blocked-docids", str(blocked), "--json", *extra)
+    lines = {r["qid"]: r for r in jsonl(built.pool / "audit" / "shortcuts.jsonl")} if code == 0 else {}
+    return code, json.loads(text) if code == 0 else {}, lines
+
+
+def test_the_audit_probes_with_the_blocklist_applied(built: Built, tmp_path: Path) -> None:
+    dump = stable_docid(DUMP_URL)
+    blocked = tmp_path / "blocked.txt"
+    blocked.write_text(f"# dataset viewer dump: rows 0-7 with answers\n{dump}\n")
+    code, report, lines = _audit(built, blocked)
+    assert code == 0
+    answers = {r["qid"]: r["answer_docids"] for r in jsonl(built.pool / "answers" / "answers.jsonl")}
+    assert set(lines) == set(answers)
+    evidence = [e for line in lines.values() for e in line["probes"].values() if e is not None]
+    assert evidence and all(e["docid"] != dump for e in evidence)  # a blocked page gives nothing away
+    for qid, line in lines.items():
+        single = line["probes"]["single_retrieval"]
+        if single is not None:
+            assert single["docid"] in answers[qid] and single["rank"] <= 3
+        assert line["removed"] == bool(line["flags"])
+    # the 40-page fixture corpus is small enough that one search for the question text finds
+    # the answer: the question whose label sits in its top snippet is removed for it
+    emirates = next(r.metadata.qid for r in sample_rows() if r.metadata.benchmark.index == 0)
+    assert lines[emirates]["probes"]["answer_in_snippet"]["rank"] == 1
+    assert lines[emirates]["flags"][0] == "answer_in_snippet"
+    removed = jsonl(built.pool / "audit" / "candidates.jsonl")
+    assert {r["key"]: r["check"] for r in removed} == {q: line["flags"][0] for q, line in lines.items()
+                                                        if line["removed"]}
+    assert report["counts"]["rejected_total"] == len(removed)
+    settings = json.loads((built.pool / "summary.json").read_text())["stages"]["audit"]["settings"]
+    assert {k: settings[k] for k in ("snippet_k", "queries", "open_top", "single_rank", "open_page_chars")} == \
+        {"snippet_k": 10, "queries": 2, "open_top": 3, "single_rank": 3, "open_page_chars": 8000}
+
+
+def test_without_the_blocklist_the_dump_page_is_the_shortcut(built: Built, tmp_path: Path) -> None:
+    nothing = tmp_path / "none.txt"
+    nothing.write_text("# nothing blocked\n")
+    code, _, lines = _audit(built, nothing)
+    dumped = {r.metadata.qid for r in sample_rows() if r.metadata.benchmark.index < 8}
+    given_away = {q for q, line in lines.items()
+                  if any(e is not None and e["docid"] == stable_docid(DUMP_URL) for e in line["probes"].values())}
+    assert code == 0 and given_away and given_away <= dumped
+
+
+def test_the_audit_refuses_a_blocklist_naming_an_answer_document(
+        built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = jsonl(built.pool / "answers" / "answers.jsonl")[-1]
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"{answer['answer_docids'][0]}\n")
+    code, _, _ = _audit(built, bad)
+    err = capsys.readouterr().err
+    assert code == 2 and answer["answer_docids"][0] in err and answer["qid"] in err
+    with pytest.raises(SystemExit) as exit_:  # an argparse error: usage and exit 2
+        cli("construct", "audit", str(built.pool), "--database", str(built.corpus), "--blocked-docids", str(bad),
+            "--snippet-k", "0")
+    assert exit_.value.code == 2 and "--snippet-k: must be between 1 and 100, got 0" in capsys.readouterr().err

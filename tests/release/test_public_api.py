@@ -32,7 +32,7 @@ def test_construct_exports() -> None:
     import drsearch.release.construct as construct
 
     assert set(construct.__all__) == {
-        "CONFLICTING_LABELS", "FIELDS", "INVALID_URL", "NO_ANSWER_DOC", "SUMMARY", "URL_PATTERNS",
+        "CONFLICTING_LABELS", "FIELDS", "INVALID_URL", "NO_ANSWER_DOC", "PROBES", "SUMMARY", "URL_PATTERNS", "audit_shortcuts",
         "check_blocklist", "collect_urls", "consolidate", "field_map", "find_answers", "find_artifacts",
         "qid_of", "read_url_patterns", "write_summary",
     }

@@ -362,7 +362,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     register_release_verbs(sub)  # release manifest|assemble, validate (release_cli.py, drsearch.release)
     register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
-    register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts (construct_cli.py)
+    register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)

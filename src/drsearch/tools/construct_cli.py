@@ -1,4 +1,5 @@
-"""The construction verbs: ``drsearch construct consolidate|urls|answers|artifacts`` (docs/CONSTRUCT.md).
+"""The construction verbs: ``drsearch construct consolidate|urls|answers|artifacts|audit``
+(docs/CONSTRUCT.md).
 
 ``register(sub)`` adds ``construct`` to the main parser (cli.py calls it). Each action runs
 one stage of :mod:`drsearch.release.construct` into ``POOL/<stage>/`` and prints one summary
@@ -16,6 +17,7 @@ from typing import Any, TextIO
 from ..index import dumps
 from ..release.construct import (
     URL_PATTERNS,
+    audit_shortcuts,
     check_blocklist,
     collect_urls,
     consolidate,
@@ -82,8 +84,27 @@ def cmd_artifacts(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
+def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    settings = {name: getattr(args, name) for name in ("snippet_k", "queries", "open_top", "single_rank")}
+    record = audit_shortcuts(args.pool, args.database, args.blocked_docids, **settings)
+    return _report(args, out, "audit", record, "{kept} of {questions} questions pass the shortcut probes")
+
+
+def _count(lo: int, hi: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    return parse
+
+
 def register(sub: Any) -> None:
-    """Add ``construct consolidate|urls|answers|artifacts`` to the CLI's subparsers."""
+    """Add ``construct consolidate|urls|answers|artifacts|audit`` to the CLI's subparsers."""
     construct = sub.add_parser("construct", help="build a release's inputs from an upstream pool "
                                                  "(docs/CONSTRUCT.md)")
     stages = construct.add_subparsers(dest="construct_stage", required=True, metavar="STAGE")
@@ -122,6 +143,23 @@ def register(sub: Any) -> None:
                    help="a reviewed blocklist to check: exit 2 if it blocks an independent answer document")
     p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
     p.set_defaults(handler=cmd_artifacts)
+
+    p = stages.add_parser("audit", help="shortcut probes through the engine with the blocklist applied "
+                                        "(POOL/audit/shortcuts.jsonl)")
+    p.add_argument("pool", metavar="POOL", help="the pool directory")
+    p.add_argument("--database", required=True, metavar="CORPUS", help="the corpus built from urls.txt")
+    p.add_argument("--blocked-docids", required=True, metavar="FILE", help="the reviewed blocklist")
+    p.add_argument("--snippet-k", type=_count(1, 100), default=10, metavar="K",
+                   help="results shown per probe search (answer_in_snippet; default 10)")
+    p.add_argument("--queries", type=_count(0, 100), default=2, metavar="N",
+                   help="upstream search queries probed besides the question (default 2)")
+    p.add_argument("--open-top", type=_count(0, 100), default=3, metavar="N",
+                   help="top results whose first page is opened (answer_in_early_open; default 3)")
+    p.add_argument("--single-rank", type=_count(1, 100), default=3, metavar="R",
+                   help="an answer document ranked <= R for the question text is single_retrieval "
+                        "(default 3)")
+    p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
+    p.set_defaults(handler=cmd_audit)
 
 
 __all__ = ["register"]

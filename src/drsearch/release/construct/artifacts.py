@@ -32,6 +32,7 @@ from ...benchmark.generate import StageContext
 from ...benchmark.leak_audit import contains_answer
 from ...benchmark.leak_audit import normalise as normalise_text
 from ...index import BlockList, Engine, InvalidInputError
+from .audit import refuse_blocked_answers
 from .work import ANSWERS_FILE, ARTIFACTS_FILE, POOL_FILE, read_rows, run_stage, stage_input
 
 URL_PATTERNS = (
@@ -152,14 +153,8 @@ def check_blocklist(pool: str | Path, blocked: str | Path) -> dict[str, Any]:
     a blocked docid is an independent answer document; otherwise the counts
     ``{blocked, candidates, candidates_blocked, candidates_not_blocked, blocked_not_candidates}``."""
     root = Path(pool)
-    answers = read_rows(stage_input(root, ANSWERS_FILE))
     blocklist = BlockList.from_file(blocked)
-    clashes = sorted((d, r["qid"]) for r in answers for d in r["answer_docids"] if d in blocklist)
-    if clashes:
-        d, q = clashes[0]
-        more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
-        raise InvalidInputError(f"{blocked}: blocks {d}, an independent answer document of {q}{more}; "
-                                "an answer document is never blocked")
+    refuse_blocked_answers(read_rows(stage_input(root, ANSWERS_FILE)), blocklist, blocked)
     candidates = {r["docid"] for r in read_rows(stage_input(root, ARTIFACTS_FILE))}
     listed = set(blocklist.docids)
     return {"blocked": len(listed), "candidates": len(candidates),

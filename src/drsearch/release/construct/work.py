@@ -27,7 +27,7 @@ from ...index import InvalidInputError
 from ...index.atomic import write_json_atomic
 
 SUMMARY = "summary.json"
-STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts")
+STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit")
 POOL_FILE = "consolidate/pool.jsonl"
 URLS_FILE = "urls/urls.txt"
 URL_MAP_FILE = "urls/url_map.jsonl"
