@@ -294,3 +294,21 @@ def test_the_audit_refuses_a_blocklist_naming_an_answer_document(
         cli("construct", "audit", str(built.pool), "--database", str(built.corpus), "--blocked-docids", str(bad),
             "--snippet-k", "0")
     assert exit_.value.code == 2 and "--snippet-k: must be between 1 and 100, got 0" in capsys.readouterr().err
+
+
+def test_a_changed_upstream_reruns_its_stage_and_the_ones_after(built: Built, tmp_path: Path) -> None:
+    pool = tmp_path / "pool"
+    upstream = write_upstream(tmp_path / "upstream.jsonl")
+    assert cli("construct", "consolidate", "--upstream", str(upstream), "--out", str(pool))[0] == 0
+    assert cli("construct", "urls", str(pool))[0] == 0
+    code, text = cli("construct", "urls", str(pool))
+    assert code == 0 and "(up to date: nothing rerun)" in text
+    rows = [json.loads(line) for line in upstream.read_text().splitlines()]
+    rows.append({"id": "row-new", "question": "Which new question was added last?", "answer": "this one",
+                 "urls": ["https://new.example/page"]})
+    write_upstream(upstream, rows)
+    code, text = cli("construct", "consolidate", "--upstream", str(upstream), "--out", str(pool))
+    assert code == 0 and "19 rows -> 14 question groups" in text
+    code, text = cli("construct", "urls", str(pool), "--json")
+    assert code == 0 and json.loads(text)["ran"] is True
+    assert "https://new.example/page" in (pool / "urls" / "urls.txt").read_text().splitlines()

@@ -12,10 +12,11 @@ flagged document, docid order):
   searched case-insensitively: dataset hubs, raw data files, Q&A sites; :data:`URL_PATTERNS`
   by default, or one per line of a ``--url-patterns`` file).
 
-The text signals look at the documents that rank in the top ``candidate_k`` for some pool
-question's text (a document holding a question verbatim ranks high for it), so the scan
-costs one search per question rather than questions × documents; the URL signal reads every
-document's URL. Nothing is blocked here: a reviewer turns the candidates into
+The text signals look for a question only in the documents ranking in the top
+``candidate_k`` for that question's text (a document holding a question verbatim ranks high
+for it), so the scan costs one search per question and at most ``candidate_k`` text checks
+per question, not questions × documents; the URL signal reads every document's URL.
+Nothing is blocked here: a reviewer turns the candidates into
 ``blocked_docids.txt`` with ``# reason`` comments, and :func:`check_blocklist` refuses one
 that blocks an independent answer document (exit 2 naming both).
 """
@@ -99,13 +100,14 @@ def _run(ctx: StageContext) -> None:
     patterns = [re.compile(p, re.I) for p in s["url_patterns"]]
     flagged: dict[str, dict[str, Any]] = {}
     with Engine.open(s["database"]) as engine:
-        candidates: set[str] = set()
+        surfaced: dict[str, list[dict[str, Any]]] = {}  # docid -> the questions whose search found it
         for row in pool:
-            candidates.update(h.docid for h in engine.search(row["question"], s["candidate_k"],
-                                                             with_text=False).hits)
-        for docid in sorted(candidates):
+            for h in engine.search(row["question"], s["candidate_k"], with_text=False).hits:
+                surfaced.setdefault(h.docid, []).append(row)
+        candidates = sorted(surfaced)
+        for docid in candidates:
             doc = engine.open_document(docid=docid)
-            verbatim, pairs = text_evidence(doc.text, pool, s["pair_window"])
+            verbatim, pairs = text_evidence(doc.text, surfaced[docid], s["pair_window"])
             signals = {}
             if len(verbatim) >= s["min_questions"]:
                 signals["verbatim_questions"] = verbatim
