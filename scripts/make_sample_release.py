@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drsearch.tools.repo_data import assemble_sample_release, data_manifest_problems, write_data_manifest
+from drsearch.release.repo_data import assemble_sample_release, data_manifest_problems, write_data_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,7 @@ from drsearch.benchmark import (
     read_openbiorq,
 )
 from drsearch.index import BlockList, Engine, InvalidInputError
-from drsearch.tools import dr256 as tools_dr256
+from drsearch.release import dr256 as release_dr256
 
 from ..agents.fake_llm import serve_fake
 from ..helpers import DATA
@@ -45,11 +45,11 @@ def write(path: Path, rows: list[Any]) -> Path:
 # -- DR-256 ---------------------------------------------------------------------------------
 
 
-def test_tools_reexports_the_benchmark_row_model() -> None:
+def test_release_reexports_the_benchmark_row_model() -> None:
     from drsearch.benchmark.datasets import dr256
 
-    assert tools_dr256.__all__ == dr256.__all__ and "QuestionRow" in dr256.__all__
-    assert all(getattr(tools_dr256, name) is getattr(dr256, name) for name in dr256.__all__)
+    assert release_dr256.__all__ == dr256.__all__ and "QuestionRow" in dr256.__all__
+    assert all(getattr(release_dr256, name) is getattr(dr256, name) for name in dr256.__all__)
 
 
 def test_sample_rows_become_tasks_without_answer_docids() -> None:
@@ -113,7 +113,7 @@ def test_dr256_accepted_variants(tmp_path: Path) -> None:
 def test_dr256_rows_as_the_card_describes_them_validate(tmp_path: Path) -> None:
     """The card calls ``dataset_rows`` "source row identifiers", ``row_fingerprints``
     "source-row fingerprints" and ``base_pilot`` the reference agent's "calibration behavior",
-    without fixing a type: rows using any such value are a valid release (tools/validate too)."""
+    without fixing a type: rows using any such value are a valid release (release/validate too)."""
     rows = copy.deepcopy(ROWS)
     variants: list[tuple[Any, Any, Any]] = [
         ([17, 4023], ["row:17", "row:4023"], "solved"),                       # integer identifiers

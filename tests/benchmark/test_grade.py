@@ -180,7 +180,7 @@ def test_release_tooling_imports_rows_without_the_extras() -> None:
 
     rows = "import sys; import drsearch.benchmark; sys.exit(bool({'httpx', 'scipy'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", rows], check=False).returncode == 0
-    tools = "import sys; import drsearch.tools.dr256; sys.exit('scipy' in sys.modules)"  # corpus brings httpx
+    tools = "import sys; import drsearch.release.dr256; sys.exit('scipy' in sys.modules)"  # corpus brings httpx
     assert subprocess.run([sys.executable, "-c", tools], check=False).returncode == 0
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from drsearch.index import BlockList, missing_docids
+from drsearch.release.dr256 import load_questions
 from drsearch.tools.cli import main
-from drsearch.tools.dr256 import load_questions
 
 REPO = Path(__file__).resolve().parents[2]
 

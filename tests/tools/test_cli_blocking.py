@@ -202,7 +202,7 @@ def test_answer_documents_stay_openable_and_artifacts_do_not(sample_index: Path)
     """With the sample blocklist applied, every question's answer document opens and the leak
     artifacts answer exactly like absent documents."""
     from drsearch.index import BlockList, DocumentNotFoundError, Engine
-    from drsearch.tools.dr256 import load_questions
+    from drsearch.release.dr256 import load_questions
 
     blocked = BlockList.from_file(DATA / "sample/blocked_docids.txt")
     qs = load_questions(QUESTIONS)

@@ -1,6 +1,6 @@
 """A minimal reader of DR-256 question rows (what the agent loop needs, nothing more).
 
-The full row model lives in ``drsearch.tools.dr256``; the agents layer may not import
+The full row model lives in ``drsearch.release.dr256``; the agents layer may not import
 tools, so this reads only ``prompt`` (the frozen messages, used as given),
 ``metadata.qid`` and ``metadata.benchmark.index``. Other fields are ignored here, and
 ``label`` and answer docids are never shown to an agent.

@@ -2,7 +2,7 @@
 
 Both files carry the corpus counts that release validation compares with the index
 (``documents``, ``indexed_documents``, ``empty_documents``, ``chunks``, ``content_identity``;
-see drsearch.tools.release_checks) plus the crawl's own accounting, whose numbers add up
+see drsearch.release.checks) plus the crawl's own accounting, whose numbers add up
 (``coverage_problems`` lists every equation that does not hold; a test checks them):
 
     url_records      = fetched_ok + failed + robots_disallowed

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..index import BlocklistError, CorpusFileError, sha256_file
-from .manifest import BLOCKED
+from ..release.manifest import BLOCKED
 
 NONE = "none"
 Origin = Literal["release", "release-override", "release-none", "file", "none"]

@@ -30,6 +30,7 @@ from ..index import (
 )
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
+from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
 from .mcp_cli import register as register_mcp_verb
@@ -201,7 +202,7 @@ def _release_of(args: argparse.Namespace) -> Path | None:
 
 def _validate_release_before_serving(root: Path, deep: bool) -> None:
     """Run ``drsearch validate`` on the release; raise on the first failed check."""
-    from .validate import validate_release
+    from ..release import validate_release
 
     print(f"drsearch: validating release {root}{' (deep)' if deep else ''} before serving",
           file=sys.stderr)
@@ -359,8 +360,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "DIR/search/corpus.sqlite3 beside DIR/manifest.json)")
     p.set_defaults(handler=cmd_serve)
 
-    register_release_verbs(sub)  # release manifest|assemble, validate, import (release_cli.py)
-    register_corpus_verbs(sub)  # corpus fetch|extract|build (corpus_cli.py)
+    register_release_verbs(sub)  # release manifest|assemble, validate (release_cli.py, drsearch.release)
+    register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
+    register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)

@@ -10,7 +10,10 @@ object, so callers update it unconditionally.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
+
+from ..release import ProgressBar, ProgressFactory
 
 
 def stderr_is_terminal() -> bool:
@@ -81,4 +84,37 @@ class StageBars:
         self.bars.clear()
 
 
-__all__ = ["StageBars", "progress_bar", "stderr_is_terminal"]
+def byte_bars(quiet: bool, force: bool = False) -> ProgressFactory | None:
+    """Byte bars for hashing and the deep checks: drawn on a terminal's stderr (or when
+    ``force``), never with ``quiet`` (None: no bars at all)."""
+    if quiet or not (force or stderr_is_terminal()):
+        return None
+
+    def make(desc: str, total: int | None) -> ProgressBar:
+        if total is None:  # a deep SQLite check: no meaningful total, so show it is alive and for how long
+            ticker: ProgressBar = progress_bar(desc, "it", bar_format="{desc}: running {elapsed}", force=True,
+                                               delay=1.0, leave=False)
+            return ticker
+        bar: ProgressBar = progress_bar(desc, "B", total, force=True, unit_scale=True, unit_divisor=1000,
+                                        delay=1.0, leave=False)
+        return bar
+
+    return make
+
+
+def chunk_progress(quiet: bool) -> tuple[Callable[[int], None] | None, list[Any]]:
+    """A build progress callback creating its bar lazily (so early errors print one clean line);
+    None where no bar would be drawn (``quiet``, or stderr is not a terminal)."""
+    bars: list[Any] = []
+    if quiet or not stderr_is_terminal():
+        return None, bars
+
+    def progress(n: int) -> None:
+        if not bars:
+            bars.append(progress_bar("indexing", " chunks"))
+        bars[0].update(n)
+
+    return progress, bars
+
+
+__all__ = ["StageBars", "byte_bars", "chunk_progress", "progress_bar", "stderr_is_terminal"]

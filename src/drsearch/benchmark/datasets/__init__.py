@@ -3,7 +3,7 @@
 Every loader raises :class:`~drsearch.index.InvalidInputError` naming ``file:line`` for
 a bad row (``load_questions`` collects problems instead, for ``drsearch validate``).
 DR-256's pinned release identities and row sub-models are the release tooling's: import
-them from :mod:`.dr256` (or ``drsearch.tools.dr256``).
+them from :mod:`.dr256` (or ``drsearch.release.dr256``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Cross-file checks of a release: corpus meta, summaries, counts and pinned identities.
 
-Each function returns :class:`~drsearch.tools.validate.Check` records and never raises
+Each function returns :class:`~drsearch.release.report.Check` records and never raises
 for bad content. The summaries' count keys this validator knows (others are ignored):
 
 - ``benchmark/summary.json``: ``questions``/``num_questions``, ``calibration_tiers``/``tiers``,

@@ -13,12 +13,12 @@ import apsw
 import pytest
 
 from drsearch.index import sha256_file
-from drsearch.tools import release_checks
+from drsearch.release import checks as release_checks
+from drsearch.release.dr256 import DR256_V1_1_0, PinnedRelease
+from drsearch.release.manifest import DATABASE, checksum_lines, parse_checksums, write_release_manifest
+from drsearch.release.report import ValidationReport
+from drsearch.release.validate import validate_release
 from drsearch.tools.cli import main
-from drsearch.tools.dr256 import DR256_V1_1_0, PinnedRelease
-from drsearch.tools.manifest import DATABASE, checksum_lines, parse_checksums, write_release_manifest
-from drsearch.tools.report import ValidationReport
-from drsearch.tools.validate import validate_release
 
 from ..helpers import DATA
 from .conftest import snapshot

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drsearch.tools.dr256 import DR256_V1_1_0, load_questions, normalise_question, pinned_for, pins_named
+from drsearch.release.dr256 import DR256_V1_1_0, load_questions, normalise_question, pinned_for, pins_named
 
 from ..helpers import DATA
 

@@ -16,8 +16,8 @@ import pytest
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList
-from drsearch.tools.dr256 import load_questions, normalise_question
-from drsearch.tools.repo_data import (
+from drsearch.release.dr256 import load_questions, normalise_question
+from drsearch.release.repo_data import (
     SAMPLE_RELEASE,
     assemble_sample_release,
     data_manifest,

@@ -26,6 +26,7 @@ from ..index import (
     read_jsonl,
     sha256_file,
 )
+from .checks import answer_coverage
 from .dr256 import QuestionSet, load_questions
 from .manifest import (
     BLOCKED,
@@ -39,7 +40,6 @@ from .manifest import (
     canonical_json,
     write_release_manifest,
 )
-from .release_checks import answer_coverage
 
 
 def coverage_summary(report: BuildReport, questions: QuestionSet, database: Path) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..index import InvalidInputError
+from .assemble import assemble_release
 from .manifest import FileEntry, Manifest, ProgressFactory, canonical_json, hash_entries
-from .release import assemble_release
 
 FORMAT = "drsearch-data-manifest"
 FORMAT_VERSION = 1
@@ -50,7 +50,8 @@ def role_of(path: str) -> str:
     for pattern, role in ROLES:
         if fnmatch.fnmatchcase(path, pattern):
             return role
-    raise InvalidInputError(f"{path}: no role for this data file (add one to drsearch.tools.repo_data.ROLES)")
+    raise InvalidInputError(f"{path}: no role for this data file "
+                            "(add one to drsearch.release.repo_data.ROLES)")
 
 
 def data_files(repo: Path) -> list[str]:
@@ -103,7 +104,7 @@ def data_manifest_problems(repo: str | os.PathLike[str]) -> list[str]:
                             f"{want.bytes:,} bytes, {want.sha256[:16]}…")
     problems += [f"{p}: shipped but not in manifest.json" for p in data_files(root) if p not in entries]
     if recorded.get("sample_release") != SAMPLE_RELEASE:
-        problems.append("sample_release section differs from drsearch.tools.repo_data.SAMPLE_RELEASE")
+        problems.append("sample_release section differs from drsearch.release.repo_data.SAMPLE_RELEASE")
     return problems
 
 

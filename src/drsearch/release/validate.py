@@ -47,7 +47,7 @@ from ..index import (
 )
 from ..index.integrity import fts5_tables
 from ..index.schema import APPLICATION_ID
-from . import release_checks as rc
+from . import checks as rc
 from .dr256 import PinnedRelease, QuestionSet, load_questions
 from .manifest import (
     BLOCKED,
@@ -471,7 +471,7 @@ def validate_release(
     ``progress(desc, total)`` makes a bar: for the deep re-hash (total bytes) and for
     ``PRAGMA quick_check`` and the FTS5 integrity-check (total None; updated with SQLite
     VM steps). ``stage(msg)`` is told when a long deep step starts. ``pins``: the pinned
-    release identities to recognise (default :data:`~drsearch.tools.dr256.PINNED_RELEASES`).
+    release identities to recognise (default :data:`~drsearch.release.dr256.PINNED_RELEASES`).
     Raises InvalidInputError only if ``release_dir`` is not a directory; every problem
     with the release itself is a FAIL or WARN in the report.
     """

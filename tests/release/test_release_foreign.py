@@ -18,12 +18,12 @@ import pytest
 from drsearch.corpus import quote_identifier
 from drsearch.index import fts5_integrity_check, quick_check, sha256_file
 from drsearch.index.integrity import PROGRESS_STEPS, fts5_tables
-from drsearch.tools import release_checks
+from drsearch.release import checks as release_checks
+from drsearch.release.dr256 import DR256_V1_1_0, PinnedRelease
+from drsearch.release.manifest import DATABASE, QUESTIONS, write_release_manifest
+from drsearch.release.report import ValidationReport
+from drsearch.release.validate import validate_release
 from drsearch.tools.cli import main
-from drsearch.tools.dr256 import DR256_V1_1_0, PinnedRelease
-from drsearch.tools.manifest import DATABASE, QUESTIONS, write_release_manifest
-from drsearch.tools.report import ValidationReport
-from drsearch.tools.validate import validate_release
 
 from ..helpers import sample_docs
 from .conftest import snapshot
