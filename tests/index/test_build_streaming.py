@@ -184,7 +184,8 @@ def test_more_than_two_threads_are_refused() -> None:
 
 
 @pytest.mark.parametrize(("interpreter", "why"), [
-    ("/bin/false", r"died \(exit code 1\)"),  # starts, then exits without a word
+    ("/bin/false", r"died \(exit code 1\)$"),  # starts, then exits without a word
+    ("/bin/ls", r"died \(exit code 2\): .*No such file"),  # complains on stderr: its last line
     ("/nonexistent/python", "cannot start"),
 ])
 def test_a_worker_failure_fails_the_build_and_leaves_nothing(

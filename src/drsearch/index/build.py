@@ -690,7 +690,7 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         out.send(("result", tok.finish(spill)))
         scratch.close()
     except BaseException as e:  # the writing side raises it as a BuildError
-        out.send(("error", f"{type(e).__name__}: {e}"))
+        out.send(("error", " ".join(f"{type(e).__name__}: {e}".split())))
 
 
 def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunked: bool,
@@ -704,11 +704,13 @@ def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunk
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
-             str(int(prechunked)), settings.model_dump_json()],
-            pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL)
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
+                 str(int(prechunked)), settings.model_dump_json()],
+                pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL, stderr=err)
     except OSError as e:
         os.close(rfd)
         raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
@@ -716,14 +718,19 @@ def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunk
         os.close(wfd)
     pipe = Connection(rfd, writable=False)
 
+    def died() -> BuildError:
+        lines = log.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        last = f": {lines[-1].strip()}" if lines else ""
+        return BuildError(f"the tokenizing worker process died (exit code {proc.wait()}){last}")
+
     def receive() -> tuple[str, Any]:
         while not pipe.poll(1.0):
             if proc.poll() is not None and not pipe.poll(0):
-                raise BuildError(f"the tokenizing worker process died (exit code {proc.returncode})")
+                raise died()
         try:
             kind, value = pipe.recv()
         except EOFError:
-            raise BuildError(f"the tokenizing worker process died (exit code {proc.wait()})") from None
+            raise died() from None
         if kind == "error":
             raise BuildError(f"the tokenizing worker process failed: {value}")
         return str(kind), value
