@@ -161,6 +161,10 @@ def test_merged_windows_are_every_triple_by_term_then_chunk(tmp_path: Path, seed
         assert got.tobytes() == expected.tobytes()
         seen = [set(w["term"].tolist()) for w in windows]  # a term's postings lie in one window
         assert sum(len(s) for s in seen) == len(set().union(*seen))
+        # Memory: a window holds at most a block (plus the rest of one term) per merged run,
+        # never whole runs: with small blocks this is far below the triples in all.
+        df = np.bincount(expected["term"]).max() if len(expected) else 0
+        assert max((len(w) for w in windows), default=0) <= FAN_IN * (block + df)
         assert not list(d.iterdir())  # the runs' files are consumed
 
 
