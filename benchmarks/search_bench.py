@@ -116,12 +116,17 @@ def _child_build_ours(a: dict[str, Any]) -> dict[str, Any]:
 
     out = Path(a["out"])
     t0 = time.perf_counter()
-    report = build(read_jsonl(a["corpus"]), out, BuildSettings(tokenizer=a["tokenizer"]),
-                   overwrite=True)
+    report = build(read_jsonl(a["corpus"]), out,
+                   BuildSettings(tokenizer=a["tokenizer"], threads=a.get("threads", 1)), overwrite=True)
     seconds = time.perf_counter() - t0
+    own, worker = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    worker_rss = worker.ru_maxrss * 1024  # threads=2's worker process
     with Engine.open(out) as e:
         stats = e.stats()
-    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": out.stat().st_size,
+    # Peak RSS: the build process's plus its worker's (a bound: their peaks need not coincide).
+    return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes() + worker_rss,
+            "worker_peak_rss_bytes": worker_rss, "bytes": out.stat().st_size,
+            "self_cpu_s": own.ru_utime + own.ru_stime, "worker_cpu_s": worker.ru_utime + worker.ru_stime,
             "documents": report.documents, "chunks": report.chunks,
             "vocabulary": stats["vocabulary"], "postings": stats["postings"],
             "tokens": stats["tokens"]}

@@ -33,6 +33,13 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_build_with_two_threads_writes_the_same_bytes(db: Path, tmp_path: Path) -> None:
+    two = tmp_path / "two.sqlite3"
+    code, out, err = run("build", str(DATA / "sample/docs.jsonl"), "--out", str(two), "--threads", "2", "--quiet")
+    assert code == 0, err
+    assert "184 documents" in out and two.read_bytes() == db.read_bytes()
+
+
 def call(*args: str) -> tuple[int, str]:
     buf = io.StringIO()
     return main(list(args), out=buf), buf.getvalue()
@@ -84,6 +91,7 @@ def test_open_and_stats(db: Path) -> None:
         (["build", "{tmp}/missing.jsonl", "--out", "{tmp}/x.sqlite3"], 2, "cannot read"),
         (["build", "{tmp}/bad.jsonl", "--out", "{tmp}/x.sqlite3", "--quiet"], 2, ":1: not valid JSON"),
         (["build", "{sample}", "--out", "{db}", "--quiet"], 1, "already exists"),
+        (["build", "{sample}", "--out", "{tmp}/x.sqlite3", "--threads", "3"], 2, "must be 1 or 2"),
         (["frobnicate"], 2, "invalid choice"),
     ],
 )

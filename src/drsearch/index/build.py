@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import zlib
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import apsw
 import numpy as np
@@ -36,12 +41,17 @@ from .fts5spec import sql_string
 from .models import BuildSettings
 from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
+from .spill import FAN_IN, SortedRuns, sorted_pairs
 from .text import Tokenizer, normalize_text
 from .urls import canonicalize_url
 
 RESERVED_FIELDS = ("docid", "url", "title", "text", "aliases")
-_PARTITIONS = 16
-_PAIR = np.dtype([("term", "<u4"), ("chunk", "<u4"), ("tf", "<u2")])
+_OUTPUT_CACHE_KIB = 262144  # the output's page cache (256 MiB): the largest fixed part of the build's memory
+_SCRATCH_CACHE_KIB = 65536  # the staged input's page cache
+_BATCH_ITEMS = 32  # documents per batch handed over
+_BATCH_BYTES = 8 << 20  # text per batch handed over, at most (one larger document is one batch)
+_ITEM_CHUNKS = 64  # pre-chunked chunks handed over at once
+_PROGRESS_CHUNKS = 256  # chunks written between progress calls
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,34 +157,9 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         fh.close()
 
 
-class _PairSpool:
-    """(term, chunk, tf) triples spooled to disk, partitioned by term id."""
-
-    def __init__(self, tmpdir: Path) -> None:
-        self.files: list[BinaryIO] = [open(tmpdir / f"p{i}.bin", "w+b") for i in range(_PARTITIONS)]  # noqa: SIM115
-
-    def add_batch(self, term_ids: np.ndarray, chunk_ids: np.ndarray) -> None:
-        key = (term_ids.astype(np.uint64) << np.uint64(32)) | chunk_ids.astype(np.uint64)
-        uniq, counts = np.unique(key, return_counts=True)
-        pairs = np.empty(len(uniq), dtype=_PAIR)
-        pairs["term"] = uniq >> np.uint64(32)
-        pairs["chunk"] = uniq & np.uint64(0xFFFFFFFF)
-        pairs["tf"] = np.minimum(counts, 65535)
-        part = pairs["term"] % _PARTITIONS
-        for p in range(_PARTITIONS):
-            self.files[p].write(pairs[part == p].tobytes())
-
-    def partitions(self) -> Iterator[np.ndarray]:
-        for fh in self.files:
-            fh.flush()
-            fh.seek(0)
-            yield np.frombuffer(fh.read(), dtype=_PAIR)
-            fh.close()
-
-
 def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
            count_chunks: bool, exclude: BlockList | None = None) -> tuple[int, int, int]:
-    """Validate and stage documents in a temp table (sorted later by docid), leaving out
+    """Validate and stage documents in the scratch database (sorted later by docid), leaving out
     those whose docid ``exclude`` lists.
 
     Returns (documents staged, documents left out, chunks): the chunks the staged documents
@@ -182,7 +167,7 @@ def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSetting
     only by callers that show a total).
     """
     conn.execute(
-        "CREATE TEMP TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
+        "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
         " aliases TEXT, metadata TEXT) WITHOUT ROWID"
     )
     n = excluded = chunks = 0
@@ -210,7 +195,7 @@ def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
                   exclude: BlockList | None = None) -> int:
     """Validate and stage pre-chunked input in its given order (``seq``: the chunk rowid),
     leaving out the chunks of documents ``exclude`` lists."""
-    conn.execute("CREATE TEMP TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
+    conn.execute("CREATE TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
                  "text TEXT NOT NULL, at TEXT NOT NULL)")
     n = 0
     for n, chunk in enumerate(chunks, 1):
@@ -229,8 +214,8 @@ def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
         if exclude is not None and chunk.docid in exclude:
             continue
         conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)", (n, chunk.docid, chunk.text, where))
-    orphan = conn.execute("SELECT at, docid FROM temp.stage_chunks WHERE docid NOT IN "
-                          "(SELECT docid FROM temp.stage) ORDER BY seq LIMIT 1").fetchone()
+    orphan = conn.execute("SELECT at, docid FROM stage_chunks WHERE docid NOT IN "
+                          "(SELECT docid FROM stage) ORDER BY seq LIMIT 1").fetchone()
     if orphan is not None:
         raise InvalidDocumentError(f"{orphan[0]}: chunk of docid {orphan[1]!r}, which no document has")
     return n
@@ -305,6 +290,16 @@ def build(
     return BuildReport(out, *report)
 
 
+def _open_scratch(tmpdir: Path) -> apsw.Connection:
+    """The build's scratch database (staged input, deleted with ``tmpdir``): a file of its
+    own, so the tokenizing thread reads it while the output's connection writes."""
+    conn = apsw.Connection(str(tmpdir / "stage.sqlite3"))
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                   f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
+        conn.execute(f"PRAGMA {pragma}")
+    return conn
+
+
 def _build_into(
     docs: Iterable[object],
     tmp: Path,
@@ -318,24 +313,24 @@ def _build_into(
 ) -> tuple[Any, ...]:
     tmp.unlink(missing_ok=True)
     conn = apsw.Connection(str(tmp))
+    scratch = _open_scratch(tmpdir)
     try:
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                       "cache_size=-262144", "temp_store=FILE", "page_size=4096"):
+                       f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
             conn.execute(f"PRAGMA {pragma}")
         conn.execute("BEGIN")
         conn.execute(DDL)
         conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
         prechunked = chunks is not None
-        n_docs, n_excluded, n_chunks = _stage(conn, docs, settings, on_start is not None and not prechunked,
-                                              exclude)
+        scratch.execute("BEGIN")
+        n_docs, n_excluded, n_chunks = _stage(scratch, docs, settings,
+                                              on_start is not None and not prechunked, exclude)
         if chunks is not None:
-            n_chunks = _stage_chunks(conn, chunks, exclude)
+            n_chunks = _stage_chunks(scratch, chunks, exclude)
+        scratch.execute("COMMIT")
         if on_start is not None:
             on_start(n_chunks)
-        tokenizer = Tokenizer(conn, settings.fts5_tokenize)
-        stats = _write_documents(conn, tokenizer, tmpdir, settings, progress, prechunked)
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
         meta = _meta(settings, n_docs, stats, prechunked)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
@@ -348,13 +343,11 @@ def _build_into(
         )
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        conn.execute("DROP TABLE temp.stage")
-        if prechunked:
-            conn.execute("DROP TABLE temp.stage_chunks")
         conn.execute("COMMIT")
     except apsw.Error as e:
         raise BuildError(f"building {tmp.name}: {e}") from e
     finally:
+        scratch.close()
         conn.close()
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
@@ -363,173 +356,401 @@ def _build_into(
             n_excluded)
 
 
+@dataclass(slots=True)
+class _Item:
+    """One unit of work for the output's connection, in file order: a document's row, its
+    full text and canonical URLs (``doc`` is None for a pre-chunked build's chunk batch),
+    and the chunk rows it brings."""
+
+    doc: tuple[Any, ...] | None
+    text: str
+    urls: list[str]
+    chunks: list[tuple[int, int, int, int, int, str]]
+
+
+class _Tokenizing:
+    """The Python side of the build: reads the staged input in file order, cuts and
+    tokenizes chunks, assigns term ids (first seen, first numbered), hashes the content
+    identity, and spills each batch's postings as a sorted run. Owned by one thread."""
+
+    def __init__(self, scratch: apsw.Connection, tmpdir: Path, settings: BuildSettings,
+                 prechunked: bool) -> None:
+        self.scratch = scratch
+        self.settings = settings
+        self.prechunked = prechunked
+        self.tokenizer = Tokenizer(scratch, settings.fts5_tokenize)
+        self.vocab = _Vocab()
+        self.identity = xxhash.xxh3_128()
+        self.runs = SortedRuns(tmpdir, max(1, settings.run_tokens // FAN_IN))
+        self.chunk_doc = array("i", [0])
+        self.chunk_len = array("i", [0])
+        self.chunk_ordinal = array("i", [0])
+        self.batch_ids = array("I")  # each chunk's distinct term ids, in first-seen order
+        self.batch_tfs = array("I")  # their frequencies in the chunk
+        self.batch_distinct: list[int] = []  # distinct terms per chunk of the batch
+        self.batch_tokens = 0
+        self.batch_first = 1
+        self.n_chunks = self.tokens = self.indexed = self.empty = 0
+
+    def _flush(self) -> None:
+        """Spill the batch's postings as one run (a run ends at a chunk boundary, so runs
+        cover disjoint, ascending chunk ranges)."""
+        if self.batch_ids:  # a batch of chunks without a single term has no postings
+            first = self.batch_first
+            distinct = np.asarray(self.batch_distinct, dtype=np.int64)
+            chunk_ids = np.repeat(np.arange(first, first + len(distinct), dtype=np.uint32), distinct)
+            self.runs.add(sorted_pairs(np.frombuffer(self.batch_ids, dtype=np.uint32), chunk_ids,
+                                       np.frombuffer(self.batch_tfs, dtype=np.uint32)))
+        self.batch_first += len(self.batch_distinct)
+        self.batch_ids, self.batch_tfs = array("I"), array("I")
+        self.batch_distinct = []
+        self.batch_tokens = 0
+
+    def _chunk(self, doc_row: int, ordinal: int, start: int, end: int,
+               text: str) -> tuple[int, int, int, int, int, str]:
+        self.n_chunks += 1
+        terms = self.tokenizer.terms(text)
+        # Counting first (C speed) leaves one vocabulary lookup per distinct term; a Counter
+        # keeps first-seen order, so ids are assigned exactly as a token-by-token lookup would.
+        tf = Counter(terms)
+        self.batch_ids.extend(map(self.vocab.__getitem__, tf))
+        self.batch_tfs.extend(tf.values())
+        n_terms = len(terms)
+        self.tokens += n_terms
+        self.batch_tokens += n_terms
+        self.chunk_doc.append(doc_row)
+        self.chunk_len.append(n_terms)
+        self.chunk_ordinal.append(ordinal)
+        self.batch_distinct.append(len(tf))
+        if (len(self.batch_distinct) >= self.settings.batch_chunks
+                or self.batch_tokens >= self.settings.run_tokens):
+            self._flush()
+        return (self.n_chunks, doc_row, ordinal, start, end, text)
+
+    def items(self) -> Iterator[_Item]:
+        """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
+        settings = self.settings
+        if self.prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
+            rows = self.scratch.execute(
+                "SELECT s.docid, s.url, s.title, s.text, s.aliases, s.metadata, coalesce(f.n, 0) "
+                "FROM stage AS s LEFT JOIN (SELECT docid, min(seq) AS first, count(*) AS n "
+                "FROM stage_chunks GROUP BY docid) AS f ON f.docid = s.docid "
+                "ORDER BY f.first IS NULL, f.first, s.docid")
+        else:
+            rows = self.scratch.execute(
+                "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage ORDER BY docid")
+        row_of: dict[str, int] = {}
+        for doc_row, (docid, url, title, text, aliases, metadata, given) in enumerate(rows, 1):
+            for part in (docid, url, title, text, metadata):
+                self.identity.update(part.encode("utf-8"))
+                self.identity.update(b"\x00")
+            words = text.split()
+            chunk_rows = []
+            if self.prechunked:
+                row_of[docid] = doc_row
+                n_doc_chunks = int(given)
+            else:
+                spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
+                chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end,
+                                          " ".join(words[span.start : span.end])) for span in spans]
+                n_doc_chunks = len(spans)
+            if n_doc_chunks:
+                self.indexed += 1
+            else:
+                self.empty += 1
+            canonical = canonicalize_url(url)
+            urls = list(dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)]))
+            yield _Item((doc_row, docid, url, canonical, title, metadata, len(words), n_doc_chunks),
+                        text, urls, chunk_rows)
+        if self.prechunked:  # word offsets into the document are unknown for given chunks: -1
+            self.identity.update(b"\x01chunks\x00")
+            ordinals: dict[int, int] = {}
+            pending: list[tuple[int, int, int, int, int, str]] = []
+            given = self.scratch.execute("SELECT docid, text FROM stage_chunks ORDER BY seq")
+            for docid, chunk_text in given:
+                for part in (docid, chunk_text):
+                    self.identity.update(part.encode("utf-8"))
+                    self.identity.update(b"\x00")
+                doc_row = row_of[docid]
+                ordinal = ordinals[doc_row] = ordinals.get(doc_row, -1) + 1
+                pending.append(self._chunk(doc_row, ordinal, -1, -1, chunk_text))
+                if len(pending) >= _ITEM_CHUNKS:
+                    yield _Item(None, "", [], pending)
+                    pending = []
+            if pending:
+                yield _Item(None, "", [], pending)
+        self._flush()
+
+    def finish(self, spill: Path) -> _Tokenized:
+        """Merge the runs into every term's postings BLOB, written to ``spill`` in term id
+        order (impacts need every chunk's length, so this runs once all chunks are cut)."""
+        lengths = np.frombuffer(self.chunk_len, dtype=np.int32)
+        postings = _merge_postings(self.runs, list(self.vocab), lengths, self.settings, spill)
+        return _Tokenized(postings, self.chunk_doc.tobytes(), self.chunk_len.tobytes(),
+                          self.chunk_ordinal.tobytes(), {
+                              "indexed_documents": self.indexed, "empty_documents": self.empty,
+                              "chunks": self.n_chunks, "tokens": self.tokens,
+                              "vocabulary": len(self.vocab), "postings": postings.postings,
+                              "dense_terms": int(postings.dense.sum()),
+                              "content_identity": self.identity.hexdigest()})
+
+
+@dataclass(slots=True)
+class _Tokenized:
+    """What the tokenizing side hands over at the end: postings, chunk arrays (native int32
+    bytes), counts and the content identity."""
+
+    postings: _Postings
+    chunk_doc: bytes
+    chunk_len: bytes
+    chunk_ordinal: bytes
+    stats: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Postings:
+    """The merged postings: BLOBs in ``spill`` in term id order, and the ``terms`` columns."""
+
+    spill: Path
+    df: npt.NDArray[np.int64]
+    dense: npt.NDArray[np.bool_]
+    max_impact: npt.NDArray[np.float64]
+    terms: list[str]
+    n_rows: int
+    postings: int
+
+
+def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[np.int32],
+                    settings: BuildSettings, spill: Path) -> _Postings:
+    """Each term's postings: sparse impacts + chunk ids, or a dense tf array for clamped terms."""
+    n_rows = len(chunk_len) - 1
+    norm = chunk_norms(chunk_len, settings.k1, settings.b)
+    k1p1 = settings.k1 + 1.0
+    n_terms = len(terms)
+    df = np.zeros(n_terms, dtype=np.int64)
+    dense = np.zeros(n_terms, dtype=np.bool_)
+    max_impact = np.zeros(n_terms, dtype=np.float64)
+    total = 0
+    with open(spill, "wb") as out:
+        for pairs in runs.windows():
+            cut = np.flatnonzero(np.diff(pairs["term"])) + 1
+            starts = np.concatenate(([0], cut))
+            ends = np.concatenate((cut, [len(pairs)]))
+            term_ids = pairs["term"][starts].astype(np.int64)
+            # IDF per term with libm's log (as FTS5 computes it), then every impact at once.
+            idfs = np.array([bm25_idf(n_rows, int(e - s)) for s, e in zip(starts, ends, strict=True)])
+            chunks = pairs["chunk"].astype("<u4")
+            tf = pairs["tf"].astype(np.float64)
+            impacts = term_impacts(np.repeat(idfs, ends - starts), tf, norm[chunks], k1p1).astype("<f8")
+            df[term_ids] = ends - starts
+            dense[term_ids] = idfs <= IDF_FLOOR
+            max_impact[term_ids] = np.maximum.reduceat(impacts, starts)
+            for s, e, is_dense in zip(starts.tolist(), ends.tolist(), (idfs <= IDF_FLOOR).tolist(),
+                                      strict=True):
+                if is_dense:
+                    tfs = np.zeros(n_rows + 1, dtype="<u2")
+                    tfs[chunks[s:e]] = pairs["tf"][s:e]
+                    out.write(tfs.tobytes())
+                else:
+                    out.write(impacts[s:e].tobytes())
+                    out.write(chunks[s:e].tobytes())
+            total += len(pairs)
+    if n_terms and not df.all():  # every term was seen in some chunk, so it has postings
+        raise BuildError(f"internal error: {int((df == 0).sum())} terms without postings")
+    return _Postings(spill, df, dense, max_impact, terms, n_rows, total)
+
+
+class _Writing:
+    """The SQL side of the build: every write to the output file, in one fixed order
+    (documents and chunks in file order, FTS5's merge, postings, arrays), whichever thread
+    prepared the rows, so the file is the same bytes for any thread count."""
+
+    def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None) -> None:
+        self.conn = conn
+        self.progress = progress
+        self.doc_rows: list[tuple[Any, ...]] = []
+        self.collisions = 0
+        self.unreported = 0
+
+    def write(self, item: _Item) -> None:
+        conn = self.conn
+        if item.doc is not None:
+            doc_row = item.doc[0]
+            self.doc_rows.append(item.doc)
+            if len(self.doc_rows) >= 256:
+                conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
+                self.doc_rows = []
+        for row in item.chunks:  # FTS5 indexes each chunk as it is written (no 'rebuild' pass)
+            conn.execute("INSERT INTO chunks VALUES(?,?,?,?,?,?)", row)
+            conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES(?,?)", (row[0], row[5]))
+        if item.doc is not None:
+            # zlib releases the GIL: compressing here overlaps the tokenizing thread's work.
+            conn.execute("INSERT INTO doc_texts VALUES(?,?)",
+                         (doc_row, zlib.compress(item.text.encode("utf-8"), 6)))
+            for c in item.urls:  # an earlier docid holds this URL: first docid wins
+                conn.execute("INSERT OR IGNORE INTO urls VALUES(?,?)", (c, doc_row))
+                if not conn.changes():
+                    self.collisions += 1
+        if self.progress is not None and item.chunks:
+            self.unreported += len(item.chunks)
+            if self.unreported >= _PROGRESS_CHUNKS:
+                self.progress(self.unreported)
+                self.unreported = 0
+
+    def end_documents(self) -> None:
+        """Write the last document rows, then merge FTS5's segments into one."""
+        self.conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
+        self.doc_rows = []
+        if self.progress is not None and self.unreported:
+            self.progress(self.unreported)
+            self.unreported = 0
+        self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+
+    def postings(self, p: _Postings) -> None:
+        """Copy the merged postings BLOBs into ``postings``/``dense_tfs``, then ``terms``."""
+        conn = self.conn
+        dense_bytes = 2 * (p.n_rows + 1)
+        with open(p.spill, "rb") as fh:
+            for tid, (n, is_dense) in enumerate(zip(p.df.tolist(), p.dense.tolist(), strict=True)):
+                if is_dense:
+                    conn.execute("INSERT INTO dense_tfs VALUES(?,?)", (tid, fh.read(dense_bytes)))
+                else:
+                    conn.execute("INSERT INTO postings VALUES(?,?)", (tid, fh.read(12 * n)))
+        p.spill.unlink()
+        conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)",
+                         zip(p.terms, range(len(p.terms)), p.df.tolist(),
+                             p.dense.astype(np.int64).tolist(), p.max_impact.tolist(), strict=True))
+
+    def arrays(self, t: _Tokenized) -> None:
+        field_rows = ((int(i), str(d), str(u), str(ti)) for i, d, u, ti in
+                      self.conn.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
+        max_id = self.conn.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()
+        field_offsets, field_data = DocTable.from_rows(field_rows, int(max_id[0]) if max_id else 0).arrays()
+        self.conn.executemany(
+            "INSERT INTO arrays VALUES(?,?,?)",
+            [
+                ("chunk_doc", "<i4", np.frombuffer(t.chunk_doc, dtype=np.int32).astype("<i4").tobytes()),
+                ("chunk_len", "<i4", np.frombuffer(t.chunk_len, dtype=np.int32).astype("<i4").tobytes()),
+                ("chunk_ordinal", "<i4",
+                 np.frombuffer(t.chunk_ordinal, dtype=np.int32).astype("<i4").tobytes()),
+                ("doc_field_offsets", "<i8", field_offsets),
+                ("doc_fields", "u1", field_data),
+            ],
+        )
+
+
 def _write_documents(
     conn: apsw.Connection,
-    tokenizer: Tokenizer,
+    scratch: apsw.Connection,
     tmpdir: Path,
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
     prechunked: bool = False,
 ) -> dict[str, Any]:
-    vocab = _Vocab()
-    spool = _PairSpool(tmpdir)
-    identity = xxhash.xxh3_128()
-    chunk_doc: list[int] = [0]
-    chunk_len: list[int] = [0]
-    chunk_ordinal: list[int] = [0]
-    batch_terms: list[list[int]] = []
-    batch_first = 1
-    n_chunks = indexed = empty = collisions = tokens = 0
-    seen_urls: set[str] = set()
-
-    def flush() -> None:
-        nonlocal batch_first, batch_terms
-        if not batch_terms:
-            return
-        lens = np.fromiter((len(t) for t in batch_terms), dtype=np.int64, count=len(batch_terms))
-        ids = np.fromiter((i for t in batch_terms for i in t), dtype=np.uint32, count=int(lens.sum()))
-        chunk_ids = np.repeat(np.arange(batch_first, batch_first + len(batch_terms), dtype=np.uint32), lens)
-        spool.add_batch(ids, chunk_ids)
-        if progress:
-            progress(len(batch_terms))
-        batch_first += len(batch_terms)
-        batch_terms = []
-
-    def add_chunk(doc_row: int, ordinal: int, start: int, end: int, chunk_text: str) -> None:
-        nonlocal n_chunks, tokens
-        n_chunks += 1
-        terms = list(map(vocab.__getitem__, tokenizer.terms(chunk_text)))
-        tokens += len(terms)
-        chunk_doc.append(doc_row)
-        chunk_len.append(len(terms))
-        chunk_ordinal.append(ordinal)
-        batch_terms.append(terms)
-        conn.execute("INSERT INTO chunks VALUES(?,?,?,?,?,?)",
-                     (n_chunks, doc_row, ordinal, start, end, chunk_text))
-        if len(batch_terms) >= settings.batch_chunks:
-            flush()
-
-    if prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
-        rows = conn.execute(
-            "SELECT s.docid, s.url, s.title, s.text, s.aliases, s.metadata FROM temp.stage AS s "
-            "LEFT JOIN (SELECT docid, min(seq) AS first FROM temp.stage_chunks GROUP BY docid) AS f "
-            "ON f.docid = s.docid ORDER BY f.first IS NULL, f.first, s.docid")
-        given: dict[str, int] = {str(d): int(n) for d, n in conn.execute(
-            "SELECT docid, count(*) FROM temp.stage_chunks GROUP BY docid")}
+    """Write documents, chunks, FTS5, postings and arrays. With ``settings.threads`` = 2 the
+    tokenizing side runs in a worker process, feeding this side's writes through a bounded
+    queue (a process, not a thread: this side makes tens of thousands of short SQLite calls,
+    and each would wait for the GIL held by a tokenizing thread); the postings merge there
+    then overlaps FTS5's optimize here. The writes are the same, in the same order."""
+    writer = _Writing(conn, progress)
+    spill = tmpdir / "postings.bin"
+    if settings.threads == 1:
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
+        for item in tok.items():
+            writer.write(item)
+        done = tok.finish(spill)
+        writer.end_documents()
     else:
-        rows = conn.execute(
-            "SELECT docid, url, title, text, aliases, metadata FROM temp.stage ORDER BY docid"
-        )
-    row_of: dict[str, int] = {}
-    doc_rows: list[tuple[Any, ...]] = []
-    doc_fields: list[tuple[int, str, str, str]] = []
-    for doc_row, (docid, url, title, text, aliases, metadata) in enumerate(rows, 1):
-        for part in (docid, url, title, text, metadata):
-            identity.update(part.encode("utf-8"))
-            identity.update(b"\x00")
-        words = text.split()
-        if prechunked:
-            row_of[docid] = doc_row
-            n_doc_chunks = given.get(docid, 0)
-        else:
-            spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
-            for span in spans:
-                add_chunk(doc_row, span.ordinal, span.start, span.end, " ".join(words[span.start : span.end]))
-            n_doc_chunks = len(spans)
-        if n_doc_chunks:
-            indexed += 1
-        else:
-            empty += 1
-        canonical = canonicalize_url(url)
-        doc_rows.append((doc_row, docid, url, canonical, title, metadata, len(words), n_doc_chunks))
-        doc_fields.append((doc_row, docid, url, title))
-        conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, zlib.compress(text.encode("utf-8"), 6)))
-        own = dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)])
-        for c in own:
-            if c in seen_urls:  # an earlier docid holds this URL: first docid wins
-                collisions += 1
-                continue
-            seen_urls.add(c)
-            conn.execute("INSERT INTO urls VALUES(?,?)", (c, doc_row))
-        if len(doc_rows) >= 256:
-            conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
-            doc_rows = []
-    conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", doc_rows)
-    if prechunked:  # word offsets into the document are unknown for given chunks: -1
-        identity.update(b"\x01chunks\x00")
-        ordinals: dict[int, int] = {}
-        for docid, chunk_text in conn.execute("SELECT docid, text FROM temp.stage_chunks ORDER BY seq"):
-            for part in (docid, chunk_text):
-                identity.update(part.encode("utf-8"))
-                identity.update(b"\x00")
-            doc_row = row_of[docid]
-            ordinal = ordinals[doc_row] = ordinals.get(doc_row, -1) + 1
-            add_chunk(doc_row, ordinal, -1, -1, chunk_text)
-    flush()
-    lengths = np.asarray(chunk_len, dtype="<i4")
-    counts = _write_postings(conn, spool, vocab, lengths, settings)
-    field_offsets, field_data = DocTable.from_rows(
-        doc_fields, doc_fields[-1][0] if doc_fields else 0).arrays()
-    conn.executemany(
-        "INSERT INTO arrays VALUES(?,?,?)",
-        [
-            ("chunk_doc", "<i4", np.asarray(chunk_doc, dtype="<i4").tobytes()),
-            ("chunk_len", "<i4", lengths.tobytes()),
-            ("chunk_ordinal", "<i4", np.asarray(chunk_ordinal, dtype="<i4").tobytes()),
-            ("doc_field_offsets", "<i8", field_offsets),
-            ("doc_fields", "u1", field_data),
-        ],
-    )
-    return {
-        "indexed_documents": indexed,
-        "empty_documents": empty,
-        "chunks": n_chunks,
-        "tokens": tokens,
-        "vocabulary": len(vocab),
-        **counts,
-        "url_collisions": collisions,
-        "content_identity": identity.hexdigest(),
-    }
+        scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
+        done = _in_worker(writer, tmpdir, settings, prechunked, spill)
+    writer.postings(done.postings)
+    writer.arrays(done)
+    return {**done.stats, "url_collisions": writer.collisions}
 
 
-def _write_postings(conn: apsw.Connection, spool: _PairSpool, vocab: _Vocab,
-                    chunk_len: npt.NDArray[np.int32], settings: BuildSettings) -> dict[str, int]:
-    """Write each term's postings: sparse impacts, or a dense tf array for clamped terms."""
-    terms_by_id = list(vocab)
-    n_rows = len(chunk_len) - 1
-    norm = chunk_norms(chunk_len, settings.k1, settings.b)
-    k1p1 = settings.k1 + 1.0
-    counts = {"postings": 0, "dense_terms": 0}
-    for pairs in spool.partitions():
-        if not len(pairs):
-            continue
-        pairs = pairs[np.argsort(pairs["term"], kind="stable")]
-        cut = np.flatnonzero(np.diff(pairs["term"])) + 1
-        starts = np.concatenate(([0], cut))
-        ends = np.concatenate((cut, [len(pairs)]))
-        term_ids = pairs["term"][starts].tolist()
-        # IDF per term with libm's log (as FTS5 computes it), then every impact at once.
-        idfs = np.array([bm25_idf(n_rows, int(e - s)) for s, e in zip(starts, ends, strict=True)])
-        chunks = pairs["chunk"].astype("<u4")
-        tf = pairs["tf"].astype(np.float64)
-        impacts = term_impacts(np.repeat(idfs, ends - starts), tf, norm[chunks], k1p1).astype("<f8")
-        max_impacts = np.maximum.reduceat(impacts, starts).tolist()
-        rows = []
-        for tid, s, e, idf, top in zip(term_ids, starts.tolist(), ends.tolist(), idfs.tolist(), max_impacts,
-                                       strict=True):
-            dense = idf <= IDF_FLOOR
-            rows.append((terms_by_id[tid], tid, e - s, int(dense), top))
-            if dense:
-                tfs = np.zeros(n_rows + 1, dtype="<u2")
-                tfs[chunks[s:e]] = pairs["tf"][s:e]
-                conn.execute("INSERT INTO dense_tfs VALUES(?,?)", (tid, tfs.tobytes()))
-                counts["dense_terms"] += 1
-            else:
-                conn.execute("INSERT INTO postings VALUES(?,?)",
-                             (tid, impacts[s:e].tobytes() + chunks[s:e].tobytes()))
-        conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)", rows)
-        counts["postings"] += len(pairs)
-    return counts
+def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
+                    out: Connection) -> None:
+    """The worker process's side (``python -m drsearch.index._buildworker``): tokenize the
+    staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
+    the postings and send ``("result", _Tokenized)``; a failure sends ``("error", message)``.
+    Sends block while the pipe is full: the writing side sets the pace, memory stays bounded."""
+    try:
+        scratch = apsw.Connection(str(tmpdir / "stage.sqlite3"), flags=apsw.SQLITE_OPEN_READONLY)
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
+        batch: list[_Item] = []
+        size = 0
+        for item in tok.items():
+            batch.append(item)
+            size += len(item.text) + sum(len(c[5]) for c in item.chunks)
+            if len(batch) >= _BATCH_ITEMS or size >= _BATCH_BYTES:
+                out.send(("items", batch))
+                batch, size = [], 0
+        out.send(("items", batch))
+        out.send(("done", None))
+        out.send(("result", tok.finish(spill)))
+        scratch.close()
+    except BaseException as e:  # the writing side raises it as a BuildError
+        out.send(("error", " ".join(f"{type(e).__name__}: {e}".split())))
+
+
+def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunked: bool,
+               spill: Path) -> _Tokenized:
+    """Run the tokenizing side in a worker process; write its items here, in order.
+
+    A plain child interpreter rather than ``multiprocessing``: spawning would re-run the
+    caller's main script (a library must not require its ``__main__`` guard), forking would
+    copy this process's threads' locks."""
+    rfd, wfd = os.pipe()
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
+    try:
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
+                 str(int(prechunked)), settings.model_dump_json()],
+                pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL, stderr=err)
+    except OSError as e:
+        os.close(rfd)
+        raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
+    finally:
+        os.close(wfd)
+    pipe = Connection(rfd, writable=False)
+
+    def died() -> BuildError:
+        lines = log.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        last = f": {lines[-1].strip()}" if lines else ""
+        return BuildError(f"the tokenizing worker process died (exit code {proc.wait()}){last}")
+
+    def receive() -> tuple[str, Any]:
+        while not pipe.poll(1.0):
+            if proc.poll() is not None and not pipe.poll(0):
+                raise died()
+        try:
+            kind, value = pipe.recv()
+        except EOFError:
+            raise died() from None
+        if kind == "error":
+            raise BuildError(f"the tokenizing worker process failed: {value}")
+        return str(kind), value
+
+    try:
+        while (msg := receive())[0] == "items":
+            for item in msg[1]:
+                writer.write(item)
+        writer.end_documents()  # FTS5's optimize, while the worker merges the postings
+        kind, done = receive()
+        if kind != "result" or not isinstance(done, _Tokenized):
+            raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
+        if proc.wait() != 0:
+            raise BuildError(f"the tokenizing worker process exited with code {proc.returncode}")
+        return done
+    finally:
+        pipe.close()
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait()
 
 
 def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],

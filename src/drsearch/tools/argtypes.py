@@ -16,4 +16,12 @@ def fraction(text: str) -> float:
     return value
 
 
-__all__ = ["fraction"]
+def build_threads(text: str) -> int:
+    """``drsearch build --threads``: 1 or 2 (the build has two sides that run in parallel)."""
+    if text.strip() not in ("1", "2"):
+        raise argparse.ArgumentTypeError(
+            f"must be 1 or 2 (tokenizing runs alongside SQLite's writes; more would not help), got {text!r}")
+    return int(text)
+
+
+__all__ = ["build_threads", "fraction"]

@@ -28,6 +28,7 @@ from ..index import (
     dumps,
     read_jsonl,
 )
+from .argtypes import build_threads
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
@@ -63,7 +64,7 @@ def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
-    settings = BuildSettings(tokenizer=args.tokenizer)
+    settings = BuildSettings(tokenizer=args.tokenizer, threads=args.threads)
     bars = StageBars(args.quiet)
     exclude = BlockList.from_file(args.exclude_docids) if args.exclude_docids else None
     try:  # the bar opens once the documents are read, so early errors print one clean line
@@ -299,6 +300,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-docids", metavar="FILE",
                    help="leave these documents out (a blocklist file): physically absent, so BM25 "
                         "statistics do not count them; the exclusion is recorded in the file's meta")
+    p.add_argument("--threads", type=build_threads, default=1, metavar="N",
+                   help="1 (default) or 2: tokenize in a worker process alongside SQLite's writes; "
+                        "the file is the same bytes either way")
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")

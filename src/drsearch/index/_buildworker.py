@@ -1,0 +1,29 @@
+"""The build's tokenizing worker process (``BuildSettings(threads=2)``); see build.py.
+
+Run as ``python -m drsearch.index._buildworker FD TMPDIR SPILL PRECHUNKED SETTINGS_JSON`` by
+the build only: FD is the write end of the pipe the build reads.
+"""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from .build import tokenize_worker
+from .models import BuildSettings
+
+
+def main(argv: list[str]) -> int:
+    fd, tmpdir, spill, prechunked, settings = argv
+    out = Connection(int(fd), readable=False)
+    try:
+        tokenize_worker(Path(tmpdir), BuildSettings.model_validate_json(settings), prechunked == "1",
+                        Path(spill), out)
+    finally:
+        out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
