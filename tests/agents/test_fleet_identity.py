@@ -47,7 +47,7 @@ class RoundRobin(httpx.BaseTransport):
 def other_blocklist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One of the sample's three blocked docids: a valid list, with another SHA-256."""
     path = tmp_path_factory.mktemp("bl") / "one.txt"
-    path.write_text([line for line in BLOCKED.read_text().splitlines() if line.startswith("d-")][0] + "\n")
+    path.write_text(next(line for line in BLOCKED.read_text().splitlines() if line.startswith("d-")) + "\n")
     return path
 
 
@@ -140,16 +140,15 @@ def test_run_records_a_mixed_fleet_as_infra_error(sample_index: Path, other_bloc
                                                   tmp_path: Path) -> None:
     port, log, out = _free_port(), tmp_path / "serve.log", tmp_path / "run"
     fake = SwapsReplica(2, sample_index, port, log, other_blocklist)
-    with serve_chat(fake) as url:
-        with own_server(sample_index, port, log) as server:
-            fake.server = server
-            first = identity(port)
-            try:
-                rc, _, err = run(out, url, ["--search", f"http://127.0.0.1:{port}"], "--ids", *QIDS[:4])
-            finally:
-                second = identity(port)
-                os.killpg(fake.replacement.pid, signal.SIGTERM)
-                fake.replacement.wait(20)
+    with serve_chat(fake) as url, own_server(sample_index, port, log) as server:
+        fake.server = server
+        first = identity(port)
+        try:
+            rc, _, err = run(out, url, ["--search", f"http://127.0.0.1:{port}"], "--ids", *QIDS[:4])
+        finally:
+            second = identity(port)
+            os.killpg(fake.replacement.pid, signal.SIGTERM)
+            fake.replacement.wait(20)
     assert rc == 1, err
     records = lines(out)
     assert [r["status"] for r in records] == ["answered", "answered", "infra_error", "infra_error"]
