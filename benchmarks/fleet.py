@@ -300,11 +300,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         marked_down = wait_for(lambda: not up(victim), args.duration)
         time.sleep(max(0.0, t0 + args.duration * 0.55 - time.monotonic()))
         after_kill = [(t, why) for t, why in load.failed if t >= killed_at]
+        victim_row = server_states(sock)[("drsearch", victim)]
         report["kill"] = {
             "at_s": round(killed_at - t0, 2),
             "failed_requests": len(after_kill),
             "failures": sorted({why for _, why in after_kill}),
             "haproxy_marked_down_after_s": None if marked_down is None else round(marked_down, 2),
+            # requests HAProxy re-sent elsewhere (what the clients did not see fail)
+            "haproxy_retries": int(victim_row.get("wretr") or 0),
+            "haproxy_redispatches": int(victim_row.get("wredis") or 0),
             "last_failure_after_s":
                 round(max(t for t, _ in after_kill) - killed_at, 2) if after_kill else None,
         }
