@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 def test_retrieve_bench_short_run(sample_index: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     p = subprocess.run([sys.executable, str(REPO / "benchmarks/retrieve_bench.py"), "--database", str(sample_index),
-                        "--seconds", "0.3", "--json", str(out)], capture_output=True, text=True, timeout=180)
+                        "--seconds", "0.6", "--rounds", "2", "--json", str(out)], capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     rep = json.loads(out.read_text())
     assert rep["serial_search"]["qps"] > 0 and set(rep["retrieve"]) == {"1", "16", "256"}
