@@ -68,7 +68,8 @@ class HttpSearcher:
     (and the other way round), raises SearcherError naming both (a 5xx without one is a
     proxy's own error, retried as any 5xx): behind a load balancer,
     a replica on another corpus version or blocklist is an infrastructure failure, never
-    an answer mixed into the run. Not retried: the same replica may answer again.
+    an answer mixed into the run. Not retried: a retry that reached a right replica would
+    hide the mixed fleet.
     """
 
     def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25) -> None:
