@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality load sample-release smoke clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
 
 $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,16 @@ quality: $(STAMP)
 # Extra flags: make load LOAD_ARGS="--kill-worker --duration 60 --database X.sqlite3"
 load: $(STAMP)
 	$(PY) benchmarks/load_test.py $(LOAD_ARGS)
+
+# Three replicas behind the system's HAProxy, one killed and one restarted on another blocklist
+# mid-load (docs/SCALING.md). Installs HAProxy on Debian when it is missing (apt-get, as root or
+# via sudo). Extra flags: make fleet FLEET_ARGS="--clients 16 --duration 10 --database X.sqlite3"
+fleet: $(STAMP)
+	@command -v haproxy >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "make fleet: install haproxy (not Debian: no apt-get)" >&2; exit 2; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq haproxy; }
+	$(PY) benchmarks/fleet.py $(FLEET_ARGS)
 
 # Opt-in real-model smoke test (README): SmolLM2-135M on llama.cpp drives `drsearch run` on
 # three sample questions. The first install compiles llama.cpp (README gives the time), portably

@@ -164,9 +164,9 @@ def test_an_endpoint_failing_mid_run_is_retried_by_the_rerun(search_server: str,
     assert (out / "trajectories.jsonl").read_bytes() == (clean_run / "trajectories.jsonl").read_bytes()
 
 
-def _serve(database: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _serve(database: Path, port: int, log: Path, blocklist: Path = BLOCKED) -> subprocess.Popen[bytes]:
     exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
-    proc = subprocess.Popen([exe, "serve", "--database", str(database), "--blocked-docids", str(BLOCKED),
+    proc = subprocess.Popen([exe, "serve", "--database", str(database), "--blocked-docids", str(blocklist),
                              "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
                             stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60

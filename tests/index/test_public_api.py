@@ -5,7 +5,7 @@ from __future__ import annotations
 import drsearch.index
 
 EXPECTED_INDEX_API = {
-    "CorpusInfo", "Searcher", "ToolResponse", "error_body",
+    "CorpusInfo", "Searcher", "ToolResponse", "error_body", "IDENTITY_HEADER", "fleet_identity",
     "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "MAX_RUN_K", "BlockList", "BlocklistError",
     "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",

@@ -139,13 +139,16 @@ def test_openapi_and_docs(client: Client) -> None:
     r = client.get("/openapi.json")
     assert r.status_code == 200
     spec = r.json()
-    assert set(spec["paths"]) == {"/search", "/open", "/health", "/stats", "/metrics"}
+    assert set(spec["paths"]) == {"/search", "/open", "/retrieve", "/health", "/stats", "/metrics"}
     search = spec["paths"]["/search"]["post"]
     schema = search["requestBody"]["content"]["application/json"]["schema"]
     assert schema["required"] == ["query"] and schema["properties"]["k"]["maximum"] == 100
     assert schema["additionalProperties"] is False
     assert {"200", "413", "422"} <= set(search["responses"])
     assert "404" in spec["paths"]["/open"]["post"]["responses"]
+    retrieve = spec["paths"]["/retrieve"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert retrieve["required"] == ["queries"] and retrieve["properties"]["queries"]["maxItems"] == 256
+    assert retrieve["properties"]["topk"]["maximum"] == 100 and retrieve["additionalProperties"] is False
     docs = client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 

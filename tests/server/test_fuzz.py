@@ -31,7 +31,7 @@ from schemathesis.checks import CHECKS as ALL_CHECKS
 from drsearch.index import BlockList, Engine
 from drsearch.server import create_app
 
-EXAMPLES = {"POST /search": 80, "POST /open": 80, "GET /health": 5, "GET /stats": 5, "GET /metrics": 5}
+EXAMPLES = {"POST /search": 80, "POST /open": 80, "POST /retrieve": 60, "GET /health": 5, "GET /stats": 5, "GET /metrics": 5}
 CHECKS = ALL_CHECKS.get_all()  # every check schemathesis has (`--checks all`)
 
 

@@ -244,7 +244,10 @@ def test_header_over_the_limit_gets_431(tight_server: Server) -> None:
         data, _ = read_until_closed(s, timeout=10)
     assert data.startswith(b"HTTP/1.1 431 "), data[:300]
     assert b'"header_too_large"' in data
-    assert httpx.get(tight_server.base + "/health").status_code == 200
+    health = httpx.get(tight_server.base + "/health")
+    assert health.status_code == 200
+    # refused before the app saw the request, yet tagged like every response
+    assert f"\r\nx-drsearch-identity: {health.headers['x-drsearch-identity']}\r\n".encode() in data
 
 
 def test_ten_megabyte_header_is_cut_off_early(tight_server: Server) -> None:

@@ -10,13 +10,23 @@ that cannot answer at all raises :class:`SearcherError`. The replay cache
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from ..index import CorpusInfo, DrsearchError, Engine, Searcher, ToolResponse, dumps, error_body
+from ..index import (
+    IDENTITY_HEADER,
+    CorpusInfo,
+    DrsearchError,
+    Engine,
+    Searcher,
+    ToolResponse,
+    dumps,
+    error_body,
+)
 from .errors import SearcherError
 
 
@@ -51,6 +61,15 @@ class HttpSearcher:
 
     4xx answers are returned as error bodies; connection errors, timeouts and 5xx are
     retried ``attempts`` times with exponential backoff, then raise SearcherError.
+
+    The first response fixes the server's ``x-drsearch-identity`` (corpus identity and
+    blocklist SHA-256; ``drsearch run`` asks ``/health`` first, so that is the identity it
+    records). Any later response with another value, or without one when the first had it
+    (and the other way round), raises SearcherError naming both (a 5xx without one is a
+    proxy's own error, retried as any 5xx): behind a load balancer,
+    a replica on another corpus version or blocklist is an infrastructure failure, never
+    an answer mixed into the run. Not retried: a retry that reached a right replica would
+    hide the mixed fleet.
     """
 
     def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25) -> None:
@@ -58,6 +77,9 @@ class HttpSearcher:
         self._attempts = attempts
         self._backoff_s = backoff_s
         self._corpus: CorpusInfo | None = None
+        self._identity: str | None = None
+        self._identity_seen = False
+        self._identity_lock = threading.Lock()  # searchers are shared by a run's threads
 
     @classmethod
     def connect(cls, base_url: str, *, transport: httpx.BaseTransport | None = None,
@@ -78,10 +100,32 @@ class HttpSearcher:
             except httpx.HTTPError as e:
                 last = f"{e.__class__.__name__}: {e}"
                 continue
+            self._check_identity(method, path, r)
             if r.status_code < 500:
                 return r
             last = f"HTTP {r.status_code}: {r.text[:200]}"
         raise SearcherError(f"{method} {path} failed after {self._attempts} attempts: {last}")
+
+    @property
+    def identity(self) -> str | None:
+        """The ``x-drsearch-identity`` the first response carried (None: none yet, or none sent)."""
+        return self._identity
+
+    def _check_identity(self, method: str, path: str, r: httpx.Response) -> None:
+        got = r.headers.get(IDENTITY_HEADER)
+        if got is None and r.status_code >= 500:
+            return  # a proxy's own 502/503 (no replica reached): retried like any 5xx
+        with self._identity_lock:
+            if not self._identity_seen:
+                self._identity, self._identity_seen = got, True
+                return
+            expected = self._identity
+        if got != expected:
+            raise SearcherError(
+                f"{method} {path}: the server answered as identity {got or '(none)'}, but this run "
+                f"started on identity {expected or '(none)'} (x-drsearch-identity: corpus identity "
+                "and blocklist SHA-256): a replica behind the load balancer serves another corpus "
+                "or blocklist")
 
     def corpus(self) -> CorpusInfo:
         if self._corpus is None:
@@ -93,6 +137,9 @@ class HttpSearcher:
                                           bl.get("matched"))
             except (ValueError, KeyError, TypeError) as e:
                 raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
+            if self._identity is not None and self._identity != self._corpus.fleet_identity:
+                raise SearcherError(f"GET /health: the body names identity {self._corpus.fleet_identity} "
+                                    f"but the header {IDENTITY_HEADER} says {self._identity}")
         return self._corpus
 
     def _answer(self, path: str, body: dict[str, Any]) -> ToolResponse:

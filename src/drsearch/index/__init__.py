@@ -41,12 +41,13 @@ from .integrity import (
 )
 from .models import BuildSettings, Document, Hit, SearchResult, dumps
 from .query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, ParsedQuery, parse_query
-from .searcher import CorpusInfo, Searcher, ToolResponse, error_body
+from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, error_body, fleet_identity
 from .urls import canonicalize_url
 
 __all__ = [
     "CHUNK_STRIDE",
     "CHUNK_WORDS",
+    "IDENTITY_HEADER",
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
@@ -87,6 +88,7 @@ __all__ = [
     "chunk_words",
     "dumps",
     "error_body",
+    "fleet_identity",
     "fts5_integrity_check",
     "header_problems",
     "missing_docids",

@@ -15,6 +15,16 @@ from typing import Protocol, runtime_checkable
 from .errors import BlocklistError
 from .models import dumps
 
+# Every response of ``drsearch serve`` carries this header (see ``CorpusInfo.fleet_identity``):
+# replicas behind a load balancer that answer with different values serve different
+# corpora or blocklists, and a client that mixed their answers would be wrong silently.
+IDENTITY_HEADER = "x-drsearch-identity"
+
+
+def fleet_identity(corpus_identity: str, blocklist_sha256: str) -> str:
+    """The ``x-drsearch-identity`` value: ``<corpus identity>:<blocklist SHA-256>``."""
+    return f"{corpus_identity}:{blocklist_sha256}"
+
 
 @dataclass(frozen=True, slots=True)
 class CorpusInfo:
@@ -26,6 +36,11 @@ class CorpusInfo:
     blocklist_sha256: str
     blocklist_count: int | None = None
     blocklist_matched: int | None = None
+
+    @property
+    def fleet_identity(self) -> str:
+        """The ``x-drsearch-identity`` header value a server of this corpus sends."""
+        return fleet_identity(self.identity, self.blocklist_sha256)
 
     def check_blocklist_complete(self, where: str) -> None:
         """Raise BlocklistError when ``where`` (a server) reports a blocklist naming docids
@@ -74,4 +89,4 @@ def error_body(error_type: str, message: str) -> bytes:
     return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
 
 
-__all__ = ["CorpusInfo", "Searcher", "ToolResponse", "error_body"]
+__all__ = ["IDENTITY_HEADER", "CorpusInfo", "Searcher", "ToolResponse", "error_body", "fleet_identity"]

@@ -33,28 +33,40 @@ from ..index import (
     Engine,
     InvalidRequestError,
     QueryTimeoutError,
+    SearchResult,
+    fleet_identity,
 )
-from .encoding import canonical_json, document_json, search_json
+from .encoding import canonical_json, document_json, retrieve_json, search_json
 from .errors import JSON, error_response, from_http_exception
 from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
 from .health import HealthState
 from .metrics import MetricsStore
 from .middleware import ServerMiddleware
 from .requests import body_schema, parse_body, read_body, request_models
-from .schemas import ERRORS, ErrorResponse, HealthResponse, OpenResponse, SearchResponse, StatsResponse
+from .schemas import (
+    ERRORS,
+    ErrorResponse,
+    HealthResponse,
+    OpenResponse,
+    RetrieveResponse,
+    SearchResponse,
+    StatsResponse,
+)
 from .settings import BlocklistOrigin, ServerSettings
 
 DESCRIPTION = """A frozen BM25 search index over a fixed crawl, for deep-research agents.
 
 Queries are free text: quotes, `NEAR(`, `col:`, `*` and `-` are plain words, never syntax.
+`POST /retrieve` is Search-R1's retrieval contract over the same engine and blocklist.
+Every response carries `x-drsearch-identity: <corpus identity>:<blocklist SHA-256>`.
 Errors are `{"error": {"type", "message"}}`: 422 malformed request (also: a query of more
 distinct terms than the server's cap, which the schema cannot express), 404 unknown (or
 blocked: the two are indistinguishable) document, 408 body not received in time, 413 body
 too large, 503 request past its time limit, 500 `corrupt_index` (damaged index file).
 """
 
-ENDPOINT_PATHS = {"/search": "search", "/open": "open", "/health": "health", "/stats": "stats",
-                  "/metrics": "metrics", "/openapi.json": "openapi", "/docs": "docs"}
+ENDPOINT_PATHS = {"/search": "search", "/open": "open", "/retrieve": "retrieve", "/health": "health",
+                  "/stats": "stats", "/metrics": "metrics", "/openapi.json": "openapi", "/docs": "docs"}
 logger = logging.getLogger("drsearch.server")
 T = TypeVar("T")
 
@@ -74,6 +86,10 @@ class _Api:
         # the event loop stays free: /health answers at once even during a long search, and
         # a request's time limit is checked by the engine itself (its deadline).
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drsearch-engine")
+        # The queries of a /retrieve batch run in parallel on their own threads (the ranking
+        # kernel releases the GIL; each thread has its own SQLite connection and arena).
+        self._batch_pool = ThreadPoolExecutor(max_workers=settings.batch_threads,
+                                              thread_name_prefix="drsearch-batch")
 
     async def _run(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
@@ -111,6 +127,36 @@ class _Api:
 
         return Response(await self._run(answer), media_type=JSON)
 
+    async def retrieve(self, request: Request) -> Response:
+        """Search-R1's ``POST /retrieve``: every query of the batch as one /search.
+
+        Each query has /search's time limit, counted from when it starts; the first failing
+        query in batch order decides the error (its index named), as /search would answer it.
+        """
+        deadline = time.monotonic() + self.settings.request_timeout_s
+        body = await read_body(request, self.settings.max_body_bytes, deadline)
+        req = parse_body(self.models.retrieve, body)
+        timeout_s, max_terms = self.settings.request_timeout_s, self.settings.max_query_terms
+
+        def one(query: str) -> SearchResult:
+            query_deadline = time.monotonic() + timeout_s
+            result = self.engine.search(query, req.topk, deadline=query_deadline, max_terms=max_terms)
+            if time.monotonic() > query_deadline:
+                raise QueryTimeoutError("query ran past its time limit")
+            return result
+
+        loop = asyncio.get_running_loop()
+        done = await asyncio.gather(*(loop.run_in_executor(self._batch_pool, one, q) for q in req.queries),
+                                    return_exceptions=True)
+        results: list[SearchResult] = []
+        for i, outcome in enumerate(done):
+            if isinstance(outcome, DrsearchError) and not isinstance(outcome, CorruptIndexError):
+                raise type(outcome)(f"queries.{i}: {outcome.message}")
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results.append(outcome)
+        return Response(retrieve_json(results, req.return_scores), media_type=JSON)
+
     async def health(self) -> Response:
         body = {**self.static_health, **self.health_state.body()}
         return Response(canonical_json(body), media_type=JSON)
@@ -134,6 +180,11 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     # Routes take no FastAPI-validated parameters; kept so that one added later still
     # answers in our error shape rather than FastAPI's.
     return error_response(InvalidRequestError(str(exc)))
+
+
+def served_identity(engine: Engine) -> str:
+    """The ``x-drsearch-identity`` value of every response of an app over ``engine``."""
+    return fleet_identity(engine.meta["content_identity"], engine.blocklist.sha256)
 
 
 def create_app(engine: Engine, settings: ServerSettings | None = None, *,
@@ -182,6 +233,12 @@ def create_app(engine: Engine, settings: ServerSettings | None = None, *,
         openapi_extra={"requestBody": body_schema(api.models.open)},
         responses={200: {"model": OpenResponse}, **ERRORS,
                    **error(404, "unknown or blocked document (same body for both)")})
+    app.add_api_route(
+        "/retrieve", api.retrieve, methods=["POST"],
+        summary="Search-R1's batch retrieval: the topk best documents of each query",
+        openapi_extra={"requestBody": body_schema(api.models.retrieve)},
+        responses={200: {"model": RetrieveResponse}, **ERRORS,
+                   **error(503, "a query of the batch ran past its time limit")})
     app.add_api_route("/health", api.health, methods=["GET"], summary="Liveness and identity",
                       responses={200: {"model": HealthResponse}})
     app.add_api_route("/stats", api.stats, methods=["GET"], summary="Engine stats and counters",
@@ -192,8 +249,9 @@ def create_app(engine: Engine, settings: ServerSettings | None = None, *,
     app.add_exception_handler(DrsearchError, drsearch_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_middleware(ServerMiddleware, metrics=metrics, endpoints=ENDPOINT_PATHS)
+    app.add_middleware(ServerMiddleware, metrics=metrics, endpoints=ENDPOINT_PATHS,
+                       identity=served_identity(engine))
     return app
 
 
-__all__ = ["ENDPOINT_PATHS", "create_app"]
+__all__ = ["ENDPOINT_PATHS", "create_app", "served_identity"]

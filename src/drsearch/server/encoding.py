@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..index import Document, SearchResult, dumps
+from ..index import Document, Hit, SearchResult, dumps
 
 _SORTED = orjson.OPT_SORT_KEYS
 
@@ -62,4 +62,25 @@ def document_json(doc: Document, offset: int = 0, length: int | None = None) -> 
     return _encode(doc.to_dict(offset, length), _plain(doc.metadata))
 
 
-__all__ = ["canonical_json", "document_json", "search_json"]
+def retrieve_json(results: list[SearchResult], with_scores: bool) -> bytes:
+    """The /retrieve body (Search-R1's shape): ``{"result": [[item, ...] per query]}``.
+
+    An item is ``{"document": {"id", "contents"}, "score"}`` with scores, else the bare
+    ``{"id", "contents"}``; ``contents`` is the title, a newline, then the best chunk's text
+    (Search-R1's clients split the title off at the first newline, so a newline inside a
+    title is sent as a space).
+    """
+    def document(h: Hit) -> dict[str, str]:
+        return {"id": h.docid, "contents": f"{h.title.replace(chr(10), ' ')}\n{h.chunk_text}"}
+
+    body: dict[str, list[list[Any]]]
+    if with_scores:
+        body = {"result": [[{"document": document(h), "score": h.score} for h in r.hits]
+                           for r in results]}
+    else:
+        body = {"result": [[document(h) for h in r.hits] for r in results]}
+    fast = not with_scores or all(_plain_float(h.score) for r in results for h in r.hits)
+    return _encode(body, fast)
+
+
+__all__ = ["canonical_json", "document_json", "retrieve_json", "search_json"]

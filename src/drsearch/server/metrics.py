@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-ENDPOINTS = ("search", "open", "health", "stats", "metrics", "openapi", "docs", "other")
+ENDPOINTS = ("search", "open", "retrieve", "health", "stats", "metrics", "openapi", "docs", "other")
 N_BUCKETS = 200
 BUCKET_BASE_S = 1e-5
 BUCKET_FACTOR = 1.1

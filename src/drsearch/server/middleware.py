@@ -3,7 +3,9 @@
 A plain ASGI middleware (no ``BaseHTTPMiddleware``: that costs a task and a stream per
 request). For every HTTP request it records status and latency in the metrics store,
 tags the response with the worker's pid (``x-drsearch-worker``: lets tests and the
-load script see which worker answered), counts a client that went away before its answer
+load script see which worker answered) and with the served corpus and blocklist
+(``x-drsearch-identity``: a client or a load balancer's health check behind which
+replicas may differ refuses an answer from the wrong one), counts a client that went away before its answer
 (e.g. mid-body) as a client disconnect (499, DEBUG log), and turns any other exception that escaped the
 routes into a JSON 500 ``internal_error`` without a traceback in the body. The log
 gets one line (the traceback only at DEBUG level).
@@ -20,6 +22,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..index import IDENTITY_HEADER
 from .errors import JSON, InternalServerError, error_body
 from .metrics import CLIENT_GONE, ENDPOINTS, MetricsStore
 
@@ -31,11 +34,13 @@ _OTHER = ENDPOINTS.index("other")
 class ServerMiddleware:
     """Wraps an ASGI app: counts/times each request by ``endpoints[path]``; catches bugs."""
 
-    def __init__(self, app: ASGIApp, metrics: MetricsStore, endpoints: Mapping[str, str]) -> None:
+    def __init__(self, app: ASGIApp, metrics: MetricsStore, endpoints: Mapping[str, str],
+                 identity: str) -> None:
         self.app = app
         self.metrics = metrics
         self.endpoints = {path: ENDPOINTS.index(name) for path, name in endpoints.items()}
-        self._worker = (WORKER_HEADER, str(metrics.pid).encode())
+        self._tags = [(WORKER_HEADER, str(metrics.pid).encode()),
+                      (IDENTITY_HEADER.encode(), identity.encode("ascii"))]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,7 +53,7 @@ class ServerMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), self._worker]
+                message["headers"] = [*message.get("headers", ()), *self._tags]
             await send(message)
 
         try:

@@ -34,7 +34,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ..index import InvalidInputError, error_body
+from ..index import IDENTITY_HEADER, InvalidInputError, error_body
 from .settings import ServeConfig, ServerSettings
 
 logger = logging.getLogger("drsearch.server")
@@ -50,11 +50,23 @@ def _settings() -> ServerSettings:
         return ServerSettings()
 
 
+# The worker's x-drsearch-identity header line, set once by the app factory of a
+# `drsearch serve` worker (``set_identity``): refusals sent before any request reaches the
+# app carry it too, like every other response.
+_identity_line = b""
+
+
+def set_identity(identity: str) -> None:
+    """Make this process's connection-level refusals carry ``x-drsearch-identity: identity``."""
+    global _identity_line
+    _identity_line = b"%s: %s\r\n" % (IDENTITY_HEADER.encode(), identity.encode("ascii"))
+
+
 def raw_error(status: int, error_type: str, message: str) -> bytes:
     """A complete HTTP/1.1 error response with our JSON body, closing the connection."""
     body = error_body(error_type, message)
     head = (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-            b"connection: close\r\n\r\n" % (status, _REASONS[status], len(body)))
+            b"%sconnection: close\r\n\r\n" % (status, _REASONS[status], len(body), _identity_line))
     return head + body
 
 
@@ -168,4 +180,4 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-__all__ = ["PROTOCOL", "LimitedHttpToolsProtocol", "raw_error"]
+__all__ = ["PROTOCOL", "LimitedHttpToolsProtocol", "raw_error", "set_identity"]

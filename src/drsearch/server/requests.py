@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -106,12 +107,26 @@ class OpenRequest(BaseModel):
         return self
 
 
+class RetrieveRequest(BaseModel):
+    """``POST /retrieve`` (Search-R1's retrieval server): a batch of free-text ``queries``,
+    ``topk`` documents each, scores only when ``return_scores``."""
+
+    queries: list[str]
+    topk: int
+    return_scores: bool = False
+
+
+def _retrieve_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["queries"]["items"]["pattern"] = NOT_BLANK
+
+
 @dataclass(frozen=True)
 class RequestModels:
     """The request models of one app, built from its settings by :func:`request_models`."""
 
     search: type[SearchRequest]
     open: type[OpenRequest]
+    retrieve: type[RetrieveRequest]
 
 
 def request_models(settings: ServerSettings) -> RequestModels:
@@ -151,7 +166,28 @@ def request_models(settings: ServerSettings) -> RequestModels:
         length: Annotated[JsonInt, Field(ge=1)] | None = Field(
             default=None, description="characters of text to return")
 
-    return RequestModels(StrictSearchRequest, StrictOpenRequest)
+    # Each query is held to exactly /search's query rules, topk to its k rules.
+    Query = Annotated[str, Field(min_length=1, max_length=settings.max_query_chars),
+                      AfterValidator(_query_not_blank)]
+
+    class StrictRetrieveRequest(RetrieveRequest):
+        model_config = config | ConfigDict(title="RetrieveRequest",
+                                           json_schema_extra=schema_of(_retrieve_schema))
+        queries: list[Query] = Field(
+            min_length=1, max_length=settings.max_batch_queries,
+            description=f"free-text queries (each as /search's query), at most "
+                        f"{settings.max_batch_queries} per request")
+        topk: JsonInt = Field(default=settings.default_k, ge=1, le=settings.max_k,
+                          description="how many documents to return per query")
+        return_scores: bool = Field(default=False, description="wrap each document with its score")
+
+    return RequestModels(StrictSearchRequest, StrictOpenRequest, StrictRetrieveRequest)
+
+
+def _query_not_blank(query: str) -> str:
+    if not query.strip():
+        raise ValueError("query is empty (only whitespace)")
+    return query
 
 
 async def read_body(request: Request, limit: int, deadline: float | None = None) -> bytes:
@@ -207,10 +243,10 @@ def _input_error(errors: list[ErrorDetails]) -> InvalidInputError:
         return MalformedBodyError("request body is not valid JSON: "
                                   + first["msg"].removeprefix("Invalid JSON: "))
     reasons = "; ".join(_reason(e) for e in errors[:_MAX_REASONS])
-    field = first["loc"][0] if first["loc"] else None
-    if field == "k":
+    field = first["loc"][0] if first["loc"] and first["type"] != "extra_forbidden" else None
+    if field in ("k", "topk"):
         return InvalidKError(reasons)
-    if field == "query":
+    if field == "query" or (field == "queries" and len(first["loc"]) > 1):  # one of the queries
         return InvalidQueryError(reasons)
     return InvalidRequestError(reasons)
 
@@ -237,6 +273,7 @@ __all__ = [
     "NOT_BLANK",
     "OpenRequest",
     "RequestModels",
+    "RetrieveRequest",
     "SearchRequest",
     "body_schema",
     "parse_body",

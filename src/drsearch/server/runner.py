@@ -25,10 +25,10 @@ from typing import Any, Literal
 from fastapi import FastAPI
 
 from ..index import BlockList, Engine
-from .app import create_app
+from .app import create_app, served_identity
 from .exposition import blocklist_enabled
 from .health import write_verify_state
-from .protocol import PROTOCOL
+from .protocol import PROTOCOL, set_identity
 from .settings import ServeConfig, VerifyLevel
 
 APP_FACTORY = "drsearch.server.runner:app_from_env"
@@ -45,6 +45,7 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.request_timeout_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
                      release_blocklist_sha256=config.release_blocklist_sha256)
+    set_identity(served_identity(engine))
     origin = app.state.blocklist_origin
     if blocklist_enabled(engine):
         what = (f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids, "

@@ -54,6 +54,23 @@ class OpenResponse(BaseModel):
     next_offset: int | None = Field(description="offset of the next page; null on the last")
 
 
+class RetrievedDocument(BaseModel):
+    id: str = Field(description="the docid")
+    contents: str = Field(description="title, a newline, then the text of the best chunk")
+
+
+class ScoredDocument(BaseModel):
+    document: RetrievedDocument
+    score: float = Field(description="BM25 of the best chunk, as /search reports it")
+
+
+class RetrieveResponse(BaseModel):
+    """Search-R1's retrieval server body: one list per query, in query order."""
+
+    result: list[list[ScoredDocument]] | list[list[RetrievedDocument]] = Field(
+        description="with return_scores: {document, score} items; without: bare documents")
+
+
 class CorpusIdentity(BaseModel):
     identity: str
     schema_version: int
@@ -110,6 +127,7 @@ __all__ = [
     "ErrorResponse",
     "HealthResponse",
     "OpenResponse",
+    "RetrieveResponse",
     "SearchResponse",
     "StatsResponse",
 ]

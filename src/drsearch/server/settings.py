@@ -48,6 +48,9 @@ class ServerSettings(BaseModel):
     - ``max_header_bytes``: a longer request head gets 431 and the connection is closed.
     - ``max_connections``: open connections per worker process; one more gets 503 and is
       closed at once.
+    - ``max_batch_queries``: the most queries one ``POST /retrieve`` may send (422 beyond).
+    - ``batch_threads``: threads per worker process that run the queries of a
+      ``/retrieve`` batch in parallel (the ranking kernel releases the GIL).
     - ``unknown_fields``: ``reject`` (422 naming the field) or ``ignore`` request fields
       the API does not define.
     - ``metrics_dir``: the per-run directory where each worker process keeps its counters
@@ -67,6 +70,8 @@ class ServerSettings(BaseModel):
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+    max_batch_queries: int = Field(default=256, ge=1, le=10_000)
+    batch_threads: int = Field(default=4, ge=1, le=256)
     unknown_fields: UnknownFields = "reject"
     metrics_dir: Path | None = None
 

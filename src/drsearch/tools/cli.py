@@ -254,7 +254,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
-                              max_connections=args.max_connections)
+                              max_connections=args.max_connections,
+                              max_batch_queries=args.max_batch_queries, batch_threads=args.batch_threads)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
@@ -355,6 +356,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="largest request head in bytes (431 beyond; default 65536)")
     p.add_argument("--max-connections", type=_int_in(1, 1_000_000), default=1000, metavar="N",
                    help="open connections per worker (503 beyond; default 1000)")
+    p.add_argument("--max-batch-queries", type=_int_in(1, 10_000), default=256, metavar="N",
+                   help="most queries in one POST /retrieve (422 beyond; default 256)")
+    p.add_argument("--batch-threads", type=_int_in(1, 256), default=4, metavar="N",
+                   help="threads per worker running a /retrieve batch's queries (default 4)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
                    help="checks before serving: fast = schema, application id, size, identity (and "
                         "`drsearch validate` of the release the database belongs to); deep = fast + "
