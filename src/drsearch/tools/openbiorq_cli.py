@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from ..index import InvalidInputError
 from .argtypes import fraction
 
-_STAGES = ("extract", "refine", "audit", "dedup", "rubric")
+_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -56,6 +56,18 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         optional["tracks"] = args.tracks
     if args.vague_phrase:
         optional["vague_phrases"] = tuple(args.vague_phrase)
+    apis = {name: getattr(args, f"{name}_url") for name in ("ctgov", "europepmc", "s2")
+            if getattr(args, f"{name}_url")}
+    if args.public_apis:
+        from ..benchmark.generate.openbiorq import PUBLIC_APIS
+
+        apis = {**PUBLIC_APIS, **apis}
+    if args.stage in ("openness", "all") and not apis and not args.evidence_corpus:
+        raise InvalidInputError("the openness stage needs evidence: --evidence-corpus URL (a drsearch serve "
+                                "of follow-up records) and/or --public-apis / --europepmc-url / "
+                                "--ctgov-url / --s2-url")
+    if args.inject_controls is not None and not args.inject_controls.is_file():
+        raise InvalidInputError(f"--inject-controls {args.inject_controls}: no such file")
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
@@ -65,6 +77,8 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
             judge_model=args.judge_model, seed=args.seed, temperature=args.temperature,
             audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
             embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
+            evidence_corpus=args.evidence_corpus, evidence_apis=apis, evidence_k=args.evidence_k,
+            api_min_interval_s=args.api_min_interval, controls=args.inject_controls,
             **optional)
     except ValidationError as e:
         raise InvalidInputError(describe_validation_error(e, {"base_url": "--base-url"})) from None
@@ -115,6 +129,21 @@ def register(sub: Any) -> None:
                    help="a phrase that makes a criterion vague (repeat; replaces the default list)")
     p.add_argument("--redrafts", type=int, default=3, help="rubric redrafts before an item is dropped (3)")
     p.add_argument("--concurrency", type=int, default=1, help="model calls in flight per stage (default 1)")
+    p.add_argument("--evidence-corpus", metavar="URL",
+                   help="openness: a drsearch serve over follow-up records, searched by title and question")
+    p.add_argument("--public-apis", action="store_true",
+                   help="openness: Europe PMC, ClinicalTrials.gov v2 and Semantic Scholar at their public "
+                        "URLs")
+    for name, what in (("europepmc", "Europe PMC REST"), ("ctgov", "ClinicalTrials.gov API v2"),
+                       ("s2", "Semantic Scholar graph API")):
+        p.add_argument(f"--{name}-url", metavar="URL",
+                       help=f"openness: base URL of the {what} (or a server of its shape)")
+    p.add_argument("--evidence-k", type=int, default=5, metavar="K", help="evidence records per request (5)")
+    p.add_argument("--api-min-interval", type=float, default=1.0, metavar="S",
+                   help="openness: at least S seconds between live requests to one API (default 1)")
+    p.add_argument("--inject-controls", type=Path, metavar="FILE",
+                   help="openness: known-resolved and genuinely open control items; reports recall and "
+                        "false positives")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
                    help="model response cache (default record into OBRQ_DIR/cache.sqlite3); replay is "
                         "offline")

@@ -108,10 +108,41 @@ def criteria_judge(body: dict[str, Any]) -> str:
                                     for c in listed]})
 
 
+_WORD = re.compile(r"[a-z0-9-]{6,}")
+_COMMON = {"whether", "patients", "adults", "people", "setting", "reported", "trial", "trials"}
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower())) - _COMMON
+
+
+def openness_judge(body: dict[str, Any]) -> str:
+    """Answered when a trial registration has posted results, or when a record that shares at
+    least three content words with the question 'reported that'; open when related records
+    exist; unknown when there is no evidence. For the cabotegravir question it cites an id that
+    is not in the bundle (its verdict must become unknown)."""
+    prompt = _prompt(body)
+    question = _field(prompt, "Question")
+    evidence = json.loads(_field(prompt, "Evidence"))
+    if "cabotegravir" in question:
+        return json.dumps({"evidence_ids": ["corpus:d-not-retrieved"], "reasoning": "I recall a 2024 report.",
+                           "status": "answered"})
+    posted = [e["id"] for e in evidence if e["id"].startswith("ctgov:") and "results posted: yes" in e["snippet"]]
+    related = [e for e in evidence if len(_words(question) & _words(e["snippet"] + " " + e["title"])) >= 3]
+    settled = [e["id"] for e in related if "reported that" in e["snippet"]]
+    if posted or settled:
+        return json.dumps({"evidence_ids": posted + settled, "reasoning": "results are out", "status": "answered"})
+    if related or evidence:
+        cited = [e["id"] for e in related] or [evidence[0]["id"]]
+        return json.dumps({"evidence_ids": cited, "reasoning": "no result yet", "status": "open"})
+    return json.dumps({"evidence_ids": [], "reasoning": "nothing retrieved", "status": "unknown"})
+
+
 RULES = [
     Rule("writer", "Task: extract every open research question.", extractor),
     Rule("writer", "Task: refine an extracted open question.", refiner),
     Rule("writer", "Task: write a checklist rubric.", rubric_writer),
     Rule("judge", "Task: judge self-containment.", self_contained),
     Rule("judge", "Task: check rubric criteria.", criteria_judge),
+    Rule("judge", "Task: judge openness from evidence.", openness_judge),
 ]

@@ -7,12 +7,12 @@ import drsearch.benchmark.generate.openbiorq as obrq
 
 def test_public_api() -> None:
     assert set(obrq.__all__) == {
-        "AUDIT_SAMPLE", "DEFAULT_TRACKS", "GENERATOR", "ID_PREFIXES", "REDRAFTS", "STAGES", "TAXONOMY",
+        "AUDIT_SAMPLE", "DEFAULT_TRACKS", "GENERATOR", "ID_PREFIXES", "PUBLIC_APIS", "REDRAFTS", "STAGES", "TAXONOMY",
         "VAGUE_PHRASES", "OpenBioRQSettings", "Source", "UnparseableReply", "build_pipeline", "id_kind",
         "read_sources", "rubric_problems"}
     for name in obrq.__all__:
         assert getattr(obrq, name) is not None
-    assert len(obrq.TAXONOMY) == 12 and obrq.STAGES == ("extract", "refine", "audit", "dedup", "rubric")
+    assert len(obrq.TAXONOMY) == 12 and obrq.STAGES == ("extract", "refine", "audit", "dedup", "rubric", "openness")
 
 
 def test_identifier_kinds() -> None:

@@ -68,17 +68,18 @@ def test_duplicate_source_ids_and_empty_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stage", ["extract", "all"])
 def test_cli_bad_sources_exit_2_with_one_line_and_nothing_written(tmp_path: Path, stage: str) -> None:
+    evidence = ("--evidence-corpus", "http://127.0.0.1:9")
     rows = jsonl(SOURCES)[:2]
     rows[1]["track"] = "oncology"
     bad = write(tmp_path / "s.jsonl", rows)
     out = tmp_path / "obrq"
-    rc, _, err = generate(stage, out, sources=bad)
+    rc, _, err = generate(stage, out, *evidence, sources=bad)
     assert rc == 2 and err.count("\n") == 1 and "unknown track(s) 'oncology' (line 2)" in err
     malformed = write(tmp_path / "m.jsonl", [rows[0], "{oops"])
-    rc, _, err = generate(stage, out, sources=malformed)
+    rc, _, err = generate(stage, out, *evidence, sources=malformed)
     assert rc == 2 and err == f"drsearch: error: {malformed}:2: not valid JSON " \
                               f"(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))\n"
-    rc, _, err = generate(stage, out, sources=tmp_path / "none.jsonl")
+    rc, _, err = generate(stage, out, *evidence, sources=tmp_path / "none.jsonl")
     assert rc == 2 and "none.jsonl: no such file" in err
     assert not out.exists()
 
@@ -93,4 +94,9 @@ def test_cli_bad_options_exit_2(tmp_path: Path) -> None:
     assert rc == 2 and err.startswith("drsearch: error: --base-url: ") and err.count("\n") == 1
     rc, _, err = generate("extract", out, "--cache-mode", "replay")
     assert rc == 2 and "no replay cache there" in err
+    rc, _, err = generate("openness", out)
+    assert rc == 2 and err.startswith("drsearch: error: the openness stage needs evidence: --evidence-corpus URL")
+    rc, _, err = generate("all", out, "--evidence-corpus", "http://127.0.0.1:9", "--inject-controls",
+                          str(tmp_path / "nope.jsonl"))
+    assert rc == 2 and err == f"drsearch: error: --inject-controls {tmp_path / 'nope.jsonl'}: no such file\n"
     assert not out.exists()

@@ -17,13 +17,15 @@ from ....agents.canonical import sha256_hex
 from ..dedup import DEFAULT_TAU
 from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
+from .evidence import PUBLIC_APIS
+from .openness import openness_stage
 from .rubric import MAX_CRITERIA, MIN_CRITERIA, REDRAFTS, VAGUE_PHRASES
 from .rubricstage import rubric_stage
 from .sources import DEFAULT_TRACKS
 from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
-STAGES = ("extract", "refine", "audit", "dedup", "rubric")
+STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness")
 TAXONOMY = ("efficacy", "safety", "mechanism", "diagnosis", "prognosis", "epidemiology", "prevention",
             "implementation", "health_economics", "methodology", "computational_modelling", "other")
 """The default 12-class taxonomy (``--taxonomy FILE`` replaces it)."""
@@ -53,6 +55,36 @@ class OpenBioRQSettings(BaseModel):
     min_criteria: int = MIN_CRITERIA
     max_criteria: int = MAX_CRITERIA
     concurrency: Annotated[int, Field(ge=1, le=64)] = 1
+    evidence_corpus: str | None = None
+    """Base URL of a ``drsearch serve`` over follow-up records (the offline route)."""
+    evidence_apis: dict[str, str] = Field(default_factory=dict)
+    """Public-API routes by name → base URL (``PUBLIC_APIS`` for the real ones)."""
+    evidence_k: Annotated[int, Field(ge=1, le=100)] = 5
+    api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
+    controls: Path | None = None
+
+    @field_validator("evidence_corpus")
+    @classmethod
+    def _corpus_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return url
+
+    @field_validator("evidence_apis")
+    @classmethod
+    def _apis(cls, apis: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(apis) - set(PUBLIC_APIS))
+        if unknown:
+            raise ValueError(f"unknown evidence API(s) {unknown}; known: {sorted(PUBLIC_APIS)}")
+        for url in apis.values():
+            cls._corpus_url(url)
+        return apis
+
+    def routes(self) -> dict[str, str]:
+        out: dict[str, str] = {name: url for name, url in sorted(self.evidence_apis.items())}
+        if self.evidence_corpus:
+            out["corpus"] = self.evidence_corpus
+        return out
 
     @field_validator("base_url")
     @classmethod
@@ -101,8 +133,14 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
               settings={**writes, "judge_model": s.judge_model, "max_criteria": s.max_criteria,
                         "min_criteria": s.min_criteria, "redrafts": s.redrafts,
                         "vague_phrases": list(s.vague_phrases)}, models=(writer, judge)),
+        Stage("openness", openness_stage,
+              inputs=("rubrics.jsonl", *((str(s.controls.resolve()),) if s.controls else ())),
+              outputs=("openness.jsonl", "evidence.jsonl", "openness.json"),
+              settings={**judges, "controls": str(s.controls.resolve()) if s.controls else None,
+                        "evidence_k": s.evidence_k, "min_interval_s": s.api_min_interval_s,
+                        "routes": s.routes()}, models=(judge,)),
     ])
 
 
-__all__ = ["AUDIT_SAMPLE", "GENERATOR", "STAGES", "TAXONOMY", "OpenBioRQSettings", "build_pipeline",
-           "package_sha256"]
+__all__ = ["AUDIT_SAMPLE", "GENERATOR", "PUBLIC_APIS", "STAGES", "TAXONOMY", "OpenBioRQSettings",
+           "build_pipeline", "package_sha256"]

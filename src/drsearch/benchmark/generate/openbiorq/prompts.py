@@ -82,4 +82,17 @@ def specificity(question: str, criteria: Sequence[dict[str, Any]]) -> Messages:
         f"Question: {question}\nCriteria: {json.dumps(listed, sort_keys=True)}")
 
 
-__all__ = ["SYSTEM", "Messages", "extract", "refine", "rubric", "self_containment", "specificity"]
+def openness(item: dict[str, Any], evidence: Sequence[dict[str, Any]]) -> Messages:
+    listed = [{"id": e["id"], "snippet": e["snippet"], "title": e["title"]} for e in evidence]
+    return _user(
+        "Task: judge openness from evidence.\n"
+        "Using only the evidence below, say whether this research question is still open, partially "
+        "answered or answered, and cite the ids of the evidence you rely on. If the evidence does not "
+        "decide it, say unknown. Cite no id that is not listed.\n"
+        'Reply as {"status": "open" | "partially_answered" | "answered" | "unknown", "evidence_ids": '
+        '["..."], "reasoning": "..."}.\n\n'
+        f"Question: {item['question']}\nSource: {item['source_id']} ({item['title']})\n"
+        f"Evidence: {json.dumps(listed, sort_keys=True)}")
+
+
+__all__ = ["SYSTEM", "Messages", "extract", "openness", "refine", "rubric", "self_containment", "specificity"]

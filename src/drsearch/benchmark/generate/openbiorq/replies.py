@@ -103,5 +103,15 @@ def parse_reply(model: type[M], content: str) -> M:
         raise UnparseableReply(f"schema: {describe_validation(e)}") from None
 
 
-__all__ = ["STATUSES", "CriterionCheck", "DraftCriterion", "ExtractReply", "RefineReply", "RubricReply",
-           "SpecificityReply", "UnparseableReply", "YesNoReply", "json_reply", "parse_reply"]
+
+
+class OpennessReply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Literal["open", "partially_answered", "answered", "unknown"]
+    evidence_ids: tuple[StrictStr, ...]
+    reasoning: StrictStr = ""
+
+
+__all__ = ["STATUSES", "CriterionCheck", "DraftCriterion", "ExtractReply", "OpennessReply", "RefineReply",
+           "RubricReply", "SpecificityReply", "UnparseableReply", "YesNoReply", "json_reply", "parse_reply"]

@@ -1,0 +1,164 @@
+"""The openness stage against real servers on 127.0.0.1: a ``drsearch serve`` of follow-up
+records (the offline route) and a loopback server in the shapes of Europe PMC, ClinicalTrials.gov
+v2 and Semantic Scholar; 34 injected resolved controls and 12 open negatives; a verdict citing an
+id outside the bundle becomes unknown; the bundle's hashes are those of the responses; replay is
+offline and byte-identical."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from drsearch.benchmark import read_openbiorq
+from drsearch.benchmark.generate.openbiorq.evidence import RateLimiter
+from drsearch.benchmark.generate.openbiorq.openness import verdict
+from drsearch.benchmark.generate.openbiorq.replies import OpennessReply
+
+from ....agents.fake_llm import serve_rules
+from ..test_stages import assert_same_tree
+from .conftest import generate, jsonl
+from .evidence_servers import api_shapes, control_rows, drsearch_serve
+from .rules import RULES
+
+pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("evidence")
+    controls = tmp / "controls.jsonl"
+    controls.write_text("".join(json.dumps(c) + "\n" for c in control_rows()[0]))
+    with serve_rules(RULES) as llm, drsearch_serve(tmp) as corpus, api_shapes() as (api, log):
+        yield {"api": api, "controls": controls, "corpus": corpus, "llm": llm.url, "log": log, "tmp": tmp}
+
+
+def evidence_args(s: dict[str, Any], *, apis: bool = True, controls: bool = True) -> list[str]:
+    args = ["--evidence-corpus", s["corpus"], "--api-min-interval", "0"]
+    if apis:
+        args += ["--europepmc-url", f"{s['api']}/europepmc", "--ctgov-url", f"{s['api']}/ctgov",
+                 "--s2-url", f"{s['api']}/s2"]
+    return args + (["--inject-controls", str(s["controls"])] if controls else [])
+
+
+@pytest.fixture(scope="module")
+def generated(servers: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    out = servers["tmp"] / "obrq"
+    rc, summary, err = generate("all", out, *evidence_args(servers), base_url=servers["llm"])
+    assert rc == 0, err
+    assert summary is not None
+    return out, summary
+
+
+def test_controls_are_all_caught_and_open_negatives_never_flagged(generated: tuple[Path, dict[str, Any]]) -> None:
+    out, summary = generated
+    assert summary["counts"]["openness"] == {"in": 11 + 46, "out": 11 + 46, "rejected": {}, "rejected_total": 0}
+    report = json.loads((out / "openness.json").read_text())
+    controls = report["controls"]
+    assert controls["recall"] == {"caught": 34, "n": 34} and controls["missed_ids"] == []
+    assert controls["false_positives"] == {"count": 0, "n": 12} and controls["false_positive_ids"] == []
+    assert report["n"] == 11 and report["labels"] == {"answered": 4, "open": 6, "partially_answered": 0,
+                                                      "unknown": 1}
+    assert report["changed"]["count"] == 5 and report["unknown"]["count"] == 1
+
+
+def test_a_verdict_citing_an_id_outside_the_bundle_is_unknown(generated: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = generated
+    rows = {r["task_id"]: r for r in jsonl(out / "openness.jsonl")}
+    assert len(rows) == 11  # the items only: controls are reported, not emitted
+    o = rows["NCT04000010#0"]["openness"]
+    assert (o["judge_status"], o["label"]) == ("answered", "unknown")
+    assert o["rejected_ids"] == ["corpus:d-not-retrieved"] and o["evidence_ids"] == []
+    assert o["unknown_because"] == "cites 1 id(s) outside the evidence bundle"
+    assert rows["PMID:31000001#0"]["openness"]["evidence_ids"] == ["corpus:fu-anticoag"]  # the engine's record
+    assert rows["NCT04000003#0"]["openness"]["evidence_ids"] == ["ctgov:NCT04000003"]  # registration results
+    assert rows["PMID:31000007#0"]["openness"]["evidence_ids"] == ["europepmc:MED:39990001"]  # citing article
+    assert rows["arXiv:2301.00005#0"]["openness"]["evidence_ids"] == ["s2:s2-aa01"]  # citing paper
+    assert [t.question_id for t in read_openbiorq(out / "openness.jsonl")] == list(rows)
+
+
+def test_the_bundle_records_every_response_with_its_sha256(generated: tuple[Path, dict[str, Any]],
+                                                           servers: dict[str, Any]) -> None:
+    out, _ = generated
+    bundles = {b["task_id"]: b for b in jsonl(out / "evidence.jsonl")}
+    assert len(bundles) == 11 + 46
+    trial = bundles["NCT04000003#0"]
+    assert [(r["route"], r["method"]) for r in trial["responses"]] == [("corpus", "POST"), ("corpus", "POST"),
+                                                                       ("ctgov", "GET")]
+    ctgov = trial["responses"][2]
+    assert ctgov["url"] == f"{servers['api']}/ctgov/studies/NCT04000003?format=json" and ctgov["ok"]
+    assert ctgov["body_sha256"] == hashlib.sha256(httpx.get(ctgov["url"]).content).hexdigest()
+    search = trial["responses"][0]
+    live = httpx.post(search["url"], json=search["request"]).content
+    assert search["body_sha256"] == hashlib.sha256(live).hexdigest()
+    assert trial["evidence"][-1] == {"id": "ctgov:NCT04000003", "route": "ctgov", "snippet": (
+        "overall status COMPLETED; completion 2023-05; results posted: yes"), "title": (
+        "Intermittent fasting for adults with type 2 diabetes (registration)"), "url": None}
+    row = next(r for r in jsonl(out / "openness.jsonl") if r["task_id"] == "NCT04000003#0")
+    from drsearch.agents.canonical import sha256_json
+
+    assert row["openness"]["bundle_sha256"] == sha256_json(trial)
+
+
+def test_replay_is_offline_and_byte_identical(generated: tuple[Path, dict[str, Any]], servers: dict[str, Any],
+                                              tmp_path: Path) -> None:
+    recorded, _ = generated
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(recorded / "cache.sqlite3", cache)
+    before = len(servers["log"])
+    replayed = tmp_path / "replayed"
+    rc, summary, err = generate("all", replayed, *evidence_args(servers), "--cache-mode", "replay",
+                                "--cache", str(cache), base_url=servers["llm"])
+    assert rc == 0, err
+    assert summary is not None and summary["ran"][-1] == "openness"
+    assert len(servers["log"]) == before  # no API request: the evidence came from the cache
+    assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
+
+
+def test_the_offline_route_alone_needs_no_api(servers: dict[str, Any], tmp_path: Path) -> None:
+    before = len(servers["log"])
+    rc, summary, err = generate("openness", tmp_path / "o", *evidence_args(servers, apis=False, controls=False),
+                                base_url=servers["llm"])
+    assert rc == 0, err
+    assert summary is not None and summary["stopped_after"] == "openness"
+    assert len(servers["log"]) == before
+    report = json.loads((tmp_path / "o/openness.json").read_text())
+    assert report["controls"] is None and report["n"] == 11
+    routes = {r["route"] for b in jsonl(tmp_path / "o/evidence.jsonl") for r in b["responses"]}
+    assert routes == {"corpus"}
+
+
+def test_an_unreachable_api_stops_the_stage_with_one_line(servers: dict[str, Any], tmp_path: Path) -> None:
+    rc, _, err = generate("openness", tmp_path / "o", "--evidence-corpus", servers["corpus"],
+                          "--ctgov-url", "http://127.0.0.1:9/ctgov", base_url=servers["llm"])
+    assert rc == 1 and err.count("\n") == 1
+    assert "evidence route ctgov: GET http://127.0.0.1:9/ctgov/studies/NCT04000003?format=json: ConnectError" in err
+
+
+@pytest.mark.parametrize(("status", "ids", "label", "rejected", "why"), [
+    ("answered", ["e1"], "answered", [], None),
+    ("open", ["e1", "e2"], "open", [], None),
+    ("answered", ["e1", "x9"], "unknown", ["x9"], "cites 1 id(s) outside the evidence bundle"),
+    ("open", [], "unknown", [], "cites no evidence"),
+    ("unknown", [], "unknown", [], None),
+])
+def test_verdicts_are_grounded_in_the_bundle(status: str, ids: list[str], label: str, rejected: list[str],
+                                             why: str | None) -> None:
+    bundle = {"evidence": [{"id": "e1"}, {"id": "e2"}], "responses": []}
+    v = verdict(OpennessReply(status=status, evidence_ids=tuple(ids)), bundle)  # type: ignore[arg-type]
+    assert (v["label"], v["rejected_ids"], v["unknown_because"], v["judge_status"]) == (label, rejected, why, status)
+
+
+def test_the_rate_limiter_spaces_live_calls() -> None:
+    limiter = RateLimiter(0.05)
+    t0 = time.monotonic()
+    for _ in range(4):
+        limiter.wait()
+    assert time.monotonic() - t0 >= 0.15  # three gaps of at least 50 ms
