@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from ..index import InvalidInputError
 from .argtypes import fraction
 
-_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness")
+_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -62,7 +62,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         from ..benchmark.generate.openbiorq import PUBLIC_APIS
 
         apis = {**PUBLIC_APIS, **apis}
-    if args.stage in ("openness", "all") and not apis and not args.evidence_corpus:
+    if args.stage in ("openness", "membership", "all") and not apis and not args.evidence_corpus:
         raise InvalidInputError("the openness stage needs evidence: --evidence-corpus URL (a drsearch serve "
                                 "of follow-up records) and/or --public-apis / --europepmc-url / "
                                 "--ctgov-url / --s2-url")

@@ -69,6 +69,18 @@ def test_controls_are_all_caught_and_open_negatives_never_flagged(generated: tup
     assert report["changed"]["count"] == 5 and report["unknown"]["count"] == 1
 
 
+def test_the_membership_audit_runs_last(generated: tuple[Path, dict[str, Any]]) -> None:
+    out, summary = generated
+    assert summary["ran"][-2:] == ["openness", "membership"]
+    report = json.loads((out / "membership.json").read_text())
+    spans = {r["task_id"]: r["longest_span"] for r in report["items"]}
+    assert len(spans) == 11
+    # the rule-based refiner copies the source's clause: "early anticoagulation lowers recurrent stroke at
+    # 90 days in patients with atrial fibrillation" is 14 words verbatim
+    assert spans["PMID:31000001#0"] == 14
+    assert report["within_max_span"]["yes"] == sum(s <= 5 for s in spans.values())
+
+
 def test_a_verdict_citing_an_id_outside_the_bundle_is_unknown(generated: tuple[Path, dict[str, Any]]) -> None:
     out, _ = generated
     rows = {r["task_id"]: r for r in jsonl(out / "openness.jsonl")}
@@ -117,7 +129,7 @@ def test_replay_is_offline_and_byte_identical(generated: tuple[Path, dict[str, A
     rc, summary, err = generate("all", replayed, *evidence_args(servers), "--cache-mode", "replay",
                                 "--cache", str(cache), base_url=servers["llm"])
     assert rc == 0, err
-    assert summary is not None and summary["ran"][-1] == "openness"
+    assert summary is not None and summary["ran"][-2:] == ["openness", "membership"]
     assert len(servers["log"]) == before  # no API request: the evidence came from the cache
     assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
 

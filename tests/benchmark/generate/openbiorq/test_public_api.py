@@ -12,7 +12,8 @@ def test_public_api() -> None:
         "read_sources", "rubric_problems"}
     for name in obrq.__all__:
         assert getattr(obrq, name) is not None
-    assert len(obrq.TAXONOMY) == 12 and obrq.STAGES == ("extract", "refine", "audit", "dedup", "rubric", "openness")
+    assert len(obrq.TAXONOMY) == 12
+    assert obrq.STAGES == ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership")
 
 
 def test_identifier_kinds() -> None:

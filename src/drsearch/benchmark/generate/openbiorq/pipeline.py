@@ -18,6 +18,7 @@ from ..dedup import DEFAULT_TAU
 from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
 from .evidence import PUBLIC_APIS
+from .membership import membership_stage
 from .openness import openness_stage
 from .rubric import MAX_CRITERIA, MIN_CRITERIA, REDRAFTS, VAGUE_PHRASES
 from .rubricstage import rubric_stage
@@ -25,7 +26,7 @@ from .sources import DEFAULT_TRACKS
 from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
-STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness")
+STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership")
 TAXONOMY = ("efficacy", "safety", "mechanism", "diagnosis", "prognosis", "epidemiology", "prevention",
             "implementation", "health_economics", "methodology", "computational_modelling", "other")
 """The default 12-class taxonomy (``--taxonomy FILE`` replaces it)."""
@@ -62,6 +63,7 @@ class OpenBioRQSettings(BaseModel):
     evidence_k: Annotated[int, Field(ge=1, le=100)] = 5
     api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
     controls: Path | None = None
+    max_span: Annotated[int, Field(ge=1)] = 5
 
     @field_validator("evidence_corpus")
     @classmethod
@@ -139,6 +141,8 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
               settings={**judges, "controls": str(s.controls.resolve()) if s.controls else None,
                         "evidence_k": s.evidence_k, "min_interval_s": s.api_min_interval_s,
                         "routes": s.routes()}, models=(judge,)),
+        Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
+              settings={"code_sha256": common["code_sha256"], "max_span": s.max_span}),
     ])
 
 
