@@ -2,10 +2,13 @@
 
 ::
 
-    drsearch generate openbiorq {extract,refine,audit,dedup,rubric,all} OBRQ_DIR --sources SOURCES.jsonl
+    drsearch generate openbiorq {extract,…,openness,membership,all} OBRQ_DIR --sources SOURCES.jsonl
         --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy FILE]
         [--baseline extracted] [--audit-sample 500] [--tau 0.90] [--vague-phrase P ...] [--redrafts 3]
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
+        [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
+    drsearch generate openbiorq {difficulty,freeze} OBRQ_DIR --calibration CAL
+    drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
 
 STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
 inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
@@ -43,8 +46,53 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+_REPORTS = ("difficulty", "freeze", "churn")
+
+
+def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
+    """``difficulty`` / ``freeze`` / ``churn``: reports over calibrations, written into OBRQ_DIR."""
+    from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
+    from ..index.atomic import write_bytes_atomic, write_json_atomic
+
+    if args.calibration is None:
+        raise InvalidInputError(f"{args.stage} needs --calibration CAL (drsearch calibrate --rule openbiorq)")
+    if args.stage == "churn" and args.against is None:
+        raise InvalidInputError("churn needs --calibration A --against B")
+    if args.stage != "churn" and args.against is not None:
+        raise InvalidInputError("--against is for churn")
+    cal = read_calibration(args.calibration)
+    other = read_calibration(args.against) if args.against is not None else None
+    if args.obrq_dir.exists() and not args.obrq_dir.is_dir():
+        raise InvalidInputError(f"{args.obrq_dir}: not a directory")
+    if args.stage == "difficulty":
+        report = difficulty_report(cal)
+        name = "difficulty.json"
+    elif args.stage == "freeze":
+        ids, text, digest = freeze(cal)
+        args.obrq_dir.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(args.obrq_dir / "frozen_core.txt", text.encode("utf-8"))
+        report = {"calibration": str(args.calibration), "count": len(ids), "frozen_core_sha256": digest,
+                  "questions_sha256": cal.get("questions_sha256")}
+        name = "frozen_core.json"
+    else:
+        assert other is not None
+        report = churn(cal, other, boundary=args.boundary)
+        report.update({"a": str(args.calibration), "b": str(args.against)})
+        name = "churn.json"
+    args.obrq_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(args.obrq_dir / name, report)
+    print(json.dumps(report, sort_keys=True), file=out)
+    return 0
+
+
 def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     from pydantic import ValidationError
+
+    if args.stage in _REPORTS:
+        return cmd_openbiorq_report(args, out)
+    for flag, value in (("--sources", args.sources), ("--base-url", args.base_url)):
+        if value is None:
+            raise InvalidInputError(f"stage {args.stage} needs {flag}")
 
     from ..agents.errors import describe_validation_error
     from ..benchmark.generate import run_pipeline, settings_from
@@ -100,12 +148,13 @@ def register(sub: Any) -> None:
     """Add ``openbiorq`` to the ``generate`` verb's subparsers."""
     p = sub.add_parser("openbiorq", help="open research questions from source documents, with frozen "
                                          "checklist rubrics")
-    p.add_argument("stage", choices=[*_STAGES, "all"], metavar="STAGE",
-                   help=f"run up to this stage ({', '.join(_STAGES)}, or all)")
+    p.add_argument("stage", choices=[*_STAGES, "all", *_REPORTS], metavar="STAGE",
+                   help=f"run up to this stage ({', '.join(_STAGES)}, or all); or a report over "
+                        f"calibrations ({', '.join(_REPORTS)})")
     p.add_argument("obrq_dir", type=Path, metavar="OBRQ_DIR", help="output directory (resumed if present)")
-    p.add_argument("--sources", required=True, type=Path, metavar="SOURCES.jsonl",
+    p.add_argument("--sources", type=Path, metavar="SOURCES.jsonl",
                    help="source documents: {source_id, track, title, text, url, year} a line")
-    p.add_argument("--base-url", required=True, metavar="URL", help="OpenAI-compatible endpoint (…/v1)")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (…/v1)")
     p.add_argument("--writer-model", default="writer", metavar="M",
                    help="model that extracts, refines and writes rubrics (default writer)")
     p.add_argument("--judge-model", default="judge", metavar="J",
@@ -144,6 +193,11 @@ def register(sub: Any) -> None:
     p.add_argument("--inject-controls", type=Path, metavar="FILE",
                    help="openness: known-resolved and genuinely open control items; reports recall and "
                         "false positives")
+    p.add_argument("--calibration", type=Path, metavar="CAL",
+                   help="difficulty, freeze, churn: calibration.json of drsearch calibrate --rule openbiorq")
+    p.add_argument("--against", type=Path, metavar="CAL", help="churn: the second calibration (B)")
+    p.add_argument("--boundary", type=fraction, default=0.15,
+                   help="churn: boundary items have a max score within this of the threshold (0.15)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
                    help="model response cache (default record into OBRQ_DIR/cache.sqlite3); replay is "
                         "offline")

@@ -21,12 +21,13 @@ SOURCES = DATA / "openbiorq/sources.jsonl"
 
 
 def generate(stage: str, out: Path, *args: str, base_url: str = "http://127.0.0.1:9/v1",
-             sources: Path = SOURCES) -> tuple[int, dict[str, Any] | None, str]:
-    """``drsearch generate openbiorq STAGE OUT`` in process: (exit code, summary, stderr)."""
+             sources: Path | None = SOURCES) -> tuple[int, dict[str, Any] | None, str]:
+    """``drsearch generate openbiorq STAGE OUT`` in process: (exit code, summary, stderr).
+    ``sources=None`` gives neither --sources nor --base-url (the calibration reports)."""
     buf, err = io.StringIO(), io.StringIO()
+    given = [] if sources is None else ["--sources", str(sources), "--base-url", base_url]
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
-        rc = main(["generate", "openbiorq", stage, str(out), "--sources", str(sources), "--base-url", base_url,
-                   *args])
+        rc = main(["generate", "openbiorq", stage, str(out), *given, *args])
     return rc, (json.loads(buf.getvalue()) if rc == 0 else None), err.getvalue()
 
 
