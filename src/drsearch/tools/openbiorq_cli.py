@@ -2,7 +2,7 @@
 
 ::
 
-    drsearch generate openbiorq {extract,…,openness,membership,all} OBRQ_DIR --sources SOURCES.jsonl
+    drsearch generate openbiorq {extract,…,openness,membership,export,all} OBRQ_DIR --sources SOURCES.jsonl
         --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy FILE]
         [--baseline extracted] [--audit-sample 500] [--tau 0.90] [--vague-phrase P ...] [--redrafts 3]
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from ..index import InvalidInputError
 from .argtypes import fraction
 
-_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership")
+_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -110,7 +110,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         from ..benchmark.generate.openbiorq import PUBLIC_APIS
 
         apis = {**PUBLIC_APIS, **apis}
-    if args.stage in ("openness", "membership", "all") and not apis and not args.evidence_corpus:
+    if args.stage in ("openness", "membership", "export", "all") and not apis and not args.evidence_corpus:
         raise InvalidInputError("the openness stage needs evidence: --evidence-corpus URL (a drsearch serve "
                                 "of follow-up records) and/or --public-apis / --europepmc-url / "
                                 "--ctgov-url / --s2-url")

@@ -6,7 +6,9 @@ offline and byte-identical."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import time
@@ -17,12 +19,16 @@ from typing import Any
 import httpx
 import pytest
 
+from drsearch.agents import read_questions
 from drsearch.benchmark import read_openbiorq
 from drsearch.benchmark.generate.openbiorq.evidence import RateLimiter
 from drsearch.benchmark.generate.openbiorq.openness import verdict
 from drsearch.benchmark.generate.openbiorq.replies import OpennessReply
+from drsearch.index import InvalidInputError
+from drsearch.tools.cli import main
 
-from ....agents.fake_llm import serve_rules
+from ....agents.fake_llm import serve_fake, serve_rules
+from ...fake_judge import serve_judge
 from ..test_stages import assert_same_tree
 from .conftest import generate, jsonl
 from .evidence_servers import api_shapes, control_rows, drsearch_serve
@@ -71,7 +77,7 @@ def test_controls_are_all_caught_and_open_negatives_never_flagged(generated: tup
 
 def test_the_membership_audit_runs_last(generated: tuple[Path, dict[str, Any]]) -> None:
     out, summary = generated
-    assert summary["ran"][-2:] == ["openness", "membership"]
+    assert summary["ran"][-3:] == ["openness", "membership", "export"]
     report = json.loads((out / "membership.json").read_text())
     spans = {r["task_id"]: r["longest_span"] for r in report["items"]}
     assert len(spans) == 11
@@ -79,6 +85,55 @@ def test_the_membership_audit_runs_last(generated: tuple[Path, dict[str, Any]]) 
     # 90 days in patients with atrial fibrillation" is 14 words verbatim
     assert spans["PMID:31000001#0"] == 14
     assert report["within_max_span"]["yes"] == sum(s <= 5 for s in spans.values())
+
+
+def test_the_export_reads_for_grading_and_for_drsearch_run(generated: tuple[Path, dict[str, Any]]) -> None:
+    out, summary = generated
+    assert summary["counts"]["export"] == {"in": 11, "out": 11, "rejected": {}, "rejected_total": 0}
+    tasks = read_openbiorq(out / "items.jsonl")
+    questions, _ = read_questions(out / "items.jsonl")
+    assert [t.question_id for t in tasks] == [q.qid for q in questions]
+    assert [q.index for q in questions] == list(range(11))
+    row = next(r for r in jsonl(out / "items.jsonl") if r["task_id"] == "NCT04000010#0")
+    meta = row["metadata"]["openbiorq"]
+    assert meta["openness"]["label"] == "unknown" and meta["openness"]["rejected_ids"] == ["corpus:d-not-retrieved"]
+    assert meta["source"] == {"id_kind": "nct", "source_id": "NCT04000010", "title": (
+        "Long-acting cabotegravir for HIV prevention in adolescents (registration)"),
+        "url": "https://trials.example/NCT04000010", "year": 2022}
+    assert meta["rubric_sha256"] == row["rubric_sha256"] and meta["taxonomy"] == "efficacy"
+    assert row["prompt"][-1]["content"] == f"Question: {row['question']}\nAnswer:"
+    edited = out.parent / "edited.jsonl"  # a rubric edited after the export is refused by grading
+    row["checklist"][0]["weight"] = 1 if row["checklist"][0]["weight"] != 1 else 2
+    edited.write_text(json.dumps(row) + "\n")
+    with pytest.raises(InvalidInputError, match="checklist changed after it was frozen"):
+        read_openbiorq(edited)
+
+
+def test_the_exported_items_run_and_grade(generated: tuple[Path, dict[str, Any]], servers: dict[str, Any],
+                                          tmp_path: Path) -> None:
+    """items.jsonl → ``drsearch run`` (scripted agent over the follow-up corpus) → ``drsearch score
+    --dataset openbiorq`` (the checklist judge): the frozen rubrics grade as they are."""
+    out, _ = generated
+    rows = jsonl(out / "items.jsonl")
+    first = rows[0]["checklist"]
+    full = " ".join(c["text"] for c in first if c["type"] != "must_avoid")  # meets every criterion, avoids the claim
+    scripts = {0: [{"content": full}], 1: [{"content": "I do not know."}]}
+    run = tmp_path / "run"
+    buf = io.StringIO()
+    with serve_fake(scripts) as agent, contextlib.redirect_stdout(buf):
+        rc = main(["run", "--questions", str(out / "items.jsonl"), "--database",
+                   str(servers["tmp"] / "followups.sqlite3"), "--model", "agent-m", "--base-url", agent.url,
+                   "--out", str(run), "--quiet", "--max-attempts", "1"], out=buf)
+    assert rc == 0, buf.getvalue()
+    with serve_judge() as judge, contextlib.redirect_stdout(buf):
+        rc = main(["score", str(run), "--dataset", "openbiorq", "--questions", str(out / "items.jsonl"),
+                   "--judge-model", "judge-m", "--base-url", judge.url, "--out", str(tmp_path / "scores.json")],
+                  out=buf)
+    assert rc == 0, buf.getvalue()
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert scores["n"] == 11 and scores["checklist"]["solved"]["count"] == 1
+    graded = {g["question_id"]: g for g in jsonl(tmp_path / "scores.graded.jsonl")}  # beside --out
+    assert graded[rows[0]["task_id"]]["score"] == 1.0 and graded[rows[1]["task_id"]]["score"] < 0.5
 
 
 def test_a_verdict_citing_an_id_outside_the_bundle_is_unknown(generated: tuple[Path, dict[str, Any]]) -> None:
@@ -129,7 +184,7 @@ def test_replay_is_offline_and_byte_identical(generated: tuple[Path, dict[str, A
     rc, summary, err = generate("all", replayed, *evidence_args(servers), "--cache-mode", "replay",
                                 "--cache", str(cache), base_url=servers["llm"])
     assert rc == 0, err
-    assert summary is not None and summary["ran"][-2:] == ["openness", "membership"]
+    assert summary is not None and summary["ran"][-3:] == ["openness", "membership", "export"]
     assert len(servers["log"]) == before  # no API request: the evidence came from the cache
     assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
 

@@ -18,6 +18,7 @@ from ..dedup import DEFAULT_TAU
 from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
 from .evidence import PUBLIC_APIS
+from .export import export_stage
 from .membership import membership_stage
 from .openness import openness_stage
 from .rubric import MAX_CRITERIA, MIN_CRITERIA, REDRAFTS, VAGUE_PHRASES
@@ -26,7 +27,7 @@ from .sources import DEFAULT_TRACKS
 from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
-STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership")
+STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
 TAXONOMY = ("efficacy", "safety", "mechanism", "diagnosis", "prognosis", "epidemiology", "prevention",
             "implementation", "health_economics", "methodology", "computational_modelling", "other")
 """The default 12-class taxonomy (``--taxonomy FILE`` replaces it)."""
@@ -143,6 +144,8 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
                         "routes": s.routes()}, models=(judge,)),
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
               settings={"code_sha256": common["code_sha256"], "max_span": s.max_span}),
+        Stage("export", export_stage, inputs=("openness.jsonl", "membership.json"), outputs=("items.jsonl",),
+              settings={"code_sha256": common["code_sha256"]}),
     ])
 
 
