@@ -81,7 +81,10 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
         name = "churn.json"
     args.obrq_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.obrq_dir / name, report)
-    print(json.dumps(report, sort_keys=True), file=out)
+    if args.json:
+        print(json.dumps(report, sort_keys=True), file=out)
+    else:
+        print(f"wrote {args.obrq_dir / name}", file=out)
     return 0
 
 
@@ -140,7 +143,15 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
 
         Embedder()  # a missing or unpinned model: exit 2 before any stage runs
     summary = run_pipeline(build_pipeline(settings), run)
-    print(json.dumps(summary, sort_keys=True), file=out)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True), file=out)
+        return 0
+    ran, skipped = ", ".join(summary["ran"]) or "nothing", ", ".join(summary["skipped"]) or "nothing"
+    print(f"ran {ran}; skipped {skipped}", file=out)
+    for name, c in summary["counts"].items():
+        rejected = ", ".join(f"{n} {check}" for check, n in c["rejected"].items())
+        print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else ""),
+              file=out)
     return 0
 
 
@@ -205,6 +216,7 @@ def register(sub: Any) -> None:
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
+    p.add_argument("--json", action="store_true", help="print the summary (or the report) as one JSON line")
     p.set_defaults(handler=cmd_generate_openbiorq)
 
 

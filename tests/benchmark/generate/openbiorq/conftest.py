@@ -27,7 +27,7 @@ def generate(stage: str, out: Path, *args: str, base_url: str = "http://127.0.0.
     buf, err = io.StringIO(), io.StringIO()
     given = [] if sources is None else ["--sources", str(sources), "--base-url", base_url]
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
-        rc = main(["generate", "openbiorq", stage, str(out), *given, *args])
+        rc = main(["generate", "openbiorq", stage, str(out), *given, "--json", *args])
     return rc, (json.loads(buf.getvalue()) if rc == 0 else None), err.getvalue()
 
 

@@ -100,3 +100,22 @@ def test_cli_bad_options_exit_2(tmp_path: Path) -> None:
                           str(tmp_path / "nope.jsonl"))
     assert rc == 2 and err == f"drsearch: error: --inject-controls {tmp_path / 'nope.jsonl'}: no such file\n"
     assert not out.exists()
+
+
+def test_the_summary_without_json_is_a_short_table(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from drsearch.tools.cli import main
+
+    from ....agents.fake_llm import serve_rules
+    from .rules import RULES
+
+    buf = io.StringIO()
+    with serve_rules(RULES) as r, contextlib.redirect_stdout(buf):
+        rc = main(["generate", "openbiorq", "refine", str(tmp_path / "o"), "--sources", str(SOURCES),
+                   "--base-url", r.url], out=buf)
+    assert rc == 0
+    assert buf.getvalue() == ("ran extract, refine; skipped nothing\n"
+                              "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
+                              "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
