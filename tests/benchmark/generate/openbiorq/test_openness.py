@@ -132,6 +132,9 @@ def test_the_exported_items_run_and_grade(generated: tuple[Path, dict[str, Any]]
     assert rc == 0, buf.getvalue()
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert scores["n"] == 11 and scores["checklist"]["solved"]["count"] == 1
+    behaviour = scores["behaviour"]  # items 0 and 1 answered without a tool call, the rest searched first
+    assert (behaviour["zero_tool"]["count"], behaviour["zero_tool"]["n"]) == (2, 11)
+    assert behaviour["non_attempt"]["count"] == 0 and behaviour["cite"]["count"] == 0
     graded = {g["question_id"]: g for g in jsonl(tmp_path / "scores.graded.jsonl")}  # beside --out
     assert graded[rows[0]["task_id"]]["score"] == 1.0 and graded[rows[1]["task_id"]]["score"] < 0.5
 
