@@ -138,7 +138,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     if not settings.sources.is_file():
         raise InvalidInputError(f"--sources {settings.sources}: no such file")
     read_sources(settings.sources, settings.tracks)  # every problem, before anything is written
-    if args.embedding_model is None and args.stage in ("dedup", "rubric", "all"):
+    if args.embedding_model is None and args.stage not in ("extract", "refine", "audit"):  # dedup runs
         from ..benchmark.generate.embed import Embedder
 
         Embedder()  # a missing or unpinned model: exit 2 before any stage runs
