@@ -9,6 +9,7 @@
         [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
     drsearch generate openbiorq {difficulty,freeze} OBRQ_DIR --calibration CAL
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
+    drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
 
 STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
 inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -46,11 +48,43 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-_REPORTS = ("difficulty", "freeze", "churn")
+_REPORTS = ("difficulty", "freeze", "churn", "coverage")
+
+
+def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
+    """``coverage``: every item × run pair has a trajectory that an offline replay reproduces."""
+    import tempfile
+
+    from ..benchmark.generate.openbiorq.coverage import coverage
+    from ..index.atomic import write_json_atomic
+
+    items = args.obrq_dir / "items.jsonl"
+    if not items.is_file():
+        raise InvalidInputError(f"{items}: no such file (run the export stage first)")
+    if not args.runs:
+        raise InvalidInputError("coverage needs --runs RUN [RUN ...]")
+    for run in args.runs:
+        if not (run / "run.json").is_file():
+            raise InvalidInputError(f"--runs {run}: not a run directory (no run.json)")
+    with tempfile.TemporaryDirectory(prefix="obrq-coverage-") as work:
+        report = coverage(items, list(args.runs), Path(work))
+    write_json_atomic(args.obrq_dir / "coverage.json", report)
+    if args.json:
+        print(json.dumps(report, sort_keys=True), file=out)
+    else:
+        print(f"wrote {args.obrq_dir / 'coverage.json'}", file=out)
+    if not report["complete"]:
+        bad = [r["run"] for r in report["runs"] if r["missing"] or r["differs"] or r["replay_cache_misses"]]
+        print(f"drsearch: error: coverage incomplete in {', '.join(bad)} (see coverage.json)",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     """``difficulty`` / ``freeze`` / ``churn``: reports over calibrations, written into OBRQ_DIR."""
+    if args.stage == "coverage":
+        return cmd_openbiorq_coverage(args, out)
     from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
     from ..index.atomic import write_bytes_atomic, write_json_atomic
 
@@ -207,6 +241,8 @@ def register(sub: Any) -> None:
     p.add_argument("--calibration", type=Path, metavar="CAL",
                    help="difficulty, freeze, churn: calibration.json of drsearch calibrate --rule openbiorq")
     p.add_argument("--against", type=Path, metavar="CAL", help="churn: the second calibration (B)")
+    p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
+                   help="coverage: run directories over the export")
     p.add_argument("--boundary", type=fraction, default=0.15,
                    help="churn: boundary items have a max score within this of the threshold (0.15)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],

@@ -137,6 +137,26 @@ def test_the_exported_items_run_and_grade(generated: tuple[Path, dict[str, Any]]
     assert behaviour["non_attempt"]["count"] == 0 and behaviour["cite"]["count"] == 0
     graded = {g["question_id"]: g for g in jsonl(tmp_path / "scores.graded.jsonl")}  # beside --out
     assert graded[rows[0]["task_id"]]["score"] == 1.0 and graded[rows[1]["task_id"]]["score"] < 0.5
+    # coverage: every item has a trajectory that an offline replay reproduces (the agent server is gone)
+    obrq = tmp_path / "obrq"
+    shutil.copytree(out, obrq)
+    rc, _, err = generate("coverage", obrq, "--runs", str(run), sources=None)
+    assert rc == 0, err
+    report = json.loads((obrq / "coverage.json").read_text())
+    assert report["complete"] and report["items"] == 11
+    assert report["runs"][0] | {"run": None, "trajectories_sha256": None} == {
+        "differs": [], "missing": [], "replay_cache_misses": 0, "run": None, "trajectories_sha256": None}
+    partial = tmp_path / "partial"  # a run without one item's trajectory is incomplete: exit 1, listed
+    shutil.copytree(run, partial)
+    lines = (partial / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (partial / "trajectories.jsonl").write_text("".join(line for line in lines
+                                                        if json.loads(line)["qid"] != rows[5]["task_id"]))
+    rc, _, err = generate("coverage", obrq, "--runs", str(run), str(partial), sources=None)
+    assert rc == 1 and f"coverage incomplete in {partial}" in err
+    report = json.loads((obrq / "coverage.json").read_text())
+    assert not report["complete"] and report["runs"][1]["missing"] == [rows[5]["task_id"]]
+    rc, _, err = generate("coverage", obrq, "--runs", str(tmp_path), sources=None)
+    assert rc == 2 and "not a run directory" in err
 
 
 def test_a_verdict_citing_an_id_outside_the_bundle_is_unknown(generated: tuple[Path, dict[str, Any]]) -> None:
