@@ -103,8 +103,9 @@ def test_graded_records_round_trip(tmp_path: Path) -> None:
 
 
 def test_checklist_runs_carry_scores(tmp_path: Path) -> None:
-    checklist = [{"type": "must_mention", "weight": 2, "text": f"point {i}"} for i in range(4)] + \
-                [{"type": "must_avoid", "weight": 1, "text": "cure claim"}]
+    checklist = [{"type": "must_mention", "weight": 2, "text": f"point {i}"} for i in range(3)] + \
+                [{"type": "must_acknowledge", "weight": 2, "text": "point 3"},
+                 {"type": "must_avoid", "weight": 1, "text": "cure claim"}]
     rows = [{"task_id": f"src{i}#0", "question": f"q{i}", "track": "t", "checklist": checklist} for i in range(2)]
     path = tmp_path / "bio.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

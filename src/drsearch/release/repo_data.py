@@ -28,6 +28,7 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/sample/blocked_docids.txt", "sample_blocked_docids"),
     ("data/sample/crawl/fetches.jsonl", "sample_crawl_records"),
     ("data/sample/crawl/bodies/*.html.gz", "sample_crawl_body"),
+    ("data/openbiorq/sources.jsonl", "openbiorq_fixture_sources"),
     ("data/testcollections/cranfield/cran.all.1400", "test_collection_documents"),
     ("data/testcollections/cisi/CISI.ALL", "test_collection_documents"),
     ("data/testcollections/cranfield/cran.qry", "test_collection_queries"),

@@ -35,6 +35,7 @@ from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
 from .mcp_cli import register as register_mcp_verb
+from .openbiorq_cli import register as register_openbiorq_generator
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
@@ -378,6 +379,9 @@ def make_parser() -> argparse.ArgumentParser:
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
+    gen = sub.add_parser("generate", help="run a benchmark generator (docs/GENERATE.md)")
+    generators = gen.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
+    register_openbiorq_generator(generators)  # generate openbiorq (openbiorq_cli.py)
     return ap
 
 

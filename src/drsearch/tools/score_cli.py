@@ -206,6 +206,7 @@ def _warn(message: str) -> None:
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents.canonical import sha256_hex
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
+    from ..benchmark.behaviour import behaviour_metrics
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
     from ..benchmark.leak_audit import audit_runs, render_leak_audit
@@ -258,6 +259,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
+    summary["behaviour"] = behaviour_metrics(runs[0].episodes, [t.question_id for t in tasks])
     golds = {t.question_id: t.reference for t in tasks}
     summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
                                        {(g.question_id, g.attempt): g.correct for g in graded})

@@ -316,6 +316,17 @@ class StageContext:
         return run_episode(question, preset, endpoint.model, self._chats[endpoint.base_url], cached,
                            python).record
 
+    def fetch(self, kind: str, key: Any, describe: str,
+              live: Callable[[], tuple[bool, bytes]]) -> tuple[bool, bytes]:
+        """Any other outside call (an evidence API, a search server) through the replay cache:
+        ``(ok, body)`` of ``live()``, stored under ``[kind, key]`` and answered from the cache as
+        the cache mode says (``replay`` never calls ``live``; a miss is ReplayMissError).
+        ``key`` must name everything the answer depends on (URL, parameters)."""
+        if self._cache.mode == "off":
+            return live()
+        return self._cache.fetch(kind, key, f"{self.stage.name}: {describe}",
+                                 None if self._cache.mode == "replay" else live)
+
     def count_in(self, n: int = 1) -> None:
         """Count candidates a stage considers outside :meth:`map`."""
         with self._lock:

@@ -1,0 +1,119 @@
+"""Difficulty, freeze and churn over the toolkit's OpenBioRQ calibration (``drsearch calibrate
+--rule openbiorq``: one scored run per roster model, ``--frozen-runs`` at temperature 0).
+
+- :func:`difficulty_report`: each bucket's count and share with its Wilson 95 % interval, and
+  the frozen core's share of the core.
+- :func:`freeze`: the frozen core (core items every roster model still fails at temperature 0)
+  as sorted ids, one a line, and that text's SHA-256; a calibration made without
+  temperature-0 runs is refused.
+- :func:`churn`: two calibrations of the same roster over the same questions (A, B): mean
+  \\|Δscore\\| over (item, model) pairs, fail-label agreement (score < threshold in both or in
+  neither), core-label flips among boundary items (max of the roster's A scores within
+  ±``boundary`` of the threshold) and among deep failures (max in [0.35, 0.40)), and the
+  Jaccard of A's core with the core after substituting one model's B scores (each model) and
+  the whole roster's.
+
+Calibrations of other questions (different ``questions_sha256``) or of other rosters are
+InvalidInputError (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ....agents.canonical import sha256_hex
+from ....index import InvalidInputError
+from ..calibrate import BUCKETS, OPENBIORQ_THRESHOLD
+from .textstages import rate
+
+BOUNDARY = 0.15
+DEEP = (0.35, 0.40)
+
+
+def read_calibration(path: Path) -> dict[str, Any]:
+    """An OpenBioRQ ``calibration.json``; InvalidInputError for anything else."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"{path}: unreadable ({e.__class__.__name__})") from None
+    if not isinstance(value, dict) or value.get("rule") != "openbiorq" \
+            or not isinstance(value.get("items"), list):
+        raise InvalidInputError(f"{path}: not a calibration of rule openbiorq (drsearch calibrate --rule "
+                                "openbiorq)")
+    value["_path"] = str(path)
+    return value
+
+
+def difficulty_report(cal: dict[str, Any]) -> dict[str, Any]:
+    counts = {b: int(cal["counts"].get(b, 0)) for b in BUCKETS["openbiorq"]}
+    n = sum(counts.values())
+    report: dict[str, Any] = {"buckets": {b: {**rate(c, n), "count": c} for b, c in counts.items()}, "n": n,
+                              "questions_sha256": cal.get("questions_sha256"), "frozen_core": None}
+    if cal.get("frozen_runs"):
+        frozen = sum(1 for i in cal["items"] if i.get("frozen_core"))
+        report["frozen_core"] = {**rate(frozen, counts["core"]), "count": frozen}
+    return report
+
+
+def freeze(cal: dict[str, Any]) -> tuple[list[str], str, str]:
+    """``(ids, text, sha256)`` of the frozen core; InvalidInputError without temperature-0 runs."""
+    if not cal.get("frozen_runs"):
+        raise InvalidInputError(f"{cal['_path']}: calibrated without temperature-0 runs; freeze needs "
+                                "`drsearch calibrate --rule openbiorq --frozen-runs T1 T2 T3`")
+    ids = sorted(str(i["qid"]) for i in cal["items"] if i.get("frozen_core"))
+    text = "".join(f"{i}\n" for i in ids)
+    return ids, text, sha256_hex(text)
+
+
+def _scores(cal: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    return {str(i["qid"]): {m: (s["scores"][0] if s["scores"] else None) for m, s in i["models"].items()}
+            for i in cal["items"]}
+
+
+def _core(scores: dict[str, dict[str, float | None]], threshold: float) -> set[str]:
+    return {q for q, by in scores.items() if all(s is not None and s < threshold for s in by.values())}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def churn(a: dict[str, Any], b: dict[str, Any], *, threshold: float = OPENBIORQ_THRESHOLD,
+          boundary: float = BOUNDARY, deep: tuple[float, float] = DEEP) -> dict[str, Any]:
+    if a.get("questions_sha256") != b.get("questions_sha256"):
+        raise InvalidInputError(f"{b['_path']}: calibrated over other questions (SHA-256 "
+                                f"{str(b.get('questions_sha256'))[:12]}…) than {a['_path']} "
+                                f"({str(a.get('questions_sha256'))[:12]}…)")
+    sa, sb = _scores(a), _scores(b)
+    roster = sorted(next(iter(sa.values()), {}))
+    if set(sa) != set(sb) or any(sorted(sb[q]) != roster or sorted(sa[q]) != roster for q in sa):
+        raise InvalidInputError(f"{b['_path']}: another roster or other items than {a['_path']}")
+    graded = [q for q in sa if all(sa[q][m] is not None and sb[q][m] is not None for m in roster)]
+    pairs = [(sa[q][m], sb[q][m]) for q in graded for m in roster]
+    deltas = [abs(float(x) - float(y)) for x, y in pairs]  # type: ignore[arg-type]
+    agree = sum((float(x) < threshold) == (float(y) < threshold) for x, y in pairs)  # type: ignore[arg-type]
+    ga, gb = {q: sa[q] for q in graded}, {q: sb[q] for q in graded}
+    core_a, core_b = _core(ga, threshold), _core(gb, threshold)
+
+    def flips(select: list[str]) -> dict[str, Any]:
+        flipped = sorted(q for q in select if (q in core_a) != (q in core_b))
+        return {**rate(len(flipped), len(select)), "ids": flipped}
+
+    top = {q: max(float(s) for s in ga[q].values()) for q in graded}  # type: ignore[arg-type]
+    one_model = {m: round(_jaccard(core_a, _core({q: {**ga[q], m: gb[q][m]} for q in graded}, threshold)), 6)
+                 for m in roster}
+    # rounded as the similarity module rounds cosines: 0.65 - 0.5 must be within 0.15, not 0.15000000000000002
+    near = [q for q in graded if round(abs(top[q] - threshold), 9) <= boundary]
+    return {"boundary": boundary, "boundary_flips": flips(near),
+            "core_jaccard": {"one_model": one_model, "whole_roster": round(_jaccard(core_a, core_b), 6)},
+            "deep": list(deep), "deep_flips": flips([q for q in graded if deep[0] <= top[q] < deep[1]]),
+            "fail_label_agreement": rate(agree, len(pairs)),
+            "mean_abs_delta": round(sum(deltas) / len(deltas), 6) if deltas else None, "roster": roster,
+            "threshold": threshold, "ungraded": sorted(set(sa) - set(graded))}
+
+
+__all__ = ["BOUNDARY", "DEEP", "churn", "difficulty_report", "freeze", "read_calibration"]

@@ -1,0 +1,123 @@
+"""Difficulty, freeze and churn over OpenBioRQ calibrations (the calibration.json shape that
+``drsearch calibrate --rule openbiorq`` writes), with the issue's known answers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drsearch.benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze
+from drsearch.benchmark.generate.openbiorq.textstages import rate
+from drsearch.index import InvalidInputError
+
+from .conftest import generate
+
+ROSTER = ("m1", "m2", "m3")
+
+
+def calibration(scores: dict[str, tuple[float | None, ...]], *, frozen: set[str] | None = None,
+                counts: dict[str, int] | None = None, questions: str = "q" * 64,
+                path: str = "cal.json") -> dict[str, Any]:
+    items = [{"bucket": "core" if all(s is not None and s < 0.5 for s in v) else "discriminating",
+              "frozen_core": (q in frozen) if frozen is not None else None,
+              "models": {m: {"scores": [s]} for m, s in zip(ROSTER, v, strict=True)}, "qid": q}
+             for q, v in scores.items()]
+    return {"_path": path, "counts": counts or {}, "frozen_runs": {"m1": ["t0"]} if frozen is not None else None,
+            "items": items, "questions_sha256": questions, "rule": "openbiorq"}
+
+
+def test_bucket_shares_and_wilson_intervals_are_the_issues() -> None:
+    report = difficulty_report(calibration({}, counts={"core": 256, "discriminating": 236, "easy": 33}))
+    assert {b: r["rate_pct"] for b, r in report["buckets"].items()} == {
+        "core": 48.8, "discriminating": 45.0, "easy": 6.3, "ungraded": 0.0}
+    assert report["n"] == 525 and report["frozen_core"] is None
+    assert rate(175, 657)["ci95_pct"] == [23.4, 30.1]
+    frozen = {f"q{i}" for i in range(252)}
+    cal = calibration({f"q{i}": (0.1, 0.1, 0.1) for i in range(423)}, frozen=frozen, counts={"core": 423})
+    assert difficulty_report(cal)["frozen_core"]["ci95_pct"] == [54.8, 64.1]
+
+
+def test_freeze_writes_sorted_ids_and_their_sha256() -> None:
+    cal = calibration({"b#0": (0.1, 0.2, 0.3), "a#0": (0.0, 0.0, 0.0), "c#0": (0.9, 0.1, 0.1)},
+                      frozen={"b#0", "a#0"})
+    ids, text, digest = freeze(cal)
+    assert ids == ["a#0", "b#0"] and text == "a#0\nb#0\n" and digest == hashlib.sha256(text.encode()).hexdigest()
+    with pytest.raises(InvalidInputError, match="calibrated without temperature-0 runs"):
+        freeze(calibration({"a#0": (0.0, 0.0, 0.0)}))
+
+
+def test_seventeen_flips_of_forty_nine_boundary_items_is_34_7_percent() -> None:
+    a: dict[str, tuple[float | None, ...]] = {}
+    b: dict[str, tuple[float | None, ...]] = {}
+    for i in range(49):  # max of three within ±0.15 of 0.5 (0.35 and 0.65 included)
+        top = (0.35, 0.45, 0.65)[i % 3]
+        a[f"b{i}"] = (top, 0.1, 0.0)
+        flip = i < 17
+        b[f"b{i}"] = (0.55 if flip and top < 0.5 else 0.45 if flip else top, 0.1, 0.0)
+    a["far"], b["far"] = (0.9, 0.9, 0.9), (0.9, 0.9, 0.9)  # max 0.9: not a boundary item
+    a["deep"], b["deep"] = (0.399, 0.2, 0.2), (0.7, 0.2, 0.2)  # max in [0.35, 0.40): a deep failure that flips
+    report = churn(calibration(a), calibration(b))
+    flips = report["boundary_flips"]
+    assert (flips["yes"], flips["n"], flips["rate_pct"]) == (17 + 1, 49 + 1, 36.0)  # "deep" is on the boundary too
+    del a["deep"], b["deep"]
+    flips = churn(calibration(a), calibration(b))["boundary_flips"]
+    assert (flips["yes"], flips["n"], flips["rate_pct"]) == (17, 49, 34.7)
+
+
+def test_churn_deltas_agreement_deep_failures_and_core_jaccard() -> None:
+    a = {"x": (0.2, 0.3, 0.38), "y": (0.1, 0.1, 0.1), "z": (0.8, 0.2, 0.2), "w": (0.2, 0.2, 0.2)}
+    b = {"x": (0.2, 0.3, 0.60), "y": (0.1, 0.1, 0.1), "z": (0.8, 0.2, 0.2), "w": (None, 0.2, 0.2)}
+    report = churn(calibration(a), calibration(b))
+    assert report["ungraded"] == ["w"] and report["roster"] == list(ROSTER)
+    assert report["mean_abs_delta"] == round(0.22 / 9, 6)
+    assert (report["fail_label_agreement"]["yes"], report["fail_label_agreement"]["n"]) == (8, 9)
+    assert report["deep_flips"]["ids"] == ["x"] and report["deep_flips"]["n"] == 1
+    # core A = {x, y}; B = {y}: whole roster 1/2; substituting m3 alone moves x out, m1 or m2 alone nothing
+    assert report["core_jaccard"] == {"one_model": {"m1": 1.0, "m2": 1.0, "m3": 0.5}, "whole_roster": 0.5}
+
+
+def test_churn_refuses_other_questions_or_rosters() -> None:
+    a = calibration({"x": (0.1, 0.1, 0.1)}, path="A")
+    with pytest.raises(InvalidInputError, match=r"^B: calibrated over other questions"):
+        churn(a, calibration({"x": (0.1, 0.1, 0.1)}, questions="f" * 64, path="B"))
+    with pytest.raises(InvalidInputError, match=r"^B: another roster or other items than A"):
+        churn(a, calibration({"y": (0.1, 0.1, 0.1)}, path="B"))
+
+
+def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
+    def write(name: str, cal: dict[str, Any]) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({k: v for k, v in cal.items() if k != "_path"}))
+        return path
+
+    out = tmp_path / "obrq"
+    with_t0 = write("a.json", calibration({"a#0": (0.1, 0.1, 0.1), "b#0": (0.9, 0.1, 0.1)}, frozen={"a#0"},
+                                          counts={"core": 1, "discriminating": 1}))
+    rc, _, err = generate("freeze", out, "--calibration", str(with_t0), sources=None)
+    assert rc == 0, err
+    assert (out / "frozen_core.txt").read_text() == "a#0\n"
+    recorded = json.loads((out / "frozen_core.json").read_text())
+    assert recorded["frozen_core_sha256"] == hashlib.sha256(b"a#0\n").hexdigest() and recorded["count"] == 1
+    rc, _, err = generate("difficulty", out, "--calibration", str(with_t0), sources=None)
+    assert rc == 0 and json.loads((out / "difficulty.json").read_text())["buckets"]["core"]["count"] == 1
+    no_t0 = write("b.json", calibration({"a#0": (0.1, 0.1, 0.1), "b#0": (0.9, 0.1, 0.1)}))
+    rc, _, err = generate("churn", out, "--calibration", str(with_t0), "--against", str(no_t0), sources=None)
+    assert rc == 0, err
+    assert json.loads((out / "churn.json").read_text())["core_jaccard"]["whole_roster"] == 1.0
+    for args, message in [
+        (("freeze", "--calibration", str(no_t0)), "calibrated without temperature-0 runs"),
+        (("freeze",), "freeze needs --calibration CAL"),
+        (("churn", "--calibration", str(with_t0)), "churn needs --calibration A --against B"),
+        (("churn", "--calibration", str(with_t0), "--against",
+          str(write("c.json", calibration({"a#0": (0.1, 0.1, 0.1), "b#0": (0.9, 0.1, 0.1)}, questions="e" * 64)))),
+         "calibrated over other questions"),
+        (("difficulty", "--calibration", str(tmp_path / "none.json")), "none.json: no such file"),
+        (("extract",), "stage extract needs --sources"),
+    ]:
+        rc, _, err = generate(args[0], tmp_path / "o2", *args[1:], sources=None)
+        assert rc == 2 and message in err and err.count("\n") == 1, (args, err)
+    assert not (tmp_path / "o2").exists()

@@ -1,0 +1,39 @@
+"""Behaviour metrics: zero-tool, cite, non-attempt and wrong-paper rates, by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drsearch.benchmark.behaviour import behaviour_metrics
+from drsearch.benchmark.stats import wilson_interval
+
+
+def episode(answer: str | None, status: str = "answered", tools: int = 0) -> dict[str, Any]:
+    return {"accounting": {"tool_calls": {"search": tools}}, "final_answer": answer, "status": status,
+            "tool_calls": [{"name": "search"}] * tools}
+
+
+def test_rates_by_hand() -> None:
+    episodes = {
+        "PMID:111#0": episode("See PMID: 111 and PMID 222.", tools=2),  # cites its own source: right paper
+        "PMID:333#0": episode("PMID:444 settles it."),  # zero tools; cites another PMID: wrong paper
+        "NCT01234567#0": episode("Trial nct01234567 is recruiting.", tools=1),  # its own registration
+        "NCT07654321#0": episode("See NCT01111111.", tools=1),  # another registration: wrong paper
+        "DOC:x#0": episode("No idea, sorry.", tools=1),  # no citation
+        "DOC:y#0": episode("", tools=1),  # empty: a non-attempt
+        "DOC:z#0": episode("half", status="turn_cap", tools=5),  # unfinished: a non-attempt
+    }
+    ids = [*episodes, "PMID:555#0"]  # no episode at all: a non-attempt
+    m = behaviour_metrics(episodes, ids)
+    assert (m["non_attempt"]["count"], m["non_attempt"]["n"]) == (3, 8)
+    assert m["non_attempt"]["ci95"] == list(wilson_interval(3, 8))
+    assert (m["zero_tool"]["count"], m["zero_tool"]["n"]) == (1, 5)
+    assert (m["cite"]["count"], m["cite"]["n"]) == (4, 5)
+    assert (m["wrong_paper"]["pmid"]["count"], m["wrong_paper"]["pmid"]["n"]) == (1, 2)
+    assert (m["wrong_paper"]["nct"]["count"], m["wrong_paper"]["nct"]["n"]) == (1, 2)
+
+
+def test_questions_without_a_source_id_have_no_wrong_paper_rate() -> None:
+    m = behaviour_metrics({"q-1": episode("PMID: 1")}, ["q-1"])
+    assert m["wrong_paper"]["pmid"] == {"ci95": [0.0, 1.0], "count": 0, "n": 0, "rate": 0.0}
+    assert m["cite"]["count"] == 1
