@@ -32,6 +32,7 @@ from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .generate_cli import register as register_generate_verb
 from .kg_cli import register as register_kg_verb
 from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
@@ -367,6 +368,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     register_kg_verb(sub)  # kg serve (kg_cli.py, drsearch.benchmark.generate.drbencher)
+    register_generate_verb(sub)  # generate drbencher (generate_cli.py, drsearch.benchmark.generate)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
     return ap

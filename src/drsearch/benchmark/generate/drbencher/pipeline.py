@@ -1,0 +1,63 @@
+"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]``.
+
+:func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
+mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
+(KGEndpointError, exit 2): both before anything is written. The stages then run through the
+toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..cli import add_generate_arguments, run_parsed
+from ..stages import Pipeline, Stage
+from .config import GenConfig, load_config
+from .kgstages import chains, discover, gold, package_sha256
+from .sparql import SparqlClient
+
+GENERATOR = "drbencher"
+STAGES = ("discover", "chains", "gold")
+
+
+def pipeline_for(config: GenConfig) -> Pipeline:
+    """The stages of ``config`` (their settings are the config's parts each one reads)."""
+    common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
+                              "language": config.language, "seed": config.seed}
+    return Pipeline(GENERATOR, [
+        Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
+              settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics]}),
+        Stage("chains", chains, inputs=("entities.jsonl",), outputs=("chains.jsonl",),
+              settings={**common, "chains": config.chains.model_dump(mode="json")}),
+        Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
+              settings={**common, "max_per_entity": config.max_per_entity,
+                        "templates": list(config.templates)}),
+    ])
+
+
+def build(args: argparse.Namespace) -> Pipeline:
+    config, _articles = load_config(Path(args.config))
+    if args.cache_mode != "replay":  # replay is offline: the endpoint is not even asked
+        client = SparqlClient(config.kg)
+        try:
+            client.probe()
+        finally:
+            client.close()
+    return pipeline_for(config)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``drsearch generate drbencher``'s options: the toolkit's plus ``--config``."""
+    add_generate_arguments(parser)
+    parser.add_argument("--config", required=True, metavar="GEN.json",
+                        help="the generator config (strict JSON)")
+
+
+def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout)
+
+
+__all__ = ["GENERATOR", "STAGES", "add_arguments", "build", "main", "pipeline_for"]

@@ -1,0 +1,31 @@
+"""``drsearch generate NAME ...``: the benchmark generators (docs/GENERATE.md).
+
+::
+
+    drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
+
+The generator prints its JSON summary on stdout; bad input (config, endpoint probe) is one
+line on stderr and exit 2 before anything is written; a failed stage exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+
+def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark.generate.drbencher.pipeline import main
+
+    return main(args, out)
+
+
+def register(sub: Any) -> None:
+    """Add the ``generate`` verb (``generate drbencher``) to the CLI's subparsers."""
+    from ..benchmark.generate.drbencher.pipeline import add_arguments
+
+    gen = sub.add_parser("generate", help="benchmark generators (docs/GENERATE.md)")
+    names = gen.add_subparsers(dest="generator", required=True)
+    p = names.add_parser("drbencher", help="answer-first numeric questions from knowledge-graph chains")
+    add_arguments(p)
+    p.set_defaults(handler=cmd_generate_drbencher)
