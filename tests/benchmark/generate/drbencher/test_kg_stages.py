@@ -96,7 +96,7 @@ def test_the_kg_stages_on_the_fixture(endpoint: str, tmp_path: Path) -> None:
 def test_the_zugspitze_pendulum_gold_under_a_seed_that_draws_it(endpoint: str, tmp_path: Path) -> None:
     out = tmp_path / "gen"
     config = write_config(tmp_path, endpoint, templates=["pendulum_drift", "population_density"])
-    assert generate(config, out)[0] == 0
+    assert generate(config, out, "--until", "gold")[0] == 0
     drift = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q3375:pendulum_drift")
     assert drift["gold"]["label"] == "40.17 s/day" and drift["cci"] == {"E": 1, "P": 1, "total": 2}
     density = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q1735:population_density")
@@ -107,27 +107,27 @@ def test_record_then_replay_offline_is_byte_identical(tmp_path: Path) -> None:
     first = tmp_path / "first"
     with kg_serve() as own:  # an endpoint of this test's own, stopped before the replay
         config = write_config(tmp_path, own)
-        assert generate(config, first)[0] == 0
+        assert generate(config, first, "--until", "gold")[0] == 0
     cache = tmp_path / "cache.sqlite3"
     shutil.copy(first / "cache.sqlite3", cache)
     again = tmp_path / "again"
-    rc, summary, err = generate(config, again, "--cache-mode", "replay", "--cache", str(cache))
+    rc, summary, err = generate(config, again, "--cache-mode", "replay", "--cache", str(cache), "--until", "gold")
     assert rc == 0, err  # offline: the endpoint is down, neither probed nor asked
     assert summary is not None and summary["ran"] == ["discover", "chains", "gold"]
     shutil.copy(cache, again / "cache.sqlite3")
     assert_same_tree(first, again)
-    rc, _, err = generate(config, tmp_path / "live")  # while a live run needs it: exit 2, nothing written
+    rc, _, err = generate(config, tmp_path / "live", "--until", "gold")  # while a live run needs it: exit 2, nothing written
     assert rc == 2 and "unreachable" in err and not (tmp_path / "live").exists()
 
 
 def test_bad_input_is_exit_2_before_anything_is_written(endpoint: str, tmp_path: Path) -> None:
     out = tmp_path / "gen"
     dead = write_config(tmp_path, "http://127.0.0.1:9/sparql")
-    rc, _, err = generate(dead, out)
+    rc, _, err = generate(dead, out, "--until", "gold")
     assert rc == 2 and "SPARQL endpoint http://127.0.0.1:9/sparql is unreachable" in err and not out.exists()
     bad = tmp_path / "bad.json"
     bad.write_text(write_config(tmp_path, endpoint).read_text().replace('"target": 10', '"target": 10, "x": 1', 1))
-    rc, _, err = generate(bad, out)
+    rc, _, err = generate(bad, out, "--until", "gold")
     assert rc == 2 and f"{bad}:" in err and "topics.0.x: Extra inputs are not permitted" in err
     assert err.count("\n") == 1 and not out.exists()
 

@@ -263,7 +263,7 @@ def gold(ctx: StageContext) -> None:
                          "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,
                                   "unit": g.unit, "value": str(g.value)},
                          "params": params, "properties": used, "qid": entity["qid"],
-                         "template": template.name})
+                         "template": template.name, "topic": entity["topic"]})
 
         kept = ctx.map(candidates, lambda c: c["cid"], process, concurrency=int(s["kg"]["max_in_flight"]))
     ctx.write_jsonl("gold.jsonl", kept)

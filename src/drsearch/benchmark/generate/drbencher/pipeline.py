@@ -13,18 +13,24 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ....agents import ChatClient, RetryPolicy
+from ....agents.llm import api_key_from_env
 from ..cli import add_generate_arguments, run_parsed
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
 from .kgstages import chains, discover, gold, package_sha256
 from .sparql import SparqlClient
+from .textstages import clues, compose, export, validate
 
 GENERATOR = "drbencher"
-STAGES = ("discover", "chains", "gold")
+KG_STAGES = ("discover", "chains", "gold")
+STAGES = (*KG_STAGES, "clues", "compose", "validate", "export")
 
 
-def pipeline_for(config: GenConfig) -> Pipeline:
+def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
     """The stages of ``config`` (their settings are the config's parts each one reads)."""
+    model = config.generator.endpoint()
+    generator = config.generator.model_dump(mode="json")
     common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
                               "language": config.language, "seed": config.seed}
     return Pipeline(GENERATOR, [
@@ -35,18 +41,35 @@ def pipeline_for(config: GenConfig) -> Pipeline:
         Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
               settings={**common, "max_per_entity": config.max_per_entity,
                         "templates": list(config.templates)}),
+        Stage("clues", clues, inputs=("gold.jsonl", str(articles)),
+              outputs=("clues.jsonl", "support.sqlite3"),
+              settings={**common, "generator": generator}, models=(model,)),
+        Stage("compose", compose, inputs=("clues.jsonl",), outputs=("composed.jsonl",),
+              settings={**common, "generator": generator}, models=(model,)),
+        Stage("validate", validate, inputs=("composed.jsonl",), outputs=("validated.jsonl",),
+              settings={**common, "generator": generator,
+                        "topics": [t.model_dump(mode="json") for t in config.topics]}, models=(model,)),
+        Stage("export", export, inputs=("validated.jsonl", str(articles)),
+              outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
     ])
 
 
 def build(args: argparse.Namespace) -> Pipeline:
-    config, _articles = load_config(Path(args.config))
-    if args.cache_mode != "replay":  # replay is offline: the endpoint is not even asked
+    config, articles = load_config(Path(args.config))
+    if args.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
         client = SparqlClient(config.kg)
         try:
             client.probe()
         finally:
             client.close()
-    return pipeline_for(config)
+    if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
+        chat = ChatClient.connect(config.generator.base_url, api_key_from_env(args.api_key_env),
+                                  retry=RetryPolicy(max_attempts=1, timeout_s=30))
+        try:
+            chat.probe(config.generator.model)
+        finally:
+            chat.close()
+    return pipeline_for(config, articles)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

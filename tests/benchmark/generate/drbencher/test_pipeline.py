@@ -1,0 +1,110 @@
+"""The whole generator on the shipped fixture: ``drsearch kg serve`` and the rule-based
+generator model on 127.0.0.1; the named rejections, the exported rows, record → replay."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drsearch.agents import read_questions
+
+from ....agents.fake_llm import serve_rules
+from ..test_stages import assert_same_tree
+from .kgserver import kg_serve
+from .responder import MODEL, RULES
+from .test_kg_stages import generate, rows, write_config
+
+TEMPLATES = ["pendulum_drift", "population_density", "date_difference"]  # one per domain: no draw decides
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[str, Any]]:
+    with kg_serve() as kg, serve_rules(RULES) as llm:
+        yield kg, llm
+
+
+def config_for(tmp: Path, kg: str, llm_url: str) -> Path:
+    return write_config(tmp, kg, templates=TEMPLATES,
+                        generator={"base_url": llm_url, "model": MODEL, "seed": 7, "temperature": 0.0})
+
+
+@pytest.fixture(scope="module")
+def run(servers: tuple[str, Any], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Path]:
+    kg, llm = servers
+    tmp = tmp_path_factory.mktemp("drbencher")
+    config = config_for(tmp, kg, llm.url)
+    rc, summary, err = generate(config, tmp / "gen")
+    assert rc == 0, err
+    assert summary is not None
+    return tmp / "gen", summary, config
+
+
+def rejected(out: Path) -> dict[str, tuple[str, str, str]]:
+    return {c["key"]: (c["stage"], c["check"], c["reason"]) for c in rows(out / "candidates.jsonl")}
+
+
+def test_the_named_rejections(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, _, _ = run
+    r = rejected(out)
+    assert r["Q674706:pendulum_drift"][:2] == ("validate", "multi_hop_flattening")
+    assert r["Q674706:pendulum_drift"][2] == ("fact 'It lies in a range that borders the Uri Alps.' uses P4552 → "
+                                              "Lepontine Alps → P47 → Uri Alps but does not name Lepontine Alps")
+    # Tokyo's clues (hosted the 1964 Olympic Games, twinned with a city) are true of Innsbruck too
+    assert r["Q1490:population_density"] == ("validate", "not_unique", "2 entities satisfy the clues as the "
+                                             "question states them (Q1490, Q1735)")
+    assert "Q1735:population_density" not in r  # Innsbruck's own clues add the Inn: unique
+    assert r["Q1374:pendulum_drift"] == ("validate", "unmapped_relation",
+                                         "relation phrase(s) without a used fact: 'produced by'")
+    assert r["Q43512:pendulum_drift"][:2] == ("clues", "unparseable_reply")
+
+
+def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, summary, _ = run
+    questions, _ = read_questions(out / "questions.jsonl")  # the DR-256 shape drsearch run reads
+    assert [q.index for q in questions] == list(range(len(questions)))
+    by_qid = {json.loads(line)["metadata"]["qid"]: json.loads(line) for line in
+              (out / "questions.jsonl").read_text().splitlines()}
+    row = by_qid["drbencher-Q3375:pendulum_drift"]
+    meta = row["metadata"]["drbencher"]
+    assert row["label"] == "40.17 s/day" and meta["unit"] == "s/day"
+    assert meta["cci"] == {"E": 1, "P": 1, "total": 2}
+    assert meta["entities"] == [{"label": "Zugspitze", "qid": "Q3375", "role": "answer"}]
+    assert meta["properties"][0]["value"] == "2962" and meta["article_docid"] == "kg-Q3375"
+    assert meta["uniqueness"]["count"] == 1 and len(meta["grounded_chains"]) >= 3
+    assert all(c["verdict"] in ("grounded", "unsupported", "triple_not_in_chain") for c in meta["clues"])
+    text = row["prompt"][1]["content"]
+    assert "Zugspitze" not in text and "2962" not in text and "2,962" not in text
+    # density questions have P = 2
+    density = [r for r in by_qid.values() if r["metadata"]["drbencher"]["template"] == "population_density"]
+    assert all(r["metadata"]["drbencher"]["cci"]["P"] == 2 for r in density)
+    # every candidate is kept or rejected with a reason, at every stage
+    for name, counts in summary["counts"].items():
+        assert counts["in"] == counts["out"] + counts["rejected_total"] or name in ("discover", "export"), name
+    assert summary["counts"]["export"]["in"] == 0  # export writes rows, it judges nothing
+    support = [json.loads(line) for line in (out / "support_docs.jsonl").read_text().splitlines()]
+    assert {"kg-Q3375", "kg-Q1490"} <= {d["docid"] for d in support}
+
+
+def test_record_then_replay_regenerates_the_directory_byte_identically(
+        servers: tuple[str, Any], run: tuple[Path, dict[str, Any], Path], tmp_path: Path) -> None:
+    out, _, config = run
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    again = tmp_path / "again"
+    rc, _, err = generate(config, again, "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    shutil.copy(cache, again / "cache.sqlite3")
+    assert_same_tree(out, again)
+
+
+def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tuple[str, Any],
+                                                                     tmp_path: Path) -> None:
+    kg, _ = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
+    assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
