@@ -108,3 +108,17 @@ def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tu
     out = tmp_path / "gen"
     rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
     assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+
+
+def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, summary, _ = run
+    report = json.loads((out / "diversity.json").read_text())
+    assert report["min_distance"] == 0.30 and report["embedding"]["route"] == "onnx-int8"
+    removed = [c for c in rows(out / "candidates.jsonl") if c["check"] == "diversity"]
+    assert [c["key"] for c in removed] == report["removed"]  # in removal order, each with its reason
+    assert all(c["reason"].startswith("δ = ") and "< 0.3 to " in c["reason"] for c in removed)
+    exported = [json.loads(line)["metadata"]["qid"].removeprefix("drbencher-")
+                for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert exported == report["survivors"]
+    counts = summary["counts"]["diversity"]
+    assert counts["in"] == counts["out"] + counts["rejected_total"] == summary["counts"]["validate"]["out"]

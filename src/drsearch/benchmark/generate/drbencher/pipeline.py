@@ -16,15 +16,17 @@ from typing import Any, TextIO
 from ....agents import ChatClient, RetryPolicy
 from ....agents.llm import api_key_from_env
 from ..cli import add_generate_arguments, run_parsed
+from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
+from .filters import diversity
 from .kgstages import chains, discover, gold, package_sha256
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
 
 GENERATOR = "drbencher"
 KG_STAGES = ("discover", "chains", "gold")
-STAGES = (*KG_STAGES, "clues", "compose", "validate", "export")
+STAGES = (*KG_STAGES, "clues", "compose", "validate", "diversity", "export")
 
 
 def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
@@ -49,7 +51,11 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
         Stage("validate", validate, inputs=("composed.jsonl",), outputs=("validated.jsonl",),
               settings={**common, "generator": generator,
                         "topics": [t.model_dump(mode="json") for t in config.topics]}, models=(model,)),
-        Stage("export", export, inputs=("validated.jsonl", str(articles)),
+        Stage("diversity", diversity, inputs=("validated.jsonl",),
+              outputs=("diverse.jsonl", "diversity.json"),
+              settings={**common, "embedding_sha256": MODEL_SHA256,
+                        "min_distance": config.diversity.min_distance}),
+        Stage("export", export, inputs=("diverse.jsonl", str(articles)),
               outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
     ])
 

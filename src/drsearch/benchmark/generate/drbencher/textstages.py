@@ -19,7 +19,8 @@ and Validate re-executes the template.
   fact is not exactly 1; an entity the question does not name is relaxed to any entity sharing
   its type or the type's direct superclass, so the count is an upper bound), ``unmapped_relation``
   (a model check that every relation phrase maps to a used fact), ``unparseable_reply``.
-- **export** → ``questions.jsonl`` (DR-256 rows with ``metadata.drbencher``) and
+- **export** (after the diversity filter, :mod:`.filters`) → ``questions.jsonl`` (DR-256
+  rows with ``metadata.drbencher``) and
   ``support_docs.jsonl`` (the articles, buildable with ``drsearch build``).
 """
 
@@ -274,7 +275,7 @@ def validate(ctx: StageContext) -> None:
 
 def export(ctx: StageContext) -> None:
     rows = []
-    for i, c in enumerate(ctx.read_jsonl("validated.jsonl")):
+    for i, c in enumerate(ctx.read_jsonl("diverse.jsonl")):
         facts = grounded_facts(c)
         rows.append({
             "label": c["gold"]["label"],
