@@ -11,7 +11,8 @@ pure functions of the prompt, with the failure cases the issue names built in:
 - support: a fact is supported iff each of its capitalised words (after the first) is in the
   article, or, with none, a word of six letters or more is;
 - compose: the clues, then the task, as one question;
-- relations: "produced by" maps to no fact.
+- relations: "produced by" maps to no fact;
+- the V1 solver (closed-book) answers the Zugspitze pendulum question right, nothing else.
 """
 
 from __future__ import annotations
@@ -76,7 +77,12 @@ def relations(body: dict[str, Any]) -> str:
     return json.dumps({"ok": True})
 
 
+SOLVER = "solver"
+"""The V1 model: knows the Zugspitze pendulum answer from memory, nothing else."""
+
 RULES = [
+    Rule(SOLVER, ("Garmisch-Partenkirchen", "pendulum clock"), "About 40.17 s/day."),
+    Rule(SOLVER, (), "I do not know."),
     Rule(MODEL, "Write clues about an entity", clues),
     Rule(MODEL, "Does the article support the fact?", support),
     Rule(MODEL, "Write one question.", compose),

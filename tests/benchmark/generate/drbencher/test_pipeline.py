@@ -16,7 +16,7 @@ from drsearch.agents import read_questions
 from ....agents.fake_llm import serve_rules
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
-from .responder import MODEL, RULES
+from .responder import MODEL, RULES, SOLVER
 from .test_kg_stages import generate, rows, write_config
 
 TEMPLATES = ["pendulum_drift", "population_density", "date_difference"]  # one per domain: no draw decides
@@ -122,3 +122,34 @@ def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, 
     assert exported == report["survivors"]
     counts = summary["counts"]["diversity"]
     assert counts["in"] == counts["out"] + counts["rejected_total"] == summary["counts"]["validate"]["out"]
+
+
+def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    config["v1"] = {"enabled": True, "k": 3, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER}}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v1")
+    assert rc == 0, err
+    assert summary is not None and summary["counts"]["v1"]["rejected"] == {"v1_closed_book_solved": 1}
+    r = rejected(out)
+    assert r["Q3375:pendulum_drift"] == ("v1", "v1_closed_book_solved", "closed-book accuracy 3/3 > 0.5")
+    kept = rows(out / "v1.jsonl")
+    assert kept and all(c["v1"] == {"bucket": "kept", "k": 3, "solved": 0, "tau": 0.5} for c in kept)
+    solver_calls = [b for b in llm.requests if b["model"] == SOLVER and "seed" in b]  # not the probe
+    assert len(solver_calls) == 3 * (len(kept) + 1) and len({b["seed"] for b in solver_calls}) == len(solver_calls)
+
+
+def test_an_enabled_filter_without_a_model_or_v2_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    for key, message in (("v1", "an enabled filter needs a model"), ("v2", "not implemented yet")):
+        bad = {**config, key: {"enabled": True, "model": {"base_url": llm.url, "model": SOLVER}}}
+        if key == "v1":
+            bad[key] = {"enabled": True}
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps(bad, indent=1))
+        rc, _, err = generate(path, tmp_path / "gen")
+        assert rc == 2 and message in err and not (tmp_path / "gen").exists()

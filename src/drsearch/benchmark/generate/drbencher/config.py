@@ -93,11 +93,21 @@ class Generator(_Strict):
 
 
 class DifficultyFilter(_Strict):
-    """V1 (closed-book) or V2 (tool-augmented) through the toolkit's calibration."""
+    """V1 (closed-book) or V2 (tool-augmented) through the toolkit's calibration: k
+    attempts of ``model``; discarded iff accuracy > tau (drbencher_bucket)."""
 
     enabled: bool = False
     k: int = Field(default=10, ge=1, le=100)
     tau: float = Field(default=0.5, ge=0, le=1)
+    model: Generator | None = None
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    """Sampling temperature of the k attempts (attempt n moves the seed by n × 1,000,000)."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> DifficultyFilter:
+        if self.enabled and self.model is None:
+            raise ValueError("an enabled filter needs a model ({model, base_url})")
+        return self
 
 
 class Diversity(_Strict):
@@ -116,6 +126,13 @@ class GenConfig(_Strict):
     diversity: Diversity = Diversity()
     v1: DifficultyFilter = DifficultyFilter()
     v2: DifficultyFilter = DifficultyFilter()
+
+    @field_validator("v2")
+    @classmethod
+    def _v2_not_yet(cls, v: DifficultyFilter) -> DifficultyFilter:
+        if v.enabled:  # loud, not a silent no-op: the tool-augmented filter is not built yet
+            raise ValueError("the V2 (tool-augmented) filter is not implemented yet; set enabled false")
+        return v
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z0-9]+)?$")
 
     @field_validator("templates")

@@ -1,4 +1,5 @@
-"""The set-level filter before export: **diversity** (DrBencher's diversity filter, the
+"""The filters before export: **V1** (:func:`v1`, closed-book difficulty through the
+toolkit's calibration rule) and **diversity** (DrBencher's diversity filter, the
 toolkit's :func:`~drsearch.benchmark.generate.diversity.diversify` over the int8
 all-MiniLM-L6-v2 embeddings of the question texts).
 
@@ -10,15 +11,22 @@ records the embedding model (its SHA-256) and the removal order in ``diversity.j
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
+from ....agents import CLOSED_BOOK, Question
+from ....agents.questions import PromptMessage
+from ...numeric import NumericParseError, answer_quantity, compare
+from ..calibrate import ItemStats, drbencher_bucket
 from ..diversity import dissimilarity_matrix, diversify
 from ..embed import Embedder
-from ..stages import StageContext
+from ..errors import GenerateError
+from ..stages import Keep, Outcome, Reject, StageContext
+from .textstages import SYSTEM
 
 
 def diversity(ctx: StageContext) -> None:
-    items = ctx.read_jsonl("validated.jsonl")
+    items = ctx.read_jsonl("v1.jsonl")
     tau = float(ctx.settings["min_distance"])
     ids = [c["cid"] for c in items]
     ctx.count_in(len(items))
@@ -43,4 +51,63 @@ def diversity(ctx: StageContext) -> None:
     ctx.write_json("diversity.json", report)
 
 
-__all__ = ["diversity"]
+
+
+def _graded(answer: str, gold: str, tolerance: str) -> bool:
+    """The numeric grader's verdict (an answer without a single number is a miss)."""
+    try:
+        ok, _, _ = compare(answer_quantity(answer), answer_quantity(gold), tolerance=Fraction(tolerance))
+    except NumericParseError:
+        return False
+    return ok
+
+
+def v1(ctx: StageContext) -> None:
+    """V1, the closed-book filter: k closed-book episodes of the V1 model per question
+    (``ctx.episode`` under the ``closed-book`` preset, attempt n's seeds moved by n ×
+    1,000,000), each graded by the numeric grader against the gold; ``drbencher_bucket``
+    decides (discarded iff accuracy > τ; check ``v1_closed_book_solved``). An attempt that
+    ends without an answer counts as a miss; an ``infra_error`` stops the stage (exit 1).
+    Disabled: every question passes, ``v1`` stays null."""
+    s = ctx.settings["v1"]
+    items = ctx.read_jsonl("validated.jsonl")
+    if not s["enabled"]:
+        ctx.count_in(len(items))
+        ctx.count_out(len(items))
+        ctx.write_jsonl("v1.jsonl", items)
+        return
+    endpoint = ctx.stage.models[0]
+    preset = CLOSED_BOOK.model_copy(update={"temperature": float(s["temperature"])})
+
+    def process(c: dict[str, Any]) -> Outcome:
+        index = [x["cid"] for x in items].index(c["cid"])
+        question = Question(qid=c["cid"], index=index, prompt=(
+            PromptMessage(role="system", content=SYSTEM),
+            PromptMessage(role="user", content=f"Question: {c['question']}\nAnswer:")))
+        outcomes: list[str] = []
+        statuses: list[str] = []
+        answered = turns = 0
+        for attempt in range(int(s["k"])):
+            episode = ctx.episode(question, preset.for_attempt(attempt), endpoint)
+            if episode["status"] == "infra_error":
+                raise GenerateError(f"V1 episode {c['cid']} attempt {attempt}: {episode.get('reason')}")
+            answer = str(episode.get("final_answer") or "")
+            ok = episode["status"] == "answered" and bool(answer) and _graded(answer, c["gold"]["label"],
+                                                                             c["gold"]["tolerance"])
+            outcomes.append("correct" if ok else "incorrect")
+            statuses.append(str(episode["status"]))
+            answered += episode["status"] == "answered" and bool(answer)
+            turns += 1
+        stats = ItemStats(attempts=len(outcomes), solved=outcomes.count("correct"), answered=answered,
+                          mean_turns=turns / len(outcomes), outcomes=tuple(outcomes),
+                          statuses=tuple(statuses), scores=tuple(None for _ in outcomes))
+        bucket, reason = drbencher_bucket(stats, tau=float(s["tau"]))
+        record = {"bucket": bucket, "k": stats.attempts, "solved": stats.solved, "tau": float(s["tau"])}
+        if bucket == "discarded":
+            return Reject("v1_closed_book_solved", f"closed-book {reason}")
+        return Keep({**c, "v1": record})
+
+    ctx.write_jsonl("v1.jsonl", ctx.map(items, lambda c: c["cid"], process))
+
+
+__all__ = ["diversity", "v1"]

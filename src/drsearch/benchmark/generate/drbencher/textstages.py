@@ -289,7 +289,7 @@ def export(ctx: StageContext) -> None:
                     "grounded_chains": [f["chain"] for f in facts], "params": c["params"],
                     "properties": c["properties"], "template": c["template"],
                     "tolerance": c["gold"]["tolerance"],
-                    "uniqueness": c["uniqueness"], "unit": c["gold"]["unit"], "v1": None, "v2": None},
+                    "uniqueness": c["uniqueness"], "unit": c["gold"]["unit"], "v1": c.get("v1"), "v2": None},
             },
             "prompt": [{"content": SYSTEM, "role": "system"},
                        {"content": f"Question: {c['question']}\nAnswer:", "role": "user"}],
