@@ -196,7 +196,8 @@ def chains(ctx: StageContext) -> None:
     ctx.write_jsonl("chains.jsonl", kept)
 
 
-def _partner(sparql: CachedSparql, entity: dict[str, Any], pids: tuple[str, ...]) -> dict[str, Any] | None:
+def _partner(sparql: CachedSparql, entity: dict[str, Any], pids: tuple[str, ...],
+             lang: str) -> dict[str, Any] | None:
     """The first chain neighbour (chain rank order, intermediate before object) having ``pids``."""
     order: list[tuple[str, str]] = []
     for c in entity["chains"]:
@@ -204,7 +205,7 @@ def _partner(sparql: CachedSparql, entity: dict[str, Any], pids: tuple[str, ...]
             if (qid, label) not in order and qid != entity["qid"]:
                 order.append((qid, label))
     for qid, _label in order:
-        row, failed = fetch_entity(sparql, qid, "en")
+        row, failed = fetch_entity(sparql, qid, lang)
         if row is not None and failed is None and all(p in row["values"] for p in pids):
             return row
     return None
@@ -240,7 +241,7 @@ def gold(ctx: StageContext) -> None:
             entity, template = item["entity"], TEMPLATES[item["template"]]
             members = [entity]
             if template.entities == 2:
-                partner = _partner(sparql, entity, template.properties[1])
+                partner = _partner(sparql, entity, template.properties[1], str(s["language"]))
                 if partner is None:
                     return Reject("no_partner", f"no chain neighbour of {entity['qid']} has "
                                                 f"{', '.join(template.properties[1])}")
