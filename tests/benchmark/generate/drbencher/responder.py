@@ -80,7 +80,27 @@ def relations(body: dict[str, Any]) -> str:
 SOLVER = "solver"
 """The V1 model: knows the Zugspitze pendulum answer from memory, nothing else."""
 
+SOLVER2 = "solver2"
+"""The V2 model: searches the support corpus, then answers the Zugspitze pendulum question
+right (from the elevation it read), nothing else."""
+
+
+def tool_solver(body: dict[str, Any]) -> dict[str, Any] | str:
+    messages = body["messages"]
+    turn = sum(m["role"] == "assistant" for m in messages)
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    if turn == 0:
+        args = json.dumps({"k": 3, "query": "Garmisch-Partenkirchen mountain elevation"})
+        return {"content": None, "role": "assistant", "tool_calls": [
+            {"function": {"arguments": args, "name": "search"}, "id": "s0", "type": "function"}]}
+    read = str(messages[-1].get("content") or "")
+    if "pendulum clock" in question and "Garmisch-Partenkirchen" in question and "2,962 metres" in read:
+        return "drift = 86400 × 2962 / 6371000 s/day\nFinal answer: 40.17 s/day"
+    return "I do not know."
+
+
 RULES = [
+    Rule(SOLVER2, (), tool_solver),
     Rule(SOLVER, ("Garmisch-Partenkirchen", "pendulum clock"), "About 40.17 s/day."),
     Rule(SOLVER, (), "I do not know."),
     Rule(MODEL, "Write clues about an entity", clues),

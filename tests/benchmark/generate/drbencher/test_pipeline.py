@@ -16,7 +16,7 @@ from drsearch.agents import read_questions
 from ....agents.fake_llm import serve_rules
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
-from .responder import MODEL, RULES, SOLVER
+from .responder import MODEL, RULES, SOLVER, SOLVER2
 from .test_kg_stages import generate, rows, write_config
 
 TEMPLATES = ["pendulum_drift", "population_density", "date_difference"]  # one per domain: no draw decides
@@ -142,14 +142,34 @@ def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[st
     assert len(solver_calls) == 3 * (len(kept) + 1) and len({b["seed"] for b in solver_calls}) == len(solver_calls)
 
 
-def test_an_enabled_filter_without_a_model_or_v2_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
+def test_v2_discards_what_the_model_solves_with_the_support_corpus(servers: tuple[str, Any],
+                                                                  tmp_path: Path) -> None:
     kg, llm = servers
     config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
-    for key, message in (("v1", "an enabled filter needs a model"), ("v2", "not implemented yet")):
-        bad = {**config, key: {"enabled": True, "model": {"base_url": llm.url, "model": SOLVER}}}
-        if key == "v1":
-            bad[key] = {"enabled": True}
+    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER2}}
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert summary is not None and summary["counts"]["v2"]["rejected"] == {"v2_tool_augmented_solved": 1}
+    assert rejected(out)["Q3375:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
+                                                     "drbencher-v2 accuracy 2/2 > 0.5")
+    kept = rows(out / "v2.jsonl")
+    assert kept and all(c["v2"] == {"bucket": "kept", "k": 2, "solved": 0, "tau": 0.5} for c in kept)
+    # the searches went to the support corpus through the replay cache: a replay answers them offline
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    rc, _, err = generate(path, tmp_path / "again", "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    assert (tmp_path / "again" / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+
+
+def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    for key in ("v1", "v2"):
         path = tmp_path / f"{key}.json"
-        path.write_text(json.dumps(bad, indent=1))
+        path.write_text(json.dumps({**config, key: {"enabled": True}}, indent=1))
         rc, _, err = generate(path, tmp_path / "gen")
-        assert rc == 2 and message in err and not (tmp_path / "gen").exists()
+        assert rc == 2 and f"{key}: an enabled filter needs a model" in err and not (tmp_path / "gen").exists()

@@ -127,12 +127,6 @@ class GenConfig(_Strict):
     v1: DifficultyFilter = DifficultyFilter()
     v2: DifficultyFilter = DifficultyFilter()
 
-    @field_validator("v2")
-    @classmethod
-    def _v2_not_yet(cls, v: DifficultyFilter) -> DifficultyFilter:
-        if v.enabled:  # loud, not a silent no-op: the tool-augmented filter is not built yet
-            raise ValueError("the V2 (tool-augmented) filter is not implemented yet; set enabled false")
-        return v
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z0-9]+)?$")
 
     @field_validator("templates")

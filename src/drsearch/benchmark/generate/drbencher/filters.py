@@ -14,8 +14,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ....agents import CLOSED_BOOK, Question
+from ....agents import CLOSED_BOOK, DR256, EngineSearcher, Preset, Question, Searcher
 from ....agents.questions import PromptMessage
+from ....index import Engine
 from ...numeric import NumericParseError, answer_quantity, compare
 from ..calibrate import ItemStats, drbencher_bucket
 from ..diversity import dissimilarity_matrix, diversify
@@ -26,7 +27,7 @@ from .textstages import SYSTEM
 
 
 def diversity(ctx: StageContext) -> None:
-    items = ctx.read_jsonl("v1.jsonl")
+    items = ctx.read_jsonl("v2.jsonl")
     tau = float(ctx.settings["min_distance"])
     ids = [c["cid"] for c in items]
     ctx.count_in(len(items))
@@ -62,52 +63,74 @@ def _graded(answer: str, gold: str, tolerance: str) -> bool:
     return ok
 
 
-def v1(ctx: StageContext) -> None:
-    """V1, the closed-book filter: k closed-book episodes of the V1 model per question
-    (``ctx.episode`` under the ``closed-book`` preset, attempt n's seeds moved by n ×
-    1,000,000), each graded by the numeric grader against the gold; ``drbencher_bucket``
-    decides (discarded iff accuracy > τ; check ``v1_closed_book_solved``). An attempt that
-    ends without an answer counts as a miss; an ``infra_error`` stops the stage (exit 1).
-    Disabled: every question passes, ``v1`` stays null."""
-    s = ctx.settings["v1"]
-    items = ctx.read_jsonl("validated.jsonl")
+def _difficulty(ctx: StageContext, name: str, source: str, check: str, preset: Preset,
+                searcher: Searcher | None) -> None:
+    """k episodes of the filter's model per question under ``preset``, each graded by the
+    numeric grader against the gold; ``drbencher_bucket`` decides (discarded iff accuracy > τ)."""
+    s = ctx.settings[name]
+    items = ctx.read_jsonl(source)
     if not s["enabled"]:
         ctx.count_in(len(items))
         ctx.count_out(len(items))
-        ctx.write_jsonl("v1.jsonl", items)
+        ctx.write_jsonl(f"{name}.jsonl", items)
         return
     endpoint = ctx.stage.models[0]
-    preset = CLOSED_BOOK.model_copy(update={"temperature": float(s["temperature"])})
+    preset = preset.model_copy(update={"temperature": float(s["temperature"])})
+    index = {c["cid"]: i for i, c in enumerate(items)}
 
     def process(c: dict[str, Any]) -> Outcome:
-        index = [x["cid"] for x in items].index(c["cid"])
-        question = Question(qid=c["cid"], index=index, prompt=(
+        question = Question(qid=c["cid"], index=index[c["cid"]], prompt=(
             PromptMessage(role="system", content=SYSTEM),
             PromptMessage(role="user", content=f"Question: {c['question']}\nAnswer:")))
         outcomes: list[str] = []
         statuses: list[str] = []
         answered = turns = 0
         for attempt in range(int(s["k"])):
-            episode = ctx.episode(question, preset.for_attempt(attempt), endpoint)
+            episode = ctx.episode(question, preset.for_attempt(attempt), endpoint, searcher)
             if episode["status"] == "infra_error":
-                raise GenerateError(f"V1 episode {c['cid']} attempt {attempt}: {episode.get('reason')}")
+                raise GenerateError(f"{name.upper()} episode {c['cid']} attempt {attempt}: "
+                                    f"{episode.get('reason')}")
             answer = str(episode.get("final_answer") or "")
             ok = episode["status"] == "answered" and bool(answer) and _graded(answer, c["gold"]["label"],
                                                                              c["gold"]["tolerance"])
             outcomes.append("correct" if ok else "incorrect")
             statuses.append(str(episode["status"]))
             answered += episode["status"] == "answered" and bool(answer)
-            turns += 1
+            turns += sum(1 for m in episode.get("messages", []) if m.get("role") == "assistant")
         stats = ItemStats(attempts=len(outcomes), solved=outcomes.count("correct"), answered=answered,
                           mean_turns=turns / len(outcomes), outcomes=tuple(outcomes),
                           statuses=tuple(statuses), scores=tuple(None for _ in outcomes))
         bucket, reason = drbencher_bucket(stats, tau=float(s["tau"]))
         record = {"bucket": bucket, "k": stats.attempts, "solved": stats.solved, "tau": float(s["tau"])}
         if bucket == "discarded":
-            return Reject("v1_closed_book_solved", f"closed-book {reason}")
-        return Keep({**c, "v1": record})
+            return Reject(check, f"{preset.name} {reason}")
+        return Keep({**c, name: record})
 
-    ctx.write_jsonl("v1.jsonl", ctx.map(items, lambda c: c["cid"], process))
+    ctx.write_jsonl(f"{name}.jsonl", ctx.map(items, lambda c: c["cid"], process))
 
 
-__all__ = ["diversity", "v1"]
+def v1(ctx: StageContext) -> None:
+    """V1, the closed-book filter: k closed-book episodes of the V1 model per question
+    (``ctx.episode`` under the ``closed-book`` preset, attempt n's seeds moved by n ×
+    1,000,000). Check ``v1_closed_book_solved``. An attempt that ends without an answer
+    counts as a miss; an ``infra_error`` stops the stage (exit 1). Disabled: every question
+    passes, ``v1`` stays null."""
+    _difficulty(ctx, "v1", "validated.jsonl", "v1_closed_book_solved", CLOSED_BOOK, None)
+
+
+V2_PRESET = DR256.model_copy(update={"name": "drbencher-v2", "tools": ("search", "open", "python")})
+"""The tool-augmented preset of V2: the DR-256 agent with search, open and python."""
+
+
+def v2(ctx: StageContext) -> None:
+    """V2, the tool-augmented filter: k episodes of the V2 model per question with search,
+    open and python over the support corpus (``support.sqlite3``, the articles; tool calls
+    through the replay cache like the model's). Check ``v2_tool_augmented_solved``."""
+    if not ctx.settings["v2"]["enabled"]:
+        _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, None)
+        return
+    with Engine.open(ctx.path("support.sqlite3")) as engine:
+        _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, EngineSearcher(engine))
+
+
+__all__ = ["V2_PRESET", "diversity", "v1", "v2"]

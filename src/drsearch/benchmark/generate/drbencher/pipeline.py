@@ -19,14 +19,14 @@ from ..cli import add_generate_arguments, run_parsed
 from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
-from .filters import diversity, v1
+from .filters import diversity, v1, v2
 from .kgstages import chains, discover, gold, package_sha256
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
 
 GENERATOR = "drbencher"
 KG_STAGES = ("discover", "chains", "gold")
-STAGES = (*KG_STAGES, "clues", "compose", "validate", "v1", "diversity", "export")
+STAGES = (*KG_STAGES, "clues", "compose", "validate", "v1", "v2", "diversity", "export")
 
 
 def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
@@ -54,7 +54,10 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
         Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
               settings={**common, "v1": config.v1.model_dump(mode="json")},
               models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
-        Stage("diversity", diversity, inputs=("v1.jsonl",),
+        Stage("v2", v2, inputs=("v1.jsonl", "support.sqlite3"), outputs=("v2.jsonl",),
+              settings={**common, "v2": config.v2.model_dump(mode="json")},
+              models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
+        Stage("diversity", diversity, inputs=("v2.jsonl",),
               outputs=("diverse.jsonl", "diversity.json"),
               settings={**common, "embedding_sha256": MODEL_SHA256,
                         "min_distance": config.diversity.min_distance}),
@@ -72,7 +75,7 @@ def build(args: argparse.Namespace) -> Pipeline:
         finally:
             client.close()
     if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
-        models = [config.generator] + ([config.v1.model] if config.v1.enabled and config.v1.model else [])
+        models = [config.generator, *(f.model for f in (config.v1, config.v2) if f.enabled and f.model)]
         for m in models:
             chat = ChatClient.connect(m.base_url, api_key_from_env(args.api_key_env),
                                       retry=RetryPolicy(max_attempts=1, timeout_s=30))
