@@ -3,6 +3,7 @@ generator model on 127.0.0.1; the named rejections, the exported rows, record â†
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -66,6 +67,9 @@ def test_the_named_rejections(run: tuple[Path, dict[str, Any], Path]) -> None:
 def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Path, dict[str, Any], Path]) -> None:
     out, summary, _ = run
     questions, _ = read_questions(out / "questions.jsonl")  # the DR-256 shape drsearch run reads
+    from drsearch.benchmark.datasets.dr256 import load_questions
+
+    assert load_questions(out / "questions.jsonl").problems == []  # the DR-256 schema drsearch score reads
     assert [q.index for q in questions] == list(range(len(questions)))
     by_qid = {json.loads(line)["metadata"]["qid"]: json.loads(line) for line in
               (out / "questions.jsonl").read_text().splitlines()}
@@ -73,7 +77,7 @@ def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Pat
     meta = row["metadata"]["drbencher"]
     assert row["label"] == "40.17 s/day" and meta["unit"] == "s/day"
     assert meta["cci"] == {"E": 1, "P": 1, "total": 2}
-    assert meta["entities"] == [{"label": "Zugspitze", "qid": "Q3375", "role": "answer"}]
+    assert meta["entities"] == [{"aliases": [], "label": "Zugspitze", "qid": "Q3375", "role": "answer"}]
     assert meta["properties"][0]["value"] == "2962" and meta["article_docid"] == "kg-Q3375"
     assert meta["uniqueness"]["count"] == 1 and len(meta["grounded_chains"]) >= 3
     assert all(c["verdict"] in ("grounded", "unsupported", "triple_not_in_chain") for c in meta["clues"])
@@ -173,3 +177,32 @@ def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str,
         path.write_text(json.dumps({**config, key: {"enabled": True}}, indent=1))
         rc, _, err = generate(path, tmp_path / "gen")
         assert rc == 2 and f"{key}: an enabled filter needs a model" in err and not (tmp_path / "gen").exists()
+
+
+def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cci(
+        run: tuple[Path, dict[str, Any], Path], tmp_path: Path) -> None:
+    from drsearch.tools.cli import main
+
+    from ....tools.test_cli_score import episode_record, write_run
+
+    out, _, _ = run
+    questions = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    episodes = []
+    for q in questions:
+        meta, qid = q["metadata"]["drbencher"], q["metadata"]["qid"]
+        right = meta["entities"][0]["qid"] == "Q3375"
+        e = episode_record(qid, q["metadata"]["benchmark"]["index"], "answered", q["label"] if right else "0")
+        if right:  # the trace names the withheld entity; every other attempt names none
+            e["messages"] = [{"content": "search: Zugspitze elevation", "role": "assistant"}]
+        episodes.append(e)
+    run_dir = write_run(tmp_path / "run", episodes)
+    buf = io.StringIO()
+    assert main(["score", str(run_dir), "--questions", str(out / "questions.jsonl"), "--judge", "numeric"], buf) == 0
+    block = json.loads((run_dir / "scores.json").read_text())["drbencher"]
+    n = len(questions)
+    assert block["attempts"] == n and block["entity_identification"]["identified"] == 1
+    assert block["entity_identification"]["rate"] == 1 / n
+    levels = {q["metadata"]["drbencher"]["cci"]["total"] for q in questions}
+    assert set(block["accuracy_by_cci"]) == {str(c) for c in levels}
+    assert sum(v["correct"] for v in block["accuracy_by_cci"].values()) == 1
+    assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]

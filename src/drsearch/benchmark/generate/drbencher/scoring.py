@@ -1,5 +1,7 @@
 """Scoring a run on DrBencher questions: entity identification, accuracy by CCI, trend and
-paired tests (library functions; ``drsearch score`` wiring is still to come).
+paired tests. ``drsearch score --judge numeric`` adds :func:`drbencher_summary` to
+``scores.json`` when the questions are DrBencher rows; the majority-vote McNemar is a
+library function (two runs of 3 attempts each).
 
 - :func:`entity_identified`: the final answer **or** the trace names a withheld entity
   (label or alias, case-insensitive, word boundaries) — a verdict separate from the
@@ -14,8 +16,10 @@ paired tests (library functions; ``drsearch score`` wiring is still to come).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ...stats import mcnemar_exact, wilson_interval
@@ -94,4 +98,54 @@ def majority_mcnemar(run_a: Mapping[str, Sequence[bool]],
     return {"a_only": b, "b_only": c, "n": len(run_a), "p": mcnemar_exact(b, c)}
 
 
-__all__ = ["accuracy_by_cci", "entity_identified", "jonckheere_terpstra", "majority_mcnemar"]
+
+
+def _trace(episode: Mapping[str, Any] | None) -> list[str]:
+    """Every text of an episode the agent wrote or read (messages, tool-call arguments)."""
+    if not episode:
+        return []
+    texts = [str(m.get("content") or "") for m in episode.get("messages", [])]
+    for m in episode.get("messages", []):
+        for call in m.get("tool_calls") or []:
+            texts.append(str(call.get("function", {}).get("arguments", "")))
+    return texts
+
+
+def drbencher_summary(questions: Path, graded: Sequence[Any], runs: Sequence[Any]) -> dict[str, Any] | None:
+    """The ``drbencher`` block of ``scores.json`` (None when the questions carry no
+    ``metadata.drbencher``): entity identification and accuracy by CCI over every graded
+    attempt, with Wilson intervals, and the Jonckheere–Terpstra trend of correctness across
+    CCI levels (null with a reason when it is not defined)."""
+    meta: dict[str, dict[str, Any]] = {}
+    for line in questions.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            block = row.get("metadata", {}).get("drbencher")
+            if block is not None:
+                meta[row["metadata"]["qid"]] = block
+    if not meta:
+        return None
+    identified: list[bool] = []
+    by_cci: list[tuple[int, bool]] = []
+    for g in graded:
+        m = meta.get(g.question_id)
+        if m is None:
+            continue
+        episode = runs[g.attempt].episodes.get(g.question_id) if g.attempt < len(runs) else None
+        identified.append(entity_identified(g.final_answer or "", _trace(episode), m["entities"]))
+        by_cci.append((int(m["cci"]["total"]), bool(g.correct)))
+    table = accuracy_by_cci(by_cci)
+    k = sum(identified)
+    trend: dict[str, Any]
+    try:
+        trend = jonckheere_terpstra([[float(ok) for c, ok in by_cci if str(c) == level] for level in table])
+    except ValueError as e:
+        trend = {"error": str(e)}
+    return {"accuracy_by_cci": table, "attempts": len(identified),
+            "entity_identification": {"ci": list(wilson_interval(k, len(identified))), "identified": k,
+                                      "rate": k / len(identified) if identified else None},
+            "jonckheere_terpstra": trend}
+
+
+__all__ = ["accuracy_by_cci", "drbencher_summary", "entity_identified", "jonckheere_terpstra",
+           "majority_mcnemar"]

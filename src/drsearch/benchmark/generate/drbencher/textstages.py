@@ -277,15 +277,23 @@ def export(ctx: StageContext) -> None:
     rows = []
     for i, c in enumerate(ctx.read_jsonl("diverse.jsonl")):
         facts = grounded_facts(c)
+        v2 = c.get("v2")
         rows.append({
             "label": c["gold"]["label"],
             "metadata": {
-                "benchmark": {"index": i}, "category": c["domain"], "qid": f"drbencher-{c['cid']}",
+                # the DR-256 row's required fields, filled from what the generator knows
+                "benchmark": {"base_pilot": {"v1": c.get("v1"), "v2": v2}, "calibration_tier":
+                              "challenge" if v2 is not None and v2["solved"] == 0 else "frontier",
+                              "clean_provenance_answer_docids": [c["article_docid"]], "index": i,
+                              "selection_bucket": "drbencher"},
+                "category": c["domain"], "dataset_rows": {"candidate": c["cid"], "generator": "drbencher"},
+                "difficulty": min(3, max(1, int(c["cci"]["total"]) - 1)), "question": c["question"],
+                "qid": f"drbencher-{c['cid']}", "row_fingerprints": [c["cid"]], "teacher_correct": None,
                 "drbencher": {
                     "article_docid": c["article_docid"], "cci": c["cci"], "chains": c["chains"],
                     "clues": c["clues"], "computation": c["gold"]["formula"],
-                    "entities": [{"label": e["label"], "qid": e["qid"], "role": e["role"]}
-                                 for e in c["entities"]],
+                    "entities": [{"aliases": e["aliases"], "label": e["label"], "qid": e["qid"],
+                                  "role": e["role"]} for e in c["entities"]],
                     "grounded_chains": [f["chain"] for f in facts], "params": c["params"],
                     "properties": c["properties"], "template": c["template"],
                     "tolerance": c["gold"]["tolerance"],
