@@ -71,7 +71,9 @@ def test_every_option_of_every_verb_has_a_help_line() -> None:
 # -- --json --------------------------------------------------------------------------------------
 
 # Verbs without --json, and why: their stdout carries no result to print as JSON.
-NO_JSON = {("serve",): "its output is the HTTP API itself", ("mcp",): "its output is the MCP protocol itself"}
+NO_JSON = {("serve",): "its output is the HTTP API itself", ("mcp",): "its output is the MCP protocol itself",
+           ("kg", "serve"): "its output is the SPARQL protocol itself",
+           ("generate", "drbencher"): "its stdout is always the JSON summary (the generators' shared CLI)"}
 
 
 def test_every_verb_has_json_or_refuses_it() -> None:

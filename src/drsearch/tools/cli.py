@@ -34,8 +34,9 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .generate_cli import register as register_generate_verb
+from .kg_cli import register as register_kg_verb
 from .mcp_cli import register as register_mcp_verb
-from .openbiorq_cli import register as register_openbiorq_generator
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
 from .run_cli import register as register_run_verb
@@ -377,11 +378,10 @@ def make_parser() -> argparse.ArgumentParser:
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
+    register_kg_verb(sub)  # kg serve (kg_cli.py, drsearch.benchmark.generate.drbencher)
+    register_generate_verb(sub)  # generate drbencher|openbiorq (generate_cli.py, openbiorq_cli.py)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
-    gen = sub.add_parser("generate", help="run a benchmark generator (docs/GENERATE.md)")
-    generators = gen.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
-    register_openbiorq_generator(generators)  # generate openbiorq (openbiorq_cli.py)
     return ap
 
 

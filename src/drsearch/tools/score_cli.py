@@ -291,6 +291,11 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
         "agent_model": runs[0].manifest.get("model"), "judge_model": "numeric", "judge_seed": None,
         "judge_temperature": None, "numeric": judge.describe(),
         "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256, "threshold": None}
+    from ..benchmark.generate.drbencher.scoring import drbencher_summary
+
+    drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
+    if drbencher is not None:
+        summary["drbencher"] = drbencher
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)

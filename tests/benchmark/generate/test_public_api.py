@@ -12,7 +12,7 @@ def test_public_api() -> None:
     assert set(generate.__all__) == {
         "RESERVED", "GenerateError", "GenerateSettings", "Keep", "ModelEndpoint", "Outcome", "Pipeline",
         "PipelineInputError", "Reject", "Stage", "StageContext", "add_generate_arguments", "file_sha256",
-        "generate_code_sha256", "generate_main", "run_pipeline", "settings_from",
+        "generate_code_sha256", "generate_main", "run_parsed", "run_pipeline", "settings_from",
         "BUCKETS", "DedupResult", "DiversityResult", "Duplicate", "Embedder", "EmbeddingModelError", "ItemStats",
         "MODEL_SHA256", "RULES", "SentenceTransformerEmbedder", "bucket_counts", "cosine_matrix",
         "dedup", "diversify", "dr256_bucket", "drbencher_bucket", "frozen_core", "item_stats", "openbiorq_bucket",

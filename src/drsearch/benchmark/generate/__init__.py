@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .cli import add_generate_arguments, generate_main, settings_from
+from .cli import add_generate_arguments, generate_main, run_parsed, settings_from
 from .errors import GenerateError, PipelineInputError
 from .stages import (
     RESERVED,
@@ -98,6 +98,7 @@ __all__ = [
     "generate_main",
     "item_stats",
     "openbiorq_bucket",
+    "run_parsed",
     "run_pipeline",
     "settings_from",
     "wilson_table",

@@ -62,6 +62,13 @@ def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequenc
     if add_arguments is not None:
         add_arguments(parser)
     args = parser.parse_args(argv)
+    return run_parsed(build, args, prog=prog, out=out)
+
+
+def run_parsed(build: Callable[[argparse.Namespace], Pipeline], args: argparse.Namespace, *,
+               prog: str = "generate", out: TextIO | None = None) -> int:
+    """Run a generator from options already parsed (by a parser that got
+    :func:`add_generate_arguments`, e.g. a ``drsearch generate NAME`` subcommand); the exit code."""
     try:
         settings = settings_from(args)
     except ValueError as e:
@@ -80,4 +87,4 @@ def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequenc
     return 0
 
 
-__all__ = ["add_generate_arguments", "generate_main", "settings_from"]
+__all__ = ["add_generate_arguments", "generate_main", "run_parsed", "settings_from"]

@@ -223,6 +223,13 @@ class StageContext:
     def settings(self) -> Mapping[str, Any]:
         return self.stage.settings
 
+    @property
+    def cache(self) -> ReplayCache:
+        """The pipeline's replay cache, for a stage's own cached calls beside model calls
+        (e.g. SPARQL queries, kind ``sparql``): in ``replay`` mode such a stage must make no
+        live client, and a miss is ReplayMissError naming the call."""
+        return self._cache
+
     def path(self, name: str) -> Path:
         """A declared input or output as a path."""
         if name not in self.stage.inputs and name not in self.stage.outputs:

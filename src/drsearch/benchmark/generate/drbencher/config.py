@@ -1,0 +1,166 @@
+"""The generator config (``--config GEN.json``): strict JSON, validated before any call.
+
+Unknown keys are rejected; every error is :class:`ConfigError` (exit 2) as
+``FILE:LINE: field: message`` (the line of the offending key or value). Paths inside the
+config (``articles``) are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ....agents.errors import describe_validation_error
+from ..stages import ModelEndpoint
+from .errors import ConfigError
+from .jsonpos import line_of, loads_with_lines
+from .properties import GENERIC_PREDICATES, PROPERTIES
+from .sparql import SparqlSettings
+from .templates import TEMPLATES
+
+QID = r"^Q[1-9][0-9]*$"
+PID = r"^P[1-9][0-9]*$"
+
+
+def _known_property(pid: str) -> str:
+    if pid not in PROPERTIES:
+        raise ValueError(f"unknown property {pid} (known: {', '.join(sorted(PROPERTIES))})")
+    return pid
+
+
+def _known_template(name: str) -> str:
+    if name not in TEMPLATES:
+        raise ValueError(f"unknown template {name} (known: {', '.join(sorted(TEMPLATES))})")
+    return name
+
+
+Qid = Annotated[str, Field(pattern=QID)]
+PropertyId = Annotated[str, AfterValidator(_known_property)]
+TemplateName = Annotated[str, AfterValidator(_known_template)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Topic(_Strict):
+    """Entities of a type (``wdt:P31/wdt:P279*``) with every required property."""
+
+    domain: Literal["mountains", "cities", "countries", "geography", "history"]
+    types: tuple[Qid, ...] = Field(min_length=1)
+    properties: tuple[PropertyId, ...] = Field(min_length=1)
+    min_sitelinks: int = Field(default=20, ge=0)
+    target: int = Field(ge=1, le=10_000)
+    seed_qids: tuple[Qid, ...] = ()
+    max_candidates: int = Field(default=500, ge=1, le=100_000)
+    """The Discover query's LIMIT (a live endpoint times out on unbounded type closures)."""
+
+
+
+class ChainSettings(_Strict):
+    min_chains: int = Field(default=3, ge=1)
+    max_chains: int = Field(default=8, ge=1)
+    exclude_predicates: tuple[Annotated[str, Field(pattern=PID)], ...] = GENERIC_PREDICATES
+    max_rows: int = Field(default=2000, ge=1)
+    """The Chains query's LIMIT."""
+
+    @model_validator(mode="after")
+    def _order(self) -> ChainSettings:
+        if self.max_chains < self.min_chains:
+            raise ValueError(f"max_chains {self.max_chains} < min_chains {self.min_chains}")
+        return self
+
+
+class Generator(_Strict):
+    model: str = Field(min_length=1)
+    base_url: str
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    seed: int = 7
+
+    def endpoint(self) -> ModelEndpoint:
+        return ModelEndpoint(model=self.model, base_url=self.base_url)
+
+
+class DifficultyFilter(_Strict):
+    """V1 (closed-book) or V2 (tool-augmented) through the toolkit's calibration: k
+    attempts of ``model``; discarded iff accuracy > tau (drbencher_bucket)."""
+
+    enabled: bool = False
+    k: int = Field(default=10, ge=1, le=100)
+    tau: float = Field(default=0.5, ge=0, le=1)
+    model: Generator | None = None
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    """Sampling temperature of the k attempts (attempt n moves the seed by n × 1,000,000)."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> DifficultyFilter:
+        if self.enabled and self.model is None:
+            raise ValueError("an enabled filter needs a model ({model, base_url})")
+        return self
+
+
+class Diversity(_Strict):
+    min_distance: float = Field(default=0.30, ge=0, le=2)
+
+
+class GenConfig(_Strict):
+    seed: int
+    kg: SparqlSettings
+    articles: str = Field(min_length=1)
+    topics: tuple[Topic, ...] = Field(min_length=1)
+    templates: tuple[TemplateName, ...] = Field(min_length=1)
+    generator: Generator
+    chains: ChainSettings = ChainSettings()
+    max_per_entity: int = Field(default=3, ge=1)
+    diversity: Diversity = Diversity()
+    v1: DifficultyFilter = DifficultyFilter()
+    v2: DifficultyFilter = DifficultyFilter()
+
+    language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z0-9]+)?$")
+
+    @field_validator("templates")
+    @classmethod
+    def _templates(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError("a template is listed twice")
+        return v
+
+
+def load_config(path: Path) -> tuple[GenConfig, Path]:
+    """The validated config and the resolved articles path; ConfigError (``file:line``) else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 (byte {e.start})") from None
+    try:
+        data, lines = loads_with_lines(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    try:
+        config = GenConfig.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = tuple(first["loc"])
+        raise ConfigError(f"{path}:{line_of(lines, loc)}: {describe_validation_error(e)}") from None
+    articles = Path(config.articles)
+    if not articles.is_absolute():
+        articles = (path.parent / articles).resolve()
+    if not articles.is_file():
+        raise ConfigError(f"{path}:{line_of(lines, ('articles',))}: articles {articles}: no such file")
+    return config, articles
+
+
+__all__ = ["ChainSettings", "DifficultyFilter", "Diversity", "GenConfig", "Generator", "Topic", "load_config"]

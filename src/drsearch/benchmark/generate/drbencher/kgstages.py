@@ -1,0 +1,273 @@
+"""The knowledge-graph stages: Discover, Chains, Gold (templates applied before any text).
+
+Each is a toolkit stage (``generate.stages``): its settings (the KG endpoint, topics,
+templates, seed and the SHA-256 of this package's sources) are its key, every SPARQL query
+goes through the pipeline's replay cache (kind ``sparql``; no client at all in replay
+mode), and every candidate leaves as a kept row or a rejection with its check and reason.
+
+- **discover** → ``entities.jsonl``, ``discover.json``: per topic, the entities of its types
+  with every required property and ≥ ``min_sitelinks`` sitelinks, ordered by (SHA-256 of the
+  QID, QID), the first ``target`` kept; seed QIDs fill up a topic that found too few.
+  Checks: ``duplicate_entity``, ``beyond_target``, ``no_label``, ``ambiguous_value``,
+  ``missing_property``. A topic that finds nothing is a counted warning in discover.json.
+- **chains** → ``chains.jsonl``: two-hop entity-valued paths, ranked by predicate rarity
+  (how few of the entity's paths share the (p1, p2) pair, then ids), one per (p1, p2) pair,
+  at most ``max_chains``. Check: ``too_few_chains`` (< ``min_chains``).
+- **gold** → ``gold.jsonl``: up to ``max_per_entity`` distinct templates per entity (chosen by
+  a RNG seeded with (seed, QID)), scenario parameters from a RNG seeded with (seed,
+  candidate id), the gold computed by the template. Checks: ``no_template``,
+  ``max_per_entity``, ``no_partner`` (a two-entity template without a chain neighbour having
+  the property), ``template_error``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ....agents.canonical import sha256_hex
+from ..stages import Keep, Outcome, Reject, StageContext
+from .properties import PROPERTIES
+from .queries import chains_query, discover_query, entity_query, parse_value, pid_of, qid_of
+from .sparql import CachedSparql, SparqlClient, SparqlResult, SparqlSettings
+from .templates import TEMPLATES, TemplateError, compute_gold, draw_params, values_from_json, values_to_json
+
+
+def package_sha256() -> str:
+    """SHA-256 over this package's sources: part of every drbencher stage's settings, so a
+    change to a template or a query reruns the stages (the toolkit hashes only the file
+    defining the stage function)."""
+    here = Path(__file__).parent
+    return sha256_hex(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(here.glob("*.py"))))
+
+
+@contextmanager
+def sparql_of(ctx: StageContext) -> Iterator[CachedSparql]:
+    settings = SparqlSettings.model_validate(ctx.settings["kg"])
+    client = None if ctx.cache.mode == "replay" else SparqlClient(settings)
+    try:
+        yield CachedSparql(ctx.cache, client, settings.endpoint)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _entity(result: SparqlResult) -> dict[str, Any]:
+    """Label, aliases, sitelinks and values by property from :func:`entity_query`'s rows."""
+    labels: list[str] = []
+    aliases: list[str] = []
+    sitelinks = 0
+    raw: dict[str, list[dict[str, Any]]] = {}
+    for b in result.bindings:
+        what, value = b["what"]["value"], b["value"]
+        if what == "label":
+            labels.append(value["value"])
+        elif what == "alias":
+            aliases.append(value["value"])
+        elif what == "sitelinks":
+            sitelinks = int(value["value"])
+        else:
+            pid = pid_of(what)
+            if pid is not None:
+                raw.setdefault(pid, []).append(value)
+    return {"aliases": sorted(set(aliases)), "labels": sorted(set(labels)), "raw": raw,
+            "sitelinks": sitelinks}
+
+
+def fetch_entity(sparql: CachedSparql, qid: str,
+                 lang: str) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """(entity row, None) or (None, (check, reason))."""
+    info = _entity(sparql.select(entity_query(qid, lang), f"entity {qid}"))
+    if not info["labels"]:
+        return None, ("no_label", f"{qid} has no {lang} label")
+    if len(info["labels"]) > 1:
+        return None, ("ambiguous_value", f"{qid} has {len(info['labels'])} {lang} labels")
+    values: dict[str, Any] = {}
+    for pid, cells in sorted(info["raw"].items()):
+        parsed = set()
+        for cell in cells:
+            try:
+                parsed.add(parse_value(pid, cell))
+            except ValueError as e:
+                return None, ("ambiguous_value", str(e))
+        if len(parsed) > 1:  # several truthy values: no single gold; loud, not a silent pick
+            return None, ("ambiguous_value", f"{qid} has {len(parsed)} values for {pid}")
+        values[pid] = parsed.pop()
+    return {"aliases": info["aliases"], "label": info["labels"][0], "qid": qid,
+            "sitelinks": info["sitelinks"], "values": values_to_json(values)}, None
+
+
+def discover(ctx: StageContext) -> None:
+    s = ctx.settings
+    lang = str(s["language"])
+    rows: list[dict[str, Any]] = []
+    report: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with sparql_of(ctx) as sparql:
+        for ti, topic in enumerate(s["topics"]):
+            domain = topic["domain"]
+            result = sparql.select(discover_query(topic["types"], topic["properties"], topic["min_sitelinks"],
+                                                  topic["max_candidates"]), f"discover topic {ti} ({domain})")
+            found = {q for q in (qid_of(v) for v in result.values("item")) if q is not None}
+            ordered = [(q, "discovered") for q in sorted(found, key=lambda q: (sha256_hex(q), q))]
+            if len(ordered) < topic["target"]:  # the fallback: seeds the query did not find
+                ordered += [(q, "seed") for q in topic["seed_qids"] if q not in found]
+            kept = 0
+            for qid, source in ordered:
+                ctx.count_in()
+                key = f"{ti}:{qid}"
+                candidate = {"domain": domain, "qid": qid, "source": source, "topic": ti}
+                if qid in seen:
+                    ctx.reject(key, candidate, "duplicate_entity",
+                               f"{qid} is a candidate of an earlier topic")
+                    continue
+                if kept >= topic["target"]:
+                    ctx.reject(key, candidate, "beyond_target", f"topic {ti} ({domain}) has its "
+                                                                f"{topic['target']} entities already")
+                    continue
+                entity, failed = fetch_entity(sparql, qid, lang)
+                if failed is None and entity is not None:
+                    missing = [p for p in topic["properties"] if p not in entity["values"]]
+                    if missing:
+                        failed = ("missing_property", f"{qid} lacks {', '.join(missing)}")
+                if failed is not None or entity is None:
+                    assert failed is not None
+                    ctx.reject(key, candidate, *failed)
+                    continue
+                seen.add(qid)
+                rows.append({**entity, **candidate})
+                kept += 1
+                ctx.count_out()
+            report.append({"domain": domain, "found": len(found), "from_seeds": sum(
+                1 for r in rows if r["topic"] == ti and r["source"] == "seed"), "kept": kept, "topic": ti,
+                "warning": None if kept else "no entity found for this topic"})
+    ctx.write_jsonl("entities.jsonl", rows)
+    ctx.write_json("discover.json", {"topics": report, "warnings": sum(1 for r in report if r["warning"])})
+
+
+def _num(qid: str) -> int:
+    return int(qid[1:])
+
+
+def rank_chains(chains: list[dict[str, str]], max_chains: int) -> list[dict[str, str]]:
+    """Rarest (p1, p2) pair first (fewest of the entity's paths share it), then by ids; one
+    chain per pair, at most ``max_chains``."""
+    pairs = Counter((c["p1"], c["p2"]) for c in chains)
+    ordered = sorted(chains, key=lambda c: (pairs[(c["p1"], c["p2"])], _num(c["p1"]), _num(c["p2"]),
+                                            _num(c["mid"]), _num(c["obj"])))
+    picked: list[dict[str, str]] = []
+    used: set[tuple[str, str]] = set()
+    for c in ordered:
+        if (c["p1"], c["p2"]) in used:
+            continue
+        used.add((c["p1"], c["p2"]))
+        picked.append({**c, "rarity": str(pairs[(c["p1"], c["p2"])])})
+        if len(picked) == max_chains:
+            break
+    return picked
+
+
+def chains(ctx: StageContext) -> None:
+    s = ctx.settings
+    cfg = s["chains"]
+    items = ctx.read_jsonl("entities.jsonl")
+    with sparql_of(ctx) as sparql:
+        def process(entity: dict[str, Any]) -> Outcome:
+            result = sparql.select(chains_query(entity["qid"], cfg["exclude_predicates"], s["language"],
+                                                cfg["max_rows"]), f"chains {entity['qid']}")
+            found = []
+            for b in result.bindings:
+                p1, p2 = pid_of(b["p1"]["value"]), pid_of(b["p2"]["value"])
+                mid, obj = qid_of(b["mid"]["value"]), qid_of(b["obj"]["value"])
+                if p1 and p2 and mid and obj:
+                    found.append({"mid": mid, "mid_label": b["midLabel"]["value"], "obj": obj,
+                                  "obj_label": b["objLabel"]["value"], "p1": p1, "p2": p2})
+            ranked = rank_chains(found, cfg["max_chains"])
+            if len(ranked) < cfg["min_chains"]:
+                return Reject("too_few_chains", f"{entity['qid']} has {len(ranked)} distinct two-hop "
+                                                f"chain(s) (of {len(found)} paths) < {cfg['min_chains']}")
+            return Keep({**entity, "chains": ranked})
+
+        kept = ctx.map(items, lambda e: e["qid"], process, concurrency=int(s["kg"]["max_in_flight"]))
+    ctx.write_jsonl("chains.jsonl", kept)
+
+
+def _partner(sparql: CachedSparql, entity: dict[str, Any], pids: tuple[str, ...],
+             lang: str) -> dict[str, Any] | None:
+    """The first chain neighbour (chain rank order, intermediate before object) having ``pids``."""
+    order: list[tuple[str, str]] = []
+    for c in entity["chains"]:
+        for qid, label in ((c["mid"], c["mid_label"]), (c["obj"], c["obj_label"])):
+            if (qid, label) not in order and qid != entity["qid"]:
+                order.append((qid, label))
+    for qid, _label in order:
+        row, failed = fetch_entity(sparql, qid, lang)
+        if row is not None and failed is None and all(p in row["values"] for p in pids):
+            return row
+    return None
+
+
+def gold(ctx: StageContext) -> None:
+    s = ctx.settings
+    seed = int(s["seed"])
+    entities = ctx.read_jsonl("chains.jsonl")
+    candidates: list[dict[str, Any]] = []
+    for entity in entities:
+        values = values_from_json(entity["values"])
+        applicable = [n for n in s["templates"] if entity["domain"] in TEMPLATES[n].domains
+                      and all(p in values for p in TEMPLATES[n].properties[0])]
+        if not applicable:
+            ctx.count_in()
+            ctx.reject(entity["qid"], {"qid": entity["qid"]}, "no_template",
+                       f"no configured template fits {entity['qid']} (domain {entity['domain']}, properties "
+                       f"{', '.join(sorted(values)) or 'none'})")
+            continue
+        random.Random(f"{seed}:{entity['qid']}").shuffle(applicable)
+        for i, name in enumerate(applicable):
+            cid = f"{entity['qid']}:{name}"
+            if i >= int(s["max_per_entity"]):
+                ctx.count_in()
+                ctx.reject(cid, {"qid": entity["qid"], "template": name}, "max_per_entity",
+                           f"{entity['qid']} has {s['max_per_entity']} templates already")
+                continue
+            candidates.append({"cid": cid, "entity": entity, "template": name})
+
+    with sparql_of(ctx) as sparql:
+        def process(item: dict[str, Any]) -> Outcome:
+            entity, template = item["entity"], TEMPLATES[item["template"]]
+            members = [entity]
+            if template.entities == 2:
+                partner = _partner(sparql, entity, template.properties[1], str(s["language"]))
+                if partner is None:
+                    return Reject("no_partner", f"no chain neighbour of {entity['qid']} has "
+                                                f"{', '.join(template.properties[1])}")
+                members.append(partner)
+            params = draw_params(template, seed, item["cid"])
+            try:
+                g = compute_gold(template, [values_from_json(m["values"]) for m in members], params)
+            except TemplateError as e:
+                return Reject("template_error", str(e))
+            used = [{"pid": p, "property": PROPERTIES[p].label, "qid": m["qid"],
+                     "source": f"wikidata:{m['qid']}#{p}", "unit": PROPERTIES[p].unit,
+                     "value": m["values"][p]["value"]}
+                    for m, pids in zip(members, template.properties, strict=True) for p in pids]
+            return Keep({"chains": entity["chains"], "cid": item["cid"], "domain": entity["domain"],
+                         "cci": {"E": len(members), "P": len({(u["qid"], u["pid"]) for u in used}),
+                                 "total": len(members) + len({(u["qid"], u["pid"]) for u in used})},
+                         "entities": [{"aliases": m["aliases"], "label": m["label"], "qid": m["qid"],
+                                       "role": "answer" if i == 0 else "partner", "values": m["values"]}
+                                      for i, m in enumerate(members)],
+                         "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,
+                                  "unit": g.unit, "value": str(g.value)},
+                         "params": params, "properties": used, "qid": entity["qid"],
+                         "template": template.name, "topic": entity["topic"]})
+
+        kept = ctx.map(candidates, lambda c: c["cid"], process, concurrency=int(s["kg"]["max_in_flight"]))
+    ctx.write_jsonl("gold.jsonl", kept)
+
+
+__all__ = ["chains", "discover", "fetch_entity", "gold", "package_sha256", "rank_chains", "sparql_of"]

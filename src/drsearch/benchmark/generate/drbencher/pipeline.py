@@ -1,0 +1,100 @@
+"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]``.
+
+:func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
+mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
+(KGEndpointError, exit 2): both before anything is written. The stages then run through the
+toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ....agents import ChatClient, RetryPolicy
+from ....agents.llm import api_key_from_env
+from ..cli import add_generate_arguments, run_parsed
+from ..embed import MODEL_SHA256
+from ..stages import Pipeline, Stage
+from .config import GenConfig, load_config
+from .filters import diversity, v1, v2
+from .kgstages import chains, discover, gold, package_sha256
+from .sparql import SparqlClient
+from .textstages import clues, compose, export, validate
+
+GENERATOR = "drbencher"
+KG_STAGES = ("discover", "chains", "gold")
+STAGES = (*KG_STAGES, "clues", "compose", "validate", "v1", "v2", "diversity", "export")
+
+
+def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
+    """The stages of ``config`` (their settings are the config's parts each one reads)."""
+    model = config.generator.endpoint()
+    generator = config.generator.model_dump(mode="json")
+    common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
+                              "language": config.language, "seed": config.seed}
+    return Pipeline(GENERATOR, [
+        Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
+              settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics]}),
+        Stage("chains", chains, inputs=("entities.jsonl",), outputs=("chains.jsonl",),
+              settings={**common, "chains": config.chains.model_dump(mode="json")}),
+        Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
+              settings={**common, "max_per_entity": config.max_per_entity,
+                        "templates": list(config.templates)}),
+        Stage("clues", clues, inputs=("gold.jsonl", str(articles)),
+              outputs=("clues.jsonl", "support.sqlite3"),
+              settings={**common, "generator": generator}, models=(model,)),
+        Stage("compose", compose, inputs=("clues.jsonl",), outputs=("composed.jsonl",),
+              settings={**common, "generator": generator}, models=(model,)),
+        Stage("validate", validate, inputs=("composed.jsonl",), outputs=("validated.jsonl",),
+              settings={**common, "generator": generator,
+                        "topics": [t.model_dump(mode="json") for t in config.topics]}, models=(model,)),
+        Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
+              settings={**common, "v1": config.v1.model_dump(mode="json")},
+              models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
+        Stage("v2", v2, inputs=("v1.jsonl", "support.sqlite3"), outputs=("v2.jsonl",),
+              settings={**common, "v2": config.v2.model_dump(mode="json")},
+              models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
+        Stage("diversity", diversity, inputs=("v2.jsonl",),
+              outputs=("diverse.jsonl", "diversity.json"),
+              settings={**common, "embedding_sha256": MODEL_SHA256,
+                        "min_distance": config.diversity.min_distance}),
+        Stage("export", export, inputs=("diverse.jsonl", str(articles)),
+              outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
+    ])
+
+
+def build(args: argparse.Namespace) -> Pipeline:
+    config, articles = load_config(Path(args.config))
+    if args.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
+        client = SparqlClient(config.kg)
+        try:
+            client.probe()
+        finally:
+            client.close()
+    if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
+        models = [config.generator, *(f.model for f in (config.v1, config.v2) if f.enabled and f.model)]
+        for m in models:
+            chat = ChatClient.connect(m.base_url, api_key_from_env(args.api_key_env),
+                                      retry=RetryPolicy(max_attempts=1, timeout_s=30))
+            try:
+                chat.probe(m.model)
+            finally:
+                chat.close()
+    return pipeline_for(config, articles)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``drsearch generate drbencher``'s options: the toolkit's plus ``--config``."""
+    add_generate_arguments(parser)
+    parser.add_argument("--config", required=True, metavar="GEN.json",
+                        help="the generator config (strict JSON)")
+
+
+def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout)
+
+
+__all__ = ["GENERATOR", "STAGES", "add_arguments", "build", "main", "pipeline_for"]

@@ -1,0 +1,128 @@
+"""The SPARQL the stages send, and the parsing of its answers.
+
+Portable by construction: labels come from ``rdfs:label`` / ``skos:altLabel`` with a
+language filter (never ``SERVICE wikibase:label``), values from truthy ``wdt:`` statements,
+so each query runs unchanged on the live Wikidata Query Service and on ``drsearch kg
+serve``. Every result order is fixed by the query (``ORDER BY``) or by the caller.
+
+Known limit on the live service: ``wdt:`` quantities are in the unit the statement states
+(an elevation may be in feet); the shipped fixture states the units of
+:data:`.properties.PROPERTIES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .properties import PROPERTIES
+from .templates import Value
+
+WD = "http://www.wikidata.org/entity/"
+WDT = "http://www.wikidata.org/prop/direct/"
+PREFIXES = ("PREFIX wd: <http://www.wikidata.org/entity/>\n"
+            "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+            "PREFIX wikibase: <http://wikiba.se/ontology#>\n"
+            "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+            "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n")
+_ID = re.compile(r"[PQ][1-9][0-9]*")
+_POINT = re.compile(r"^\s*(?:<[^>]*>\s*)?Point\(\s*(-?[0-9.eE+-]+)\s+(-?[0-9.eE+-]+)\s*\)\s*$")
+_DATE = re.compile(r"^(-?\d{1,6})-(\d{2})-(\d{2})")
+
+
+def _ids(ids: Sequence[str]) -> None:
+    bad = [i for i in ids if not _ID.fullmatch(i)]
+    if bad:  # ids are interpolated into queries: only Q/P ids, never free text
+        raise ValueError(f"not a Wikidata id: {', '.join(bad)}")
+
+
+def qid_of(iri: str) -> str | None:
+    """``Q42`` for ``http://www.wikidata.org/entity/Q42``; None for anything else."""
+    if iri.startswith(WD) and _ID.fullmatch(iri[len(WD):]) and iri[len(WD)] == "Q":
+        return iri[len(WD):]
+    return None
+
+
+def pid_of(iri: str) -> str | None:
+    if iri.startswith(WDT) and _ID.fullmatch(iri[len(WDT):]):
+        return iri[len(WDT):]
+    return None
+
+
+def _lang(lang: str) -> str:
+    if not re.fullmatch(r"[a-z]{2,3}(-[a-z0-9]+)?", lang):
+        raise ValueError(f"language {lang!r}")
+    return lang
+
+
+def discover_query(types: Sequence[str], properties: Sequence[str], min_sitelinks: int, limit: int) -> str:
+    """Entities of a type (``P31/P279*``) having every property and ≥ ``min_sitelinks`` sitelinks."""
+    _ids([*types, *properties])
+    exists = "".join(f"  FILTER EXISTS {{ ?item wdt:{p} ?v{i} }}\n" for i, p in enumerate(properties))
+    return (PREFIXES + "SELECT DISTINCT ?item ?sitelinks WHERE {\n"
+            f"  VALUES ?type {{ {' '.join('wd:' + t for t in types)} }}\n"
+            "  ?item wdt:P31/wdt:P279* ?type .\n"
+            "  ?item wikibase:sitelinks ?sitelinks .\n"
+            f"  FILTER(?sitelinks >= {int(min_sitelinks)})\n" + exists +
+            f"}}\nORDER BY DESC(?sitelinks) ?item\nLIMIT {int(limit)}\n")
+
+
+def entity_query(qid: str, lang: str) -> str:
+    """Labels, aliases, sitelinks and every known property's values of one entity."""
+    _ids([qid])
+    props = " ".join(f"wdt:{p}" for p in sorted(PROPERTIES))
+    lang = _lang(lang)
+    return (PREFIXES + "SELECT ?what ?value WHERE {\n"
+            f"  {{ wd:{qid} rdfs:label ?value FILTER(LANG(?value) = \"{lang}\") BIND(\"label\" AS ?what) }}\n"
+            f"  UNION {{ wd:{qid} skos:altLabel ?value FILTER(LANG(?value) = \"{lang}\")"
+            " BIND(\"alias\" AS ?what) }\n"
+            f"  UNION {{ wd:{qid} wikibase:sitelinks ?value BIND(\"sitelinks\" AS ?what) }}\n"
+            f"  UNION {{ VALUES ?p {{ {props} }} wd:{qid} ?p ?value BIND(STR(?p) AS ?what) }}\n"
+            "}\nORDER BY ?what STR(?value)\n")
+
+
+def chains_query(qid: str, exclude: Sequence[str], lang: str, limit: int) -> str:
+    """Two-hop entity-valued paths ``qid -p1-> mid -p2-> obj`` (no return to ``qid``, no
+    excluded predicate), with the English (``lang``) labels of ``mid`` and ``obj``."""
+    _ids([qid, *exclude])
+    lang = _lang(lang)
+    not_in = ", ".join(f"wdt:{p}" for p in exclude) or "wdt:P0"
+    return (PREFIXES + "SELECT ?p1 ?mid ?midLabel ?p2 ?obj ?objLabel WHERE {\n"
+            f"  wd:{qid} ?p1 ?mid . ?mid ?p2 ?obj .\n"
+            f"  FILTER(STRSTARTS(STR(?p1), \"{WDT}\") && STRSTARTS(STR(?p2), \"{WDT}\"))\n"
+            f"  FILTER(STRSTARTS(STR(?mid), \"{WD}Q\") && STRSTARTS(STR(?obj), \"{WD}Q\"))\n"
+            f"  FILTER(?mid != wd:{qid} && ?obj != wd:{qid})\n"
+            f"  FILTER(?p1 NOT IN ({not_in}) && ?p2 NOT IN ({not_in}))\n"
+            f"  ?mid rdfs:label ?midLabel FILTER(LANG(?midLabel) = \"{lang}\")\n"
+            f"  ?obj rdfs:label ?objLabel FILTER(LANG(?objLabel) = \"{lang}\")\n"
+            f"}}\nORDER BY ?p1 ?mid ?p2 ?obj\nLIMIT {int(limit)}\n")
+
+
+def parse_value(pid: str, cell: dict[str, Any]) -> Value:
+    """A property value as templates take it; ValueError when it is not of the property's kind."""
+    kind = PROPERTIES[pid].kind
+    text = str(cell.get("value", ""))
+    if kind == "coordinates":
+        m = _POINT.match(text)
+        if not m:
+            raise ValueError(f"{pid}: {text!r} is not a WKT point")
+        lon, lat = float(m.group(1)), float(m.group(2))
+        return (lat, lon)
+    if kind == "date":
+        m = _DATE.match(text)
+        if not m or int(m.group(1)) < 1:
+            raise ValueError(f"{pid}: {text!r} is not a date of the common era")
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{pid}: {text!r} is not a number") from None
+    if not number.is_finite():
+        raise ValueError(f"{pid}: {text!r} is not finite")
+    return number
+
+
+__all__ = ["PREFIXES", "chains_query", "discover_query", "entity_query", "parse_value", "pid_of", "qid_of"]

@@ -1,0 +1,151 @@
+"""Scoring a run on DrBencher questions: entity identification, accuracy by CCI, trend and
+paired tests. ``drsearch score --judge numeric`` adds :func:`drbencher_summary` to
+``scores.json`` when the questions are DrBencher rows; the majority-vote McNemar is a
+library function (two runs of 3 attempts each).
+
+- :func:`entity_identified`: the final answer **or** the trace names a withheld entity
+  (label or alias, case-insensitive, word boundaries) — a verdict separate from the
+  answer's correctness (a model may find the entity and miscompute, or guess the number);
+- :func:`accuracy_by_cci`: correct / n per CCI level with Wilson intervals;
+- :func:`jonckheere_terpstra`: the ordered-alternatives trend test of correctness across
+  CCI levels (statistic J = Σ_{i<j} U_ij, ties ½; two-sided normal approximation with the
+  tie-corrected variance — equal to Kendall's tau test between level and outcome);
+- :func:`majority_mcnemar`: two runs of 3 attempts each, a question counted correct by a run
+  when ≥ 2 of its 3 attempts are; the exact McNemar test on the discordant questions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...stats import mcnemar_exact, wilson_interval
+from .checks import mentions
+
+
+def entity_identified(answer: str, trace: Iterable[str], entities: Sequence[Mapping[str, Any]]) -> bool:
+    """Does the answer or any trace text name one of ``entities`` (``label``/``aliases``)?"""
+    texts = [answer, *trace]
+    return any(mentions(t, name) for e in entities for name in (e["label"], *e.get("aliases", ()))
+               for t in texts)
+
+
+def accuracy_by_cci(rows: Iterable[tuple[int, bool]], confidence: float = 0.95) -> dict[str, dict[str, Any]]:
+    """``{cci: {n, correct, accuracy, ci}}`` (levels as strings, ascending) from (cci, correct)."""
+    levels: dict[int, list[bool]] = {}
+    for cci, ok in rows:
+        levels.setdefault(int(cci), []).append(bool(ok))
+    out = {}
+    for cci in sorted(levels):
+        hits = levels[cci]
+        k = sum(hits)
+        out[str(cci)] = {"accuracy": k / len(hits), "ci": list(wilson_interval(k, len(hits), confidence)),
+                         "correct": k, "n": len(hits)}
+    return out
+
+
+def _norm_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def jonckheere_terpstra(groups: Sequence[Sequence[float]]) -> dict[str, float]:
+    """``{J, mean, var, z, p}`` for groups in their hypothesised order (lowest level first).
+
+    J counts, over every pair of groups i < j and every pair of values (x from i, y from j),
+    1 when x < y and ½ when x = y. The variance is the tie-corrected one (Lehmann), so 0/1
+    outcomes are handled; p is two-sided. Raises ValueError with fewer than two non-empty
+    groups or no variance (every value equal)."""
+    groups = [list(g) for g in groups if len(g)]
+    if len(groups) < 2:
+        raise ValueError("need at least two non-empty groups")
+    j = 0.0
+    for a in range(len(groups)):
+        for b in range(a + 1, len(groups)):
+            for x in groups[a]:
+                for y in groups[b]:
+                    j += 1.0 if x < y else 0.5 if x == y else 0.0
+    sizes = [len(g) for g in groups]
+    n = sum(sizes)
+    values = [v for g in groups for v in g]
+    ties = [values.count(v) for v in sorted(set(values))]
+    mean = (n * n - sum(m * m for m in sizes)) / 4.0
+    var = (n * (n - 1) * (2 * n + 5) - sum(m * (m - 1) * (2 * m + 5) for m in sizes)
+           - sum(t * (t - 1) * (2 * t + 5) for t in ties)) / 72.0
+    var += (sum(m * (m - 1) * (m - 2) for m in sizes) * sum(t * (t - 1) * (t - 2) for t in ties)) / (
+        36.0 * n * (n - 1) * (n - 2))
+    var += (sum(m * (m - 1) for m in sizes) * sum(t * (t - 1) for t in ties)) / (8.0 * n * (n - 1))
+    if var <= 0:
+        raise ValueError("no variance: every value is equal")
+    z = (j - mean) / math.sqrt(var)
+    return {"J": j, "mean": mean, "p": min(1.0, 2.0 * _norm_sf(abs(z))), "var": var, "z": z}
+
+
+def majority_mcnemar(run_a: Mapping[str, Sequence[bool]],
+                     run_b: Mapping[str, Sequence[bool]]) -> dict[str, Any]:
+    """Majority-vote McNemar between two runs of 3 attempts per question (same questions)."""
+    if set(run_a) != set(run_b):
+        raise ValueError("the runs cover different questions")
+    b = c = 0
+    for qid in sorted(run_a):
+        if len(run_a[qid]) != 3 or len(run_b[qid]) != 3:
+            raise ValueError(f"{qid}: need 3 attempts in each run")
+        a_ok, b_ok = sum(run_a[qid]) >= 2, sum(run_b[qid]) >= 2
+        b += a_ok and not b_ok
+        c += b_ok and not a_ok
+    return {"a_only": b, "b_only": c, "n": len(run_a), "p": mcnemar_exact(b, c)}
+
+
+
+
+def _trace(episode: Mapping[str, Any] | None) -> list[str]:
+    """Every text of an episode the agent wrote or read (messages, tool-call arguments)."""
+    if not episode:
+        return []
+    texts = [str(m.get("content") or "") for m in episode.get("messages", [])]
+    for m in episode.get("messages", []):
+        for call in m.get("tool_calls") or []:
+            texts.append(str(call.get("function", {}).get("arguments", "")))
+    return texts
+
+
+def drbencher_summary(questions: Path, graded: Sequence[Any], runs: Sequence[Any]) -> dict[str, Any] | None:
+    """The ``drbencher`` block of ``scores.json`` (None when the questions carry no
+    ``metadata.drbencher``): entity identification and accuracy by CCI over every graded
+    attempt, with Wilson intervals, and the Jonckheere–Terpstra trend of correctness across
+    CCI levels (null with a reason when it is not defined)."""
+    meta: dict[str, dict[str, Any]] = {}
+    for line in questions.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            block = row.get("metadata", {}).get("drbencher")
+            if block is not None:
+                meta[row["metadata"]["qid"]] = block
+    if not meta:
+        return None
+    identified: list[bool] = []
+    by_cci: list[tuple[int, bool]] = []
+    for g in graded:
+        m = meta.get(g.question_id)
+        if m is None:
+            continue
+        episode = runs[g.attempt].episodes.get(g.question_id) if g.attempt < len(runs) else None
+        identified.append(entity_identified(g.final_answer or "", _trace(episode), m["entities"]))
+        by_cci.append((int(m["cci"]["total"]), bool(g.correct)))
+    table = accuracy_by_cci(by_cci)
+    k = sum(identified)
+    trend: dict[str, Any]
+    try:
+        trend = jonckheere_terpstra([[float(ok) for c, ok in by_cci if str(c) == level] for level in table])
+    except ValueError as e:
+        trend = {"error": str(e)}
+    return {"accuracy_by_cci": table, "attempts": len(identified),
+            "entity_identification": {"ci": list(wilson_interval(k, len(identified))), "identified": k,
+                                      "rate": k / len(identified) if identified else None},
+            "jonckheere_terpstra": trend}
+
+
+__all__ = ["accuracy_by_cci", "drbencher_summary", "entity_identified", "jonckheere_terpstra",
+           "majority_mcnemar"]

@@ -1,0 +1,310 @@
+"""The LLM stages: Clues, Compose, Validate, then Export (docs/GENERATE.md).
+
+Model calls go through the toolkit (``ctx.reply_text``: the OpenAI-compatible client behind
+the replay cache); the gold never comes from a model — Compose gets it as a reference only
+and Validate re-executes the template.
+
+- **clues** → ``clues.jsonl``, ``support.sqlite3``: the articles are built into a drsearch
+  corpus (the grounding store). Per candidate the generator writes one fact per chain
+  citing (subject, property, object); a fact is grounded iff its triple is the hop it
+  claims of the chain it cites (``hops`` 1: (entity, p1, mid); 2: (mid, p2, obj)) **and** a
+  second call judges the entity's article (opened from the corpus) to support it. Checks:
+  ``no_article``, ``unparseable_reply``, ``too_few_grounded_facts`` (< 3 grounded facts from
+  < 3 distinct chains).
+- **compose** → ``composed.jsonl``: one call describes the unnamed entity with the grounded
+  clues and poses the computation. Check: ``unparseable_reply``.
+- **validate** → ``validated.jsonl``: the checks in order, the first failure rejects:
+  ``gold_not_reproduced``, ``entity_named``, ``value_leak``, ``multi_hop_flattening``,
+  ``not_unique`` (a SPARQL count of entities of the topic's types satisfying every grounded
+  fact is not exactly 1; an entity the question does not name is relaxed to any entity sharing
+  its type or the type's direct superclass, so the count is an upper bound), ``unmapped_relation``
+  (a model check that every relation phrase maps to a used fact), ``unparseable_reply``.
+- **export** (after the diversity filter, :mod:`.filters`) → ``questions.jsonl`` (DR-256
+  rows with ``metadata.drbencher``) and
+  ``support_docs.jsonl`` (the articles, buildable with ``drsearch build``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ....index import Engine
+from ....index.build import build as build_index
+from ....index.build import read_jsonl
+from ....index.errors import DocumentNotFoundError
+from ..stages import Keep, ModelEndpoint, Outcome, Reject, StageContext
+from .checks import flattened, leaked_values, mentions, names_entity
+from .kgstages import sparql_of
+from .llm import CluesReply, ComposeReply, RelationsReply, SupportReply, parse_reply
+from .queries import PREFIXES
+from .templates import TEMPLATES, values_from_json, verify_gold
+
+CLUES_PROMPT = (
+    "Write clues about an entity for a puzzle. For each numbered chain below, write ONE fact about the "
+    "entity (call it \"it\", never by name) that uses the first hop (hops 1) or both hops (hops 2) of the "
+    "chain. Cite the triple the fact states: for hops 1 the chain's first hop [entity, p1, mid], for hops 2 "
+    "its second hop [mid, p2, obj]. Reply with one JSON object only: {{\"facts\": [{{\"chain\": N, "
+    "\"hops\": 1 or 2, \"text\": \"...\", \"triple\": [\"Q..\", \"P..\", \"Q..\"]}}]}}.\n"
+    "Entity: {label} ({qid})\nChains:\n{chains}\nCHAINS_JSON: {chains_json}")
+
+SUPPORT_PROMPT = (
+    "Does the article support the fact? Reply with one JSON object only: {{\"supported\": true}} or "
+    "{{\"supported\": false}}.\nArticle ({docid}): {article}\nFact about {label}: {fact}")
+
+COMPOSE_PROMPT = (
+    "Write one question. Describe the unnamed entity only through these clues (do not name it, do not state "
+    "any of its numeric values), then ask to compute {task}.{params} The answer must be a number in {unit}. "
+    "Reply with one JSON object only: {{\"question\": \"...\"}}.\nClues:\n{clues}\n"
+    "Reference answer (do not reveal): {gold}")
+
+RELATIONS_PROMPT = (
+    "Check a question against the facts it was built from. Does every relation phrase in the question map to "
+    "one of these facts (same relation, not a different one)? Reply with one JSON object only: "
+    "{{\"ok\": true}} or {{\"ok\": false, \"unmapped\": [\"phrase\", ...]}}.\nQuestion: {question}\n"
+    "Facts:\n{facts}")
+
+UNIQUENESS_LIST = 10
+"""Matching entities named in a ``not_unique`` reason (the query asks for one more)."""
+SYSTEM = ("Answer the question. Identify the entity it describes, retrieve the values you need, compute, and "
+          "give the final answer as a number with its unit.")
+
+
+def _endpoint(ctx: StageContext) -> ModelEndpoint:
+    return ctx.stage.models[0]
+
+
+def _body(ctx: StageContext, prompt: str) -> dict[str, Any]:
+    gen = ctx.settings["generator"]
+    return {"messages": [{"content": prompt, "role": "user"}], "seed": gen["seed"],
+            "temperature": gen["temperature"]}
+
+
+def predicate_labels(ctx: StageContext, pids: Sequence[str], lang: str) -> dict[str, str]:
+    """Labels of properties (``wd:P17 rdfs:label``), one cached query; a pid without one keeps its id."""
+    if not pids:
+        return {}
+    values = " ".join(f"wd:{p}" for p in sorted(set(pids)))
+    query = (PREFIXES + f"SELECT ?p ?l WHERE {{ VALUES ?p {{ {values} }} ?p rdfs:label ?l "
+             f"FILTER(LANG(?l) = \"{lang}\") }}\nORDER BY ?p ?l\n")
+    with sparql_of(ctx) as sparql:
+        result = sparql.select(query, "predicate labels")
+    labels = {b["p"]["value"].rsplit("/", 1)[1]: b["l"]["value"] for b in result.bindings}
+    return {p: labels.get(p, p) for p in pids}
+
+
+def _chain_lines(label: str, chains: Sequence[Mapping[str, Any]], plabels: Mapping[str, str]) -> str:
+    return "\n".join(f"{i}. {label} -[{c['p1']} {plabels.get(c['p1'], c['p1'])}]-> {c['mid_label']} "
+                     f"({c['mid']}) -[{c['p2']} {plabels.get(c['p2'], c['p2'])}]-> {c['obj_label']} "
+                     f"({c['obj']})" for i, c in enumerate(chains))
+
+
+def clues(ctx: StageContext) -> None:
+    s = ctx.settings
+    articles = ctx.stage.inputs[1]
+    support = ctx.path("support.sqlite3")
+    support.unlink(missing_ok=True)
+    build_index(read_jsonl(articles), support)
+    by_qid = {str(r["qid"]): str(r["docid"]) for r in ctx.read_jsonl(articles) if "qid" in r}
+    items = ctx.read_jsonl("gold.jsonl")
+    plabels = predicate_labels(ctx, [p for c in items for ch in c["chains"] for p in (ch["p1"], ch["p2"])],
+                               s["language"])
+    endpoint = _endpoint(ctx)
+    with Engine.open(support) as engine:
+        def article(qid: str) -> tuple[str, str] | None:
+            docid = by_qid.get(qid)
+            if docid is None:
+                return None
+            try:
+                return docid, engine.open_document(docid=docid).text
+            except DocumentNotFoundError:
+                return None
+
+        def process(c: dict[str, Any]) -> Outcome:
+            answer = c["entities"][0]
+            found = article(c["qid"])
+            if found is None:
+                return Reject("no_article", f"no article about {c['qid']} in the support corpus")
+            docid, text = found
+            prompt = CLUES_PROMPT.format(label=answer["label"], qid=c["qid"],
+                                         chains=_chain_lines(answer["label"], c["chains"], plabels),
+                                         chains_json=json.dumps(c["chains"], sort_keys=True))
+            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"clues {c['cid']}"), CluesReply)
+            if reply is None:
+                return Reject("unparseable_reply", f"the clues reply for {c['cid']} holds no facts object")
+            verdicts = []
+            for f in reply.facts:
+                verdict = {"chain": f.chain, "hops": f.hops, "text": f.text, "triple": list(f.triple)}
+                if f.chain >= len(c["chains"]):
+                    verdicts.append({**verdict, "verdict": "no_such_chain"})
+                    continue
+                ch = c["chains"][f.chain]
+                hop = [c["qid"], ch["p1"], ch["mid"]] if f.hops == 1 else [ch["mid"], ch["p2"], ch["obj"]]
+                if list(f.triple) != hop:
+                    verdicts.append({**verdict, "verdict": "triple_not_in_chain"})
+                    continue
+                judged = parse_reply(ctx.reply_text(endpoint, _body(ctx, SUPPORT_PROMPT.format(
+                    docid=docid, article=text, label=answer["label"], fact=f.text)),
+                    f"support {c['cid']} fact {f.chain}"), SupportReply)
+                if judged is None:
+                    return Reject("unparseable_reply", f"the support verdict for {c['cid']} fact {f.chain} "
+                                                       "holds no verdict object")
+                verdicts.append({**verdict, "verdict": "grounded" if judged.supported else "unsupported"})
+            grounded_chains = {v["chain"] for v in verdicts if v["verdict"] == "grounded"}
+            if len(grounded_chains) < 3:
+                return Reject("too_few_grounded_facts",
+                              f"{len(grounded_chains)} grounded fact(s) from distinct chains < 3 "
+                              f"({len(verdicts)} facts written)")
+            return Keep({**c, "article_docid": docid, "clues": verdicts, "predicate_labels": {
+                p: plabels[p] for ch in c["chains"] for p in (ch["p1"], ch["p2"])}})
+
+        kept = ctx.map(items, lambda c: c["cid"], process)
+    ctx.write_jsonl("clues.jsonl", kept)
+
+
+def grounded_facts(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The grounded facts, one per chain (the first written)."""
+    seen: set[int] = set()
+    out = []
+    for v in c["clues"]:
+        if v["verdict"] == "grounded" and v["chain"] not in seen:
+            seen.add(v["chain"])
+            out.append(v)
+    return out
+
+
+def compose(ctx: StageContext) -> None:
+    endpoint = _endpoint(ctx)
+
+    def process(c: dict[str, Any]) -> Outcome:
+        template = TEMPLATES[c["template"]]
+        params = "".join(f" Use {k} = {v}." for k, v in sorted(c["params"].items()))
+        prompt = COMPOSE_PROMPT.format(task=template.task, params=params,
+                                       unit=template.unit or "plain numbers",
+                                       clues="\n".join(f"- {f['text']}" for f in grounded_facts(c)),
+                                       gold=c["gold"]["label"])
+        reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"compose {c['cid']}"), ComposeReply)
+        if reply is None:
+            return Reject("unparseable_reply", f"the compose reply for {c['cid']} holds no question object")
+        return Keep({**c, "question": reply.question.strip()})
+
+    ctx.write_jsonl("composed.jsonl", ctx.map(ctx.read_jsonl("clues.jsonl"), lambda c: c["cid"], process))
+
+
+def _term(name: str, qid: str, label: str, text: str, var: str, lines: list[str]) -> str:
+    """``wd:QID`` when the text names it, else a variable sharing its type (or the type's superclass)."""
+    if mentions(text, label):
+        return f"wd:{qid}"
+    lines.append(f"  ?{var} wdt:P31/wdt:P279? ?{var}_c . wd:{qid} wdt:P31/wdt:P279? ?{var}_c .")
+    return f"?{var}"
+
+
+def uniqueness_query(c: Mapping[str, Any], types: Sequence[str]) -> str:
+    """Entities of ``types`` satisfying every grounded fact, as the question states them."""
+    text = c["question"]
+    lines = [f"  VALUES ?type {{ {' '.join('wd:' + t for t in types)} }}", "  ?x wdt:P31/wdt:P279* ?type ."]
+    for i, f in enumerate(grounded_facts(c)):
+        ch = c["chains"][f["chain"]]
+        mid = _term("mid", ch["mid"], ch["mid_label"], text, f"m{i}", lines)
+        lines.append(f"  ?x wdt:{ch['p1']} {mid} .")
+        if f["hops"] == 2:
+            obj = _term("obj", ch["obj"], ch["obj_label"], text, f"o{i}", lines)
+            lines.append(f"  {mid} wdt:{ch['p2']} {obj} .")
+    return PREFIXES + "SELECT DISTINCT ?x WHERE {\n" + "\n".join(lines) + \
+        f"\n}}\nORDER BY ?x\nLIMIT {UNIQUENESS_LIST + 1}\n"
+
+
+def _fact_line(c: Mapping[str, Any], f: Mapping[str, Any]) -> str:
+    """A used fact as (subject, property label, object) labels."""
+    ch = c["chains"][f["chain"]]
+    if f["hops"] == 2:
+        return f"- ({ch['mid_label']}, {c['predicate_labels'][ch['p2']]}, {ch['obj_label']})"
+    return f"- ({c['entities'][0]['label']}, {c['predicate_labels'][ch['p1']]}, {ch['mid_label']})"
+
+
+def validate(ctx: StageContext) -> None:
+    s = ctx.settings
+    endpoint = _endpoint(ctx)
+    topics = s["topics"]
+    items = ctx.read_jsonl("composed.jsonl")
+    aliases = {e["qid"]: e["aliases"] for c in items for e in c["entities"]}
+    with sparql_of(ctx) as sparql:
+        def process(c: dict[str, Any]) -> Outcome:
+            q = c["question"]
+            template = TEMPLATES[c["template"]]
+            values = [values_from_json(e["values"]) for e in c["entities"]]
+            if not verify_gold(template, values, c["params"], c["gold"]["label"]):
+                return Reject("gold_not_reproduced", f"re-executing {template.name} does not give "
+                                                     f"{c['gold']['label']}")
+            named = names_entity(q, c["entities"])
+            if named:
+                return Reject("entity_named", named)
+            leaked = leaked_values(q, [(f"{e['qid']}:{p}", v)
+                                       for e, vals in zip(c["entities"], values, strict=True)
+                                       for p, v in sorted(vals.items())])
+            if leaked:
+                return Reject("value_leak", leaked)
+            facts = grounded_facts(c)
+            flat = flattened(facts, c["chains"], aliases)
+            if flat:
+                return Reject("multi_hop_flattening", flat)
+            types = topics[c["topic"]]["types"]
+            result = sparql.select(uniqueness_query(c, types), f"uniqueness {c['cid']}")
+            matches = [v.rsplit("/", 1)[1] for v in result.values("x")]
+            n = len(matches)
+            if n != 1:
+                listed = ", ".join(matches[:UNIQUENESS_LIST]) + (", ..." if n > UNIQUENESS_LIST else "")
+                count = f"more than {UNIQUENESS_LIST}" if n > UNIQUENESS_LIST else str(n)
+                return Reject("not_unique", f"{count} entities satisfy the clues as the question states "
+                                            f"them ({listed or 'none'})")
+            fact_lines = "\n".join(_fact_line(c, f) for f in facts)
+            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, RELATIONS_PROMPT.format(
+                question=q, facts=fact_lines)), f"relations {c['cid']}"), RelationsReply)
+            if reply is None:
+                return Reject("unparseable_reply",
+                              f"the relation check for {c['cid']} holds no verdict object")
+            if not reply.ok:
+                return Reject("unmapped_relation", "relation phrase(s) without a used fact: " +
+                              (", ".join(repr(p) for p in reply.unmapped) or "(not listed)"))
+            return Keep({**c, "uniqueness": {"count": n, "query": uniqueness_query(c, types)}})
+
+        kept = ctx.map(items, lambda c: c["cid"], process)
+    ctx.write_jsonl("validated.jsonl", kept)
+
+
+def export(ctx: StageContext) -> None:
+    rows = []
+    for i, c in enumerate(ctx.read_jsonl("diverse.jsonl")):
+        facts = grounded_facts(c)
+        v2 = c.get("v2")
+        rows.append({
+            "label": c["gold"]["label"],
+            "metadata": {
+                # the DR-256 row's required fields, filled from what the generator knows
+                "benchmark": {"base_pilot": {"v1": c.get("v1"), "v2": v2}, "calibration_tier":
+                              "challenge" if v2 is not None and v2["solved"] == 0 else "frontier",
+                              "clean_provenance_answer_docids": [c["article_docid"]], "index": i,
+                              "selection_bucket": "drbencher"},
+                "category": c["domain"], "dataset_rows": {"candidate": c["cid"], "generator": "drbencher"},
+                "difficulty": min(3, max(1, int(c["cci"]["total"]) - 1)), "question": c["question"],
+                "qid": f"drbencher-{c['cid']}", "row_fingerprints": [c["cid"]], "teacher_correct": None,
+                "drbencher": {
+                    "article_docid": c["article_docid"], "cci": c["cci"], "chains": c["chains"],
+                    "clues": c["clues"], "computation": c["gold"]["formula"],
+                    "entities": [{"aliases": e["aliases"], "label": e["label"], "qid": e["qid"],
+                                  "role": e["role"]} for e in c["entities"]],
+                    "grounded_chains": [f["chain"] for f in facts], "params": c["params"],
+                    "properties": c["properties"], "template": c["template"],
+                    "tolerance": c["gold"]["tolerance"],
+                    "uniqueness": c["uniqueness"], "unit": c["gold"]["unit"], "v1": c.get("v1"),
+                    "v2": c.get("v2")},
+            },
+            "prompt": [{"content": SYSTEM, "role": "system"},
+                       {"content": f"Question: {c['question']}\nAnswer:", "role": "user"}],
+        })
+    ctx.write_jsonl("questions.jsonl", rows)
+    ctx.write_jsonl("support_docs.jsonl", ctx.read_jsonl(ctx.stage.inputs[1]))
+
+
+__all__ = ["clues", "compose", "export", "grounded_facts", "predicate_labels", "uniqueness_query", "validate"]

@@ -1,0 +1,110 @@
+"""The generator model of the tests: rule-based replies (tests/agents/fake_llm.py) that are
+pure functions of the prompt, with the failure cases the issue names built in:
+
+- clues: one fact per chain, naming the chain's intermediate entity (hops 1); except
+  - Nufenen Pass (Q674706): the Lepontine Alps → Uri Alps chain as a hop-2 fact that names
+    only the Uri Alps (multi-hop flattening);
+  - Tokyo (Q1490) and Innsbruck (Q1735): "hosted the 1964 Olympic Games", "twinned with a
+    city" — facts that do not name their objects, true of both cities (not unique);
+  - Matterhorn (Q1374): its first fact rendered with "produced by" (an unmapped relation);
+  - K2 (Q43512): a reply without JSON (unparseable_reply);
+- support: a fact is supported iff each of its capitalised words (after the first) is in the
+  article, or, with none, a word of six letters or more is;
+- compose: the clues, then the task, as one question;
+- relations: "produced by" maps to no fact;
+- the V1 solver (closed-book) answers the Zugspitze pendulum question right, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ....agents.fake_llm import Rule
+
+MODEL = "generator"
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+def clues(body: dict[str, Any]) -> str:
+    text = _prompt(body)
+    qid = re.search(r"^Entity: .* \((Q\d+)\)$", text, re.M).group(1)  # type: ignore[union-attr]
+    chains = json.loads(text.split("CHAINS_JSON: ", 1)[1])
+    if qid == "Q43512":
+        return "Sorry, I cannot write clues about mountains."
+    facts = []
+    for i, c in enumerate(chains):
+        fact = {"chain": i, "hops": 1, "text": f"It is linked to {c['mid_label']}.", "triple": [qid, c["p1"], c["mid"]]}
+        if qid == "Q674706" and c["mid"] == "Q1266" and c["obj"] == "Q1267":
+            fact = {"chain": i, "hops": 2, "text": "It lies in a range that borders the Uri Alps.",
+                    "triple": [c["mid"], c["p2"], c["obj"]]}
+        elif qid in ("Q1490", "Q1735") and c["p1"] == "P793":
+            fact = {**fact, "text": "It hosted the 1964 Olympic Games."}
+        elif qid in ("Q1490", "Q1735") and c["p1"] == "P190":
+            fact = {**fact, "text": "It is twinned with a city."}
+        elif qid == "Q1374" and i == 0:
+            fact = {**fact, "text": f"It is produced by the {c['mid_label']}."}
+        facts.append(fact)
+    return "Here are the facts:\n```json\n" + json.dumps({"facts": facts}) + "\n```"
+
+
+def support(body: dict[str, Any]) -> str:
+    text = _prompt(body)
+    article = text.split("): ", 1)[1].split("\nFact about ", 1)[0]
+    fact = text.rsplit(": ", 1)[1]
+    words = [w.strip(".,;:") for w in fact.split()[1:]]
+    names = [w for w in words if w[:1].isupper()]
+    ok = all(n in article for n in names) if names else any(len(w) >= 6 and w in article for w in words)
+    return json.dumps({"supported": ok})
+
+
+def compose(body: dict[str, Any]) -> str:
+    text = _prompt(body)
+    clue_lines = [line[2:] for line in text.split("Clues:\n", 1)[1].split("\nReference answer", 1)[0].splitlines()]
+    task = text.split("then ask to compute ", 1)[1].split(" The answer must be", 1)[0]
+    described = " ".join(c.replace("It ", "The entity ", 1) for c in clue_lines)
+    return json.dumps({"question": f"{described} Compute {task.rstrip('.')}."})
+
+
+def relations(body: dict[str, Any]) -> str:
+    question = _prompt(body).split("Question: ", 1)[1].split("\nFacts:", 1)[0]
+    if "produced by" in question:
+        return json.dumps({"ok": False, "unmapped": ["produced by"]})
+    return json.dumps({"ok": True})
+
+
+SOLVER = "solver"
+"""The V1 model: knows the Zugspitze pendulum answer from memory, nothing else."""
+
+SOLVER2 = "solver2"
+"""The V2 model: searches the support corpus, then answers the Zugspitze pendulum question
+right (from the elevation it read), nothing else."""
+
+
+def tool_solver(body: dict[str, Any]) -> dict[str, Any] | str:
+    messages = body["messages"]
+    turn = sum(m["role"] == "assistant" for m in messages)
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    if turn == 0:
+        args = json.dumps({"k": 3, "query": "Garmisch-Partenkirchen mountain elevation"})
+        return {"content": None, "role": "assistant", "tool_calls": [
+            {"function": {"arguments": args, "name": "search"}, "id": "s0", "type": "function"}]}
+    read = str(messages[-1].get("content") or "")
+    if "pendulum clock" in question and "Garmisch-Partenkirchen" in question and "2,962 metres" in read:
+        return "drift = 86400 × 2962 / 6371000 s/day\nFinal answer: 40.17 s/day"
+    return "I do not know."
+
+
+RULES = [
+    Rule(SOLVER2, (), tool_solver),
+    Rule(SOLVER, ("Garmisch-Partenkirchen", "pendulum clock"), "About 40.17 s/day."),
+    Rule(SOLVER, (), "I do not know."),
+    Rule(MODEL, "Write clues about an entity", clues),
+    Rule(MODEL, "Does the article support the fact?", support),
+    Rule(MODEL, "Write one question.", compose),
+    Rule(MODEL, "Check a question against the facts", relations),
+]

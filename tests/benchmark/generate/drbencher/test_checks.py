@@ -1,0 +1,59 @@
+"""The Validate stage's deterministic checks, one by one."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from drsearch.benchmark.generate.drbencher.checks import flattened, leaked_values, names_entity, value_forms
+from drsearch.benchmark.generate.drbencher.llm import CluesReply, first_json_object, parse_reply
+
+ZUG = [{"aliases": ["Zugspitz"], "label": "Zugspitze", "qid": "Q3375"}]
+
+
+@pytest.mark.parametrize("text", ["It rises 2962 m.", "It rises 2,962 m.", "It rises 2 962 m.", "It rises 2.962 km.",
+                                  "It rises 2\u202f962 m.", "(2962)"])
+def test_an_elevation_in_any_format_leaks(text: str) -> None:
+    assert leaked_values(text, [("P2044", Decimal("2962"))]) is not None
+
+
+@pytest.mark.parametrize("text", ["It rises 29620 m.", "12962", "2962.5 m", "in 1962", "about 3 km"])
+def test_other_numbers_do_not(text: str) -> None:
+    assert leaked_values(text, [("P2044", Decimal("2962"))]) is None
+
+
+def test_value_forms_of_decimals_dates_and_coordinates() -> None:
+    assert {"8848.86", "8,848.86", "8 848.86"} <= value_forms(Decimal("8848.86"))
+    assert value_forms(date(1949, 10, 7)) == {"1949-10-07", "7 October 1949", "October 7, 1949"}
+    assert leaked_values("founded on 7 October 1949", [("P571", date(1949, 10, 7))]) is not None
+    assert leaked_values("at 47.42 N", [("P625", (47.421111, 10.985278))]) is not None
+
+
+def test_names_match_case_insensitively_on_word_boundaries() -> None:
+    assert names_entity("Near the ZUGSPITZE summit", ZUG) == "the text names Q3375 as 'Zugspitze'"
+    assert names_entity("the zugspitz glacier", ZUG) == "the text names Q3375 as 'Zugspitz'"
+    assert names_entity("the Zugspitzbahn railway", ZUG) is None
+
+
+def test_a_hop_2_fact_must_name_its_intermediate_entity() -> None:
+    chains = [{"mid": "Q1266", "mid_label": "Lepontine Alps", "obj": "Q1267", "obj_label": "Uri Alps", "p1": "P4552",
+               "p2": "P47"}]
+    flat = [{"chain": 0, "hops": 2, "text": "It lies in a range that borders the Uri Alps."}]
+    assert flattened(flat, chains, {}) is not None
+    named = [{"chain": 0, "hops": 2, "text": "It lies in the Lepontine Alps, which border the Uri Alps."}]
+    assert flattened(named, chains, {}) is None
+    by_alias = [{"chain": 0, "hops": 2, "text": "It lies in the Leps, which border the Uri Alps."}]
+    assert flattened(by_alias, chains, {"Q1266": ["Leps"]}) is None
+    assert flattened([{**flat[0], "hops": 1}], chains, {}) is None
+
+
+def test_replies_are_read_from_the_first_json_object_or_not_at_all() -> None:
+    assert first_json_object('Sure! {"a": [1, {"b": 2}]} and {"c": 3}') == {"a": [1, {"b": 2}]}
+    assert first_json_object("no json {here") is None
+    ok = parse_reply('```json\n{"facts": [{"chain": 0, "hops": 1, "text": "t", "triple": ["Q1", "P2", "Q3"]}]}\n```',
+                     CluesReply)
+    assert ok is not None and ok.facts[0].triple == ("Q1", "P2", "Q3")
+    assert parse_reply('{"facts": [{"chain": 0, "hops": 3, "text": "t", "triple": ["Q1", "P2", "Q3"]}]}',
+                       CluesReply) is None

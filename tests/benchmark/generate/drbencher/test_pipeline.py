@@ -1,0 +1,208 @@
+"""The whole generator on the shipped fixture: ``drsearch kg serve`` and the rule-based
+generator model on 127.0.0.1; the named rejections, the exported rows, record → replay."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drsearch.agents import read_questions
+
+from ....agents.fake_llm import serve_rules
+from ..test_stages import assert_same_tree
+from .kgserver import kg_serve
+from .responder import MODEL, RULES, SOLVER, SOLVER2
+from .test_kg_stages import generate, rows, write_config
+
+TEMPLATES = ["pendulum_drift", "population_density", "date_difference"]  # one per domain: no draw decides
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[str, Any]]:
+    with kg_serve() as kg, serve_rules(RULES) as llm:
+        yield kg, llm
+
+
+def config_for(tmp: Path, kg: str, llm_url: str) -> Path:
+    return write_config(tmp, kg, templates=TEMPLATES,
+                        generator={"base_url": llm_url, "model": MODEL, "seed": 7, "temperature": 0.0})
+
+
+@pytest.fixture(scope="module")
+def run(servers: tuple[str, Any], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Path]:
+    kg, llm = servers
+    tmp = tmp_path_factory.mktemp("drbencher")
+    config = config_for(tmp, kg, llm.url)
+    rc, summary, err = generate(config, tmp / "gen")
+    assert rc == 0, err
+    assert summary is not None
+    return tmp / "gen", summary, config
+
+
+def rejected(out: Path) -> dict[str, tuple[str, str, str]]:
+    return {c["key"]: (c["stage"], c["check"], c["reason"]) for c in rows(out / "candidates.jsonl")}
+
+
+def test_the_named_rejections(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, _, _ = run
+    r = rejected(out)
+    assert r["Q674706:pendulum_drift"][:2] == ("validate", "multi_hop_flattening")
+    assert r["Q674706:pendulum_drift"][2] == ("fact 'It lies in a range that borders the Uri Alps.' uses P4552 → "
+                                              "Lepontine Alps → P47 → Uri Alps but does not name Lepontine Alps")
+    # Tokyo's clues (hosted the 1964 Olympic Games, twinned with a city) are true of Innsbruck too
+    assert r["Q1490:population_density"] == ("validate", "not_unique", "2 entities satisfy the clues as the "
+                                             "question states them (Q1490, Q1735)")
+    assert "Q1735:population_density" not in r  # Innsbruck's own clues add the Inn: unique
+    assert r["Q1374:pendulum_drift"] == ("validate", "unmapped_relation",
+                                         "relation phrase(s) without a used fact: 'produced by'")
+    assert r["Q43512:pendulum_drift"][:2] == ("clues", "unparseable_reply")
+
+
+def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, summary, _ = run
+    questions, _ = read_questions(out / "questions.jsonl")  # the DR-256 shape drsearch run reads
+    from drsearch.benchmark.datasets.dr256 import load_questions
+
+    assert load_questions(out / "questions.jsonl").problems == []  # the DR-256 schema drsearch score reads
+    assert [q.index for q in questions] == list(range(len(questions)))
+    by_qid = {json.loads(line)["metadata"]["qid"]: json.loads(line) for line in
+              (out / "questions.jsonl").read_text().splitlines()}
+    row = by_qid["drbencher-Q3375:pendulum_drift"]
+    meta = row["metadata"]["drbencher"]
+    assert row["label"] == "40.17 s/day" and meta["unit"] == "s/day"
+    assert meta["cci"] == {"E": 1, "P": 1, "total": 2}
+    assert meta["entities"] == [{"aliases": [], "label": "Zugspitze", "qid": "Q3375", "role": "answer"}]
+    assert meta["properties"][0]["value"] == "2962" and meta["article_docid"] == "kg-Q3375"
+    assert meta["uniqueness"]["count"] == 1 and len(meta["grounded_chains"]) >= 3
+    assert all(c["verdict"] in ("grounded", "unsupported", "triple_not_in_chain") for c in meta["clues"])
+    text = row["prompt"][1]["content"]
+    assert "Zugspitze" not in text and "2962" not in text and "2,962" not in text
+    # density questions have P = 2
+    density = [r for r in by_qid.values() if r["metadata"]["drbencher"]["template"] == "population_density"]
+    assert all(r["metadata"]["drbencher"]["cci"]["P"] == 2 for r in density)
+    # every candidate is kept or rejected with a reason, at every stage
+    for name, counts in summary["counts"].items():
+        assert counts["in"] == counts["out"] + counts["rejected_total"] or name in ("discover", "export"), name
+    assert summary["counts"]["export"]["in"] == 0  # export writes rows, it judges nothing
+    support = [json.loads(line) for line in (out / "support_docs.jsonl").read_text().splitlines()]
+    assert {"kg-Q3375", "kg-Q1490"} <= {d["docid"] for d in support}
+
+
+def test_record_then_replay_regenerates_the_directory_byte_identically(
+        servers: tuple[str, Any], run: tuple[Path, dict[str, Any], Path], tmp_path: Path) -> None:
+    out, _, config = run
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    again = tmp_path / "again"
+    rc, _, err = generate(config, again, "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    shutil.copy(cache, again / "cache.sqlite3")
+    assert_same_tree(out, again)
+
+
+def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tuple[str, Any],
+                                                                     tmp_path: Path) -> None:
+    kg, _ = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
+    assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+
+
+def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, dict[str, Any], Path]) -> None:
+    out, summary, _ = run
+    report = json.loads((out / "diversity.json").read_text())
+    assert report["min_distance"] == 0.30 and report["embedding"]["route"] == "onnx-int8"
+    removed = [c for c in rows(out / "candidates.jsonl") if c["check"] == "diversity"]
+    assert [c["key"] for c in removed] == report["removed"]  # in removal order, each with its reason
+    assert all(c["reason"].startswith("δ = ") and "< 0.3 to " in c["reason"] for c in removed)
+    exported = [json.loads(line)["metadata"]["qid"].removeprefix("drbencher-")
+                for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert exported == report["survivors"]
+    counts = summary["counts"]["diversity"]
+    assert counts["in"] == counts["out"] + counts["rejected_total"] == summary["counts"]["validate"]["out"]
+
+
+def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    config["v1"] = {"enabled": True, "k": 3, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER}}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v1")
+    assert rc == 0, err
+    assert summary is not None and summary["counts"]["v1"]["rejected"] == {"v1_closed_book_solved": 1}
+    r = rejected(out)
+    assert r["Q3375:pendulum_drift"] == ("v1", "v1_closed_book_solved", "closed-book accuracy 3/3 > 0.5")
+    kept = rows(out / "v1.jsonl")
+    assert kept and all(c["v1"] == {"bucket": "kept", "k": 3, "solved": 0, "tau": 0.5} for c in kept)
+    solver_calls = [b for b in llm.requests if b["model"] == SOLVER and "seed" in b]  # not the probe
+    assert len(solver_calls) == 3 * (len(kept) + 1) and len({b["seed"] for b in solver_calls}) == len(solver_calls)
+
+
+def test_v2_discards_what_the_model_solves_with_the_support_corpus(servers: tuple[str, Any],
+                                                                  tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER2}}
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert summary is not None and summary["counts"]["v2"]["rejected"] == {"v2_tool_augmented_solved": 1}
+    assert rejected(out)["Q3375:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
+                                                     "drbencher-v2 accuracy 2/2 > 0.5")
+    kept = rows(out / "v2.jsonl")
+    assert kept and all(c["v2"] == {"bucket": "kept", "k": 2, "solved": 0, "tau": 0.5} for c in kept)
+    # the searches went to the support corpus through the replay cache: a replay answers them offline
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    rc, _, err = generate(path, tmp_path / "again", "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    assert (tmp_path / "again" / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+
+
+def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
+    for key in ("v1", "v2"):
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps({**config, key: {"enabled": True}}, indent=1))
+        rc, _, err = generate(path, tmp_path / "gen")
+        assert rc == 2 and f"{key}: an enabled filter needs a model" in err and not (tmp_path / "gen").exists()
+
+
+def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cci(
+        run: tuple[Path, dict[str, Any], Path], tmp_path: Path) -> None:
+    from drsearch.tools.cli import main
+
+    from ....tools.test_cli_score import episode_record, write_run
+
+    out, _, _ = run
+    questions = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    episodes = []
+    for q in questions:
+        meta, qid = q["metadata"]["drbencher"], q["metadata"]["qid"]
+        right = meta["entities"][0]["qid"] == "Q3375"
+        e = episode_record(qid, q["metadata"]["benchmark"]["index"], "answered", q["label"] if right else "0")
+        if right:  # the trace names the withheld entity; every other attempt names none
+            e["messages"] = [{"content": "search: Zugspitze elevation", "role": "assistant"}]
+        episodes.append(e)
+    run_dir = write_run(tmp_path / "run", episodes)
+    buf = io.StringIO()
+    assert main(["score", str(run_dir), "--questions", str(out / "questions.jsonl"), "--judge", "numeric"], buf) == 0
+    block = json.loads((run_dir / "scores.json").read_text())["drbencher"]
+    n = len(questions)
+    assert block["attempts"] == n and block["entity_identification"]["identified"] == 1
+    assert block["entity_identification"]["rate"] == 1 / n
+    levels = {q["metadata"]["drbencher"]["cci"]["total"] for q in questions}
+    assert set(block["accuracy_by_cci"]) == {str(c) for c in levels}
+    assert sum(v["correct"] for v in block["accuracy_by_cci"].values()) == 1
+    assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]
