@@ -72,9 +72,9 @@ def test_open_and_stats(db: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["search", "--database", "{db}", "--k", "0", "flow"], 2, "k must be between 1 and 100"),
-        (["search", "--database", "{db}", "--k", "101", "flow"], 2, "k must be between 1 and 100"),
-        (["search", "--database", "{db}", "--k", "ten", "flow"], 2, "invalid int value"),
+        (["search", "--database", "{db}", "--k", "0", "flow"], 2, "k must be an integer in 1..100, got"),
+        (["search", "--database", "{db}", "--k", "101", "flow"], 2, "k must be an integer in 1..100, got"),
+        (["search", "--database", "{db}", "--k", "ten", "flow"], 2, "k must be an integer in 1..100, got \"ten\""),
         (["search", "--database", "{db}", "   "], 2, "query is empty"),
         (["search", "--database", "{tmp}/missing.sqlite3", "flow"], 2, "no such file"),
         (["search", "--database", "{tmp}/junk.sqlite3", "flow"], 2, "not a drsearch index"),

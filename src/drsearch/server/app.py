@@ -40,7 +40,7 @@ from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body,
 from .health import HealthState
 from .metrics import MetricsStore
 from .middleware import ServerMiddleware
-from .requests import body_schema, parse_body, read_body, request_models
+from .requests import body_schema, parse_open_body, parse_search_body, read_body, request_models
 from .schemas import ERRORS, ErrorResponse, HealthResponse, OpenResponse, SearchResponse, StatsResponse
 from .settings import BlocklistOrigin, ServerSettings
 
@@ -68,7 +68,8 @@ class _Api:
         self.settings = settings
         self.metrics = metrics
         self.health_state = health
-        self.models = request_models(settings)
+        self.models = request_models(settings)  # the OpenAPI schema of the contract
+        self.limits = settings.limits()
         self.static_health = health_body(engine, **blocklist)
         # One thread runs the engine calls of this worker, one at a time as before, while
         # the event loop stays free: /health answers at once even during a long search, and
@@ -81,7 +82,7 @@ class _Api:
     async def search(self, request: Request) -> Response:
         deadline = time.monotonic() + self.settings.request_timeout_s
         body = await read_body(request, self.settings.max_body_bytes, deadline)
-        req = parse_body(self.models.search, body)
+        req = parse_search_body(body, self.limits)
 
         def answer() -> bytes:
             result = self.engine.search(req.query, req.k, deadline=deadline,
@@ -95,8 +96,8 @@ class _Api:
 
     async def open(self, request: Request) -> Response:
         deadline = time.monotonic() + self.settings.request_timeout_s
-        req = parse_body(self.models.open,
-                         await read_body(request, self.settings.max_body_bytes, deadline))
+        req = parse_open_body(await read_body(request, self.settings.max_body_bytes, deadline),
+                              self.limits)
 
         def answer() -> bytes:
             try:

@@ -8,7 +8,6 @@ on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -23,9 +22,11 @@ from ..index import (
     DrsearchError,
     Engine,
     InvalidInputError,
-    InvalidRequestError,
     build,
-    dumps,
+    canonical_json,
+    number_from_text,
+    parse_open,
+    parse_search,
     read_jsonl,
 )
 from .blocking import add_allow_missing_blocked, serve_blocklist
@@ -72,7 +73,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     if args.json:
-        print(dumps(report.to_dict()), file=out)
+        print(canonical_json(report.to_dict()), file=out)
         return 0
     print(
         f"built {report.path}: {report.documents} documents ({report.empty_documents} empty), "
@@ -95,10 +96,12 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
                                            ("--run-tag", args.run_tag != "drsearch")) if given]
     if batch_only:
         raise InvalidInputError(f"{', '.join(batch_only)}: only with --topics")
+    # checked as POST /search checks its body (the request contract; --k read as a JSON number)
+    request = parse_search(_given(query=args.query, k=args.k))
     with _engine(args) as engine:
-        result = engine.search(args.query, 10 if args.k is None else args.k)
+        result = engine.search(request.query, request.k)
     if args.json:
-        print(dumps(result.to_dict()), file=out)
+        print(canonical_json(result.to_dict()), file=out)
         return 0
     if not result.hits:
         print("no results", file=out)
@@ -110,35 +113,23 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _page_option(flag: str, text: str | None, least: int) -> int | None:
-    """``--offset``/``--length`` checked as ``POST /open`` checks ``offset``/``length``: an
-    integer (``10`` or ``10.0``, as JSON Schema counts integers) of at least ``least``.
-    Raises InvalidRequestError (exit 2), as the server answers 422 ``invalid_request``."""
-    if text is None:
-        return None
-    try:  # read as the JSON number the HTTP body would carry: not "+5", "5_0", "true" or "5.5"
-        number = json.loads(text)
-    except ValueError:
-        number = None
-    value = None
-    if isinstance(number, int) and not isinstance(number, bool):
-        value = number
-    elif isinstance(number, float) and number.is_integer():
-        value = int(number)
-    if value is None:
-        raise InvalidRequestError(f"{flag}: Input should be a valid integer, got {text!r}")
-    if value < least:
-        raise InvalidRequestError(f"{flag}: Input should be greater than or equal to {least}, got {value}")
-    return value
+def _given(**options: str | None) -> dict[str, object]:
+    """The options given, as the request body they stand for: numbers read as the JSON
+    numbers an HTTP body would carry (``5``, ``5.0``; ``true`` and ``5.5`` then refused by
+    the contract, as over HTTP), text as text."""
+    numeric = {"k", "offset", "length"}
+    return {key: number_from_text(value) if key in numeric else value
+            for key, value in options.items() if value is not None}
 
 
 def cmd_open(args: argparse.Namespace, out: TextIO) -> int:
-    offset = _page_option("--offset", args.offset, 0) or 0
-    length = _page_option("--length", args.length, 1)
+    # checked as POST /open checks its body: exit 2 where the server answers 422
+    request = parse_open(_given(docid=args.docid, url=args.url, offset=args.offset, length=args.length))
+    offset, length = request.offset, request.length
     with _engine(args) as engine:
-        doc = engine.open_document(docid=args.docid, url=args.url)
+        doc = engine.open_document(docid=request.docid, url=request.url)
     if args.json:  # the body of POST /open with the same offset/length, byte for byte
-        print(dumps(doc.to_dict(offset, length)), file=out)
+        print(canonical_json(doc.to_dict(offset, length)), file=out)
         return 0
     page = doc.to_dict(offset, length)
     print(f"{doc.docid}  {doc.url}\n{doc.title}\n\n{page['text']}", file=out)
@@ -153,10 +144,10 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with _engine(args, check_blocklist=False) as engine:  # reports listed and matched counts
         stats = engine.stats()
     if args.json:
-        print(dumps(stats), file=out)
+        print(canonical_json(stats), file=out)
         return 0
     for key, value in stats.items():
-        print(f"{key:>20}: {dumps(value) if isinstance(value, dict) else value}", file=out)
+        print(f"{key:>20}: {canonical_json(value) if isinstance(value, dict) else value}", file=out)
     return 0
 
 
@@ -302,7 +293,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")
     _database_args(p)
-    p.add_argument("--k", type=int, default=None,
+    p.add_argument("--k", metavar="K", default=None,
                    help="results to return (1..100, default 10; with --topics 1..10000, default 1000)")
     p.add_argument("query", metavar="QUERY", nargs="?", help="free text (never query syntax)")
     add_batch_options(p)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
 from ..compat.pyserini import Hit
-from ..index import MAX_RUN_K, BlockList, InvalidInputError, check_k, dumps
+from ..index import MAX_RUN_K, BlockList, InvalidInputError, check_k, dumps, number_from_text
 from ..index.atomic import atomic_output
 from .progress import progress_bar
 
@@ -48,7 +48,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("give either QUERY or --topics, not both")
     if args.output is None:
         raise InvalidInputError("--topics needs --output RUN.trec")
-    k = RUN_K_DEFAULT if args.k is None else check_k(args.k, MAX_RUN_K)
+    k = RUN_K_DEFAULT if args.k is None else check_k(number_from_text(args.k), MAX_RUN_K)
     output = Path(args.output)
     _check_output(output, args.force)
     topics = read_topics(args.topics)
