@@ -301,9 +301,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("open", help="print a document")
     _database_args(p)
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--docid", help="the document's docid")
-    g.add_argument("--url", help="any spelling of any of its URLs (canonicalised)")
+    # exactly one of --docid/--url: checked by the request contract, as POST /open checks it
+    p.add_argument("--docid", help="the document's docid (give it or --url)")
+    p.add_argument("--url", help="any spelling of any of its URLs (canonicalised)")
     p.add_argument("--offset", metavar="N", help="first character of the text to print (>= 0; default 0)")
     p.add_argument("--length", metavar="N", help="characters of text to print (>= 1; default all)")
     p.set_defaults(handler=cmd_open)
