@@ -180,7 +180,7 @@ def test_max_k_setting_bounds_k_and_the_schema(sample_index: Path) -> None:
 
 def test_settings_are_validated() -> None:
     for bad in ({"max_k": 0}, {"max_k": 101}, {"default_k": 50, "max_k": 20},
-                {"request_timeout_s": 0}, {"max_body_bytes": 10}, {"unknown_fields": "maybe"},
+                {"time_limit_s": 0}, {"max_body_bytes": 10}, {"unknown_fields": "maybe"},
                 {"nonsense": 1}):
         with pytest.raises(ValueError):
             ServerSettings(**bad)

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from ..index import CorpusInfo, DrsearchError, Engine, Searcher, ToolResponse, dumps, error_body
+from ..index import CorpusInfo, DrsearchError, Engine, Searcher, ToolResponse, canonical_json, error_body
 from .errors import SearcherError
 
 
@@ -37,7 +37,7 @@ class EngineSearcher:
             body = call()
         except DrsearchError as e:
             return ToolResponse(False, error_body(e.error_type, e.message))
-        return ToolResponse(True, dumps(body).encode("utf-8"))
+        return ToolResponse(True, canonical_json(body).encode("utf-8"))
 
     def search(self, query: str, k: int) -> ToolResponse:
         return self._answer(lambda: self._engine.search(query, k).to_dict())
@@ -60,10 +60,10 @@ class HttpSearcher:
         self._corpus: CorpusInfo | None = None
 
     @classmethod
-    def connect(cls, base_url: str, *, transport: httpx.BaseTransport | None = None,
+    def connect(cls, search_url: str, *, transport: httpx.BaseTransport | None = None,
                 timeout_s: float = 30.0) -> HttpSearcher:
-        """A searcher with its own client for ``base_url`` (close it with :meth:`close`)."""
-        return cls(httpx.Client(base_url=base_url.rstrip("/"), transport=transport, timeout=timeout_s))
+        """A searcher with its own client for the server at ``search_url`` (close it with :meth:`close`)."""
+        return cls(httpx.Client(base_url=search_url.rstrip("/"), transport=transport, timeout=timeout_s))
 
     def close(self) -> None:
         self._client.close()

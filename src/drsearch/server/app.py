@@ -5,7 +5,7 @@ returns bytes serialised once (no response-model re-validation on the request pa
 Engine calls run in one thread per app, one at a time (on a CPU-bound search the fastest
 schedule; capacity scales with ``--workers``), so that the event loop stays free: /health
 and the connection timeouts keep working while a long search runs. Each request has one
-deadline, ``request_timeout_s`` from the moment its handler starts, that covers reading
+deadline, ``time_limit_s`` from the moment its handler starts, that covers reading
 the body, parsing, postings, ranking, snippets and encoding. Errors of every kind reach
 the client through the one mapping in :mod:`drsearch.server.errors`.
 """
@@ -34,7 +34,7 @@ from ..index import (
     InvalidRequestError,
     QueryTimeoutError,
 )
-from .encoding import canonical_json, document_json, search_json
+from .encoding import canonical_bytes, document_json, search_json
 from .errors import JSON, error_response, from_http_exception
 from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
 from .health import HealthState
@@ -80,7 +80,7 @@ class _Api:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     async def search(self, request: Request) -> Response:
-        deadline = time.monotonic() + self.settings.request_timeout_s
+        deadline = time.monotonic() + self.settings.time_limit_s
         body = await read_body(request, self.settings.max_body_bytes, deadline)
         req = parse_search_body(body, self.limits)
 
@@ -95,7 +95,7 @@ class _Api:
         return Response(await self._run(answer), media_type=JSON)
 
     async def open(self, request: Request) -> Response:
-        deadline = time.monotonic() + self.settings.request_timeout_s
+        deadline = time.monotonic() + self.settings.time_limit_s
         req = parse_open_body(await read_body(request, self.settings.max_body_bytes, deadline),
                               self.limits)
 
@@ -114,10 +114,10 @@ class _Api:
 
     async def health(self) -> Response:
         body = {**self.static_health, **self.health_state.body()}
-        return Response(canonical_json(body), media_type=JSON)
+        return Response(canonical_bytes(body), media_type=JSON)
 
     async def stats(self) -> Response:
-        return Response(canonical_json(stats_body(self.engine, self.metrics.snapshot())),
+        return Response(canonical_bytes(stats_body(self.engine, self.metrics.snapshot())),
                         media_type=JSON)
 
     async def prometheus(self) -> Response:
@@ -143,7 +143,7 @@ def create_app(engine: Engine, settings: ServerSettings | None = None, *,
     """The FastAPI app serving ``engine`` under ``settings`` (defaults if None).
 
     The engine is used as given (its blocklist and time limit were fixed when it was
-    opened; ``drsearch serve`` opens it with ``settings.request_timeout_s``). Counters go
+    opened; ``drsearch serve`` opens it with ``settings.time_limit_s``). Counters go
     to ``settings.metrics_dir`` (shared by the workers of one run) or stay in memory.
     The app never closes the engine; ``app.state`` exposes ``engine``, ``settings``,
     ``metrics`` and ``blocklist_origin``. ``blocklist_origin`` and

@@ -42,7 +42,7 @@ class ServerSettings(BaseModel):
     - ``max_k``: the largest ``k`` a search may ask for (1..100, the engine's own cap).
     - ``default_k``: ``k`` when a search omits it (default ``min(10, max_k)``); must not
       exceed ``max_k``.
-    - ``request_timeout_s``: the time limit of one request, from the moment its handler
+    - ``time_limit_s``: the time limit of one request, from the moment its handler
       starts: reading the body (408 ``request_timeout`` past it), parsing, postings,
       ranking, snippets and encoding (503 ``query_timeout`` past it).
     - ``max_body_bytes``: a request body larger than this is answered 413 unread.
@@ -67,7 +67,7 @@ class ServerSettings(BaseModel):
 
     max_k: int = Field(default=MAX_K, ge=1, le=MAX_K)
     default_k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
-    request_timeout_s: float = Field(default=DEFAULT_TIME_LIMIT_S, gt=0, le=3600)
+    time_limit_s: float = Field(default=DEFAULT_TIME_LIMIT_S, gt=0, le=3600)
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
     max_query_chars: int = Field(default=MAX_QUERY_CHARS, ge=1, le=MAX_QUERY_CHARS)
     max_query_terms: int = Field(default=MAX_QUERY_TERMS, ge=1, le=MAX_QUERY_TERMS)

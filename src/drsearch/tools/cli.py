@@ -16,6 +16,7 @@ from typing import TextIO
 
 from .. import __version__
 from ..index import (
+    DEFAULT_TIME_LIMIT_S,
     BlockList,
     BuildSettings,
     CorpusFileError,
@@ -240,7 +241,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if blocklist is not None and not args.allow_missing_blocked:
         with Engine.open(args.database, blocklist) as engine:
             engine.check_blocklist_complete()
-    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout,
+    settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
                               max_connections=args.max_connections)
@@ -329,8 +330,11 @@ def make_parser() -> argparse.ArgumentParser:
                    help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
-    p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
-                   help="time limit of one request in seconds, body to encoding (503 past it; default 10)")
+    # --request-timeout: the flag's former name, a deprecated alias (docs/SERVER.md)
+    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=_positive_seconds,
+                   default=DEFAULT_TIME_LIMIT_S, metavar="S",
+                   help="time limit of one request in seconds, body to encoding (503 past it; default 10; "
+                        "--request-timeout is its deprecated old name)")
     p.add_argument("--max-query-terms", type=_int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
     p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",

@@ -25,7 +25,7 @@ from ..corpus import (
     extract_crawl,
     fetch_urls,
 )
-from ..index import BuildSettings, InvalidInputError, dumps
+from ..index import BuildSettings, InvalidInputError, canonical_json
 from .progress import StageBars
 
 _MAX_WARNINGS = 20
@@ -99,7 +99,7 @@ def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     _warn(summary["problems"])
-    print(dumps(summary) if args.json else _fetch_line(summary, args.out), file=out)
+    print(canonical_json(summary) if args.json else _fetch_line(summary, args.out), file=out)
     return 0
 
 
@@ -112,7 +112,7 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     _warn(report["problems"])
-    print(dumps(report) if args.json else _extract_line(report, args.out), file=out)
+    print(canonical_json(report) if args.json else _extract_line(report, args.out), file=out)
     return 0
 
 
@@ -160,7 +160,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
                                 "sources": result.sources}
         if args.urls is not None:
             body.update(crawl=str(run.crawl), docs=str(run.docs), fetch=run.fetch, extract=run.extract)
-        print(dumps(body), file=out)
+        print(canonical_json(body), file=out)
         return 0
     if args.urls is not None:
         print(_fetch_line(run.fetch, run.crawl), file=out)
