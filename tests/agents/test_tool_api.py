@@ -110,3 +110,13 @@ def test_oversized_query_is_the_engines_error(searcher: EngineSearcher) -> None:
 def test_unknown_dialect_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="unknown tool dialect 'gemini'"):
         tool_schemas(dialect="gemini")
+
+
+def test_the_tool_error_is_the_capped_error_body() -> None:
+    """It used to be uncapped: a hostile 100 KB message went to the model whole."""
+    from drsearch.agents.tools import tool_error
+    from drsearch.index import error_body
+
+    text = tool_error("malformed_tool_call", "x" * 100_000)
+    assert text.encode() == error_body("malformed_tool_call", "x" * 100_000)
+    assert len(json.loads(text)["error"]["message"]) == 500

@@ -165,11 +165,16 @@ def json_integer(value: object) -> int | None:
 def number_from_text(text: str) -> object:
     """A CLI option's text read as the JSON value an HTTP body would carry (``"5"`` and
     ``"5.0"`` are numbers; ``"true"`` is a boolean); text that is no JSON value stays text,
-    so the request check names it. ``+5``, ``5_0`` and ``0x5`` are text, as JSON says."""
+    so the request check names it. ``+5``, ``5_0``, ``0x5`` and ``NaN`` are text, as JSON says."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except ValueError:
         return text
+
+
+def _not_json(name: str) -> object:
+    """Python's json reads NaN and Infinity; JSON (and an HTTP body here) has no such number."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def check_k(value: object, max_k: int = MAX_K) -> int:
