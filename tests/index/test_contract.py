@@ -117,3 +117,11 @@ def test_tool_contract() -> None:
     assert tool_arguments(["q"]) == ["q"]  # refused by the parser, with its message
     assert hit_passage({"chunk": {"text": " a \n b "}, "snippet": "s"}) == "a b"
     assert hit_passage({"snippet": "s  t"}) == "s t"
+
+
+def test_the_request_mapping_is_never_mutated() -> None:
+    data = {"docid": "a", "length": None, "extra": 1}
+    assert parse_open(data, Limits(unknown_fields="ignore")) == OpenRequest("a", None, 0, None)
+    assert data == {"docid": "a", "length": None, "extra": 1}
+    with pytest.raises(InvalidRequestError, match=r"^offset must be an integer in 0\.\.9007199254740991, got null$"):
+        parse_open({"docid": "a", "offset": None})

@@ -203,22 +203,29 @@ def too_many_terms(max_terms: int) -> InvalidQueryError:
     return InvalidQueryError(f"query has more than {max_terms} distinct terms; the limit is {max_terms}")
 
 
-def _fields(data: object, allowed: tuple[str, ...], limits: Limits) -> dict[str, Any]:
-    """``data`` as a dict of the allowed fields (unknown ones rejected or dropped)."""
-    if not isinstance(data, Mapping):
-        raise InvalidRequestError(f"request must be a JSON object, got {_type_name(data)}")
-    fields = {str(key): value for key, value in data.items()}
-    unknown = sorted(set(fields) - set(allowed))
-    if unknown and limits.unknown_fields == "reject":
+def _fields(data: object, allowed: tuple[str, ...], limits: Limits) -> Mapping[str, Any]:
+    """``data`` as a mapping of the allowed fields (unknown ones rejected or dropped); never
+    a copy when every field is allowed (the hot path of every request), never mutated."""
+    if not isinstance(data, dict):
+        if not isinstance(data, Mapping):
+            raise InvalidRequestError(f"request must be a JSON object, got {_type_name(data)}")
+        data = dict(data)
+    for key in data:
+        if key not in allowed:
+            break
+    else:
+        return data
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if limits.unknown_fields == "reject":
         raise InvalidRequestError("unknown field " + ", ".join(repr(u) for u in unknown[:3])
                                   + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""))
-    return {key: fields[key] for key in allowed if key in fields}
+    return {key: data[key] for key in allowed if key in data}
 
 
-def _integer_field(fields: dict[str, Any], name: str, least: int) -> int | None:
-    if name not in fields:
+def _integer_field(fields: Mapping[str, Any], name: str, least: int) -> int | None:
+    value = fields.get(name)
+    if value is None:
         return None
-    value = fields[name]
     number = json_integer(value)
     if number is None or not least <= number <= MAX_JSON_INT:
         raise InvalidRequestError(f"{name} must be an integer in {least}..{MAX_JSON_INT}, "
@@ -257,9 +264,9 @@ def parse_open(data: object, limits: Limits = DEFAULT_LIMITS,
             raise InvalidRequestError(f"{key} must be a string, got {_type_name(given[key])}")
     if ("docid" in given) == ("url" in given):
         raise InvalidRequestError("give exactly one of docid or url")
+    if "offset" in given and given["offset"] is None:  # null is no offset (length: null is "to the end")
+        raise InvalidRequestError(f"offset must be an integer in 0..{MAX_JSON_INT}, got null")
     offset = _integer_field(given, "offset", 0)
-    if given.get("length", 0) is None:  # null is a length: "to the end", the default
-        del given["length"]
     length = _integer_field(given, "length", 1)
     return OpenRequest(given.get("docid"), given.get("url"), offset or 0, length)
 
