@@ -5,7 +5,7 @@ Starts ``drsearch serve`` (1 worker, default limits unless flags are passed thro
 
 - a 32,763-byte query of 6,553 distinct short terms at k=100 (the distinct-term cap);
 - the slowest query under the cap: the index's 1,024 shortest terms at k=100, answered
-  within the request time limit, and with ``--request-timeout 0.5`` (a second server);
+  within the request time limit, and with ``--time-limit 0.5`` (a second server);
 - ``/health`` asked on the same (only) worker while that search runs;
 - a connection that never sends a byte, and one that drips a header byte every 0.5 s:
   when the server closes them;
@@ -159,9 +159,9 @@ def probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]
             s.close()
     finally:
         stop(proc)
-    proc, port = start(database, "--request-timeout", "0.5", *serve_args)
+    proc, port = start(database, "--time-limit", "0.5", *serve_args)
     try:
-        rows.append(("1,024 shortest terms, k=100, --request-timeout 0.5",
+        rows.append(("1,024 shortest terms, k=100, --time-limit 0.5",
                      *post(port, "/search", {"query": slow, "k": 100})))
     finally:
         stop(proc)

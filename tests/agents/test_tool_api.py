@@ -73,23 +73,33 @@ def test_strict_calls_with_nulls_run(searcher: EngineSearcher) -> None:
         jsonschema.validate({"query": "x"}, search)  # strict: k must be sent (as null at least)
 
 
-@pytest.mark.parametrize(("name", "args", "message"), [
-    ("search", {}, "'query' must be a non-empty string"),
-    ("search", {"query": 5}, "'query' must be a non-empty string"),
-    ("search", {"query": "x", "k": "5"}, "'k' must be an integer in 1..20"),
-    ("search", {"query": "x", "k": 21}, "'k' must be an integer in 1..20"),
-    ("search", {"query": "x", "limit": 5}, "unknown argument(s) ['limit']"),
-    ("open", {"docid": "a", "url": "b"}, "exactly one of 'docid' or 'url'"),
-    ("open", {"docid": "a", "offset": -1}, "'offset' must be a non-negative integer"),
-    ("python", {"code": "1"}, "unknown tool 'python'"),
-    ("search", ["x"], "arguments must be a JSON object"),
+@pytest.mark.parametrize(("name", "args", "error_type", "message"), [
+    # search/open: the request contract's type and message, as POST /search and /open answer
+    ("search", {}, "invalid_query", "missing field 'query'"),
+    ("search", {"query": 5}, "invalid_query", "query must be a string, got a number"),
+    ("search", {"query": "x", "k": "5"}, "invalid_k", 'k must be an integer in 1..20, got "5"'),
+    ("search", {"query": "x", "k": 21}, "invalid_k", "k must be an integer in 1..20, got 21"),
+    ("search", {"query": "x", "limit": 5}, "invalid_request", "unknown field 'limit'"),
+    ("open", {"docid": "a", "url": "b"}, "invalid_request", "give exactly one of docid or url"),
+    ("open", {"docid": "a", "offset": -1}, "invalid_request", "offset must be an integer in 0.."),
+    ("open", {"docid": "a", "length": 5}, "invalid_request", "unknown field 'length'"),
+    ("search", ["x"], "invalid_request", "request must be a JSON object, got an array"),
+    ("python", {"code": "1"}, "invalid_arguments", "unknown tool 'python'"),
 ])
-def test_bad_calls_are_tool_errors(searcher: EngineSearcher, name: str, args: object, message: str) -> None:
+def test_bad_calls_are_tool_errors(searcher: EngineSearcher, name: str, args: object, error_type: str,
+                                   message: str) -> None:
     result = execute(name, args, searcher)
     assert not result.response.ok
     err = json.loads(result.text)["error"]
-    assert err["type"] == "invalid_arguments" and message in err["message"]
+    assert err["type"] == error_type and message in err["message"], err
     assert json.loads(result.response.body) == json.loads(result.text)
+
+
+def test_integral_floats_are_integers_as_over_http(searcher: EngineSearcher) -> None:
+    """k 5.0 is the integer 5 (JSON Schema's integer), in the tools as in POST /search."""
+    assert execute("search", {"query": "antikythera mechanism", "k": 5.0}, searcher).text == execute(
+        "search", {"query": "antikythera mechanism", "k": 5}, searcher).text
+    assert execute("search", {"query": "antikythera mechanism", "k": 5.0}, searcher).response.ok
 
 
 def test_oversized_query_is_the_engines_error(searcher: EngineSearcher) -> None:
@@ -100,3 +110,13 @@ def test_oversized_query_is_the_engines_error(searcher: EngineSearcher) -> None:
 def test_unknown_dialect_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="unknown tool dialect 'gemini'"):
         tool_schemas(dialect="gemini")
+
+
+def test_the_tool_error_is_the_capped_error_body() -> None:
+    """It used to be uncapped: a hostile 100 KB message went to the model whole."""
+    from drsearch.agents.tools import tool_error
+    from drsearch.index import error_body
+
+    text = tool_error("malformed_tool_call", "x" * 100_000)
+    assert text.encode() == error_body("malformed_tool_call", "x" * 100_000)
+    assert len(json.loads(text)["error"]["message"]) == 500

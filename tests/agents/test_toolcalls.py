@@ -26,14 +26,15 @@ def test_native_valid_calls() -> None:
 @pytest.mark.parametrize("name,args,why", [
     ("search", "{bad", "not valid JSON"),
     ("search", "[1]", "JSON object"),
-    ("search", {"query": ""}, "non-empty string"),
-    ("search", {"query": "q", "k": 0}, "'k' must be"),
-    ("search", {"query": "q", "k": 21}, "'k' must be"),
-    ("search", {"query": "q", "k": True}, "'k' must be"),
-    ("search", {"query": "q", "top_k": 3}, "unknown argument"),
+    ("search", {"query": ""}, "query is empty"),
+    ("search", {"query": "q", "k": 0}, "k must be an integer in 1..20, got 0"),
+    ("search", {"query": "q", "k": 21}, "k must be"),
+    ("search", {"query": "q", "k": True}, "k must be an integer in 1..20, got true"),
+        ("search", {"query": "q", "k": 5.5}, "got 5.5"),
+    ("search", {"query": "q", "top_k": 3}, "unknown field 'top_k'"),
     ("open", {}, "exactly one of"),
     ("open", {"docid": "a", "url": "b"}, "exactly one of"),
-    ("open", {"docid": "a", "offset": -1}, "offset"),
+    ("open", {"docid": "a", "offset": -1}, "offset must be an integer in 0.."),
     ("fetch", {"url": "x"}, "unknown tool 'fetch'"),
 ])
 def test_native_malformed_calls(name: str, args: Any, why: str) -> None:

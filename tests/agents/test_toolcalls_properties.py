@@ -62,7 +62,9 @@ def test_valid_calls_round_trip_in_both_dialects(calls: list[dict[str, Any]], pr
 @given(VALID_SEARCH, st.sampled_from(["k", "query"]), JSON)
 def test_wrong_argument_values_are_rejected_not_repaired(call: dict[str, Any], key: str, value: Any) -> None:
     args = dict(call["arguments"], **{key: value})
-    ok_k = isinstance(args["k"], int) and not isinstance(args["k"], bool) and 1 <= args["k"] <= DR256.search_k_max
+    k = args["k"]  # null is "not given" (strict mode); 5.0 is the integer 5 (JSON Schema's rule)
+    ok_k = k is None or (not isinstance(k, bool) and isinstance(k, int | float)
+                         and float(k).is_integer() and 1 <= k <= DR256.search_k_max)
     ok_q = isinstance(args["query"], str) and bool(args["query"].strip())
     (parsed,) = parse_tool_calls(
         {"role": "assistant", "content": f"<tool_call>{json.dumps({'name': 'search', 'arguments': args})}</tool_call>"},

@@ -34,7 +34,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def opens(corpus: Path, docid: str, blocklist: Path | None = None) -> bool:
     """Whether ``drsearch open --docid DOCID`` finds the document (exit 0) or not (exit 1)."""
     extra = [] if blocklist is None else ["--blocked-docids", str(blocklist)]
-    code = main(["open", "--database", str(corpus), "--docid", docid, *extra], io.StringIO())
+    # --docid=VALUE: a docid may start with "-" (argparse would read "--docid -:" as two options)
+    code = main(["open", "--database", str(corpus), f"--docid={docid}", *extra], io.StringIO())
     assert code in (0, 1)
     return code == 0
 

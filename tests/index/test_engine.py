@@ -23,8 +23,10 @@ from drsearch.index import (
     NotADatabaseError,
     QueryTimeoutError,
     build,
-    dumps,
     read_jsonl,
+)
+from drsearch.index import (
+    canonical_json as dumps,
 )
 
 from ..helpers import DATA, blocklist_of, sample_docs

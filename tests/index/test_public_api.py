@@ -5,13 +5,18 @@ from __future__ import annotations
 import drsearch.index
 
 EXPECTED_INDEX_API = {
-    "CorpusInfo", "Searcher", "ToolResponse", "error_body", "IDENTITY_HEADER", "fleet_identity",
+    "CorpusInfo", "Searcher", "ToolResponse", "error_body", "TokenizerPreset", "IDENTITY_HEADER", "fleet_identity",
+    # the request contract (drsearch.index.contract)
+    "DEFAULT_K", "DEFAULT_LIMITS", "DEFAULT_TIME_LIMIT_S", "MAX_JSON_INT", "MAX_MESSAGE_CHARS", "OPEN_TOOL",
+    "SEARCH_TOOL", "Limits", "OpenRequest", "SearchRequest", "canonical_bytes", "canonical_json", "check_query",
+    "hit_passage", "json_integer", "DEFAULT_MAX_BATCH_QUERIES", "RetrieveRequest", "parse_retrieve", "number_from_text", "open_parameters", "parse_open", "parse_search",
+    "search_parameters", "strict_parameters", "tool_arguments",
     "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "MAX_RUN_K", "BlockList", "BlocklistError",
     "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",
-    "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "dumps", "parse_query",
+    "build", "canonicalize_url", "check_k", "chunk_spans", "chunk_words", "parse_query",
     "read_jsonl", "split_words", "SourcedDoc", "SourceChunk",
     # integrity checks (drsearch.index.integrity, release validation)
     "SQLiteHeader", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",

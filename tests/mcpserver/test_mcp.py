@@ -21,7 +21,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import drsearch.mcpserver
-from drsearch.index import BlockList, Engine, dumps
+from drsearch.index import BlockList, Engine
+from drsearch.index import canonical_json as dumps
 
 from ..helpers import DATA, strict_mode_problems
 
@@ -133,18 +134,19 @@ def check_answers(a: dict[str, Any], index: Path) -> None:
         assert a["open_page"] == (False, dumps(first.to_dict(10, 50)))  # the POST /open body
         assert a["open_url"] == (False, dumps(first.to_dict()))
     expected_errors = {
-        "bad_k_type": ("invalid_arguments", "'k' must be an integer in 1..100"),
-        "bad_k_range": ("invalid_arguments", "'k' must be an integer in 1..100"),
-        "bad_query_type": ("invalid_arguments", "'query' must be a non-empty string"),
-        "missing_query": ("invalid_arguments", "'query' must be a non-empty string"),
+        # search/open: the request contract's errors, as POST /search and POST /open answer
+        "bad_k_type": ("invalid_k", 'k must be an integer in 1..100, got "5"'),
+        "bad_k_range": ("invalid_k", "k must be an integer in 1..100, got 101"),
+        "bad_query_type": ("invalid_query", "query must be a string, got a number"),
+        "missing_query": ("invalid_query", "missing field 'query'"),
         "oversized_query": ("invalid_query", "the limit is 32768"),
-        "extra_argument": ("invalid_arguments", "unknown argument(s) ['limit']"),
+        "extra_argument": ("invalid_request", "unknown field 'limit'"),
         "missing_docid": ("invalid_arguments", "'docid' must be a non-empty string"),
         "bad_docid_type": ("invalid_arguments", "'docid' must be a non-empty string"),
-        "open_both": ("invalid_arguments", "exactly one of 'docid' or 'url'"),
-        "open_neither": ("invalid_arguments", "exactly one of 'docid' or 'url'"),
-        "open_bad_offset": ("invalid_arguments", "'offset' must be a non-negative integer"),
-        "open_bad_length": ("invalid_arguments", "'length' must be a positive integer"),
+        "open_both": ("invalid_request", "give exactly one of docid or url"),
+        "open_neither": ("invalid_request", "give exactly one of docid or url"),
+        "open_bad_offset": ("invalid_request", "offset must be an integer in 0..9007199254740991, got -1"),
+        "open_bad_length": ("invalid_request", "length must be an integer in 1..9007199254740991, got 0"),
         "unknown_tool": ("unknown_tool", "unknown tool 'python'"),
     }
     for key, (error_type, message) in expected_errors.items():

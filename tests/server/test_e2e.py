@@ -18,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from drsearch.index import BlockList, Engine, dumps
+from drsearch.index import BlockList, Engine
+from drsearch.index import canonical_json as dumps
 
 from .conftest import BLOCK_QUERY
 
@@ -158,7 +159,8 @@ def test_startup_log_says_when_there_is_no_blocklist(sample_index: Path, tmp_pat
     (["--database", "{index}", "--blocked-docids", "{badblock}"], "malformed docid"),
     (["--database", "{index}", "--max-k", "101"], "--max-k"),
     (["--database", "{index}", "--workers", "0"], "--workers"),
-    (["--database", "{index}", "--request-timeout", "-1"], "--request-timeout"),
+    (["--database", "{index}", "--time-limit", "-1"], "--time-limit"),
+    (["--database", "{index}", "--request-timeout", "-1"], "--request-timeout"),  # the deprecated alias
     (["--database", "{index}", "--verify", "paranoid"], "--verify"),
     (["--database", "{index}", "--host", "192.0.2.1"], "cannot bind"),  # not this machine's address
 ])

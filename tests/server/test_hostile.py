@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import Engine, dumps
+from drsearch.index import Engine
+from drsearch.index import canonical_json as dumps
 
 from .conftest import Client, error_of, make_client
 

@@ -155,7 +155,7 @@ def test_time_limit_covers_snippets(sample_index: Path, tmp_path: Path) -> None:
         t = time.monotonic()
         e.search(query, 100)
         assert time.monotonic() - t > 0.15
-    server = start(tmp_path, "--database", str(sample_index), "--request-timeout", "0.1",
+    server = start(tmp_path, "--database", str(sample_index), "--time-limit", "0.1",
                    "--verify", "none", workers=1)
     try:
         with httpx.Client(base_url=server.base, timeout=30) as c:
@@ -199,7 +199,7 @@ def tight_server(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -
     """Short timeouts and small limits, so each is seen within a second or two."""
     tmp = tmp_path_factory.mktemp("tight")
     server = start(tmp, "--database", str(sample_index), "--verify", "none", "--idle-timeout", "1",
-                   "--header-timeout", "1", "--request-timeout", "1", "--max-header-bytes", "4096",
+                   "--header-timeout", "1", "--request-timeout", "1", "--max-header-bytes", "4096",  # old alias
                    "--max-connections", "6", workers=1)
     yield server
     assert server.stop() == 0, server.log.read_text()[-2000:]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import BlockList, DocumentNotFoundError, Engine, build, dumps
+from drsearch.index import BlockList, DocumentNotFoundError, Engine, build
+from drsearch.index import canonical_json as dumps
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, sample_docs

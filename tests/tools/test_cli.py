@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import Engine, dumps
+from drsearch.index import Engine
+from drsearch.index import canonical_json as dumps
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, REPO
@@ -79,15 +80,16 @@ def test_open_and_stats(db: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["search", "--database", "{db}", "--k", "0", "flow"], 2, "k must be between 1 and 100"),
-        (["search", "--database", "{db}", "--k", "101", "flow"], 2, "k must be between 1 and 100"),
-        (["search", "--database", "{db}", "--k", "ten", "flow"], 2, "invalid int value"),
+        (["search", "--database", "{db}", "--k", "0", "flow"], 2, "k must be an integer in 1..100, got"),
+        (["search", "--database", "{db}", "--k", "101", "flow"], 2, "k must be an integer in 1..100, got"),
+        (["search", "--database", "{db}", "--k", "ten", "flow"], 2, "k must be an integer in 1..100, got \"ten\""),
         (["search", "--database", "{db}", "   "], 2, "query is empty"),
         (["search", "--database", "{tmp}/missing.sqlite3", "flow"], 2, "no such file"),
         (["search", "--database", "{tmp}/junk.sqlite3", "flow"], 2, "not a drsearch index"),
         (["search", "--database", "{db}", "--blocked-docids", "{tmp}/bad.txt", "flow"], 2, ":2: malformed"),
         (["open", "--database", "{db}", "--docid", "nope"], 1, "no document with docid 'nope'"),
-        (["open", "--database", "{db}"], 2, "one of the arguments --docid --url is required"),
+        (["open", "--database", "{db}"], 2, "give exactly one of docid or url"),
+            (["open", "--database", "{db}", "--docid", "a", "--url", "b"], 2, "give exactly one of docid or url"),
         (["build", "{tmp}/missing.jsonl", "--out", "{tmp}/x.sqlite3"], 2, "cannot read"),
         (["build", "{tmp}/bad.jsonl", "--out", "{tmp}/x.sqlite3", "--quiet"], 2, ":1: not valid JSON"),
         (["build", "{sample}", "--out", "{db}", "--quiet"], 1, "already exists"),

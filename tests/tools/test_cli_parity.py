@@ -177,7 +177,7 @@ def test_open_pages_exactly_as_http(db: Path) -> None:
 
 def test_open_bad_page_is_one_line_exit_2(db: Path) -> None:
     p = piped("open", "--database", str(db), "--docid", "x", "--offset", "-1")
-    assert p[0] == 2 and p[2] == "drsearch: error: --offset: Input should be greater than or equal to 0, got -1\n"
+    assert p[0] == 2 and p[2] == "drsearch: error: offset must be an integer in 0..9007199254740991, got -1\n"
 
 
 def test_open_human_output_names_the_next_page(db: Path) -> None:

@@ -65,8 +65,8 @@ def test_k_and_existing_output(cran_index: Path, small_topics: Path, tmp_path: P
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["QUERY"], "either QUERY or --topics"),
-    (["--k", "0"], "k must be between 1 and 10000"),
-    (["--k", "10001"], "k must be between 1 and 10000"),
+    (["--k", "0"], "k must be an integer in 1..10000, got 0"),
+    (["--k", "10001"], "k must be an integer in 1..10000, got 10001"),
     (["--run-tag", "two words"], "run tag 'two words'"),
     (["--topics", "MISSING"], "MISSING: no such file"),
     (["--topics", "BAD"], ":2: expected 'qid<TAB>query'"),

@@ -1,8 +1,8 @@
 """Canonical JSON and hashes: the one spelling used for cache keys, hashes and run files.
 
-The spelling is the engine's own (``drsearch.index.dumps``: sorted keys, compact
-separators, UTF-8 as is, no NaN), so a run file and an HTTP body of equal values are
-equal text.
+The spelling is the request contract's (``drsearch.index.canonical_json``: sorted keys,
+compact separators, UTF-8 as is, no NaN), so a run file and an HTTP body of equal values
+are equal text.
 """
 
 from __future__ import annotations
@@ -10,11 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..index import dumps as canonical_json
-
-
-def canonical_bytes(value: Any) -> bytes:
-    return canonical_json(value).encode("utf-8")
+from ..index import canonical_bytes, canonical_json
 
 
 def sha256_hex(data: bytes | str) -> str:

@@ -24,7 +24,7 @@ from ..index import (
     Engine,
     Searcher,
     ToolResponse,
-    dumps,
+    canonical_json,
     error_body,
 )
 from .errors import SearcherError
@@ -47,7 +47,7 @@ class EngineSearcher:
             body = call()
         except DrsearchError as e:
             return ToolResponse(False, error_body(e.error_type, e.message))
-        return ToolResponse(True, dumps(body).encode("utf-8"))
+        return ToolResponse(True, canonical_json(body).encode("utf-8"))
 
     def search(self, query: str, k: int) -> ToolResponse:
         return self._answer(lambda: self._engine.search(query, k).to_dict())
@@ -82,10 +82,10 @@ class HttpSearcher:
         self._identity_lock = threading.Lock()  # searchers are shared by a run's threads
 
     @classmethod
-    def connect(cls, base_url: str, *, transport: httpx.BaseTransport | None = None,
+    def connect(cls, search_url: str, *, transport: httpx.BaseTransport | None = None,
                 timeout_s: float = 30.0) -> HttpSearcher:
-        """A searcher with its own client for ``base_url`` (close it with :meth:`close`)."""
-        return cls(httpx.Client(base_url=base_url.rstrip("/"), transport=transport, timeout=timeout_s))
+        """A searcher with its own client for the server at ``search_url`` (close it with :meth:`close`)."""
+        return cls(httpx.Client(base_url=search_url.rstrip("/"), transport=transport, timeout=timeout_s))
 
     def close(self) -> None:
         self._client.close()

@@ -7,11 +7,13 @@ Documented API (docs/CLIENTS.md): :func:`tool_schemas` in the chat-completions, 
 Anthropic dialect, optionally strict-mode (every property in ``required``, optional ones
 nullable), and :func:`execute` to run any model's call against any :class:`Searcher`.
 
-Schemas (OpenAI function format, hashed into run.json), strict argument validation, and
-compact text formatting of the searcher's JSON answers: search results as rank, docid,
-url, title and chunk text; documents in pages of ``open_page_chars`` with the offset of
-the next page; every response capped at ``max_tool_response_chars``. Errors (bad
-arguments, unknown documents) are the structured JSON ``{"error": {"type", "message"}}``.
+Schemas (OpenAI function format, hashed into run.json) and argument checks of ``search``
+and ``open`` are the request contract's (:mod:`drsearch.index.contract`: the same checks and
+messages as ``POST /search``/``POST /open``, under the preset's k limits), and compact text
+formatting of the searcher's JSON answers: search results as rank, docid, url, title and
+chunk text; documents in pages of ``open_page_chars`` with the offset of the next page;
+every response capped at ``max_tool_response_chars``. Errors (bad arguments, unknown
+documents) are the contract's error body ``{"error": {"type", "message"}}``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,24 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..index import InvalidInputError, error_body
-from .canonical import canonical_json, sha256_json
+from ..index import (
+    OPEN_TOOL,
+    SEARCH_TOOL,
+    InvalidInputError,
+    Limits,
+    OpenRequest,
+    SearchRequest,
+    canonical_json,
+    error_body,
+    hit_passage,
+    open_parameters,
+    parse_open,
+    parse_search,
+    search_parameters,
+    strict_parameters,
+    tool_arguments,
+)
+from .canonical import sha256_json
 from .preset import DR256, Preset
 from .pytool import PythonRunner, format_python, python_limits
 from .searcher import Searcher, ToolResponse
@@ -37,26 +55,17 @@ def _functions(preset: Preset) -> list[dict[str, Any]]:
     """The preset's tools as ``{"name", "description", "parameters"}``, in :data:`TOOL_NAMES`
     order (depends on the tool list, the k limits and the python limits only)."""
     search = {
-        "name": "search",
+        "name": SEARCH_TOOL,
         "description": ("Search the frozen web corpus (BM25 over page chunks). Returns up to k pages, "
                         "each with rank, docid, url, title and its best-matching passage."),
-        "parameters": {"type": "object", "additionalProperties": False, "required": ["query"],
-                       "properties": {
-                           "query": {"type": "string", "description": "free-text keywords"},
-                           "k": {"type": "integer", "minimum": 1, "maximum": preset.search_k_max,
-                                 "description": f"results to return (default {preset.search_k_default})"}}},
+        "parameters": search_parameters(preset_limits(preset)),
     }
     open_ = {
-        "name": "open",
+        "name": OPEN_TOOL,
         "description": ("Open a page by docid (from search results) or by URL and read its text, "
                         f"{preset.open_page_chars} characters at a time; pass the offset given at the "
                         "end of a page to read the next one."),
-        "parameters": {"type": "object", "additionalProperties": False,
-                       "properties": {
-                           "docid": {"type": "string", "description": "docid from a search result"},
-                           "url": {"type": "string", "description": "page URL (instead of docid)"},
-                           "offset": {"type": "integer", "minimum": 0,
-                                      "description": "character offset of the page (default 0)"}}},
+        "parameters": open_parameters(length=False),  # the page size is the preset's
     }
     python = {
         "name": "python",
@@ -72,15 +81,13 @@ def _functions(preset: Preset) -> list[dict[str, Any]]:
     return [schemas[name] for name in preset.tools]
 
 
-def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
-    """``parameters`` as strict mode requires: every property listed in ``required`` and the
-    ones that were optional made nullable (``null`` then means "not given"; :func:`execute`
-    drops null arguments). ``additionalProperties`` is false already."""
-    props = parameters["properties"]
-    optional = set(props) - set(parameters.get("required", []))
-    strict_props = {name: ({**schema, "type": [schema["type"], "null"]} if name in optional else schema)
-                    for name, schema in props.items()}
-    return {**parameters, "properties": strict_props, "required": list(props)}
+def preset_limits(preset: Preset) -> Limits:
+    """The request contract's limits of ``preset``'s tools (its k default and maximum)."""
+    return Limits(max_k=preset.search_k_max, default_k=preset.search_k_default)
+
+
+# The agents' open has no ``length``: a page is ``preset.open_page_chars`` characters.
+AGENT_OPEN_FIELDS = ("docid", "url", "offset")
 
 
 def tool_schemas(preset: Preset | None = None, *, dialect: str = "chat",
@@ -119,48 +126,52 @@ def tool_schema_sha256(preset: Preset) -> str:
 
 
 def tool_error(error_type: str, message: str) -> str:
-    """The text of a structured tool error, as the model sees it."""
-    return canonical_json({"error": {"message": message, "type": error_type}})
+    """The text of a structured tool error, as the model sees it (the contract's error
+    body: the message capped like every other)."""
+    return error_body(error_type, message).decode("utf-8")
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+class _Refused(Exception):
+    """A call refused before it runs: its error type and message."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type, self.message = error_type, message
+
+
+def _check_call(name: str, args: object, preset: Preset) -> SearchRequest | OpenRequest | str:
+    """The checked request of ``name(**args)`` (the python tool: its code). Null arguments
+    count as not given. Raises _Refused: ``invalid_arguments`` for an unknown tool or a bad
+    python call, else the request contract's own error type and message."""
+    if name not in preset.tools:
+        offered = ", ".join(preset.tools) or "none: answer directly"
+        raise _Refused("invalid_arguments", f"unknown tool {name!r} (tools: {offered})")
+    given = tool_arguments(args)
+    if name == "python":
+        if not isinstance(given, dict):
+            raise _Refused("invalid_arguments", "python: arguments must be a JSON object")
+        extra = set(given) - {"code"}
+        if extra:
+            raise _Refused("invalid_arguments", f"python: unknown argument(s) {sorted(extra)}")
+        if not isinstance(given.get("code"), str) or not given["code"].strip():
+            raise _Refused("invalid_arguments", "python: 'code' must be a non-empty string")
+        return str(given["code"])
+    try:
+        if name == SEARCH_TOOL:
+            return parse_search(given, preset_limits(preset))
+        return parse_open(given, preset_limits(preset), AGENT_OPEN_FIELDS)
+    except InvalidInputError as e:
+        raise _Refused(e.error_type, e.message) from None
 
 
 def validate_arguments(name: str, args: dict[str, Any], preset: Preset) -> str | None:
-    """None if ``name(**args)`` is a valid call, else why not (never guesses a fix)."""
-    if name not in preset.tools:
-        offered = ", ".join(preset.tools) or "none: answer directly"
-        return f"unknown tool {name!r} (tools: {offered})"
-    if name == "python":
-        extra = set(args) - {"code"}
-        if extra:
-            return f"python: unknown argument(s) {sorted(extra)}"
-        if not isinstance(args.get("code"), str) or not args["code"].strip():
-            return "python: 'code' must be a non-empty string"
-        return None
-    if name == "search":
-        extra = set(args) - {"query", "k"}
-        if extra:
-            return f"search: unknown argument(s) {sorted(extra)}"
-        if not isinstance(args.get("query"), str) or not args["query"].strip():
-            return "search: 'query' must be a non-empty string"
-        k = args.get("k", preset.search_k_default)
-        if not _is_int(k) or not 1 <= k <= preset.search_k_max:
-            return f"search: 'k' must be an integer in 1..{preset.search_k_max}"
-        return None
-    if name == "open":
-        extra = set(args) - {"docid", "url", "offset"}
-        if extra:
-            return f"open: unknown argument(s) {sorted(extra)}"
-        given = [key for key in ("docid", "url") if key in args]
-        if len(given) != 1 or not isinstance(args[given[0]], str) or not args[given[0]]:
-            return "open: give exactly one of 'docid' or 'url', a non-empty string"
-        offset = args.get("offset", 0)
-        if not _is_int(offset) or offset < 0:
-            return "open: 'offset' must be a non-negative integer"
-        return None
-    return f"unknown tool {name!r} (tools: search, open)"
+    """None if ``name(**args)`` is a valid call, else why not (never guesses a fix): for
+    ``search``/``open`` the message ``POST /search``/``POST /open`` would answer."""
+    try:
+        _check_call(name, args, preset)
+    except _Refused as e:
+        return e.message
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +194,7 @@ def format_search(body: dict[str, Any], preset: Preset) -> str:
     per_hit = max(200, (preset.max_tool_response_chars - len(head)) // len(hits) - 120)
     parts = [head]
     for h in hits:
-        passage = " ".join(str(h.get("chunk", {}).get("text") or h.get("snippet", "")).split())
+        passage = hit_passage(h)
         parts.append(f"[{h['rank']}] docid: {h['docid']}\ntitle: {h['title']}\nurl: {h['url']}\n"
                      f"text: {_cap(passage, per_hit)}")
     return "\n\n".join(parts)
@@ -229,29 +240,28 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     ``preset.max_tool_response_chars``; preset default DR-256).
 
     Null arguments count as not given (strict-mode schemas send every property). A call that
-    :func:`validate_arguments` refuses is not run: its result is the structured tool error
-    ``invalid_arguments`` (``response.ok`` false), never an exception.
+    is refused is not run: its result is a structured tool error (``response.ok`` false),
+    never an exception: ``search``/``open`` arguments get exactly the error type and message
+    of ``POST /search``/``POST /open`` (``invalid_query``, ``invalid_k``, ``invalid_request``;
+    the request contract); an unknown tool or a bad python call ``invalid_arguments``.
     """
     preset = preset or DR256
-    given: dict[str, Any] = {}
-    if not isinstance(args, dict):
-        problem: str | None = f"{name}: arguments must be a JSON object"
-    else:
-        given = {str(key): value for key, value in args.items() if value is not None}
-        problem = validate_arguments(name, given, preset)
-    if problem is not None:
-        return ToolResult(tool_error("invalid_arguments", problem),
-                          ToolResponse(False, error_body("invalid_arguments", problem)))
-    if name == "python":
+    try:
+        request = _check_call(name, args, preset)
+    except _Refused as e:
+        body = error_body(e.error_type, e.message)
+        return ToolResult(body.decode("utf-8"), ToolResponse(False, body))
+    if isinstance(request, str):
         if python is None:
             raise ValueError("the python tool was called but no PythonRunner was given")
-        r = python.run(given["code"], python_limits(preset))
+        r = python.run(request, python_limits(preset))
         return ToolResult(format_python(json.loads(r.body), preset.max_tool_response_chars), r)
-    if name == "search":
-        r = searcher.search(given["query"], given.get("k", preset.search_k_default))
+    offset = 0
+    if isinstance(request, SearchRequest):
+        r = searcher.search(request.query, request.k)
     else:
-        offset = given.get("offset", 0)
-        r = searcher.open(docid=given.get("docid"), url=given.get("url"), offset=offset,
+        offset = request.offset
+        r = searcher.open(docid=request.docid, url=request.url, offset=offset,
                           length=preset.open_page_chars)
     try:
         body = json.loads(r.body)
@@ -260,12 +270,13 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     if not r.ok:
         err = body.get("error", {}) if isinstance(body, dict) else {}
         text = tool_error(str(err.get("type", "error")), str(err.get("message", "")))
-    elif name == "search":
+    elif isinstance(request, SearchRequest):
         text = format_search(body, preset)
     else:  # fitted to the cap by shortening the page, never by cutting text the model cannot page to
-        return ToolResult(format_open(body, given.get("offset", 0), preset.max_tool_response_chars), r)
+        return ToolResult(format_open(body, offset, preset.max_tool_response_chars), r)
     return ToolResult(_cap(text, preset.max_tool_response_chars), r)
 
 
-__all__ = ["TOOL_DIALECTS", "Dialect", "ToolResult", "execute", "format_open", "format_search",
-           "strict_parameters", "tool_error", "tool_schema_sha256", "tool_schemas", "validate_arguments"]
+__all__ = ["AGENT_OPEN_FIELDS", "TOOL_DIALECTS", "Dialect", "ToolResult", "execute", "format_open",
+           "format_search", "preset_limits", "strict_parameters", "tool_error", "tool_schema_sha256",
+           "tool_schemas", "validate_arguments"]

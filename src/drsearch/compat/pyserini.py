@@ -33,8 +33,8 @@ from ..index import (
     DocumentNotFoundError,
     Engine,
     InvalidInputError,
+    canonical_json,
     check_k,
-    dumps,
 )
 from ..index import Document as _EngineDocument
 
@@ -64,7 +64,8 @@ class Document:
     def raw(self) -> str:
         """Canonical JSON ``{"contents", "id", "title", "url"}``."""
         d = self._doc
-        return dumps({"contents": _contents(d.title, d.text), "id": d.docid, "title": d.title, "url": d.url})
+        return canonical_json({"contents": _contents(d.title, d.text), "id": d.docid, "title": d.title,
+                               "url": d.url})
 
     def __repr__(self) -> str:
         return f"Document(docid={self._doc.docid!r})"

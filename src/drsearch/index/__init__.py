@@ -8,12 +8,47 @@ Public API (pinned by tests/index/test_public_api.py)::
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
     read_sqlite_header(path), sha256_file(path), quick_check(path),
     fts5_integrity_check(path), missing_docids(path, docids)   (never write the file)
+    the request contract (drsearch.index.contract): Limits, parse_search, parse_open,
+    parse_retrieve, canonical_json, error_body, the search/open tool schemas
 """
 
 from .blocklist import BlockList
 from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
-from .engine import MAX_K, MAX_RUN_K, Engine, check_k
+from .contract import (
+    DEFAULT_K,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_BATCH_QUERIES,
+    DEFAULT_TIME_LIMIT_S,
+    MAX_JSON_INT,
+    MAX_K,
+    MAX_MESSAGE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    MAX_RUN_K,
+    OPEN_TOOL,
+    SEARCH_TOOL,
+    Limits,
+    OpenRequest,
+    RetrieveRequest,
+    SearchRequest,
+    canonical_bytes,
+    canonical_json,
+    check_k,
+    check_query,
+    error_body,
+    hit_passage,
+    json_integer,
+    number_from_text,
+    open_parameters,
+    parse_open,
+    parse_retrieve,
+    parse_search,
+    search_parameters,
+    strict_parameters,
+    tool_arguments,
+)
+from .engine import Engine
 from .errors import (
     BlocklistError,
     BuildError,
@@ -39,19 +74,27 @@ from .integrity import (
     read_sqlite_header,
     sha256_file,
 )
-from .models import BuildSettings, Document, Hit, SearchResult, dumps
-from .query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, ParsedQuery, parse_query
-from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, error_body, fleet_identity
+from .models import BuildSettings, Document, Hit, SearchResult, TokenizerPreset
+from .query import ParsedQuery, parse_query
+from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet_identity
 from .urls import canonicalize_url
 
 __all__ = [
     "CHUNK_STRIDE",
     "CHUNK_WORDS",
+    "DEFAULT_K",
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_BATCH_QUERIES",
+    "DEFAULT_TIME_LIMIT_S",
     "IDENTITY_HEADER",
+    "MAX_JSON_INT",
     "MAX_K",
+    "MAX_MESSAGE_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
     "MAX_RUN_K",
+    "OPEN_TOOL",
+    "SEARCH_TOOL",
     "BlockList",
     "BlocklistError",
     "BuildError",
@@ -72,30 +115,47 @@ __all__ = [
     "InvalidKError",
     "InvalidQueryError",
     "InvalidRequestError",
+    "Limits",
     "NotADatabaseError",
+    "OpenRequest",
     "ParsedQuery",
     "QueryTimeoutError",
+    "RetrieveRequest",
     "SQLiteHeader",
+    "SearchRequest",
     "SearchResult",
     "Searcher",
     "SourceChunk",
     "SourcedDoc",
+    "TokenizerPreset",
     "ToolResponse",
     "build",
+    "canonical_bytes",
+    "canonical_json",
     "canonicalize_url",
     "check_k",
+    "check_query",
     "chunk_spans",
     "chunk_words",
-    "dumps",
     "error_body",
     "fleet_identity",
     "fts5_integrity_check",
     "header_problems",
+    "hit_passage",
+    "json_integer",
     "missing_docids",
+    "number_from_text",
+    "open_parameters",
+    "parse_open",
     "parse_query",
+    "parse_retrieve",
+    "parse_search",
     "quick_check",
     "read_jsonl",
     "read_sqlite_header",
+    "search_parameters",
     "sha256_file",
     "split_words",
+    "strict_parameters",
+    "tool_arguments",
 ]

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from .blobs import Arena, read_blob
 from .blocklist import BlockList
+from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
 from .errors import (
     BlocklistError,
@@ -34,24 +35,20 @@ from .errors import (
     DocumentNotFoundError,
     IncompatibleIndexError,
     InvalidInputError,
-    InvalidKError,
     InvalidRequestError,
     NotADatabaseError,
     QueryTimeoutError,
 )
 from .models import Document, Hit, SearchResult
-from .query import MAX_QUERY_TERMS, ParsedQuery, parse_query
+from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
 from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
 
-MAX_K = 100
-# Deepest ``k`` for batch retrieval (TREC runs are cut at 1000 by convention); the per-request
-# limit of the HTTP API and the agents stays MAX_K. Output buffers hold every chunk, so any k fits.
-MAX_RUN_K = 10_000
-DEFAULT_TIME_LIMIT_S = 10.0
+# The limits (MAX_K, MAX_RUN_K, the query caps, the default time limit) are the request
+# contract's (drsearch.index.contract). Output buffers hold every chunk, so any k fits.
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
 _TERMS_SQL = (
@@ -520,13 +517,4 @@ def _read_arrays(conn: apsw.Connection, meta: dict[str, Any]) -> tuple[
     return raw, arrays
 
 
-def check_k(k: object, max_k: int = MAX_K) -> int:
-    """Validate k: an int in 1..max_k. Raises InvalidKError."""
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise InvalidKError(f"k must be an integer between 1 and {max_k}")
-    if not 1 <= k <= max_k:
-        raise InvalidKError(f"k must be between 1 and {max_k}, got {k}")
-    return k
-
-
-__all__ = ["MAX_K", "MAX_RUN_K", "Engine", "check_k"]
+__all__ = ["Engine"]

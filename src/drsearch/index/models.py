@@ -7,7 +7,6 @@ the HTTP API (docs/DESIGN.md), so the CLI's ``--json`` and the server print the 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -16,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS
 from .errors import InvalidInputError
-from .text import Tokenizer as _Fts5Tokenizer
+from .text import Tokenizer
 
-Tokenizer = Literal["unicode61", "porter"]  # the two presets; any FTS5 tokenize value is accepted too
-_PRESETS = {"porter": "porter unicode61", "unicode61": "unicode61"}
+# The names of the two tokenizer presets (``BuildSettings.tokenizer``); any FTS5 tokenize value
+# is accepted too. ``Tokenizer`` is the class that runs one (drsearch.index.text).
+TokenizerPreset = Literal["unicode61", "porter"]
+_PRESETS: dict[str, str] = {"porter": "porter unicode61", "unicode61": "unicode61"}
 
 
 class BuildSettings(BaseModel):
@@ -58,7 +59,7 @@ class BuildSettings(BaseModel):
         spec = value.strip()
         conn = apsw.Connection(":memory:")  # the check is SQLite's own: the spec must make a tokenizer
         try:
-            _Fts5Tokenizer(conn, _PRESETS.get(spec, spec))
+            Tokenizer(conn, _PRESETS.get(spec, spec))
         except InvalidInputError as e:
             raise ValueError(e.message) from None
         finally:
@@ -147,14 +148,4 @@ class SearchResult:
 
 
 
-def dumps(body: Any) -> str:
-    """The canonical JSON text of a response body: sorted keys, compact, UTF-8 as is.
-
-    The CLI's ``--json`` and the HTTP server both serialise through this, so the same
-    operation prints the same bytes everywhere.
-    """
-    return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      allow_nan=False)
-
-
-__all__ = ["BuildSettings", "Document", "Hit", "SearchResult", "Tokenizer", "dumps"]
+__all__ = ["BuildSettings", "Document", "Hit", "SearchResult", "TokenizerPreset"]

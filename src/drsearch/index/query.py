@@ -9,14 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InvalidQueryError
+from .contract import MAX_QUERY_TERMS, check_query, too_many_terms
 from .text import Tokenizer, normalize_text
-
-MAX_QUERY_CHARS = 32_768
-# Distinct terms a query may have: Lucene's default clause limit. Every term costs a
-# posting-list read and a pass over each hit's text for its snippet, so without a cap a
-# 32 KB query of short words costs seconds.
-MAX_QUERY_TERMS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,26 +29,13 @@ class ParsedQuery:
         return " OR ".join('"' + t.surface.replace('"', '""') + '"' for t in self.terms)
 
 
-def check_query_text(query: object) -> str:
-    """Validate raw query input; raises InvalidQueryError for non-str, blank or oversized."""
-    if not isinstance(query, str):
-        raise InvalidQueryError("query must be a string")
-    if not query.strip():
-        raise InvalidQueryError("query is empty")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidQueryError(
-            f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}"
-        )
-    return query
-
-
 def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
     """Parse free text into distinct terms. A query with no indexable term has no terms.
 
-    Raises InvalidQueryError (see :func:`check_query_text`, and more than ``max_terms``
-    distinct terms).
+    Raises InvalidQueryError (see ``contract.check_query``, and more than ``max_terms``
+    distinct terms: ``contract.too_many_terms``).
     """
-    text = normalize_text(check_query_text(query))
+    text = normalize_text(check_query(query))
     utf8 = text.encode("utf-8")
     seen: set[str] = set()
     terms: list[QueryTerm] = []
@@ -62,12 +43,10 @@ def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TER
         if tok.term in seen:
             continue
         if len(seen) == max_terms:
-            raise InvalidQueryError(f"query has more than {max_terms} distinct terms; "
-                                    f"the limit is {max_terms}")
+            raise too_many_terms(max_terms)
         seen.add(tok.term)
         terms.append(QueryTerm(tok.term, utf8[tok.start : tok.end].decode("utf-8", "replace")))
     return ParsedQuery(text, tuple(terms))
 
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "ParsedQuery", "QueryTerm", "check_query_text",
-           "parse_query"]
+__all__ = ["ParsedQuery", "QueryTerm", "parse_query"]

@@ -3,8 +3,8 @@
 docs/DESIGN.md places the protocol in the engine layer so every implementation speaks it: the
 in-process engine and the HTTP client of our server (``drsearch.agents.searcher``) and the
 replay cache (``drsearch.agents.replay``) are interchangeable. Every answer is the exact
-bytes of the HTTP API's response body: canonical JSON (``dumps``) of
-``SearchResult.to_dict()`` / ``Document.to_dict()``, or ``{"error": {"type", "message"}}``.
+bytes of the HTTP API's response body: canonical JSON (``contract.canonical_json``) of
+``SearchResult.to_dict()`` / ``Document.to_dict()``, or ``contract.error_body``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .errors import BlocklistError
-from .models import dumps
 
 # Every response of ``drsearch serve`` carries this header (see ``CorpusInfo.fleet_identity``):
 # replicas behind a load balancer that answer with different values serve different
@@ -76,17 +75,4 @@ class Searcher(Protocol):
         ...
 
 
-MAX_MESSAGE_CHARS = 500
-
-
-def error_body(error_type: str, message: str) -> bytes:
-    """The canonical bytes of ``{"error": {"type", "message"}}``, message cut to 500 characters.
-
-    The one definition: the HTTP server and the in-process searcher answer with the same bytes.
-    """
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return dumps({"error": {"message": message, "type": error_type}}).encode("utf-8")
-
-
-__all__ = ["IDENTITY_HEADER", "CorpusInfo", "Searcher", "ToolResponse", "error_body", "fleet_identity"]
+__all__ = ["IDENTITY_HEADER", "CorpusInfo", "Searcher", "ToolResponse", "fleet_identity"]

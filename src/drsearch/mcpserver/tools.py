@@ -12,9 +12,10 @@ documents are absent exactly as over HTTP):
 ``open(docid | url, offset?, length?)``
     The exact body of ``POST /open``: one page of the text with ``next_offset``.
 
-Arguments are checked by the agents' tool contract (``drsearch.agents.tools``); a bad call
-is a tool error whose text is the JSON error body ``{"error": {"type", "message"}}`` (the
-HTTP API's, for the engine's own refusals), never a protocol error or a crash. Schemas are
+Arguments of ``search`` and ``open`` are checked by the request contract
+(:mod:`drsearch.index.contract`), exactly as ``POST /search`` and ``POST /open`` check them; a
+bad call is a tool error whose text is the HTTP API's JSON error body ``{"error": {"type",
+"message"}}`` with the same type and message, never a protocol error or a crash. Schemas are
 strict-mode compatible: closed objects, every property in ``required``, the optional ones
 nullable; null and absent arguments mean the same, so clients that omit them work too.
 """
@@ -25,13 +26,26 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents import DR256, Preset
-from ..agents.tools import strict_parameters, validate_arguments
-from ..index import MAX_K, Searcher, dumps, error_body
+from ..index import (
+    MAX_K,
+    OPEN_TOOL,
+    SEARCH_TOOL,
+    InvalidInputError,
+    Limits,
+    Searcher,
+    canonical_json,
+    error_body,
+    open_parameters,
+    parse_open,
+    parse_search,
+    search_parameters,
+    strict_parameters,
+    tool_arguments,
+)
 
 SEARCH_K_DEFAULT = 5  # BrowseComp-Plus's default --k
 SNIPPET_CHARS_DEFAULT = 2000  # about BrowseComp-Plus's 512-token snippets
-TOOL_NAMES = ("search", "get_document", "open")
+TOOL_NAMES = (SEARCH_TOOL, "get_document", OPEN_TOOL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +73,17 @@ class McpSettings:
         if self.snippet_chars < 1:
             raise ValueError("snippet_chars must be >= 1")
 
-    def preset(self) -> Preset:
-        """The agents' preset whose k limits these settings are (for the shared checks)."""
-        return DR256.model_copy(update={"name": "mcp", "search_k_default": self.k,
-                                        "search_k_max": self.max_k})
+    def limits(self) -> Limits:
+        """The request contract's limits of these settings (k default and maximum)."""
+        return Limits(max_k=self.max_k, default_k=self.k)
 
 
 def tool_definitions(settings: McpSettings) -> list[dict[str, Any]]:
     """``[{"name", "description", "inputSchema"}]`` of the three tools (strict-compatible)."""
-    search = {"type": "object", "additionalProperties": False, "required": ["query"], "properties": {
-        "query": {"type": "string", "description": "free-text keywords"},
-        "k": {"type": "integer", "minimum": 1, "maximum": settings.max_k,
-              "description": f"results to return (default {settings.k})"}}}
+    search = search_parameters(settings.limits())
     get_document = {"type": "object", "additionalProperties": False, "required": ["docid"], "properties": {
         "docid": {"type": "string", "description": "docid from a search result"}}}
-    open_ = {"type": "object", "additionalProperties": False, "required": [], "properties": {
-        "docid": {"type": "string", "description": "docid from a search result (or give url)"},
-        "url": {"type": "string", "description": "page URL (instead of docid)"},
-        "offset": {"type": "integer", "minimum": 0, "description": "first character (default 0)"},
-        "length": {"type": "integer", "minimum": 1, "description": "characters to return (default: all)"}}}
+    open_ = open_parameters(length=True)
     return [
         {"name": "search", "inputSchema": strict_parameters(search), "description": (
             f"Search the frozen web corpus (BM25). Returns the top k (default {settings.k}) documents "
@@ -98,26 +104,32 @@ def _backend_error(body: bytes) -> Answer:
     return Answer(body.decode("utf-8"), is_error=True)
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def call_tool(name: str, arguments: object, searcher: Searcher, settings: McpSettings) -> Answer:
     """Run one tool call (see the module docstring); never raises for bad input."""
-    if not isinstance(arguments, dict):
-        return _error("invalid_arguments", f"{name}: arguments must be a JSON object")
-    args = {str(k): v for k, v in arguments.items() if v is not None}
-    if name == "search":
-        problem = validate_arguments("search", args, settings.preset())
-        if problem:
-            return _error("invalid_arguments", problem)
-        r = searcher.search(args["query"], args.get("k", settings.k))
+    try:
+        return _call(name, tool_arguments(arguments), searcher, settings)
+    except InvalidInputError as e:  # the request contract's refusal: the HTTP API's body
+        return _error(e.error_type, e.message)
+
+
+def _call(name: str, given: object, searcher: Searcher, settings: McpSettings) -> Answer:
+    if name == SEARCH_TOOL:
+        search = parse_search(given, settings.limits())
+        r = searcher.search(search.query, search.k)
         if not r.ok:
             return _backend_error(r.body)
         hits = json.loads(r.body)["results"]
-        return Answer(dumps([{"docid": h["docid"], "score": h["score"],
-                              "snippet": str(h["chunk"]["text"])[: settings.snippet_chars],
-                              "title": h["title"], "url": h["url"]} for h in hits]))
+        return Answer(canonical_json([{"docid": h["docid"], "score": h["score"],
+                                       "snippet": str(h["chunk"]["text"])[: settings.snippet_chars],
+                                       "title": h["title"], "url": h["url"]} for h in hits]))
+    if name == OPEN_TOOL:
+        request = parse_open(given, settings.limits())
+        r = searcher.open(docid=request.docid, url=request.url, offset=request.offset,
+                          length=request.length)
+        return Answer(r.body.decode("utf-8"), is_error=not r.ok)
+    if not isinstance(given, dict):
+        return _error("invalid_arguments", f"{name}: arguments must be a JSON object")
+    args = given
     if name == "get_document":
         extra = sorted(set(args) - {"docid"})
         if extra:
@@ -131,17 +143,7 @@ def call_tool(name: str, arguments: object, searcher: Searcher, settings: McpSet
                 return Answer("null")  # unknown and blocked alike, as BrowseComp-Plus answers
             return _backend_error(r.body)
         doc = json.loads(r.body)
-        return Answer(dumps({"docid": doc["docid"], "text": doc["text"]}))
-    if name == "open":
-        length = args.pop("length", None)
-        problem = validate_arguments("open", args, settings.preset())
-        if problem is None and length is not None and (not _is_int(length) or length < 1):
-            problem = "open: 'length' must be a positive integer"
-        if problem:
-            return _error("invalid_arguments", problem)
-        r = searcher.open(docid=args.get("docid"), url=args.get("url"), offset=args.get("offset", 0),
-                          length=length)
-        return Answer(r.body.decode("utf-8"), is_error=not r.ok)
+        return Answer(canonical_json({"docid": doc["docid"], "text": doc["text"]}))
     return _error("unknown_tool", f"unknown tool {name!r} (tools: {', '.join(TOOL_NAMES)})")
 
 

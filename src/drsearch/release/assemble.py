@@ -37,7 +37,7 @@ from .manifest import (
     SUMMARY,
     Manifest,
     ProgressFactory,
-    canonical_json,
+    manifest_json,
     write_release_manifest,
 )
 
@@ -124,7 +124,7 @@ def assemble_release(
         SOURCES: source_summary(read_jsonl(docs), None, Path(docs).name, sha256_file(docs)),
     }
     for rel, body in summaries.items():
-        (root / rel).write_bytes(canonical_json(body))
+        (root / rel).write_bytes(manifest_json(body))
     return write_release_manifest(root, name, revision, hash_progress)
 
 

@@ -284,7 +284,7 @@ def parse_checksums(text: str) -> tuple[dict[str, str], list[str]]:
     return entries, problems
 
 
-def canonical_json(data: dict[str, Any]) -> bytes:
+def manifest_json(data: dict[str, Any]) -> bytes:
     """The canonical bytes of a manifest: sorted keys, 2-space indent, UTF-8, final newline."""
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -344,7 +344,7 @@ def write_release_manifest(root: str | os.PathLike[str], name: str | None = None
     """
     base = Path(root)
     data = build_manifest(base, name, revision, progress)
-    body = canonical_json(data)
+    body = manifest_json(data)
     sums = {f["path"]: f["sha256"] for f in data["files"]}
     write_bytes_atomic(base / MANIFEST, body)
     sums[MANIFEST] = sha256_file(base / MANIFEST)
@@ -363,12 +363,12 @@ __all__ = [
     "ProgressBar",
     "ProgressFactory",
     "build_manifest",
-    "canonical_json",
     "check_contained",
     "check_relative_path",
     "checksum_lines",
     "escaping_paths",
     "hash_entries",
+    "manifest_json",
     "parse_checksums",
     "read_manifest",
     "release_files",

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..index import InvalidInputError
 from .assemble import assemble_release
-from .manifest import FileEntry, Manifest, ProgressFactory, canonical_json, hash_entries
+from .manifest import FileEntry, Manifest, ProgressFactory, hash_entries, manifest_json
 
 FORMAT = "drsearch-data-manifest"
 FORMAT_VERSION = 1
@@ -29,6 +29,10 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/sample/crawl/fetches.jsonl", "sample_crawl_records"),
     ("data/sample/crawl/bodies/*.html.gz", "sample_crawl_body"),
     ("data/openbiorq/sources.jsonl", "openbiorq_fixture_sources"),
+    ("data/kg/README.md", "documentation"),
+    ("data/kg/kg.ttl", "kg_fixture_graph"),
+    ("data/kg/docs.jsonl", "kg_fixture_articles"),
+    ("data/kg/gen.json", "kg_fixture_generator_config"),
     ("data/testcollections/cranfield/cran.all.1400", "test_collection_documents"),
     ("data/testcollections/cisi/CISI.ALL", "test_collection_documents"),
     ("data/testcollections/cranfield/cran.qry", "test_collection_queries"),
@@ -81,7 +85,7 @@ def data_manifest(repo: str | os.PathLike[str], progress: ProgressFactory | None
 def write_data_manifest(repo: str | os.PathLike[str]) -> Path:
     """Write ``manifest.json`` at the repository root; returns its path."""
     path = Path(repo) / "manifest.json"
-    path.write_bytes(canonical_json(data_manifest(repo)))
+    path.write_bytes(manifest_json(data_manifest(repo)))
     return path
 
 

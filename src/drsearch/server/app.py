@@ -5,7 +5,7 @@ returns bytes serialised once (no response-model re-validation on the request pa
 Engine calls run in one thread per app, one at a time (on a CPU-bound search the fastest
 schedule; capacity scales with ``--workers``), so that the event loop stays free: /health
 and the connection timeouts keep working while a long search runs. Each request has one
-deadline, ``request_timeout_s`` from the moment its handler starts, that covers reading
+deadline, ``time_limit_s`` from the moment its handler starts, that covers reading
 the body, parsing, postings, ranking, snippets and encoding. Errors of every kind reach
 the client through the one mapping in :mod:`drsearch.server.errors`.
 """
@@ -36,13 +36,20 @@ from ..index import (
     SearchResult,
     fleet_identity,
 )
-from .encoding import canonical_json, document_json, retrieve_json, search_json
+from .encoding import canonical_bytes, document_json, retrieve_json, search_json
 from .errors import JSON, error_response, from_http_exception
 from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
 from .health import HealthState
 from .metrics import MetricsStore
 from .middleware import ServerMiddleware
-from .requests import body_schema, parse_body, read_body, request_models
+from .requests import (
+    body_schema,
+    parse_open_body,
+    parse_retrieve_body,
+    parse_search_body,
+    read_body,
+    request_models,
+)
 from .schemas import (
     ERRORS,
     ErrorResponse,
@@ -80,7 +87,8 @@ class _Api:
         self.settings = settings
         self.metrics = metrics
         self.health_state = health
-        self.models = request_models(settings)
+        self.models = request_models(settings)  # the OpenAPI schema of the contract
+        self.limits = settings.limits()
         self.static_health = health_body(engine, **blocklist)
         # One thread runs the engine calls of this worker, one at a time as before, while
         # the event loop stays free: /health answers at once even during a long search, and
@@ -95,9 +103,9 @@ class _Api:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     async def search(self, request: Request) -> Response:
-        deadline = time.monotonic() + self.settings.request_timeout_s
+        deadline = time.monotonic() + self.settings.time_limit_s
         body = await read_body(request, self.settings.max_body_bytes, deadline)
-        req = parse_body(self.models.search, body)
+        req = parse_search_body(body, self.limits)
 
         def answer() -> bytes:
             result = self.engine.search(req.query, req.k, deadline=deadline,
@@ -110,9 +118,9 @@ class _Api:
         return Response(await self._run(answer), media_type=JSON)
 
     async def open(self, request: Request) -> Response:
-        deadline = time.monotonic() + self.settings.request_timeout_s
-        req = parse_body(self.models.open,
-                         await read_body(request, self.settings.max_body_bytes, deadline))
+        deadline = time.monotonic() + self.settings.time_limit_s
+        req = parse_open_body(await read_body(request, self.settings.max_body_bytes, deadline),
+                              self.limits)
 
         def answer() -> bytes:
             try:
@@ -133,10 +141,10 @@ class _Api:
         Each query has /search's time limit, counted from when it starts; the first failing
         query in batch order decides the error (its index named), as /search would answer it.
         """
-        deadline = time.monotonic() + self.settings.request_timeout_s
+        deadline = time.monotonic() + self.settings.time_limit_s
         body = await read_body(request, self.settings.max_body_bytes, deadline)
-        req = parse_body(self.models.retrieve, body)
-        timeout_s, max_terms = self.settings.request_timeout_s, self.settings.max_query_terms
+        req = parse_retrieve_body(body, self.limits, self.settings.max_batch_queries)
+        timeout_s, max_terms = self.settings.time_limit_s, self.settings.max_query_terms
 
         def one(query: str) -> SearchResult:
             query_deadline = time.monotonic() + timeout_s
@@ -159,10 +167,10 @@ class _Api:
 
     async def health(self) -> Response:
         body = {**self.static_health, **self.health_state.body()}
-        return Response(canonical_json(body), media_type=JSON)
+        return Response(canonical_bytes(body), media_type=JSON)
 
     async def stats(self) -> Response:
-        return Response(canonical_json(stats_body(self.engine, self.metrics.snapshot())),
+        return Response(canonical_bytes(stats_body(self.engine, self.metrics.snapshot())),
                         media_type=JSON)
 
     async def prometheus(self) -> Response:
@@ -193,7 +201,7 @@ def create_app(engine: Engine, settings: ServerSettings | None = None, *,
     """The FastAPI app serving ``engine`` under ``settings`` (defaults if None).
 
     The engine is used as given (its blocklist and time limit were fixed when it was
-    opened; ``drsearch serve`` opens it with ``settings.request_timeout_s``). Counters go
+    opened; ``drsearch serve`` opens it with ``settings.time_limit_s``). Counters go
     to ``settings.metrics_dir`` (shared by the workers of one run) or stay in memory.
     The app never closes the engine; ``app.state`` exposes ``engine``, ``settings``,
     ``metrics`` and ``blocklist_origin``. ``blocklist_origin`` and

@@ -12,7 +12,7 @@ adds, per connection of a worker:
 - ``header_timeout_s``: the request line and headers must all arrive within this many
   seconds of the request's first byte, or the client gets 408 and the connection is
   closed (a slowloris drip of one header byte a second does not reset it). The body is
-  covered by the request's time limit in the handlers (``request_timeout_s``);
+  covered by the request's time limit in the handlers (``time_limit_s``);
 - ``max_header_bytes``: a request head (request line plus headers) longer than this gets
   431 and the connection is closed; at most one read (≤ 256 KiB) beyond the limit is
   ever buffered;

@@ -1,12 +1,12 @@
-"""Request bodies: size-limited reading, strict JSON validation, precise 4xx reasons.
+"""Request bodies: size-limited reading, JSON decoding, and the request contract's checks.
 
-One pair of pydantic models per app (``max_k``, the query cap and the unknown-field
-policy are settings), validated straight from the JSON bytes in strict mode: ``k`` must
-be a JSON integer (``5`` or ``5.0``, as JSON Schema counts integers; not ``5.5``, ``"5"``
-or ``true``), strings must be strings. The same models give the OpenAPI schema, so the
-documented contract and the enforced one cannot drift apart. A validation failure becomes
-one of the engine's own input errors (``invalid_k``, ``invalid_query``, ``invalid_request``)
-or ``invalid_json``, 422.
+A body is decoded as JSON (``invalid_json``, 422, when it is not) and checked by the one
+request contract of every front-end (:mod:`drsearch.index.contract`: ``parse_search``,
+``parse_open``, ``parse_retrieve`` under the app's ``Limits``), so HTTP, the MCP server, the
+agents' tools and the CLI refuse the same input with the same error (``invalid_k``, ``invalid_query``,
+``invalid_request``, 422) and message. The pydantic models below only describe that
+contract in the OpenAPI schema (``max_k``, the query cap and the unknown-field policy
+follow the settings); they check nothing (the schemathesis tests keep the two in step).
 """
 
 from __future__ import annotations
@@ -15,37 +15,24 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import from_json
 from starlette.requests import Request
 
-from ..index import InvalidInputError, InvalidKError, InvalidQueryError, InvalidRequestError
+from ..index import (
+    MAX_JSON_INT,
+    Limits,
+    OpenRequest,
+    RetrieveRequest,
+    SearchRequest,
+    parse_open,
+    parse_retrieve,
+    parse_search,
+)
 from .errors import MalformedBodyError, PayloadTooLargeError, RequestTimeoutError
 from .settings import ServerSettings
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-_MAX_REASONS = 3
-
-
-def _integral(value: Any) -> Any:
-    """JSON Schema's integer: ``10.0`` is ``10``; ``10.5``, ``"10"`` and ``true`` stay wrong."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-JsonInt = Annotated[int, BeforeValidator(_integral)]
 
 # What str.strip() removes (str.isspace()), spelled as a character class that JSON Schema's
 # (ECMA 262) and Python's regular expressions read alike: the schema's "a query has a
@@ -55,17 +42,12 @@ _SPACE_CODES = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in _SPACE_CODES) + "]"
 
 
-def _not_null(data: Any) -> Any:
-    """``docid``/``url`` may be left out but not sent as null (the schema says string)."""
-    if isinstance(data, dict):
-        for key in ("docid", "url"):
-            if key in data and data[key] is None:
-                raise ValueError(f"{key} must be a string (leave it out instead of null)")
-    return data
-
-
 def _search_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["query"]["pattern"] = NOT_BLANK
+
+
+def _retrieve_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["queries"]["items"]["pattern"] = NOT_BLANK
 
 
 def _open_schema(schema: dict[str, Any]) -> None:
@@ -74,63 +56,49 @@ def _open_schema(schema: dict[str, Any]) -> None:
     for key in ("docid", "url"):
         props[key] = {"type": "string", "description": props[key]["description"],
                       "title": props[key]["title"]}
-    props["length"] = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+    props["length"] = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_JSON_INT},
+                                 {"type": "null"}],
                        "default": None, "description": props["length"]["description"],
                        "title": props["length"]["title"]}
     schema["oneOf"] = [{"required": ["docid"]}, {"required": ["url"]}]
 
 
-class SearchRequest(BaseModel):
-    """``POST /search``: free-text ``query`` (never query syntax) and ``k`` results."""
+class SearchRequestSchema(BaseModel):
+    """``POST /search``: free-text ``query`` (never query syntax) and ``k`` results (schema only)."""
 
     query: str
     k: int
 
 
-class OpenRequest(BaseModel):
-    """``POST /open``: exactly one of ``docid``/``url``, optional text paging."""
+class OpenRequestSchema(BaseModel):
+    """``POST /open``: exactly one of ``docid``/``url``, optional text paging (schema only)."""
 
     docid: str | None = None
     url: str | None = None
     offset: int = 0
     length: int | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _keys_not_null(cls, data: Any) -> Any:
-        return _not_null(data)
 
-    @model_validator(mode="after")
-    def _exactly_one_key(self) -> OpenRequest:
-        if (self.docid is None) == (self.url is None):
-            raise ValueError("give exactly one of docid or url")
-        return self
-
-
-class RetrieveRequest(BaseModel):
+class RetrieveRequestSchema(BaseModel):
     """``POST /retrieve`` (Search-R1's retrieval server): a batch of free-text ``queries``,
-    ``topk`` documents each, scores only when ``return_scores``."""
+    ``topk`` documents each, scores only when ``return_scores`` (schema only)."""
 
     queries: list[str]
     topk: int
     return_scores: bool = False
 
 
-def _retrieve_schema(schema: dict[str, Any]) -> None:
-    schema["properties"]["queries"]["items"]["pattern"] = NOT_BLANK
-
-
 @dataclass(frozen=True)
 class RequestModels:
-    """The request models of one app, built from its settings by :func:`request_models`."""
+    """The OpenAPI request models of one app, built from its settings by :func:`request_models`."""
 
-    search: type[SearchRequest]
-    open: type[OpenRequest]
-    retrieve: type[RetrieveRequest]
+    search: type[SearchRequestSchema]
+    open: type[OpenRequestSchema]
+    retrieve: type[RetrieveRequestSchema]
 
 
 def request_models(settings: ServerSettings) -> RequestModels:
-    """Strict request models whose limits and unknown-field policy follow ``settings``."""
+    """Request schemas whose limits and unknown-field policy follow ``settings``."""
     reject = settings.unknown_fields == "reject"
     config = ConfigDict(strict=True, frozen=True, extra="forbid" if reject else "ignore")
 
@@ -142,52 +110,39 @@ def request_models(settings: ServerSettings) -> RequestModels:
                 schema["additionalProperties"] = False
         return extra
 
-    class StrictSearchRequest(SearchRequest):
+    class StrictSearchRequest(SearchRequestSchema):
         model_config = config | ConfigDict(title="SearchRequest",
                                            json_schema_extra=schema_of(_search_schema))
         query: str = Field(min_length=1, max_length=settings.max_query_chars,
                            description="free text; operators, quotes and colons are plain words; "
                                        f"at most {settings.max_query_terms} distinct terms")
-        k: JsonInt = Field(default=settings.default_k, ge=1, le=settings.max_k,
+        k: int = Field(default=settings.default_k, ge=1, le=settings.max_k,
                        description="how many documents to return")
 
-        @field_validator("query")
-        @classmethod
-        def _not_blank(cls, query: str) -> str:
-            if not query.strip():
-                raise ValueError("query is empty (only whitespace)")
-            return query
-
-    class StrictOpenRequest(OpenRequest):
+    class StrictOpenRequest(OpenRequestSchema):
         model_config = config | ConfigDict(title="OpenRequest", json_schema_extra=schema_of(_open_schema))
         docid: str | None = Field(default=None, description="the document's docid")
         url: str | None = Field(default=None, description="any spelling of any of its URLs")
-        offset: JsonInt = Field(default=0, ge=0, description="first character of the text to return")
-        length: Annotated[JsonInt, Field(ge=1)] | None = Field(
+        offset: int = Field(default=0, ge=0, le=MAX_JSON_INT,
+                            description="first character of the text to return")
+        length: Annotated[int, Field(ge=1, le=MAX_JSON_INT)] | None = Field(
             default=None, description="characters of text to return")
 
     # Each query is held to exactly /search's query rules, topk to its k rules.
-    Query = Annotated[str, Field(min_length=1, max_length=settings.max_query_chars),
-                      AfterValidator(_query_not_blank)]
+    Query = Annotated[str, Field(min_length=1, max_length=settings.max_query_chars)]
 
-    class StrictRetrieveRequest(RetrieveRequest):
+    class StrictRetrieveRequest(RetrieveRequestSchema):
         model_config = config | ConfigDict(title="RetrieveRequest",
                                            json_schema_extra=schema_of(_retrieve_schema))
         queries: list[Query] = Field(
             min_length=1, max_length=settings.max_batch_queries,
             description=f"free-text queries (each as /search's query), at most "
                         f"{settings.max_batch_queries} per request")
-        topk: JsonInt = Field(default=settings.default_k, ge=1, le=settings.max_k,
+        topk: int = Field(default=settings.default_k, ge=1, le=settings.max_k,
                           description="how many documents to return per query")
         return_scores: bool = Field(default=False, description="wrap each document with its score")
 
     return RequestModels(StrictSearchRequest, StrictOpenRequest, StrictRetrieveRequest)
-
-
-def _query_not_blank(query: str) -> str:
-    if not query.strip():
-        raise ValueError("query is empty (only whitespace)")
-    return query
 
 
 async def read_body(request: Request, limit: int, deadline: float | None = None) -> bytes:
@@ -223,8 +178,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def parse_body(model: type[ModelT], body: bytes) -> ModelT:
-    """Validate ``body`` (JSON bytes) as ``model``. Raises an InvalidInputError subclass."""
+def decode_body(body: bytes) -> Any:
+    """``body`` decoded as JSON (big integers kept exact; no NaN/Infinity, no lone surrogates).
+
+    Raises MalformedBodyError (422 ``invalid_json``) for bytes that are not one JSON value.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -232,35 +190,24 @@ def parse_body(model: type[ModelT], body: bytes) -> ModelT:
     if not text.strip():
         raise MalformedBodyError("request body is empty: send a JSON object")
     try:
-        return model.model_validate_json(text)
-    except ValidationError as e:
-        raise _input_error(e.errors(include_url=False, include_input=False)) from None
+        return from_json(text, allow_inf_nan=False)
+    except ValueError as e:
+        raise MalformedBodyError(f"request body is not valid JSON: {e}") from None
 
 
-def _input_error(errors: list[ErrorDetails]) -> InvalidInputError:
-    first = errors[0]
-    if first["type"] == "json_invalid":
-        return MalformedBodyError("request body is not valid JSON: "
-                                  + first["msg"].removeprefix("Invalid JSON: "))
-    reasons = "; ".join(_reason(e) for e in errors[:_MAX_REASONS])
-    field = first["loc"][0] if first["loc"] and first["type"] != "extra_forbidden" else None
-    if field in ("k", "topk"):
-        return InvalidKError(reasons)
-    if field == "query" or (field == "queries" and len(first["loc"]) > 1):  # one of the queries
-        return InvalidQueryError(reasons)
-    return InvalidRequestError(reasons)
+def parse_search_body(body: bytes, limits: Limits) -> SearchRequest:
+    """A ``POST /search`` body checked by the request contract. Raises InvalidInputError."""
+    return parse_search(decode_body(body), limits)
 
 
-def _reason(error: ErrorDetails) -> str:
-    loc = ".".join(str(p) for p in error["loc"])
-    if error["type"] == "extra_forbidden":
-        return f"unknown field {loc!r}"
-    if error["type"] == "missing":
-        return f"missing field {loc!r}"
-    if error["type"] == "model_type":
-        return "request body must be a JSON object"
-    msg = error["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
+def parse_open_body(body: bytes, limits: Limits) -> OpenRequest:
+    """A ``POST /open`` body checked by the request contract. Raises InvalidInputError."""
+    return parse_open(decode_body(body), limits)
+
+
+def parse_retrieve_body(body: bytes, limits: Limits, max_queries: int) -> RetrieveRequest:
+    """A ``POST /retrieve`` body checked by the request contract. Raises InvalidInputError."""
+    return parse_retrieve(decode_body(body), limits, max_queries)
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -271,12 +218,15 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 __all__ = [
     "NOT_BLANK",
-    "OpenRequest",
+    "OpenRequestSchema",
     "RequestModels",
-    "RetrieveRequest",
-    "SearchRequest",
+    "RetrieveRequestSchema",
+    "SearchRequestSchema",
     "body_schema",
-    "parse_body",
+    "decode_body",
+    "parse_open_body",
+    "parse_retrieve_body",
+    "parse_search_body",
     "read_body",
     "request_models",
 ]

@@ -42,7 +42,7 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     Raises BlocklistError or CorpusFileError when a file cannot be used.
     """
     blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
-    engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.request_timeout_s)
+    engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.time_limit_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
                      release_blocklist_sha256=config.release_blocklist_sha256)
     set_identity(served_identity(engine))

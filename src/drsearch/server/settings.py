@@ -17,11 +17,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..index import MAX_K, MAX_QUERY_CHARS, MAX_QUERY_TERMS, InvalidInputError
+from ..index import (
+    DEFAULT_K,
+    DEFAULT_TIME_LIMIT_S,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    InvalidInputError,
+    Limits,
+)
 
 CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
 
-UnknownFields = Literal["reject", "ignore"]
+UnknownFields = Literal["reject", "ignore"]  # the request contract's (Limits.unknown_fields)
 VerifyLevel = Literal["none", "fast", "deep"]
 # Where the served blocklist came from (shown in /health): a release's own list, another
 # file overriding it, none although the database is a release's, a plain file, or none.
@@ -34,7 +42,7 @@ class ServerSettings(BaseModel):
     - ``max_k``: the largest ``k`` a search may ask for (1..100, the engine's own cap).
     - ``default_k``: ``k`` when a search omits it (default ``min(10, max_k)``); must not
       exceed ``max_k``.
-    - ``request_timeout_s``: the time limit of one request, from the moment its handler
+    - ``time_limit_s``: the time limit of one request, from the moment its handler
       starts: reading the body (408 ``request_timeout`` past it), parsing, postings,
       ranking, snippets and encoding (503 ``query_timeout`` past it).
     - ``max_body_bytes``: a request body larger than this is answered 413 unread.
@@ -61,8 +69,8 @@ class ServerSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_k: int = Field(default=MAX_K, ge=1, le=MAX_K)
-    default_k: int = Field(default=10, ge=1, le=MAX_K)
-    request_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    default_k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
+    time_limit_s: float = Field(default=DEFAULT_TIME_LIMIT_S, gt=0, le=3600)
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
     max_query_chars: int = Field(default=MAX_QUERY_CHARS, ge=1, le=MAX_QUERY_CHARS)
     max_query_terms: int = Field(default=MAX_QUERY_TERMS, ge=1, le=MAX_QUERY_TERMS)
@@ -79,7 +87,7 @@ class ServerSettings(BaseModel):
     @classmethod
     def _default_k_follows_max_k(cls, data: Any) -> Any:
         if isinstance(data, dict) and "default_k" not in data and isinstance(data.get("max_k"), int):
-            return {**data, "default_k": min(10, data["max_k"])}
+            return {**data, "default_k": min(DEFAULT_K, data["max_k"])}
         return data
 
     @model_validator(mode="after")
@@ -87,6 +95,11 @@ class ServerSettings(BaseModel):
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
         return self
+
+    def limits(self) -> Limits:
+        """The request contract's limits of this app (``drsearch.index.contract``)."""
+        return Limits(max_k=self.max_k, default_k=self.default_k, max_query_chars=self.max_query_chars,
+                      max_query_terms=self.max_query_terms, unknown_fields=self.unknown_fields)
 
 
 class ServeConfig(BaseModel):

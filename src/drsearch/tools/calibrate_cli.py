@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..index import InvalidInputError, dumps
+from ..index import InvalidInputError, canonical_json
 from .argtypes import fraction
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         "settings": settings}
     write_json_atomic(out_path, report)
     if args.json:  # the file just written, as one line
-        print(dumps(report), file=out)
+        print(canonical_json(report), file=out)
         return 0
     _print_counts(report, out)
     print(f"wrote {out_path}", file=out)

@@ -8,7 +8,6 @@ on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -17,15 +16,18 @@ from typing import TextIO
 
 from .. import __version__
 from ..index import (
+    DEFAULT_TIME_LIMIT_S,
     BlockList,
     BuildSettings,
     CorpusFileError,
     DrsearchError,
     Engine,
     InvalidInputError,
-    InvalidRequestError,
     build,
-    dumps,
+    canonical_json,
+    number_from_text,
+    parse_open,
+    parse_search,
     read_jsonl,
 )
 from .argtypes import build_threads
@@ -76,7 +78,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     if args.json:
-        print(dumps(report.to_dict()), file=out)
+        print(canonical_json(report.to_dict()), file=out)
         return 0
     print(
         f"built {report.path}: {report.documents} documents ({report.empty_documents} empty), "
@@ -99,10 +101,12 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
                                            ("--run-tag", args.run_tag != "drsearch")) if given]
     if batch_only:
         raise InvalidInputError(f"{', '.join(batch_only)}: only with --topics")
+    # checked as POST /search checks its body (the request contract; --k read as a JSON number)
+    request = parse_search(_given(query=args.query, k=args.k))
     with _engine(args) as engine:
-        result = engine.search(args.query, 10 if args.k is None else args.k)
+        result = engine.search(request.query, request.k)
     if args.json:
-        print(dumps(result.to_dict()), file=out)
+        print(canonical_json(result.to_dict()), file=out)
         return 0
     if not result.hits:
         print("no results", file=out)
@@ -114,35 +118,23 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _page_option(flag: str, text: str | None, least: int) -> int | None:
-    """``--offset``/``--length`` checked as ``POST /open`` checks ``offset``/``length``: an
-    integer (``10`` or ``10.0``, as JSON Schema counts integers) of at least ``least``.
-    Raises InvalidRequestError (exit 2), as the server answers 422 ``invalid_request``."""
-    if text is None:
-        return None
-    try:  # read as the JSON number the HTTP body would carry: not "+5", "5_0", "true" or "5.5"
-        number = json.loads(text)
-    except ValueError:
-        number = None
-    value = None
-    if isinstance(number, int) and not isinstance(number, bool):
-        value = number
-    elif isinstance(number, float) and number.is_integer():
-        value = int(number)
-    if value is None:
-        raise InvalidRequestError(f"{flag}: Input should be a valid integer, got {text!r}")
-    if value < least:
-        raise InvalidRequestError(f"{flag}: Input should be greater than or equal to {least}, got {value}")
-    return value
+def _given(**options: str | None) -> dict[str, object]:
+    """The options given, as the request body they stand for: numbers read as the JSON
+    numbers an HTTP body would carry (``5``, ``5.0``; ``true`` and ``5.5`` then refused by
+    the contract, as over HTTP), text as text."""
+    numeric = {"k", "offset", "length"}
+    return {key: number_from_text(value) if key in numeric else value
+            for key, value in options.items() if value is not None}
 
 
 def cmd_open(args: argparse.Namespace, out: TextIO) -> int:
-    offset = _page_option("--offset", args.offset, 0) or 0
-    length = _page_option("--length", args.length, 1)
+    # checked as POST /open checks its body: exit 2 where the server answers 422
+    request = parse_open(_given(docid=args.docid, url=args.url, offset=args.offset, length=args.length))
+    offset, length = request.offset, request.length
     with _engine(args) as engine:
-        doc = engine.open_document(docid=args.docid, url=args.url)
+        doc = engine.open_document(docid=request.docid, url=request.url)
     if args.json:  # the body of POST /open with the same offset/length, byte for byte
-        print(dumps(doc.to_dict(offset, length)), file=out)
+        print(canonical_json(doc.to_dict(offset, length)), file=out)
         return 0
     page = doc.to_dict(offset, length)
     print(f"{doc.docid}  {doc.url}\n{doc.title}\n\n{page['text']}", file=out)
@@ -157,10 +149,10 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with _engine(args, check_blocklist=False) as engine:  # reports listed and matched counts
         stats = engine.stats()
     if args.json:
-        print(dumps(stats), file=out)
+        print(canonical_json(stats), file=out)
         return 0
     for key, value in stats.items():
-        print(f"{key:>20}: {dumps(value) if isinstance(value, dict) else value}", file=out)
+        print(f"{key:>20}: {canonical_json(value) if isinstance(value, dict) else value}", file=out)
     return 0
 
 
@@ -253,7 +245,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if blocklist is not None and not args.allow_missing_blocked:
         with Engine.open(args.database, blocklist) as engine:
             engine.check_blocklist_complete()
-    settings = ServerSettings(max_k=args.max_k, request_timeout_s=args.request_timeout,
+    settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
                               max_connections=args.max_connections,
@@ -310,7 +302,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")
     _database_args(p)
-    p.add_argument("--k", type=int, default=None,
+    p.add_argument("--k", metavar="K", default=None,
                    help="results to return (1..100, default 10; with --topics 1..10000, default 1000)")
     p.add_argument("query", metavar="QUERY", nargs="?", help="free text (never query syntax)")
     add_batch_options(p)
@@ -318,9 +310,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("open", help="print a document")
     _database_args(p)
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--docid", help="the document's docid")
-    g.add_argument("--url", help="any spelling of any of its URLs (canonicalised)")
+    # exactly one of --docid/--url: checked by the request contract, as POST /open checks it
+    p.add_argument("--docid", help="the document's docid (give it or --url)")
+    p.add_argument("--url", help="any spelling of any of its URLs (canonicalised)")
     p.add_argument("--offset", metavar="N", help="first character of the text to print (>= 0; default 0)")
     p.add_argument("--length", metavar="N", help="characters of text to print (>= 1; default all)")
     p.set_defaults(handler=cmd_open)
@@ -346,8 +338,11 @@ def make_parser() -> argparse.ArgumentParser:
                    help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
-    p.add_argument("--request-timeout", type=_positive_seconds, default=10.0, metavar="S",
-                   help="time limit of one request in seconds, body to encoding (503 past it; default 10)")
+    # --request-timeout: the flag's former name, a deprecated alias (docs/SERVER.md)
+    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=_positive_seconds,
+                   default=DEFAULT_TIME_LIMIT_S, metavar="S",
+                   help="time limit of one request in seconds, body to encoding (503 past it; default 10; "
+                        "--request-timeout is its deprecated old name)")
     p.add_argument("--max-query-terms", type=_int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
     p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",

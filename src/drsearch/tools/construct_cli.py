@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import dumps
+from ..index import canonical_json
 from ..release.construct import (
     URL_PATTERNS,
     audit_shortcuts,
@@ -37,8 +37,8 @@ def _report(args: argparse.Namespace, out: TextIO, stage: str, record: dict[str,
             extra: dict[str, Any] | None = None) -> int:
     facts = _facts(args.pool, stage)
     if args.json:
-        print(dumps({"counts": record["counts"], "facts": facts, "ran": record["ran"], "stage": stage,
-                     **(extra or {})}), file=out)
+        print(canonical_json({"counts": record["counts"], "facts": facts, "ran": record["ran"],
+                              "stage": stage, **(extra or {})}), file=out)
         return 0
     removed = record["counts"]["rejected"]
     why = "; removed: " + ", ".join(f"{n} {code}" for code, n in removed.items()) if removed else ""

@@ -32,7 +32,7 @@ from ..corpus import (
     import_corpus,
     inspect_source,
 )
-from ..index import BuildSettings, Engine, InvalidInputError, dumps
+from ..index import BuildSettings, Engine, InvalidInputError, canonical_json
 from ..release import pin_of_corpus_file
 from .progress import StageBars, byte_bars, chunk_progress
 
@@ -108,7 +108,7 @@ def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     _warn(summary["problems"])
-    print(dumps(summary) if args.json else _fetch_line(summary, args.out), file=out)
+    print(canonical_json(summary) if args.json else _fetch_line(summary, args.out), file=out)
     return 0
 
 
@@ -121,7 +121,7 @@ def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         bars.close()
     _warn(report["problems"])
-    print(dumps(report) if args.json else _extract_line(report, args.out), file=out)
+    print(canonical_json(report) if args.json else _extract_line(report, args.out), file=out)
     return 0
 
 
@@ -169,7 +169,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
                                 "sources": result.sources}
         if args.urls is not None:
             body.update(crawl=str(run.crawl), docs=str(run.docs), fetch=run.fetch, extract=run.extract)
-        print(dumps(body), file=out)
+        print(canonical_json(body), file=out)
         return 0
     if args.urls is not None:
         print(_fetch_line(run.fetch, run.crawl), file=out)
@@ -210,7 +210,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     if args.inspect:
         info = inspect_source(args.source)
         if args.json:
-            print(dumps(info.to_dict()), file=out)
+            print(canonical_json(info.to_dict()), file=out)
         else:
             _print_source(info, out)
         return 0
@@ -233,7 +233,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         recorded = engine.meta.get("provenance", {})
     derived = recorded.get("derived_from")
     if args.json:
-        print(dumps({**report.to_dict(), "provenance": recorded}), file=out)
+        print(canonical_json({**report.to_dict(), "provenance": recorded}), file=out)
         return 0
     origin = f"; derived from {derived['name']} {derived['revision']}" if derived else ""
     given = recorded.get("chunks")

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError, dumps
+from ..index import InvalidInputError, canonical_json
 from .argtypes import fraction
 
 
@@ -77,7 +77,7 @@ def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:
         report["diversity"] = diverse.as_dict()
     write_json_atomic(args.out, report)
     if args.json:  # the file just written, as one line
-        print(dumps(report), file=out)
+        print(canonical_json(report), file=out)
         return 0
     print(f"{len(ids)} items: {len(result.kept)} kept, {len(result.duplicates)} near-duplicates "
           f"(cosine >= {args.tau:g}), {len(result.review)} pair(s) to review", file=out)

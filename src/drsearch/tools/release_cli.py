@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import BuildSettings, dumps
+from ..index import BuildSettings, canonical_json
 from ..release import MANIFEST, assemble_release, validate_release, write_release_manifest
 from .progress import byte_bars, chunk_progress
 
@@ -51,7 +51,7 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
 
 def _manifest_json(root: Path) -> str:
     """The manifest.json just written, as one line of canonical JSON (``--json``)."""
-    return dumps(json.loads((root / MANIFEST).read_bytes()))
+    return canonical_json(json.loads((root / MANIFEST).read_bytes()))
 
 
 def _show_progress(args: argparse.Namespace) -> bool:
@@ -72,7 +72,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     report = validate_release(args.release_dir, deep=args.deep, progress=byte_bars(not show, force=True),
                               stage=stage)
     if args.json:
-        print(dumps(report.to_dict(args.strict)), file=out)
+        print(canonical_json(report.to_dict(args.strict)), file=out)
     else:
         width = max((len(c.name) for c in report.checks), default=0)
         for c in report.checks:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
 from ..compat.pyserini import Hit
-from ..index import MAX_RUN_K, BlockList, InvalidInputError, check_k, dumps
+from ..index import MAX_RUN_K, BlockList, InvalidInputError, canonical_json, check_k, number_from_text
 from ..index.atomic import atomic_output
 from .progress import progress_bar
 
@@ -48,7 +48,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("give either QUERY or --topics, not both")
     if args.output is None:
         raise InvalidInputError("--topics needs --output RUN.trec")
-    k = RUN_K_DEFAULT if args.k is None else check_k(args.k, MAX_RUN_K)
+    k = RUN_K_DEFAULT if args.k is None else check_k(number_from_text(args.k), MAX_RUN_K)
     output = Path(args.output)
     _check_output(output, args.force)
     topics = read_topics(args.topics)
@@ -69,7 +69,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     summary = {"lines": lines, "output": str(output), "queries": len(topics),
                "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag}
     if args.json:
-        print(dumps(summary), file=out)
+        print(canonical_json(summary), file=out)
     else:
         print(f"wrote {output}: {len(topics)} queries, {lines} lines "
               f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
@@ -82,7 +82,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         body = result.to_dict()
         if not args.per_query:
             del body["per_query"]
-        print(dumps(body), file=out)
+        print(canonical_json(body), file=out)
         return 0
     if args.per_query:
         for qid, measures in result.per_query.items():

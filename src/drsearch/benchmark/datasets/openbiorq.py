@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...index import InvalidInputError, dumps
+from ...index import InvalidInputError, canonical_json
 from ._jsonl import check_unique, parse_row, read_objects
 from .tasks import Criterion, GradingTask, NonEmpty
 
@@ -31,9 +31,9 @@ def rubric_sha256(checklist: Sequence[Criterion] | Sequence[Mapping[str, Any]]) 
     """SHA-256 of a checklist: canonical JSON of its ``[{text, type, weight}, ...]`` in order."""
     rows = [c.model_dump() if isinstance(c, Criterion) else {k: c[k] for k in ("text", "type", "weight")}
             for c in checklist]
-    # the canonical JSON spelling of agents.canonical (index.dumps), without importing the agents
+    # the canonical JSON spelling of agents.canonical (index.canonical_json), without importing the agents
     # layer: reading datasets needs no HTTP client
-    return hashlib.sha256(dumps(rows).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(rows).encode("utf-8")).hexdigest()
 
 
 class OpenBioRQItem(BaseModel):
