@@ -20,67 +20,15 @@ import http.client
 import json
 import os
 import random
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_DOCS = REPO / "data/sample/docs.jsonl"
-CACHE = REPO / "benchmarks/.cache"
+from serving import CACHE, ensure_sample_db, start_server, stop_server
+
 BATCHES = (1, 16, 256)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def ensure_sample_db() -> Path:
-    path = CACHE / "sample.sqlite3"
-    if not path.exists():
-        from drsearch.index import build, read_jsonl
-
-        CACHE.mkdir(parents=True, exist_ok=True)
-        build(read_jsonl(SAMPLE_DOCS), path)
-    return path
-
-
-def start_server(database: Path, threads: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    cmd = [str(Path(sys.executable).with_name("drsearch")), "serve", "--database", str(database),
-           "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--batch-threads", str(threads),
-           "--verify", "none", "--log-level", "warning", "--blocked-docids", "none"]
-    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"retrieve_bench: server exited {proc.returncode}: {log.read_text()[-500:]}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return proc, base
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise SystemExit("retrieve_bench: server not up within 60 s")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
 
 
 def titles(database: Path, seed: int) -> list[str]:
@@ -169,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     base = args.url
     if base is None:
         CACHE.mkdir(parents=True, exist_ok=True)
-        proc, base = start_server(database, args.batch_threads, CACHE / "retrieve_bench_server.log")
+        served = start_server(database, "--batch-threads", str(args.batch_threads), "--verify", "none",
+                              "--blocked-docids", "none", log=CACHE / "retrieve_bench_server.log")
+        proc, base = served.proc, served.base
     try:
         measure(base, min(1.0, args.seconds), pool, None, args.topk)  # warm-up: page cache, threads
         # Modes interleaved, round after round: a busy machine's drift hits all of them alike.
@@ -182,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                     measure(base, slice_s, pool, mode, args.topk))
     finally:
         if proc is not None:
-            stop(proc)
+            stop_server(proc)
     total = {mode: total_of(ms) for mode, ms in runs.items()}
     serial = total.pop("serial")
     report = {"database": database.name, "queries_in_pool": len(pool), "topk": args.topk,
