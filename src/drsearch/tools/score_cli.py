@@ -5,6 +5,7 @@ Three forms::
     drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [--attempts RUN …] [...]
     drsearch score RUN_DIR --questions FILE --judge numeric [--tolerance 0.02]
     drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
+    drsearch score --compare RUN_A RUN_B --majority   the same on the majority of 3 attempts
     drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
 
 The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
@@ -351,6 +352,19 @@ def _report_compare(result: dict[str, Any], out: TextIO) -> None:
         print(f"{name} ({len(ids)}): {' '.join(ids) if ids else '-'}", file=out)
 
 
+def _report_majority(result: dict[str, Any], out: TextIO) -> None:
+    acc_a, acc_b, flips = result["accuracy_a"], result["accuracy_b"], result["flips"]
+    print(f"questions {result['n']}, majority of {result['attempts']} attempts each", file=out)
+    print(f"majority accuracy A {acc_a['rate']}  B {acc_b['rate']}", file=out)
+    print(f"{'':>14}{'B correct':>12}{'B wrong':>10}", file=out)
+    print(f"{'A correct':>14}{result['both_correct']:>12}{result['a_only']:>10}", file=out)
+    print(f"{'A wrong':>14}{result['b_only']:>12}{result['both_incorrect']:>10}", file=out)
+    print(f"majority-vote exact McNemar p = {result['p']}", file=out)
+    for name, ids in (("correct -> incorrect", flips["correct_to_incorrect"]),
+                      ("incorrect -> correct", flips["incorrect_to_correct"])):
+        print(f"{name} ({len(ids)}): {' '.join(ids) if ids else '-'}", file=out)
+
+
 def _report_agreement(result: dict[str, Any], out: TextIO) -> None:
     agree, failed = result["agreement"], result["judge_failed"]
     print(f"paired records {result['n_records']} (only in A: {result['unpaired']['only_a']}, "
@@ -376,6 +390,12 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
         return 2
     from ..benchmark import compare_runs, judge_agreement
 
+    if args.majority and args.compare is None:
+        raise InvalidInputError("--majority goes with --compare RUN_A RUN_B")
+    if args.compare is not None and args.majority:
+        from ..benchmark.generate.drbencher.scoring import majority_compare
+
+        return _paired(args, out, args.compare, majority_compare, _report_majority)
     if args.compare is not None:
         return _paired(args, out, args.compare, compare_runs, _report_compare)
     if args.agreement is not None:
@@ -393,6 +413,9 @@ def register(sub: Any) -> None:
     p.add_argument("run_dir", nargs="?", type=Path, metavar="RUN_DIR", help="run directory of `drsearch run`")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"),
                    help="paired comparison of two graded runs (exact McNemar, flip table)")
+    p.add_argument("--majority", action="store_true",
+                   help="with --compare: majority vote of 3 attempts per question (attempt-0/ … attempt-2/ "
+                        "runs graded together) on each side, then the exact McNemar test")
     p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
                    help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
     p.add_argument("--json", action="store_true",

@@ -13,8 +13,10 @@ from drsearch.benchmark.generate.drbencher.scoring import (
     accuracy_by_cci,
     entity_identified,
     jonckheere_terpstra,
+    majority_compare,
     majority_mcnemar,
 )
+from drsearch.benchmark.records import GradedQuestion
 
 ZUG = [{"aliases": ["Zugspitz"], "label": "Zugspitze", "qid": "Q3375"}]
 
@@ -70,3 +72,27 @@ def test_majority_vote_mcnemar_matches_statsmodels() -> None:
     assert result["p"] == pytest.approx(sm_mcnemar(table, exact=True).pvalue, rel=1e-12)
     with pytest.raises(ValueError, match="3 attempts"):
         majority_mcnemar({"q": [True]}, {"q": [True]})
+
+
+def _graded(qid: str, attempt: int, correct: bool) -> GradedQuestion:
+    return GradedQuestion(question_id=qid, index=0, attempt=attempt, episode_status="answered",
+                          outcome="correct" if correct else "incorrect", correct=correct)
+
+
+def test_majority_compare_of_graded_records_checks_its_attempts() -> None:
+    rng = random.Random(5)
+    a = {f"q{i}": [rng.random() < 0.6 for _ in range(3)] for i in range(30)}
+    b = {f"q{i}": [rng.random() < 0.4 for _ in range(3)] for i in range(30)}
+    # records in any order: the vote groups them by question and attempt
+    records_a = [_graded(q, n, v[n]) for n in (2, 0, 1) for q, v in a.items()]
+    records_b = [_graded(q, n, v[n]) for q, v in reversed(b.items()) for n in range(3)]
+    result = majority_compare(records_a, records_b)
+    assert {k: result[k] for k in ("a_only", "b_only", "n", "p")} == majority_mcnemar(a, b)
+    assert result["both_correct"] + result["a_only"] + result["b_only"] + result["both_incorrect"] == 30
+    assert len(result["flips"]["correct_to_incorrect"]) == result["a_only"]
+    with pytest.raises(ValueError, match="attempt 1 graded twice in run A"):
+        majority_compare([*records_a, _graded("q0", 1, True)], records_b)
+    with pytest.raises(ValueError, match="run B has attempt\\(s\\) 0, 1, 3"):
+        majority_compare(records_a, [_graded("q", n, True) for n in (0, 1, 3)])
+    with pytest.raises(ValueError, match="run A has no graded questions"):
+        majority_compare([], records_b)

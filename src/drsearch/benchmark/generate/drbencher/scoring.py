@@ -1,7 +1,7 @@
 """Scoring a run on DrBencher questions: entity identification, accuracy by CCI, trend and
 paired tests. ``drsearch score --judge numeric`` adds :func:`drbencher_summary` to
-``scores.json`` when the questions are DrBencher rows; the majority-vote McNemar is a
-library function (two runs of 3 attempts each).
+``scores.json`` when the questions are DrBencher rows; ``drsearch score --compare RUN_A
+RUN_B --majority`` runs :func:`majority_compare` (two graded runs of 3 attempts each).
 
 - :func:`entity_identified`: the final answer **or** the trace names a withheld entity
   (label or alias, case-insensitive, word boundaries) — a verdict separate from the
@@ -11,7 +11,9 @@ library function (two runs of 3 attempts each).
   CCI levels (statistic J = Σ_{i<j} U_ij, ties ½; two-sided normal approximation with the
   tie-corrected variance — equal to Kendall's tau test between level and outcome);
 - :func:`majority_mcnemar`: two runs of 3 attempts each, a question counted correct by a run
-  when ≥ 2 of its 3 attempts are; the exact McNemar test on the discordant questions.
+  when ≥ 2 of its 3 attempts are; the exact McNemar test on the discordant questions;
+- :func:`majority_compare`: the same over two graded files (``scores.graded.jsonl``), with the
+  checks that make it meaningful (3 attempts per question, the same questions in both).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...stats import mcnemar_exact, wilson_interval
 from .checks import mentions
+
+if TYPE_CHECKING:
+    from ...records import GradedQuestion
 
 
 def entity_identified(answer: str, trace: Iterable[str], entities: Sequence[Mapping[str, Any]]) -> bool:
@@ -98,6 +103,61 @@ def majority_mcnemar(run_a: Mapping[str, Sequence[bool]],
     return {"a_only": b, "b_only": c, "n": len(run_a), "p": mcnemar_exact(b, c)}
 
 
+MAJORITY_ATTEMPTS = (0, 1, 2)
+"""The attempts a majority vote needs per question: ``drsearch score`` numbers them from 0."""
+
+
+def _votes(graded: Sequence[GradedQuestion], side: str) -> dict[str, list[bool]]:
+    """``{question_id: [correct of attempt 0, 1, 2]}``; ValueError unless each question has
+    exactly attempts 0, 1 and 2, each graded once."""
+    by_qid: dict[str, dict[int, bool]] = {}
+    for g in graded:
+        attempts = by_qid.setdefault(g.question_id, {})
+        if g.attempt in attempts:
+            raise ValueError(f"{g.question_id}: attempt {g.attempt} graded twice in run {side}")
+        attempts[g.attempt] = g.correct
+    if not by_qid:
+        raise ValueError(f"run {side} has no graded questions")
+    for qid in sorted(by_qid):
+        if tuple(sorted(by_qid[qid])) != MAJORITY_ATTEMPTS:
+            found = ", ".join(map(str, sorted(by_qid[qid])))
+            raise ValueError(f"{qid}: run {side} has attempt(s) {found}; the majority vote needs exactly "
+                             "3 attempts (0, 1, 2) per question in each run")
+    return {qid: [v[n] for n in MAJORITY_ATTEMPTS] for qid, v in by_qid.items()}
+
+
+def majority_compare(a: Sequence[GradedQuestion], b: Sequence[GradedQuestion]) -> dict[str, Any]:
+    """Majority-vote McNemar between two graded runs of 3 attempts per question.
+
+    A question counts as correct in a run when at least 2 of its 3 attempts are. Returns
+    :func:`majority_mcnemar`'s ``a_only``, ``b_only``, ``n`` and ``p`` (two-sided exact
+    McNemar on the discordant questions), plus ``both_correct``, ``both_incorrect``, each
+    run's majority accuracy (``accuracy_a``/``accuracy_b``: correct, rate) and the flips
+    (sorted ids, ``correct_to_incorrect`` = correct in A only). Raises ``ValueError`` (one
+    line) when a question lacks one of attempts 0, 1, 2 or has one twice in a run, or when
+    the runs grade different questions: unlike the attempt-0 comparison nothing is left
+    out silently, because a majority over other questions is another test."""
+    votes_a, votes_b = _votes(a, "A"), _votes(b, "B")
+    only_a, only_b = sorted(set(votes_a) - set(votes_b)), sorted(set(votes_b) - set(votes_a))
+    if only_a or only_b:
+        examples = "; ".join(f"{len(ids)} only in {side} (e.g. {ids[0]})"
+                             for side, ids in (("A", only_a), ("B", only_b)) if ids)
+        raise ValueError(f"the runs grade different questions: {examples}")
+    result = majority_mcnemar(votes_a, votes_b)
+    maj_a = {q: sum(v) >= 2 for q, v in votes_a.items()}
+    maj_b = {q: sum(v) >= 2 for q, v in votes_b.items()}
+    n = result["n"]
+    both = sum(maj_a[q] and maj_b[q] for q in maj_a)
+    result.update({
+        "accuracy_a": {"correct": sum(maj_a.values()), "rate": sum(maj_a.values()) / n},
+        "accuracy_b": {"correct": sum(maj_b.values()), "rate": sum(maj_b.values()) / n},
+        "attempts": len(MAJORITY_ATTEMPTS), "both_correct": both,
+        "both_incorrect": n - both - result["a_only"] - result["b_only"],
+        "flips": {"correct_to_incorrect": sorted(q for q in maj_a if maj_a[q] and not maj_b[q]),
+                  "incorrect_to_correct": sorted(q for q in maj_a if maj_b[q] and not maj_a[q])}})
+    return result
+
+
 
 
 def _trace(episode: Mapping[str, Any] | None) -> list[str]:
@@ -147,5 +207,5 @@ def drbencher_summary(questions: Path, graded: Sequence[Any], runs: Sequence[Any
             "jonckheere_terpstra": trend}
 
 
-__all__ = ["accuracy_by_cci", "drbencher_summary", "entity_identified", "jonckheere_terpstra",
-           "majority_mcnemar"]
+__all__ = ["MAJORITY_ATTEMPTS", "accuracy_by_cci", "drbencher_summary", "entity_identified",
+           "jonckheere_terpstra", "majority_compare", "majority_mcnemar"]
