@@ -8,6 +8,7 @@
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
         [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
     drsearch generate openbiorq {difficulty,freeze} OBRQ_DIR --calibration CAL
+    drsearch generate openbiorq freeze OBRQ_DIR --calibration CAL --t0 T1 T2 T3
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
     drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
 
@@ -94,6 +95,8 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("churn needs --calibration A --against B")
     if args.stage != "churn" and args.against is not None:
         raise InvalidInputError("--against is for churn")
+    if args.stage != "freeze" and args.t0:
+        raise InvalidInputError("--t0 is for freeze")
     cal = read_calibration(args.calibration)
     other = read_calibration(args.against) if args.against is not None else None
     if args.obrq_dir.exists() and not args.obrq_dir.is_dir():
@@ -102,11 +105,20 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
         report = difficulty_report(cal)
         name = "difficulty.json"
     elif args.stage == "freeze":
-        ids, text, digest = freeze(cal)
+        t0_runs = None
+        if args.t0:  # temperature-0 runs named directly, each checked before anything is written
+            from ..benchmark.generate.openbiorq.difficulty import freeze_t0
+            from .calibrate_cli import _grades, _read_runs
+
+            runs = _read_runs(list(args.t0), "--t0")
+            ids, text, digest = freeze_t0(cal, [(run, _grades(run.path, [run])) for run in runs])
+            t0_runs = {str(run.manifest.get("model")): str(run.path) for run in runs}
+        else:
+            ids, text, digest = freeze(cal)
         args.obrq_dir.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(args.obrq_dir / "frozen_core.txt", text.encode("utf-8"))
         report = {"calibration": str(args.calibration), "count": len(ids), "frozen_core_sha256": digest,
-                  "questions_sha256": cal.get("questions_sha256")}
+                  "questions_sha256": cal.get("questions_sha256"), "t0_runs": t0_runs}
         name = "frozen_core.json"
     else:
         assert other is not None
@@ -241,6 +253,9 @@ def register(sub: Any) -> None:
     p.add_argument("--calibration", type=Path, metavar="CAL",
                    help="difficulty, freeze, churn: calibration.json of drsearch calibrate --rule openbiorq")
     p.add_argument("--against", type=Path, metavar="CAL", help="churn: the second calibration (B)")
+    p.add_argument("--t0", type=Path, nargs="+", metavar="RUN",
+                   help="freeze: each roster model's graded run at temperature 0 (instead of a calibration "
+                        "made with --frozen-runs)")
     p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
                    help="coverage: run directories over the export")
     p.add_argument("--boundary", type=fraction, default=0.15,
