@@ -52,6 +52,24 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
 _REPORTS = ("difficulty", "freeze", "churn", "coverage")
 
 
+def _difficulty_sha256(obrq_dir: Path) -> str | None:
+    """SHA-256 of ``OBRQ_DIR/difficulty.json`` (checked to hold per-item buckets), or None."""
+    from ..agents.canonical import sha256_hex
+
+    path = obrq_dir / "difficulty.json"
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    try:
+        value = json.loads(data)
+    except ValueError:
+        raise InvalidInputError(f"{path}: not JSON; rerun `drsearch generate openbiorq difficulty`") from None
+    if not isinstance(value, dict) or not isinstance(value.get("items"), dict):
+        raise InvalidInputError(f"{path}: no per-item buckets (\"items\"); rerun `drsearch generate "
+                                "openbiorq difficulty` to write them")
+    return sha256_hex(data)
+
+
 def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
     """``coverage``: every item × run pair has a trajectory that an offline replay reproduces."""
     import tempfile
@@ -165,6 +183,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
                                 "--ctgov-url / --s2-url")
     if args.inject_controls is not None and not args.inject_controls.is_file():
         raise InvalidInputError(f"--inject-controls {args.inject_controls}: no such file")
+    optional["difficulty_sha256"] = _difficulty_sha256(args.obrq_dir)
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
