@@ -8,6 +8,7 @@
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
         [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
     drsearch generate openbiorq {difficulty,freeze} OBRQ_DIR --calibration CAL
+    drsearch generate openbiorq freeze OBRQ_DIR --calibration CAL --t0 T1 T2 T3
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
     drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
 
@@ -49,6 +50,24 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
 
 
 _REPORTS = ("difficulty", "freeze", "churn", "coverage")
+
+
+def _difficulty_sha256(obrq_dir: Path) -> str | None:
+    """SHA-256 of ``OBRQ_DIR/difficulty.json`` (checked to hold per-item buckets), or None."""
+    from ..agents.canonical import sha256_hex
+
+    path = obrq_dir / "difficulty.json"
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    try:
+        value = json.loads(data)
+    except ValueError:
+        raise InvalidInputError(f"{path}: not JSON; rerun `drsearch generate openbiorq difficulty`") from None
+    if not isinstance(value, dict) or not isinstance(value.get("items"), dict):
+        raise InvalidInputError(f"{path}: no per-item buckets (\"items\"); rerun `drsearch generate "
+                                "openbiorq difficulty` to write them")
+    return sha256_hex(data)
 
 
 def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
@@ -94,6 +113,8 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("churn needs --calibration A --against B")
     if args.stage != "churn" and args.against is not None:
         raise InvalidInputError("--against is for churn")
+    if args.stage != "freeze" and args.t0:
+        raise InvalidInputError("--t0 is for freeze")
     cal = read_calibration(args.calibration)
     other = read_calibration(args.against) if args.against is not None else None
     if args.obrq_dir.exists() and not args.obrq_dir.is_dir():
@@ -102,11 +123,20 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
         report = difficulty_report(cal)
         name = "difficulty.json"
     elif args.stage == "freeze":
-        ids, text, digest = freeze(cal)
+        t0_runs = None
+        if args.t0:  # temperature-0 runs named directly, each checked before anything is written
+            from ..benchmark.generate.openbiorq.difficulty import freeze_t0
+            from .calibrate_cli import _grades, _read_runs
+
+            runs = _read_runs(list(args.t0), "--t0")
+            ids, text, digest = freeze_t0(cal, [(run, _grades(run.path, [run])) for run in runs])
+            t0_runs = {str(run.manifest.get("model")): str(run.path) for run in runs}
+        else:
+            ids, text, digest = freeze(cal)
         args.obrq_dir.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(args.obrq_dir / "frozen_core.txt", text.encode("utf-8"))
         report = {"calibration": str(args.calibration), "count": len(ids), "frozen_core_sha256": digest,
-                  "questions_sha256": cal.get("questions_sha256")}
+                  "questions_sha256": cal.get("questions_sha256"), "t0_runs": t0_runs}
         name = "frozen_core.json"
     else:
         assert other is not None
@@ -153,6 +183,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
                                 "--ctgov-url / --s2-url")
     if args.inject_controls is not None and not args.inject_controls.is_file():
         raise InvalidInputError(f"--inject-controls {args.inject_controls}: no such file")
+    optional["difficulty_sha256"] = _difficulty_sha256(args.obrq_dir)
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
@@ -241,6 +272,9 @@ def register(sub: Any) -> None:
     p.add_argument("--calibration", type=Path, metavar="CAL",
                    help="difficulty, freeze, churn: calibration.json of drsearch calibrate --rule openbiorq")
     p.add_argument("--against", type=Path, metavar="CAL", help="churn: the second calibration (B)")
+    p.add_argument("--t0", type=Path, nargs="+", metavar="RUN",
+                   help="freeze: each roster model's graded run at temperature 0 (instead of a calibration "
+                        "made with --frozen-runs)")
     p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
                    help="coverage: run directories over the export")
     p.add_argument("--boundary", type=fraction, default=0.15,

@@ -14,6 +14,8 @@ from drsearch.benchmark.generate.openbiorq.difficulty import churn, difficulty_r
 from drsearch.benchmark.generate.openbiorq.textstages import rate
 from drsearch.index import InvalidInputError
 
+from ..test_calibrate import QUESTIONS, ROWS, write_model_run
+from ..test_calibrate import cli as calibrate_cli
 from .conftest import generate
 
 ROSTER = ("m1", "m2", "m3")
@@ -121,3 +123,54 @@ def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
         rc, _, err = generate(args[0], tmp_path / "o2", *args[1:], sources=None)
         assert rc == 2 and message in err and err.count("\n") == 1, (args, err)
     assert not (tmp_path / "o2").exists()
+
+
+def test_freeze_t0_takes_temperature_0_runs_directly(tmp_path: Path) -> None:
+    """``freeze --t0 RUN...`` over a calibration made without --frozen-runs gives the frozen core that
+    ``drsearch calibrate --frozen-runs`` gives; a hot run, a run over other questions, or a roster
+    model without a run is one line and exit 2, nothing written."""
+    answers = {0: "a0", 1: "a1", 2: "a2", 3: "a3"}
+    # item 0: failed by both, also at t=0; 1: easy; 2: discriminating; 3: core, but m2 solves it at t=0
+    m1 = write_model_run(tmp_path / "m1", "m1", answers, {0: 0.1, 1: 0.9, 2: 0.5, 3: 0.0})
+    m2 = write_model_run(tmp_path / "m2", "m2", answers, {0: 0.3, 1: 0.6, 2: 0.2, 3: 0.4})
+    t1 = write_model_run(tmp_path / "t1", "m1", answers, {0: 0.1, 1: 0.9, 2: 0.5, 3: 0.0}, temperature=0)
+    t2 = write_model_run(tmp_path / "t2", "m2", answers, {0: 0.2, 1: 0.6, 2: 0.2, 3: 0.5}, temperature=0)
+    plain, with_frozen = tmp_path / "plain.json", tmp_path / "frozen.json"
+    for out, extra in ((plain, []), (with_frozen, ["--frozen-runs", str(t1), str(t2)])):
+        rc, text = calibrate_cli("calibrate", "--questions", str(QUESTIONS), "--runs", str(m1), str(m2),
+                                 "--rule", "openbiorq", "--out", str(out), *extra)
+        assert rc == 0, text
+    qid = [r["metadata"]["qid"] for r in ROWS]
+
+    by_t0, by_cal = tmp_path / "by_t0", tmp_path / "by_cal"
+    rc, _, err = generate("freeze", by_t0, "--calibration", str(plain), "--t0", str(t2), str(t1), sources=None)
+    assert rc == 0, err
+    assert (by_t0 / "frozen_core.txt").read_text() == f"{qid[0]}\n"
+    recorded = json.loads((by_t0 / "frozen_core.json").read_text())
+    assert recorded["frozen_core_sha256"] == hashlib.sha256(f"{qid[0]}\n".encode()).hexdigest()
+    assert recorded["t0_runs"] == {"m1": str(t1), "m2": str(t2)} and recorded["count"] == 1
+    rc, _, err = generate("freeze", by_cal, "--calibration", str(with_frozen), sources=None)
+    assert rc == 0, err
+    assert (by_cal / "frozen_core.txt").read_bytes() == (by_t0 / "frozen_core.txt").read_bytes()
+
+    hot = write_model_run(tmp_path / "hot", "m2", answers, {0: 0.2, 1: 0.6, 2: 0.2, 3: 0.5})
+    other = write_model_run(tmp_path / "other", "m2", answers, {0: 0.2, 1: 0.6, 2: 0.2, 3: 0.5}, temperature=0)
+    manifest = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps({**manifest, "questions_sha256": "e" * 64}))
+    stranger = write_model_run(tmp_path / "m9", "m9", answers, {0: 0.2, 1: 0.6, 2: 0.2, 3: 0.5}, temperature=0)
+    for t0, message in [
+        ((t1, hot), f"{hot}: recorded at temperature 0.6; freeze --t0 needs temperature-0 runs"),
+        ((t1, other), f"{other}: the run answered other questions (SHA-256 eeeeeeeeeeee…) than {plain}"),
+        ((t1,), "--t0: no temperature-0 run of roster model(s) m2"),
+        ((t1, t2, stranger), f"{stranger}: model 'm9' is not in the roster ['m1', 'm2']"),
+        ((t1, t1), "the same run given twice"),
+    ]:
+        rc, _, err = generate("freeze", tmp_path / "o3", "--calibration", str(plain),
+                              "--t0", *map(str, t0), sources=None)
+        assert rc == 2 and message in err and err.count("\n") == 1, (t0, err)
+    rc, _, err = generate("freeze", tmp_path / "o3", "--calibration", str(plain), sources=None)
+    assert rc == 2 and "calibrated without temperature-0 runs; freeze needs --t0" in err
+    rc, _, err = generate("difficulty", tmp_path / "o3", "--calibration", str(plain), "--t0", str(t1),
+                          sources=None)
+    assert rc == 2 and "--t0 is for freeze" in err
+    assert not (tmp_path / "o3").exists()

@@ -22,6 +22,7 @@ import pytest
 from drsearch.agents import read_questions
 from drsearch.benchmark import read_openbiorq
 from drsearch.benchmark.generate.openbiorq.evidence import RateLimiter
+from drsearch.benchmark.generate.openbiorq.export import NO_REPORT
 from drsearch.benchmark.generate.openbiorq.openness import verdict
 from drsearch.benchmark.generate.openbiorq.replies import OpennessReply
 from drsearch.index import InvalidInputError
@@ -33,6 +34,7 @@ from ..test_stages import assert_same_tree
 from .conftest import generate, jsonl
 from .evidence_servers import api_shapes, control_rows, drsearch_serve
 from .rules import RULES
+from .test_difficulty import calibration
 
 pytest.importorskip("onnxruntime")
 
@@ -107,6 +109,41 @@ def test_the_export_reads_for_grading_and_for_drsearch_run(generated: tuple[Path
     edited.write_text(json.dumps(row) + "\n")
     with pytest.raises(InvalidInputError, match="checklist changed after it was frozen"):
         read_openbiorq(edited)
+
+
+def test_the_export_carries_the_difficulty_bucket_once_the_report_exists(
+        generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path) -> None:
+    """No difficulty.json: every row says why its bucket is absent. After ``difficulty``, a rerun of
+    ``export`` (only it reruns) puts each item's bucket and roster scores in the row; an item the
+    calibration does not cover says so."""
+    recorded, _ = generated
+    for row in jsonl(recorded / "items.jsonl"):
+        assert row["metadata"]["openbiorq"]["difficulty"] == {"absent_because": NO_REPORT, "bucket": None}
+    out = tmp_path / "obrq"
+    shutil.copytree(recorded, out)
+    ids = [r["task_id"] for r in jsonl(out / "items.jsonl")]
+    scores = {q: ((0.1, 0.2, 0.3) if n % 2 else (0.9, 0.1, 0.1)) for n, q in enumerate(ids[:-1])}
+    cal = tmp_path / "cal.json"
+    counts = {"core": sum(n % 2 for n in range(len(ids) - 1)), "discriminating": sum(1 - n % 2 for n in
+                                                                                 range(len(ids) - 1))}
+    made = calibration(scores, frozen={ids[1]}, counts=counts)
+    cal.write_text(json.dumps({k: v for k, v in made.items() if k != "_path"}))
+    rc, _, err = generate("difficulty", out, "--calibration", str(cal), sources=None)
+    assert rc == 0, err
+    rc, summary, err = generate("export", out, *evidence_args(servers), "--cache-mode", "replay",
+                                base_url=servers["llm"])
+    assert rc == 0, err
+    assert summary is not None and summary["ran"] == ["export"]
+    rows = {r["task_id"]: r["metadata"]["openbiorq"]["difficulty"] for r in jsonl(out / "items.jsonl")}
+    assert rows[ids[1]] == {"bucket": "core", "frozen_core": True, "questions_sha256": "q" * 64, "reason": None,
+                            "scores": {"m1": 0.1, "m2": 0.2, "m3": 0.3}, "threshold": 0.5}
+    assert rows[ids[0]]["bucket"] == "discriminating" and rows[ids[0]]["scores"] == {"m1": 0.9, "m2": 0.1,
+                                                                                      "m3": 0.1}
+    assert rows[ids[-1]] == {"absent_because": "not in difficulty.json (its calibration covers other items)",
+                             "bucket": None}
+    (out / "difficulty.json").write_text("{}")  # a report without per-item buckets is refused, not ignored
+    rc, _, err = generate("export", out, *evidence_args(servers), "--cache-mode", "replay", base_url=servers["llm"])
+    assert rc == 2 and "no per-item buckets" in err and err.count("\n") == 1
 
 
 def test_the_exported_items_run_and_grade(generated: tuple[Path, dict[str, Any]], servers: dict[str, Any],

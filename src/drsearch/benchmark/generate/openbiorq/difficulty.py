@@ -1,11 +1,14 @@
 """Difficulty, freeze and churn over the toolkit's OpenBioRQ calibration (``drsearch calibrate
 --rule openbiorq``: one scored run per roster model, ``--frozen-runs`` at temperature 0).
 
-- :func:`difficulty_report`: each bucket's count and share with its Wilson 95 % interval, and
-  the frozen core's share of the core.
+- :func:`difficulty_report`: each bucket's count and share with its Wilson 95 % interval, the
+  frozen core's share of the core, and each item's bucket with the roster scores it came from
+  (what the ``export`` stage puts in ``metadata.openbiorq.difficulty``).
 - :func:`freeze`: the frozen core (core items every roster model still fails at temperature 0)
   as sorted ids, one a line, and that text's SHA-256; a calibration made without
-  temperature-0 runs is refused.
+  temperature-0 runs is refused. :func:`freeze_t0` does the same from temperature-0 runs named
+  directly (``freeze --t0 RUN...``), each checked against the calibration: temperature 0,
+  the same questions, corpus and blocklist, one run per roster model.
 - :func:`churn`: two calibrations of the same roster over the same questions (A, B): mean
   \\|Δscore\\| over (item, model) pairs, fail-label agreement (score < threshold in both or in
   neither), core-label flips among boundary items (max of the roster's A scores within
@@ -20,12 +23,15 @@ InvalidInputError (exit 2).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ....agents.canonical import sha256_hex
 from ....index import InvalidInputError
-from ..calibrate import BUCKETS, OPENBIORQ_THRESHOLD
+from ...grade import RunEpisodes
+from ...records import GradedQuestion
+from ..calibrate import BUCKETS, OPENBIORQ_THRESHOLD, calibrate, frozen_core
 from .textstages import rate
 
 BOUNDARY = 0.15
@@ -52,7 +58,14 @@ def difficulty_report(cal: dict[str, Any]) -> dict[str, Any]:
     counts = {b: int(cal["counts"].get(b, 0)) for b in BUCKETS["openbiorq"]}
     n = sum(counts.values())
     report: dict[str, Any] = {"buckets": {b: {**rate(c, n), "count": c} for b, c in counts.items()}, "n": n,
-                              "questions_sha256": cal.get("questions_sha256"), "frozen_core": None}
+                              "questions_sha256": cal.get("questions_sha256"), "frozen_core": None,
+                              "threshold": (cal.get("settings") or {}).get("threshold", OPENBIORQ_THRESHOLD),
+                              "items": {str(i["qid"]): {
+                                  "bucket": i["bucket"], "frozen_core": i.get("frozen_core"),
+                                  "reason": i.get("reason"),
+                                  "scores": {m: (s["scores"][0] if s["scores"] else None)
+                                             for m, s in sorted(i["models"].items())}}
+                                  for i in cal["items"]}}
     if cal.get("frozen_runs"):
         frozen = sum(1 for i in cal["items"] if i.get("frozen_core"))
         report["frozen_core"] = {**rate(frozen, counts["core"]), "count": frozen}
@@ -63,8 +76,52 @@ def freeze(cal: dict[str, Any]) -> tuple[list[str], str, str]:
     """``(ids, text, sha256)`` of the frozen core; InvalidInputError without temperature-0 runs."""
     if not cal.get("frozen_runs"):
         raise InvalidInputError(f"{cal['_path']}: calibrated without temperature-0 runs; freeze needs "
-                                "`drsearch calibrate --rule openbiorq --frozen-runs T1 T2 T3`")
+                                "--t0 T1 T2 T3 or a calibration made with `drsearch calibrate --rule "
+                                "openbiorq --frozen-runs T1 T2 T3`")
     ids = sorted(str(i["qid"]) for i in cal["items"] if i.get("frozen_core"))
+    text = "".join(f"{i}\n" for i in ids)
+    return ids, text, sha256_hex(text)
+
+
+def freeze_t0(cal: dict[str, Any], t0: Sequence[tuple[RunEpisodes, Sequence[GradedQuestion]]]
+              ) -> tuple[list[str], str, str]:
+    """``(ids, text, sha256)`` of the frozen core: the calibration's core items that every roster
+    model, in its run ``t0[i]`` (graded by ``t0[i][1]``), still fails at temperature 0.
+
+    InvalidInputError, naming the run, for a run not recorded at temperature 0, over other
+    questions (``questions_sha256``), another corpus or blocklist, of a model outside the roster
+    or given twice; and when the runs do not cover the roster.
+    """
+    where = cal["_path"]
+    roster = sorted(cal.get("runs") or next((i["models"] for i in cal["items"]), {}))
+    by_model: dict[str, list[RunEpisodes]] = {}
+    grades: dict[str, Sequence[GradedQuestion]] = {}
+    for run, graded in t0:
+        temperature = (run.manifest.get("preset") or {}).get("temperature")
+        if temperature != 0:
+            raise InvalidInputError(f"{run.path}: recorded at temperature {temperature!r}; freeze --t0 needs "
+                                    "temperature-0 runs")
+        recorded = run.manifest.get("questions_sha256")
+        if recorded != cal.get("questions_sha256"):
+            raise InvalidInputError(f"{run.path}: the run answered other questions (SHA-256 "
+                                    f"{str(recorded)[:12]}…) than {where} "
+                                    f"({str(cal.get('questions_sha256'))[:12]}…)")
+        for field in ("corpus_identity", "blocklist_sha256"):
+            if run.manifest.get(field) != cal.get(field):
+                raise InvalidInputError(f"{run.path}: {field} {run.manifest.get(field)!r} differs from "
+                                        f"{where}'s {cal.get(field)!r}")
+        model = run.manifest.get("model")
+        if not isinstance(model, str) or model not in roster:
+            raise InvalidInputError(f"{run.path}: model {model!r} is not in the roster {roster} of {where}")
+        if model in by_model:
+            raise InvalidInputError(f"{run.path}: model {model!r} given twice in --t0")
+        by_model[model], grades[model] = [run], graded
+    if missing := sorted(set(roster) - set(by_model)):
+        raise InvalidInputError(f"--t0: no temperature-0 run of roster model(s) {', '.join(missing)}")
+    threshold = (cal.get("settings") or {}).get("threshold", OPENBIORQ_THRESHOLD)
+    core = [str(i["qid"]) for i in cal["items"] if i["bucket"] == "core"]
+    stats = calibrate(core, by_model, grades)
+    ids = sorted(q for q in core if frozen_core(stats[q], threshold=threshold))
     text = "".join(f"{i}\n" for i in ids)
     return ids, text, sha256_hex(text)
 
@@ -116,4 +173,4 @@ def churn(a: dict[str, Any], b: dict[str, Any], *, threshold: float = OPENBIORQ_
             "threshold": threshold, "ungraded": sorted(set(sa) - set(graded))}
 
 
-__all__ = ["BOUNDARY", "DEEP", "churn", "difficulty_report", "freeze", "read_calibration"]
+__all__ = ["BOUNDARY", "DEEP", "churn", "difficulty_report", "freeze", "freeze_t0", "read_calibration"]

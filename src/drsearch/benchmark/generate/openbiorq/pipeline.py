@@ -65,6 +65,9 @@ class OpenBioRQSettings(BaseModel):
     api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
     controls: Path | None = None
     max_span: Annotated[int, Field(ge=1)] = 5
+    difficulty_sha256: str | None = None
+    """SHA-256 of ``OBRQ_DIR/difficulty.json`` when the difficulty report exists (the export then
+    carries each item's bucket; a new report reruns the export)."""
 
     @field_validator("evidence_corpus")
     @classmethod
@@ -145,7 +148,7 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
               settings={"code_sha256": common["code_sha256"], "max_span": s.max_span}),
         Stage("export", export_stage, inputs=("openness.jsonl", "membership.json"), outputs=("items.jsonl",),
-              settings={"code_sha256": common["code_sha256"]}),
+              settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256}),
     ])
 
 
