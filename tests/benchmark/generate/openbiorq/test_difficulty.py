@@ -28,7 +28,10 @@ def calibration(scores: dict[str, tuple[float | None, ...]], *, frozen: set[str]
               "frozen_core": (q in frozen) if frozen is not None else None,
               "models": {m: {"scores": [s]} for m, s in zip(ROSTER, v, strict=True)}, "qid": q}
              for q, v in scores.items()]
-    return {"_path": path, "counts": counts or {}, "frozen_runs": {"m1": ["t0"]} if frozen is not None else None,
+    if counts is None:  # what drsearch calibrate writes: the tally of the items' buckets
+        counts = {b: sum(1 for i in items if i["bucket"] == b) for b in ("core", "discriminating")}
+        counts = {b: c for b, c in counts.items() if c}
+    return {"_path": path, "counts": counts, "frozen_runs": {"m1": ["t0"]} if frozen is not None else None,
             "items": items, "questions_sha256": questions, "rule": "openbiorq"}
 
 
@@ -118,6 +121,12 @@ def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
           str(write("c.json", calibration({"a#0": (0.1, 0.1, 0.1), "b#0": (0.9, 0.1, 0.1)}, questions="e" * 64)))),
          "calibrated over other questions"),
         (("difficulty", "--calibration", str(tmp_path / "none.json")), "none.json: no such file"),
+        (("difficulty", "--calibration",  # a hand edit: counts no longer the items' tally
+          str(write("d.json", calibration({"a#0": (0.1, 0.1, 0.1)}, counts={"core": 5})))),
+         "d.json: 'counts' disagree with its items (core: counts 5, items 1)"),
+        (("difficulty", "--calibration",
+          str(write("e.json", calibration({"a#0": (0.1, 0.1, 0.1)}, counts={"core": -1})))),
+         "'counts' is not an object of non-negative integers"),
         (("extract",), "stage extract needs --sources"),
     ]:
         rc, _, err = generate(args[0], tmp_path / "o2", *args[1:], sources=None)

@@ -50,8 +50,30 @@ def read_calibration(path: Path) -> dict[str, Any]:
             or not isinstance(value.get("items"), list):
         raise InvalidInputError(f"{path}: not a calibration of rule openbiorq (drsearch calibrate --rule "
                                 "openbiorq)")
+    _check_consistent(value, path)
     value["_path"] = str(path)
     return value
+
+
+def _check_consistent(cal: dict[str, Any], path: Path) -> None:
+    """A calibration whose items are not well formed, or whose ``counts`` disagree with the
+    buckets of its items (a hand edit), is refused: the rates computed from it would be wrong."""
+    counts = cal.get("counts")
+    if not isinstance(counts, dict) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                               for c in counts.values()):
+        raise InvalidInputError(f"{path}: 'counts' is not an object of non-negative integers")
+    tally: dict[str, int] = {}
+    for n, item in enumerate(cal["items"]):
+        if not isinstance(item, dict) or "qid" not in item or not isinstance(item.get("models"), dict) \
+                or item.get("bucket") not in BUCKETS["openbiorq"]:
+            raise InvalidInputError(f"{path}: item {n} is not a calibrated item (qid, bucket in "
+                                    f"{'/'.join(BUCKETS['openbiorq'])}, models)")
+        tally[item["bucket"]] = tally.get(item["bucket"], 0) + 1
+    wrong = [f"{b}: counts {counts.get(b, 0)}, items {tally.get(b, 0)}" for b in BUCKETS["openbiorq"]
+             if counts.get(b, 0) != tally.get(b, 0)]
+    if wrong:
+        raise InvalidInputError(f"{path}: 'counts' disagree with its items ({'; '.join(wrong)}); "
+                                "was it edited by hand? Recalibrate with drsearch calibrate")
 
 
 def difficulty_report(cal: dict[str, Any]) -> dict[str, Any]:
