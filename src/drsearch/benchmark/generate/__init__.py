@@ -21,9 +21,7 @@ It may import ``drsearch.agents`` (model client, replay cache) and ``drsearch.in
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_getattr
 from .cli import add_generate_arguments, generate_main, run_parsed, settings_from
 from .errors import GenerateError, PipelineInputError
 from .stages import (
@@ -53,13 +51,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 # Eager names, then the lazy ones of _LAZY (a test checks the two lists agree).
