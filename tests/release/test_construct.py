@@ -456,3 +456,8 @@ def test_calibrate_tiers_follow_the_dr256_rule(built: Built, tmp_path: Path,
     (ungraded[0] / "scores.graded.jsonl").write_text("".join(
         line + "\n" for line in graded if json.loads(line)["attempt"] != 2))
     refused(ungraded, "no grades of attempt 2")
+    refused(variant("model", 2, {"model": "other-m"}), "model 'other-m' differs")
+    regraded = variant("regraded", 0, {})
+    trajectories = (regraded[1] / "trajectories.jsonl").read_text()
+    (regraded[1] / "trajectories.jsonl").write_text(trajectories.replace('"wrong-1"', '"changed"', 1))
+    refused(regraded, "(attempt 1) are of another answer")

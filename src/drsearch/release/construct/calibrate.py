@@ -159,7 +159,8 @@ def calibrate_tiers(pool: str | Path, runs: Sequence[str | Path],
     ``scores.graded.jsonl``)."""
     root = Path(pool)
     kept, identity, blocklist_sha256 = _audit_record(root)
-    ordered, _, graded = load_rollouts(runs, grades, kept, identity, blocklist_sha256)
+    ordered, records, graded = load_rollouts(runs, grades, kept, identity, blocklist_sha256)
+    tier_items(kept, ordered, records)  # grades of another answer: refused before the stage touches POOL/
     inputs = (stage_input(root, SHORTCUTS_FILE), (root / "audit" / "manifest.json").resolve(),
               *[(Path(r.path) / name).resolve() for r in ordered
                 for name in ("run.json", "trajectories.jsonl") if (Path(r.path) / name).is_file()], graded)
