@@ -209,6 +209,8 @@ def test_stages_before_their_inputs_are_exit_2(tmp_path: Path, capsys: pytest.Ca
     assert cli("construct", "consolidate", "--upstream", str(upstream), "--out", str(tmp_path))[0] == 0
     assert cli("construct", "answers", str(tmp_path), "--database", str(tmp_path / "none.sqlite3"))[0] == 2
     assert "run `drsearch construct urls` first" in capsys.readouterr().err
+    assert cli("construct", "calibrate", str(tmp_path), "--runs", str(tmp_path))[0] == 2
+    assert "run `drsearch construct audit` first" in capsys.readouterr().err
 
 
 def test_bad_url_patterns_are_exit_2(built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -429,6 +431,7 @@ def test_calibrate_tiers_follow_the_dr256_rule(built: Built, tmp_path: Path,
 
     refused(runs[:2], "attempt 2 is missing", "--attempt 2")
     refused([runs[0], runs[1], runs[1]], "the same run given twice")
+    refused([*runs[:2], tmp_path / "nowhere"], "nowhere: no such run directory")
 
     def variant(name: str, n: int, change: dict[str, Any]) -> list[Path]:
         copies = _rollouts(tmp_path / name, kept, identity, sha, solved, {two_turns: 2})
