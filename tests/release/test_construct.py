@@ -209,6 +209,8 @@ def test_stages_before_their_inputs_are_exit_2(tmp_path: Path, capsys: pytest.Ca
     assert cli("construct", "consolidate", "--upstream", str(upstream), "--out", str(tmp_path))[0] == 0
     assert cli("construct", "answers", str(tmp_path), "--database", str(tmp_path / "none.sqlite3"))[0] == 2
     assert "run `drsearch construct urls` first" in capsys.readouterr().err
+    assert cli("construct", "calibrate", str(tmp_path), "--runs", str(tmp_path))[0] == 2
+    assert "run `drsearch construct audit` first" in capsys.readouterr().err
 
 
 def test_bad_url_patterns_are_exit_2(built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -312,3 +314,153 @@ def test_a_changed_upstream_reruns_its_stage_and_the_ones_after(built: Built, tm
     code, text = cli("construct", "urls", str(pool), "--json")
     assert code == 0 and json.loads(text)["ran"] is True
     assert "https://new.example/page" in (pool / "urls" / "urls.txt").read_text().splitlines()
+
+
+# -- calibrate ------------------------------------------------------------------------------
+# Three rollouts written as `drsearch run --preset dr256 --attempt N` + `drsearch score` write
+# them (run.json, trajectories.jsonl, scores.graded.jsonl in attempt 0's directory); the
+# end-to-end run → score → calibrate path over real servers is tests/tools/test_cli_calibrate.py.
+
+
+def _rollouts(root: Path, kept: list[str], corpus_identity: str, blocklist_sha256: str,
+              solved: dict[str, int], turns: dict[str, int]) -> list[Path]:
+    """Attempt n solves question q iff n < solved[q] (default 0), in turns[q] turns (default 3)."""
+    from drsearch.agents.preset import DR256
+    from drsearch.benchmark import GradedQuestion, write_graded
+
+    dirs, graded = [], []
+    for n in range(3):
+        run = root / f"attempt-{n}"
+        run.mkdir(parents=True)
+        manifest = {"blocklist_sha256": blocklist_sha256, "corpus_identity": corpus_identity, "model": "ref-m",
+                    "preset": DR256.for_attempt(n).model_dump(mode="json"),
+                    "prompt_sha256": {q: "0" * 64 for q in kept}, "questions_sha256": "1" * 64}
+        (run / "run.json").write_text(json.dumps(manifest))
+        lines = []
+        for i, q in enumerate(kept):
+            right = n < solved.get(q, 0)
+            answer = "right" if right else f"wrong-{n}"
+            lines.append({"final_answer": answer, "qid": q, "status": "answered",
+                          "turns": [{"i": t} for t in range(turns.get(q, 3))]})
+            graded.append(GradedQuestion(question_id=q, index=i, attempt=n, episode_status="answered",
+                                         final_answer=answer, outcome="correct" if right else "incorrect",
+                                         correct=right))
+        (run / "trajectories.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        dirs.append(run)
+    write_graded(dirs[0] / "scores.graded.jsonl", graded)
+    return dirs
+
+
+def _hand_audit(pool: Path, rows: list[dict[str, Any]]) -> None:
+    """The audit stage's record through the toolkit, with ``rows`` as its shortcuts.jsonl."""
+    from drsearch.release.construct.work import run_stage
+
+    def write(ctx: Any) -> None:
+        ctx.count_in(len(rows))
+        ctx.count_out(sum(not r["removed"] for r in rows))
+        ctx.write_jsonl("shortcuts.jsonl", rows)
+        ctx.write_json("facts.json", {})
+
+    run_stage(pool, "audit", write, inputs=tuple((pool / f).resolve() for f in
+                                                 ("consolidate/pool.jsonl", "answers/answers.jsonl",
+                                                  "blocked.txt")),
+              outputs=("shortcuts.jsonl", "facts.json"),
+              settings={"corpus_identity": "fixture-corpus", "database": "fixture.sqlite3"})
+
+
+def _audited(built: Built, tmp_path: Path) -> tuple[Path, list[str], str, str]:
+    """A copy of the pool whose audit kept every question with an answer document except the
+    first; (pool, kept qids, corpus identity, blocklist SHA-256). The fixture's 40-page corpus
+    gives every question away in its top snippet (even with --snippet-k 1), so a real audit
+    keeps none: the audit's record is written here (the calibrate stage reads only it)."""
+    import hashlib
+    import shutil
+
+    pool = tmp_path / "pool"
+    for stage in ("consolidate", "answers"):
+        shutil.copytree(built.pool / stage, pool / stage)
+    blocked = pool / "blocked.txt"
+    blocked.write_text(f"# dataset viewer dump\n{stable_docid(DUMP_URL)}\n")
+    qids = [r["qid"] for r in jsonl(pool / "answers" / "answers.jsonl")]
+    _hand_audit(pool, [{"flags": ["answer_in_snippet"] if i == 0 else [], "qid": q, "removed": i == 0}
+                       for i, q in enumerate(qids)])
+    return pool, qids[1:], "fixture-corpus", hashlib.sha256(blocked.read_bytes()).hexdigest()
+
+
+def test_calibrate_tiers_follow_the_dr256_rule(built: Built, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    pool, kept, identity, sha = _audited(built, tmp_path)
+    assert len(kept) >= 5
+    q0, q1, q2, q3, two_turns = kept[:5]
+    solved = {q0: 0, q1: 1, q2: 2, q3: 3, two_turns: 1}
+    runs = _rollouts(tmp_path / "runs", kept, identity, sha, solved, {two_turns: 2})
+    code, text = cli("construct", "calibrate", str(pool), "--runs", *map(str, reversed(runs)), "--json")
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(text)
+    tiers = {r["qid"]: r for r in jsonl(pool / "calibrate" / "tiers.jsonl")}
+    assert list(tiers) == kept
+    assert [tiers[q]["tier"] for q in (q0, q1, q2, q3, two_turns)] == \
+        ["challenge", "frontier", "frontier", "excluded", "excluded"]
+    assert (tiers[q3]["code"], tiers[q3]["reason"]) == ("solved_every_rollout", "solved 3/3")
+    assert (tiers[two_turns]["code"], tiers[two_turns]["reason"]) == ("too_few_turns", "mean turns 2 < 3")
+    assert tiers[q1]["stats"]["outcomes"] == ["correct", "incorrect", "incorrect"]
+    assert tiers[q0]["reason"] is None and tiers[q0]["code"] is None
+    rest = len(kept) - 5  # never solved, 3 turns: challenge
+    assert report["facts"] == {"questions": len(kept), "frontier": 2, "challenge": 1 + rest, "excluded": 2,
+                               "excluded_by_code": {"empty_answer": 0, "incomplete_rollout": 0,
+                                                    "solved_every_rollout": 1, "too_few_turns": 1,
+                                                    "ungraded_rollout": 0}}
+    removed = {r["key"]: r["check"] for r in jsonl(pool / "calibrate" / "candidates.jsonl")}
+    assert removed == {q3: "solved_every_rollout", two_turns: "too_few_turns"}
+    summary = json.loads((pool / "summary.json").read_text())
+    assert summary["stage_order"][-2:] == ["audit", "calibrate"]
+    assert summary["stages"]["calibrate"]["counts"]["in"] == len(kept)
+    assert summary["stages"]["calibrate"]["settings"]["runs"] == [str(r.resolve()) for r in runs]
+    code, text = cli("construct", "calibrate", str(pool), "--runs", *map(str, runs))
+    assert code == 0 and text == ("construct calibrate (up to date: nothing rerun): 10 questions -> 2 frontier, "
+                                  "6 challenge, 2 excluded (DR-256 rule over 3 rollouts); removed: "
+                                  "1 solved_every_rollout, 1 too_few_turns\n")
+    written = (pool / "calibrate" / "tiers.jsonl").read_bytes()
+
+    # every refusal: exit 2, one line naming the run, nothing rewritten
+    def refused(dirs: list[Path], *needles: str) -> None:
+        assert cli("construct", "calibrate", str(pool), "--runs", *map(str, dirs))[0] == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and all(n in err for n in needles), err
+        assert (pool / "calibrate" / "tiers.jsonl").read_bytes() == written
+
+    refused(runs[:2], "attempt 2 is missing", "--attempt 2")
+    refused([runs[0], runs[1], runs[1]], "the same run given twice")
+    refused([*runs[:2], tmp_path / "nowhere"], "nowhere: no such run directory")
+
+    def variant(name: str, n: int, change: dict[str, Any]) -> list[Path]:
+        copies = _rollouts(tmp_path / name, kept, identity, sha, solved, {two_turns: 2})
+        manifest = json.loads((copies[n] / "run.json").read_text())
+        (copies[n] / "run.json").write_text(json.dumps({**manifest, **change}))
+        return copies
+
+    other_preset = variant("preset", 1, {})
+    preset = json.loads((other_preset[1] / "run.json").read_text())
+    preset["preset"]["max_turns"] = preset["preset"]["max_turns"] + 1
+    (other_preset[1] / "run.json").write_text(json.dumps(preset))
+    refused(other_preset, str(other_preset[1]), "not dr256")
+    twice = variant("twice", 2, {"preset": json.loads((runs[1] / "run.json").read_text())["preset"]})
+    refused(twice, "attempt 1 given twice")
+    extra = variant("extra", 0, {"prompt_sha256": {q: "0" * 64 for q in [*kept, "not-a-pool-qid"]}})
+    refused(extra, str(extra[0]), "answered not-a-pool-qid")
+    fewer = variant("fewer", 2, {"prompt_sha256": {q: "0" * 64 for q in kept[:-1]}})
+    (fewer[2] / "trajectories.jsonl").write_text(
+        "".join(line + "\n" for line in (fewer[2] / "trajectories.jsonl").read_text().splitlines()[:-1]))
+    refused(fewer, str(fewer[2]), f"did not answer {kept[-1]}")
+    refused(variant("corpus", 1, {"corpus_identity": "another-corpus"}), "another-corpus", "audited corpus")
+    refused(variant("blocklist", 2, {"blocklist_sha256": "f" * 64}), "ffffffffffff", "not the audit's")
+    ungraded = variant("ungraded", 0, {})
+    graded = (ungraded[0] / "scores.graded.jsonl").read_text().splitlines()
+    (ungraded[0] / "scores.graded.jsonl").write_text("".join(
+        line + "\n" for line in graded if json.loads(line)["attempt"] != 2))
+    refused(ungraded, "no grades of attempt 2")
+    refused(variant("model", 2, {"model": "other-m"}), "model 'other-m' differs")
+    regraded = variant("regraded", 0, {})
+    trajectories = (regraded[1] / "trajectories.jsonl").read_text()
+    (regraded[1] / "trajectories.jsonl").write_text(trajectories.replace('"wrong-1"', '"changed"', 1))
+    refused(regraded, "(attempt 1) are of another answer")

@@ -34,7 +34,7 @@ def test_construct_exports() -> None:
     assert set(construct.__all__) == {
         "CONFLICTING_LABELS", "FIELDS", "INVALID_URL", "NO_ANSWER_DOC", "PROBES", "SUMMARY", "URL_PATTERNS", "audit_shortcuts",
         "check_blocklist", "collect_urls", "consolidate", "field_map", "find_answers", "find_artifacts",
-        "qid_of", "read_url_patterns", "write_summary",
+        "qid_of", "read_url_patterns", "write_summary", "EXCLUSION_CODES", "TIERS", "calibrate_tiers",
     }
     for name in construct.__all__:
         assert getattr(construct, name) is not None

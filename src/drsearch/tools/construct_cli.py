@@ -1,4 +1,4 @@
-"""The construction verbs: ``drsearch construct consolidate|urls|answers|artifacts|audit``
+"""The construction verbs: ``drsearch construct consolidate|urls|answers|artifacts|audit|calibrate``
 (docs/CONSTRUCT.md).
 
 ``register(sub)`` adds ``construct`` to the main parser (cli.py calls it). Each action runs
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +19,7 @@ from ..index import canonical_json
 from ..release.construct import (
     URL_PATTERNS,
     audit_shortcuts,
+    calibrate_tiers,
     check_blocklist,
     collect_urls,
     consolidate,
@@ -90,6 +92,22 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return _report(args, out, "audit", record, "{kept} of {questions} questions pass the shortcut probes")
 
 
+def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import scipy  # type: ignore[import-untyped]  # noqa: F401  (the toolkit's calibration module)
+    except ImportError as e:
+        print("drsearch: error: construct calibrate needs the grading extra "
+              f"(pip install 'drsearch[grading]'): {e}", file=sys.stderr)
+        return 2
+    from .score_cli import graded_path
+
+    grades = graded_path(Path(args.grades)) if args.grades else None
+    record = calibrate_tiers(args.pool, args.runs, grades)
+    return _report(args, out, "calibrate", record,
+                   "{questions} questions -> {frontier} frontier, {challenge} challenge, {excluded} excluded "
+                   "(DR-256 rule over 3 rollouts)")
+
+
 def _count(lo: int, hi: int) -> Any:
     def parse(text: str) -> int:
         try:
@@ -104,7 +122,7 @@ def _count(lo: int, hi: int) -> Any:
 
 
 def register(sub: Any) -> None:
-    """Add ``construct consolidate|urls|answers|artifacts|audit`` to the CLI's subparsers."""
+    """Add ``construct consolidate|urls|answers|artifacts|audit|calibrate`` to the CLI's subparsers."""
     construct = sub.add_parser("construct", help="build a release's inputs from an upstream pool "
                                                  "(docs/CONSTRUCT.md)")
     stages = construct.add_subparsers(dest="construct_stage", required=True, metavar="STAGE")
@@ -160,6 +178,17 @@ def register(sub: Any) -> None:
                         "(default 3)")
     p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
     p.set_defaults(handler=cmd_audit)
+
+    p = stages.add_parser("calibrate", help="DR-256 tiers from three graded reference-agent rollouts "
+                                            "(POOL/calibrate/tiers.jsonl)")
+    p.add_argument("pool", metavar="POOL", help="the pool directory (audited)")
+    p.add_argument("--runs", nargs="+", required=True, metavar="RUN",
+                   help="the run directories of `drsearch run --preset dr256 --attempt 0|1|2` (any order)")
+    p.add_argument("--grades", metavar="GRADED",
+                   help="their graded records (scores.json or .graded.jsonl of `drsearch score`; default: "
+                        "attempt 0's scores.graded.jsonl)")
+    p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
+    p.set_defaults(handler=cmd_calibrate)
 
 
 __all__ = ["register"]

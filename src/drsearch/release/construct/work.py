@@ -5,6 +5,7 @@ directory (docs/GENERATE.md) of a one-stage pipeline named ``construct-<stage>``
 
     POOL/consolidate/pool.jsonl          POOL/urls/urls.txt, url_map.jsonl
     POOL/answers/answers.jsonl           POOL/artifacts/artifact_candidates.jsonl
+    POOL/audit/shortcuts.jsonl           POOL/calibrate/tiers.jsonl
     POOL/<stage>/manifest.json           inputs' SHA-256, settings, counts, outputs' SHA-256
     POOL/<stage>/candidates.jsonl        every removal with its reason code (``check``)
     POOL/summary.json                    the counts of every stage run so far
@@ -27,15 +28,16 @@ from ...index import InvalidInputError
 from ...index.atomic import write_json_atomic
 
 SUMMARY = "summary.json"
-STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit")
+STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "calibrate")
 POOL_FILE = "consolidate/pool.jsonl"
 URLS_FILE = "urls/urls.txt"
 URL_MAP_FILE = "urls/url_map.jsonl"
 ANSWERS_FILE = "answers/answers.jsonl"
 ARTIFACTS_FILE = "artifacts/artifact_candidates.jsonl"
+SHORTCUTS_FILE = "audit/shortcuts.jsonl"
 _MADE_BY = {POOL_FILE: "construct consolidate", URLS_FILE: "construct urls",
             URL_MAP_FILE: "construct urls", ANSWERS_FILE: "construct answers",
-            ARTIFACTS_FILE: "construct artifacts"}
+            ARTIFACTS_FILE: "construct artifacts", SHORTCUTS_FILE: "construct audit"}
 
 
 def stage_input(pool: Path, rel: str) -> Path:
@@ -87,5 +89,5 @@ def write_summary(pool: Path) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["ANSWERS_FILE", "ARTIFACTS_FILE", "POOL_FILE", "STAGE_ORDER", "SUMMARY", "URLS_FILE",
-           "URL_MAP_FILE", "read_rows", "run_stage", "stage_input", "write_summary"]
+__all__ = ["ANSWERS_FILE", "ARTIFACTS_FILE", "POOL_FILE", "SHORTCUTS_FILE", "STAGE_ORDER", "SUMMARY",
+           "URLS_FILE", "URL_MAP_FILE", "read_rows", "run_stage", "stage_input", "write_summary"]
