@@ -33,7 +33,8 @@ from drsearch.agents import runstore
 from drsearch.agents.replay import ReplayCache
 from drsearch.tools.cli import main
 
-from .conftest import BLOCKED, QUESTIONS, _free_port
+from ..helpers import free_port as _free_port
+from .conftest import BLOCKED, QUESTIONS
 from .fake_llm import SEED_BASE, FakeLLM, serve_chat, serve_fake
 
 QIDS = [json.loads(line)["metadata"]["qid"] for line in QUESTIONS.read_text().splitlines()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def fraction(text: str) -> float:
@@ -16,6 +17,20 @@ def fraction(text: str) -> float:
     return value
 
 
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """An integer in ``lo..hi`` (counts, ports, k)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    return parse
+
+
 def build_threads(text: str) -> int:
     """``drsearch build --threads``: 1 or 2 (the build has two sides that run in parallel)."""
     if text.strip() not in ("1", "2"):
@@ -24,4 +39,4 @@ def build_threads(text: str) -> int:
     return int(text)
 
 
-__all__ = ["build_threads", "fraction"]
+__all__ = ["build_threads", "fraction", "int_in"]

@@ -30,7 +30,7 @@ from ..index import (
     parse_search,
     read_jsonl,
 )
-from .argtypes import build_threads
+from .argtypes import build_threads, int_in
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
@@ -154,19 +154,6 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     for key, value in stats.items():
         print(f"{key:>20}: {canonical_json(value) if isinstance(value, dict) else value}", file=out)
     return 0
-
-
-def _int_in(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
-        return value
-
-    return parse
 
 
 def _positive_seconds(text: str) -> float:
@@ -331,31 +318,31 @@ def make_parser() -> argparse.ArgumentParser:
                         "release's own (logged, and shown in /health)")
     add_allow_missing_blocked(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=_int_in(0, 65535), default=8000, help="port (default 8000)")
-    p.add_argument("--workers", type=_int_in(1, 512), default=1, help="worker processes (default 1)")
+    p.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000)")
+    p.add_argument("--workers", type=int_in(1, 512), default=1, help="worker processes (default 1)")
     p.add_argument("--log-level", default="info",
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
-    p.add_argument("--max-k", type=_int_in(1, 100), default=100, help="largest k a search may ask for")
+    p.add_argument("--max-k", type=int_in(1, 100), default=100, help="largest k a search may ask for")
     # --request-timeout: the flag's former name, a deprecated alias (docs/SERVER.md)
     p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=_positive_seconds,
                    default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help="time limit of one request in seconds, body to encoding (503 past it; default 10; "
                         "--request-timeout is its deprecated old name)")
-    p.add_argument("--max-query-terms", type=_int_in(1, 1024), default=1024, metavar="N",
+    p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
     p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",
                    help="close a connection idle this long between requests (default 30)")
     p.add_argument("--header-timeout", type=_positive_seconds, default=10.0, metavar="S",
                    help="a request's line and headers must arrive within S seconds (408; default 10)")
-    p.add_argument("--max-header-bytes", type=_int_in(1024, 16 << 20), default=64 << 10, metavar="N",
+    p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
                    help="largest request head in bytes (431 beyond; default 65536)")
-    p.add_argument("--max-connections", type=_int_in(1, 1_000_000), default=1000, metavar="N",
+    p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
                    help="open connections per worker (503 beyond; default 1000)")
-    p.add_argument("--max-batch-queries", type=_int_in(1, 10_000), default=256, metavar="N",
+    p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
                    help="most queries in one POST /retrieve (422 beyond; default 256)")
-    p.add_argument("--batch-threads", type=_int_in(1, 256), default=4, metavar="N",
+    p.add_argument("--batch-threads", type=int_in(1, 256), default=4, metavar="N",
                    help="threads per worker running a /retrieve batch's queries (default 4)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
                    help="checks before serving: fast = schema, application id, size, identity (and "

@@ -28,6 +28,7 @@ from ..release.construct import (
     find_artifacts,
     read_url_patterns,
 )
+from .argtypes import int_in
 
 
 def _facts(pool: str, stage: str) -> dict[str, Any]:
@@ -108,19 +109,6 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                    "(DR-256 rule over 3 rollouts)")
 
 
-def _count(lo: int, hi: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
-        return value
-
-    return parse
-
-
 def register(sub: Any) -> None:
     """Add ``construct consolidate|urls|answers|artifacts|audit|calibrate`` to the CLI's subparsers."""
     construct = sub.add_parser("construct", help="build a release's inputs from an upstream pool "
@@ -167,13 +155,13 @@ def register(sub: Any) -> None:
     p.add_argument("pool", metavar="POOL", help="the pool directory")
     p.add_argument("--database", required=True, metavar="CORPUS", help="the corpus built from urls.txt")
     p.add_argument("--blocked-docids", required=True, metavar="FILE", help="the reviewed blocklist")
-    p.add_argument("--snippet-k", type=_count(1, 100), default=10, metavar="K",
+    p.add_argument("--snippet-k", type=int_in(1, 100), default=10, metavar="K",
                    help="results shown per probe search (answer_in_snippet; default 10)")
-    p.add_argument("--queries", type=_count(0, 100), default=2, metavar="N",
+    p.add_argument("--queries", type=int_in(0, 100), default=2, metavar="N",
                    help="upstream search queries probed besides the question (default 2)")
-    p.add_argument("--open-top", type=_count(0, 100), default=3, metavar="N",
+    p.add_argument("--open-top", type=int_in(0, 100), default=3, metavar="N",
                    help="top results whose first page is opened (answer_in_early_open; default 3)")
-    p.add_argument("--single-rank", type=_count(1, 100), default=3, metavar="R",
+    p.add_argument("--single-rank", type=int_in(1, 100), default=3, metavar="R",
                    help="an answer document ranked <= R for the question text is single_retrieval "
                         "(default 3)")
     p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")

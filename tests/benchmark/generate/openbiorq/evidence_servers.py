@@ -12,14 +12,7 @@ The records are written for the tests (made-up ids and findings, like the fixtur
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,9 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import httpx
-
 from drsearch.index import build
+
+from ....helpers import drsearch_serve as serve
 
 FOLLOW_UPS = [
     ("fu-anticoag", "Early anticoagulation trial results",
@@ -75,38 +68,13 @@ def follow_up_docs() -> list[dict[str, Any]]:
     return docs + control_rows()[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def drsearch_serve(tmp: Path) -> Iterator[str]:
     """A real ``drsearch serve`` (1 worker) over the follow-up records; yields its base URL."""
     database = tmp / "followups.sqlite3"
     build(follow_up_docs(), database)
-    exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
-    port = _free_port()
-    log = tmp / "serve.log"
-    proc = subprocess.Popen([exe, "serve", "--database", str(database), "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", "1"], stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"drsearch serve did not start: {log.read_text()[-800:]}")
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    with serve(database, tmp / "serve.log") as base:
         yield base
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
 
 
 class _ApiHandler(BaseHTTPRequestHandler):
