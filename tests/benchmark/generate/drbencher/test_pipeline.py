@@ -206,3 +206,16 @@ def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cc
     assert set(block["accuracy_by_cci"]) == {str(c) for c in levels}
     assert sum(v["correct"] for v in block["accuracy_by_cci"].values()) == 1
     assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]
+
+
+def test_the_stage_counts_docs_show_are_this_run(run: tuple[Path, dict[str, Any], Path]) -> None:
+    """docs/GENERATE.md's "A run on the fixture" table is this run (rerun this test to reproduce it)."""
+    _, summary, _ = run
+    counts = summary["counts"]
+    table = {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in
+             ("discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity")}
+    assert table == {
+        "discover": (26, 26, {}), "chains": (26, 13, {"too_few_chains": 13}), "gold": (13, 13, {}),
+        "clues": (13, 12, {"unparseable_reply": 1}), "compose": (12, 12, {}),
+        "validate": (12, 9, {"multi_hop_flattening": 1, "not_unique": 1, "unmapped_relation": 1}),
+        "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6})}
