@@ -24,7 +24,7 @@ import drsearch.mcpserver
 from drsearch.index import BlockList, Engine
 from drsearch.index import canonical_json as dumps
 
-from ..helpers import DATA, strict_mode_problems
+from ..helpers import DATA, free_port, strict_mode_problems
 
 BLOCKED_FILE = DATA / "sample/blocked_docids.txt"
 BLOCKED = "d-0f7f6d2dc5dfec3e"  # a leak artifact of the sample corpus, blocked in the release
@@ -171,15 +171,9 @@ def test_stdio_subprocess(sample_index: Path, blocked_title: str) -> None:
     check_answers(answers, sample_index)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_server(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("mcp") / "mcp.log"
     proc = subprocess.Popen([_exe(), *_server_args(sample_index), "--transport", "streamable-http",
                              "--host", "127.0.0.1", "--port", str(port)],

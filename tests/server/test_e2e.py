@@ -21,6 +21,7 @@ import pytest
 from drsearch.index import BlockList, Engine
 from drsearch.index import canonical_json as dumps
 
+from ..helpers import free_port
 from .conftest import BLOCK_QUERY
 
 pytestmark = pytest.mark.slow
@@ -28,12 +29,6 @@ pytestmark = pytest.mark.slow
 
 def drsearch_exe() -> str:
     return shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -23,8 +23,9 @@ import pytest
 
 from drsearch.index import BlockList, Engine
 
+from ..helpers import free_port
 from ..index.test_engine_hardening import flip_a_bit_in_a_document
-from .test_e2e import Server, drsearch_exe, free_port, start
+from .test_e2e import Server, drsearch_exe, start
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import pytest
 from drsearch.index import sha256_file
 
 from ..benchmark.fake_judge import serve_judge
-from ..helpers import DATA
+from ..helpers import DATA, free_port
 from .test_cli_score import BIO_CHECKLIST, cli, episode_record, write_run
 
 QUESTIONS = DATA / "sample/questions.jsonl"
@@ -102,12 +101,6 @@ def test_score_citation_audit_refuses_it(sample_index: Path, stale: Path, tmp_pa
 # -- serve ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve_cmd(*args: str) -> list[str]:
     exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
     return [exe, "serve", *args]
@@ -116,7 +109,7 @@ def _serve_cmd(*args: str) -> list[str]:
 @contextmanager
 def serving(tmp_path: Path, *args: str) -> Iterator[tuple[dict[str, Any], Path, str]]:
     """Start `drsearch serve ARGS` on a free port; yield its /health body, log and base URL."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / f"serve-{port}.log"
     proc = subprocess.Popen(_serve_cmd(*args, "--port", str(port)), stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)
