@@ -15,6 +15,7 @@ import pytest
 from drsearch.agents import read_questions
 
 from ....agents.fake_llm import serve_rules
+from ....helpers import drsearch_serve
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
 from .responder import MODEL, RULES, SOLVER, SOLVER2
@@ -146,27 +147,100 @@ def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[st
     assert len(solver_calls) == 3 * (len(kept) + 1) and len({b["seed"] for b in solver_calls}) == len(solver_calls)
 
 
-def test_v2_discards_what_the_model_solves_with_the_support_corpus(servers: tuple[str, Any],
-                                                                  tmp_path: Path) -> None:
-    kg, llm = servers
-    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
-    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER2}}
-    path = tmp_path / "v2.json"
+def v2_config(tmp: Path, kg: str, llm_url: str, **v2: Any) -> Path:
+    config = json.loads(config_for(tmp, kg, llm_url).read_text())
+    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm_url, "model": SOLVER2}, **v2}
+    path = tmp / "v2.json"
     path.write_text(json.dumps(config))
-    out = tmp_path / "gen"
-    rc, summary, err = generate(path, out, "--until", "v2")
-    assert rc == 0, err
+    return path
+
+
+def assert_v2_discarded_zugspitze(out: Path, summary: dict[str, Any] | None) -> None:
     assert summary is not None and summary["counts"]["v2"]["rejected"] == {"v2_tool_augmented_solved": 1}
     assert rejected(out)["Q3375:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
                                                      "drbencher-v2 accuracy 2/2 > 0.5")
     kept = rows(out / "v2.jsonl")
     assert kept and all(c["v2"] == {"bucket": "kept", "k": 2, "solved": 0, "tau": 0.5} for c in kept)
-    # the searches went to the support corpus through the replay cache: a replay answers them offline
+
+
+def test_v2_starts_drsearch_serve_of_the_support_corpus_and_discards_what_the_model_solves(
+        servers: tuple[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``v2.search_url``: the stage serves GEN_DIR/support.sqlite3 itself (a real ``drsearch
+    serve`` on 127.0.0.1) and stops it; a replay asks no server and regenerates the directory."""
+    import httpx
+
+    from drsearch.agents import HttpSearcher
+
+    requests: list[tuple[str, str, str]] = []
+    real = HttpSearcher._request
+
+    def spy(self: HttpSearcher, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        r = real(self, method, path, body)
+        requests.append((str(self._client.base_url), f"{method} {path}", r.headers["x-drsearch-identity"]))
+        return r
+
+    monkeypatch.setattr(HttpSearcher, "_request", spy)
+    kg, llm = servers
+    path = v2_config(tmp_path, kg, llm.url)
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert_v2_discarded_zugspitze(out, summary)
+    # /health first (the identity check), then every attempt's search, all to one local server
+    assert requests[0][1] == "GET /health" and len({(u, i) for u, _, i in requests}) == 1
+    assert [r for _, r, _ in requests].count("POST /search") >= 2
+    base = requests[0][0]
+    assert base.startswith("http://127.0.0.1:")
+    with pytest.raises(httpx.TransportError):  # stopped with the stage
+        httpx.get(base + "/health", timeout=2)
     cache = tmp_path / "cache.sqlite3"
     shutil.copy(out / "cache.sqlite3", cache)
-    rc, _, err = generate(path, tmp_path / "again", "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    again = tmp_path / "again"
+    requests.clear()
+    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
     assert rc == 0, err
-    assert (tmp_path / "again" / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+    assert requests == []  # offline
+    shutil.copy(cache, again / "cache.sqlite3")
+    assert_same_tree(out, again)
+
+
+def test_v2_searches_the_drsearch_serve_the_config_names_and_replays_with_it_down(
+        servers: tuple[str, Any], tmp_path: Path) -> None:
+    """``v2.search_url``: the episodes search that server over HTTP (its access log shows the
+    calls); the replay, with the server stopped, is offline and byte-identical."""
+    kg, llm = servers
+    path = v2_config(tmp_path, kg, llm.url, search_url="http://127.0.0.1:9")
+    out = tmp_path / "gen"
+    rc, _, err = generate(path, out, "--until", "v1")  # the support corpus, to serve
+    assert rc == 0, err
+    log = tmp_path / "serve.log"
+    with drsearch_serve(out / "support.sqlite3", log, "--access-log") as url:
+        path = v2_config(tmp_path, kg, llm.url, search_url=url)
+        rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert summary is not None and summary["ran"] == ["v2"]  # the URL is no setting: earlier stages skip
+    assert_v2_discarded_zugspitze(out, summary)
+    assert log.read_text().count('"POST /search HTTP/1.1" 200') >= 2
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    again = tmp_path / "again"
+    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    assert (again / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+
+
+def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(v2_config(tmp_path, kg, llm.url), out, "--until", "v1")
+    assert rc == 0, err
+    blocked = tmp_path / "blocked.txt"
+    blocked.write_text("kg-Q3375\n")
+    with drsearch_serve(out / "support.sqlite3", tmp_path / "serve.log", "--blocked-docids", str(blocked)) as url:
+        rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url=url), out, "--until", "v2")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"v2: {url} serves corpus " in err and "not this run's support corpus" in err
+    assert not (out / "v2.jsonl").exists() and (out / "v1.jsonl").is_file()  # what was written stays
 
 
 def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from ..cli import add_generate_arguments, run_parsed
 from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
-from .filters import diversity, v1, v2
+from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, package_sha256
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
@@ -54,8 +54,9 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
         Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
               settings={**common, "v1": config.v1.model_dump(mode="json")},
               models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
-        Stage("v2", v2, inputs=("v1.jsonl", "support.sqlite3"), outputs=("v2.jsonl",),
-              settings={**common, "v2": config.v2.model_dump(mode="json")},
+        Stage("v2", v2_stage(config.v2.search_url), inputs=("v1.jsonl", "support.sqlite3"),
+              outputs=("v2.jsonl",),  # where the corpus is served is no setting: its identity is checked
+              settings={**common, "v2": config.v2.model_dump(mode="json", exclude={"search_url"})},
               models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
         Stage("diversity", diversity, inputs=("v2.jsonl",),
               outputs=("diverse.jsonl", "diversity.json"),
