@@ -15,7 +15,7 @@ import pytest
 from drsearch.agents import read_questions
 
 from ....agents.fake_llm import serve_rules
-from ....helpers import drsearch_serve
+from ....helpers import DATA, REPO, drsearch_serve
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
 from .responder import MODEL, RULES, SOLVER, SOLVER2
@@ -282,8 +282,9 @@ def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cc
     assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]
 
 
-def test_the_stage_counts_docs_show_are_this_run(run: tuple[Path, dict[str, Any], Path]) -> None:
-    """docs/GENERATE.md's "A run on the fixture" table is this run (rerun this test to reproduce it)."""
+def test_the_stage_counts_of_the_three_template_run(run: tuple[Path, dict[str, Any], Path]) -> None:
+    """This module's run (three templates, one per domain): its counts, pinned (the docs show the
+    documented command's, test_the_documented_command_gives_the_stage_counts_docs_show)."""
     _, summary, _ = run
     counts = summary["counts"]
     table = {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in
@@ -293,3 +294,36 @@ def test_the_stage_counts_docs_show_are_this_run(run: tuple[Path, dict[str, Any]
         "clues": (13, 12, {"unparseable_reply": 1}), "compose": (12, 12, {}),
         "validate": (12, 9, {"multi_hop_flattening": 1, "not_unique": 1, "unmapped_relation": 1}),
         "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6})}
+
+
+def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
+    """docs/GENERATE.md's "A run on the fixture" table: stage → (in, out, {check: n})."""
+    text = (REPO / "docs/GENERATE.md").read_text(encoding="utf-8")
+    section = text.split("### A run on the fixture\n", 1)[1].split("\n### ", 1)[0]
+    table: dict[str, tuple[int, int, dict[str, int]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or cells[0] in ("stage", "export") or set(cells[0]) <= {"-"}:
+            continue
+        rejected = {} if cells[3] == "—" else {k: int(n) for k, n in (r.rsplit(" ", 1) for r in cells[3].split("; "))}
+        table[cells[0]] = (int(cells[1]), int(cells[2]), rejected)
+    return table
+
+
+def test_the_documented_command_gives_the_stage_counts_docs_show(servers: tuple[str, Any], tmp_path: Path) -> None:
+    """``drsearch generate drbencher --config data/kg/gen.json`` as docs/GENERATE.md shows it (only the
+    endpoint URLs are the test servers'): every stage's counts are the docs table's."""
+    kg, llm = servers
+    shipped = json.loads((DATA / "kg/gen.json").read_text())
+    config = write_config(tmp_path, kg, generator={**shipped["generator"], "base_url": llm.url})
+    assert {k: v for k, v in json.loads(config.read_text()).items() if k not in ("kg", "articles", "generator")} == \
+        {k: v for k, v in shipped.items() if k not in ("kg", "articles", "generator")}
+    rc, summary, err = generate(config, tmp_path / "gen")
+    assert rc == 0, err
+    assert summary is not None
+    counts = summary["counts"]
+    table = docs_stage_table()
+    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity"]
+    assert {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in table} == table
+    exported = (tmp_path / "gen/questions.jsonl").read_text().splitlines()
+    assert f"| export | — | {len(exported)} questions | — | |" in (REPO / "docs/GENERATE.md").read_text()
