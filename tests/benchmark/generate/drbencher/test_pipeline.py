@@ -229,6 +229,15 @@ def test_v2_searches_the_drsearch_serve_the_config_names_and_replays_with_it_dow
     assert (again / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
 
 
+def test_an_unreachable_v2_search_server_is_exit_2_and_nothing_written(servers: tuple[str, Any],
+                                                                       tmp_path: Path) -> None:
+    kg, llm = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url="http://127.0.0.1:9"), out)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "v2.search_url http://127.0.0.1:9: the search server is not usable" in err and not out.exists()
+
+
 def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, Any], tmp_path: Path) -> None:
     kg, llm = servers
     out = tmp_path / "gen"

@@ -2,7 +2,8 @@
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
-(KGEndpointError, exit 2): both before anything is written. The stages then run through the
+(KGEndpointError, exit 2), the model endpoints, and the search server ``v2.search_url``
+names when the run reaches V2 (exit 2): all before anything is written. The stages then run through the
 toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
 """
 
@@ -21,6 +22,7 @@ from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, package_sha256
+from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
 
@@ -84,6 +86,10 @@ def build(args: argparse.Namespace) -> Pipeline:
                 chat.probe(m.model)
             finally:
                 chat.close()
+    reaches_v2 = args.until is None or (args.until in STAGES
+                                        and STAGES.index(args.until) >= STAGES.index("v2"))
+    if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
+        probe_search_server(config.v2.search_url)
     return pipeline_for(config, articles)
 
 

@@ -88,6 +88,19 @@ def drsearch_serve(database: Path) -> Iterator[str]:
                 proc.wait()
 
 
+def probe_search_server(search_url: str) -> None:
+    """``GET /health`` of ``search_url`` once (a run's probe, before anything is written):
+    InvalidInputError (exit 2) when it does not answer as a drsearch server."""
+    http = HttpSearcher(httpx.Client(base_url=search_url.rstrip("/"), timeout=10.0), attempts=1)
+    try:
+        http.corpus()
+    except SearcherError as e:
+        raise InvalidInputError(f"v2.search_url {search_url}: the search server is not usable "
+                                f"({e.message})") from None
+    finally:
+        http.close()
+
+
 @contextmanager
 def served_searcher(search_url: str, support: CorpusInfo) -> Iterator[HttpSearcher]:
     """An :class:`HttpSearcher` of ``search_url`` once its ``/health`` names the support
@@ -126,4 +139,5 @@ class RecordedCorpus:
         raise GenerateError("v2: a replay opened live (the replay cache should have answered)")
 
 
-__all__ = ["SERVE_START_S", "RecordedCorpus", "drsearch_serve", "served_searcher", "support_corpus"]
+__all__ = ["SERVE_START_S", "RecordedCorpus", "drsearch_serve", "probe_search_server", "served_searcher",
+           "support_corpus"]
