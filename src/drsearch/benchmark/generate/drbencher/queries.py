@@ -1,9 +1,10 @@
 """The SPARQL the stages send, and the parsing of its answers.
 
 Portable by construction: labels come from ``rdfs:label`` / ``skos:altLabel`` with a
-language filter (never ``SERVICE wikibase:label``), values from truthy ``wdt:`` statements,
-so each query runs unchanged on the live Wikidata Query Service and on ``drsearch kg
-serve``. Every result order is fixed by the query (``ORDER BY``) or by the caller.
+language filter (never ``SERVICE wikibase:label``), values from truthy ``wdt:`` statements
+(quantities from their statements' value nodes, below), so each query runs unchanged on the
+live Wikidata Query Service and on ``drsearch kg serve``. Every result order is fixed by the
+query (``ORDER BY``) or by the caller.
 
 Quantities come with their unit: the best-rank statement's value node (``p:P`` ?st, ``?st a
 wikibase:BestRank ; psv:P`` ?node, the node's ``wikibase:quantityAmount`` and
