@@ -97,6 +97,10 @@ def test_the_shipped_config_loads() -> None:
     (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3,,'), 17, "invalid JSON"),
     (lambda t: t.replace('"seed": 20260811,', '"seed": 20260811, "seed": 1,'), 2, "duplicate key 'seed'"),
     (lambda t: t.replace('"articles": "docs.jsonl"', '"articles": "nope.jsonl"'), 4, "no such file"),
+    (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3, "v2": {"search_url": "127.0.0.1:8000"},'),
+     17, "v2.search_url: '127.0.0.1:8000' is not an http:// or https:// URL"),
+    (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3, "v1": {"search_url": "http://x"},'), 17,
+     "v1.search_url: Extra inputs are not permitted"),  # V1 is closed-book: no corpus to serve
 ])
 def test_config_errors_name_the_file_and_line(tmp_path: Path, edit, line: int, message: str) -> None:  # type: ignore[no-untyped-def]
     text = (DATA / "kg/gen.json").read_text()
