@@ -68,12 +68,14 @@ fleet: $(STAMP)
 	$(PY) benchmarks/fleet.py $(FLEET_ARGS)
 
 # Opt-in real-model smoke test (README): SmolLM2-135M on llama.cpp drives `drsearch run` on
-# three sample questions. The first install compiles llama.cpp (README gives the time), portably
-# (AVX2/FMA/F16C) unless SMOKE_NATIVE=1; a build with other flags is replaced (scripts/smoke_install.py).
+# three sample questions, then a small `drsearch generate drbencher`. The first install compiles
+# llama.cpp (README gives the time), portably (AVX2/FMA/F16C) unless SMOKE_NATIVE=1; a build
+# with other flags is replaced (scripts/smoke_install.py).
 SMOKE_NATIVE ?=
 smoke: $(STAMP)
 	SMOKE_NATIVE='$(SMOKE_NATIVE)' $(PY) scripts/smoke_install.py
-	$(VENV)/bin/pytest -m smoke tests/agents/test_smoke_smollm2.py -s -rs
+	$(VENV)/bin/pytest -m smoke tests/agents/test_smoke_smollm2.py \
+		tests/benchmark/generate/drbencher/test_smoke_smollm2.py -s -rs
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

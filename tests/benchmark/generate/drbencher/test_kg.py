@@ -68,6 +68,32 @@ def test_the_fixture_holds_the_known_answers(endpoint: str) -> None:
     assert int(rows[0]["n"]["value"]) >= 40
 
 
+def test_the_1972_summer_olympics_are_not_the_refuted_q8458() -> None:
+    """Q8458 is "human rights" on Wikidata (public sources, data/kg/README.md): the Games are Q8438,
+    in the graph and in their article."""
+    store = KGStore(KG)
+    status, body = store.answer(P + "SELECT ?g ?l WHERE { wd:Q1726 wdt:P793 ?g . ?g rdfs:label ?l }")
+    assert status == 200
+    assert [(b["g"]["value"], b["l"]["value"]) for b in json.loads(body)["results"]["bindings"]] == \
+        [("http://www.wikidata.org/entity/Q8438", "1972 Summer Olympics")]
+    status, body = store.answer(P + "ASK { wd:Q8458 ?p ?o }")
+    assert status == 200 and json.loads(body)["boolean"] is False
+    docs = {json.loads(line)["title"]: json.loads(line) for line in DOCS.read_text().splitlines()}
+    assert docs["1972 Summer Olympics"]["qid"] == "Q8438"
+
+
+def test_the_ids_public_sources_refute_are_marked_wrong_and_the_confirmed_one_is_unmarked() -> None:
+    """data/kg/README.md, "Checking the identifiers": kg.ttl's marks say what was found."""
+    import re
+
+    marks = {m.group(1): m.group(2) for m in (re.match(r"^wd:(Q\d+) .*# (wrong|unverified) QID", line)
+                                             for line in KG.read_text().splitlines()) if m}
+    assert {q for q, kind in marks.items() if kind == "wrong"} == {"Q1266", "Q1268", "Q1272"}
+    assert {q for q, kind in marks.items() if kind == "unverified"} == {
+        "Q127880", "Q9660", "Q9672", "Q130173", "Q674706", "Q694435", "Q1267", "Q1276"}
+    assert "Q8438" not in marks
+
+
 def test_every_article_is_about_a_fixture_entity_and_builds(tmp_path: Path) -> None:
     store = KGStore(KG)
     docs = [json.loads(line) for line in DOCS.read_text().splitlines()]

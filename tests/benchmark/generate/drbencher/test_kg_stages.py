@@ -146,3 +146,32 @@ def test_a_topic_that_finds_nothing_is_a_counted_warning_and_seeds_fill_in(endpo
     assert [e["qid"] for e in rows(out / "entities.jsonl")] == ["Q3375", "Q694435"]
     rejected = rows(out / "candidates.jsonl")
     assert [(c["key"], c["check"]) for c in rejected] == [("0:Q2", "missing_property")]
+
+
+def test_a_quantity_stated_in_feet_gives_metres_and_an_unknown_unit_rejects_the_entity(tmp_path: Path) -> None:
+    """The same queries as on the live service: the statement's unit is read and converted (the
+    Zugspitze stated as 9,718 ft, as Wikidata may state an elevation, is 2,962.0464 m); Mont Blanc
+    stated in centimetres (a unit outside the elevation's units table) is rejected, counted."""
+    ttl = (DOCS.parent / "kg.ttl").read_text()
+    stated = ('psv:P2044 [ wikibase:quantityAmount "{}"^^xsd:decimal ; wikibase:quantityUnit wd:{} ]')
+    for qid, metres, amount, unit in (("Q3375", "2962", "9718", "Q3710"), ("Q583", "4805.59", "480559", "Q174728")):
+        line = next(x for x in ttl.splitlines() if x.startswith(f"wd:{qid} p:P2044 "))
+        ttl = ttl.replace(line, line.replace(stated.format(metres, "Q11573"), stated.format(amount, unit)))
+        ttl = ttl.replace(f'wdt:P2044 "{metres}"^^xsd:decimal', f'wdt:P2044 "{amount}"^^xsd:decimal')  # truthy: bare
+    data = tmp_path / "kg.ttl"
+    data.write_text(ttl)
+    out = tmp_path / "gen"
+    topics = [{"domain": "mountains", "types": ["Q8502"], "properties": ["P2044", "P625"], "target": 10}]
+    with kg_serve(data) as url:
+        rc, summary, err = generate(write_config(tmp_path, url, topics=topics), out, "--until", "discover")
+    assert rc == 0, err
+    entities = {e["qid"]: e for e in rows(out / "entities.jsonl")}
+    assert entities["Q3375"]["values"]["P2044"] == {"type": "quantity", "value": "2962.0464"}
+    assert entities["Q3375"]["stated"]["P2044"] == [{"amount": "9718", "unit": "Q3710"}]
+    assert entities["Q513"]["values"]["P2044"]["value"] == "8848.86"  # stated in metres: unchanged
+    assert "Q583" not in entities
+    (reject,) = [c for c in rows(out / "candidates.jsonl") if c["candidate"]["qid"] == "Q583"]
+    assert reject["check"] == "unknown_unit"
+    assert reject["reason"] == ("Q583: P2044 480559 is stated in unit Q174728, not in the units table of P2044 "
+                                "(Q11573 metre, Q3710 foot, Q828224 kilometre)")
+    assert summary is not None and summary["counts"]["discover"]["rejected"] == {"unknown_unit": 1}

@@ -15,6 +15,7 @@ import pytest
 from drsearch.agents import read_questions
 
 from ....agents.fake_llm import serve_rules
+from ....helpers import DATA, REPO, drsearch_serve
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
 from .responder import MODEL, RULES, SOLVER, SOLVER2
@@ -146,27 +147,109 @@ def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[st
     assert len(solver_calls) == 3 * (len(kept) + 1) and len({b["seed"] for b in solver_calls}) == len(solver_calls)
 
 
-def test_v2_discards_what_the_model_solves_with_the_support_corpus(servers: tuple[str, Any],
-                                                                  tmp_path: Path) -> None:
-    kg, llm = servers
-    config = json.loads(config_for(tmp_path, kg, llm.url).read_text())
-    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER2}}
-    path = tmp_path / "v2.json"
+def v2_config(tmp: Path, kg: str, llm_url: str, **v2: Any) -> Path:
+    config = json.loads(config_for(tmp, kg, llm_url).read_text())
+    config["v2"] = {"enabled": True, "k": 2, "tau": 0.5, "model": {"base_url": llm_url, "model": SOLVER2}, **v2}
+    path = tmp / "v2.json"
     path.write_text(json.dumps(config))
-    out = tmp_path / "gen"
-    rc, summary, err = generate(path, out, "--until", "v2")
-    assert rc == 0, err
+    return path
+
+
+def assert_v2_discarded_zugspitze(out: Path, summary: dict[str, Any] | None) -> None:
     assert summary is not None and summary["counts"]["v2"]["rejected"] == {"v2_tool_augmented_solved": 1}
     assert rejected(out)["Q3375:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
                                                      "drbencher-v2 accuracy 2/2 > 0.5")
     kept = rows(out / "v2.jsonl")
     assert kept and all(c["v2"] == {"bucket": "kept", "k": 2, "solved": 0, "tau": 0.5} for c in kept)
-    # the searches went to the support corpus through the replay cache: a replay answers them offline
+
+
+def test_v2_starts_drsearch_serve_of_the_support_corpus_and_discards_what_the_model_solves(
+        servers: tuple[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``v2.search_url``: the stage serves GEN_DIR/support.sqlite3 itself (a real ``drsearch
+    serve`` on 127.0.0.1) and stops it; a replay asks no server and regenerates the directory."""
+    import httpx
+
+    from drsearch.agents import HttpSearcher
+
+    requests: list[tuple[str, str, str]] = []
+    real = HttpSearcher._request
+
+    def spy(self: HttpSearcher, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        r = real(self, method, path, body)
+        requests.append((str(self._client.base_url), f"{method} {path}", r.headers["x-drsearch-identity"]))
+        return r
+
+    monkeypatch.setattr(HttpSearcher, "_request", spy)
+    kg, llm = servers
+    path = v2_config(tmp_path, kg, llm.url)
+    out = tmp_path / "gen"
+    rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert_v2_discarded_zugspitze(out, summary)
+    # /health first (the identity check), then every attempt's search, all to one local server
+    assert requests[0][1] == "GET /health" and len({(u, i) for u, _, i in requests}) == 1
+    assert [r for _, r, _ in requests].count("POST /search") >= 2
+    base = requests[0][0]
+    assert base.startswith("http://127.0.0.1:")
+    with pytest.raises(httpx.TransportError):  # stopped with the stage
+        httpx.get(base + "/health", timeout=2)
     cache = tmp_path / "cache.sqlite3"
     shutil.copy(out / "cache.sqlite3", cache)
-    rc, _, err = generate(path, tmp_path / "again", "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    again = tmp_path / "again"
+    requests.clear()
+    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
     assert rc == 0, err
-    assert (tmp_path / "again" / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+    assert requests == []  # offline
+    shutil.copy(cache, again / "cache.sqlite3")
+    assert_same_tree(out, again)
+
+
+def test_v2_searches_the_drsearch_serve_the_config_names_and_replays_with_it_down(
+        servers: tuple[str, Any], tmp_path: Path) -> None:
+    """``v2.search_url``: the episodes search that server over HTTP (its access log shows the
+    calls); the replay, with the server stopped, is offline and byte-identical."""
+    kg, llm = servers
+    path = v2_config(tmp_path, kg, llm.url, search_url="http://127.0.0.1:9")
+    out = tmp_path / "gen"
+    rc, _, err = generate(path, out, "--until", "v1")  # the support corpus, to serve
+    assert rc == 0, err
+    log = tmp_path / "serve.log"
+    with drsearch_serve(out / "support.sqlite3", log, "--access-log") as url:
+        path = v2_config(tmp_path, kg, llm.url, search_url=url)
+        rc, summary, err = generate(path, out, "--until", "v2")
+    assert rc == 0, err
+    assert summary is not None and summary["ran"] == ["v2"]  # the URL is no setting: earlier stages skip
+    assert_v2_discarded_zugspitze(out, summary)
+    assert log.read_text().count('"POST /search HTTP/1.1" 200') >= 2
+    cache = tmp_path / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    again = tmp_path / "again"
+    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    assert (again / "v2.jsonl").read_bytes() == (out / "v2.jsonl").read_bytes()
+
+
+def test_an_unreachable_v2_search_server_is_exit_2_and_nothing_written(servers: tuple[str, Any],
+                                                                       tmp_path: Path) -> None:
+    kg, llm = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url="http://127.0.0.1:9"), out)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "v2.search_url http://127.0.0.1:9: the search server is not usable" in err and not out.exists()
+
+
+def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, Any], tmp_path: Path) -> None:
+    kg, llm = servers
+    out = tmp_path / "gen"
+    rc, _, err = generate(v2_config(tmp_path, kg, llm.url), out, "--until", "v1")
+    assert rc == 0, err
+    blocked = tmp_path / "blocked.txt"
+    blocked.write_text("kg-Q3375\n")
+    with drsearch_serve(out / "support.sqlite3", tmp_path / "serve.log", "--blocked-docids", str(blocked)) as url:
+        rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url=url), out, "--until", "v2")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"v2: {url} serves corpus " in err and "not this run's support corpus" in err
+    assert not (out / "v2.jsonl").exists() and (out / "v1.jsonl").is_file()  # what was written stays
 
 
 def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
@@ -208,8 +291,9 @@ def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cc
     assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]
 
 
-def test_the_stage_counts_docs_show_are_this_run(run: tuple[Path, dict[str, Any], Path]) -> None:
-    """docs/GENERATE.md's "A run on the fixture" table is this run (rerun this test to reproduce it)."""
+def test_the_stage_counts_of_the_three_template_run(run: tuple[Path, dict[str, Any], Path]) -> None:
+    """This module's run (three templates, one per domain): its counts, pinned (the docs show the
+    documented command's, test_the_documented_command_gives_the_stage_counts_docs_show)."""
     _, summary, _ = run
     counts = summary["counts"]
     table = {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in
@@ -219,3 +303,36 @@ def test_the_stage_counts_docs_show_are_this_run(run: tuple[Path, dict[str, Any]
         "clues": (13, 12, {"unparseable_reply": 1}), "compose": (12, 12, {}),
         "validate": (12, 9, {"multi_hop_flattening": 1, "not_unique": 1, "unmapped_relation": 1}),
         "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6})}
+
+
+def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
+    """docs/GENERATE.md's "A run on the fixture" table: stage → (in, out, {check: n})."""
+    text = (REPO / "docs/GENERATE.md").read_text(encoding="utf-8")
+    section = text.split("### A run on the fixture\n", 1)[1].split("\n### ", 1)[0]
+    table: dict[str, tuple[int, int, dict[str, int]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or cells[0] in ("stage", "export") or set(cells[0]) <= {"-"}:
+            continue
+        rejected = {} if cells[3] == "—" else {k: int(n) for k, n in (r.rsplit(" ", 1) for r in cells[3].split("; "))}
+        table[cells[0]] = (int(cells[1]), int(cells[2]), rejected)
+    return table
+
+
+def test_the_documented_command_gives_the_stage_counts_docs_show(servers: tuple[str, Any], tmp_path: Path) -> None:
+    """``drsearch generate drbencher --config data/kg/gen.json`` as docs/GENERATE.md shows it (only the
+    endpoint URLs are the test servers'): every stage's counts are the docs table's."""
+    kg, llm = servers
+    shipped = json.loads((DATA / "kg/gen.json").read_text())
+    config = write_config(tmp_path, kg, generator={**shipped["generator"], "base_url": llm.url})
+    assert {k: v for k, v in json.loads(config.read_text()).items() if k not in ("kg", "articles", "generator")} == \
+        {k: v for k, v in shipped.items() if k not in ("kg", "articles", "generator")}
+    rc, summary, err = generate(config, tmp_path / "gen")
+    assert rc == 0, err
+    assert summary is not None
+    counts = summary["counts"]
+    table = docs_stage_table()
+    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity"]
+    assert {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in table} == table
+    exported = (tmp_path / "gen/questions.jsonl").read_text().splitlines()
+    assert f"| export | — | {len(exported)} questions | — | |" in (REPO / "docs/GENERATE.md").read_text()

@@ -97,6 +97,10 @@ def test_the_shipped_config_loads() -> None:
     (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3,,'), 17, "invalid JSON"),
     (lambda t: t.replace('"seed": 20260811,', '"seed": 20260811, "seed": 1,'), 2, "duplicate key 'seed'"),
     (lambda t: t.replace('"articles": "docs.jsonl"', '"articles": "nope.jsonl"'), 4, "no such file"),
+    (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3, "v2": {"search_url": "127.0.0.1:8000"},'),
+     17, "v2.search_url: '127.0.0.1:8000' is not an http:// or https:// URL"),
+    (lambda t: t.replace('"max_per_entity": 3,', '"max_per_entity": 3, "v1": {"search_url": "http://x"},'), 17,
+     "v1.search_url: Extra inputs are not permitted"),  # V1 is closed-book: no corpus to serve
 ])
 def test_config_errors_name_the_file_and_line(tmp_path: Path, edit, line: int, message: str) -> None:  # type: ignore[no-untyped-def]
     text = (DATA / "kg/gen.json").read_text()
@@ -109,3 +113,18 @@ def test_config_errors_name_the_file_and_line(tmp_path: Path, edit, line: int, m
         load_config(path)
     assert e.value.message.startswith(f"{path}:{line}: ") and message in e.value.message, e.value.message
     assert e.value.exit_code == 2
+
+
+def test_the_units_tables_convert_exactly_and_refuse_what_they_lack() -> None:
+    from drsearch.benchmark.generate.drbencher.queries import UnknownUnitError, parse_value
+
+    wd = "http://www.wikidata.org/entity/"
+    assert parse_value("P2044", {"value": "+9718"}, wd + "Q3710") == Decimal("2962.0464")
+    assert parse_value("P2044", {"value": "2.962"}, wd + "Q828224") == Decimal("2962")
+    assert parse_value("P2046", {"value": "1"}, wd + "Q232291") == Decimal("2.589988110336")
+    assert parse_value("P2046", {"value": "247.105"}, wd + "Q81292") == Decimal("247.105") * Decimal("0.0040468564224")
+    assert parse_value("P2046", {"value": "891120000"}, wd + "Q25343") == Decimal("891.12")
+    assert parse_value("P1082", {"value": "131961"}, wd + "Q199") == Decimal("131961")
+    for pid, unit in (("P1082", wd + "Q11573"), ("P2044", None), ("P2044", "metre")):
+        with pytest.raises(UnknownUnitError, match=f"^{pid} .* is stated in unit "):
+            parse_value(pid, {"value": "1"}, unit)

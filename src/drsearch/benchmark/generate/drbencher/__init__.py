@@ -5,7 +5,8 @@ Modules: :mod:`.sparql` (SPARQL 1.1 protocol client, replay-cached), :mod:`.kgst
 offline endpoint behind ``drsearch kg serve``; pyoxigraph, the ``kg`` extra),
 :mod:`.templates` (typed pure functions computing the gold), :mod:`.config` (the strict
 generator config), :mod:`.queries` (the portable SPARQL the stages send), :mod:`.stages`
-(Discover and Chains), :mod:`.pipeline` (the ``drsearch generate drbencher`` pipeline).
+(Discover and Chains), :mod:`.serving` (V2's served support corpus), :mod:`.pipeline` (the
+``drsearch generate drbencher`` pipeline).
 """
 
 from __future__ import annotations

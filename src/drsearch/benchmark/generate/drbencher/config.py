@@ -110,6 +110,22 @@ class DifficultyFilter(_Strict):
         return self
 
 
+class ToolFilter(DifficultyFilter):
+    """V2: :class:`DifficultyFilter` plus where the support corpus is served."""
+
+    search_url: str | None = None
+    """A ``drsearch serve --database GEN_DIR/support.sqlite3`` to search; None (the default):
+    the V2 stage starts one on 127.0.0.1 itself for its duration."""
+
+    @field_validator("search_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        scheme, _, rest = (url or "").partition("://")
+        if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return url
+
+
 class Diversity(_Strict):
     min_distance: float = Field(default=0.30, ge=0, le=2)
 
@@ -125,7 +141,7 @@ class GenConfig(_Strict):
     max_per_entity: int = Field(default=3, ge=1)
     diversity: Diversity = Diversity()
     v1: DifficultyFilter = DifficultyFilter()
-    v2: DifficultyFilter = DifficultyFilter()
+    v2: ToolFilter = ToolFilter()
 
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z0-9]+)?$")
 
@@ -163,4 +179,5 @@ def load_config(path: Path) -> tuple[GenConfig, Path]:
     return config, articles
 
 
-__all__ = ["ChainSettings", "DifficultyFilter", "Diversity", "GenConfig", "Generator", "Topic", "load_config"]
+__all__ = ["ChainSettings", "DifficultyFilter", "Diversity", "GenConfig", "Generator", "ToolFilter", "Topic",
+           "load_config"]

@@ -1,5 +1,6 @@
 """The filters before export: **V1** (:func:`v1`, closed-book difficulty through the
-toolkit's calibration rule) and **diversity** (DrBencher's diversity filter, the
+toolkit's calibration rule), **V2** (:func:`v2_stage`, tool-augmented difficulty over the
+served support corpus) and **diversity** (DrBencher's diversity filter, the
 toolkit's :func:`~drsearch.benchmark.generate.diversity.diversify` over the int8
 all-MiniLM-L6-v2 embeddings of the question texts).
 
@@ -11,18 +12,20 @@ records the embedding model (its SHA-256) and the removal order in ``diversity.j
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import ExitStack
 from fractions import Fraction
 from typing import Any
 
-from ....agents import CLOSED_BOOK, DR256, EngineSearcher, Preset, Question, Searcher
+from ....agents import CLOSED_BOOK, DR256, Preset, Question, Searcher
 from ....agents.questions import PromptMessage
-from ....index import Engine
 from ...numeric import NumericParseError, answer_quantity, compare
 from ..calibrate import ItemStats, drbencher_bucket
 from ..diversity import dissimilarity_matrix, diversify
 from ..embed import Embedder
 from ..errors import GenerateError
 from ..stages import Keep, Outcome, Reject, StageContext
+from .serving import RecordedCorpus, drsearch_serve, served_searcher, support_corpus
 from .textstages import SYSTEM
 
 
@@ -122,15 +125,33 @@ V2_PRESET = DR256.model_copy(update={"name": "drbencher-v2", "tools": ("search",
 """The tool-augmented preset of V2: the DR-256 agent with search, open and python."""
 
 
-def v2(ctx: StageContext) -> None:
-    """V2, the tool-augmented filter: k episodes of the V2 model per question with search,
-    open and python over the support corpus (``support.sqlite3``, the articles; tool calls
-    through the replay cache like the model's). Check ``v2_tool_augmented_solved``."""
-    if not ctx.settings["v2"]["enabled"]:
-        _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, None)
-        return
-    with Engine.open(ctx.path("support.sqlite3")) as engine:
-        _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, EngineSearcher(engine))
+def v2_stage(search_url: str | None) -> Callable[[StageContext], None]:
+    """The V2 stage searching ``search_url`` (a ``drsearch serve`` of ``support.sqlite3``), or,
+    with None, a ``drsearch serve`` the stage starts on 127.0.0.1 for its duration.
+
+    Where the corpus is served is not part of the stage's settings: the identity check
+    (:func:`.serving.served_searcher`) guarantees that it is this run's support corpus, so the
+    answers, and the replay cache's keys, do not depend on the URL."""
+
+    def v2(ctx: StageContext) -> None:
+        """V2, the tool-augmented filter: k episodes of the V2 model per question with
+        search, open and python over the support corpus served over HTTP (``drsearch
+        serve``, through the agents' HttpSearcher as ``drsearch run --search URL``; tool
+        calls through the replay cache like the model's; a replay asks no server). Check
+        ``v2_tool_augmented_solved``."""
+        if not ctx.settings["v2"]["enabled"]:
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, None)
+            return
+        support = support_corpus(ctx.path("support.sqlite3"))
+        if ctx.cache.mode == "replay":  # offline: the cache answers, keyed by the support corpus
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, RecordedCorpus(support))
+            return
+        with ExitStack() as stack:
+            url = search_url or stack.enter_context(drsearch_serve(ctx.path("support.sqlite3")))
+            searcher = stack.enter_context(served_searcher(url, support))
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, searcher)
+
+    return v2
 
 
-__all__ = ["V2_PRESET", "diversity", "v1", "v2"]
+__all__ = ["V2_PRESET", "diversity", "v1", "v2_stage"]

@@ -9,6 +9,7 @@ mode), and every candidate leaves as a kept row or a rejection with its check an
   with every required property and ≥ ``min_sitelinks`` sitelinks, ordered by (SHA-256 of the
   QID, QID), the first ``target`` kept; seed QIDs fill up a topic that found too few.
   Checks: ``duplicate_entity``, ``beyond_target``, ``no_label``, ``ambiguous_value``,
+  ``unknown_unit`` (a quantity stated in a unit outside the property's units table),
   ``missing_property``. A topic that finds nothing is a counted warning in discover.json.
 - **chains** → ``chains.jsonl``: two-hop entity-valued paths, ranked by predicate rarity
   (how few of the entity's paths share the (p1, p2) pair, then ids), one per (p1, p2) pair,
@@ -32,7 +33,7 @@ from typing import Any
 from ....agents.canonical import sha256_hex
 from ..stages import Keep, Outcome, Reject, StageContext
 from .properties import PROPERTIES
-from .queries import chains_query, discover_query, entity_query, parse_value, pid_of, qid_of
+from .queries import UnknownUnitError, chains_query, discover_query, entity_query, parse_value, pid_of, qid_of
 from .sparql import CachedSparql, SparqlClient, SparqlResult, SparqlSettings
 from .templates import TEMPLATES, TemplateError, compute_gold, draw_params, values_from_json, values_to_json
 
@@ -73,7 +74,7 @@ def _entity(result: SparqlResult) -> dict[str, Any]:
         else:
             pid = pid_of(what)
             if pid is not None:
-                raw.setdefault(pid, []).append(value)
+                raw.setdefault(pid, []).append({**value, "unit": b.get("unit", {}).get("value")})
     return {"aliases": sorted(set(aliases)), "labels": sorted(set(labels)), "raw": raw,
             "sitelinks": sitelinks}
 
@@ -87,18 +88,26 @@ def fetch_entity(sparql: CachedSparql, qid: str,
     if len(info["labels"]) > 1:
         return None, ("ambiguous_value", f"{qid} has {len(info['labels'])} {lang} labels")
     values: dict[str, Any] = {}
+    stated: dict[str, list[dict[str, str]]] = {}
     for pid, cells in sorted(info["raw"].items()):
         parsed = set()
         for cell in cells:
             try:
-                parsed.add(parse_value(pid, cell))
+                parsed.add(parse_value(pid, cell, cell.get("unit")))
+            except UnknownUnitError as e:  # never a number in the wrong unit
+                return None, ("unknown_unit", f"{qid}: {e}")
             except ValueError as e:
                 return None, ("ambiguous_value", str(e))
-        if len(parsed) > 1:  # several truthy values: no single gold; loud, not a silent pick
+            if PROPERTIES[pid].kind == "quantity":
+                stated.setdefault(pid, []).append({"amount": str(cell.get("value")),
+                                                   "unit": qid_of(str(cell.get("unit"))) or ""})
+        if len(parsed) > 1:  # several best-rank values: no single gold; loud, not a silent pick
             return None, ("ambiguous_value", f"{qid} has {len(parsed)} values for {pid}")
         values[pid] = parsed.pop()
     return {"aliases": info["aliases"], "label": info["labels"][0], "qid": qid,
-            "sitelinks": info["sitelinks"], "values": values_to_json(values)}, None
+            "sitelinks": info["sitelinks"], "stated": {p: sorted(v, key=lambda d: (d["unit"], d["amount"]))
+                                                       for p, v in sorted(stated.items())},
+            "values": values_to_json(values)}, None
 
 
 def discover(ctx: StageContext) -> None:
@@ -252,8 +261,8 @@ def gold(ctx: StageContext) -> None:
             except TemplateError as e:
                 return Reject("template_error", str(e))
             used = [{"pid": p, "property": PROPERTIES[p].label, "qid": m["qid"],
-                     "source": f"wikidata:{m['qid']}#{p}", "unit": PROPERTIES[p].unit,
-                     "value": m["values"][p]["value"]}
+                     "source": f"wikidata:{m['qid']}#{p}", "stated": m.get("stated", {}).get(p),
+                     "unit": PROPERTIES[p].unit, "value": m["values"][p]["value"]}
                     for m, pids in zip(members, template.properties, strict=True) for p in pids]
             return Keep({"chains": entity["chains"], "cid": item["cid"], "domain": entity["domain"],
                          "cci": {"E": len(members), "P": len({(u["qid"], u["pid"]) for u in used}),

@@ -2,7 +2,8 @@
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
-(KGEndpointError, exit 2): both before anything is written. The stages then run through the
+(KGEndpointError, exit 2), the model endpoints, and the search server ``v2.search_url``
+names when the run reaches V2 (exit 2): all before anything is written. The stages then run through the
 toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
 """
 
@@ -19,8 +20,9 @@ from ..cli import add_generate_arguments, run_parsed
 from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
-from .filters import diversity, v1, v2
+from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, package_sha256
+from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
 
@@ -54,8 +56,9 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
         Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
               settings={**common, "v1": config.v1.model_dump(mode="json")},
               models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
-        Stage("v2", v2, inputs=("v1.jsonl", "support.sqlite3"), outputs=("v2.jsonl",),
-              settings={**common, "v2": config.v2.model_dump(mode="json")},
+        Stage("v2", v2_stage(config.v2.search_url), inputs=("v1.jsonl", "support.sqlite3"),
+              outputs=("v2.jsonl",),  # where the corpus is served is no setting: its identity is checked
+              settings={**common, "v2": config.v2.model_dump(mode="json", exclude={"search_url"})},
               models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
         Stage("diversity", diversity, inputs=("v2.jsonl",),
               outputs=("diverse.jsonl", "diversity.json"),
@@ -83,6 +86,10 @@ def build(args: argparse.Namespace) -> Pipeline:
                 chat.probe(m.model)
             finally:
                 chat.close()
+    reaches_v2 = args.until is None or (args.until in STAGES
+                                        and STAGES.index(args.until) >= STAGES.index("v2"))
+    if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
+        probe_search_server(config.v2.search_url)
     return pipeline_for(config, articles)
 
 

@@ -1,13 +1,16 @@
 """The SPARQL the stages send, and the parsing of its answers.
 
 Portable by construction: labels come from ``rdfs:label`` / ``skos:altLabel`` with a
-language filter (never ``SERVICE wikibase:label``), values from truthy ``wdt:`` statements,
-so each query runs unchanged on the live Wikidata Query Service and on ``drsearch kg
-serve``. Every result order is fixed by the query (``ORDER BY``) or by the caller.
+language filter (never ``SERVICE wikibase:label``), values from truthy ``wdt:`` statements
+(quantities from their statements' value nodes, below), so each query runs unchanged on the
+live Wikidata Query Service and on ``drsearch kg serve``. Every result order is fixed by the
+query (``ORDER BY``) or by the caller.
 
-Known limit on the live service: ``wdt:`` quantities are in the unit the statement states
-(an elevation may be in feet); the shipped fixture states the units of
-:data:`.properties.PROPERTIES`.
+Quantities come with their unit: the best-rank statement's value node (``p:P`` ?st, ``?st a
+wikibase:BestRank ; psv:P`` ?node, the node's ``wikibase:quantityAmount`` and
+``wikibase:quantityUnit``), as the Wikidata Query Service holds them and the shipped fixture
+states them; :func:`parse_value` converts with the units table of
+:data:`.properties.PROPERTIES` (a statement in feet gives metres on both endpoints).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
 PREFIXES = ("PREFIX wd: <http://www.wikidata.org/entity/>\n"
             "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+            "PREFIX p: <http://www.wikidata.org/prop/>\n"
+            "PREFIX psv: <http://www.wikidata.org/prop/statement/value/>\n"
             "PREFIX wikibase: <http://wikiba.se/ontology#>\n"
             "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
             "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n")
@@ -71,17 +76,23 @@ def discover_query(types: Sequence[str], properties: Sequence[str], min_sitelink
 
 
 def entity_query(qid: str, lang: str) -> str:
-    """Labels, aliases, sitelinks and every known property's values of one entity."""
+    """Labels, aliases, sitelinks and every known property's values of one entity: quantities
+    as (amount, unit) of their best-rank statements, the others as truthy ``wdt:`` values."""
     _ids([qid])
-    props = " ".join(f"wdt:{p}" for p in sorted(PROPERTIES))
+    plain = " ".join(f"wdt:{p}" for p in sorted(PROPERTIES) if PROPERTIES[p].kind != "quantity")
     lang = _lang(lang)
-    return (PREFIXES + "SELECT ?what ?value WHERE {\n"
+    quantities = "".join(
+        f"  UNION {{ wd:{qid} p:{p} ?st . ?st a wikibase:BestRank ; psv:{p} ?node .\n"
+        f"          ?node wikibase:quantityAmount ?value ; wikibase:quantityUnit ?unit\n"
+        f"          BIND(\"{WDT}{p}\" AS ?what) }}\n"
+        for p in sorted(PROPERTIES) if PROPERTIES[p].kind == "quantity")
+    return (PREFIXES + "SELECT ?what ?value ?unit WHERE {\n"
             f"  {{ wd:{qid} rdfs:label ?value FILTER(LANG(?value) = \"{lang}\") BIND(\"label\" AS ?what) }}\n"
             f"  UNION {{ wd:{qid} skos:altLabel ?value FILTER(LANG(?value) = \"{lang}\")"
             " BIND(\"alias\" AS ?what) }\n"
             f"  UNION {{ wd:{qid} wikibase:sitelinks ?value BIND(\"sitelinks\" AS ?what) }}\n"
-            f"  UNION {{ VALUES ?p {{ {props} }} wd:{qid} ?p ?value BIND(STR(?p) AS ?what) }}\n"
-            "}\nORDER BY ?what STR(?value)\n")
+            f"  UNION {{ VALUES ?p {{ {plain} }} wd:{qid} ?p ?value BIND(STR(?p) AS ?what) }}\n"
+            + quantities + "}\nORDER BY ?what STR(?value) STR(?unit)\n")
 
 
 def chains_query(qid: str, exclude: Sequence[str], lang: str, limit: int) -> str:
@@ -101,17 +112,23 @@ def chains_query(qid: str, exclude: Sequence[str], lang: str, limit: int) -> str
             f"}}\nORDER BY ?p1 ?mid ?p2 ?obj\nLIMIT {int(limit)}\n")
 
 
-def parse_value(pid: str, cell: dict[str, Any]) -> Value:
-    """A property value as templates take it; ValueError when it is not of the property's kind."""
-    kind = PROPERTIES[pid].kind
+class UnknownUnitError(ValueError):
+    """A quantity stated in a unit the property's units table lacks (check ``unknown_unit``)."""
+
+
+def parse_value(pid: str, cell: dict[str, Any], unit: str | None = None) -> Value:
+    """A property value as templates take it; a quantity converted from ``unit`` (the IRI of its
+    ``wikibase:quantityUnit``) into the property's unit. UnknownUnitError for a unit outside the
+    property's table (or none); ValueError when the value is not of the property's kind."""
+    prop = PROPERTIES[pid]
     text = str(cell.get("value", ""))
-    if kind == "coordinates":
+    if prop.kind == "coordinates":
         m = _POINT.match(text)
         if not m:
             raise ValueError(f"{pid}: {text!r} is not a WKT point")
         lon, lat = float(m.group(1)), float(m.group(2))
         return (lat, lon)
-    if kind == "date":
+    if prop.kind == "date":
         m = _DATE.match(text)
         if not m or int(m.group(1)) < 1:
             raise ValueError(f"{pid}: {text!r} is not a date of the common era")
@@ -122,7 +139,13 @@ def parse_value(pid: str, cell: dict[str, Any]) -> Value:
         raise ValueError(f"{pid}: {text!r} is not a number") from None
     if not number.is_finite():
         raise ValueError(f"{pid}: {text!r} is not finite")
-    return number
+    uqid = qid_of(unit or "")
+    known = ", ".join(f"{q} {u.label}" for q, u in sorted(prop.units.items()))
+    if uqid is None or uqid not in prop.units:
+        raise UnknownUnitError(f"{pid} {text} is stated in unit {uqid or unit or '(none)'}, not in the units "
+                               f"table of {pid} ({known})")
+    return number * prop.units[uqid].factor
 
 
-__all__ = ["PREFIXES", "chains_query", "discover_query", "entity_query", "parse_value", "pid_of", "qid_of"]
+__all__ = ["PREFIXES", "UnknownUnitError", "chains_query", "discover_query", "entity_query", "parse_value",
+           "pid_of", "qid_of"]

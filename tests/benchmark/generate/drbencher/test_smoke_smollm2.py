@@ -1,0 +1,122 @@
+"""Opt-in smoke test with a real model (marker ``smoke``; not in the default run; `make smoke`
+installs llama.cpp and SmolLM2-135M): SmolLM2 drives the whole DrBencher pipeline once.
+
+The model is served on 127.0.0.1 by the agents' smoke server (``tests/agents/smollm2_server.py``,
+its own process: a SIGILL from a build the CPU cannot execute is a one-line failure) and is the
+generator, the V1 model and the V2 model of a small run (four mountains, three chains each, one
+template, k = 1) of
+``drsearch generate drbencher`` (a subprocess) against ``drsearch kg serve`` of the fixture. A
+135M model writes poor clues; only protocol facts are asserted: every stage completes, every
+candidate is kept or rejected with a named check (a reply that does not parse is
+``unparseable_reply``, counted), each candidate reaching Clues got exactly one clues call with
+the generator's seed and temperature, and a replay asks the model nothing and rewrites the
+directory byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from drsearch.benchmark.generate.drbencher.pipeline import STAGES
+
+from ....agents.smollm2_server import MODEL, ModelProcess, run_watched
+from ....agents.test_smoke_smollm2 import MAX_NEW_TOKENS, N_CTX, NOT_INSTALLED, SERVER, gguf_path
+from ..test_stages import assert_same_tree
+from .kgserver import CLI, DOCS, kg_serve
+
+pytestmark = pytest.mark.smoke
+
+CHECKS = {"duplicate_entity", "beyond_target", "no_label", "ambiguous_value", "unknown_unit", "missing_property",
+          "too_few_chains", "no_template", "max_per_entity", "no_partner", "template_error", "no_article",
+          "unparseable_reply", "too_few_grounded_facts", "gold_not_reproduced", "entity_named", "value_leak",
+          "multi_hop_flattening", "not_unique", "unmapped_relation", "v1_closed_book_solved",
+          "v2_tool_augmented_solved", "diversity"}
+"""Every check the stages name (docs/GENERATE.md, "Stages")."""
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelProcess]:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip(f"llama-cpp-python missing: {NOT_INSTALLED}")
+    log = tmp_path_factory.mktemp("smollm2") / "server.log"
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    model = ModelProcess([sys.executable, str(SERVER), "--model", str(gguf_path()), "--n-ctx", str(N_CTX),
+                          "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", "2"], log, env=env)
+    print(f"\nsmoke: llama-cpp-python {importlib.metadata.version('llama-cpp-python')} built with: "
+          f"{model.system_info}")
+    try:
+        yield model
+    finally:
+        model.stop()
+
+
+def requests_of(model: ModelProcess) -> list[dict[str, Any]]:
+    return list(httpx.get(model.base_url + "/record", timeout=30).json()["requests"])
+
+
+def test_smollm2_drives_the_whole_drbencher_pipeline(smollm2: ModelProcess, tmp_path: Path) -> None:
+    base_url = smollm2.base_url + "/v1"
+    endpoint = {"base_url": base_url, "model": MODEL}
+    with kg_serve() as kg:
+        config = json.loads((DOCS.parent / "gen.json").read_text())
+        config.update({
+            "kg": {**config["kg"], "endpoint": kg}, "articles": str(DOCS), "templates": ["pendulum_drift"],
+            "topics": [{**config["topics"][0], "target": 4}],
+            "chains": {"min_chains": 3, "max_chains": 3},  # three facts fit the server's 192-token replies
+            "generator": {**endpoint, "seed": 7, "temperature": 0.0},
+            "v1": {"enabled": True, "k": 1, "model": endpoint},
+            "v2": {"enabled": True, "k": 1, "model": endpoint}})
+        path = tmp_path / "gen.json"
+        path.write_text(json.dumps(config, indent=2))
+        out = tmp_path / "gen"
+        cmd = [sys.executable, *CLI[1:], "generate", "drbencher", "--config", str(path), "--out", str(out)]
+        rc, stdout, stderr = run_watched(cmd, smollm2, tmp_path, timeout_s=3000)
+        assert rc == 0, stderr
+        assert "Traceback" not in stderr
+        summary = json.loads(stdout)
+        requests = requests_of(smollm2)
+
+        # every stage ran and accounted for every candidate
+        assert summary["ran"] == list(STAGES)
+        counts = summary["counts"]
+        for stage in STAGES:
+            if stage not in ("discover", "export"):
+                assert counts[stage]["in"] == counts[stage]["out"] + counts[stage]["rejected_total"], stage
+        candidates = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
+        assert len(candidates) == sum(c["rejected_total"] for c in counts.values())
+        assert {c["check"] for c in candidates} <= CHECKS and all(c["reason"] for c in candidates)
+        exported = (out / "questions.jsonl").read_text().splitlines()
+        assert len(exported) == counts["diversity"]["out"]
+
+        # what the model received: one clues call per candidate, with the generator's sampling
+        assert requests and all(b["model"] == MODEL for b in requests)
+        clue_calls = [b for b in requests if "Write clues about an entity" in b["messages"][0]["content"]]
+        assert len(clue_calls) == counts["clues"]["in"]
+        assert all((b["seed"], b["temperature"]) == (7, 0.0) for b in clue_calls)
+        by_check = Counter(c["check"] for c in candidates if c["stage"] in ("clues", "compose", "validate"))
+
+        # a replay asks the model nothing (and no KG) and rewrites the directory byte for byte
+        cache = tmp_path / "cache.sqlite3"
+        shutil.copy(out / "cache.sqlite3", cache)
+        again = tmp_path / "again"
+        rc, _, stderr = run_watched([*cmd[:-1], str(again), "--cache-mode", "replay", "--cache", str(cache)],
+                                    smollm2, tmp_path, timeout_s=600)
+        assert rc == 0, stderr
+        assert len(requests_of(smollm2)) == len(requests)
+        shutil.copy(cache, again / "cache.sqlite3")
+        assert_same_tree(out, again)
+    print(f"\nsmoke: drbencher with SmolLM2: {len(requests)} model calls, stage counts "
+          f"{ {s: (c['in'], c['out']) for s, c in counts.items()} }, text-stage rejections {dict(by_check)}, "
+          f"{len(exported)} exported")
