@@ -366,3 +366,38 @@ def test_an_answer_read_in_an_unblocked_artifact_excludes_its_question(recipe: R
     assert {q for q, r in lines.items() if r["code"] is not None} == {qid}
     clean = leak_audit(list(recipe.plan), runs, golds, answer_docids, set(), set())
     assert all(r["code"] is None for r in clean)
+
+
+def test_another_crawl_or_a_used_directory_is_exit_2(recipe: Recipe, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "keep.txt").write_text("mine\n")
+    err = _refused(capsys, 2, "construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7",
+                   "--out", str(used))
+    assert "not an empty directory" in err and (used / "keep.txt").read_text() == "mine\n"
+    crawl = tmp_path / "crawl"
+    shutil.copytree(Path(str(recipe.corpus) + ".crawl"), crawl)
+    docs = (crawl / "docs.jsonl").read_text().splitlines()
+    (crawl / "docs.jsonl").write_text("".join(line + "\n" for line in docs[:-1]))  # one page fewer
+    out = tmp_path / "rel"
+    err = _refused(capsys, 2, "construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7",
+                   "--out", str(out), "--crawl-dir", str(crawl))
+    assert "not the audited corpus" in err and not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crawl", "used"]  # no half release left behind
+
+
+def test_a_pool_question_without_a_dr256_difficulty_is_exit_2(recipe: Recipe, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    pool = tmp_path / "pool"
+    for stage in ("consolidate", "answers", "audit"):
+        shutil.copytree(recipe.pool / stage, pool / stage)
+    qid = next(iter(recipe.plan))
+    lines = jsonl(pool / "consolidate" / "pool.jsonl")
+    for line in lines:
+        if line["qid"] == qid:
+            line["difficulty"] = [None]
+    (pool / "consolidate" / "pool.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    err = _refused(capsys, 2, "construct", "questions", str(pool))
+    assert qid in err and "difficulty None is not 1, 2 or 3" in err
+    assert not (pool / "questions").exists()
