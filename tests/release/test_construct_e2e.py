@@ -12,123 +12,29 @@ question in two turns (too few)."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from drsearch.corpus import build_from_urls, stable_docid
+from drsearch.corpus import stable_docid
 from drsearch.index import BlockList, Engine
 from drsearch.release.construct.answers import answer_in_text
 from drsearch.release.dr256 import load_questions
-from drsearch.tools.cli import main
 
-from ..agents.fake_llm import ScriptKey, serve_fake
-from ..benchmark.fake_judge import serve_judge
-from ..helpers import REPO, drsearch_serve
-from .construct_fixture import DUMP_URL, crawl_server, multihop_qids, write_upstream
+from ..helpers import REPO
+from .construct_fixture import DUMP_URL, multihop_qids
 from .construct_pages import MULTIHOP
-from .test_construct import FETCH
+from .recipe import PLAN, Recipe, cli, jsonl, run_recipe
 
 CONSTRUCT_MD = REPO / "docs" / "CONSTRUCT.md"
-# multi-hop question -> rollouts solved (of 3); "two turns": answered after one search, every time
-PLAN: list[int | str] = [0, 0, 1, 2, 3, "two turns"]
-
-
-def cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    return main(list(argv), out), out.getvalue()
-
-
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-@dataclass
-class Recipe:
-    root: Path
-    pool: Path
-    corpus: Path
-    blocked: Path
-    kept: Path
-    runs: list[Path]
-    release: Path
-    lines: dict[str, str]        # each stage's printed line
-    requests: list[dict[str, Any]]  # every chat request the reference agent's model received
-    plan: dict[str, int | str]   # qid -> PLAN entry
-
-
-def _scripts(kept: Path) -> tuple[dict[ScriptKey, list[dict[str, Any]]], dict[str, int | str]]:
-    index = {r["metadata"]["qid"]: r["metadata"]["benchmark"]["index"] for r in jsonl(kept)}
-    scripts: dict[ScriptKey, list[dict[str, Any]]] = {}
-    plan = {}
-    for qid, q, solved in zip(multihop_qids(), MULTIHOP, PLAN, strict=True):
-        plan[qid] = solved
-        i = index[qid]
-        answer_doc = stable_docid(q["answer_page"][0])
-        for attempt in range(3):
-            right = solved != "two turns" and attempt < int(solved)
-            final = q["answer"] if right else f"not {q['answer']}"
-            if solved == "two turns":
-                scripts[(attempt, i)] = [{"call": [("search", {"query": "QUESTION", "k": 5})]},
-                                         {"content": q["answer"] if attempt == 0 else final}]
-            else:  # search the question, open its first hit (the hop page), open the page it names, answer
-                scripts[(attempt, i)] = [{"call": [("search", {"query": "QUESTION", "k": 5})]},
-                                         {"open_first_hit": True},
-                                         {"call": [("search", {"query": q["answer_page"][1], "k": 5})]},
-                                         {"call": [("open", {"docid": answer_doc})]},
-                                         {"content": final}]
-    return scripts, plan
 
 
 @pytest.fixture(scope="module")
 def recipe(tmp_path_factory: pytest.TempPathFactory) -> Recipe:
-    root = tmp_path_factory.mktemp("recipe")
-    upstream = write_upstream(root / "upstream.jsonl")
-    pool = root / "pool"
-    lines: dict[str, str] = {}
-
-    def stage(name: str, *argv: str) -> None:
-        code, text = cli("construct", name, *argv)
-        assert code == 0, text
-        lines[name] = text.strip()
-
-    stage("consolidate", "--upstream", str(upstream), "--out", str(pool))
-    stage("urls", str(pool))
-    corpus = root / "corpus" / "corpus.sqlite3"
-    corpus.parent.mkdir()
-    with crawl_server() as server:  # `drsearch corpus build --urls POOL/urls/urls.txt`, over loopback
-        build_from_urls(pool / "urls" / "urls.txt", corpus, fetch_settings=FETCH, transport=server.transport())
-    stage("answers", str(pool), "--database", str(corpus))
-    stage("artifacts", str(pool), "--database", str(corpus))
-    blocked = root / "blocked_docids.txt"
-    blocked.write_text(f"# dataset viewer dump: sample rows 0-7 with their answers\n{stable_docid(DUMP_URL)}\n")
-    stage("audit", str(pool), "--database", str(corpus), "--blocked-docids", str(blocked))
-    stage("questions", str(pool))
-    kept = pool / "questions" / "kept.jsonl"
-    scripts, plan = _scripts(kept)
-    runs = [root / "rollouts" / f"attempt-{n}" for n in range(3)]
-    with drsearch_serve(corpus, root / "serve.log", "--blocked-docids", str(blocked)) as search, \
-            serve_fake(scripts) as fake:
-        for n, run in enumerate(runs):
-            code, text = cli("run", "--preset", "dr256", "--attempt", str(n), "--questions", str(kept),
-                             "--search", search, "--model", "ref-m", "--base-url", fake.url, "--out", str(run),
-                             "--quiet", "--max-attempts", "1")
-            assert code == 0, text
-        requests = list(fake.requests)
-    with serve_judge([]) as judge:  # the oracle judge: correct iff the answer is the label
-        code, text = cli("score", str(runs[0]), "--attempts", str(runs[1]), str(runs[2]), "--questions", str(kept),
-                         "--judge-model", "judge-m", "--base-url", judge.url, "--backoff", "0")
-        assert code == 0, text
-    stage("calibrate", str(pool), "--runs", *map(str, runs))
-    release = root / "release"
-    stage("select", str(pool), "--per-tier", "2", "--seed", "7", "--out", str(release))
-    return Recipe(root, pool, corpus, blocked, kept, runs, release, lines, requests, plan)
+    return run_recipe(tmp_path_factory.mktemp("recipe"))
 
 
 def test_the_audit_keeps_exactly_the_multi_hop_questions(recipe: Recipe) -> None:
@@ -232,7 +138,8 @@ def test_the_walk_through_shows_this_run(recipe: Recipe) -> None:
 
 def test_the_same_inputs_select_the_same_release(recipe: Recipe, tmp_path: Path) -> None:
     again = tmp_path / "again"
-    code, text = cli("construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7", "--out", str(again))
+    code, text = cli("construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7", "--out", str(again),
+                     "--name", "drsearch-construct-fixture", "--revision", "1.0.0")
     assert code == 0 and "(up to date" not in text, text
     for rel in ("manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "selection/selection.jsonl"):
         assert (again / rel).read_bytes() == (recipe.release / rel).read_bytes(), rel
@@ -401,3 +308,31 @@ def test_a_pool_question_without_a_dr256_difficulty_is_exit_2(recipe: Recipe, tm
     err = _refused(capsys, 2, "construct", "questions", str(pool))
     assert qid in err and "difficulty None is not 1, 2 or 3" in err
     assert not (pool / "questions").exists()
+
+
+@pytest.mark.slow
+def test_the_recipe_script_is_deterministic(tmp_path: Path) -> None:
+    """`scripts/make_sample_release.py --recipe` (fetch times frozen) run twice in the same place
+    gives the same release, byte for byte, and it validates --deep."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "recipe-release"
+
+    def make(*extra: str) -> dict[str, bytes]:
+        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+                            "--out", str(out), *extra], capture_output=True, text=True, timeout=600, cwd=REPO)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "construct select: 4 questions" in p.stdout and "validate --deep: PASS" in p.stdout
+        return {f.relative_to(out).as_posix(): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+
+    first = make()
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+                            "--out", str(out)], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert again.returncode == 2 and "--force" in again.stderr  # an existing release is kept
+    second = make("--force")
+    assert first == second
+    assert {"manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "search/corpus.sqlite3",
+            "selection/summary.json", "audit/leak_audit.jsonl"} <= set(first)
+    code, text = cli("validate", "--release-dir", str(out), "--deep")
+    assert code == 0, text

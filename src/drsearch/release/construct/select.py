@@ -167,8 +167,11 @@ def _removals(root: Path) -> list[dict[str, Any]]:
 
 
 def _robots(crawl: Path) -> list[dict[str, Any]]:
+    """Each URL's robots decision and fetch outcome, in canonical URL order (the crawl keeps its
+    records in fetch-completion order, which concurrency makes differ between runs)."""
+    records = sorted(read_records(crawl).records, key=lambda r: r.canonical_url)
     return [{"canonical_url": r.canonical_url, "error": r.error, "outcome": r.outcome, "robots": r.robots,
-             "status": r.status, "url": r.url} for r in read_records(crawl).records]
+             "status": r.status, "url": r.url} for r in records]
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
