@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release recipe-release smoke clean
 
 $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ test: lint typecheck importlint unit
 sample-release: $(STAMP)
 	$(PY) scripts/make_sample_release.py --out out/sample-release --force
 	$(VENV)/bin/drsearch validate --release-dir out/sample-release --deep
+
+# The DR-256 construction recipe run offline on its test fixture (docs/CONSTRUCT.md), then validated.
+recipe-release: $(STAMP)
+	$(PY) scripts/make_sample_release.py --recipe --out out/recipe-release --force
+	$(VENV)/bin/drsearch validate --release-dir out/recipe-release --deep
 
 # Long benchmarks: not part of `make test`. See docs/BENCHMARKS.md.
 bench: $(STAMP)

@@ -264,3 +264,20 @@ def test_missing_file_is_invalid_input(tmp_path: Path) -> None:
     for kind in ("dr256", "deepsearchqa", "openbiorq"):
         with pytest.raises(InvalidInputError, match=r"nope\.jsonl"):
             load_tasks(kind, tmp_path / "nope.jsonl")  # type: ignore[arg-type]
+
+
+def test_uncalibrated_rows_are_gradable_but_never_a_release(tmp_path: Path) -> None:
+    """A construction pool's questions before calibration (tier null) are read for grading,
+    with no tier in their tasks; the release checks (load_questions) refuse them naming file:line."""
+    rows = copy.deepcopy(ROWS[:3])
+    for row in rows:
+        row["metadata"]["benchmark"]["calibration_tier"] = None
+    path = write(tmp_path / "kept.jsonl", rows)
+    tasks = read_dr256(path).tasks()
+    assert [t.tier for t in tasks] == [None, None, None] and [t.reference for t in tasks] == [r["label"] for r in rows]
+    problems = release_dr256.load_questions(path).problems
+    assert len(problems) == 3 and problems[0].startswith(f"{path}:1: metadata.benchmark.calibration_tier: null")
+    assert not release_dr256.load_questions(path, uncalibrated=True).problems
+    rows[0]["metadata"]["benchmark"]["calibration_tier"] = "hard"  # any other value is still refused
+    with pytest.raises(InvalidInputError, match=r"kept.jsonl:1: .*calibration_tier"):
+        read_dr256(write(tmp_path / "kept.jsonl", rows))

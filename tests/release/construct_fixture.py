@@ -5,8 +5,10 @@ URLs plus two ordinary sample pages (distractors), then repeated as case, whites
 ligature variants (and one answer spelt with a thousands separator removed) that must merge,
 once with a different answer (the conflict), plus an invented question whose URLs hold no
 answer, one URL no crawler can fetch, and the sample's dataset-viewer dump page among the
-visited URLs of a question the dump does not answer. The URLs are served by the loopback
-crawl server (tests/corpus/crawlserver.py), which holds every sample page.
+visited URLs of a question the dump does not answer; and six invented multi-hop questions
+that need research (tests/release/construct_pages.py). The URLs are served by the loopback
+crawl server (tests/corpus/crawlserver.py), which holds every sample page, with the
+multi-hop pages added (:func:`crawl_server`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 
 from drsearch.release.dr256 import load_questions
 
+from ..corpus.crawlserver import CrawlServer
 from ..helpers import DATA
+from . import construct_pages
 
 DUMP_URL = "https://datasets.example.org/drsearch-sample/viewer/train?rows=0-7"
 ARTIFACT_HOSTS = ("datasets.example.org", "paste.example.net", "answers.example.com")
@@ -61,8 +65,22 @@ def upstream_rows() -> list[dict[str, Any]]:
         {**q["row-3"], "id": "var-conflict", "answer": "Martin Tyler"},
         {"id": "row-invented", "question": INVENTED, "answer": "ultramarine", "urls": plain[30:32],
          "queries": ["invented lighthouse"]},
+        *construct_pages.upstream_rows(),
     ]
     return out
+
+
+def multihop_qids() -> list[str]:
+    from drsearch.release.construct import qid_of
+
+    return [qid_of(q["question"]) for q in construct_pages.MULTIHOP]
+
+
+def crawl_server() -> CrawlServer:
+    """The loopback crawl server with the multi-hop pages added."""
+    server = CrawlServer()
+    construct_pages.install(server.site)
+    return server
 
 
 def write_upstream(path: Path, rows: list[dict[str, Any]] | None = None) -> Path:

@@ -16,8 +16,17 @@ from drsearch.index import canonicalize_url
 from drsearch.release.construct import qid_of
 from drsearch.tools.cli import main
 
-from ..corpus.crawlserver import MAX_BYTES, CrawlServer
-from .construct_fixture import BAD_URL, DUMP_URL, INVENTED, sample_rows, write_upstream
+from ..corpus.crawlserver import MAX_BYTES
+from .construct_fixture import (
+    BAD_URL,
+    DUMP_URL,
+    INVENTED,
+    crawl_server,
+    multihop_qids,
+    sample_rows,
+    write_upstream,
+)
+from .construct_pages import MULTIHOP
 
 FETCH = FetchSettings(concurrency=8, per_host=2, timeout_s=2.0, retries=1, backoff_s=0.05,
                       max_retry_after_s=5, max_bytes=MAX_BYTES, max_redirects=3)
@@ -55,7 +64,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     outputs["urls"] = json.loads(text)
     corpus = root / "corpus" / "corpus.sqlite3"
     corpus.parent.mkdir()
-    with CrawlServer() as server:  # what `drsearch corpus build --urls` does, over the loopback server
+    with crawl_server() as server:  # what `drsearch corpus build --urls` does, over the loopback server
         made = build_from_urls(pool / "urls" / "urls.txt", corpus, root / "crawl", fetch_settings=FETCH,
                                transport=server.transport())
     for stage in ("answers", "artifacts"):
@@ -67,13 +76,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 def test_variants_merge_and_the_conflict_is_dropped(built: Built) -> None:
     facts = built.outputs["consolidate"]["facts"]
-    assert facts == {"rows": 18, "groups": 13, "merged_rows": 5, "conflicts": 1, "kept": 12}
+    assert facts == {"rows": 24, "groups": 19, "merged_rows": 5, "conflicts": 1, "kept": 18}
     assert built.outputs["consolidate"]["counts"]["rejected"] == {"conflicting_labels": 1}
     pool = {r["qid"]: r for r in jsonl(built.pool / "consolidate" / "pool.jsonl")}
     sample = {r.metadata.qid: r for r in sample_rows()}
     conflict = next(r.metadata.qid for r in sample_rows() if r.label == "Martin Taylor")
     # the qids are DR-256's: the sample's own qids come out of the normalised question text
-    assert set(pool) == (set(sample) - {conflict}) | {qid_of(INVENTED)}
+    assert set(pool) == (set(sample) - {conflict}) | {qid_of(INVENTED)} | set(multihop_qids())
     first = pool[next(q for q, r in sample.items() if r.metadata.benchmark.index == 0)]
     assert first["dataset_rows"] == ["row-0", "var-case", "var-ligature"]
     assert first["question"] == sample[first["qid"]].metadata.question  # the first row's spelling
@@ -106,6 +115,8 @@ def test_answer_documents_are_the_sample_answer_documents(built: Built) -> None:
     answers = {r["qid"]: r for r in jsonl(built.pool / "answers" / "answers.jsonl")}
     expected = {r.metadata.qid: sorted(r.metadata.benchmark.clean_provenance_answer_docids)
                 for r in sample_rows() if r.label != "Martin Taylor"}
+    # a multi-hop question's one answer document is its answer page (not the hop page it names)
+    expected |= {qid: [stable_docid(q["answer_page"][0])] for qid, q in zip(multihop_qids(), MULTIHOP, strict=True)}
     assert {q: r["answer_docids"] for q, r in answers.items()} == expected
     assert built.outputs["answers"]["counts"]["rejected"] == {"no_independent_answer_doc": 1}
     removed = jsonl(built.pool / "answers" / "candidates.jsonl")
@@ -310,7 +321,7 @@ def test_a_changed_upstream_reruns_its_stage_and_the_ones_after(built: Built, tm
                  "urls": ["https://new.example/page"]})
     write_upstream(upstream, rows)
     code, text = cli("construct", "consolidate", "--upstream", str(upstream), "--out", str(pool))
-    assert code == 0 and "19 rows -> 14 question groups" in text
+    assert code == 0 and "25 rows -> 20 question groups" in text
     code, text = cli("construct", "urls", str(pool), "--json")
     assert code == 0 and json.loads(text)["ran"] is True
     assert "https://new.example/page" in (pool / "urls" / "urls.txt").read_text().splitlines()
@@ -377,11 +388,12 @@ def _audited(built: Built, tmp_path: Path) -> tuple[Path, list[str], str, str]:
     import shutil
 
     pool = tmp_path / "pool"
-    for stage in ("consolidate", "answers"):
+    for stage in ("consolidate", "answers", "artifacts"):
         shutil.copytree(built.pool / stage, pool / stage)
     blocked = pool / "blocked.txt"
     blocked.write_text(f"# dataset viewer dump\n{stable_docid(DUMP_URL)}\n")
-    qids = [r["qid"] for r in jsonl(pool / "answers" / "answers.jsonl")]
+    hops = set(multihop_qids())  # the sample questions only: the multi-hop ones are the end-to-end test's
+    qids = [r["qid"] for r in jsonl(pool / "answers" / "answers.jsonl") if r["qid"] not in hops]
     _hand_audit(pool, [{"flags": ["answer_in_snippet"] if i == 0 else [], "qid": q, "removed": i == 0}
                        for i, q in enumerate(qids)])
     return pool, qids[1:], "fixture-corpus", hashlib.sha256(blocked.read_bytes()).hexdigest()
@@ -407,9 +419,11 @@ def test_calibrate_tiers_follow_the_dr256_rule(built: Built, tmp_path: Path,
     assert tiers[q0]["reason"] is None and tiers[q0]["code"] is None
     rest = len(kept) - 5  # never solved, 3 turns: challenge
     assert report["facts"] == {"questions": len(kept), "frontier": 2, "challenge": 1 + rest, "excluded": 2,
-                               "excluded_by_code": {"empty_answer": 0, "incomplete_rollout": 0,
+                               "excluded_by_code": {"answer_docid_supplied": 0, "answer_from_artifact": 0,
+                                                    "empty_answer": 0, "incomplete_rollout": 0,
                                                     "solved_every_rollout": 1, "too_few_turns": 1,
-                                                    "ungraded_rollout": 0}}
+                                                    "ungraded_rollout": 0},
+                               "rollouts_leak_audited": 3 * len(kept)}
     removed = {r["key"]: r["check"] for r in jsonl(pool / "calibrate" / "candidates.jsonl")}
     assert removed == {q3: "solved_every_rollout", two_turns: "too_few_turns"}
     summary = json.loads((pool / "summary.json").read_text())

@@ -35,6 +35,8 @@ def test_construct_exports() -> None:
         "CONFLICTING_LABELS", "FIELDS", "INVALID_URL", "NO_ANSWER_DOC", "PROBES", "SUMMARY", "URL_PATTERNS", "audit_shortcuts",
         "check_blocklist", "collect_urls", "consolidate", "field_map", "find_answers", "find_artifacts",
         "qid_of", "read_url_patterns", "write_summary", "EXCLUSION_CODES", "TIERS", "calibrate_tiers",
+        "DEFAULT_TEMPLATE", "LEAK_CODES", "ShortTierError", "leak_audit", "read_template", "select_release",
+        "write_kept_questions",
     }
     for name in construct.__all__:
         assert getattr(construct, name) is not None

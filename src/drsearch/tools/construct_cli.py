@@ -1,5 +1,5 @@
-"""The construction verbs: ``drsearch construct consolidate|urls|answers|artifacts|audit|calibrate``
-(docs/CONSTRUCT.md).
+"""The construction verbs: ``drsearch construct
+consolidate|urls|answers|artifacts|audit|questions|calibrate|select`` (docs/CONSTRUCT.md).
 
 ``register(sub)`` adds ``construct`` to the main parser (cli.py calls it). Each action runs
 one stage of :mod:`drsearch.release.construct` into ``POOL/<stage>/`` and prints one summary
@@ -27,6 +27,8 @@ from ..release.construct import (
     find_answers,
     find_artifacts,
     read_url_patterns,
+    select_release,
+    write_kept_questions,
 )
 from .argtypes import int_in
 
@@ -109,8 +111,34 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                    "(DR-256 rule over 3 rollouts)")
 
 
+def cmd_questions(args: argparse.Namespace, out: TextIO) -> int:
+    record = write_kept_questions(args.pool, args.prompt_template)
+    return _report(args, out, "questions", record,
+                   "{questions} questions the audit kept -> questions/kept.jsonl (uncalibrated; what the "
+                   "calibration rollouts answer)")
+
+
+def cmd_select(args: argparse.Namespace, out: TextIO) -> int:
+    record = select_release(args.pool, args.out, per_tier=args.per_tier, seed=args.seed,
+                            template=args.prompt_template, allow_short=args.allow_short, name=args.name,
+                            revision=args.revision, crawl=args.crawl_dir)
+    facts = _facts(args.pool, "select")
+    if args.json:
+        print(canonical_json({"counts": record["counts"], "facts": facts, "ran": record["ran"],
+                              "stage": "select", "release": record["release"], "out": str(args.out),
+                              "validation": record["validation"]}), file=out)
+        return 0
+    tiers = ", ".join(f"{v['drawn']} of {v['retained']} {t}" for t, v in facts["tiers"].items())
+    print(f"construct select: {facts['questions']} questions ({tiers}; seed {facts['seed']}) -> release "
+          f"{args.out}: {record['release']['documents']} documents, "
+          f"{record['release']['blocked_docids']} blocked; "
+          "validate --deep: PASS", file=out)
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Add ``construct consolidate|urls|answers|artifacts|audit|calibrate`` to the CLI's subparsers."""
+    """Add ``construct consolidate|urls|answers|artifacts|audit|questions|calibrate|select`` to the
+    CLI's subparsers."""
     construct = sub.add_parser("construct", help="build a release's inputs from an upstream pool "
                                                  "(docs/CONSTRUCT.md)")
     stages = construct.add_subparsers(dest="construct_stage", required=True, metavar="STAGE")
@@ -177,6 +205,37 @@ def register(sub: Any) -> None:
                         "attempt 0's scores.graded.jsonl)")
     p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
     p.set_defaults(handler=cmd_calibrate)
+
+    p = stages.add_parser("questions", help="the audit's kept questions as a questions file for the "
+                                            "calibration rollouts (POOL/questions/kept.jsonl)")
+    p.add_argument("pool", metavar="POOL", help="the pool directory (audited)")
+    p.add_argument("--prompt-template", metavar="FILE",
+                   help="the frozen prompt's template (JSON; placeholder {question}; default: the shipped "
+                        "one)")
+    p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
+    p.set_defaults(handler=cmd_questions)
+
+    p = stages.add_parser("select", help="a seeded per-tier sample of the calibrated pool, assembled into a "
+                                         "release and validated --deep")
+    p.add_argument("pool", metavar="POOL", help="the pool directory (calibrated)")
+    p.add_argument("--per-tier", type=int_in(1, 100_000), required=True, metavar="N",
+                   help="questions drawn per tier (frontier, challenge)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1), required=True, metavar="S", help="the sampling seed")
+    p.add_argument("--out", required=True, metavar="RELEASE",
+                   help="the release directory (must not exist or be empty)")
+    p.add_argument("--prompt-template", metavar="FILE",
+                   help="the frozen prompt's template: the one kept.jsonl was made with (default: the "
+                        "shipped one)")
+    p.add_argument("--allow-short", action="store_true",
+                   help="take every retained question of a tier with fewer than N (default: exit 1)")
+    p.add_argument("--crawl-dir", metavar="CRAWL",
+                   help="the crawl directory of the audited corpus (default: CORPUS.crawl/ beside it)")
+    p.add_argument("--name", default="drsearch-construct",
+                   help="the release's name (default drsearch-construct)")
+    p.add_argument("--revision", default="1.0.0", help="the release's revision (default 1.0.0)")
+    p.add_argument("--json", action="store_true",
+                   help="print the stage's counts, facts and the release's counts")
+    p.set_defaults(handler=cmd_select)
 
 
 __all__ = ["register"]

@@ -14,7 +14,9 @@ release's format):
 - ``metadata.row_fingerprints``: "source-row fingerprints": a list of non-empty strings, in
   whatever scheme the source uses (not necessarily hex SHA-256);
 - ``metadata.benchmark``: ``index`` (int ≥ 0), ``calibration_tier`` (``frontier`` |
-  ``challenge``), ``selection_bucket`` (non-empty string), ``base_pilot`` ("calibration
+  ``challenge``; null only in a questions file *before* calibration, which grading reads
+  (:func:`read_dr256`) and a release refuses (:func:`load_questions`)), ``selection_bucket``
+  (non-empty string), ``base_pilot`` ("calibration
   behavior of the reference agent": any JSON value, present), ``clean_provenance_answer_docids``
   (non-empty strings).
 
@@ -78,7 +80,9 @@ class BenchmarkInfo(_Row):
     """``metadata.benchmark``: position, calibration tier and construction metadata."""
 
     index: Annotated[StrictInt, Field(ge=0)]
-    calibration_tier: Tier
+    # null: a pool question not calibrated yet (the construction's kept-questions file, which
+    # the calibration rollouts answer and grading reads); a release's rows need a tier.
+    calibration_tier: Tier | None
     selection_bucket: NonEmpty
     # The card describes it only as the reference agent's calibration behaviour: any JSON
     # value is accepted (a boolean, a label, an object of pilot results), but it must be there.
@@ -135,7 +139,8 @@ class QuestionSet:
 
     @property
     def tiers(self) -> dict[str, int]:
-        return dict(sorted(Counter(r.metadata.benchmark.calibration_tier for r in self.rows).items()))
+        counts = Counter(r.metadata.benchmark.calibration_tier or "uncalibrated" for r in self.rows)
+        return dict(sorted(counts.items()))
 
     @property
     def difficulties(self) -> dict[str, int]:
@@ -150,18 +155,23 @@ class QuestionSet:
         return [r.to_task() for r in sorted(self.rows, key=lambda r: r.metadata.benchmark.index)]
 
 
-def _row_problems(row: QuestionRow) -> list[str]:
+def _row_problems(row: QuestionRow, uncalibrated: bool) -> list[str]:
     roles = [m.role for m in row.prompt]
-    if "user" not in roles:
-        return ["prompt: no user message"]
-    return []
+    problems = [] if "user" in roles else ["prompt: no user message"]
+    if row.metadata.benchmark.calibration_tier is None and not uncalibrated:
+        problems.append("metadata.benchmark.calibration_tier: null (a question before calibration); "
+                        "a release's rows are 'frontier' or 'challenge'")
+    return problems
 
 
-def load_questions(path: str | os.PathLike[str], max_problems: int = 20) -> QuestionSet:
+def load_questions(path: str | os.PathLike[str], max_problems: int = 20, *,
+                   uncalibrated: bool = False) -> QuestionSet:
     """Parse and check a questions file: schema, indices 0..N-1 unique, qids unique.
 
     Never raises for bad content: every problem becomes a message naming the file and
     line (at most ``max_problems`` are kept). Raises OSError if the file cannot be read.
+    A null ``calibration_tier`` is a problem unless ``uncalibrated`` (a construction pool's
+    questions before calibration: gradable, never a release).
     """
     name = os.fspath(path)
     rows: list[QuestionRow] = []
@@ -180,7 +190,7 @@ def load_questions(path: str | os.PathLike[str], max_problems: int = 20) -> Ques
             except ValidationError as e:
                 problems.append(f"{name}:{n}: {describe_validation(e)}")
                 continue
-            problems.extend(f"{name}:{n}: {p}" for p in _row_problems(row))
+            problems.extend(f"{name}:{n}: {p}" for p in _row_problems(row, uncalibrated))
             rows.append(row)
     if not problems:
         problems.extend(f"{name}: {p}" for p in _numbering_problems(rows))
@@ -188,9 +198,10 @@ def load_questions(path: str | os.PathLike[str], max_problems: int = 20) -> Ques
 
 
 def read_dr256(path: str | os.PathLike[str]) -> QuestionSet:
-    """:func:`load_questions`, raising InvalidInputError (file:line) for the first problem."""
+    """:func:`load_questions` (uncalibrated rows accepted: grading reads a construction pool's
+    questions before their tiers exist), raising InvalidInputError (file:line) for the first problem."""
     try:
-        qs = load_questions(path)
+        qs = load_questions(path, uncalibrated=True)
     except OSError as e:
         raise InvalidInputError(f"{os.fspath(path)}: cannot read questions ({e.strerror})") from None
     if qs.problems:

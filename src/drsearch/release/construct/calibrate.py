@@ -14,6 +14,12 @@ corpus or with another blocklist than the audit's, grades missing an attempt or 
 answer. ``calibrate/tiers.jsonl`` has one line per kept question (tier, reason, the
 rollouts' stats); every excluded question is a removal in ``candidates.jsonl`` with a reason
 code (:data:`EXCLUSION_CODES`) and the rule's reason in words.
+
+Every rollout is leak-audited too (:mod:`.leaks`, ``calibrate/leak_audit.jsonl``): a question
+whose rollouts were sent an answer docid, or read their answer first in an unblocked
+artifact candidate, is excluded under that code (:data:`~.leaks.LEAK_CODES`), whatever its
+tier would have been; a rollout shown a blocked docid is exit 2 (served without the
+audit's blocklist).
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from typing import Any
 
 from ...agents.preset import DR256
 from ...benchmark.generate import StageContext
-from ...index import InvalidInputError
-from .work import ANSWERS_FILE, POOL_FILE, SHORTCUTS_FILE, read_rows, run_stage, stage_input
+from ...index import BlockList, InvalidInputError, sha256_file
+from .leaks import LEAK_CODES, leak_audit
+from .work import ANSWERS_FILE, ARTIFACTS_FILE, POOL_FILE, SHORTCUTS_FILE, read_rows, run_stage, stage_input
 
 TIERS = ("frontier", "challenge")
 _ATTEMPTS = 3  # the toolkit's DR256_ATTEMPTS (its module is imported lazily: it needs scipy)
@@ -49,9 +56,36 @@ def _audit_record(root: Path) -> tuple[list[str], str, str]:
     shortcuts = stage_input(root, SHORTCUTS_FILE)
     kept = [line["qid"] for line in read_rows(shortcuts) if not line["removed"]]
     entry = json.loads((root / "audit" / "manifest.json").read_text(encoding="utf-8"))["stages"]["audit"]
-    earlier = {str((root / POOL_FILE).resolve()), str((root / ANSWERS_FILE).resolve())}
-    (blocklist_sha256,) = [sha for path, sha in entry["inputs"].items() if path not in earlier]
+    _, blocklist_sha256 = audit_blocklist(root)
     return kept, entry["settings"]["corpus_identity"], blocklist_sha256
+
+
+def audit_blocklist(root: Path) -> tuple[Path, str]:
+    """The blocklist file the shortcut audit applied and its recorded SHA-256."""
+    entry = json.loads((root / "audit" / "manifest.json").read_text(encoding="utf-8"))["stages"]["audit"]
+    earlier = {str((root / POOL_FILE).resolve()), str((root / ANSWERS_FILE).resolve())}
+    ((path, sha),) = [(p, sha) for p, sha in entry["inputs"].items() if p not in earlier]
+    return Path(path), sha
+
+
+def read_audit_blocklist(root: Path) -> BlockList:
+    """The audit's blocklist, as audited: InvalidInputError (exit 2) when the file is gone
+    or has changed since (rerun the audit)."""
+    path, sha = audit_blocklist(root)
+    if not path.is_file() or sha256_file(path) != sha:
+        raise InvalidInputError(f"{path}: the blocklist the shortcut audit applied is missing or changed "
+                                "since (rerun `drsearch construct audit`)")
+    return BlockList.from_file(path)
+
+
+def rollout_leaks(root: Path, kept: list[str], runs: list[Any]) -> list[dict[str, Any]]:
+    """The leak audit of the rollouts (:func:`.leaks.leak_audit`) with the pool's answers,
+    answer documents, the audit's blocklist and the unblocked artifact candidates."""
+    golds = {r["qid"]: r["answer"] for r in read_rows(stage_input(root, POOL_FILE))}
+    answer_docids = {d for r in read_rows(stage_input(root, ANSWERS_FILE)) for d in r["answer_docids"]}
+    blocked = read_audit_blocklist(root).docids
+    artifacts = {r["docid"] for r in read_rows(stage_input(root, ARTIFACTS_FILE))} - set(blocked)
+    return leak_audit(kept, runs, golds, answer_docids, set(blocked), artifacts)
 
 
 def _attempt_of(run: Any) -> int:
@@ -140,16 +174,25 @@ def _run(ctx: StageContext) -> None:
     kept, identity, blocklist_sha256 = _audit_record(root)
     runs, records, _ = load_rollouts(s["runs"], s["grades"], kept, identity, blocklist_sha256)
     items = tier_items(kept, runs, records)
+    leaks = {line["qid"]: line for line in rollout_leaks(root, kept, runs)}
     for item in items:
+        leak = leaks[item["qid"]]
+        if leak["code"] is not None:  # a leaked rollout measured nothing: excluded whatever its tier
+            item.update(code=leak["code"], reason=leak["reason"], tier="excluded")
         if item["tier"] == "excluded":
             ctx.reject(item["qid"], item, item["code"], item["reason"])
     ctx.count_in(len(items))
     ctx.count_out(sum(item["tier"] != "excluded" for item in items))
     ctx.write_jsonl("tiers.jsonl", items)
+    ctx.write_jsonl("leak_audit.jsonl", [leaks[q] for q in kept])
     tiers = {t: sum(item["tier"] == t for item in items) for t in (*TIERS, "excluded")}
+    codes = sorted({*EXCLUSION_CODES.values(), *LEAK_CODES})
     ctx.write_json("facts.json", {"questions": len(items), **tiers,
                                   "excluded_by_code": {c: sum(item["code"] == c for item in items)
-                                                       for c in sorted(set(EXCLUSION_CODES.values()))}})
+                                                       for c in codes},
+                                  "rollouts_leak_audited": sum(r.get("episode", True) is not None
+                                                               for line in leaks.values()
+                                                               for r in line["rollouts"])})
 
 
 def calibrate_tiers(pool: str | Path, runs: Sequence[str | Path],
@@ -161,15 +204,18 @@ def calibrate_tiers(pool: str | Path, runs: Sequence[str | Path],
     kept, identity, blocklist_sha256 = _audit_record(root)
     ordered, records, graded = load_rollouts(runs, grades, kept, identity, blocklist_sha256)
     tier_items(kept, ordered, records)  # grades of another answer: refused before the stage touches POOL/
+    rollout_leaks(root, kept, ordered)  # so is a rollout shown a blocked docid
     inputs = (stage_input(root, SHORTCUTS_FILE), (root / "audit" / "manifest.json").resolve(),
+              stage_input(root, ARTIFACTS_FILE),
               *[(Path(r.path) / name).resolve() for r in ordered
                 for name in ("run.json", "trajectories.jsonl") if (Path(r.path) / name).is_file()], graded)
     settings = {"attempts": _ATTEMPTS, "blocklist_sha256": blocklist_sha256, "corpus_identity": identity,
                 "grades": str(graded), "min_turns": 3.0, "model": ordered[0].manifest.get("model"),
                 "pool": str(root.resolve()), "preset": DR256.name, "rule": "dr256",
                 "runs": [str(Path(r.path).resolve()) for r in ordered]}
-    return run_stage(pool, "calibrate", _run, inputs=inputs, outputs=("tiers.jsonl", "facts.json"),
-                     settings=settings)
+    return run_stage(pool, "calibrate", _run, inputs=inputs,
+                     outputs=("tiers.jsonl", "leak_audit.jsonl", "facts.json"), settings=settings)
 
 
-__all__ = ["EXCLUSION_CODES", "TIERS", "calibrate_tiers", "exclusion_code", "load_rollouts", "tier_items"]
+__all__ = ["EXCLUSION_CODES", "TIERS", "audit_blocklist", "calibrate_tiers", "exclusion_code",
+           "load_rollouts", "read_audit_blocklist", "rollout_leaks", "tier_items"]

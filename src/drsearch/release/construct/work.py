@@ -5,7 +5,9 @@ directory (docs/GENERATE.md) of a one-stage pipeline named ``construct-<stage>``
 
     POOL/consolidate/pool.jsonl          POOL/urls/urls.txt, url_map.jsonl
     POOL/answers/answers.jsonl           POOL/artifacts/artifact_candidates.jsonl
-    POOL/audit/shortcuts.jsonl           POOL/calibrate/tiers.jsonl
+    POOL/audit/shortcuts.jsonl           POOL/questions/kept.jsonl
+    POOL/calibrate/tiers.jsonl, leak_audit.jsonl
+    POOL/select/questions.jsonl, selection.jsonl
     POOL/<stage>/manifest.json           inputs' SHA-256, settings, counts, outputs' SHA-256
     POOL/<stage>/candidates.jsonl        every removal with its reason code (``check``)
     POOL/summary.json                    the counts of every stage run so far
@@ -28,7 +30,7 @@ from ...index import InvalidInputError
 from ...index.atomic import write_json_atomic
 
 SUMMARY = "summary.json"
-STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "calibrate")
+STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "questions", "calibrate", "select")
 POOL_FILE = "consolidate/pool.jsonl"
 URLS_FILE = "urls/urls.txt"
 URL_MAP_FILE = "urls/url_map.jsonl"
@@ -37,7 +39,9 @@ ARTIFACTS_FILE = "artifacts/artifact_candidates.jsonl"
 SHORTCUTS_FILE = "audit/shortcuts.jsonl"
 _MADE_BY = {POOL_FILE: "construct consolidate", URLS_FILE: "construct urls",
             URL_MAP_FILE: "construct urls", ANSWERS_FILE: "construct answers",
-            ARTIFACTS_FILE: "construct artifacts", SHORTCUTS_FILE: "construct audit"}
+            ARTIFACTS_FILE: "construct artifacts", SHORTCUTS_FILE: "construct audit",
+            "questions/kept.jsonl": "construct questions", "calibrate/tiers.jsonl": "construct calibrate",
+            "calibrate/leak_audit.jsonl": "construct calibrate"}
 
 
 def stage_input(pool: Path, rel: str) -> Path:
