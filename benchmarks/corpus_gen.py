@@ -18,7 +18,7 @@ hyphens, apostrophes, years and ``NOT``/``OR``. Files are cached under ``benchma
 ``--vocabulary large`` is the same corpus with rare entity-like names injected: in each
 document a seeded ``--entity-rate`` (5%) of the words are replaced, each by a name drawn from
 a Zipf distribution (s = 1) over ``--entity-types`` (2,000,000) synthetic names such as
-``Bakuzirotgo``, so word and chunk counts are those of the normal corpus and the vocabulary
+``Bakuziroto``, so word and chunk counts are those of the normal corpus and the vocabulary
 grows by about 1.7 M types at 121,272 documents. Per name, its count and the first document
 it went into are kept (``.entities.npz``); they give two more query classes: *entity*
 queries (1-2 rare names + 2 content words of the page the first name went into, in a seeded
@@ -49,7 +49,8 @@ import numpy.typing as npt
 GENERATOR_VERSION = 1
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample" / "docs.jsonl"
-CACHE = Path(__file__).resolve().parent / ".cache"
+# Generated corpora, queries and indexes (DRSEARCH_BENCH_CACHE: elsewhere, e.g. a bigger disk).
+CACHE = Path(os.environ.get("DRSEARCH_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
 
 DR256_DOCS = 30_318
 DR256_CHUNKS = 243_615
@@ -121,6 +122,23 @@ class _Paragraphs:
         self.start: I64 = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         self.size: I64 = sizes
         self.source_words: I64 = np.add.reduceat(self.words, self.start)
+        self.chars: I64 = np.array([len(p) for p in self.text], dtype=np.int64)
+        self._offsets: tuple[I64, I64, I64] | None = None
+
+    def word_offsets(self) -> tuple[I64, I64, I64]:
+        """Every paragraph's words as character spans (the ``str.split()`` words): flat start
+        and end arrays, and each paragraph's first index into them."""
+        if self._offsets is None:
+            spans = [(m.start(), m.end()) for t in self.text for m in _WORD_SPAN.finditer(t)]
+            flat = np.array(spans, dtype=np.int64).reshape(-1, 2)
+            first = np.concatenate(([0], np.cumsum(self.words)[:-1]))
+            if len(flat) != int(self.words.sum()):
+                raise RuntimeError("word spans disagree with str.split()")
+            self._offsets = (flat[:, 0].copy(), flat[:, 1].copy(), first)
+        return self._offsets
+
+
+_WORD_SPAN = re.compile(r"\S+")  # the words of str.split() (both use Unicode's whitespace)
 
 
 def _fill_stream(paras: _Paragraphs, src: int, rng: np.random.Generator,
@@ -221,14 +239,15 @@ def iter_documents(sources: Sequence[Source], plan: CorpusPlan,
         s = sources[src]
         host = s.url.split("/")[2] if s.url.count("/") >= 2 else "example.org"
         docid = f"syn-{i:0{width}d}"
-        texts = [paras.text[j] for j in ids.tolist()]
         if entities is not None:
-            texts = entities.inject(i, texts, paras.words[ids])
+            text = entities.inject(i, ids, paras)
+        else:
+            text = "\n\n".join(paras.text[j] for j in ids.tolist())
         yield {
             "docid": docid,
             "url": f"https://{host}/drsearch-bench/{docid}",
             "title": s.title,
-            "text": "\n\n".join(texts),
+            "text": text,
             "source_docid": s.docid,
         }
 
@@ -243,7 +262,7 @@ ZIPF_S = 1.0
 RARE_PER_CHUNKS = 1000  # a "rare" name occurs at most once per this many chunks
 VOCABULARIES = ("normal", "large")
 QUERY_CLASSES = ("normal", "entity", "rare")
-# A name is 4 consonant-vowel syllables, a consonant and "o" (``Bakuzirotgo``): ten letters,
+# A name is 4 consonant-vowel syllables, a consonant and "o" (``Bakuziroto``): ten letters,
 # capitalised. A final consonant + "o" matches no suffix of the Porter stemmer, so each name is
 # one FTS5 term under both tokenizers, and distinct names stay distinct terms.
 _CONS = "bcdfghjklmnprstvz"
@@ -291,6 +310,13 @@ def zipf_cdf(types: int, s: float = ZIPF_S) -> F64:
     return cdf
 
 
+def zipf_draw(cdf: F64, rng: np.random.Generator, k: int) -> I64:
+    """k ranks drawn from ``zipf_cdf``'s distribution (inverse transform)."""
+    out: I64 = np.minimum(np.searchsorted(cdf, rng.random(k), side="right"),
+                          len(cdf) - 1).astype(np.int64)
+    return out
+
+
 class EntityInjector:
     """Replaces a seeded fraction of each document's words by Zipf-drawn names, and records
     each name's occurrences and the first document it went into.
@@ -314,36 +340,43 @@ class EntityInjector:
 
     def draw(self, rng: np.random.Generator, k: int) -> I64:
         """k Zipf ranks."""
-        out: I64 = np.minimum(np.searchsorted(self.cdf, rng.random(k), side="right"),
-                              self.types - 1).astype(np.int64)
-        return out
+        return zipf_draw(self.cdf, rng, k)
 
-    def inject(self, doc: int, texts: list[str], words: I64) -> list[str]:
-        """Document ``doc``'s paragraphs with names put in; ``words``: each one's word count."""
+    def inject(self, doc: int, ids: I64, paras: _Paragraphs) -> str:
+        """Document ``doc`` (paragraphs ``ids``, joined by blank lines) with names put in.
+
+        Works on character spans (one slice per name), not on split words: a document has
+        ~5,600 words and ~100 paragraphs but only ~280 names.
+        """
+        text = "\n\n".join([paras.text[j] for j in ids.tolist()])
+        words = paras.words[ids]
         total = int(words.sum())
         rng = np.random.default_rng([self.seed, 3, doc])
         k = int(rng.binomial(total, self.rate))
         if k == 0:
-            return texts
+            return text
         pos = np.sort(rng.choice(total, size=k, replace=False))
         ranks = self.draw(rng, k)
         np.add.at(self.counts, ranks, 1)
         fresh = ranks[self.first_doc[ranks] < 0]
         self.first_doc[fresh] = doc
         self.injected += k
-        starts = np.concatenate(([0], np.cumsum(words)[:-1]))
-        para = np.searchsorted(starts, pos, side="right") - 1
-        out = list(texts)
-        for p in np.unique(para).tolist():
-            sel = para == p
-            parts = _SPACE.split(out[p])  # words at even indices, whitespace runs between
-            for w, r in zip((pos[sel] - starts[p]).tolist(), ranks[sel].tolist(), strict=True):
-                parts[2 * w] = self.names[r]
-            out[p] = "".join(parts)
-        return out
-
-
-_SPACE = re.compile(r"(\s+)")
+        starts, ends, first = paras.word_offsets()
+        word0 = np.concatenate(([0], np.cumsum(words)[:-1]))  # each paragraph's first word
+        char0 = np.concatenate(([0], np.cumsum(paras.chars[ids] + 2)[:-1]))  # + "\n\n"
+        para = np.searchsorted(word0, pos, side="right") - 1
+        flat = first[ids[para]] + (pos - word0[para])
+        # the kept text: [0, start of name 0), [end of name 0, start of name 1), ..., [end, len)
+        cuts = np.empty(2 * k + 2, dtype=np.int64)
+        cuts[0], cuts[-1] = 0, len(text)
+        cuts[1:-1:2], cuts[2:-1:2] = char0[para] + starts[flat], char0[para] + ends[flat]
+        c = cuts.tolist()
+        kept = [text[c[j]:c[j + 1]] for j in range(0, 2 * k + 2, 2)]
+        names = self.names
+        out = [x for pair in zip(kept, [names[r] for r in ranks.tolist()], strict=False)
+               for x in pair]  # kept has one more
+        out.append(kept[-1])
+        return "".join(out)
 
 
 def check_no_name_collisions(sources: Sequence[Source]) -> None:
@@ -471,7 +504,7 @@ def make_entity_queries(sources: Sequence[Source], counts: I64, first_doc: npt.N
     chunks, log-uniformly over their Zipf ranks (weight 1/rank), so the draws span the whole
     range from about ``chunks / 1000`` occurrences down to one. An entity query is 1 name (even
     positions) or 2 names (odd) and 2 content words of the page the first name first went
-    into, shuffled: the shape of an agent asking about a person or place (``Bakuzirotgo
+    into, shuffled: the shape of an agent asking about a person or place (``Bakuziroto
     election turnout``). A rare query is one name alone.
     """
     cap = max(1, chunks // RARE_PER_CHUNKS)
