@@ -818,6 +818,17 @@ def verdict(name: str, value: float) -> str:
     return "PASS" if ok else "FAIL"
 
 
+# Targets set for DR-256's scale only (a 4x corpus takes about 4x the build time and file).
+DR256_ONLY = frozenset({"build_seconds", "file_bytes"})
+
+
+def scale_verdict(name: str, value: float, docs: int) -> str:
+    """``verdict``, or an info note where the target is not for this corpus size."""
+    if name in DR256_ONLY and docs != corpus_gen.DR256_DOCS:
+        return f"(info: the target is for {corpus_gen.DR256_DOCS:,} docs)"
+    return verdict(name, value)
+
+
 def _fmt_bytes(n: float) -> str:
     return f"{n / GB:.2f} GB" if n >= GB else f"{n / MiB:.0f} MiB"
 
@@ -953,7 +964,8 @@ def report(r: dict[str, Any]) -> str:
             f"   (same chunks {agree['same_chunks']}, bitwise-equal scores "
             f"{agree['same_scores_bitwise']}; FTS5 {agree['fts5_mean_s'] * 1e3:.0f} ms/query)")
     lines += [
-        f"build: {b['seconds']:.1f} s  target <= 300 s  {verdict('build_seconds', b['seconds'])}"
+        f"build: {b['seconds']:.1f} s  target <= 300 s  "
+        f"{scale_verdict('build_seconds', b['seconds'], r['corpus']['documents'])}"
         + (f"   (tantivy {bt['seconds']:.1f} s with {bt['threads']} threads;" if bt else "")
         + (f" bm25s {bb['seconds']:.1f} s" if bb else "")
         + (f"{';' if bb else ''} PISA {r['builds']['pisa']['seconds']:.1f} s"
@@ -964,7 +976,8 @@ def report(r: dict[str, Any]) -> str:
         + (f"   (bm25s {_fmt_bytes(bb['peak_rss_bytes'])} = ours x"
            f"{bb['peak_rss_bytes'] / b['peak_rss_bytes']:.2f};" if bb else "")
         + (f" tantivy {_fmt_bytes(bt['peak_rss_bytes'])})" if bt else ")" if bb else ""),
-        f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  {verdict('file_bytes', b['bytes'])}"
+        f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  "
+        f"{scale_verdict('file_bytes', b['bytes'], r['corpus']['documents'])}"
         + (f"   (tantivy {_fmt_bytes(bt['bytes'])};" if bt else "")
         + (f" bm25s {_fmt_bytes(bb['bytes'])})" if bb else ")" if bt else ""),
         f"fresh process open + first query, page cache cold: {fq['wall_s'] * 1e3:.0f} ms wall"

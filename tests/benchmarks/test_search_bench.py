@@ -146,3 +146,22 @@ def test_a_tiny_run_prints_every_configuration_and_the_table(tmp_path: Path) -> 
                    for line in table.splitlines() if len(line.split()) > 4), (docs, vocab, cls)
     assert "throughput (complete k=10, q/s)" in table
     assert (tmp_path / "cache").is_dir()
+
+
+def test_build_time_and_file_size_are_judged_at_dr256_scale_only() -> None:
+    assert sb.scale_verdict("file_bytes", 5e9, 30_318) == "FAIL"
+    assert sb.scale_verdict("file_bytes", 3e9, 30_318) == "PASS"
+    assert "info" in sb.scale_verdict("file_bytes", 5e9, 121_272)
+    assert "info" in sb.scale_verdict("build_seconds", 900.0, 121_272)
+    assert sb.scale_verdict("build_peak_rss_bytes", 3e9, 121_272) == "FAIL"  # at any scale
+
+
+def test_pisa_is_skipped_with_a_reason_where_the_wheel_is_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyterrier_pisa" else real(name, *a))
+    module, why = sb.load_pisathon()
+    assert module is None and "pyterrier-pisa is not installed" in why
