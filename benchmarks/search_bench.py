@@ -776,8 +776,11 @@ def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str]
     # Queries per CPU-second summed over processes: how the engine would scale with every
     # process on a core of its own (insensitive to other load on a shared machine).
     cpu_qps = sum(r["queries"] / r["cpu_seconds"] for r in results)
+    # CPU seconds per wall second: the cores the run got (threads waiting for the GIL, or for
+    # a core another job holds, use none).
+    cores = sum(r["cpu_seconds"] for r in results) / max(r["seconds"] for r in results)
     return {"procs": procs, "threads": threads, "qps": qps, "cpu_qps": cpu_qps,
-            "queries": total, "private_bytes": private,
+            "cores_busy": cores, "queries": total, "private_bytes": private,
             "anonymous_bytes": [r["smaps"].get("Anonymous", 0) for r in results],
             "rss_bytes": [r["smaps"].get("Rss", 0) for r in results],
             "pss_bytes": [r["smaps"].get("Pss", 0) for r in results]}
@@ -861,6 +864,12 @@ def _corpus_line(r: dict[str, Any]) -> str:
         line += (f" ({c['entity_tokens']:,} words replaced by {c['entity_types_present']:,} of "
                  f"{c['entity_types']:,} Zipf(s={c['zipf_s']:g}) names, rate {c['entity_rate']:g})")
     return line
+
+
+def _peers(builds: dict[str, dict[str, Any] | None], key: str) -> str:
+    """``   (tantivy 2 MiB; PISA 1 MiB)`` for the peers that were built ("" for none)."""
+    parts = [f"{name} {_fmt_bytes(b[key])}" for name, b in builds.items() if b]
+    return f"   ({'; '.join(parts)})" if parts else ""
 
 
 def report(r: dict[str, Any]) -> str:
@@ -951,9 +960,12 @@ def report(r: dict[str, Any]) -> str:
         n = tt["threads"]
         tgt = (f"target >= {TARGETS['throughput_threads_over_1'][0]}x  "
                f"{verdict('throughput_threads_over_1', ts)}" if n == 2 else "(info: target is for 2)")
+        label = {"1": "1 thread", "threads": f"{n} threads", "2": "2 procs"}
+        busy = ", ".join(f"{label[m]} {tp['ours'][m]['cores_busy']:.2f}" for m in label
+                         if "cores_busy" in tp["ours"][m])
         lines.append(f"throughput, 1 proc x {n} threads: {tt['qps']:.0f} q/s = {ts:.2f}x one thread"
-                     f"   {tgt}   (per CPU-second {tt['cpu_qps'] / t1['cpu_qps']:.2f}x; GIL-free "
-                     f"CPU loop {ctl:.2f}x on this machine in the same run)")
+                     f"   {tgt}   (GIL-free CPU loop {ctl:.2f}x on this machine in the same run;"
+                     f" cores busy: {busy or '?'})")
         lines.append(f"q/s per core: 1 thread {t1['qps']:.0f}, {n} threads "
                      f"{tt['qps'] / n:.0f}, 2 procs {t2['qps'] / 2:.0f}")
     for cls, agree in _in_class_order(r.get("fts5_by_class", {"normal": r["fts5"]})).items():
@@ -978,8 +990,7 @@ def report(r: dict[str, Any]) -> str:
         + (f" tantivy {_fmt_bytes(bt['peak_rss_bytes'])})" if bt else ")" if bb else ""),
         f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  "
         f"{scale_verdict('file_bytes', b['bytes'], r['corpus']['documents'])}"
-        + (f"   (tantivy {_fmt_bytes(bt['bytes'])};" if bt else "")
-        + (f" bm25s {_fmt_bytes(bb['bytes'])})" if bb else ")" if bt else ""),
+        + _peers({"tantivy": bt, "bm25s": bb, "PISA": r["builds"].get("pisa")}, "bytes"),
         f"fresh process open + first query, page cache cold: {fq['wall_s'] * 1e3:.0f} ms wall"
         f" (median of {fq['runs']}; import {fq['import_s'] * 1e3:.0f}, open "
         f"{fq['open_s'] * 1e3:.0f}, query {fq['query_s'] * 1e3:.0f} ms)  target < 1 s  "

@@ -98,7 +98,7 @@ def test_threads_share_one_engine_and_every_thread_serves(sample_index: Path) ->
     queries = ["climate change", "football transfer", "election results", "new phone"]
     two = sb.throughput("ours", sample_index, {}, queries, 1, 0.3, threads=2)
     assert (two["procs"], two["threads"]) == (1, 2)
-    assert two["queries"] > 0 and two["cpu_qps"] > 0
+    assert two["queries"] > 0 and two["cpu_qps"] > 0 and two["cores_busy"] > 0
     assert len(two["private_bytes"]) == 1  # one process
     ctl = sb.throughput("burn_nogil", sample_index, {}, queries, 1, 0.2, threads=2)
     assert ctl["threads"] == 2 and ctl["queries"] > 0
@@ -165,3 +165,9 @@ def test_pisa_is_skipped_with_a_reason_where_the_wheel_is_missing(
                         lambda name, *a: None if name == "pyterrier_pisa" else real(name, *a))
     module, why = sb.load_pisathon()
     assert module is None and "pyterrier-pisa is not installed" in why
+
+
+def test_the_file_line_names_only_the_peers_that_were_built() -> None:
+    builds = {"tantivy": {"bytes": 2 << 20}, "bm25s": None, "PISA": {"bytes": 3 << 20}}
+    assert sb._peers(builds, "bytes") == "   (tantivy 2 MiB; PISA 3 MiB)"  # bm25s left out at 4x
+    assert sb._peers({"bm25s": None}, "bytes") == ""
