@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench bench-scales quality load fleet sample-release smoke clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
 
 $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,7 @@ bench: $(STAMP)
 
 # Both scales (30,318 and 121,272 documents, ~1M chunks) x both vocabularies in one run, one
 # table (docs/BENCHMARKS.md; about 2 hours, ~35 GB of disk with --drop-indexes).
+.PHONY: bench-scales
 bench-scales: $(STAMP)
 	$(PY) benchmarks/search_bench.py --scales 1,4 --vocabulary normal,large --drop-indexes \
 		--json bench-scales.json $(BENCH_ARGS)
