@@ -54,6 +54,13 @@ recipe-release: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/search_bench.py
 
+# Both scales (30,318 and 121,272 documents, ~1M chunks) x both vocabularies in one run, one
+# table (docs/BENCHMARKS.md; about 2 hours, ~30 GB of disk with --drop-indexes).
+.PHONY: bench-scales
+bench-scales: $(STAMP)
+	$(PY) benchmarks/search_bench.py --scales 1,4 --vocabulary normal,large --drop-indexes \
+		--json bench-scales.json $(BENCH_ARGS)
+
 quality: $(STAMP)
 	$(PY) benchmarks/quality.py
 

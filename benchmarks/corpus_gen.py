@@ -15,9 +15,19 @@ given (sample file, document count, seed). The same seed gives 300 agent-style q
 words from real titles and content words with quotes, colons, ``?``, ``*``, ``--``,
 hyphens, apostrophes, years and ``NOT``/``OR``. Files are cached under ``benchmarks/.cache/``.
 
+``--vocabulary large`` is the same corpus with rare entity-like names injected: in each
+document a seeded ``--entity-rate`` (5%) of the words are replaced, each by a name drawn from
+a Zipf distribution (s = 1) over ``--entity-types`` (2,000,000) synthetic names such as
+``Bakuziroto``, so word and chunk counts are those of the normal corpus and the vocabulary
+grows by about 1.7 M types at 121,272 documents. Per name, its count and the first document
+it went into are kept (``.entities.npz``); they give two more query classes: *entity*
+queries (1-2 rare names + 2 content words of the page the first name went into, in a seeded
+order) and *rare* queries (one rare name alone). "Rare": at most one occurrence per 1,000
+chunks, drawn log-uniformly over the Zipf ranks that occur.
+
 Usage::
 
-    python benchmarks/corpus_gen.py [--docs 30318] [--queries 300] [--seed 1]
+    python benchmarks/corpus_gen.py [--docs 30318] [--queries 300] [--seed 1] [--vocabulary large]
 """
 
 from __future__ import annotations
@@ -39,7 +49,8 @@ import numpy.typing as npt
 GENERATOR_VERSION = 1
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample" / "docs.jsonl"
-CACHE = Path(__file__).resolve().parent / ".cache"
+# Generated corpora, queries and indexes (DRSEARCH_BENCH_CACHE: elsewhere, e.g. a bigger disk).
+CACHE = Path(os.environ.get("DRSEARCH_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
 
 DR256_DOCS = 30_318
 DR256_CHUNKS = 243_615
@@ -111,6 +122,23 @@ class _Paragraphs:
         self.start: I64 = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         self.size: I64 = sizes
         self.source_words: I64 = np.add.reduceat(self.words, self.start)
+        self.chars: I64 = np.array([len(p) for p in self.text], dtype=np.int64)
+        self._offsets: tuple[I64, I64, I64] | None = None
+
+    def word_offsets(self) -> tuple[I64, I64, I64]:
+        """Every paragraph's words as character spans (the ``str.split()`` words): flat start
+        and end arrays, and each paragraph's first index into them."""
+        if self._offsets is None:
+            spans = [(m.start(), m.end()) for t in self.text for m in _WORD_SPAN.finditer(t)]
+            flat = np.array(spans, dtype=np.int64).reshape(-1, 2)
+            first = np.concatenate(([0], np.cumsum(self.words)[:-1]))
+            if len(flat) != int(self.words.sum()):
+                raise RuntimeError("word spans disagree with str.split()")
+            self._offsets = (flat[:, 0].copy(), flat[:, 1].copy(), first)
+        return self._offsets
+
+
+_WORD_SPAN = re.compile(r"\S+")  # the words of str.split() (both use Unicode's whitespace)
 
 
 def _fill_stream(paras: _Paragraphs, src: int, rng: np.random.Generator,
@@ -198,21 +226,168 @@ def _bisect(f: Callable[[float], int], target: int, lo: float, hi: float) -> flo
     return hi
 
 
-def iter_documents(sources: Sequence[Source], plan: CorpusPlan) -> Iterator[dict[str, str]]:
-    """The synthetic documents, in sorted docid order."""
+def iter_documents(sources: Sequence[Source], plan: CorpusPlan,
+                   entities: EntityInjector | None = None) -> Iterator[dict[str, str]]:
+    """The synthetic documents, in sorted docid order (one at a time: nothing accumulates).
+
+    ``entities``: replace some words of each document by rare names (``--vocabulary large``);
+    the injector records what it injected as the documents are generated.
+    """
     paras = _Paragraphs(sources)
     width = max(5, len(str(len(plan.para_ids))))
     for i, (src, ids) in enumerate(zip(plan.source_of_doc.tolist(), plan.para_ids, strict=True)):
         s = sources[src]
         host = s.url.split("/")[2] if s.url.count("/") >= 2 else "example.org"
         docid = f"syn-{i:0{width}d}"
+        if entities is not None:
+            text = entities.inject(i, ids, paras)
+        else:
+            text = "\n\n".join(paras.text[j] for j in ids.tolist())
         yield {
             "docid": docid,
             "url": f"https://{host}/drsearch-bench/{docid}",
             "title": s.title,
-            "text": "\n\n".join(paras.text[j] for j in ids.tolist()),
+            "text": text,
             "source_docid": s.docid,
         }
+
+
+# -- large vocabulary: rare entity-like names ------------------------------------------------
+
+ENTITY_VERSION = 1
+DEFAULT_ENTITY_TYPES = 2_000_000
+DEFAULT_ENTITY_RATE = 0.05
+DEFAULT_ENTITY_QUERIES = 100
+ZIPF_S = 1.0
+RARE_PER_CHUNKS = 1000  # a "rare" name occurs at most once per this many chunks
+VOCABULARIES = ("normal", "large")
+QUERY_CLASSES = ("normal", "entity", "rare")
+# A name is 4 consonant-vowel syllables, a consonant and "o" (``Bakuziroto``): ten letters,
+# capitalised. A final consonant + "o" matches no suffix of the Porter stemmer, so each name is
+# one FTS5 term under both tokenizers, and distinct names stay distinct terms.
+_CONS = "bcdfghjklmnprstvz"
+_VOWELS = "aeiou"
+_SYLLABLES = tuple(c + v for c in _CONS for v in _VOWELS)
+NAME_CODES = len(_SYLLABLES) ** 4 * len(_CONS)  # 887,410,625 possible names
+_NAME_MULT, _NAME_ADD = 1_000_003, 123_456_791  # rank -> code: a bijection of [0, NAME_CODES)
+NAME_RE = re.compile(r"\b[BCDFGHJKLMNPRSTVZ][aeiou](?:[bcdfghjklmnprstvz][aeiou]){3}"
+                     r"[bcdfghjklmnprstvz]o\b")
+
+
+def entity_names(ranks: I64) -> list[str]:
+    """The names of Zipf ranks (0 = the most frequent), vectorised."""
+    code = (np.asarray(ranks, dtype=np.int64) * _NAME_MULT + _NAME_ADD) % NAME_CODES
+    code, last = np.divmod(code, len(_CONS))
+    letters = np.empty((len(code), 10), dtype=np.uint8)
+    syl = np.frombuffer("".join(_SYLLABLES).encode(), dtype=np.uint8).reshape(-1, 2)
+    for k in range(4):
+        code, d = np.divmod(code, len(_SYLLABLES))
+        letters[:, 2 * k:2 * k + 2] = syl[d]
+    letters[:, 8] = np.frombuffer(_CONS.encode(), dtype=np.uint8)[last]
+    letters[:, 9] = ord("o")
+    letters[:, 0] -= 32  # capitalise (ASCII)
+    out: list[str] = letters.view("S10").ravel().astype("U10").tolist()
+    return out
+
+
+def entity_rank(name: str) -> int:
+    """The Zipf rank of a name made by ``entity_names`` (ValueError if it is not one)."""
+    if not NAME_RE.fullmatch(name):
+        raise ValueError(f"{name!r} is not an injected entity name")
+    low = name.lower()
+    value = 0  # entity_names peels the final consonant first, then syllables 0..3
+    for k in range(3, -1, -1):
+        value = value * len(_SYLLABLES) + _SYLLABLES.index(low[2 * k:2 * k + 2])
+    value = value * len(_CONS) + _CONS.index(low[8])
+    return ((value - _NAME_ADD) * pow(_NAME_MULT, -1, NAME_CODES)) % NAME_CODES
+
+
+def zipf_cdf(types: int, s: float = ZIPF_S) -> F64:
+    """Cumulative probabilities of ranks 0..types-1 under Zipf: p(r) proportional to (r+1)^-s."""
+    w = np.arange(1, types + 1, dtype=np.float64) ** -s
+    cdf: F64 = np.cumsum(w)
+    cdf /= cdf[-1]
+    return cdf
+
+
+def zipf_draw(cdf: F64, rng: np.random.Generator, k: int) -> I64:
+    """k ranks drawn from ``zipf_cdf``'s distribution (inverse transform)."""
+    out: I64 = np.minimum(np.searchsorted(cdf, rng.random(k), side="right"),
+                          len(cdf) - 1).astype(np.int64)
+    return out
+
+
+class EntityInjector:
+    """Replaces a seeded fraction of each document's words by Zipf-drawn names, and records
+    each name's occurrences and the first document it went into.
+
+    Document ``i``'s draws come from its own RNG (seed, 3, i): the same (corpus, seed, types,
+    rate) always gives the same bytes. Words are whitespace tokens, replaced in place with the
+    whitespace around them kept, so every document keeps its word (and chunk) count.
+    """
+
+    def __init__(self, seed: int, types: int, rate: float) -> None:
+        if not 1 <= types <= NAME_CODES:
+            raise ValueError(f"entity types must be in 1..{NAME_CODES:,}, not {types}")
+        if not 0.0 < rate < 1.0:
+            raise ValueError(f"entity rate must be in (0, 1), not {rate}")
+        self.seed, self.types, self.rate = seed, types, rate
+        self.cdf = zipf_cdf(types)
+        self.names = entity_names(np.arange(types, dtype=np.int64))
+        self.counts: I64 = np.zeros(types, dtype=np.int64)
+        self.first_doc = np.full(types, -1, dtype=np.int32)
+        self.injected = 0
+
+    def draw(self, rng: np.random.Generator, k: int) -> I64:
+        """k Zipf ranks."""
+        return zipf_draw(self.cdf, rng, k)
+
+    def inject(self, doc: int, ids: I64, paras: _Paragraphs) -> str:
+        """Document ``doc`` (paragraphs ``ids``, joined by blank lines) with names put in.
+
+        Works on character spans (one slice per name), not on split words: a document has
+        ~5,600 words and ~100 paragraphs but only ~280 names.
+        """
+        text = "\n\n".join([paras.text[j] for j in ids.tolist()])
+        words = paras.words[ids]
+        total = int(words.sum())
+        rng = np.random.default_rng([self.seed, 3, doc])
+        k = int(rng.binomial(total, self.rate))
+        if k == 0:
+            return text
+        pos = np.sort(rng.choice(total, size=k, replace=False))
+        ranks = self.draw(rng, k)
+        np.add.at(self.counts, ranks, 1)
+        fresh = ranks[self.first_doc[ranks] < 0]
+        self.first_doc[fresh] = doc
+        self.injected += k
+        starts, ends, first = paras.word_offsets()
+        word0 = np.concatenate(([0], np.cumsum(words)[:-1]))  # each paragraph's first word
+        char0 = np.concatenate(([0], np.cumsum(paras.chars[ids] + 2)[:-1]))  # + "\n\n"
+        para = np.searchsorted(word0, pos, side="right") - 1
+        flat = first[ids[para]] + (pos - word0[para])
+        # the kept text: [0, start of name 0), [end of name 0, start of name 1), ..., [end, len)
+        cuts = np.empty(2 * k + 2, dtype=np.int64)
+        cuts[0], cuts[-1] = 0, len(text)
+        cuts[1:-1:2], cuts[2:-1:2] = char0[para] + starts[flat], char0[para] + ends[flat]
+        c = cuts.tolist()
+        kept = [text[c[j]:c[j + 1]] for j in range(0, 2 * k + 2, 2)]
+        names = self.names
+        out = [x for pair in zip(kept, [names[r] for r in ranks.tolist()], strict=False)
+               for x in pair]  # kept has one more
+        out.append(kept[-1])
+        return "".join(out)
+
+
+def check_no_name_collisions(sources: Sequence[Source]) -> None:
+    """Fail loudly if a real word of the sample looks like an injected name (its counts and
+    the rare-name queries would then be wrong)."""
+    for s in sources:
+        for text in (s.title, *s.paragraphs):
+            m = NAME_RE.search(text)
+            if m:
+                raise SystemExit(f"{SAMPLE}: {s.docid} has the word {m.group()!r}, which has the "
+                                 "form of an injected entity name: change the name pattern")
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -320,6 +495,46 @@ def make_queries(sources: Sequence[Source], n: int, seed: int) -> list[str]:
     return [maker.make(i) for i in range(n)]
 
 
+def make_entity_queries(sources: Sequence[Source], counts: I64, first_doc: npt.NDArray[np.int32],
+                        source_of_doc: I64, chunks: int, n: int,
+                        seed: int) -> dict[str, list[str]]:
+    """``n`` entity queries and ``n`` single-rare-name queries over the injected names.
+
+    Names are drawn among those that occur (``counts``) at most once per ``RARE_PER_CHUNKS``
+    chunks, log-uniformly over their Zipf ranks (weight 1/rank), so the draws span the whole
+    range from about ``chunks / 1000`` occurrences down to one. An entity query is 1 name (even
+    positions) or 2 names (odd) and 2 content words of the page the first name first went
+    into, shuffled: the shape of an agent asking about a person or place (``Bakuziroto
+    election turnout``). A rare query is one name alone.
+    """
+    cap = max(1, chunks // RARE_PER_CHUNKS)
+    rare = np.flatnonzero((counts > 0) & (counts <= cap))
+    if len(rare) < 2:
+        raise SystemExit(f"only {len(rare)} injected names occur at most {cap} times: "
+                         "raise --entity-types or the corpus size")
+    cdf = np.cumsum(1.0 / (rare + 1.0))
+    cdf /= cdf[-1]
+    rng = np.random.default_rng([seed, 4])
+    maker = _QueryMaker(sources, rng)
+
+    def draw(k: int) -> list[int]:
+        picked: list[int] = []
+        while len(picked) < k:
+            r = int(rare[min(int(np.searchsorted(cdf, rng.random(), side="right")), len(rare) - 1)])
+            if r not in picked:
+                picked.append(r)
+        return picked
+
+    entity, single = [], []
+    for i in range(n):
+        ranks = draw(1 + i % 2)
+        src = int(source_of_doc[int(first_doc[ranks[0]])])
+        words = entity_names(np.array(ranks)) + maker.pick(maker.content[src] or ["news"], 2)
+        entity.append(" ".join(words[j] for j in rng.permutation(len(words)).tolist()))
+        single.append(entity_names(np.array(draw(1)))[0])
+    return {"entity": entity, "rare": single}
+
+
 # -- cache -----------------------------------------------------------------------------------
 
 def _sample_digest(path: Path = SAMPLE) -> str:
@@ -338,28 +553,92 @@ def _atomic_write(path: Path, lines: Iterator[str]) -> None:
         raise
 
 
-def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED,
-                  cache: Path = CACHE) -> tuple[Path, dict[str, float | int | str]]:
-    """Generate (or reuse) the corpus JSONL; returns its path and summary statistics."""
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """Which corpus variant: ``normal``, or ``large`` with its entity-name parameters."""
+
+    name: str = "normal"
+    types: int = DEFAULT_ENTITY_TYPES
+    rate: float = DEFAULT_ENTITY_RATE
+
+    def __post_init__(self) -> None:
+        if self.name not in VOCABULARIES:
+            raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {self.name!r}")
+
+    @property
+    def tag(self) -> str:
+        """The cache-name suffix ("" for normal: the normal corpus keeps its old file names)."""
+        if self.name == "normal":
+            return ""
+        return f"-large{ENTITY_VERSION}-t{self.types}-r{self.rate:g}-z{ZIPF_S:g}"
+
+
+NORMAL = Vocabulary()
+
+
+def _corpus_stem(n_docs: int, seed: int, vocab: Vocabulary) -> str:
+    return f"corpus-v{GENERATOR_VERSION}-{_sample_digest()}-n{n_docs}-s{seed}{vocab.tag}"
+
+
+def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED, cache: Path = CACHE,
+                  vocab: Vocabulary = NORMAL) -> tuple[Path, dict[str, float | int | str]]:
+    """Generate (or reuse) the corpus JSONL; returns its path and summary statistics.
+
+    The large vocabulary also writes ``<stem>.entities.npz`` (per name: ``counts`` and
+    ``first_doc``; per document: ``source_of_doc``), before the meta file, whose presence
+    marks a complete cache entry.
+    """
     cache.mkdir(parents=True, exist_ok=True)
-    stem = f"corpus-v{GENERATOR_VERSION}-{_sample_digest()}-n{n_docs}-s{seed}"
+    stem = _corpus_stem(n_docs, seed, vocab)
     path, meta_path = cache / f"{stem}.jsonl", cache / f"{stem}.meta.json"
     if path.is_file() and meta_path.is_file():
-        return path, json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
+        meta.setdefault("vocabulary", "normal")
+        return path, meta
     sources = load_sources()
     plan = plan_corpus(sources, n_docs, seed)
+    injector = None
+    if vocab.name == "large":
+        check_no_name_collisions(sources)
+        injector = EntityInjector(seed, vocab.types, vocab.rate)
     _atomic_write(path, (json.dumps(d, ensure_ascii=False) + "\n"
-                         for d in iter_documents(sources, plan)))
+                         for d in iter_documents(sources, plan, injector)))
     chunks = int(n_chunks(plan.words).sum())
     meta: dict[str, float | int | str] = {
         "documents": n_docs, "seed": seed, "chunks": chunks,
         "chunks_per_doc": chunks / n_docs, "words": int(plan.words.sum()),
         "mu": plan.mu, "sigma": SIGMA, "same_source": SAME_SOURCE,
         "bytes": path.stat().st_size, "sample_sha256_12": _sample_digest(),
-        "generator_version": GENERATOR_VERSION,
+        "generator_version": GENERATOR_VERSION, "vocabulary": vocab.name,
     }
+    if injector is not None:
+        tmp = cache / f".{stem}.entities.tmp-{os.getpid()}.npz"
+        np.savez_compressed(tmp, counts=injector.counts, first_doc=injector.first_doc,
+                            source_of_doc=plan.source_of_doc.astype(np.int32))
+        os.replace(tmp, cache / f"{stem}.entities.npz")
+        meta.update({"entity_version": ENTITY_VERSION, "entity_types": vocab.types,
+                     "entity_rate": vocab.rate, "zipf_s": ZIPF_S,
+                     "entity_tokens": injector.injected,
+                     "entity_types_present": int((injector.counts > 0).sum())})
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta
+
+
+def ensure_entity_queries(corpus: Path, meta: dict[str, float | int | str], n: int,
+                          seed: int) -> tuple[Path, dict[str, list[str]]]:
+    """Generate (or reuse) the entity and rare-name queries of a large-vocabulary corpus
+    (``ensure_corpus``'s path and meta); returns their path and ``{"entity": [...], "rare":
+    [...]}``."""
+    stem = corpus.name.removesuffix(".jsonl")
+    path = corpus.with_name(f"{stem}.queries-e{n}-s{seed}.json")
+    if not path.is_file():
+        stats = np.load(corpus.with_name(f"{stem}.entities.npz"))
+        queries = make_entity_queries(load_sources(), stats["counts"], stats["first_doc"],
+                                      stats["source_of_doc"], int(meta["chunks"]), n, seed)
+        _atomic_write(path, iter([json.dumps(queries, ensure_ascii=False, indent=0,
+                                             sort_keys=True) + "\n"]))
+    out: dict[str, list[str]] = json.loads(path.read_text(encoding="utf-8"))
+    return path, out
 
 
 def ensure_queries(n: int = DEFAULT_QUERIES, seed: int = DEFAULT_SEED,
@@ -381,9 +660,34 @@ def add_scale_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
 
 
+def add_entity_args(ap: argparse.ArgumentParser) -> None:
+    """The large vocabulary's parameters (they name its cache files)."""
+    ap.add_argument("--entity-types", type=int, default=DEFAULT_ENTITY_TYPES,
+                    help="Zipf-distributed entity names of --vocabulary large (default 2,000,000)")
+    ap.add_argument("--entity-rate", type=float, default=DEFAULT_ENTITY_RATE,
+                    help="fraction of each document's words replaced by names (default 0.05)")
+    ap.add_argument("--entity-queries", type=int, default=DEFAULT_ENTITY_QUERIES,
+                    help="queries of each extra class, entity and rare (default 100)")
+
+
+def check_entity_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """argparse errors (exit 2) for entity options out of range."""
+    if not 1 <= args.entity_types <= NAME_CODES:
+        ap.error(f"--entity-types must be in 1..{NAME_CODES}")
+    if not 0.0 < args.entity_rate < 1.0:
+        ap.error("--entity-rate must be in (0, 1)")
+    if args.entity_queries < 1:
+        ap.error("--entity-queries must be positive")
+
+
+def bench_dir_for(docs: int, seed: int, tokenizer: str, vocab: Vocabulary = NORMAL) -> Path:
+    """Where search_bench.py keeps the indexes built for one configuration."""
+    return CACHE / f"bench-n{docs}-s{seed}-{tokenizer}{vocab.tag}"
+
+
 def bench_dir(args: argparse.Namespace) -> Path:
-    """Where search_bench.py keeps the indexes built for these scale options."""
-    return CACHE / f"bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
+    """Where search_bench.py keeps the indexes built for these scale options (normal vocabulary)."""
+    return bench_dir_for(args.docs, args.seed, args.tokenizer)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -392,15 +696,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=DR256_DOCS, help="documents (default: DR-256's)")
     ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--vocabulary", choices=VOCABULARIES, default="normal")
+    add_entity_args(ap)
     args = ap.parse_args(argv)
     if args.docs < 1 or args.queries < 1:
         ap.error("--docs and --queries must be positive")
-    corpus, meta = ensure_corpus(args.docs, args.seed)
+    check_entity_args(ap, args)
+    vocab = Vocabulary(args.vocabulary, args.entity_types, args.entity_rate)
+    corpus, meta = ensure_corpus(args.docs, args.seed, vocab=vocab)
     qpath, queries = ensure_queries(args.queries, args.seed)
     print(f"corpus  {corpus}\n        {json.dumps(meta)}")
     print(f"queries {qpath} ({len(queries)})")
     for q in queries[:12]:
         print(f"  {q}")
+    if vocab.name == "large":
+        epath, extra = ensure_entity_queries(corpus, meta, args.entity_queries, args.seed)
+        print(f"entity and rare-name queries {epath}")
+        for cls, qs in extra.items():
+            for q in qs[:6]:
+                print(f"  {cls:<6} {q}")
     return 0
 
 

@@ -1,0 +1,173 @@
+"""benchmarks/search_bench.py: the table of every configuration, the threads throughput mode,
+its options; and (marked ``bench``, deselected by default) a tiny run end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import search_bench as sb
+
+from .conftest import BENCH
+
+
+def _lat(ours: tuple[float, float], pisa: tuple[float, float] | None,
+         ours100: float, pisa100: float | None) -> dict[str, Any]:
+    """latency_ms of one class: ranked k=10 (p50, p99) and k=100 p50 of ours and PISA."""
+    k10: dict[str, Any] = {"ours": {"p50": ours[0], "p99": ours[1]},
+                           "tantivy": {"p50": 2 * ours[0], "p99": 2 * ours[1]}}
+    k100: dict[str, Any] = {"ours": {"p50": ours100, "p99": 3 * ours100},
+                            "tantivy": {"p50": 2 * ours100, "p99": 6 * ours100}}
+    if pisa is not None and pisa100 is not None:
+        k10["pisa"] = {"p50": pisa[0], "p99": pisa[1]}
+        k10["pisa_bmw"] = {"p50": 1.1 * pisa[0], "p99": 1.1 * pisa[1]}
+        k100["pisa"] = {"p50": pisa100, "p99": 3 * pisa100}
+        k100["pisa_bmw"] = {"p50": pisa100, "p99": 3 * pisa100}
+    return {"ranked_k10": k10, "ranked_k100": k100}
+
+
+def _run(docs: int, vocab: str, lat: dict[str, dict[str, Any]],
+         fts: dict[str, tuple[int, int]], qps: dict[str, float]) -> dict[str, Any]:
+    def t(q: float, threads: int = 1) -> dict[str, Any]:
+        return {"qps": q, "threads": threads}
+
+    return {
+        "corpus": {"documents": docs}, "builds": {"ours": {"chunks": 8 * docs}},
+        "vocabulary": vocab, "latency_ms": lat["normal"], "latency_ms_by_class": lat,
+        "fts5": {"same_docs": fts["normal"][0], "queries": fts["normal"][1]},
+        "fts5_by_class": {c: {"same_docs": s, "queries": n} for c, (s, n) in fts.items()},
+        "throughput": {"ours": {"1": t(qps["1"]), "2": t(qps["2"]),
+                                "threads": t(qps["threads"], 2)},
+                       "burn": {"1": t(100.0), "2": t(199.0)},
+                       "burn_nogil": {"1": t(100.0), "threads": t(198.0, 2)}},
+    }
+
+
+def _rows(table: str) -> list[list[str]]:
+    return [line.split() for line in table.splitlines()]
+
+
+def test_the_table_has_a_row_per_scale_vocabulary_and_class_with_each_ratio_against_its_goal() -> None:
+    normal = _run(1000, "normal",
+                  {"normal": _lat((0.9, 1.4), (1.0, 2.0), 1.6, 2.0)},  # 0.90 ok, 0.70 ok, 0.80 ok
+                  {"normal": (299, 300)}, {"1": 100.0, "threads": 190.0, "2": 188.0})
+    # JSON order: the classes come back sorted, the table keeps normal, entity, rare
+    large = json.loads(json.dumps(_run(
+        4000, "large",
+        {"normal": _lat((1.1, 1.5), (1.0, 2.0), 1.7, 2.0),  # 1.10 NO, 0.75 NO, 0.85 NO
+         "entity": _lat((1.4, 3.0), (1.0, 2.0), 1.0, 1.0),  # 1.40 ok, 1.50 ok, 1.00 ok
+         "rare": _lat((0.4, 0.8), (0.25, 0.5), 0.4, 0.25)},  # 1.60 NO, 1.60 NO, 1.60 NO
+        {"normal": (298, 300), "entity": (100, 100), "rare": (100, 100)},
+        {"1": 100.0, "threads": 120.0, "2": 195.0}), sort_keys=True))
+    table = sb.scale_table([normal, large])
+    rows = [r for r in _rows(table) if r and r[0].replace(",", "").isdigit()]
+    lat_rows, tp_rows = rows[:4], rows[4:]
+    assert [r[:4] for r in lat_rows] == [["1,000", "8,000", "normal", "normal"],
+                                         ["4,000", "32,000", "large", "normal"],
+                                         ["4,000", "32,000", "large", "entity"],
+                                         ["4,000", "32,000", "large", "rare"]]
+    # n, 8 latencies, then three "ratio mark" pairs and the FTS5 agreement
+    assert lat_rows[0][4:6] == ["300", "0.900"]
+    assert lat_rows[0][13:] == ["0.90", "ok", "0.70", "ok", "0.80", "ok", "299/300", "ok"]
+    assert lat_rows[1][13:] == ["1.10", "NO", "0.75", "NO", "0.85", "NO", "298/300", "NO"]
+    assert lat_rows[2][13:] == ["1.40", "ok", "1.50", "ok", "1.00", "ok", "100/100", "ok"]
+    assert lat_rows[3][13:] == ["1.60", "NO", "1.60", "NO", "1.60", "NO", "100/100", "ok"]
+    # throughput: 1 thread, T, T threads, ratio + mark, control, 2 procs, ratio + mark, control
+    assert tp_rows[0][:12] == ["1,000", "normal", "100", "2", "190", "1.90", "ok", "1.98", "188",
+                               "1.88", "NO", "1.99"]
+    assert tp_rows[1][5:7] == ["1.20", "NO"] and tp_rows[1][9:11] == ["1.95", "ok"]
+    assert tp_rows[0][-5:] == ["100", "/", "95", "/", "94"]  # q/s per core: 1t / Tt / 2p
+
+
+def test_without_pisa_its_cells_are_dashes_and_the_table_says_so() -> None:
+    run = _run(500, "normal", {"normal": _lat((0.5, 1.0), None, 0.8, None)},
+               {"normal": (300, 300)}, {"1": 100.0, "threads": 150.0, "2": 150.0})
+    table = sb.scale_table([run])
+    row = next(r for r in _rows(table) if r and r[0] == "500")
+    assert row[5:8] == ["0.500", "1.000", "1.000"] and row[8:11] == ["-", "-", "-"]
+    assert row[13:16] == ["-", "-", "-"]
+    assert "no PISA in this run" in table
+
+
+def test_threads_share_one_engine_and_every_thread_serves(sample_index: Path) -> None:
+    queries = ["climate change", "football transfer", "election results", "new phone"]
+    two = sb.throughput("ours", sample_index, {}, queries, 1, 0.3, threads=2)
+    assert (two["procs"], two["threads"]) == (1, 2)
+    assert two["queries"] > 0 and two["cpu_qps"] > 0 and two["cores_busy"] > 0
+    assert len(two["private_bytes"]) == 1  # one process
+    ctl = sb.throughput("burn_nogil", sample_index, {}, queries, 1, 0.2, threads=2)
+    assert ctl["threads"] == 2 and ctl["queries"] > 0
+
+
+@pytest.mark.parametrize("argv", [["--docs", "100,x"], ["--docs", "0"], ["--docs", "100,100"],
+                                  ["--scales", "one"], ["--vocabulary", "normal,huge"],
+                                  ["--threads", "0"], ["--entity-rate", "0"],
+                                  ["--engines", "ours,pisa"]])
+def test_bad_options_are_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        sb.main(argv)
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_scales_are_multiples_of_dr256() -> None:
+    ap = sb.argparse.ArgumentParser()
+    ns = sb.argparse.Namespace(scales="1,4", docs="ignored")
+    assert sb._docs_list(ap, ns) == [30_318, 121_272]
+    assert sb._docs_list(ap, sb.argparse.Namespace(scales=None, docs="500,1000")) == [500, 1000]
+
+
+@pytest.mark.bench
+def test_a_tiny_run_prints_every_configuration_and_the_table(tmp_path: Path) -> None:
+    """Two scales x both vocabularies end to end (builds, latency, FTS5, throughput): ~3 min."""
+    out = tmp_path / "bench.json"
+    env = {**os.environ, "DRSEARCH_BENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "search_bench.py"), "--docs", "60,90", "--vocabulary",
+         "normal,large", "--entity-types", "20000", "--queries", "12", "--entity-queries", "6",
+         "--duration", "0.3", "--repeats", "1", "--rounds", "1", "--warmup", "2",
+         "--engines", "ours,tantivy,pisa", "--json", str(out)],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["corpus"]["documents"], r["vocabulary"]) for r in runs] == [
+        (60, "normal"), (60, "large"), (90, "normal"), (90, "large")]
+    assert runs[1]["classes"] == {"normal": 12, "entity": 6, "rare": 6}
+    assert runs[1]["corpus"]["entity_types"] == 20000
+    table = proc.stdout[proc.stdout.index("all configurations:"):]
+    for docs, vocab, cls in [("60", "normal", "normal"), ("60", "large", "entity"),
+                             ("90", "large", "rare")]:
+        assert any(line.split()[:4:2] == [docs, vocab] and line.split()[3] == cls
+                   for line in table.splitlines() if len(line.split()) > 4), (docs, vocab, cls)
+    assert "throughput (complete k=10, q/s)" in table
+    assert (tmp_path / "cache").is_dir()
+
+
+def test_build_time_and_file_size_are_judged_at_dr256_scale_only() -> None:
+    assert sb.scale_verdict("file_bytes", 5e9, 30_318) == "FAIL"
+    assert sb.scale_verdict("file_bytes", 3e9, 30_318) == "PASS"
+    assert "info" in sb.scale_verdict("file_bytes", 5e9, 121_272)
+    assert "info" in sb.scale_verdict("build_seconds", 900.0, 121_272)
+    assert sb.scale_verdict("build_peak_rss_bytes", 3e9, 121_272) == "FAIL"  # at any scale
+
+
+def test_pisa_is_skipped_with_a_reason_where_the_wheel_is_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyterrier_pisa" else real(name, *a))
+    module, why = sb.load_pisathon()
+    assert module is None and "pyterrier-pisa is not installed" in why
+
+
+def test_the_file_line_names_only_the_peers_that_were_built() -> None:
+    builds = {"tantivy": {"bytes": 2 << 20}, "bm25s": None, "PISA": {"bytes": 3 << 20}}
+    assert sb._peers(builds, "bytes") == "   (tantivy 2 MiB; PISA 3 MiB)"  # bm25s left out at 4x
+    assert sb._peers({"bm25s": None}, "bytes") == ""
