@@ -184,6 +184,9 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     if args.inject_controls is not None and not args.inject_controls.is_file():
         raise InvalidInputError(f"--inject-controls {args.inject_controls}: no such file")
     optional["difficulty_sha256"] = _difficulty_sha256(args.obrq_dir)
+    from ..benchmark.generate.openbiorq.export import frozen_core_sha256
+
+    optional["frozen_core_sha256"] = frozen_core_sha256(args.obrq_dir)
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)

@@ -135,12 +135,41 @@ def test_the_export_carries_the_difficulty_bucket_once_the_report_exists(
     assert rc == 0, err
     assert summary is not None and summary["ran"] == ["export"]
     rows = {r["task_id"]: r["metadata"]["openbiorq"]["difficulty"] for r in jsonl(out / "items.jsonl")}
-    assert rows[ids[1]] == {"bucket": "core", "frozen_core": True, "questions_sha256": "q" * 64, "reason": None,
+    # the calibration's own flag (ids[1]) is not the frozen core: only frozen_core.txt is, and there is none yet
+    assert rows[ids[1]] == {"bucket": "core", "frozen_core": None, "frozen_core_sha256": None,
+                            "questions_sha256": "q" * 64, "reason": None,
                             "scores": {"m1": 0.1, "m2": 0.2, "m3": 0.3}, "threshold": 0.5}
     assert rows[ids[0]]["bucket"] == "discriminating" and rows[ids[0]]["scores"] == {"m1": 0.9, "m2": 0.1,
                                                                                       "m3": 0.1}
     assert rows[ids[-1]] == {"absent_because": "not in difficulty.json (its calibration covers other items)",
                              "bucket": None}
+    export = [*evidence_args(servers), "--cache-mode", "replay"]
+    other = tmp_path / "other.json"  # freeze from a calibration whose t=0 runs freeze ids[3], not ids[1]
+    other.write_text(json.dumps({k: v for k, v in calibration(scores, frozen={ids[3]}, counts=counts).items()
+                                 if k != "_path"}))
+    rc, _, err = generate("freeze", out, "--calibration", str(other), sources=None)
+    assert rc == 0, err
+    assert (out / "frozen_core.txt").read_text() == f"{ids[3]}\n"
+    rc, summary, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 0 and summary is not None and summary["ran"] == ["export"], err
+    digest = hashlib.sha256((out / "frozen_core.txt").read_bytes()).hexdigest()
+    rows = {r["task_id"]: r["metadata"]["openbiorq"]["difficulty"] for r in jsonl(out / "items.jsonl")}
+    assert (rows[ids[3]]["frozen_core"], rows[ids[1]]["frozen_core"], rows[ids[0]]["frozen_core"]) == (True, False, None)
+    assert rows[ids[3]]["frozen_core_sha256"] == digest
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["export"]["settings"]["frozen_core_sha256"] == digest
+    exported = (out / "items.jsonl").read_bytes()
+    (out / "frozen_core.txt").write_text(f"{ids[1]}\n{ids[3]}\n")  # edited after freeze: refused, export kept
+    rc, _, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 2 and "is not the" in err and "that freeze recorded" in err and err.count("\n") == 1
+    (out / "frozen_core.json").write_text(json.dumps({"frozen_core_sha256": hashlib.sha256(
+        f"{ids[0]}\n".encode()).hexdigest(), "questions_sha256": "q" * 64}))
+    (out / "frozen_core.txt").write_text(f"{ids[0]}\n")  # a discriminating item cannot be frozen core
+    rc, _, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 2 and "not core in difficulty.json" in err and err.count("\n") == 1
+    assert (out / "items.jsonl").read_bytes() == exported  # nothing already written is lost
+    (out / "frozen_core.txt").unlink()
+    (out / "frozen_core.json").unlink()
     (out / "difficulty.json").write_text("{}")  # a report without per-item buckets is refused, not ignored
     rc, _, err = generate("export", out, *evidence_args(servers), "--cache-mode", "replay", base_url=servers["llm"])
     assert rc == 2 and "no per-item buckets" in err and err.count("\n") == 1

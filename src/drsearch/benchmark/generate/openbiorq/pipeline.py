@@ -68,6 +68,9 @@ class OpenBioRQSettings(BaseModel):
     difficulty_sha256: str | None = None
     """SHA-256 of ``OBRQ_DIR/difficulty.json`` when the difficulty report exists (the export then
     carries each item's bucket; a new report reruns the export)."""
+    frozen_core_sha256: str | None = None
+    """SHA-256 of ``OBRQ_DIR/frozen_core.txt`` once ``freeze`` wrote it (the export's frozen-core
+    flags come from that file; a new frozen core reruns the export)."""
 
     @field_validator("evidence_corpus")
     @classmethod
@@ -148,7 +151,8 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
               settings={"code_sha256": common["code_sha256"], "max_span": s.max_span}),
         Stage("export", export_stage, inputs=("openness.jsonl", "membership.json"), outputs=("items.jsonl",),
-              settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256}),
+              settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256,
+                        "frozen_core_sha256": s.frozen_core_sha256}),
     ])
 
 
