@@ -1,7 +1,7 @@
 """The openness stage's evidence servers for the tests, both real and on 127.0.0.1:
 
-- a real ``drsearch serve`` over a corpus of follow-up records (built here from
-  :data:`FOLLOW_UPS` and the controls' records);
+- a real ``drsearch serve`` over a corpus of follow-up records (data/openbiorq/followups.jsonl,
+  the controls' records included);
 - a loopback server answering in the shapes of Europe PMC REST (``/europepmc/MED/{pmid}/citations``),
   ClinicalTrials.gov API v2 (``/ctgov/studies/{nct}``) and the Semantic Scholar graph API
   (``/s2/paper/arXiv:{id}/citations``), with the records below; it logs every request path.
@@ -22,19 +22,9 @@ from urllib.parse import unquote, urlsplit
 
 from drsearch.index import build
 
+from ....helpers import DATA
 from ....helpers import drsearch_serve as serve
 
-FOLLOW_UPS = [
-    ("fu-anticoag", "Early anticoagulation trial results",
-     "A randomised trial reported that early anticoagulation lowered recurrent stroke at 90 days in patients "
-     "with atrial fibrillation after minor ischaemic stroke."),
-    ("fu-backpain", "Remote graded activity for chronic low back pain: trials under way",
-     "Two ongoing trials compare graded activity programmes delivered remotely with in-person programmes for "
-     "chronic low back pain; neither has finished."),
-    ("fu-fmt", "Capsule transplantation in children: a protocol",
-     "A protocol for oral capsule transplantation in children under 12 with recurrent Clostridioides difficile "
-     "was registered; recruitment has not started."),
-]
 EUROPEPMC = {"31000007": [{"id": "39990001", "source": "MED", "title": "Intermittent senolytic dosing and gait "
                            "speed in frail older adults: a pilot", "pubYear": "2024", "journalAbbreviation": "Age"}]}
 CTGOV = {"NCT04000003": {"overallStatus": "COMPLETED", "date": "2023-05", "hasResults": True},
@@ -43,29 +33,24 @@ S2 = {"2301.00005": [{"paperId": "s2-aa01", "title": "Predicted aligned error an
                       "binders: no correlation yet established", "year": 2024}]}
 
 
-def control_rows(resolved: int = 34, negatives: int = 12) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(controls, follow-up records)``: known-resolved controls with a record that 'reported that'
-    settles them, and genuinely open ones whose record says the trial is still running."""
-    controls, records = [], []
-    for i in range(resolved + negatives):
-        drug, expected = f"zentamab{i:02d}", "resolved" if i < resolved else "open"
-        sid = f"PMID:4100{i:04d}"
-        question = f"Is it known whether {drug} reduces relapse frequency in adults with condition-{i:02d}?"
-        controls.append({"expected": expected, "question": question, "source_id": sid, "task_id": f"{sid}#0",
-                         "text": f"It remains unknown whether {drug} reduces relapse frequency.",
-                         "title": f"{drug} for condition-{i:02d}", "track": "clinical", "year": 2020})
-        finding = (f"A phase 3 trial reported that {drug} reduced relapse frequency in adults with condition-{i:02d}."
-                   if expected == "resolved" else
-                   f"A phase 3 trial of {drug} for relapse frequency in condition-{i:02d} is still recruiting.")
-        records.append({"docid": f"fu-ctrl-{i:02d}", "text": finding, "title": f"{drug} follow-up",
-                        "url": f"https://followups.example/ctrl/{i:02d}"})
-    return controls, records
+FOLLOW_UPS_FILE = DATA / "openbiorq/followups.jsonl"
+CONTROLS_FILE = DATA / "openbiorq/controls.jsonl"
+"""The follow-up records (3 about the fixture's questions, then one per control) and the controls:
+34 known-resolved ones, whose record 'reported that' settles them, then 12 genuinely open ones,
+whose record says the trial is still recruiting (data/README.md)."""
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def control_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(controls, their follow-up records)`` of data/openbiorq/."""
+    return _jsonl(CONTROLS_FILE), [d for d in _jsonl(FOLLOW_UPS_FILE) if d["docid"].startswith("fu-ctrl-")]
 
 
 def follow_up_docs() -> list[dict[str, Any]]:
-    docs = [{"docid": d, "text": text, "title": title, "url": f"https://followups.example/{d}"}
-            for d, title, text in FOLLOW_UPS]
-    return docs + control_rows()[1]
+    return _jsonl(FOLLOW_UPS_FILE)
 
 
 @contextmanager
