@@ -197,10 +197,13 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
             audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
             embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
             evidence_corpus=args.evidence_corpus, evidence_apis=apis, evidence_k=args.evidence_k,
-            api_min_interval_s=args.api_min_interval, controls=args.inject_controls,
+            api_min_interval_s=args.api_min_interval, api_max_attempts=args.api_max_attempts,
+            api_backoff_s=args.api_backoff, controls=args.inject_controls,
             **optional)
     except ValidationError as e:
-        raise InvalidInputError(describe_validation_error(e, {"base_url": "--base-url"})) from None
+        raise InvalidInputError(describe_validation_error(e, {"api_backoff_s": "--api-backoff",
+                                                                 "api_max_attempts": "--api-max-attempts",
+                                                                 "base_url": "--base-url"})) from None
     except ValueError as e:
         raise InvalidInputError(str(e)) from None
     if not settings.sources.is_file():
@@ -269,6 +272,12 @@ def register(sub: Any) -> None:
     p.add_argument("--evidence-k", type=int, default=5, metavar="K", help="evidence records per request (5)")
     p.add_argument("--api-min-interval", type=float, default=1.0, metavar="S",
                    help="openness: at least S seconds between live requests to one API (default 1)")
+    p.add_argument("--api-max-attempts", type=int, default=5, metavar="N",
+                   help="openness: tries per evidence request on 429, 5xx or a transport error, Retry-After "
+                        "honoured (default 5)")
+    p.add_argument("--api-backoff", type=float, default=1.0, metavar="S",
+                   help="openness: first wait before another try when the server names none (default 1 s, "
+                        "doubling)")
     p.add_argument("--inject-controls", type=Path, metavar="FILE",
                    help="openness: known-resolved and genuinely open control items; reports recall and "
                         "false positives")

@@ -318,3 +318,64 @@ def test_the_rate_limiter_spaces_live_calls() -> None:
     for _ in range(4):
         limiter.wait()
     assert time.monotonic() - t0 >= 0.15  # three gaps of at least 50 ms
+
+
+def _rerun_openness(generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path, api: str,
+                    *extra: str) -> tuple[Path, int, str]:
+    """The recorded directory copied, its openness stage rerun with ClinicalTrials.gov at ``api``."""
+    out = tmp_path / "obrq"
+    shutil.copytree(generated[0], out)
+    rc, _, err = generate("openness", out, "--evidence-corpus", servers["corpus"], "--ctgov-url", f"{api}/ctgov",
+                          "--api-min-interval", "0", *extra, base_url=servers["llm"])
+    return out, rc, err
+
+
+def test_a_rate_limited_api_is_asked_again_after_its_retry_after(generated: tuple[Path, dict[str, Any]],
+                                                                  servers: dict[str, Any], tmp_path: Path) -> None:
+    """ClinicalTrials.gov answers 429 (Retry-After: 0) twice, then 503 without one: the client waits
+    and asks again (4 requests for the first trial), the bundle records the one answer that counted,
+    and every request names drsearch in its User-Agent."""
+    from .evidence_servers import api_server
+
+    with api_server({"ctgov": [(429, "0"), (429, "0"), (503, None)]}) as api:
+        out, rc, err = _rerun_openness(generated, servers, tmp_path, api.url, "--api-backoff", "0")
+        assert rc == 0, err
+        # 3 refusals and the answer for NCT04000003#0, then one request for NCT04000003#1 (the same trial)
+        assert api.log[:4] == ["/ctgov/studies/NCT04000003?format=json"] * 4
+        assert sum("NCT04000003" in p for p in api.log) == 5
+        assert all(a.startswith("drsearch/") and "openbiorq" in a for a in api.agents)
+    bundle = next(b for b in jsonl(out / "evidence.jsonl") if b["task_id"] == "NCT04000003#0")
+    ctgov = [r for r in bundle["responses"] if r["route"] == "ctgov"]
+    assert len(ctgov) == 1 and ctgov[0]["ok"]
+    assert bundle["evidence"][-1]["id"] == "ctgov:NCT04000003"
+
+
+def test_an_api_that_stays_busy_or_refuses_stops_the_stage_with_one_line(
+        generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path) -> None:
+    from .evidence_servers import api_server
+
+    with api_server({"ctgov": [(503, "0")] * 3}) as api:
+        _, rc, err = _rerun_openness(generated, servers, tmp_path, api.url, "--api-max-attempts", "3")
+        assert rc == 1 and err.count("\n") == 1 and "HTTP 503 (after 3 attempt(s))" in err, err
+        assert len(api.log) == 3
+    shutil.rmtree(tmp_path / "obrq")
+    with api_server({"ctgov": [(400, None)]}) as api:  # the request's fault: not asked again
+        _, rc, err = _rerun_openness(generated, servers, tmp_path, api.url)
+        assert rc == 1 and "NCT04000003?format=json: HTTP 400" in err and len(api.log) == 1, err
+
+
+def test_the_clients_ask_in_the_public_apis_shapes(generated: tuple[Path, dict[str, Any]],
+                                                    servers: dict[str, Any]) -> None:
+    """Europe PMC: ``MED/{pmid}/citations`` with format=json, page (from 1) and pageSize; ClinicalTrials.gov
+    v2: ``studies/{nct}`` with format=json; Semantic Scholar: ``paper/arXiv:{id}/citations`` with fields the
+    API knows, and limit. The loopback server refuses anything else with 400, as the services do."""
+    urls = [r["url"] for b in jsonl(generated[0] / "evidence.jsonl") for r in b["responses"] if r["route"] != "corpus"]
+    api = servers["api"]
+    assert f"{api}/europepmc/MED/31000007/citations?format=json&page=1&pageSize=5" in urls
+    assert f"{api}/ctgov/studies/NCT04000003?format=json" in urls
+    assert f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title,year,externalIds&limit=5" in urls
+    assert httpx.get(f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title,nonsense").status_code == 400
+    paged = httpx.get(f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title&limit=1&offset=0").json()
+    assert paged == {"data": [{"citingPaper": {"paperId": "s2-aa01", "title": (
+        "Predicted aligned error and measured affinity of designed binders: no correlation yet established")}}],
+        "offset": 0}

@@ -63,7 +63,9 @@ def openness_stage(ctx: StageContext) -> None:
     routes = dict(ctx.settings["routes"])
     items = ctx.read_jsonl("rubrics.jsonl")
     controls = read_controls(ctx.settings["controls"]) if ctx.settings["controls"] else []
-    gatherer = Gatherer(ctx, routes, int(ctx.settings["evidence_k"]), float(ctx.settings["min_interval_s"]))
+    gatherer = Gatherer(ctx, routes, int(ctx.settings["evidence_k"]), float(ctx.settings["min_interval_s"]),
+                        max_attempts=int(ctx.settings["api_max_attempts"]),
+                        backoff_s=float(ctx.settings["api_backoff_s"]))
     try:
         def process(item: dict[str, Any]) -> Outcome:
             bundle = {"task_id": item["task_id"], **gatherer.bundle(item)}

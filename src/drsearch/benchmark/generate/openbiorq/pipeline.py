@@ -63,6 +63,9 @@ class OpenBioRQSettings(BaseModel):
     """Public-API routes by name → base URL (``PUBLIC_APIS`` for the real ones)."""
     evidence_k: Annotated[int, Field(ge=1, le=100)] = 5
     api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
+    api_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    """Tries per evidence request on 429, 5xx or a transport error (``Retry-After`` honoured)."""
+    api_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 1.0
     controls: Path | None = None
     max_span: Annotated[int, Field(ge=1)] = 5
     difficulty_sha256: str | None = None
@@ -146,6 +149,7 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
               inputs=("rubrics.jsonl", *((str(s.controls.resolve()),) if s.controls else ())),
               outputs=("openness.jsonl", "evidence.jsonl", "openness.json"),
               settings={**judges, "controls": str(s.controls.resolve()) if s.controls else None,
+                        "api_backoff_s": s.api_backoff_s, "api_max_attempts": s.api_max_attempts,
                         "evidence_k": s.evidence_k, "min_interval_s": s.api_min_interval_s,
                         "routes": s.routes()}, models=(judge,)),
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
