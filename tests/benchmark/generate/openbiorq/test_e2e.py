@@ -170,3 +170,23 @@ def test_the_roster_searched_the_real_server(work: Path) -> None:
         assert manifest["corpus_identity"] == identity.group(1) and manifest["search"].startswith("http://127.0.0.1:")
     searched = [t["accounting"]["tool_calls"].get("search", 0) for t in jsonl(work / "runs/roster-a/trajectories.jsonl")]
     assert searched == [1] * 11
+
+
+def test_runs_are_calibrated_against_the_export_they_answered(work: Path) -> None:
+    """The final export adds difficulty and frozen-core flags, so its SHA-256 is not the one the
+    roster runs recorded: calibrating them against it is refused (exit 2), hence the copy the page
+    makes first. The prompts are unchanged, so coverage replays the runs over it."""
+    import contextlib
+    import io
+
+    from drsearch.tools.cli import main
+
+    err = io.StringIO()
+    with contextlib.chdir(work), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["calibrate", "--questions", "obrq/items.jsonl", "--rule", "openbiorq", "--runs",
+                   *(f"runs/{m}" for m in ROSTER), "--out", "cal/refused.json"])
+    assert rc == 2 and "questions" in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
+    assert not (work / "cal/refused.json").exists()
+    prompts = {r["task_id"]: r["prompt"] for r in jsonl(work / "roster/items.jsonl")}
+    assert {r["task_id"]: r["prompt"] for r in jsonl(work / "obrq/items.jsonl")} == prompts
+    assert (work / "roster/items.jsonl").read_bytes() != (work / "obrq/items.jsonl").read_bytes()

@@ -293,9 +293,11 @@ def test_the_offline_route_alone_needs_no_api(servers: dict[str, Any], tmp_path:
 
 def test_an_unreachable_api_stops_the_stage_with_one_line(servers: dict[str, Any], tmp_path: Path) -> None:
     rc, _, err = generate("openness", tmp_path / "o", "--evidence-corpus", servers["corpus"],
-                          "--ctgov-url", "http://127.0.0.1:9/ctgov", base_url=servers["llm"])
+                          "--ctgov-url", "http://127.0.0.1:9/ctgov", "--api-max-attempts", "2", "--api-backoff", "0",
+                          base_url=servers["llm"])
     assert rc == 1 and err.count("\n") == 1
     assert "evidence route ctgov: GET http://127.0.0.1:9/ctgov/studies/NCT04000003?format=json: ConnectError" in err
+    assert "(after 2 attempt(s))" in err  # a transport error is tried again, then named
 
 
 @pytest.mark.parametrize(("status", "ids", "label", "rejected", "why"), [
