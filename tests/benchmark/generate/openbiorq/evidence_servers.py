@@ -88,6 +88,7 @@ class _ApiHandler(BaseHTTPRequestHandler):
         path, query = unquote(split.path), dict(parse_qsl(split.query))
         self.server.log.append(self.path)
         self.server.agents.append(self.headers.get("user-agent", ""))
+        self.server.keys.append((path.strip("/").split("/")[0], self.headers.get("x-api-key")))
         parts = path.strip("/").split("/")
         queued = self.server.throttle.get(parts[0], [])
         if queued:  # a scripted refusal first (rate limit, busy), as the real services answer
@@ -138,17 +139,19 @@ class _ApiServer(ThreadingHTTPServer):
     url: str
     log: list[str]
     agents: list[str]
+    keys: list[tuple[str, str | None]]
     throttle: dict[str, list[tuple[int, str | None]]]
 
 
 @contextmanager
 def api_server(throttle: dict[str, list[tuple[int, str | None]]] | None = None) -> Iterator[_ApiServer]:
     """The loopback API-shape server itself: its ``url``, request ``log`` (paths), the User-Agent
-    of each request (``agents``). ``throttle``: per API (``europepmc``, ``ctgov``, ``s2``),
+    of each request (``agents``) and its ``(api, x-api-key header)`` (``keys``). ``throttle``: per API (``europepmc``, ``ctgov``, ``s2``),
     ``(status, Retry-After)`` answers given before the real ones (e.g. ``[(429, "0")]``)."""
     server = _ApiServer(("127.0.0.1", 0), _ApiHandler)
     server.log = []
     server.agents = []
+    server.keys = []
     server.throttle = {k: list(v) for k, v in (throttle or {}).items()}
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -381,3 +381,28 @@ def test_the_clients_ask_in_the_public_apis_shapes(generated: tuple[Path, dict[s
     assert paged == {"data": [{"citingPaper": {"paperId": "s2-aa01", "title": (
         "Predicted aligned error and measured affinity of designed binders: no correlation yet established")}}],
         "offset": 0}
+
+
+def test_a_semantic_scholar_key_is_sent_to_it_alone_and_recorded_nowhere(
+        generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from .evidence_servers import api_server
+
+    out = tmp_path / "obrq"
+    shutil.copytree(generated[0], out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with api_server() as api:
+        args = ["--evidence-corpus", servers["corpus"], "--api-min-interval", "0", "--s2-api-key-env",
+                "DRSEARCH_TEST_S2_KEY", *(f"--{n}-url={api.url}/{n}" for n in ("europepmc", "ctgov", "s2"))]
+        monkeypatch.delenv("DRSEARCH_TEST_S2_KEY", raising=False)
+        rc, _, err = generate("openness", out, *args, base_url=servers["llm"])
+        assert rc == 2 and "DRSEARCH_TEST_S2_KEY is not set" in err and err.count("\n") == 1
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before and api.log == []
+        monkeypatch.setenv("DRSEARCH_TEST_S2_KEY", "s2-secret-key-123")
+        rc, _, err = generate("openness", out, *args, base_url=servers["llm"])
+        assert rc == 0, err
+        assert {api_name: key for api_name, key in api.keys} == {"ctgov": None, "europepmc": None,
+                                                                  "s2": "s2-secret-key-123"}
+    assert not [p for p in out.rglob("*") if p.is_file() and b"s2-secret-key-123" in p.read_bytes()]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["openness"]["settings"]["s2_api_key_env"] == "DRSEARCH_TEST_S2_KEY"

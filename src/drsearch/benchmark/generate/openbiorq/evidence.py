@@ -18,7 +18,9 @@ and is recorded in the bundle with its HTTP status and the SHA-256 of its body. 
 answer (no evidence). The public APIs answer 429 when a client goes too fast (Semantic Scholar's
 shared pool often does) and 5xx when busy: those, and transport errors, are tried again up to
 ``max_attempts`` times in all, waiting the server's ``Retry-After`` (seconds or an HTTP date,
-capped at ``MAX_WAIT_S``) or else ``backoff_s`` · 2^n; only the final answer is cached. Any
+capped at ``MAX_WAIT_S``) or else ``backoff_s`` · 2^n; only the final answer is cached. A
+Semantic Scholar API key (``s2_api_key``, read from the environment variable the settings name)
+is sent as ``x-api-key`` and recorded nowhere. Any
 other status (a 4xx is the request's fault), or running out of attempts, stops the stage with
 one line naming the route, the URL and the last status (exit 1; finished items are kept for the
 rerun).
@@ -72,12 +74,14 @@ class Gatherer:
 
     def __init__(self, ctx: StageContext, routes: Mapping[str, str], k: int, min_interval_s: float,
                  transport: httpx.BaseTransport | None = None, *, max_attempts: int = 5,
-                 backoff_s: float = 1.0) -> None:
+                 backoff_s: float = 1.0, s2_api_key: str | None = None) -> None:
         self.ctx = ctx
         self.routes = dict(routes)
         self.k = k
         self.max_attempts = max(1, max_attempts)
         self.backoff_s = backoff_s
+        # Semantic Scholar's key goes in a header: never in a URL, the cache key or the bundle
+        self.headers = {"s2": {"x-api-key": s2_api_key}} if s2_api_key else {}
         self.client = httpx.Client(timeout=30.0, transport=transport, follow_redirects=False,
                                    headers={"accept": "application/json", "user-agent": USER_AGENT})
         # the public APIs are rate-limited; our own search server is not
@@ -96,7 +100,7 @@ class Gatherer:
                 self.limiters[route].wait()
                 wait: float | None = None
                 try:
-                    r = self.client.request(method, url, json=body)
+                    r = self.client.request(method, url, json=body, headers=self.headers.get(route))
                 except httpx.TransportError as e:
                     last = f"{e.__class__.__name__}: {e}"
                 except httpx.HTTPError as e:  # not worth another try (e.g. a malformed URL)

@@ -66,6 +66,9 @@ class OpenBioRQSettings(BaseModel):
     api_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
     """Tries per evidence request on 429, 5xx or a transport error (``Retry-After`` honoured)."""
     api_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 1.0
+    s2_api_key_env: str | None = None
+    """The environment variable holding a Semantic Scholar API key (its name is recorded, never
+    the key)."""
     controls: Path | None = None
     max_span: Annotated[int, Field(ge=1)] = 5
     difficulty_sha256: str | None = None
@@ -150,6 +153,7 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
               outputs=("openness.jsonl", "evidence.jsonl", "openness.json"),
               settings={**judges, "controls": str(s.controls.resolve()) if s.controls else None,
                         "api_backoff_s": s.api_backoff_s, "api_max_attempts": s.api_max_attempts,
+                        "s2_api_key_env": s.s2_api_key_env,
                         "evidence_k": s.evidence_k, "min_interval_s": s.api_min_interval_s,
                         "routes": s.routes()}, models=(judge,)),
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
