@@ -45,3 +45,32 @@ def test_numeric_scoring_of_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[
                    *extra])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and not bad.exists() and len(err) == 1 and message in err[0], err
+
+
+def test_the_numeric_path_reports_behaviour_and_the_leak_audit_as_the_llm_path_does(tmp_path: Path) -> None:
+    """``behaviour`` (zero-tool, cite, non-attempt, wrong-paper rates) and ``leak_audit`` are in
+    scores.json whatever the judge: the same run graded numerically and by an LLM judge reports
+    the same blocks."""
+    from ..benchmark.fake_judge import serve_judge
+
+    episodes = [episode_record(ROWS[0]["metadata"]["qid"], 0, "answered", "30"),
+                episode_record(ROWS[1]["metadata"]["qid"], 1, "answered", "about 28.5", tool_calls=0),
+                episode_record(ROWS[6]["metadata"]["qid"], 6, "answered", "30154 (PMID: 12345)"),
+                episode_record(ROWS[8]["metadata"]["qid"], 8, "answered", ""),
+                episode_record(ROWS[9]["metadata"]["qid"], 9, "turn_cap", None)]
+    run = write_run(tmp_path / "run", episodes)
+    numeric, llm = tmp_path / "numeric.json", tmp_path / "llm.json"
+    assert main(["score", str(run), "--questions", str(QUESTIONS), "--judge", "numeric", "--out", str(numeric)]) == 0
+    scores = json.loads(numeric.read_text())
+    b = scores["behaviour"]
+    assert (b["non_attempt"]["count"], b["non_attempt"]["n"]) == (9, 12)  # empty, turn cap, 7 without an episode
+    assert (b["zero_tool"]["count"], b["zero_tool"]["n"]) == (1, 3)
+    assert (b["cite"]["count"], b["cite"]["n"]) == (1, 3)
+    assert set(b["wrong_paper"]) == {"pmid", "nct"}
+    assert scores["leak_audit"]["totals"]["episodes"] == 5
+    with serve_judge() as judge:
+        assert main(["score", str(run), "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", judge.url,
+                     "--judge-cache-mode", "off", "--out", str(llm), "--quiet"]) == 0
+    graded_by_llm = json.loads(llm.read_text())
+    assert graded_by_llm["behaviour"] == scores["behaviour"]
+    assert graded_by_llm["leak_audit"]["totals"]["episodes"] == 5

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -181,9 +182,15 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("the openness stage needs evidence: --evidence-corpus URL (a drsearch serve "
                                 "of follow-up records) and/or --public-apis / --europepmc-url / "
                                 "--ctgov-url / --s2-url")
+    if args.s2_api_key_env is not None and args.cache_mode != "replay" \
+            and not os.environ.get(args.s2_api_key_env):
+        raise InvalidInputError(f"--s2-api-key-env: environment variable {args.s2_api_key_env} is not set")
     if args.inject_controls is not None and not args.inject_controls.is_file():
         raise InvalidInputError(f"--inject-controls {args.inject_controls}: no such file")
     optional["difficulty_sha256"] = _difficulty_sha256(args.obrq_dir)
+    from ..benchmark.generate.openbiorq.export import frozen_core_sha256
+
+    optional["frozen_core_sha256"] = frozen_core_sha256(args.obrq_dir)
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
@@ -194,10 +201,13 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
             audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
             embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
             evidence_corpus=args.evidence_corpus, evidence_apis=apis, evidence_k=args.evidence_k,
-            api_min_interval_s=args.api_min_interval, controls=args.inject_controls,
+            api_min_interval_s=args.api_min_interval, api_max_attempts=args.api_max_attempts,
+            api_backoff_s=args.api_backoff, s2_api_key_env=args.s2_api_key_env, controls=args.inject_controls,
             **optional)
     except ValidationError as e:
-        raise InvalidInputError(describe_validation_error(e, {"base_url": "--base-url"})) from None
+        raise InvalidInputError(describe_validation_error(e, {"api_backoff_s": "--api-backoff",
+                                                                 "api_max_attempts": "--api-max-attempts",
+                                                                 "base_url": "--base-url"})) from None
     except ValueError as e:
         raise InvalidInputError(str(e)) from None
     if not settings.sources.is_file():
@@ -266,6 +276,15 @@ def register(sub: Any) -> None:
     p.add_argument("--evidence-k", type=int, default=5, metavar="K", help="evidence records per request (5)")
     p.add_argument("--api-min-interval", type=float, default=1.0, metavar="S",
                    help="openness: at least S seconds between live requests to one API (default 1)")
+    p.add_argument("--api-max-attempts", type=int, default=5, metavar="N",
+                   help="openness: tries per evidence request on 429, 5xx or a transport error, Retry-After "
+                        "honoured (default 5)")
+    p.add_argument("--api-backoff", type=float, default=1.0, metavar="S",
+                   help="openness: first wait before another try when the server names none (default 1 s, "
+                        "doubling)")
+    p.add_argument("--s2-api-key-env", metavar="VAR",
+                   help="openness: environment variable holding a Semantic Scholar API key (sent as "
+                        "x-api-key; only the variable's name is recorded)")
     p.add_argument("--inject-controls", type=Path, metavar="FILE",
                    help="openness: known-resolved and genuinely open control items; reports recall and "
                         "false positives")

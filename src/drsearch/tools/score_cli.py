@@ -207,10 +207,9 @@ def _warn(message: str) -> None:
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents.canonical import sha256_hex
     from ..benchmark import grade_run, read_run, render_table, summarize, write_graded
-    from ..benchmark.behaviour import behaviour_metrics
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
-    from ..benchmark.leak_audit import audit_runs, render_leak_audit
+    from ..benchmark.leak_audit import render_leak_audit
     from ..index.atomic import write_json_atomic
 
     run_dir = Path(args.run_dir)
@@ -260,10 +259,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
-    summary["behaviour"] = behaviour_metrics(runs[0].episodes, [t.question_id for t in tasks])
-    golds = {t.question_id: t.reference for t in tasks}
-    summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
-                                       {(g.question_id, g.attempt): g.correct for g in graded})
+    _add_run_facts(summary, runs, tasks, graded)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
@@ -274,6 +270,19 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
+
+
+def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list[Any],
+                   graded: list[GradedQuestion]) -> None:
+    """What every judge path reports beside its verdicts: ``behaviour`` (how the agent answered,
+    first attempt) and ``leak_audit`` (where the gold first appeared in the trajectories)."""
+    from ..benchmark.behaviour import behaviour_metrics
+    from ..benchmark.leak_audit import audit_runs
+
+    summary["behaviour"] = behaviour_metrics(runs[0].episodes, [t.question_id for t in tasks])
+    golds = {t.question_id: t.reference for t in tasks}
+    summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
+                                       {(g.question_id, g.attempt): g.correct for g in graded})
 
 
 def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes], tasks: list[Any],
@@ -297,6 +306,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher
+    _add_run_facts(summary, runs, tasks, graded)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)

@@ -180,6 +180,57 @@ def test_an_output_directory_of_another_generator_is_refused_untouched(tmp_path:
     assert rc == 2 and "--out" in err and "not a directory" in err
 
 
+def test_a_rerun_that_fails_on_bad_input_keeps_every_earlier_output(responder: Any, tmp_path: Path) -> None:
+    """The first stage reruns (another questions file) and stops on its malformed line 2: every
+    output of the earlier run, the manifest and the candidates stay byte for byte, and no
+    staging directory is left behind."""
+    out = tmp_path / "gen"
+    assert generate(out, base_url=responder.url)[0] == 0
+    before = tree(out)
+    bad = tmp_path / "questions.jsonl"
+    lines = ex.QUESTIONS.read_bytes().splitlines(keepends=True)
+    bad.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[1:]))
+    rc, _, err = generate(out, "--questions", str(bad), base_url=responder.url)
+    assert rc == 2 and f"{bad}:2: invalid JSON" in err and len(err.strip().splitlines()) == 1
+    assert tree(out) == before  # timings.json included: nothing finished, no journal, no staging directory
+    rc, summary, _ = generate(out, base_url=responder.url)  # the old input again: nothing to redo
+    assert rc == 0 and summary is not None and summary["skipped"] == ["seed", "rewrite", "closed_book"]
+
+
+def test_a_stage_failing_after_writing_an_output_leaves_the_old_one(tmp_path: Path) -> None:
+    """A stage that writes its first output and then fails on bad input: the earlier run's
+    outputs (its own and a later stage's) and manifest are unchanged; once the input is fixed,
+    the new outputs replace them and the later stage reruns."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"n": 1}\n{"n": 2}\n')
+
+    def one(ctx: Any) -> None:
+        rows = ctx.read_jsonl(str(data))
+        ctx.write_jsonl("a.jsonl", rows)
+        if any(not isinstance(r.get("n"), int) for r in rows):
+            raise PipelineInputError(f"{data}: n must be an integer")
+        ctx.write_jsonl("b.jsonl", [{"total": sum(r["n"] for r in rows)}])
+
+    def two(ctx: Any) -> None:
+        ctx.write_jsonl("c.jsonl", [{"seen": len(ctx.read_jsonl("a.jsonl"))}])
+
+    pipeline = Pipeline("tiny", [Stage("one", one, inputs=(str(data),), outputs=("a.jsonl", "b.jsonl")),
+                                 Stage("two", two, inputs=("a.jsonl",), outputs=("c.jsonl",))])
+    settings = GenerateSettings(out=tmp_path / "o", cache_mode="off")
+    assert run_pipeline(pipeline, settings)["ran"] == ["one", "two"]
+    before = tree(tmp_path / "o")
+    data.write_text('{"n": 1}\n{"n": "two"}\n{"n": 3}\n')
+    with pytest.raises(PipelineInputError, match="n must be an integer"):
+        run_pipeline(pipeline, settings)
+    assert tree(tmp_path / "o") == before
+    data.write_text('{"n": 1}\n{"n": 5}\n{"n": 3}\n')
+    assert run_pipeline(pipeline, settings)["ran"] == ["one", "two"]
+    assert (tmp_path / "o" / "b.jsonl").read_text() == '{"total":9}\n'
+    assert (tmp_path / "o" / "c.jsonl").read_text() == '{"seen":3}\n'
+    assert sorted(p.name for p in (tmp_path / "o" / "stages").iterdir()) == ["one.rejected.jsonl",
+                                                                            "two.rejected.jsonl"]
+
+
 def test_a_failed_model_call_is_exit_1_naming_the_call(tmp_path: Path) -> None:
     with serve_rules(ex.RULES[:1]) as responder:  # the solver has no rules: HTTP 400 no_rule
         rc, _, err = generate(tmp_path / "gen", "--max-attempts", "1", base_url=responder.url)

@@ -22,17 +22,22 @@ OpenAI-compatible client behind its replay cache). :func:`run_pipeline` then kee
 
 Rerunning skips each stage whose recorded key (code version, input hashes, settings, models)
 is unchanged and whose outputs still have their recorded hashes; the first stage that differs
-runs, and so does every stage after it. Starting a stage forgets it and every later stage
-in the manifest and deletes their outputs (derived files that no longer match their inputs;
-the replay cache regenerates them). ``until`` stops after the named stage. Ctrl-C or kill -9
-loses only the unfinished items of the stage that was running (see :mod:`.journal`).
+runs, and so does every stage after it. A running stage writes its outputs into
+``stages/<stage>.staging/``; only when it succeeds are they moved into place, its manifest
+entry replaced, and every later stage forgotten with its outputs (derived from what was just
+replaced; the replay cache regenerates them). A stage that fails (bad input, a failed call,
+Ctrl-C, kill -9) therefore leaves the directory's earlier outputs and manifest byte for byte as
+they were. ``until`` stops after the named stage. Ctrl-C or kill -9 loses only the unfinished
+items of the stage that was running (see :mod:`.journal`).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import shutil
 import threading
 import time
 from collections import Counter
@@ -207,9 +212,10 @@ class StageContext:
     write its outputs. Counts and rejections are recorded as it goes."""
 
     def __init__(self, stage: Stage, out_dir: Path, chats: Mapping[str, CachedChat],
-                 journal: Journal, cache: ReplayCache) -> None:
+                 journal: Journal, cache: ReplayCache, staging: Path | None = None) -> None:
         self.stage = stage
         self.out_dir = out_dir
+        self.staging = out_dir if staging is None else staging
         self._chats = chats
         self._cache = cache
         self._journal = journal
@@ -231,10 +237,14 @@ class StageContext:
         return self._cache
 
     def path(self, name: str) -> Path:
-        """A declared input or output as a path."""
+        """A declared input or output as a path. An output lives in the stage's staging
+        directory while the stage runs (moved into the output directory when it succeeds), so
+        a stage that reads back what it wrote uses this path too."""
         if name not in self.stage.inputs and name not in self.stage.outputs:
             raise GenerateError(f"stage {self.stage.name}: {name} is not a declared input or output")
-        return Path(name) if Path(name).is_absolute() else self.out_dir / name
+        if Path(name).is_absolute():
+            return Path(name)
+        return (self.staging if name in self.stage.outputs else self.out_dir) / name
 
     def read_jsonl(self, name: str) -> list[dict[str, Any]]:
         """A declared input as JSON objects, one per non-blank line."""
@@ -422,6 +432,20 @@ class _NoCorpus:
         raise GenerateError("open called in an episode without a corpus")
 
 
+def _fsync_dir(path: Path) -> None:
+    """Make renames into ``path`` durable (as ``index.atomic`` does for one file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # not every platform or filesystem allows it
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _rejected_name(stage: Stage) -> str:
     return f"stages/{stage.name}.rejected.jsonl"
 
@@ -495,15 +519,39 @@ class _Runner:
                 return False
         return True
 
-    def forget_from(self, manifest: dict[str, Any], index: int) -> None:
-        """Drop stages ``index``… from the manifest and delete their outputs (now stale)."""
+    def forget_from(self, manifest: dict[str, Any], index: int, keep: Iterable[str] = ()) -> None:
+        """Drop stages ``index``… from ``manifest`` and delete their outputs (now stale), except
+        the files named in ``keep`` (a stage's new outputs, just moved into place). Called only
+        once a stage has succeeded: a failing stage must leave the earlier outputs as they were."""
+        kept = set(keep)
         for stage in self.p.stages[index:]:
             entry = manifest["stages"].pop(stage.name, None)
             if entry is None:
                 continue
             for name in entry.get("outputs", {}):
-                (self.out / name).unlink(missing_ok=True)
+                if name not in kept:
+                    (self.out / name).unlink(missing_ok=True)
+
+    def staging_dir(self, stage: Stage) -> Path:
+        return self.out / "stages" / f"{stage.name}.staging"
+
+    def commit(self, manifest: dict[str, Any], index: int, entry: dict[str, Any]) -> None:
+        """Stage ``index`` succeeded with ``entry``: move its outputs from the staging directory
+        into place, forget it and every later stage (their outputs derive from what was just
+        replaced), record ``entry`` and write the manifest. A crash part-way leaves outputs
+        whose hashes the manifest does not list, so the next run reruns the stage."""
+        stage = self.p.stages[index]
+        staging = self.staging_dir(stage)
+        for name in entry["outputs"]:
+            target = self.out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, target)
+        for parent in {(self.out / name).parent for name in entry["outputs"]}:
+            _fsync_dir(parent)
+        self.forget_from(manifest, index, keep=entry["outputs"])
+        manifest["stages"][stage.name] = entry
         self.write_manifest(manifest)
+        shutil.rmtree(staging, ignore_errors=True)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         order = {name: i for i, name in enumerate(self.p.stage_names())}
@@ -519,11 +567,37 @@ class _Runner:
         write_bytes_atomic(self.out / "candidates.jsonl", data)
 
     def run_stage(self, stage: Stage, key: dict[str, Any], chats: Mapping[str, CachedChat],
-                  cache: ReplayCache) -> tuple[dict[str, Any], dict[str, Any]]:
+                  cache: ReplayCache) -> tuple[dict[str, Any], dict[str, Any], Journal]:
+        """Run ``stage`` into its staging directory (left by a killed run: emptied first);
+        ``(entry, timing, journal)`` on success, nothing moved yet. On failure the staging
+        directory is removed and the output directory is untouched: only the journal of the
+        items it finished stays, for the rerun (none finished: no journal either)."""
         journal = Journal(self.out / "stages" / f"{stage.name}.journal.jsonl", sha256_json(key))
+        staging = self.staging_dir(stage)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
         before = cache.stats()
         t0 = time.monotonic()
-        ctx = StageContext(stage, self.out, chats, journal, cache)
+        ctx = StageContext(stage, self.out, chats, journal, cache, staging)
+        try:
+            self._run(stage, ctx)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not journal.done:  # nothing to resume: leave the directory exactly as it was
+                journal.remove()
+            raise
+        (staging / _rejected_name(stage)).parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(staging / _rejected_name(stage), _jsonl(ctx.rejections))
+        outputs = {name: file_sha256(staging / name) for name in (*stage.outputs, _rejected_name(stage))}
+        entry = {**key, "counts": ctx.record(), "outputs": dict(sorted(outputs.items()))}
+        after = cache.stats()
+        used = {kind: {k: n - before.get(kind, {}).get(k, 0) for k, n in counts.items()}
+                for kind, counts in after.items()}
+        timing = {"cache": used, "cache_mode": cache.mode, "resumed_items": ctx.resumed,
+                  "wall_s": round(time.monotonic() - t0, 6)}
+        return entry, timing, journal
+
+    def _run(self, stage: Stage, ctx: StageContext) -> None:
         try:
             stage.run(ctx)
         except GenerateError as e:  # name the stage once, whoever raised it
@@ -534,19 +608,9 @@ class _Runner:
             raise
         except Exception as e:  # a bug in a stage: one line naming it, not a traceback
             raise GenerateError(f"stage {stage.name} failed: {e.__class__.__name__}: {e}") from e
-        missing = [o for o in stage.outputs if not (self.out / o).is_file()]
+        missing = [o for o in stage.outputs if not ctx.path(o).is_file()]
         if missing:
             raise GenerateError(f"stage {stage.name} finished without writing {', '.join(missing)}")
-        write_bytes_atomic(self.out / _rejected_name(stage), _jsonl(ctx.rejections))
-        outputs = {name: file_sha256(self.out / name) for name in (*stage.outputs, _rejected_name(stage))}
-        entry = {**key, "counts": ctx.record(), "outputs": dict(sorted(outputs.items()))}
-        after = cache.stats()
-        used = {kind: {k: n - before.get(kind, {}).get(k, 0) for k, n in counts.items()}
-                for kind, counts in after.items()}
-        timing = {"cache": used, "cache_mode": cache.mode, "resumed_items": ctx.resumed,
-                  "wall_s": round(time.monotonic() - t0, 6)}
-        journal.remove()
-        return entry, timing
 
     def run(self) -> dict[str, Any]:
         self.check_inputs()
@@ -574,11 +638,10 @@ class _Runner:
                 if not ran and self.up_to_date(stage, manifest["stages"].get(stage.name), key):
                     skipped.append(stage.name)
                 else:
-                    self.forget_from(manifest, i)
-                    entry, timing = self.run_stage(stage, key, chats, cache)
-                    manifest["stages"][stage.name] = entry
+                    entry, timing, journal = self.run_stage(stage, key, chats, cache)
+                    self.commit(manifest, i, entry)
+                    journal.remove()  # only now: a crash before the commit resumes from it
                     timings["stages"][stage.name] = timing
-                    self.write_manifest(manifest)
                     write_json_atomic(self.timings_path, timings)
                     ran.append(stage.name)
                 if stage.name == self.s.until:

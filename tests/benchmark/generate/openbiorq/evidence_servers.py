@@ -1,7 +1,7 @@
 """The openness stage's evidence servers for the tests, both real and on 127.0.0.1:
 
-- a real ``drsearch serve`` over a corpus of follow-up records (built here from
-  :data:`FOLLOW_UPS` and the controls' records);
+- a real ``drsearch serve`` over a corpus of follow-up records (data/openbiorq/followups.jsonl,
+  the controls' records included);
 - a loopback server answering in the shapes of Europe PMC REST (``/europepmc/MED/{pmid}/citations``),
   ClinicalTrials.gov API v2 (``/ctgov/studies/{nct}``) and the Semantic Scholar graph API
   (``/s2/paper/arXiv:{id}/citations``), with the records below; it logs every request path.
@@ -18,23 +18,13 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from drsearch.index import build
 
+from ....helpers import DATA
 from ....helpers import drsearch_serve as serve
 
-FOLLOW_UPS = [
-    ("fu-anticoag", "Early anticoagulation trial results",
-     "A randomised trial reported that early anticoagulation lowered recurrent stroke at 90 days in patients "
-     "with atrial fibrillation after minor ischaemic stroke."),
-    ("fu-backpain", "Remote graded activity for chronic low back pain: trials under way",
-     "Two ongoing trials compare graded activity programmes delivered remotely with in-person programmes for "
-     "chronic low back pain; neither has finished."),
-    ("fu-fmt", "Capsule transplantation in children: a protocol",
-     "A protocol for oral capsule transplantation in children under 12 with recurrent Clostridioides difficile "
-     "was registered; recruitment has not started."),
-]
 EUROPEPMC = {"31000007": [{"id": "39990001", "source": "MED", "title": "Intermittent senolytic dosing and gait "
                            "speed in frail older adults: a pilot", "pubYear": "2024", "journalAbbreviation": "Age"}]}
 CTGOV = {"NCT04000003": {"overallStatus": "COMPLETED", "date": "2023-05", "hasResults": True},
@@ -43,29 +33,24 @@ S2 = {"2301.00005": [{"paperId": "s2-aa01", "title": "Predicted aligned error an
                       "binders: no correlation yet established", "year": 2024}]}
 
 
-def control_rows(resolved: int = 34, negatives: int = 12) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(controls, follow-up records)``: known-resolved controls with a record that 'reported that'
-    settles them, and genuinely open ones whose record says the trial is still running."""
-    controls, records = [], []
-    for i in range(resolved + negatives):
-        drug, expected = f"zentamab{i:02d}", "resolved" if i < resolved else "open"
-        sid = f"PMID:4100{i:04d}"
-        question = f"Is it known whether {drug} reduces relapse frequency in adults with condition-{i:02d}?"
-        controls.append({"expected": expected, "question": question, "source_id": sid, "task_id": f"{sid}#0",
-                         "text": f"It remains unknown whether {drug} reduces relapse frequency.",
-                         "title": f"{drug} for condition-{i:02d}", "track": "clinical", "year": 2020})
-        finding = (f"A phase 3 trial reported that {drug} reduced relapse frequency in adults with condition-{i:02d}."
-                   if expected == "resolved" else
-                   f"A phase 3 trial of {drug} for relapse frequency in condition-{i:02d} is still recruiting.")
-        records.append({"docid": f"fu-ctrl-{i:02d}", "text": finding, "title": f"{drug} follow-up",
-                        "url": f"https://followups.example/ctrl/{i:02d}"})
-    return controls, records
+FOLLOW_UPS_FILE = DATA / "openbiorq/followups.jsonl"
+CONTROLS_FILE = DATA / "openbiorq/controls.jsonl"
+"""The follow-up records (3 about the fixture's questions, then one per control) and the controls:
+34 known-resolved ones, whose record 'reported that' settles them, then 12 genuinely open ones,
+whose record says the trial is still recruiting (data/README.md)."""
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def control_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(controls, their follow-up records)`` of data/openbiorq/."""
+    return _jsonl(CONTROLS_FILE), [d for d in _jsonl(FOLLOW_UPS_FILE) if d["docid"].startswith("fu-ctrl-")]
 
 
 def follow_up_docs() -> list[dict[str, Any]]:
-    docs = [{"docid": d, "text": text, "title": title, "url": f"https://followups.example/{d}"}
-            for d, title, text in FOLLOW_UPS]
-    return docs + control_rows()[1]
+    return _jsonl(FOLLOW_UPS_FILE)
 
 
 @contextmanager
@@ -77,17 +62,52 @@ def drsearch_serve(tmp: Path) -> Iterator[str]:
         yield base
 
 
+S2_FIELDS = {"paperId", "title", "year", "externalIds", "authors", "venue", "abstract", "url", "citationCount"}
+"""Fields the loopback S2 server knows (the real API refuses an unknown one with HTTP 400)."""
+
+
+def _page(items: list[Any], offset: int, size: int) -> list[Any]:
+    return items[offset:offset + size]
+
+
 class _ApiHandler(BaseHTTPRequestHandler):
     server: _ApiServer
 
+    def _answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
-        path = unquote(urlsplit(self.path).path)
+        split = urlsplit(self.path)
+        path, query = unquote(split.path), dict(parse_qsl(split.query))
         self.server.log.append(self.path)
+        self.server.agents.append(self.headers.get("user-agent", ""))
+        self.server.keys.append((path.strip("/").split("/")[0], self.headers.get("x-api-key")))
         parts = path.strip("/").split("/")
+        queued = self.server.throttle.get(parts[0], [])
+        if queued:  # a scripted refusal first (rate limit, busy), as the real services answer
+            status, retry_after = queued.pop(0)
+            self._answer(status, {"message": "Too Many Requests" if status == 429 else "busy"},
+                         {"retry-after": retry_after} if retry_after is not None else None)
+            return
         status, body = 404, {"error": "not found"}
         if parts[:2] == ["europepmc", "MED"] and len(parts) == 4 and parts[3] == "citations":
+            # Europe PMC REST: page (1-based) and pageSize (1-1000), format json
+            if query.get("format") != "json":
+                self._answer(400, {"error": "format must be json here"})
+                return
             found = EUROPEPMC.get(parts[2], [])
-            status, body = 200, {"hitCount": len(found), "citationList": {"citation": found}}
+            page, size = int(query.get("page", "1")), int(query.get("pageSize", "25"))
+            status, body = 200, {"hitCount": len(found), "request": {"id": parts[2], "page": page, "pageSize": size,
+                                                                     "source": "MED"},
+                                 "citationList": {"citation": _page(found, (page - 1) * size, size)},
+                                 "version": "6.9"}
         elif parts[:2] == ["ctgov", "studies"] and len(parts) == 3 and parts[2] in CTGOV:
             c = CTGOV[parts[2]]
             status, body = 200, {"hasResults": c["hasResults"], "protocolSection": {
@@ -95,32 +115,56 @@ class _ApiHandler(BaseHTTPRequestHandler):
                 "statusModule": {"completionDateStruct": {"date": c["date"]}, "overallStatus": c["overallStatus"]}}}
         elif parts[:2] == ["s2", "paper"] and len(parts) == 4 and parts[3] == "citations" \
                 and parts[2].startswith("arXiv:"):
+            # Semantic Scholar graph API: fields (validated), offset and limit (at most 1000), next when more
+            fields = [f for f in query.get("fields", "paperId,title").split(",") if f]
+            if unknown := sorted(set(fields) - S2_FIELDS):
+                self._answer(400, {"error": f"Unrecognized or unsupported fields: {unknown}"})
+                return
             papers = S2.get(parts[2].removeprefix("arXiv:"), [])
-            status, body = 200, {"data": [{"citingPaper": {**p, "externalIds": {}}} for p in papers], "offset": 0}
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
+            page = [{"citingPaper": {"paperId": p["paperId"], **{f: p.get(f, {} if f == "externalIds" else None)
+                                                                  for f in fields if f != "paperId"}}}
+                    for p in _page(papers, offset, limit)]
+            body = {"data": page, "offset": offset}
+            if offset + limit < len(papers):
+                body["next"] = offset + limit
+            status = 200
+        self._answer(status, body)
 
     def log_message(self, *args: Any) -> None:
         pass
 
 
 class _ApiServer(ThreadingHTTPServer):
+    url: str
     log: list[str]
+    agents: list[str]
+    keys: list[tuple[str, str | None]]
+    throttle: dict[str, list[tuple[int, str | None]]]
+
+
+@contextmanager
+def api_server(throttle: dict[str, list[tuple[int, str | None]]] | None = None) -> Iterator[_ApiServer]:
+    """The loopback API-shape server itself: its ``url``, request ``log`` (paths), the User-Agent
+    of each request (``agents``) and its ``(api, x-api-key header)`` (``keys``). ``throttle``: per API (``europepmc``, ``ctgov``, ``s2``),
+    ``(status, Retry-After)`` answers given before the real ones (e.g. ``[(429, "0")]``)."""
+    server = _ApiServer(("127.0.0.1", 0), _ApiHandler)
+    server.log = []
+    server.agents = []
+    server.keys = []
+    server.throttle = {k: list(v) for k, v in (throttle or {}).items()}
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @contextmanager
 def api_shapes() -> Iterator[tuple[str, list[str]]]:
     """The loopback API-shape server: ``(base URL, request log)``."""
-    server = _ApiServer(("127.0.0.1", 0), _ApiHandler)
-    server.log = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", server.log
-    finally:
-        server.shutdown()
-        server.server_close()
+    with api_server() as server:
+        yield server.url, server.log

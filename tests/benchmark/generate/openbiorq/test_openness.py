@@ -135,12 +135,41 @@ def test_the_export_carries_the_difficulty_bucket_once_the_report_exists(
     assert rc == 0, err
     assert summary is not None and summary["ran"] == ["export"]
     rows = {r["task_id"]: r["metadata"]["openbiorq"]["difficulty"] for r in jsonl(out / "items.jsonl")}
-    assert rows[ids[1]] == {"bucket": "core", "frozen_core": True, "questions_sha256": "q" * 64, "reason": None,
+    # the calibration's own flag (ids[1]) is not the frozen core: only frozen_core.txt is, and there is none yet
+    assert rows[ids[1]] == {"bucket": "core", "frozen_core": None, "frozen_core_sha256": None,
+                            "questions_sha256": "q" * 64, "reason": None,
                             "scores": {"m1": 0.1, "m2": 0.2, "m3": 0.3}, "threshold": 0.5}
     assert rows[ids[0]]["bucket"] == "discriminating" and rows[ids[0]]["scores"] == {"m1": 0.9, "m2": 0.1,
                                                                                       "m3": 0.1}
     assert rows[ids[-1]] == {"absent_because": "not in difficulty.json (its calibration covers other items)",
                              "bucket": None}
+    export = [*evidence_args(servers), "--cache-mode", "replay"]
+    other = tmp_path / "other.json"  # freeze from a calibration whose t=0 runs freeze ids[3], not ids[1]
+    other.write_text(json.dumps({k: v for k, v in calibration(scores, frozen={ids[3]}, counts=counts).items()
+                                 if k != "_path"}))
+    rc, _, err = generate("freeze", out, "--calibration", str(other), sources=None)
+    assert rc == 0, err
+    assert (out / "frozen_core.txt").read_text() == f"{ids[3]}\n"
+    rc, summary, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 0 and summary is not None and summary["ran"] == ["export"], err
+    digest = hashlib.sha256((out / "frozen_core.txt").read_bytes()).hexdigest()
+    rows = {r["task_id"]: r["metadata"]["openbiorq"]["difficulty"] for r in jsonl(out / "items.jsonl")}
+    assert (rows[ids[3]]["frozen_core"], rows[ids[1]]["frozen_core"], rows[ids[0]]["frozen_core"]) == (True, False, None)
+    assert rows[ids[3]]["frozen_core_sha256"] == digest
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["export"]["settings"]["frozen_core_sha256"] == digest
+    exported = (out / "items.jsonl").read_bytes()
+    (out / "frozen_core.txt").write_text(f"{ids[1]}\n{ids[3]}\n")  # edited after freeze: refused, export kept
+    rc, _, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 2 and "is not the" in err and "that freeze recorded" in err and err.count("\n") == 1
+    (out / "frozen_core.json").write_text(json.dumps({"frozen_core_sha256": hashlib.sha256(
+        f"{ids[0]}\n".encode()).hexdigest(), "questions_sha256": "q" * 64}))
+    (out / "frozen_core.txt").write_text(f"{ids[0]}\n")  # a discriminating item cannot be frozen core
+    rc, _, err = generate("export", out, *export, base_url=servers["llm"])
+    assert rc == 2 and "not core in difficulty.json" in err and err.count("\n") == 1
+    assert (out / "items.jsonl").read_bytes() == exported  # nothing already written is lost
+    (out / "frozen_core.txt").unlink()
+    (out / "frozen_core.json").unlink()
     (out / "difficulty.json").write_text("{}")  # a report without per-item buckets is refused, not ignored
     rc, _, err = generate("export", out, *evidence_args(servers), "--cache-mode", "replay", base_url=servers["llm"])
     assert rc == 2 and "no per-item buckets" in err and err.count("\n") == 1
@@ -264,9 +293,11 @@ def test_the_offline_route_alone_needs_no_api(servers: dict[str, Any], tmp_path:
 
 def test_an_unreachable_api_stops_the_stage_with_one_line(servers: dict[str, Any], tmp_path: Path) -> None:
     rc, _, err = generate("openness", tmp_path / "o", "--evidence-corpus", servers["corpus"],
-                          "--ctgov-url", "http://127.0.0.1:9/ctgov", base_url=servers["llm"])
+                          "--ctgov-url", "http://127.0.0.1:9/ctgov", "--api-max-attempts", "2", "--api-backoff", "0",
+                          base_url=servers["llm"])
     assert rc == 1 and err.count("\n") == 1
     assert "evidence route ctgov: GET http://127.0.0.1:9/ctgov/studies/NCT04000003?format=json: ConnectError" in err
+    assert "(after 2 attempt(s))" in err  # a transport error is tried again, then named
 
 
 @pytest.mark.parametrize(("status", "ids", "label", "rejected", "why"), [
@@ -289,3 +320,89 @@ def test_the_rate_limiter_spaces_live_calls() -> None:
     for _ in range(4):
         limiter.wait()
     assert time.monotonic() - t0 >= 0.15  # three gaps of at least 50 ms
+
+
+def _rerun_openness(generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path, api: str,
+                    *extra: str) -> tuple[Path, int, str]:
+    """The recorded directory copied, its openness stage rerun with ClinicalTrials.gov at ``api``."""
+    out = tmp_path / "obrq"
+    shutil.copytree(generated[0], out)
+    rc, _, err = generate("openness", out, "--evidence-corpus", servers["corpus"], "--ctgov-url", f"{api}/ctgov",
+                          "--api-min-interval", "0", *extra, base_url=servers["llm"])
+    return out, rc, err
+
+
+def test_a_rate_limited_api_is_asked_again_after_its_retry_after(generated: tuple[Path, dict[str, Any]],
+                                                                  servers: dict[str, Any], tmp_path: Path) -> None:
+    """ClinicalTrials.gov answers 429 (Retry-After: 0) twice, then 503 without one: the client waits
+    and asks again (4 requests for the first trial), the bundle records the one answer that counted,
+    and every request names drsearch in its User-Agent."""
+    from .evidence_servers import api_server
+
+    with api_server({"ctgov": [(429, "0"), (429, "0"), (503, None)]}) as api:
+        out, rc, err = _rerun_openness(generated, servers, tmp_path, api.url, "--api-backoff", "0")
+        assert rc == 0, err
+        # 3 refusals and the answer for NCT04000003#0, then one request for NCT04000003#1 (the same trial)
+        assert api.log[:4] == ["/ctgov/studies/NCT04000003?format=json"] * 4
+        assert sum("NCT04000003" in p for p in api.log) == 5
+        assert all(a.startswith("drsearch/") and "openbiorq" in a for a in api.agents)
+    bundle = next(b for b in jsonl(out / "evidence.jsonl") if b["task_id"] == "NCT04000003#0")
+    ctgov = [r for r in bundle["responses"] if r["route"] == "ctgov"]
+    assert len(ctgov) == 1 and ctgov[0]["ok"]
+    assert bundle["evidence"][-1]["id"] == "ctgov:NCT04000003"
+
+
+def test_an_api_that_stays_busy_or_refuses_stops_the_stage_with_one_line(
+        generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path) -> None:
+    from .evidence_servers import api_server
+
+    with api_server({"ctgov": [(503, "0")] * 3}) as api:
+        _, rc, err = _rerun_openness(generated, servers, tmp_path, api.url, "--api-max-attempts", "3")
+        assert rc == 1 and err.count("\n") == 1 and "HTTP 503 (after 3 attempt(s))" in err, err
+        assert len(api.log) == 3
+    shutil.rmtree(tmp_path / "obrq")
+    with api_server({"ctgov": [(400, None)]}) as api:  # the request's fault: not asked again
+        _, rc, err = _rerun_openness(generated, servers, tmp_path, api.url)
+        assert rc == 1 and "NCT04000003?format=json: HTTP 400" in err and len(api.log) == 1, err
+
+
+def test_the_clients_ask_in_the_public_apis_shapes(generated: tuple[Path, dict[str, Any]],
+                                                    servers: dict[str, Any]) -> None:
+    """Europe PMC: ``MED/{pmid}/citations`` with format=json, page (from 1) and pageSize; ClinicalTrials.gov
+    v2: ``studies/{nct}`` with format=json; Semantic Scholar: ``paper/arXiv:{id}/citations`` with fields the
+    API knows, and limit. The loopback server refuses anything else with 400, as the services do."""
+    urls = [r["url"] for b in jsonl(generated[0] / "evidence.jsonl") for r in b["responses"] if r["route"] != "corpus"]
+    api = servers["api"]
+    assert f"{api}/europepmc/MED/31000007/citations?format=json&page=1&pageSize=5" in urls
+    assert f"{api}/ctgov/studies/NCT04000003?format=json" in urls
+    assert f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title,year,externalIds&limit=5" in urls
+    assert httpx.get(f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title,nonsense").status_code == 400
+    paged = httpx.get(f"{api}/s2/paper/arXiv:2301.00005/citations?fields=title&limit=1&offset=0").json()
+    assert paged == {"data": [{"citingPaper": {"paperId": "s2-aa01", "title": (
+        "Predicted aligned error and measured affinity of designed binders: no correlation yet established")}}],
+        "offset": 0}
+
+
+def test_a_semantic_scholar_key_is_sent_to_it_alone_and_recorded_nowhere(
+        generated: tuple[Path, dict[str, Any]], servers: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from .evidence_servers import api_server
+
+    out = tmp_path / "obrq"
+    shutil.copytree(generated[0], out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with api_server() as api:
+        args = ["--evidence-corpus", servers["corpus"], "--api-min-interval", "0", "--s2-api-key-env",
+                "DRSEARCH_TEST_S2_KEY", *(f"--{n}-url={api.url}/{n}" for n in ("europepmc", "ctgov", "s2"))]
+        monkeypatch.delenv("DRSEARCH_TEST_S2_KEY", raising=False)
+        rc, _, err = generate("openness", out, *args, base_url=servers["llm"])
+        assert rc == 2 and "DRSEARCH_TEST_S2_KEY is not set" in err and err.count("\n") == 1
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before and api.log == []
+        monkeypatch.setenv("DRSEARCH_TEST_S2_KEY", "s2-secret-key-123")
+        rc, _, err = generate("openness", out, *args, base_url=servers["llm"])
+        assert rc == 0, err
+        assert {api_name: key for api_name, key in api.keys} == {"ctgov": None, "europepmc": None,
+                                                                  "s2": "s2-secret-key-123"}
+    assert not [p for p in out.rglob("*") if p.is_file() and b"s2-secret-key-123" in p.read_bytes()]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["openness"]["settings"]["s2_api_key_env"] == "DRSEARCH_TEST_S2_KEY"

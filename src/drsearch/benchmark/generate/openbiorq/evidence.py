@@ -13,9 +13,17 @@ Routes (each optional; the stage uses every route it is given):
   (``GET {base}/paper/arXiv:{id}/citations``, Semantic Scholar graph API), ids ``s2:<paperId>``.
 
 Every request goes through the pipeline's replay cache (``StageContext.fetch``), is rate-limited
-per route (at most one live request per ``min_interval_s``) and is recorded in the bundle with
-its HTTP status and the SHA-256 of its body. A 404 is an answer (no evidence); a transport error
-or another status stops the stage (exit 1; finished items are kept for the rerun).
+per route (at most one live request per ``min_interval_s``), sends a descriptive ``User-Agent``
+and is recorded in the bundle with its HTTP status and the SHA-256 of its body. A 404 is an
+answer (no evidence). The public APIs answer 429 when a client goes too fast (Semantic Scholar's
+shared pool often does) and 5xx when busy: those, and transport errors, are tried again up to
+``max_attempts`` times in all, waiting the server's ``Retry-After`` (seconds or an HTTP date,
+capped at ``MAX_WAIT_S``) or else ``backoff_s`` · 2^n; only the final answer is cached. A
+Semantic Scholar API key (``s2_api_key``, read from the environment variable the settings name)
+is sent as ``x-api-key`` and recorded nowhere. Any
+other status (a 4xx is the request's fault), or running out of attempts, stops the stage with
+one line naming the route, the URL and the last status (exit 1; finished items are kept for the
+rerun).
 """
 
 from __future__ import annotations
@@ -28,7 +36,9 @@ from typing import Any
 
 import httpx
 
+from .... import __version__
 from ....agents.canonical import sha256_hex
+from ....corpus.fetch import retry_after_seconds
 from ..errors import GenerateError
 from ..stages import StageContext
 
@@ -37,6 +47,9 @@ PUBLIC_APIS = {"ctgov": "https://clinicaltrials.gov/api/v2", "europepmc": "https
 """The public APIs' base URLs (``--public-apis``); each can be pointed elsewhere."""
 ROUTE_OF_KIND = {"pmid": "europepmc", "nct": "ctgov", "arxiv": "s2"}
 SNIPPET_CHARS = 300
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_WAIT_S = 60.0
+USER_AGENT = f"drsearch/{__version__} (openbiorq openness evidence; one request per route at a time)"
 
 
 class RateLimiter:
@@ -60,11 +73,17 @@ class Gatherer:
     """Stage 1 for one stage run: HTTP clients, limiters, and the bundle of one item."""
 
     def __init__(self, ctx: StageContext, routes: Mapping[str, str], k: int, min_interval_s: float,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, *, max_attempts: int = 5,
+                 backoff_s: float = 1.0, s2_api_key: str | None = None) -> None:
         self.ctx = ctx
         self.routes = dict(routes)
         self.k = k
-        self.client = httpx.Client(timeout=30.0, transport=transport, follow_redirects=False)
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+        # Semantic Scholar's key goes in a header: never in a URL, the cache key or the bundle
+        self.headers = {"s2": {"x-api-key": s2_api_key}} if s2_api_key else {}
+        self.client = httpx.Client(timeout=30.0, transport=transport, follow_redirects=False,
+                                   headers={"accept": "application/json", "user-agent": USER_AGENT})
         # the public APIs are rate-limited; our own search server is not
         self.limiters = {name: RateLimiter(0.0 if name == "corpus" else min_interval_s)
                          for name in self.routes}
@@ -76,15 +95,28 @@ class Gatherer:
              responses: list[dict[str, Any]]) -> Any:
         """The JSON answer of one request (None for a 404), recorded in ``responses``."""
         def live() -> tuple[bool, bytes]:
-            self.limiters[route].wait()
-            try:
-                r = self.client.request(method, url, json=body, headers={"accept": "application/json"})
-            except httpx.HTTPError as e:
-                raise GenerateError(f"evidence route {route}: {method} {url}: "
-                                    f"{e.__class__.__name__}: {e}") from None
-            if r.status_code not in (200, 404):
-                raise GenerateError(f"evidence route {route}: {method} {url}: HTTP {r.status_code}")
-            return r.status_code == 200, r.content
+            last = ""
+            for attempt in range(self.max_attempts):
+                self.limiters[route].wait()
+                wait: float | None = None
+                try:
+                    r = self.client.request(method, url, json=body, headers=self.headers.get(route))
+                except httpx.TransportError as e:
+                    last = f"{e.__class__.__name__}: {e}"
+                except httpx.HTTPError as e:  # not worth another try (e.g. a malformed URL)
+                    raise GenerateError(f"evidence route {route}: {method} {url}: "
+                                        f"{e.__class__.__name__}: {e}") from None
+                else:
+                    if r.status_code in (200, 404):
+                        return r.status_code == 200, r.content
+                    if r.status_code not in RETRY_STATUSES:
+                        raise GenerateError(f"evidence route {route}: {method} {url}: HTTP {r.status_code}")
+                    last = f"HTTP {r.status_code}"
+                    wait = retry_after_seconds(r.headers.get("retry-after"))
+                if attempt + 1 < self.max_attempts:
+                    time.sleep(min(MAX_WAIT_S, wait if wait is not None else self.backoff_s * 2 ** attempt))
+            raise GenerateError(f"evidence route {route}: {method} {url}: {last} "
+                                f"(after {self.max_attempts} attempt(s))")
 
         ok, data = self.ctx.fetch("evidence", [route, method, url, body], f"{route} {method} {url}", live)
         responses.append({"body_sha256": sha256_hex(data), "method": method, "ok": ok, "request": body,
@@ -162,4 +194,5 @@ def _s2(g: Gatherer, item: dict[str, Any], responses: list[dict[str, Any]], add:
 _PARSERS: dict[str, Callable[[Gatherer, dict[str, Any], list[dict[str, Any]], Add], None]] = {
     "ctgov": _ctgov, "europepmc": _europepmc, "s2": _s2}
 
-__all__ = ["PUBLIC_APIS", "ROUTE_OF_KIND", "Gatherer", "RateLimiter"]
+__all__ = ["MAX_WAIT_S", "PUBLIC_APIS", "RETRY_STATUSES", "ROUTE_OF_KIND", "USER_AGENT", "Gatherer",
+           "RateLimiter"]

@@ -14,10 +14,12 @@ not emitted as items.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
 from ....agents.canonical import sha256_json
+from ....index import InvalidInputError
 from ...datasets._jsonl import parse_row, read_objects
 from ..stages import Keep, Outcome, Reject, StageContext
 from . import prompts
@@ -31,8 +33,6 @@ def read_controls(path: str) -> list[dict[str, Any]]:
     """``--inject-controls`` rows: a source (``source_id``, ``track``, ``title``, ``text``) plus
     ``task_id``, ``question`` and ``expected`` (``resolved`` | ``open``); InvalidInputError names
     file:line."""
-    from ....index import InvalidInputError
-
     rows = []
     for where, value in read_objects(path):
         source = parse_row(Source, value, where)
@@ -59,11 +59,23 @@ def verdict(reply: OpennessReply, bundle: dict[str, Any]) -> dict[str, Any]:
             "rejected_ids": rejected, "unknown_because": why}
 
 
+def _s2_api_key(ctx: StageContext) -> str | None:
+    """The Semantic Scholar key from the environment variable the settings name (a replay needs none)."""
+    var = ctx.settings.get("s2_api_key_env")
+    key = os.environ.get(var) if var else None
+    if var and not key and ctx.cache.mode != "replay":
+        raise InvalidInputError(f"--s2-api-key-env: environment variable {var} is not set")
+    return key
+
+
 def openness_stage(ctx: StageContext) -> None:
     routes = dict(ctx.settings["routes"])
     items = ctx.read_jsonl("rubrics.jsonl")
     controls = read_controls(ctx.settings["controls"]) if ctx.settings["controls"] else []
-    gatherer = Gatherer(ctx, routes, int(ctx.settings["evidence_k"]), float(ctx.settings["min_interval_s"]))
+    gatherer = Gatherer(ctx, routes, int(ctx.settings["evidence_k"]), float(ctx.settings["min_interval_s"]),
+                        max_attempts=int(ctx.settings["api_max_attempts"]),
+                        backoff_s=float(ctx.settings["api_backoff_s"]),
+                        s2_api_key=_s2_api_key(ctx))
     try:
         def process(item: dict[str, Any]) -> Outcome:
             bundle = {"task_id": item["task_id"], **gatherer.bundle(item)}

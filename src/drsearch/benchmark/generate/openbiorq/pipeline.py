@@ -63,11 +63,20 @@ class OpenBioRQSettings(BaseModel):
     """Public-API routes by name → base URL (``PUBLIC_APIS`` for the real ones)."""
     evidence_k: Annotated[int, Field(ge=1, le=100)] = 5
     api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
+    api_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    """Tries per evidence request on 429, 5xx or a transport error (``Retry-After`` honoured)."""
+    api_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 1.0
+    s2_api_key_env: str | None = None
+    """The environment variable holding a Semantic Scholar API key (its name is recorded, never
+    the key)."""
     controls: Path | None = None
     max_span: Annotated[int, Field(ge=1)] = 5
     difficulty_sha256: str | None = None
     """SHA-256 of ``OBRQ_DIR/difficulty.json`` when the difficulty report exists (the export then
     carries each item's bucket; a new report reruns the export)."""
+    frozen_core_sha256: str | None = None
+    """SHA-256 of ``OBRQ_DIR/frozen_core.txt`` once ``freeze`` wrote it (the export's frozen-core
+    flags come from that file; a new frozen core reruns the export)."""
 
     @field_validator("evidence_corpus")
     @classmethod
@@ -143,12 +152,15 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
               inputs=("rubrics.jsonl", *((str(s.controls.resolve()),) if s.controls else ())),
               outputs=("openness.jsonl", "evidence.jsonl", "openness.json"),
               settings={**judges, "controls": str(s.controls.resolve()) if s.controls else None,
+                        "api_backoff_s": s.api_backoff_s, "api_max_attempts": s.api_max_attempts,
+                        "s2_api_key_env": s.s2_api_key_env,
                         "evidence_k": s.evidence_k, "min_interval_s": s.api_min_interval_s,
                         "routes": s.routes()}, models=(judge,)),
         Stage("membership", membership_stage, inputs=("rubrics.jsonl",), outputs=("membership.json",),
               settings={"code_sha256": common["code_sha256"], "max_span": s.max_span}),
         Stage("export", export_stage, inputs=("openness.jsonl", "membership.json"), outputs=("items.jsonl",),
-              settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256}),
+              settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256,
+                        "frozen_core_sha256": s.frozen_core_sha256}),
     ])
 
 
