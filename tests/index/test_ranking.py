@@ -17,6 +17,7 @@ from drsearch.index import BlockList, DrsearchError, Engine
 from drsearch.index.scoring import NATIVE_AVAILABLE
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
+from .schema_v1 import write_v1
 
 QUERIES = cranfield_queries()
 NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
@@ -98,6 +99,22 @@ def test_blocklist_holds_for_every_query(cran_small_chunks: Path, mode: str) -> 
     with open_engine(cran_small_chunks, mode, blocklist_of(*blocked)) as e:
         for q in QUERIES:
             assert not {h.docid for h in e.search(q, k=20, with_text=False).hits} & blocked
+
+
+def test_a_version_1_file_ranks_exactly_as_version_2(cran_small_chunks: Path, mode: str,
+                                                     tmp_path: Path) -> None:
+    """A file built before block maxima (schema version 1) opens and ranks with the per-term
+    bounds only: the same ordered chunks and bitwise scores as the version-2 file, which the
+    tests above check against FTS5."""
+    v1 = write_v1(cran_small_chunks, tmp_path / "v1.sqlite3")
+    assert v1.stat().st_size < cran_small_chunks.stat().st_size
+    with open_engine(cran_small_chunks, mode) as e2, open_engine(v1, mode) as e1:
+        assert (e1.stats()["schema_version"], e2.stats()["schema_version"]) == (1, 2)
+        assert (e1.block_postings, e2.block_postings) == (None, 64)
+        assert e1.stats()["content_identity"] == e2.stats()["content_identity"]
+        for i, q in enumerate([*QUERIES, "the of a", "of", "a theory of the boundary layer"]):
+            k = (1, 10, 100)[i % 3]
+            assert e1.rank(q, k) == e2.rank(q, k), q
 
 
 @NEEDS_C

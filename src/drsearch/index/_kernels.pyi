@@ -14,4 +14,6 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDAr
                   bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
                   chunk_doc: npt.NDArray[Any], k: int, margin: float, buf: npt.NDArray[Any],
                   out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
-                  time_budget: float, counts: npt.NDArray[Any] = ..., /) -> tuple[int, int, float]: ...
+                  time_budget: float, counts: npt.NDArray[Any] | None = ...,
+                  block_max: Sequence[npt.NDArray[Any]] | None = ..., block_postings: int = ...,
+                  /) -> tuple[int, int, float]: ...

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from .errors import DrsearchError, QueryTimeoutError
 from .memory import hugepage_zeros
+from .schema import BLOCK_POSTINGS, block_count
 
 try:
     from . import _kernels
@@ -47,6 +48,10 @@ NATIVE_AVAILABLE = _kernels is not None
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
+# One list as the C kernel takes it: rowids, impacts, bound, block maxima.
+Lists = tuple[npt.NDArray[np.uint32], F64, float, F64]
+_NO_BLOCKS: F64 = np.empty(0, dtype=np.float64)
+_NO_BLOCKS.flags.writeable = False
 
 
 def bm25_idf(n_rows: int, df: int) -> float:
@@ -76,6 +81,9 @@ class SparseTerm:
     chunks: npt.NDArray[np.uint32]
     impacts: F64
     max_impact: float  # the largest impact in the list: MaxScore's bound (rank_maxscore)
+    # The largest impact of each run of ``block_postings`` postings (schema version 2), or
+    # empty (a list of one block, or a version-1 file): block-max pruning's bounds.
+    block_max: F64 = field(default_factory=lambda: _NO_BLOCKS)
 
 
 @dataclass(slots=True)
@@ -118,7 +126,7 @@ class Scorer:
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
                  k1: float = 1.2, b: float = 0.75, *, native: bool | None = None,
-                 pruning: Pruning = "auto") -> None:
+                 pruning: Pruning = "auto", block_postings: int | None = BLOCK_POSTINGS) -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
         ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
         the terms' stored upper bounds, ``rank_maxscore``), ``never`` scores every posting
@@ -126,6 +134,9 @@ class Scorer:
         cheaper: MaxScore when the query's postings are fewer than a quarter of the chunks
         (its cost follows them), else every posting (a sequential pass that, with our
         corpus-wide bounds, the pruning path does not beat). Same results, bit for bit.
+
+        ``block_postings``: how many postings each of a list's ``block_max`` covers (the
+        file's ``meta.block_postings``; None: no list has block maxima, a version-1 file).
 
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
@@ -137,6 +148,7 @@ class Scorer:
         if pruning not in PRUNING:
             raise ValueError(f"pruning must be one of {', '.join(PRUNING)}, got {pruning!r}")
         self._pruning = pruning
+        self.block_postings = block_postings
         self.chunk_doc = chunk_doc
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
@@ -200,18 +212,17 @@ class Scorer:
         assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
 
-        def run(lists: Sequence[tuple[npt.NDArray[np.uint32], F64, float]],
-                margin: float) -> tuple[int, int, float]:
+        def run(lists: Sequence[Lists], margin: float) -> tuple[int, int, float]:
             budget = deadline - time.monotonic()
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
-            chunks, impacts = [c for c, _, _ in lists], [i for _, i, _ in lists]
-            if self._pruning == "always" or (
-                    self._pruning == "auto" and 4 * sum(len(c) for c in chunks) < self.n_rows):
-                bounds = np.array([m for _, _, m in lists], dtype=np.float64)
+            chunks, impacts = [t[0] for t in lists], [t[1] for t in lists]
+            if self._prunes(chunks):
+                bounds = np.array([t[2] for t in lists], dtype=np.float64)
+                block_max = [t[3] for t in lists] if self.block_postings else None
                 n, n_full, cut = _kernels.rank_maxscore(
                     chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget)
+                    scratch.block, out_c, out_s, budget, None, block_max, self.block_postings or 0)
             else:
                 n, n_full, cut = _kernels.rank_blocks(
                     chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin,
@@ -224,7 +235,8 @@ class Scorer:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact) for t in sparse], bound)
+            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact, t.block_max) for t in sparse],
+                                 bound)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
@@ -232,14 +244,24 @@ class Scorer:
         n, _, _ = run([self._postings_of(t) for t in present], -1.0)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
 
-    def _postings_of(self, t: Term) -> tuple[npt.NDArray[np.uint32], F64, float]:
-        """A term as (ascending chunk rowids, impacts, their maximum); a dense term's zero-tf
-        chunks add exactly +0.0, so leaving them out changes no sum."""
+    def _postings_of(self, t: Term) -> Lists:
+        """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
+        term's zero-tf chunks add exactly +0.0, so leaving them out changes no sum."""
         if isinstance(t, SparseTerm):
-            return t.chunks, t.impacts, t.max_impact
+            return t.chunks, t.impacts, t.max_impact, t.block_max
         impacts = self._dense_impacts(t)
         rows = np.flatnonzero(impacts)
-        return rows.astype(np.uint32), impacts[rows], float(impacts.max(initial=0.0))
+        nonzero = impacts[rows]
+        block_max = _NO_BLOCKS
+        if self.block_postings and block_count(len(rows), self.block_postings):
+            block_max = np.maximum.reduceat(nonzero, np.arange(0, len(rows), self.block_postings))
+        return rows.astype(np.uint32), nonzero, float(impacts.max(initial=0.0)), block_max
+
+    def _prunes(self, chunks: Sequence[npt.NDArray[np.uint32]]) -> bool:
+        """Whether this query runs on the pruning kernel (``rank_maxscore``)."""
+        if self._pruning != "auto":
+            return self._pruning == "always"
+        return 4 * sum(len(c) for c in chunks) < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
