@@ -49,6 +49,13 @@ check_buffer(const Py_buffer *b, Py_ssize_t itemsize, const char *what)
    that could qualify. */
 #define PRUNE_SLACK 2e-10
 
+/* The longest pruning window: short enough that a window's block maxima stay close to the
+   impacts there (a 32K window of a long list spans dozens of 64-posting blocks, and their
+   largest is about the list's bound), long enough that per-window work stays small. */
+#ifndef PRUNE_SPAN_MAX
+#define PRUNE_SPAN_MAX 8192
+#endif
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <time.h>
 static double
@@ -435,19 +442,31 @@ gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
     return hi;
 }
 
-/* Add a list's postings [a, b) (all in [lo, hi) unless damaged) into acc and the bitmap.
-   Returns 1 on a rowid outside the window (a list out of order). */
+/* Add a list's postings [a, b) (all in [lo, hi) unless damaged) into acc, and mark them in
+   the bitmap `bits` unless NULL. Returns 1 on a rowid outside the window (a list out of
+   order). */
 static inline int
 accumulate(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi, double *acc,
            uint64_t *bits)
 {
-    for (Py_ssize_t p = a; p < b; p++) {
-        const Py_ssize_t c = (Py_ssize_t)l->id[p];
-        if (c < lo || c >= hi)
-            return 1;
-        const Py_ssize_t off = c - lo;
-        acc[off] += l->im[p];
-        bits[off >> 6] |= (uint64_t)1 << (off & 63);
+    const uint32_t *id = l->id;
+    const double *im = l->im;
+    if (bits) {
+        for (Py_ssize_t p = a; p < b; p++) {
+            const Py_ssize_t c = (Py_ssize_t)id[p];
+            if (c < lo || c >= hi)
+                return 1;
+            const Py_ssize_t off = c - lo;
+            acc[off] += im[p];
+            bits[off >> 6] |= (uint64_t)1 << (off & 63);
+        }
+    } else {
+        for (Py_ssize_t p = a; p < b; p++) {
+            const Py_ssize_t c = (Py_ssize_t)id[p];
+            if (c < lo || c >= hi)
+                return 1;
+            acc[c - lo] += im[p];
+        }
     }
     return 0;
 }
@@ -498,8 +517,8 @@ typedef struct {
  *    In a window with many touched chunks, probing per chunk costs more than adding the
  *    non-essential lists' postings there: then they are added too (v is a bound up to
  *    rounding, covered by the slack) and only chunks near the floor are rescored.
- *  - The first windows are short (1,024 rowids, doubling up to the buffer's length), so that
- *    the heap fills and the split is made early.
+ *  - The first windows are short (1,024 rowids, doubling up to PRUNE_SPAN_MAX), so that the
+ *    heap fills and the split is made early.
  */
 static void
 rank_core(Query *q, Outcome *o)
@@ -530,7 +549,8 @@ rank_core(Query *q, Outcome *o)
         for (Py_ssize_t j = 0; j < n_terms; j++)
             pre[j + 1] = pre[j] + ord[j].bound;
     }
-    Py_ssize_t span = prune && block > 1024 ? 1024 : block;
+    const Py_ssize_t span_max = prune && block > PRUNE_SPAN_MAX ? PRUNE_SPAN_MAX : block;
+    Py_ssize_t span = prune && span_max > 1024 ? 1024 : span_max;
     int since_clock = 63; /* the first window looks at the clock */
     int64_t clock_mark = 0;
     for (;;) {
@@ -541,9 +561,11 @@ rank_core(Query *q, Outcome *o)
         if (lo >= n)
             break;
         const Py_ssize_t hi = lo + span < n ? lo + span : n;
-        if (span < block)
-            span = 2 * span < block ? 2 * span : block;
-        /* The lists present in the window, in phrase order, and their window bounds. */
+        if (span < span_max)
+            span = 2 * span < span_max ? 2 * span : span_max;
+        /* The lists present in the window, in phrase order, and (pruning, once there is a
+           floor to prune against) their window bounds. */
+        const int ranked = prune && s.floor_ > ANY_SCORE;
         Py_ssize_t n_act = 0;
         double total = 0.0;
         for (Py_ssize_t t = 0; t < n_terms; t++) {
@@ -554,20 +576,25 @@ rank_core(Query *q, Outcome *o)
             if (a == b)
                 continue;
             act[n_act++] = t;
-            if (prune) {
+            if (ranked) {
                 wmax[t] = window_max(&L[t], a, b, bp);
                 total += wmax[t];
             }
         }
         Py_ssize_t lne = 0; /* lord[0..lne): the window's non-essential lists */
-        if (prune) {
+        if (ranked) {
             if (total * (1.0 + PRUNE_SLACK) < s.floor_) { /* nothing here can reach the floor */
                 o->n_skipped++;
                 goto next;
             }
-            for (Py_ssize_t i = 0; i < n_act; i++)
-                lord[i] = (ByBound){wmax[act[i]], act[i]};
-            qsort(lord, (size_t)n_act, sizeof(ByBound), cmp_bound);
+            /* Sort by window bound (insertion sort: a query has few lists), then split. */
+            for (Py_ssize_t i = 0; i < n_act; i++) {
+                const ByBound x = {wmax[act[i]], act[i]};
+                Py_ssize_t j = i;
+                for (; j > 0 && cmp_bound(&lord[j - 1], &x) > 0; j--)
+                    lord[j] = lord[j - 1];
+                lord[j] = x;
+            }
             for (Py_ssize_t j = 0; j < n_act; j++)
                 lpre[j + 1] = lpre[j] + lord[j].bound;
             while (lne < n_act && lpre[lne + 1] * (1.0 + PRUNE_SLACK) < s.floor_)
@@ -577,36 +604,38 @@ rank_core(Query *q, Outcome *o)
             loc[act[i]] = 1;
         for (Py_ssize_t j = 0; j < lne; j++)
             loc[lord[j].term] = 0;
-        Py_ssize_t added = 0, top = 0; /* postings added; 1 + the highest offset touched */
-        for (Py_ssize_t i = 0; i < n_act; i++) { /* phrase order: exact sums */
-            const Py_ssize_t t = act[i];
-            if (!loc[t])
-                continue;
-            if (accumulate(&L[t], wa[t], wb[t], lo, hi, acc, bits)) {
-                o->bad = 1;
-                break;
-            }
-            added += wb[t] - wa[t];
-            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
-                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
-        }
+        /* What the window will add: the essential lists' postings, and the non-essential
+           ones' too when probing them per touched chunk would cost more (full). */
+        Py_ssize_t added = 0, ne_post = 0;
+        for (Py_ssize_t i = 0; i < n_act; i++)
+            if (loc[act[i]])
+                added += wb[act[i]] - wa[act[i]];
         const int exact = lne == 0;
         int full = 0;
-        if (!exact && !o->bad) {
-            Py_ssize_t ne_post = 0;
+        if (!exact) {
             for (Py_ssize_t j = 0; j < lne; j++)
                 ne_post += wb[lord[j].term] - wa[lord[j].term];
             full = added * (lne < 4 ? lne : 4) * 8 > ne_post;
-            for (Py_ssize_t j = 0; full && j < lne; j++) {
-                const Py_ssize_t t = lord[j].term;
-                if (accumulate(&L[t], wa[t], wb[t], lo, hi, acc, bits)) {
-                    o->bad = 1;
-                    break;
-                }
-                added += wb[t] - wa[t];
-                if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
-                    top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
-            }
+            if (full)
+                added += ne_post;
+        }
+        /* Few postings for the window's length: mark them in the bitmap and visit only them;
+           else scan the buffer (no bitmap to keep). */
+        uint64_t *const marks = added * 8 < hi - lo ? bits : NULL;
+        Py_ssize_t top = 0; /* 1 + the highest offset touched (known valid once accumulated) */
+        for (Py_ssize_t i = 0; i < n_act && !o->bad; i++) { /* phrase order: exact sums */
+            const Py_ssize_t t = act[i];
+            if (!loc[t])
+                continue;
+            o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
+            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
+                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
+        }
+        for (Py_ssize_t j = 0; full && j < lne && !o->bad; j++) {
+            const Py_ssize_t t = lord[j].term;
+            o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
+            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
+                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
         }
         if (o->bad) {
             memset(acc, 0, sizeof(double) * (size_t)block);
@@ -661,7 +690,7 @@ rank_core(Query *q, Outcome *o)
                 thr = ANY_SCORE;                                                                  \
         }                                                                                         \
     } while (0)
-        if (added * 8 < top) {
+        if (marks) {
             /* Few postings: visit the touched chunks only, in ascending order, via the bitmap. */
             for (Py_ssize_t w = 0; w < words; w++) {
                 uint64_t word = bits[w];
@@ -677,7 +706,6 @@ rank_core(Query *q, Outcome *o)
             }
         } else {
             /* Dense: compare 8 chunks at a time (SSE2), then zero the range while in cache. */
-            memset(bits, 0, sizeof(uint64_t) * (size_t)words);
             for (Py_ssize_t c = 0; c < top; c += 8) {
                 const Py_ssize_t e = c + 8 < top ? c + 8 : top;
 #if defined(__SSE2__)

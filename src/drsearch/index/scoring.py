@@ -11,12 +11,17 @@ each: they are kept out of the first pass (they are stored as dense tf arrays, n
 and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
 
-Ranking runs in the optional C kernel when it was built: ``_kernels.rank_maxscore`` (exact
-MaxScore pruning over the terms' stored upper bounds ``max_impact``; by default for queries
-whose postings are few) or ``_kernels.rank_blocks`` (every posting, block by block in an
-L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
-whole-corpus array, then thresholds); both paths return bit-identical results (the tests run
-both).
+Ranking runs in the optional C kernel when it was built, window by window of chunk rowids in
+an L2-sized buffer, windows following the postings (rowid ranges without any cost nothing):
+``_kernels.rank_maxscore`` (exact dynamic pruning, by default for queries whose postings are
+few: MaxScore's split over the terms' stored upper bounds ``max_impact``, made again in each
+window over the stored *block maxima* — each run of 64 postings' largest impact, schema
+version 2 — which also skip whole windows whose bounds cannot reach the k-th score; a
+version-1 file, without block maxima, prunes with the per-term bounds alone) or
+``_kernels.rank_blocks`` (every posting); else in numpy (``np.add.at`` into a whole-corpus
+array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
+survivor is rescored exactly in phrase order, so every path returns bit-identical results,
+ties included (the tests run them all; docs/ENGINE.md).
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
 BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
 NATIVE_AVAILABLE = _kernels is not None
+# With block maxima, c-auto prunes every query of k up to PRUNE_ALL_K in a corpus of at least
+# PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
+PRUNE_ALL_K = 10
+PRUNE_ALL_ROWS = 1 << 17
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -129,11 +138,12 @@ class Scorer:
                  pruning: Pruning = "auto", block_postings: int | None = BLOCK_POSTINGS) -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
         ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
-        the terms' stored upper bounds, ``rank_maxscore``), ``never`` scores every posting
-        block by block (``rank_blocks``), ``auto`` (the default) picks per query what is
-        cheaper: MaxScore when the query's postings are fewer than a quarter of the chunks
-        (its cost follows them), else every posting (a sequential pass that, with our
-        corpus-wide bounds, the pruning path does not beat). Same results, bit for bit.
+        the terms' stored upper bounds and block maxima, ``rank_maxscore``), ``never``
+        scores every posting window by window (``rank_blocks``), ``auto`` (the default)
+        picks per query what is cheaper: pruning when the query's postings are fewer than a
+        quarter of the chunks (its cost follows them) or, with block maxima, when k <= 10 in
+        a corpus of 131,072 chunks or more; else every posting (a sequential pass over long
+        lists of similar weight). Same results, bit for bit.
 
         ``block_postings``: how many postings each of a list's ``block_max`` covers (the
         file's ``meta.block_postings``; None: no list has block maxima, a version-1 file).
@@ -208,7 +218,8 @@ class Scorer:
     def _rank_native(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
                      blocked: Bools | None, scratch: Scratch,
                      deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` in C, block by block in an L2-sized score buffer (``rank_blocks``)."""
+        """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
+        or ``rank_blocks``)."""
         assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
 
@@ -217,7 +228,7 @@ class Scorer:
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
             chunks, impacts = [t[0] for t in lists], [t[1] for t in lists]
-            if self._prunes(chunks):
+            if self._prunes(chunks, k):
                 bounds = np.array([t[2] for t in lists], dtype=np.float64)
                 block_max = [t[3] for t in lists] if self.block_postings else None
                 n, n_full, cut = _kernels.rank_maxscore(
@@ -257,10 +268,16 @@ class Scorer:
             block_max = np.maximum.reduceat(nonzero, np.arange(0, len(rows), self.block_postings))
         return rows.astype(np.uint32), nonzero, float(impacts.max(initial=0.0)), block_max
 
-    def _prunes(self, chunks: Sequence[npt.NDArray[np.uint32]]) -> bool:
-        """Whether this query runs on the pruning kernel (``rank_maxscore``)."""
+    def _prunes(self, chunks: Sequence[npt.NDArray[np.uint32]], k: int) -> bool:
+        """Whether this query runs on the pruning kernel (``rank_maxscore``): always when its
+        postings are fewer than a quarter of the chunks (its cost then follows them), and
+        with block maxima also for k <= PRUNE_ALL_K in a corpus of at least PRUNE_ALL_ROWS
+        chunks (a small k's floor is high enough that whole windows are skipped and long light
+        lists only probed; a small corpus has too few windows to skip); else every posting."""
         if self._pruning != "auto":
             return self._pruning == "always"
+        if self.block_postings and k <= PRUNE_ALL_K and self.n_rows >= PRUNE_ALL_ROWS:
+            return True
         return 4 * sum(len(c) for c in chunks) < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
