@@ -4,8 +4,9 @@ Loads two compiled ``_kernels`` modules (e.g. one built from an earlier commit's
 ``_kernels.c`` and the working tree's) under separate names, reads the benchmark queries'
 sparse lists from a benchmark index (``search_bench.py`` builds it), and times each kernel
 call — ``rank_blocks``, ``rank_maxscore`` without block maxima, and, when the "after"
-module takes them, ``rank_maxscore`` with block maxima — interleaved query by query
-(alternating order), keeping each query's median over ``--rounds``. Kernel time only: no
+module takes them, ``rank_maxscore`` with block maxima — interleaved query by query (in a
+seeded random order per query and round: a query's first call finds its lists colder),
+keeping each query's median over ``--rounds``. Kernel time only: no
 SQLite, no Python ranking code, no clamped (dense) terms (the first pass's lists, margin
 -1). Every configuration's answer is checked equal before timing.
 
@@ -131,10 +132,14 @@ def run(fns: dict[str, Call], queries: list[list[List]], rounds: int, out_c: Any
         if len(answers) != 1:
             raise SystemExit("the kernels disagree on a query")
     times = {name: np.zeros((len(queries), rounds)) for name in fns}
-    order = list(fns)
+    names = list(fns)
+    rng = np.random.default_rng(20261201)
     for r in range(rounds):
         for i, lists in enumerate(queries):
-            for name in order if (i + r) % 2 == 0 else order[::-1]:
+            # A fresh seeded order per query and round: the first call of a query finds its
+            # lists colder than the next ones, so no configuration may always come first.
+            for j in rng.permutation(len(names)):
+                name = names[j]
                 t0 = time.perf_counter()
                 fns[name](lists)
                 times[name][i, r] = time.perf_counter() - t0

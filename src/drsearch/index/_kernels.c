@@ -485,6 +485,25 @@ window_max(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
     return m;
 }
 
+/* Whether all 8 scores at p are below thr (SSE2 compares where available). */
+static inline int
+all_below(const double *p, double thr)
+{
+#if defined(__SSE2__)
+    const __m128d tv = _mm_set1_pd(thr);
+    const __m128d m0 = _mm_cmpge_pd(_mm_loadu_pd(p), tv);
+    const __m128d m1 = _mm_cmpge_pd(_mm_loadu_pd(p + 2), tv);
+    const __m128d m2 = _mm_cmpge_pd(_mm_loadu_pd(p + 4), tv);
+    const __m128d m3 = _mm_cmpge_pd(_mm_loadu_pd(p + 6), tv);
+    return !_mm_movemask_pd(_mm_or_pd(_mm_or_pd(m0, m1), _mm_or_pd(m2, m3)));
+#else
+    for (int i = 0; i < 8; i++)
+        if (p[i] >= thr)
+            return 0;
+    return 1;
+#endif
+}
+
 typedef struct {
     Py_ssize_t n_out, n_full;
     double cut;
@@ -652,13 +671,13 @@ rank_core(Query *q, Outcome *o)
         }
         const Py_ssize_t words = (top + 63) / 64;
         /* One touched chunk with v >= thr: check and rescore it unless v is exact, select it. */
-#define KEEP_CHUNK(OFF, V)                                                                        \
+#define KEEP_CHUNK(OFF, V, EXACT)                                                                       \
     do {                                                                                          \
         const int64_t row = (int64_t)(lo + (OFF));                                               \
         double sc = (V);                                                                          \
         if (bl && bl[row])                                                                        \
             break;                                                                                \
-        if (!exact) {                                                                             \
+        if (!(EXACT)) {                                                                           \
             double vv = sc;                                                                       \
             int drop = 0;                                                                         \
             for (Py_ssize_t j = full ? -1 : lne - 1; j >= 0; j--) {                               \
@@ -690,43 +709,43 @@ rank_core(Query *q, Outcome *o)
                 thr = ANY_SCORE;                                                                  \
         }                                                                                         \
     } while (0)
-        if (marks) {
-            /* Few postings: visit the touched chunks only, in ascending order, via the bitmap. */
-            for (Py_ssize_t w = 0; w < words; w++) {
-                uint64_t word = bits[w];
-                bits[w] = 0;
-                while (word) {
-                    const Py_ssize_t off = 64 * w + (Py_ssize_t)__builtin_ctzll(word);
-                    word &= word - 1;
-                    const double v = acc[off];
-                    acc[off] = 0.0;
-                    if (v >= thr)
-                        KEEP_CHUNK(off, v);
-                }
-            }
-        } else {
-            /* Dense: compare 8 chunks at a time (SSE2), then zero the range while in cache. */
-            for (Py_ssize_t c = 0; c < top; c += 8) {
-                const Py_ssize_t e = c + 8 < top ? c + 8 : top;
-#if defined(__SSE2__)
-                if (e - c == 8) {
-                    const __m128d tv = _mm_set1_pd(thr);
-                    const __m128d m0 = _mm_cmpge_pd(_mm_loadu_pd(acc + c), tv);
-                    const __m128d m1 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 2), tv);
-                    const __m128d m2 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 4), tv);
-                    const __m128d m3 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 6), tv);
-                    if (!_mm_movemask_pd(_mm_or_pd(_mm_or_pd(m0, m1), _mm_or_pd(m2, m3))))
-                        continue;
-                }
-#endif
-                for (Py_ssize_t j = c; j < e; j++) {
-                    const double v = acc[j];
-                    if (v >= thr)
-                        KEEP_CHUNK(j, v);
-                }
-            }
-            memset(acc, 0, sizeof(double) * (size_t)top);
+        /* The window's selection, compiled twice: for exact sums (no check, no rescoring)
+           and for partial ones. */
+#define SCAN_WINDOW(EXACT)                                                                          \
+        if (marks) {                                                                                \
+            /* Few postings: visit the touched chunks only, in ascending order, via the bitmap. */  \
+            for (Py_ssize_t w = 0; w < words; w++) {                                                \
+                uint64_t word = bits[w];                                                            \
+                bits[w] = 0;                                                                        \
+                while (word) {                                                                      \
+                    const Py_ssize_t off = 64 * w + (Py_ssize_t)__builtin_ctzll(word);              \
+                    word &= word - 1;                                                               \
+                    const double v = acc[off];                                                      \
+                    acc[off] = 0.0;                                                                 \
+                    if (v >= thr)                                                                   \
+                        KEEP_CHUNK(off, v, EXACT);                                                  \
+                }                                                                                   \
+            }                                                                                       \
+        } else {                                                                                    \
+            /* Dense: compare 8 chunks at a time (SSE2), then zero the range while in cache. */     \
+            for (Py_ssize_t c = 0; c < top; c += 8) {                                               \
+                const Py_ssize_t e = c + 8 < top ? c + 8 : top;                                     \
+                if (e - c == 8 && all_below(acc + c, thr))                                          \
+                    continue;                                                                       \
+                for (Py_ssize_t j = c; j < e; j++) {                                                \
+                    const double v = acc[j];                                                        \
+                    if (v >= thr)                                                                   \
+                        KEEP_CHUNK(j, v, EXACT);                                                    \
+                }                                                                                   \
+            }                                                                                       \
+            memset(acc, 0, sizeof(double) * (size_t)top);                                           \
         }
+        if (exact) {
+            SCAN_WINDOW(1)
+        } else {
+            SCAN_WINDOW(0)
+        }
+#undef SCAN_WINDOW
 #undef KEEP_CHUNK
     next:
         /* The floor only rises: move terms to the non-essential side while their bounds fit. */
