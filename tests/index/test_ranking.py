@@ -387,3 +387,24 @@ def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many
     assert calls == ["rank_maxscore", "rank_maxscore", "rank_blocks"]
     with pytest.raises(ValueError, match="pruning must be one of"):
         Scorer(np.arange(3, dtype=np.int32), np.ones(3, dtype=np.int32), pruning="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_kernel_built_from_an_older_source_is_refused_not_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout updated without rebuilding its C kernel keeps the old module: its
+    rank_maxscore takes no block maxima, so calling it would fail on every query. It is
+    refused at import (numpy ranks instead, same results), and native=True says why."""
+    from types import SimpleNamespace
+
+    from drsearch.index import scoring
+
+    if NATIVE_AVAILABLE:
+        assert scoring.kernel_problem(scoring._kernels) is None
+    stale = scoring.kernel_problem(SimpleNamespace())  # built before the ABI constant
+    assert stale is not None and stale.startswith("drsearch.index._kernels is stale (interface 1, ")
+    assert "rebuild it" in stale
+    monkeypatch.setattr(scoring, "_kernels", None)
+    monkeypatch.setattr(scoring, "_KERNEL_PROBLEM", stale)
+    rows = np.arange(3, dtype=np.int32)
+    with pytest.raises(DrsearchError, match="is stale"):
+        scoring.Scorer(rows, np.ones(3, dtype=np.int32), native=True)
+    assert scoring.Scorer(rows, np.ones(3, dtype=np.int32)).kind == "numpy"

@@ -888,8 +888,17 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
+   takes block maxima. A module built from an older _kernels.c is refused, not called wrongly. */
+#define KERNELS_ABI 2
+
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy.typing as npt
 
+ABI: int
+
 def rank_blocks(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]], n_rows: int,
                 blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int, margin: float,
                 buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],

@@ -39,10 +39,31 @@ from .errors import DrsearchError, QueryTimeoutError
 from .memory import hugepage_zeros
 from .schema import BLOCK_POSTINGS, block_count
 
+# The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
+# maxima. A kernel built from an older _kernels.c (a checkout updated without rebuilding it)
+# is not used: ranking falls back to numpy (same results), and native=True says why.
+KERNEL_ABI = 2
+
+
+def kernel_problem(module: object) -> str | None:
+    """Why a compiled ``_kernels`` module cannot be used by this code (None: it can)."""
+    abi = getattr(module, "ABI", 1)
+    if abi != KERNEL_ABI:
+        return (f"drsearch.index._kernels is stale (interface {abi}, this drsearch calls "
+                f"{KERNEL_ABI}): rebuild it (python setup.py build_ext --inplace, or reinstall)")
+    return None
+
+
+_NOT_BUILT = "drsearch.index._kernels was not built (no C compiler at install?)"
 try:
     from . import _kernels
 except ImportError:  # built without a C compiler: numpy does the same work, slower
     _kernels = None  # type: ignore[assignment]
+    _KERNEL_PROBLEM: str | None = _NOT_BUILT
+else:
+    _KERNEL_PROBLEM = kernel_problem(_kernels)
+    if _KERNEL_PROBLEM is not None:
+        _kernels = None  # type: ignore[assignment]
 
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
@@ -152,7 +173,7 @@ class Scorer:
         them); a file laid out otherwise ranks with numpy.
         """
         if native and _kernels is None:
-            raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
+            raise DrsearchError(_KERNEL_PROBLEM or _NOT_BUILT)
         use_c = _kernels is not None if native is None else native
         self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
         if pruning not in PRUNING:
