@@ -158,8 +158,16 @@ def test_refuses_files_that_are_not_our_index(tmp_path: Path, small: Path) -> No
     conn = apsw.Connection(str(newer))
     conn.execute("PRAGMA user_version=99")
     conn.close()
-    with pytest.raises(IncompatibleIndexError, match="schema version 99"):
+    with pytest.raises(IncompatibleIndexError, match="schema version 99, this drsearch reads versions 1, 2"):
         Engine.open(newer)
+    for bad in ("0", "true", '"64"', "null"):  # version 2 needs its block size to read its lists
+        damaged = tmp_path / "damaged.sqlite3"
+        damaged.write_bytes(small.read_bytes())
+        conn = apsw.Connection(str(damaged))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'block_postings'", (bad,))
+        conn.close()
+        with pytest.raises(IncompatibleIndexError, match="damaged meta value 'block_postings'"):
+            Engine.open(damaged)
     with pytest.raises(NotADatabaseError):
         Engine.open(tmp_path)  # a directory
 
@@ -234,7 +242,8 @@ def test_meta_records_build_parameters(small: Path) -> None:
         assert m["frozen"] is True and m["sqlite_version"] == apsw.sqlite_lib_version()
         conn = e._conn
         assert conn.execute("PRAGMA application_id").get == 0x44525331
-        assert conn.execute("PRAGMA user_version").get == 1
+        assert conn.execute("PRAGMA user_version").get == 2
+        assert m["schema_version"] == 2 and m["block_postings"] == 64
 
 
 def test_fts5_integrity_check_passes(sample_index: Path, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from drsearch.index import (
 from drsearch.index.schema import APPLICATION_ID, SCHEMA_VERSION
 
 from ..helpers import DATA
+from .schema_v1 import write_v1
 
 
 def fingerprint(path: Path) -> tuple[str, int, int]:
@@ -66,6 +67,13 @@ def test_header_problems_name_truncation_and_foreign_files(copy: Path, tmp_path:
     conn.close()
     problems = header_problems(read_sqlite_header(foreign))
     assert any("application_id 0x0" in p for p in problems) and any("version" in p for p in problems)
+    assert "schema version (user_version) 7, expected one of 1, 2" in problems
+
+
+def test_a_version_1_index_header_has_no_problems(sample_index: Path, tmp_path: Path) -> None:
+    v1 = write_v1(sample_index, tmp_path / "v1.sqlite3")  # the format before block maxima: still read
+    h = read_sqlite_header(v1)
+    assert h.user_version == 1 and header_problems(h) == []
     for junk in (b"", b"not sqlite at all" * 10):
         (tmp_path / "junk").write_bytes(junk)
         with pytest.raises(NotADatabaseError, match="not a SQLite file"):

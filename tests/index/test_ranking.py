@@ -17,6 +17,7 @@ from drsearch.index import BlockList, DrsearchError, Engine
 from drsearch.index.scoring import NATIVE_AVAILABLE
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
+from .schema_v1 import write_v1
 
 QUERIES = cranfield_queries()
 NEEDS_C = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
@@ -98,6 +99,22 @@ def test_blocklist_holds_for_every_query(cran_small_chunks: Path, mode: str) -> 
     with open_engine(cran_small_chunks, mode, blocklist_of(*blocked)) as e:
         for q in QUERIES:
             assert not {h.docid for h in e.search(q, k=20, with_text=False).hits} & blocked
+
+
+def test_a_version_1_file_ranks_exactly_as_version_2(cran_small_chunks: Path, mode: str,
+                                                     tmp_path: Path) -> None:
+    """A file built before block maxima (schema version 1) opens and ranks with the per-term
+    bounds only: the same ordered chunks and bitwise scores as the version-2 file, which the
+    tests above check against FTS5."""
+    v1 = write_v1(cran_small_chunks, tmp_path / "v1.sqlite3")
+    assert v1.stat().st_size < cran_small_chunks.stat().st_size
+    with open_engine(cran_small_chunks, mode) as e2, open_engine(v1, mode) as e1:
+        assert (e1.stats()["schema_version"], e2.stats()["schema_version"]) == (1, 2)
+        assert (e1.block_postings, e2.block_postings) == (None, 64)
+        assert e1.stats()["content_identity"] == e2.stats()["content_identity"]
+        for i, q in enumerate([*QUERIES, "the of a", "of", "a theory of the boundary layer"]):
+            k = (1, 10, 100)[i % 3]
+            assert e1.rank(q, k) == e2.rank(q, k), q
 
 
 @NEEDS_C
@@ -234,6 +251,64 @@ def test_rank_maxscore_skips_what_cannot_reach_the_top_and_ranks_as_rank_blocks(
 
 
 @NEEDS_C
+@pytest.mark.parametrize("bp", [1, 7, 64])
+def test_block_maxima_skip_windows_that_cannot_reach_the_top(bp: int) -> None:
+    from drsearch.index import _kernels
+
+    # 20,000 one-chunk documents, two terms in every chunk, light everywhere except chunks
+    # 30..39 (both heavy). Their per-term bounds (5.0 each) never let MaxScore drop either
+    # list, so without block maxima every posting is read. With them, once the heavy chunks
+    # hold the top k, every later window's block maxima add up to less than the floor: it is
+    # skipped unread, and the results are rank_blocks', bit for bit.
+    n_rows = 20_000
+    chunk_doc = np.arange(n_rows + 1, dtype=np.int32)
+    rng = np.random.default_rng(11)
+    ids = np.arange(1, n_rows + 1, dtype=np.uint32)
+    imps = [rng.choice([0.0625, 0.125, 0.1875], size=n_rows) for _ in range(2)]
+    for im in imps:
+        im[29:39] = rng.choice([4.5, 5.0], size=10)
+    bmax = [np.maximum.reduceat(im, np.arange(0, n_rows, bp)) for im in imps]
+    bounds = np.array([5.0, 5.0])
+    out_c, out_s = np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+    buf = np.zeros(1024)
+    for k in (1, 5, 10):
+        for margin in (-1.0, 1e-3):
+            counts = np.zeros(3, dtype=np.int64)
+            args = ([ids, ids], imps, bounds, n_rows, None, chunk_doc, k, margin, buf, out_c, out_s, 10.0)
+            n, n_full, cut = _kernels.rank_maxscore(*args, counts, bmax, bp)
+            pruned = list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            assert not buf.any()
+            assert counts[0] <= 2 * 1024 + 4 * bp and counts[2] > 0  # the first window, then skips
+            plain = np.zeros(3, dtype=np.int64)
+            assert _kernels.rank_maxscore(*args, plain) == (n, n_full, cut)  # no block maxima
+            assert pruned == list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            assert plain[0] == 2 * n_rows and plain[2] == 0  # every posting read
+            assert _kernels.rank_blocks([ids, ids], imps, n_rows, None, chunk_doc, k, margin, buf, out_c,
+                                        out_s, 10.0) == (n, n_full, cut)
+            assert pruned == list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            assert n_full == k and all(29 < c < 40 for c, _ in pruned)
+
+
+@NEEDS_C
+def test_a_single_rare_term_reads_its_postings_only() -> None:
+    from drsearch.index import _kernels
+
+    # Eleven postings spread over a million chunks: eleven postings accumulated, no window
+    # that holds none of them, whatever the corpus size.
+    n_rows = 1_000_000
+    chunk_doc = np.arange(n_rows + 1, dtype=np.int32)
+    ids = np.linspace(1, n_rows, 11).astype(np.uint32)
+    imps = np.arange(1.0, 12.0)
+    out_c, out_s = np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+    counts = np.zeros(3, dtype=np.int64)
+    n, n_full, _ = _kernels.rank_maxscore([ids], [imps], np.array([11.0]), n_rows, None, chunk_doc, 10,
+                                          -1.0, np.zeros(1 << 15), out_c, out_s, 10.0, counts,
+                                          [np.empty(0)], 64)
+    assert (n, n_full) == (10, 10) and out_c[:n].tolist() == ids[1:][::-1].tolist()
+    assert counts.tolist() == [11, 0, 0]
+
+
+@NEEDS_C
 def test_rank_maxscore_rejects_damaged_input_and_honours_the_time_budget() -> None:
     from drsearch.index import _kernels
 
@@ -257,6 +332,15 @@ def test_rank_maxscore_rejects_damaged_input_and_honours_the_time_budget() -> No
         run([1, 2], bounds=[1.0, 1.0])
     with pytest.raises(ValueError, match="negative or NaN"):
         run([1, 2], bounds=[float("nan")])
+    one = ([np.array([1, 70, 150], dtype=np.uint32)], [np.ones(3)], np.array([1.0]), n_rows, None,
+           chunk_doc, 3, -1.0, buf, out_c, out_s, 10.0, None)
+    with pytest.raises(ValueError, match="one maximum per block_postings postings"):
+        _kernels.rank_maxscore(*one, [np.ones(1)], 2)  # 3 postings in blocks of 2: 2 maxima
+    with pytest.raises(ValueError, match="block_postings must be >= 1"):
+        _kernels.rank_maxscore(*one, [np.ones(2)], 0)
+    with pytest.raises(ValueError, match="one impacts"):
+        _kernels.rank_maxscore(*one, [], 2)
+    assert _kernels.rank_maxscore(*one, [np.ones(2)], 2)[0] == 3
     assert not buf.any()
     assert run(list(range(1, n_rows + 1)), budget=1e-12)[0] == -1  # ran out of time
     assert not buf.any()
@@ -274,13 +358,53 @@ def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many
         monkeypatch.setattr(scoring._kernels, name,
                             lambda *a, _fn=fn, _n=name: (calls.append(_n), _fn(*a))[1])
     n_rows = 1000
-    scorer = Scorer(np.arange(n_rows + 1, dtype=np.int32), np.full(n_rows + 1, 10, dtype=np.int32))
-    assert scorer.kind == "c-auto"
     rare = SparseTerm("r", 3, np.array([5, 50, 500], dtype=np.uint32), np.array([1.0, 2.0, 3.0]), 3.0)
-    common = SparseTerm("c", 400, np.arange(1, 401, dtype=np.uint32), np.full(400, 0.5), 0.5)
+    common = SparseTerm("c", 400, np.arange(1, 401, dtype=np.uint32), np.full(400, 0.5), 0.5,
+                        np.full(7, 0.5))
+    top2 = [(500, 3.0), (50, 2.5)]
+    # A version-1 file (no block maxima): pruning for few postings only.
+    scorer = Scorer(np.arange(n_rows + 1, dtype=np.int32), np.full(n_rows + 1, 10, dtype=np.int32),
+                    block_postings=None)
+    assert scorer.kind == "c-auto"
     scratch = scorer.scratch()
     assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]  # 3 postings
-    assert scorer.rank([rare, common], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.5)]  # 403
+    assert scorer.rank([rare, common], 2, None, scratch, 1e18) == top2  # 403
     assert calls == ["rank_maxscore", "rank_blocks"]
+    # With block maxima, a small corpus prunes as before; one of PRUNE_ALL_ROWS chunks or more
+    # also prunes every query of k <= PRUNE_ALL_K.
+    calls.clear()
+    scorer = Scorer(np.arange(n_rows + 1, dtype=np.int32), np.full(n_rows + 1, 10, dtype=np.int32))
+    assert scorer.rank([rare, common], 2, None, scorer.scratch(), 1e18) == top2
+    assert calls == ["rank_blocks"]
+    calls.clear()
+    big = scoring.PRUNE_ALL_ROWS
+    many = SparseTerm("m", big // 2, np.arange(1, big // 2 + 1, dtype=np.uint32), np.full(big // 2, 0.5),
+                      0.5, np.full(big // 2 // 64, 0.5))
+    scorer = Scorer(np.arange(big + 1, dtype=np.int32), np.full(big + 1, 10, dtype=np.int32))
+    scratch = scorer.scratch()
+    for k in (2, 10, 11):
+        assert scorer.rank([rare, many], k, None, scratch, 1e18)[:2] == [(500, 3.5), (50, 2.5)]
+    assert calls == ["rank_maxscore", "rank_maxscore", "rank_blocks"]
     with pytest.raises(ValueError, match="pruning must be one of"):
         Scorer(np.arange(3, dtype=np.int32), np.ones(3, dtype=np.int32), pruning="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_kernel_built_from_an_older_source_is_refused_not_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout updated without rebuilding its C kernel keeps the old module: its
+    rank_maxscore takes no block maxima, so calling it would fail on every query. It is
+    refused at import (numpy ranks instead, same results), and native=True says why."""
+    from types import SimpleNamespace
+
+    from drsearch.index import scoring
+
+    if NATIVE_AVAILABLE:
+        assert scoring.kernel_problem(scoring._kernels) is None
+    stale = scoring.kernel_problem(SimpleNamespace())  # built before the ABI constant
+    assert stale is not None and stale.startswith("drsearch.index._kernels is stale (interface 1, ")
+    assert "rebuild it" in stale
+    monkeypatch.setattr(scoring, "_kernels", None)
+    monkeypatch.setattr(scoring, "_KERNEL_PROBLEM", stale)
+    rows = np.arange(3, dtype=np.int32)
+    with pytest.raises(DrsearchError, match="is stale"):
+        scoring.Scorer(rows, np.ones(3, dtype=np.int32), native=True)
+    assert scoring.Scorer(rows, np.ones(3, dtype=np.int32)).kind == "numpy"

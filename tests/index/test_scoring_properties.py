@@ -1,11 +1,15 @@
-"""Property tests: the C kernel's two paths rank exactly as numpy on arbitrary small corpora.
+"""Property tests: the C kernel's paths rank exactly as numpy on arbitrary small corpora.
 
 The numpy path is the one checked against FTS5's own bm25() (test_ranking.py); here random
-posting lists — with many exact score ties, blocked chunks, clamped (dense) terms, tiny
-blocks so that lists and documents cross block boundaries, terms of very different weights
-(so that MaxScore moves the light ones to the non-essential side early), bounds looser than
-a list's maximum, k from 1 to 100 — must give the same ordered (chunk, score) lists on the
-pruning path (rank_maxscore), the every-posting path (rank_blocks) and numpy, bit for bit.
+posting lists — with many exact score ties, blocked chunks, clamped (dense) terms, sparse
+terms in half the chunks or more, tiny blocks so that lists and documents cross block
+boundaries, terms of very different weights (so that MaxScore moves the light ones to the
+non-essential side early), bounds looser than a list's maximum, block maxima over posting
+blocks of 1 to 64 postings (exact, looser, or absent for some lists), a single rare term or
+up to 20 terms, k from 1 to 100 — must give the same ordered (chunk, score) lists on the
+block-max pruning path (rank_maxscore with block maxima), the per-term-bounds pruning path
+(rank_maxscore without, as for a version-1 file), the every-posting path (rank_blocks) and
+numpy, bit for bit.
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ pytestmark = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._ke
 # power of two (exact), so that terms' upper bounds differ by orders of magnitude.
 IMPACTS = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0]
 SCALES = [2.0**-6, 2.0**-3, 1.0, 8.0]
-MODES = {"maxscore": "c-maxscore", "blocks": "c-blocks", "numpy": "numpy"}
+# mode -> (Scorer kind, pruning, whether the lists keep their block maxima)
+MODES = {"blockmax": ("c-maxscore", "always", True), "maxscore": ("c-maxscore", "always", False),
+         "blocks": ("c-blocks", "never", True), "numpy": ("numpy", "never", True)}
+
+
+def block_maxima(imps: Any, bp: int, loose: float) -> Any:
+    """What the build stores: each run of ``bp`` postings' largest impact (none for a list of
+    one block), times ``loose`` (1.0: exact; more: a looser bound, still valid)."""
+    if len(imps) <= bp:
+        return np.empty(0)
+    return np.maximum.reduceat(imps, np.arange(0, len(imps), bp)) * loose
 
 
 @st.composite
@@ -38,10 +52,18 @@ def corpora(draw: Any) -> dict[str, Any]:
     chunk_doc = np.concatenate([[0], np.repeat(np.arange(1, n_docs + 1), per_doc)]).astype(np.int32)
     n_rows = len(chunk_doc) - 1
     chunk_len = np.concatenate([[0], rng.integers(1, 50, size=n_rows)]).astype(np.int32)
+    bp = draw(st.sampled_from([1, 2, 3, 4, 8, 64]))
     terms: list[tuple[str, Any]] = []
-    for _ in range(draw(st.integers(1, 6))):
+    shape = draw(st.sampled_from(["some", "some", "some", "rare", "many"]))
+    n_terms = {"some": draw(st.integers(1, 6)), "rare": 1, "many": draw(st.integers(7, 20))}[shape]
+    for _ in range(n_terms):
         density = draw(st.sampled_from([0.02, 0.2, 0.6, 1.0]))
-        if draw(st.integers(0, 4)) == 0:  # a clamped-IDF term: dense tfs
+        if shape == "rare":  # a single rare term: one to three postings
+            rows = np.unique(rng.integers(1, n_rows + 1, size=int(rng.integers(1, 4))))
+            imps = rng.choice(IMPACTS, size=len(rows))
+            terms.append(("sparse", (rows.astype(np.uint32), imps, float(imps.max()),
+                                     block_maxima(imps, bp, 1.0))))
+        elif draw(st.integers(0, 4)) == 0:  # a clamped-IDF term: dense tfs
             tfs = (rng.random(n_rows + 1) < density) * rng.integers(1, 4, size=n_rows + 1)
             tfs[0] = 0
             terms.append(("dense", tfs.astype(np.uint16)))
@@ -53,21 +75,27 @@ def corpora(draw: Any) -> dict[str, Any]:
             imps = rng.choice(IMPACTS, size=len(rows)) * draw(st.sampled_from(SCALES))
             # The bound: the list's maximum (as stored), or a looser one (still valid).
             bound = float(imps.max()) * draw(st.sampled_from([1.0, 1.0, 1.5]))
-            terms.append(("sparse", (rows.astype(np.uint32), imps.astype(np.float64), bound)))
+            # Block maxima: exact (as stored), looser, or none (a list read without them).
+            bmax = (np.empty(0) if draw(st.integers(0, 5)) == 0 else
+                    block_maxima(imps, bp, draw(st.sampled_from([1.0, 1.0, 1.25]))))
+            terms.append(("sparse", (rows.astype(np.uint32), imps.astype(np.float64), bound,
+                                     bmax.astype(np.float64))))
     blocked = rng.random(n_rows + 1) < draw(st.sampled_from([0.0, 0.1, 0.5]))
     return {"chunk_doc": chunk_doc, "chunk_len": chunk_len, "terms": terms,
             "blocked": blocked if blocked.any() else None,
-            "k": draw(st.sampled_from([1, 1, 2, 3, 5, 10, 30, 100])), "block_rows": draw(st.sampled_from([64, 128, 1 << 15]))}
+            "k": draw(st.sampled_from([1, 1, 2, 3, 5, 10, 30, 100])), "block_postings": bp,
+            "block_rows": draw(st.sampled_from([64, 128, 1 << 15]))}
 
 
-def make_terms(spec: list[tuple[str, Any]]) -> list[SparseTerm | DenseTerm]:
+def make_terms(spec: list[tuple[str, Any]], with_blocks: bool = True) -> list[SparseTerm | DenseTerm]:
     out: list[SparseTerm | DenseTerm] = []
     for i, (kind, data) in enumerate(spec):
         if kind == "dense":
             out.append(DenseTerm(f"t{i}", int(np.count_nonzero(data)), lambda d=data: d))
         else:
-            rows, imps, bound = data
-            out.append(SparseTerm(f"t{i}", len(rows), rows, imps, bound))
+            rows, imps, bound, bmax = data
+            out.append(SparseTerm(f"t{i}", len(rows), rows, imps, bound,
+                                  *((bmax,) if with_blocks else ())))
     return out
 
 
@@ -75,15 +103,16 @@ def make_terms(spec: list[tuple[str, Any]]) -> list[SparseTerm | DenseTerm]:
 @given(corpora())
 def test_every_path_ranks_identically(c: dict[str, Any]) -> None:
     results = {}
-    for mode, kind in MODES.items():
-        scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=mode != "numpy",
-                        pruning="always" if mode == "maxscore" else "never")
+    for mode, (kind, pruning, with_blocks) in MODES.items():
+        scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=mode != "numpy", pruning=pruning,
+                        block_postings=c["block_postings"] if with_blocks else None)
         assert scorer.kind == kind
         scratch = scorer.scratch()
         scratch.block = np.zeros(max(64, c["block_rows"]))
-        results[mode] = scorer.rank(make_terms(c["terms"]), c["k"], c["blocked"], scratch, 1e18)
+        results[mode] = scorer.rank(make_terms(c["terms"], with_blocks), c["k"], c["blocked"],
+                                    scratch, 1e18)
         assert not scratch.acc.any() and not scratch.block.any()  # handed back clean
-    assert results["maxscore"] == results["blocks"] == results["numpy"]
+    assert results["blockmax"] == results["maxscore"] == results["blocks"] == results["numpy"]
     ranked = results["numpy"]
     docs = [int(c["chunk_doc"][chunk]) for chunk, _ in ranked]
     assert len(docs) == len(set(docs)) <= c["k"]  # one best chunk per document

@@ -1,6 +1,7 @@
 /*
  * drsearch.index._kernels: exact BM25 ranking of sparse posting lists, in C (rank_blocks, and
- * rank_maxscore: the same results with exact dynamic pruning).
+ * rank_maxscore: the same results with exact dynamic pruning over per-term and per-block
+ * upper bounds).
  *
  * Optional: drsearch.index.scoring falls back to numpy when this module is missing, and both
  * paths give bit-identical results (the tests compare them). The arithmetic here is the same
@@ -10,6 +11,14 @@
  * Both release the GIL while they loop: threads of one server process rank in
  * parallel. Every rowid is bounds-checked; a damaged posting list raises ValueError rather
  * than touching memory outside the score buffer.
+ *
+ * Both entry points run one loop (rank_core) over *windows* of chunk rowids, each at most
+ * the score buffer's length (an L2-sized block): a window starts at the lowest rowid a list
+ * that matters has left, so ranges without postings cost nothing; every list that matters in
+ * the window adds its postings there, in phrase order, into the buffer (and a bitmap of
+ * touched chunks); the touched chunks are then selected against a running floor (the k-th
+ * best document's score) and the buffer handed back zeroed while it is still in cache.
+ * rank_blocks treats every list as mattering; rank_maxscore prunes (below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,6 +43,36 @@ check_buffer(const Py_buffer *b, Py_ssize_t itemsize, const char *what)
 
 /* The smallest positive double: a threshold that keeps every scored chunk (scores are > 0). */
 #define ANY_SCORE 4.9406564584124654e-324
+
+/* Relative slack of every pruning test: far above the rounding of any sum of positive doubles
+   with fewer than 10^5 terms, so a test may keep a few chunks too many but never drops one
+   that could qualify. */
+#define PRUNE_SLACK 2e-10
+
+/* The longest pruning window: short enough that a window's block maxima stay close to the
+   impacts there (a 32K window of a long list spans dozens of 64-posting blocks, and their
+   largest is about the list's bound), long enough that per-window work stays small. */
+#ifndef PRUNE_SPAN_MAX
+#define PRUNE_SPAN_MAX 8192
+#endif
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <time.h>
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#define HAVE_CLOCK 1
+#else
+#define HAVE_CLOCK 0
+#endif
+
+/* ------------------------------------------------------------------------------------------
+ * Selection: each document's best chunk, and a size-k heap of the best documents.
+ * ------------------------------------------------------------------------------------------ */
 
 /* A document's best chunk: higher score first, then lower chunk rowid (FTS5's order). */
 typedef struct {
@@ -93,295 +132,281 @@ cmp_best(const void *x, const void *y)
     return better((const Best *)x, (const Best *)y) ? -1 : better((const Best *)y, (const Best *)x);
 }
 
-/* ------------------------------------------------------------------------------------------
- * rank_blocks: accumulate and select block by block in a small (L2-sized) score buffer.
- *
- * The score array of a whole corpus (8 bytes per chunk) does not fit in a core's L2 cache,
- * and after other work has run it is cold: every posting then costs a miss to L3 or DRAM,
- * and so do the selection scan and the zeroing. Here the chunk rowids are cut into ranges
- * of `block` chunks; for each range every term adds its postings that fall in it (in phrase
- * order: each chunk's sum is built exactly as before), then the range is scanned against a
- * running k-th best document score and zeroed, all while it sits in L2.
- * ------------------------------------------------------------------------------------------ */
+/* The running selection. Chunks are offered in ascending rowid order and a document's chunks
+   are consecutive rowids, so its best chunk is found in passing; a chunk below `floor_` can
+   be neither its document's best nor in the answer (nor, with margin >= 0, a candidate), and
+   is never offered. */
+typedef struct {
+    Best *heap;
+    Py_ssize_t hn, k;
+    Best cur;
+    int32_t cur_doc;
+    double theta, floor_, margin;
+    int collect_all; /* margin >= 0: also write every offered chunk */
+    const int32_t *cd;
+    int64_t *oi;
+    double *os;
+    Py_ssize_t n_out;
+} Sel;
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <time.h>
-static double
-now_s(void)
+/* Offer a chunk scoring s >= floor_ (not blocked). Returns 1 when the floor rose. */
+static inline int
+sel_offer(Sel *q, int64_t row, double s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    int rose = 0;
+    const int32_t d = q->cd[row];
+    if (d != q->cur_doc) {
+        if (q->cur_doc >= 0) {
+            heap_offer(q->heap, &q->hn, q->k, q->cur);
+            if (q->hn == q->k && q->heap[0].score > q->theta) {
+                const double theta = q->theta = q->heap[0].score;
+                q->floor_ = q->collect_all ? theta - q->margin - 2.0 * (fabs(theta) * 1e-9) : theta;
+                if (!(q->floor_ > 0.0))
+                    q->floor_ = ANY_SCORE;
+                rose = 1;
+            }
+        }
+        q->cur_doc = d;
+        q->cur = (Best){s, row};
+    } else if (s > q->cur.score) {
+        q->cur = (Best){s, row};
+    }
+    if (q->collect_all) {
+        q->oi[q->n_out] = row;
+        q->os[q->n_out] = s;
+        q->n_out++;
+    }
+    return rose;
 }
-#define HAVE_CLOCK 1
-#else
-#define HAVE_CLOCK 0
-#endif
 
-PyDoc_STRVAR(rank_blocks_doc,
-"rank_blocks(chunks, impacts, n_rows, blocked, chunk_doc, k, margin, buf, out_chunks,\n"
-"            out_scores, time_budget) -> (n_out, n_full, cut)\n\n"
-"chunks/impacts: sequences of uint32 / float64 buffers, one pair per term in phrase order\n"
-"(rowids ascending, all < n_rows + 1). buf: a float64 buffer of zeros (its length is the\n"
-"block size; handed back zeroed). Documents' chunks must be consecutive rowids.\n"
-"margin < 0: writes the best chunk of each of the k best documents, best first (score\n"
-"descending, then lower rowid). margin >= 0: writes, ascending, every chunk scoring at least\n"
-"cut - margin - 2e-9*|cut| (cut = the k-th best document's score) when k documents are\n"
-"scored. n_full: min(k, documents scored). time_budget: seconds (<= 0: none); when it runs\n"
-"out, returns (-1, 0, 0.0).");
-
-static PyObject *
-rank_blocks(PyObject *self, PyObject *args)
+/* The outputs, once every chunk is offered: the k best documents' best chunks, best first
+   (collect_all: the offered chunks within margin of the cut, ascending). Returns the cut. */
+static double
+sel_finish(Sel *q)
 {
-    (void)self;
-    PyObject *ids_seq, *imps_seq, *blocked_obj;
-    Py_ssize_t n_rows, k;
-    double margin, budget;
-    Py_buffer docs, buf, out_ids, out_scores;
-    Py_buffer blocked = {0};
-    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d:rank_blocks", &ids_seq, &imps_seq, &n_rows,
-                          &blocked_obj, &docs, &k, &margin, &buf, &out_ids, &out_scores, &budget))
-        return NULL;
-    PyObject *result = NULL, *ids_fast = NULL, *imps_fast = NULL;
-    Py_buffer *tb = NULL; /* 2 per term: ids, impacts */
-    Py_ssize_t n_terms = 0, n_got = 0;
-    Best *heap = NULL;
-    Py_ssize_t *pos = NULL;
-    int have_blocked = 0;
-    ids_fast = PySequence_Fast(ids_seq, "chunks must be a sequence");
-    imps_fast = PySequence_Fast(imps_seq, "impacts must be a sequence");
-    if (!ids_fast || !imps_fast)
-        goto done;
-    n_terms = PySequence_Fast_GET_SIZE(ids_fast);
-    if (PySequence_Fast_GET_SIZE(imps_fast) != n_terms) {
-        PyErr_SetString(PyExc_ValueError, "one impacts buffer per chunks buffer");
-        goto done;
-    }
-    if (blocked_obj != Py_None) {
-        if (PyObject_GetBuffer(blocked_obj, &blocked, PyBUF_SIMPLE) < 0)
-            goto done;
-        have_blocked = 1;
-    }
-    const Py_ssize_t n = n_rows + 1;
-    if (n_rows < 0 || k < 1 || check_buffer(&docs, 4, "chunk_doc") || check_buffer(&buf, 8, "buf") ||
-        check_buffer(&out_ids, 8, "out_chunks") || check_buffer(&out_scores, 8, "out_scores")) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
-        goto done;
-    }
-    if (docs.len / 4 < n || out_ids.len / 8 < n || out_scores.len / 8 < n ||
-        (have_blocked && blocked.len < n) || buf.len < 8 * 64) {
-        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
-        goto done;
-    }
-    tb = PyMem_Calloc((size_t)(2 * n_terms + 1), sizeof(Py_buffer));
-    pos = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
-    heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
-    if (!tb || !pos || !heap) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t t = 0; t < n_terms; t++) {
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(ids_fast, t), &tb[2 * t], PyBUF_SIMPLE) < 0)
-            goto done;
-        n_got++;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(imps_fast, t), &tb[2 * t + 1], PyBUF_SIMPLE) < 0)
-            goto done;
-        n_got++;
-        if (check_buffer(&tb[2 * t], 4, "chunks") || check_buffer(&tb[2 * t + 1], 8, "impacts"))
-            goto done;
-        if (tb[2 * t].len / 4 != tb[2 * t + 1].len / 8) {
-            PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
-            goto done;
-        }
-    }
-    double *acc = (double *)buf.buf;
-    const Py_ssize_t block = buf.len / 8;
-    const int32_t *cd = (const int32_t *)docs.buf;
-    const uint8_t *bl = have_blocked ? (const uint8_t *)blocked.buf : NULL;
-    int64_t *oi = (int64_t *)out_ids.buf;
-    double *os = (double *)out_scores.buf;
-    Py_ssize_t hn = 0, n_out = 0;
-    int bad = 0, late = 0;
     double cut = 0.0;
-    const int collect_all = margin >= 0.0;
-    Py_BEGIN_ALLOW_THREADS
-#if HAVE_CLOCK
-    const double deadline = budget > 0.0 ? now_s() + budget : 0.0;
-#endif
-    Best cur = {0.0, -1};
-    int32_t cur_doc = -1;
-    double theta = 0.0, floor_ = ANY_SCORE; /* skip chunks below floor_ */
-    for (Py_ssize_t lo = 0; lo < n && !bad; lo += block) {
-        const Py_ssize_t hi = lo + block < n ? lo + block : n;
-        for (Py_ssize_t t = 0; t < n_terms; t++) {
-            const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
-            const double *im = (const double *)tb[2 * t + 1].buf;
-            const Py_ssize_t len = tb[2 * t].len / 4;
-            Py_ssize_t p = pos[t];
-            for (; p < len; p++) {
-                const Py_ssize_t c = (Py_ssize_t)id[p];
-                if (c >= hi)
-                    break;
-                if (c < lo) { /* not ascending: a damaged list */
-                    bad = 1;
-                    break;
-                }
-                acc[c - lo] += im[p];
-            }
-            pos[t] = p;
+    if (q->cur_doc >= 0)
+        heap_offer(q->heap, &q->hn, q->k, q->cur);
+    if (!q->collect_all) {
+        qsort(q->heap, (size_t)q->hn, sizeof(Best), cmp_best);
+        for (Py_ssize_t i = 0; i < q->hn; i++) {
+            q->oi[i] = q->heap[i].chunk;
+            q->os[i] = q->heap[i].score;
         }
-        /* Scan the block: chunks at or above the floor, consecutive per document. */
-        const Py_ssize_t m = hi - lo;
-        for (Py_ssize_t c = 0; c < m; c += 8) {
-            const Py_ssize_t e = c + 8 < m ? c + 8 : m;
-#if defined(__SSE2__)
-            if (e - c == 8) {
-                const __m128d tv = _mm_set1_pd(floor_);
-                const __m128d m0 = _mm_cmpge_pd(_mm_loadu_pd(acc + c), tv);
-                const __m128d m1 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 2), tv);
-                const __m128d m2 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 4), tv);
-                const __m128d m3 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 6), tv);
-                if (!_mm_movemask_pd(_mm_or_pd(_mm_or_pd(m0, m1), _mm_or_pd(m2, m3))))
-                    continue;
-            }
-#endif
-            for (Py_ssize_t j = c; j < e; j++) {
-                const double v = acc[j];
-                const int64_t row = (int64_t)(lo + j);
-                if (!(v >= floor_) || (bl && bl[row]))
-                    continue;
-                const int32_t d = cd[row];
-                if (d != cur_doc) {
-                    if (cur_doc >= 0)
-                        heap_offer(heap, &hn, k, cur);
-                    cur_doc = d;
-                    cur = (Best){v, row};
-                } else if (v > cur.score) {
-                    cur = (Best){v, row};
-                }
-                if (collect_all) {
-                    oi[n_out] = row;
-                    os[n_out] = v;
-                    n_out++;
-                }
-            }
-            if (hn == k && heap[0].score > theta) {
-                theta = heap[0].score;
-                floor_ = collect_all ? theta - margin - 2.0 * (fabs(theta) * 1e-9) : theta;
-                if (!(floor_ > 0.0))
-                    floor_ = ANY_SCORE;
-            }
-        }
-        memset(acc, 0, sizeof(double) * (size_t)m);
-#if HAVE_CLOCK
-        if (deadline > 0.0 && now_s() > deadline) {
-            late = 1;
-            break;
-        }
-#endif
-    }
-    for (Py_ssize_t t = 0; t < n_terms && !bad && !late; t++)
-        if (pos[t] != tb[2 * t].len / 4)
-            bad = 1; /* a rowid beyond the last chunk */
-    if (cur_doc >= 0 && !bad && !late)
-        heap_offer(heap, &hn, k, cur);
-    if (late || bad) {
-        memset(acc, 0, sizeof(double) * (size_t)block);
-    } else if (!collect_all) {
-        qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
-        for (Py_ssize_t i = 0; i < hn; i++) {
-            oi[i] = heap[i].chunk;
-            os[i] = heap[i].score;
-        }
-        n_out = hn;
-        if (hn == k)
-            cut = heap[hn - 1].score;
-    } else if (hn == k) {
-        cut = heap[0].score;
-        const double t2 = cut - margin - 2.0 * (fabs(cut) * 1e-9);
+        q->n_out = q->hn;
+        if (q->hn == q->k)
+            cut = q->heap[q->hn - 1].score;
+    } else if (q->hn == q->k) {
+        cut = q->heap[0].score;
+        const double t2 = cut - q->margin - 2.0 * (fabs(cut) * 1e-9);
         Py_ssize_t w = 0;
-        for (Py_ssize_t i = 0; i < n_out; i++)
-            if (os[i] >= t2) {
-                oi[w] = oi[i];
-                os[w] = os[i];
+        for (Py_ssize_t i = 0; i < q->n_out; i++)
+            if (q->os[i] >= t2) {
+                q->oi[w] = q->oi[i];
+                q->os[w] = q->os[i];
                 w++;
             }
-        n_out = w;
+        q->n_out = w;
     } else {
-        n_out = 0;
+        q->n_out = 0;
     }
-    Py_END_ALLOW_THREADS
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "a posting list is not ascending or holds a rowid "
-                                          "beyond the last chunk");
-        goto done;
-    }
-    if (late) {
-        result = Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
-        goto done;
-    }
-    result = Py_BuildValue("(nnd)", n_out, hn, cut);
-done:
-    for (Py_ssize_t i = 0; i < n_got; i++)
-        PyBuffer_Release(&tb[i]);
-    PyMem_Free(tb);
-    PyMem_Free(pos);
-    PyMem_Free(heap);
-    Py_XDECREF(ids_fast);
-    Py_XDECREF(imps_fast);
-    PyBuffer_Release(&docs);
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&out_ids);
-    PyBuffer_Release(&out_scores);
-    if (have_blocked)
-        PyBuffer_Release(&blocked);
-    return result;
+    return cut;
 }
 
 /* ------------------------------------------------------------------------------------------
- * rank_maxscore: rank_blocks' results, bit for bit, with MaxScore's exact dynamic pruning.
- *
- * Every term has an upper bound of its impacts (the stored max_impact). Sorted by bound, the
- * smallest terms whose bounds add up to less than the running floor are "non-essential": a
- * chunk found only in their lists scores below the floor, so it cannot be in the answer (nor
- * among the collected candidates) and is never looked at. Only the essential terms' postings
- * are accumulated; as the floor rises, more terms become non-essential (checked between
- * blocks), so long lists of common terms are mostly skipped.
- *
- * Blocks are no longer fixed 32K ranges of the corpus: a block starts at the lowest rowid any
- * essential term has left, so ranges without postings cost nothing, and a bitmap of touched
- * chunks replaces the full scan and zeroing when a block holds few postings. The first blocks
- * are short (1,024 rowids, doubling up to the buffer's length), so that the split is made
- * early. A query's cost
- * follows the postings it touches, not the corpus size.
- *
- * Exactness. A touched chunk's partial sum v (essential terms only) plus the non-essential
- * bounds bounds its score from above, up to rounding: the test keeps a relative slack of
- * 2e-10 (far above the rounding of any sum of positive doubles with fewer than 10^5 terms),
- * so it may keep a few chunks too many but never drops one that could qualify. Every kept
- * chunk is then rescored exactly: its impact from every term's list (found by galloping a
- * per-term cursor forward: kept chunks ascend), added in phrase order from 0.0 -- the same
- * IEEE additions rank_blocks and np.add.at make, since an absent term adds exactly +0.0.
- * With no non-essential term, v is already that exact sum and is used as is. Before the
- * rescoring, MaxScore's check probes the non-essential lists, largest bound first, and drops
- * the chunk as soon as the rest of their bounds cannot lift it to the floor. In a range with
- * many touched chunks, those per-chunk probes cost more than adding the non-essential
- * lists' postings of the range: then v is accumulated over every term (in another order: a
- * bound up to rounding, covered by the same slack) and only chunks near the floor are
- * rescored.
- *
- * The bounds are corpus-wide (one per term). They prune well when the heavy terms are rare
- * and the light ones long; for queries of many long lists of similar weight, the sequential
- * pass of rank_blocks is cheaper (drsearch.index.scoring picks per query).
+ * The query: its lists and buffers, acquired from Python (with the GIL) and released after.
  * ------------------------------------------------------------------------------------------ */
 
-#define PRUNE_SLACK 2e-10
+typedef struct {
+    const uint32_t *id;   /* chunk rowids, ascending */
+    const double *im;     /* impacts */
+    Py_ssize_t len;
+    const double *bmax;   /* block maxima: bmax[j] >= im[j*bp .. (j+1)*bp) (NULL: none) */
+    double bound;         /* >= every impact (rank_blocks: unused) */
+} List;
 
 typedef struct {
     double bound;
     Py_ssize_t term;
 } ByBound;
+
+typedef struct {
+    /* held Python objects and buffers (released by query_release) */
+    PyObject *ids_fast, *imps_fast, *bmax_fast;
+    Py_buffer *tb; /* 3 per term: ids, impacts, block maxima */
+    Py_ssize_t n_tb;
+    Py_buffer docs, buf, out_ids, out_scores, blocked, bounds, counts;
+    /* what the loop reads */
+    Py_ssize_t n_terms, n, k, block, bp;
+    double margin, budget;
+    int prune;
+    List *L;
+    double *acc;
+    const int32_t *cd;
+    const uint8_t *bl;
+    int64_t *oi;
+    double *os;
+    /* scratch, one entry per term unless said */
+    Py_ssize_t *pos, *rc, *wa, *wb, *act;
+    double *wmax, *pre, *lpre;
+    ByBound *ord, *lord;
+    uint8_t *ess, *loc;
+    uint64_t *bits; /* one bit per chunk of the buffer */
+    Best *heap;     /* k */
+} Query;
+
+static void
+query_release(Query *q)
+{
+    for (Py_ssize_t i = 0; i < q->n_tb; i++)
+        PyBuffer_Release(&q->tb[i]);
+    PyMem_Free(q->tb);
+    PyMem_Free(q->L);
+    void *scratch[] = {q->pos, q->rc, q->wa, q->wb, q->act, q->wmax, q->pre, q->lpre, q->ord,
+                       q->lord, q->ess, q->loc, q->bits, q->heap};
+    for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
+        PyMem_Free(scratch[i]);
+    Py_XDECREF(q->ids_fast);
+    Py_XDECREF(q->imps_fast);
+    Py_XDECREF(q->bmax_fast);
+    Py_buffer *held[] = {&q->docs, &q->buf, &q->out_ids, &q->out_scores, &q->blocked, &q->bounds,
+                         &q->counts};
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+        PyBuffer_Release(held[i]); /* a no-op on a buffer never acquired (obj NULL) */
+}
+
+static const char BAD_LIST[] = "a posting list is not ascending or holds a rowid beyond the last chunk";
+
+/* Check the parsed arguments, acquire the lists and allocate the scratch. -1 with an
+   exception set on error (query_release still releases what was acquired). */
+static int
+query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_seq,
+              PyObject *blocked_obj, Py_ssize_t n_rows)
+{
+    q->ids_fast = PySequence_Fast(ids_seq, "chunks must be a sequence");
+    q->imps_fast = PySequence_Fast(imps_seq, "impacts must be a sequence");
+    if (!q->ids_fast || !q->imps_fast)
+        return -1;
+    if (bmax_seq && !(q->bmax_fast = PySequence_Fast(bmax_seq, "block_max must be a sequence")))
+        return -1;
+    const Py_ssize_t n_terms = q->n_terms = PySequence_Fast_GET_SIZE(q->ids_fast);
+    if (PySequence_Fast_GET_SIZE(q->imps_fast) != n_terms ||
+        (q->bmax_fast && PySequence_Fast_GET_SIZE(q->bmax_fast) != n_terms)) {
+        PyErr_SetString(PyExc_ValueError, "one impacts (and block_max) buffer per chunks buffer");
+        return -1;
+    }
+    if (q->prune) {
+        if (check_buffer(&q->bounds, 8, "bounds"))
+            return -1;
+        if (q->bounds.len / 8 != n_terms) {
+            PyErr_SetString(PyExc_ValueError, "one bound per term");
+            return -1;
+        }
+        if (q->counts.obj && q->counts.len < 16) {
+            PyErr_SetString(PyExc_ValueError, "counts: room for 2 int64 needed");
+            return -1;
+        }
+        if (q->bmax_fast && q->bp < 1) {
+            PyErr_SetString(PyExc_ValueError, "block_postings must be >= 1");
+            return -1;
+        }
+    }
+    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &q->blocked, PyBUF_SIMPLE) < 0)
+        return -1;
+    const Py_ssize_t n = q->n = n_rows + 1;
+    if (n_rows < 0 || q->k < 1) {
+        PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
+        return -1;
+    }
+    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->buf, 8, "buf") ||
+        check_buffer(&q->out_ids, 8, "out_chunks") || check_buffer(&q->out_scores, 8, "out_scores"))
+        return -1;
+    if (q->docs.len / 4 < n || q->out_ids.len / 8 < n || q->out_scores.len / 8 < n ||
+        (q->blocked.obj && q->blocked.len < n) || q->buf.len < 8 * 64) {
+        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
+        return -1;
+    }
+    const Py_ssize_t block = q->block = q->buf.len / 8;
+    const size_t nt = (size_t)n_terms + 1;
+    q->tb = PyMem_Calloc(3 * nt, sizeof(Py_buffer));
+    q->L = PyMem_Calloc(nt, sizeof(List));
+    q->pos = PyMem_Calloc(nt, sizeof(Py_ssize_t));
+    q->rc = PyMem_Calloc(nt, sizeof(Py_ssize_t));
+    q->wa = PyMem_Calloc(nt, sizeof(Py_ssize_t));
+    q->wb = PyMem_Calloc(nt, sizeof(Py_ssize_t));
+    q->act = PyMem_Calloc(nt, sizeof(Py_ssize_t));
+    q->wmax = PyMem_Calloc(nt, sizeof(double));
+    q->pre = PyMem_Calloc(nt, sizeof(double));
+    q->lpre = PyMem_Calloc(nt, sizeof(double));
+    q->ord = PyMem_Calloc(nt, sizeof(ByBound));
+    q->lord = PyMem_Calloc(nt, sizeof(ByBound));
+    q->ess = PyMem_Calloc(nt, 1);
+    q->loc = PyMem_Calloc(nt, 1);
+    q->bits = PyMem_Calloc((size_t)((block + 63) / 64), sizeof(uint64_t));
+    q->heap = PyMem_Malloc(sizeof(Best) * (size_t)q->k);
+    if (!q->tb || !q->L || !q->pos || !q->rc || !q->wa || !q->wb || !q->act || !q->wmax || !q->pre ||
+        !q->lpre || !q->ord || !q->lord || !q->ess || !q->loc || !q->bits || !q->heap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    const double *bounds = q->prune ? (const double *)q->bounds.buf : NULL;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        Py_buffer *ib = &q->tb[q->n_tb];
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->ids_fast, t), ib, PyBUF_SIMPLE) < 0)
+            return -1;
+        q->n_tb++;
+        Py_buffer *mb = &q->tb[q->n_tb];
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->imps_fast, t), mb, PyBUF_SIMPLE) < 0)
+            return -1;
+        q->n_tb++;
+        if (check_buffer(ib, 4, "chunks") || check_buffer(mb, 8, "impacts"))
+            return -1;
+        List *l = &q->L[t];
+        l->id = (const uint32_t *)ib->buf;
+        l->im = (const double *)mb->buf;
+        l->len = ib->len / 4;
+        if (l->len != mb->len / 8) {
+            PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
+            return -1;
+        }
+        if (l->len && (Py_ssize_t)l->id[l->len - 1] >= n) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            return -1;
+        }
+        if (q->prune) {
+            l->bound = bounds[t];
+            if (!(l->bound >= 0.0)) {
+                PyErr_SetString(PyExc_ValueError, "a term's bound is negative or NaN");
+                return -1;
+            }
+        }
+        if (q->prune && q->bmax_fast) {
+            Py_buffer *xb = &q->tb[q->n_tb];
+            if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->bmax_fast, t), xb, PyBUF_SIMPLE) < 0)
+                return -1;
+            q->n_tb++;
+            if (check_buffer(xb, 8, "block_max"))
+                return -1;
+            const Py_ssize_t nb = xb->len / 8;
+            if (nb && nb != (l->len + q->bp - 1) / q->bp) {
+                PyErr_SetString(PyExc_ValueError,
+                                "block_max: one maximum per block_postings postings (or none) needed");
+                return -1;
+            }
+            l->bmax = nb ? (const double *)xb->buf : NULL;
+        }
+    }
+    q->acc = (double *)q->buf.buf;
+    q->cd = (const int32_t *)q->docs.buf;
+    q->bl = q->blocked.obj ? (const uint8_t *)q->blocked.buf : NULL;
+    q->oi = (int64_t *)q->out_ids.buf;
+    q->os = (double *)q->out_scores.buf;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The loop.
+ * ------------------------------------------------------------------------------------------ */
 
 static int
 cmp_bound(const void *x, const void *y)
@@ -392,7 +417,8 @@ cmp_bound(const void *x, const void *y)
     return (a->term > b->term) - (a->term < b->term);
 }
 
-/* The first position >= p whose rowid is >= c (len if none): exponential then binary search. */
+/* The first position >= p (and <= len) whose rowid is >= c (len if none): exponential then
+   binary search. */
 static inline Py_ssize_t
 gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
 {
@@ -416,425 +442,437 @@ gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
     return hi;
 }
 
-PyDoc_STRVAR(rank_maxscore_doc,
-"rank_maxscore(chunks, impacts, bounds, n_rows, blocked, chunk_doc, k, margin, buf,\n"
-"              out_chunks, out_scores, time_budget[, counts]) -> (n_out, n_full, cut)\n\n"
-"rank_blocks with exact MaxScore pruning: the same arguments plus bounds, a float64 buffer\n"
-"with one upper bound per term (>= every impact of its list), and bit for bit the same\n"
-"results. Only the postings it visits are checked: a list whose last rowid is beyond the\n"
-"last chunk raises ValueError, as does a visited rowid out of order. counts: an optional\n"
-"int64 buffer of 2, set to (postings accumulated, chunks rescored): what pruning left.");
-
-static PyObject *
-rank_maxscore(PyObject *self, PyObject *args)
+/* Add a list's postings [a, b) (all in [lo, hi) unless damaged) into acc, and mark them in
+   the bitmap `bits` unless NULL. Returns 1 on a rowid outside the window (a list out of
+   order). */
+static inline int
+accumulate(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi, double *acc,
+           uint64_t *bits)
 {
-    (void)self;
-    PyObject *ids_seq, *imps_seq, *blocked_obj;
-    Py_ssize_t n_rows, k;
-    double margin, budget;
-    Py_buffer bounds_b, docs, buf, out_ids, out_scores;
-    Py_buffer blocked = {0}, counts = {0};
-    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|w*:rank_maxscore", &ids_seq, &imps_seq,
-                          &bounds_b, &n_rows, &blocked_obj, &docs, &k, &margin, &buf, &out_ids,
-                          &out_scores, &budget, &counts))
-        return NULL;
-    PyObject *result = NULL, *ids_fast = NULL, *imps_fast = NULL;
-    Py_buffer *tb = NULL; /* 2 per term: ids, impacts */
-    Py_ssize_t n_terms = 0, n_got = 0;
-    Best *heap = NULL;
-    Py_ssize_t *pos = NULL, *rc = NULL;
-    ByBound *ord = NULL;
-    double *pre = NULL; /* pre[j]: the sum of ord[0..j)'s bounds */
-    uint8_t *ess = NULL;
-    uint64_t *bits = NULL;
-    int have_blocked = 0;
-    ids_fast = PySequence_Fast(ids_seq, "chunks must be a sequence");
-    imps_fast = PySequence_Fast(imps_seq, "impacts must be a sequence");
-    if (!ids_fast || !imps_fast)
-        goto done;
-    n_terms = PySequence_Fast_GET_SIZE(ids_fast);
-    if (PySequence_Fast_GET_SIZE(imps_fast) != n_terms) {
-        PyErr_SetString(PyExc_ValueError, "one impacts buffer per chunks buffer");
-        goto done;
-    }
-    if (check_buffer(&bounds_b, 8, "bounds"))
-        goto done;
-    if (counts.obj && counts.len < 16) {
-        PyErr_SetString(PyExc_ValueError, "counts: room for 2 int64 needed");
-        goto done;
-    }
-    if (bounds_b.len / 8 != n_terms) {
-        PyErr_SetString(PyExc_ValueError, "one bound per term");
-        goto done;
-    }
-    if (blocked_obj != Py_None) {
-        if (PyObject_GetBuffer(blocked_obj, &blocked, PyBUF_SIMPLE) < 0)
-            goto done;
-        have_blocked = 1;
-    }
-    const Py_ssize_t n = n_rows + 1;
-    if (n_rows < 0 || k < 1 || check_buffer(&docs, 4, "chunk_doc") || check_buffer(&buf, 8, "buf") ||
-        check_buffer(&out_ids, 8, "out_chunks") || check_buffer(&out_scores, 8, "out_scores")) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
-        goto done;
-    }
-    if (docs.len / 4 < n || out_ids.len / 8 < n || out_scores.len / 8 < n ||
-        (have_blocked && blocked.len < n) || buf.len < 8 * 64) {
-        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
-        goto done;
-    }
-    const Py_ssize_t block = buf.len / 8;
-    const Py_ssize_t n_words = (block + 63) / 64;
-    tb = PyMem_Calloc((size_t)(2 * n_terms + 1), sizeof(Py_buffer));
-    pos = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
-    rc = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
-    ord = PyMem_Calloc((size_t)(n_terms + 1), sizeof(ByBound));
-    pre = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
-    ess = PyMem_Calloc((size_t)(n_terms + 1), 1);
-    bits = PyMem_Calloc((size_t)n_words, sizeof(uint64_t));
-    heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
-    if (!tb || !pos || !rc || !ord || !pre || !ess || !bits || !heap) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    const double *bounds = (const double *)bounds_b.buf;
-    for (Py_ssize_t t = 0; t < n_terms; t++) {
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(ids_fast, t), &tb[2 * t], PyBUF_SIMPLE) < 0)
-            goto done;
-        n_got++;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(imps_fast, t), &tb[2 * t + 1], PyBUF_SIMPLE) < 0)
-            goto done;
-        n_got++;
-        if (check_buffer(&tb[2 * t], 4, "chunks") || check_buffer(&tb[2 * t + 1], 8, "impacts"))
-            goto done;
-        const Py_ssize_t len = tb[2 * t].len / 4;
-        if (len != tb[2 * t + 1].len / 8) {
-            PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
-            goto done;
+    const uint32_t *id = l->id;
+    const double *im = l->im;
+    if (bits) {
+        for (Py_ssize_t p = a; p < b; p++) {
+            const Py_ssize_t c = (Py_ssize_t)id[p];
+            if (c < lo || c >= hi)
+                return 1;
+            const Py_ssize_t off = c - lo;
+            acc[off] += im[p];
+            bits[off >> 6] |= (uint64_t)1 << (off & 63);
         }
-        if (len && (Py_ssize_t)((const uint32_t *)tb[2 * t].buf)[len - 1] >= n) {
-            PyErr_SetString(PyExc_ValueError, "a posting list is not ascending or holds a rowid "
-                                              "beyond the last chunk");
-            goto done;
+    } else {
+        for (Py_ssize_t p = a; p < b; p++) {
+            const Py_ssize_t c = (Py_ssize_t)id[p];
+            if (c < lo || c >= hi)
+                return 1;
+            acc[c - lo] += im[p];
         }
-        if (!(bounds[t] >= 0.0)) {
-            PyErr_SetString(PyExc_ValueError, "a term's bound is negative or NaN");
-            goto done;
-        }
-        ord[t] = (ByBound){bounds[t], t};
-        ess[t] = 1;
     }
-    qsort(ord, (size_t)n_terms, sizeof(ByBound), cmp_bound);
-    for (Py_ssize_t j = 0; j < n_terms; j++)
-        pre[j + 1] = pre[j] + ord[j].bound;
-    double *acc = (double *)buf.buf;
-    const int32_t *cd = (const int32_t *)docs.buf;
-    const uint8_t *bl = have_blocked ? (const uint8_t *)blocked.buf : NULL;
-    int64_t *oi = (int64_t *)out_ids.buf;
-    double *os = (double *)out_scores.buf;
-    Py_ssize_t hn = 0, n_out = 0;
-    int bad = 0, late = 0;
-    double cut = 0.0;
-    const int collect_all = margin >= 0.0;
-    int64_t n_accumulated = 0, n_rescored = 0;
-    Py_BEGIN_ALLOW_THREADS
-#if HAVE_CLOCK
-    const double deadline = budget > 0.0 ? now_s() + budget : 0.0;
+    return 0;
+}
+
+/* The largest block maximum over a list's postings [a, b) (a < b): its bound without stored
+   block maxima. */
+static inline double
+window_max(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
+{
+    if (!l->bmax)
+        return l->bound;
+    double m = 0.0;
+    for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++)
+        if (l->bmax[j] > m)
+            m = l->bmax[j];
+    return m;
+}
+
+/* Whether all 8 scores at p are below thr (SSE2 compares where available). */
+static inline int
+all_below(const double *p, double thr)
+{
+#if defined(__SSE2__)
+    const __m128d tv = _mm_set1_pd(thr);
+    const __m128d m0 = _mm_cmpge_pd(_mm_loadu_pd(p), tv);
+    const __m128d m1 = _mm_cmpge_pd(_mm_loadu_pd(p + 2), tv);
+    const __m128d m2 = _mm_cmpge_pd(_mm_loadu_pd(p + 4), tv);
+    const __m128d m3 = _mm_cmpge_pd(_mm_loadu_pd(p + 6), tv);
+    return !_mm_movemask_pd(_mm_or_pd(_mm_or_pd(m0, m1), _mm_or_pd(m2, m3)));
+#else
+    for (int i = 0; i < 8; i++)
+        if (p[i] >= thr)
+            return 0;
+    return 1;
 #endif
-    Best cur = {0.0, -1};
-    int32_t cur_doc = -1;
-    double theta = 0.0, floor_ = ANY_SCORE; /* no chunk below floor_ matters */
-    Py_ssize_t ne = 0;                      /* ord[0..ne) are non-essential */
-    double ne_sum = 0.0;                    /* the sum of their bounds */
-    double thr = floor_;                    /* keep a touched chunk when its partial v >= thr */
-    Py_ssize_t span = block < 1024 ? block : 1024; /* this block's rowid range */
-    int since_clock = 63; /* the first block looks at the clock */
+}
+
+typedef struct {
+    Py_ssize_t n_out, n_full;
+    double cut;
+    int bad, late;
+    int64_t n_accumulated, n_rescored, n_skipped;
+} Outcome;
+
+/*
+ * rank_core: every window, then the outputs. Without the GIL.
+ *
+ * prune = 0 (rank_blocks): every list matters in every window, windows are the buffer's
+ * length, and every touched chunk's sum is exact (each term added in phrase order from 0.0).
+ *
+ * prune = 1 (rank_maxscore): exact dynamic pruning, MaxScore's split made twice.
+ *  - Globally: terms sorted by bound; the lightest ones whose bounds add up to less than the
+ *    floor are non-essential everywhere: a chunk found only in their lists scores below the
+ *    floor. Windows start at the lowest rowid an essential list has left. As the floor rises
+ *    (it only rises), more terms become non-essential, checked between windows.
+ *  - Per window (block-max): each list present in the window gets the window's bound, the
+ *    largest stored block maximum over its postings there (its bound when it has none). When
+ *    those add up to less than the floor, no chunk of the window can qualify: it is skipped,
+ *    its postings never read. Otherwise the split is made again with the window's bounds, so
+ *    a long list whose postings here are light is only probed, not accumulated.
+ *  - A touched chunk is kept when its partial sum v plus the window's non-essential bounds can
+ *    reach the floor; MaxScore's check then probes the non-essential lists (largest bound
+ *    first, galloping cursors: kept chunks ascend) and drops it as soon as the rest of the
+ *    bounds cannot lift it; a survivor is rescored exactly, each term's impact added in
+ *    phrase order from 0.0 -- the IEEE additions of rank_blocks and np.add.at, an absent
+ *    term adding exactly +0.0. When no present list is non-essential, v is that exact sum.
+ *    In a window with many touched chunks, probing per chunk costs more than adding the
+ *    non-essential lists' postings there: then they are added too (v is a bound up to
+ *    rounding, covered by the slack) and only chunks near the floor are rescored.
+ *  - The first windows are short (1,024 rowids, doubling up to PRUNE_SPAN_MAX), so that the
+ *    heap fills and the split is made early.
+ */
+static void
+rank_core(Query *q, Outcome *o)
+{
+    const Py_ssize_t n = q->n, n_terms = q->n_terms, block = q->block, bp = q->bp;
+    const int prune = q->prune;
+    List *L = q->L;
+    double *acc = q->acc;
+    uint64_t *bits = q->bits;
+    const uint8_t *bl = q->bl;
+    Py_ssize_t *pos = q->pos, *rc = q->rc, *wa = q->wa, *wb = q->wb, *act = q->act;
+    double *wmax = q->wmax, *pre = q->pre, *lpre = q->lpre;
+    ByBound *ord = q->ord, *lord = q->lord;
+    uint8_t *ess = q->ess, *loc = q->loc;
+    Sel s = {q->heap, 0, q->k, {0.0, -1}, -1, 0.0, ANY_SCORE, q->margin, q->margin >= 0.0,
+             q->cd, q->oi, q->os, 0};
+    memset(o, 0, sizeof(*o));
+#if HAVE_CLOCK
+    const double deadline = q->budget > 0.0 ? now_s() + q->budget : 0.0;
+#endif
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        ess[t] = 1;
+        ord[t] = (ByBound){L[t].bound, t};
+    }
+    Py_ssize_t gne = 0; /* ord[0..gne) are non-essential everywhere */
+    if (prune) {
+        qsort(ord, (size_t)n_terms, sizeof(ByBound), cmp_bound);
+        for (Py_ssize_t j = 0; j < n_terms; j++)
+            pre[j + 1] = pre[j] + ord[j].bound;
+    }
+    const Py_ssize_t span_max = prune && block > PRUNE_SPAN_MAX ? PRUNE_SPAN_MAX : block;
+    Py_ssize_t span = prune && span_max > 1024 ? 1024 : span_max;
+    int since_clock = 63; /* the first window looks at the clock */
     int64_t clock_mark = 0;
     for (;;) {
         Py_ssize_t lo = n;
-        for (Py_ssize_t t = 0; t < n_terms; t++) {
-            if (!ess[t] || pos[t] >= tb[2 * t].len / 4)
-                continue;
-            const Py_ssize_t c = (Py_ssize_t)((const uint32_t *)tb[2 * t].buf)[pos[t]];
-            if (c < lo)
-                lo = c;
-        }
+        for (Py_ssize_t t = 0; t < n_terms; t++)
+            if (ess[t] && pos[t] < L[t].len && (Py_ssize_t)L[t].id[pos[t]] < lo)
+                lo = (Py_ssize_t)L[t].id[pos[t]];
         if (lo >= n)
             break;
         const Py_ssize_t hi = lo + span < n ? lo + span : n;
-        if (span < block) /* short first blocks: pruning starts as soon as the heap is full */
-            span = 2 * span < block ? 2 * span : block;
-        Py_ssize_t added = 0, top = 0; /* postings added; 1 + the highest offset touched */
-        for (Py_ssize_t t = 0; t < n_terms && !bad; t++) {
-            if (!ess[t])
+        if (span < span_max)
+            span = 2 * span < span_max ? 2 * span : span_max;
+        /* The lists present in the window, in phrase order, and (pruning, once there is a
+           floor to prune against) their window bounds. */
+        const int ranked = prune && s.floor_ > ANY_SCORE;
+        Py_ssize_t n_act = 0;
+        double total = 0.0;
+        for (Py_ssize_t t = 0; t < n_terms; t++) {
+            const Py_ssize_t a = gallop(L[t].id, pos[t], L[t].len, (uint32_t)lo);
+            const Py_ssize_t b = gallop(L[t].id, a, L[t].len, (uint32_t)hi);
+            wa[t] = rc[t] = a;
+            wb[t] = pos[t] = b; /* the window's postings are done with after it */
+            if (a == b)
                 continue;
-            const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
-            const double *im = (const double *)tb[2 * t + 1].buf;
-            const Py_ssize_t len = tb[2 * t].len / 4;
-            const Py_ssize_t p0 = pos[t];
-            Py_ssize_t p = p0;
-            for (; p < len; p++) {
-                const Py_ssize_t c = (Py_ssize_t)id[p];
-                if (c >= hi)
-                    break;
-                if (c < lo) { /* not ascending: a damaged list */
-                    bad = 1;
-                    break;
-                }
-                const Py_ssize_t off = c - lo;
-                acc[off] += im[p];
-                bits[off >> 6] |= (uint64_t)1 << (off & 63);
+            act[n_act++] = t;
+            if (ranked) {
+                wmax[t] = window_max(&L[t], a, b, bp);
+                total += wmax[t];
             }
-            if (p > p0) {
-                added += p - p0;
-                if ((Py_ssize_t)id[p - 1] - lo + 1 > top)
-                    top = (Py_ssize_t)id[p - 1] - lo + 1;
-            }
-            pos[t] = p;
         }
-        if (bad)
-            break;
-        const int exact = ne == 0;
-        /* Checking each touched chunk against the non-essential lists (a gallop per list) costs
-           more than adding those lists' postings in this range when the range holds many
-           touched chunks: then add them too (full), so that v bounds the whole score up to
-           rounding, and only chunks near the floor are rescored. */
+        Py_ssize_t lne = 0; /* lord[0..lne): the window's non-essential lists */
+        if (ranked) {
+            if (total * (1.0 + PRUNE_SLACK) < s.floor_) { /* nothing here can reach the floor */
+                o->n_skipped++;
+                goto next;
+            }
+            /* Sort by window bound (insertion sort: a query has few lists), then split. */
+            for (Py_ssize_t i = 0; i < n_act; i++) {
+                const ByBound x = {wmax[act[i]], act[i]};
+                Py_ssize_t j = i;
+                for (; j > 0 && cmp_bound(&lord[j - 1], &x) > 0; j--)
+                    lord[j] = lord[j - 1];
+                lord[j] = x;
+            }
+            for (Py_ssize_t j = 0; j < n_act; j++)
+                lpre[j + 1] = lpre[j] + lord[j].bound;
+            while (lne < n_act && lpre[lne + 1] * (1.0 + PRUNE_SLACK) < s.floor_)
+                lne++;
+        }
+        for (Py_ssize_t i = 0; i < n_act; i++)
+            loc[act[i]] = 1;
+        for (Py_ssize_t j = 0; j < lne; j++)
+            loc[lord[j].term] = 0;
+        /* What the window will add: the essential lists' postings, and the non-essential
+           ones' too when probing them per touched chunk would cost more (full). */
+        Py_ssize_t added = 0, ne_post = 0;
+        for (Py_ssize_t i = 0; i < n_act; i++)
+            if (loc[act[i]])
+                added += wb[act[i]] - wa[act[i]];
+        const int exact = lne == 0;
         int full = 0;
         if (!exact) {
-            Py_ssize_t ne_post = 0;
-            for (Py_ssize_t j = 0; j < ne; j++) {
-                const Py_ssize_t t = ord[j].term;
-                const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
-                const Py_ssize_t len = tb[2 * t].len / 4;
-                rc[t] = gallop(id, rc[t], len, (uint32_t)lo);
-                ne_post += gallop(id, rc[t], len, (uint32_t)hi) - rc[t];
-            }
-            full = added * (ne < 4 ? ne : 4) * 8 > ne_post;
-            for (Py_ssize_t j = 0; full && j < ne && !bad; j++) {
-                const Py_ssize_t t = ord[j].term;
-                const uint32_t *id = (const uint32_t *)tb[2 * t].buf;
-                const double *im = (const double *)tb[2 * t + 1].buf;
-                const Py_ssize_t len = tb[2 * t].len / 4;
-                const Py_ssize_t p0 = rc[t]; /* rc stays: rescoring starts at the range */
-                Py_ssize_t p = p0;
-                for (; p < len; p++) {
-                    const Py_ssize_t c = (Py_ssize_t)id[p];
-                    if (c >= hi)
-                        break;
-                    if (c < lo) {
-                        bad = 1;
-                        break;
-                    }
-                    const Py_ssize_t off = c - lo;
-                    acc[off] += im[p];
-                    bits[off >> 6] |= (uint64_t)1 << (off & 63);
-                }
-                if (p > p0) {
-                    added += p - p0;
-                    if ((Py_ssize_t)id[p - 1] - lo + 1 > top)
-                        top = (Py_ssize_t)id[p - 1] - lo + 1;
-                }
-            }
-            if (bad)
-                break;
+            for (Py_ssize_t j = 0; j < lne; j++)
+                ne_post += wb[lord[j].term] - wa[lord[j].term];
+            full = added * (lne < 4 ? lne : 4) * 8 > ne_post;
+            if (full)
+                added += ne_post;
         }
-        n_accumulated += added;
-        const double ne_live = full ? 0.0 : ne_sum; /* what v leaves out */
+        /* Few postings for the window's length: mark them in the bitmap and visit only them;
+           else scan the buffer (no bitmap to keep). */
+        uint64_t *const marks = added * 8 < hi - lo ? bits : NULL;
+        Py_ssize_t top = 0; /* 1 + the highest offset touched (known valid once accumulated) */
+        for (Py_ssize_t i = 0; i < n_act && !o->bad; i++) { /* phrase order: exact sums */
+            const Py_ssize_t t = act[i];
+            if (!loc[t])
+                continue;
+            o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
+            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
+                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
+        }
+        for (Py_ssize_t j = 0; full && j < lne && !o->bad; j++) {
+            const Py_ssize_t t = lord[j].term;
+            o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
+            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
+                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
+        }
+        if (o->bad) {
+            memset(acc, 0, sizeof(double) * (size_t)block);
+            memset(bits, 0, sizeof(uint64_t) * (size_t)((block + 63) / 64));
+            break;
+        }
+        o->n_accumulated += added;
+        const double ne_live = full ? 0.0 : lpre[lne]; /* what v leaves out */
+        double thr = s.floor_;
         if (!exact) {
-            thr = floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK);
+            thr = s.floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK);
             if (!(thr > 0.0))
                 thr = ANY_SCORE;
         }
         const Py_ssize_t words = (top + 63) / 64;
-        /* One kept chunk: rescore it exactly unless v is already exact, then select. */
-#define KEEP_CHUNK(OFF, V)                                                                        \
+        /* One touched chunk with v >= thr: check and rescore it unless v is exact, select it. */
+#define KEEP_CHUNK(OFF, V, EXACT)                                                                       \
     do {                                                                                          \
         const int64_t row = (int64_t)(lo + (OFF));                                               \
-        double s = (V);                                                                           \
+        double sc = (V);                                                                          \
         if (bl && bl[row])                                                                        \
             break;                                                                                \
-        if (!exact) {                                                                             \
-            /* MaxScore's check: add the non-essential terms' impacts, largest bound first,  \
-               while the rest of their bounds can still lift the chunk to the floor. */       \
-            double vv = s;                                                                        \
+        if (!(EXACT)) {                                                                           \
+            double vv = sc;                                                                       \
             int drop = 0;                                                                         \
-            for (Py_ssize_t j = full ? -1 : ne - 1; j >= 0; j--) {                                \
-                const Py_ssize_t t = ord[j].term;                                                 \
-                const uint32_t *tid = (const uint32_t *)tb[2 * t].buf;                            \
-                const Py_ssize_t tl = tb[2 * t].len / 4;                                          \
-                const Py_ssize_t q = rc[t] = gallop(tid, rc[t], tl, (uint32_t)row);               \
-                if (q < tl && (int64_t)tid[q] == row)                                             \
-                    vv += ((const double *)tb[2 * t + 1].buf)[q];                                 \
-                if ((vv + pre[j]) * (1.0 + PRUNE_SLACK) < floor_) {                               \
+            for (Py_ssize_t j = full ? -1 : lne - 1; j >= 0; j--) {                               \
+                const Py_ssize_t t = lord[j].term;                                                \
+                const Py_ssize_t p = rc[t] = gallop(L[t].id, rc[t], wb[t], (uint32_t)row);        \
+                if (p < wb[t] && (int64_t)L[t].id[p] == row)                                      \
+                    vv += L[t].im[p];                                                             \
+                if ((vv + lpre[j]) * (1.0 + PRUNE_SLACK) < s.floor_) {                            \
                     drop = 1;                                                                     \
                     break;                                                                        \
                 }                                                                                 \
             }                                                                                     \
             if (drop)                                                                             \
                 break;                                                                            \
-            n_rescored++;                                                                         \
-            s = 0.0;                                                                              \
-            for (Py_ssize_t t = 0; t < n_terms; t++) {                                            \
-                const uint32_t *tid = (const uint32_t *)tb[2 * t].buf;                            \
-                const Py_ssize_t tl = tb[2 * t].len / 4;                                          \
-                const Py_ssize_t q = rc[t] = gallop(tid, rc[t], tl, (uint32_t)row);               \
-                if (q < tl && (int64_t)tid[q] == row)                                             \
-                    s += ((const double *)tb[2 * t + 1].buf)[q];                                  \
+            o->n_rescored++;                                                                      \
+            sc = 0.0;                                                                             \
+            for (Py_ssize_t i = 0; i < n_act; i++) {                                              \
+                const Py_ssize_t t = act[i];                                                      \
+                const Py_ssize_t p = rc[t] = gallop(L[t].id, rc[t], wb[t], (uint32_t)row);        \
+                if (p < wb[t] && (int64_t)L[t].id[p] == row)                                      \
+                    sc += L[t].im[p];                                                             \
             }                                                                                     \
         }                                                                                         \
-        if (!(s >= floor_))                                                                       \
+        if (!(sc >= s.floor_))                                                                    \
             break;                                                                                \
-        const int32_t d = cd[row];                                                                \
-        if (d != cur_doc) {                                                                       \
-            if (cur_doc >= 0) {                                                                   \
-                heap_offer(heap, &hn, k, cur);                                                    \
-                if (hn == k && heap[0].score > theta) {                                           \
-                    theta = heap[0].score;                                                        \
-                    floor_ = collect_all ? theta - margin - 2.0 * (fabs(theta) * 1e-9) : theta;   \
-                    if (!(floor_ > 0.0))                                                          \
-                        floor_ = ANY_SCORE;                                                       \
-                    thr = exact ? floor_ : floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK); \
-                    if (!(thr > 0.0))                                                             \
-                        thr = ANY_SCORE;                                                          \
-                }                                                                                 \
-            }                                                                                     \
-            cur_doc = d;                                                                          \
-            cur = (Best){s, row};                                                                 \
-        } else if (s > cur.score) {                                                               \
-            cur = (Best){s, row};                                                                 \
-        }                                                                                         \
-        if (collect_all) {                                                                        \
-            oi[n_out] = row;                                                                      \
-            os[n_out] = s;                                                                        \
-            n_out++;                                                                              \
+        if (sel_offer(&s, row, sc)) {                                                             \
+            thr = exact ? s.floor_ : s.floor_ * (1.0 - PRUNE_SLACK) - ne_live * (1.0 + PRUNE_SLACK); \
+            if (!(thr > 0.0))                                                                     \
+                thr = ANY_SCORE;                                                                  \
         }                                                                                         \
     } while (0)
-        if (added * 8 < top) {
-            /* Few postings: visit the touched chunks only, in ascending order, via the bitmap. */
-            for (Py_ssize_t w = 0; w < words; w++) {
-                uint64_t word = bits[w];
-                bits[w] = 0;
-                while (word) {
-                    const Py_ssize_t off = 64 * w + (Py_ssize_t)__builtin_ctzll(word);
-                    word &= word - 1;
-                    const double v = acc[off];
-                    acc[off] = 0.0;
-                    if (v >= thr)
-                        KEEP_CHUNK(off, v);
-                }
-            }
+        /* The window's selection, compiled twice: for exact sums (no check, no rescoring)
+           and for partial ones. */
+#define SCAN_WINDOW(EXACT)                                                                          \
+        if (marks) {                                                                                \
+            /* Few postings: visit the touched chunks only, in ascending order, via the bitmap. */  \
+            for (Py_ssize_t w = 0; w < words; w++) {                                                \
+                uint64_t word = bits[w];                                                            \
+                bits[w] = 0;                                                                        \
+                while (word) {                                                                      \
+                    const Py_ssize_t off = 64 * w + (Py_ssize_t)__builtin_ctzll(word);              \
+                    word &= word - 1;                                                               \
+                    const double v = acc[off];                                                      \
+                    acc[off] = 0.0;                                                                 \
+                    if (v >= thr)                                                                   \
+                        KEEP_CHUNK(off, v, EXACT);                                                  \
+                }                                                                                   \
+            }                                                                                       \
+        } else {                                                                                    \
+            /* Dense: compare 8 chunks at a time (SSE2), then zero the range while in cache. */     \
+            for (Py_ssize_t c = 0; c < top; c += 8) {                                               \
+                const Py_ssize_t e = c + 8 < top ? c + 8 : top;                                     \
+                if (e - c == 8 && all_below(acc + c, thr))                                          \
+                    continue;                                                                       \
+                for (Py_ssize_t j = c; j < e; j++) {                                                \
+                    const double v = acc[j];                                                        \
+                    if (v >= thr)                                                                   \
+                        KEEP_CHUNK(j, v, EXACT);                                                    \
+                }                                                                                   \
+            }                                                                                       \
+            memset(acc, 0, sizeof(double) * (size_t)top);                                           \
+        }
+        if (exact) {
+            SCAN_WINDOW(1)
         } else {
-            /* Dense: compare 8 chunks at a time (SSE2), then zero the range while in cache. */
-            memset(bits, 0, sizeof(uint64_t) * (size_t)words);
-            for (Py_ssize_t c = 0; c < top; c += 8) {
-                const Py_ssize_t e = c + 8 < top ? c + 8 : top;
-#if defined(__SSE2__)
-                if (e - c == 8) {
-                    const __m128d tv = _mm_set1_pd(thr);
-                    const __m128d m0 = _mm_cmpge_pd(_mm_loadu_pd(acc + c), tv);
-                    const __m128d m1 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 2), tv);
-                    const __m128d m2 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 4), tv);
-                    const __m128d m3 = _mm_cmpge_pd(_mm_loadu_pd(acc + c + 6), tv);
-                    if (!_mm_movemask_pd(_mm_or_pd(_mm_or_pd(m0, m1), _mm_or_pd(m2, m3))))
-                        continue;
-                }
-#endif
-                for (Py_ssize_t j = c; j < e; j++) {
-                    const double v = acc[j];
-                    if (v >= thr)
-                        KEEP_CHUNK(j, v);
-                }
-            }
-            memset(acc, 0, sizeof(double) * (size_t)top);
+            SCAN_WINDOW(0)
         }
+#undef SCAN_WINDOW
 #undef KEEP_CHUNK
+    next:
         /* The floor only rises: move terms to the non-essential side while their bounds fit. */
-        while (ne < n_terms && pre[ne + 1] * (1.0 + PRUNE_SLACK) < floor_) {
-            ess[ord[ne].term] = 0;
-            ne++;
+        while (prune && gne < n_terms && pre[gne + 1] * (1.0 + PRUNE_SLACK) < s.floor_) {
+            ess[ord[gne].term] = 0;
+            gne++;
         }
-        ne_sum = pre[ne];
 #if HAVE_CLOCK
-        /* Blocks can be tiny here, and reading the clock is a system call on some machines:
-           look at it every 64 blocks or 256K postings. */
-        if (deadline > 0.0 && (++since_clock >= 64 || n_accumulated - clock_mark >= (1 << 18))) {
+        /* Windows can be tiny, and reading the clock is a system call on some machines: look
+           at it every 64 windows or 256K postings. */
+        if (deadline > 0.0 &&
+            (++since_clock >= 64 || o->n_accumulated - clock_mark >= (1 << 18))) {
             since_clock = 0;
-            clock_mark = n_accumulated;
+            clock_mark = o->n_accumulated;
             if (now_s() > deadline) {
-                late = 1;
+                o->late = 1;
                 break;
             }
         }
 #endif
     }
-    for (Py_ssize_t t = 0; t < n_terms && !bad && !late; t++)
-        if (ess[t] && pos[t] != tb[2 * t].len / 4)
-            bad = 1; /* a rowid beyond the last chunk, out of order */
-    if (cur_doc >= 0 && !bad && !late)
-        heap_offer(heap, &hn, k, cur);
-    if (late || bad) {
+    for (Py_ssize_t t = 0; t < n_terms && !o->bad && !o->late; t++)
+        if (ess[t] && pos[t] != L[t].len)
+            o->bad = 1; /* a rowid beyond the last chunk, out of order */
+    if (o->bad || o->late) {
         memset(acc, 0, sizeof(double) * (size_t)block);
-    } else if (!collect_all) {
-        qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
-        for (Py_ssize_t i = 0; i < hn; i++) {
-            oi[i] = heap[i].chunk;
-            os[i] = heap[i].score;
-        }
-        n_out = hn;
-        if (hn == k)
-            cut = heap[hn - 1].score;
-    } else if (hn == k) {
-        cut = heap[0].score;
-        const double t2 = cut - margin - 2.0 * (fabs(cut) * 1e-9);
-        Py_ssize_t w = 0;
-        for (Py_ssize_t i = 0; i < n_out; i++)
-            if (os[i] >= t2) {
-                oi[w] = oi[i];
-                os[w] = os[i];
-                w++;
-            }
-        n_out = w;
-    } else {
-        n_out = 0;
+        return;
     }
+    o->cut = sel_finish(&s);
+    o->n_out = s.n_out;
+    o->n_full = s.hn;
+}
+
+/* Run a prepared query without the GIL; build the result tuple. */
+static PyObject *
+query_run(Query *q)
+{
+    Outcome o;
+    Py_BEGIN_ALLOW_THREADS
+    rank_core(q, &o);
     Py_END_ALLOW_THREADS
-    if (counts.obj) {
-        ((int64_t *)counts.buf)[0] = n_accumulated;
-        ((int64_t *)counts.buf)[1] = n_rescored;
+    if (q->counts.obj) {
+        int64_t *c = (int64_t *)q->counts.buf;
+        c[0] = o.n_accumulated;
+        c[1] = o.n_rescored;
+        if (q->counts.len >= 24)
+            c[2] = o.n_skipped;
     }
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "a posting list is not ascending or holds a rowid "
-                                          "beyond the last chunk");
-        goto done;
+    if (o.bad) {
+        PyErr_SetString(PyExc_ValueError, BAD_LIST);
+        return NULL;
     }
-    if (late) {
-        result = Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
-        goto done;
+    if (o.late)
+        return Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
+    return Py_BuildValue("(nnd)", o.n_out, o.n_full, o.cut);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The entry points.
+ * ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(rank_blocks_doc,
+"rank_blocks(chunks, impacts, n_rows, blocked, chunk_doc, k, margin, buf, out_chunks,\n"
+"            out_scores, time_budget) -> (n_out, n_full, cut)\n\n"
+"chunks/impacts: sequences of uint32 / float64 buffers, one pair per term in phrase order\n"
+"(rowids ascending, all < n_rows + 1). buf: a float64 buffer of zeros (its length is the\n"
+"block size; handed back zeroed). Documents' chunks must be consecutive rowids.\n"
+"margin < 0: writes the best chunk of each of the k best documents, best first (score\n"
+"descending, then lower rowid). margin >= 0: writes, ascending, every chunk scoring at least\n"
+"cut - margin - 2e-9*|cut| (cut = the k-th best document's score) when k documents are\n"
+"scored. n_full: min(k, documents scored). time_budget: seconds (<= 0: none); when it runs\n"
+"out, returns (-1, 0, 0.0).");
+
+static PyObject *
+rank_blocks(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ids_seq, *imps_seq, *blocked_obj, *result = NULL;
+    Py_ssize_t n_rows;
+    Query q;
+    memset(&q, 0, sizeof(q));
+    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d:rank_blocks", &ids_seq, &imps_seq, &n_rows,
+                          &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf, &q.out_ids,
+                          &q.out_scores, &q.budget))
+        return NULL;
+    if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows) == 0)
+        result = query_run(&q);
+    query_release(&q);
+    return result;
+}
+
+PyDoc_STRVAR(rank_maxscore_doc,
+"rank_maxscore(chunks, impacts, bounds, n_rows, blocked, chunk_doc, k, margin, buf,\n"
+"              out_chunks, out_scores, time_budget[, counts[, block_max, block_postings]])\n"
+"              -> (n_out, n_full, cut)\n\n"
+"rank_blocks with exact MaxScore and block-max pruning: the same arguments plus bounds, a\n"
+"float64 buffer with one upper bound per term (>= every impact of its list), and bit for\n"
+"bit the same results. block_max (None: none): one float64 buffer per term, empty or holding\n"
+"ceil(len / block_postings) maxima, the j-th >= the impacts of postings\n"
+"[j*block_postings, (j+1)*block_postings). Only the postings it visits are checked: a list\n"
+"whose last rowid is beyond the last chunk raises ValueError, as does a visited rowid out of\n"
+"order. counts: an optional int64 buffer (or None) of 2 or 3, set to (postings accumulated,\n"
+"chunks rescored[, windows skipped by their block maxima]): what pruning left.");
+
+static PyObject *
+rank_maxscore(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ids_seq, *imps_seq, *blocked_obj, *counts_obj = Py_None, *bmax_obj = Py_None;
+    PyObject *result = NULL;
+    Py_ssize_t n_rows;
+    Query q;
+    memset(&q, 0, sizeof(q));
+    q.prune = 1;
+    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOn:rank_maxscore", &ids_seq, &imps_seq,
+                          &q.bounds, &n_rows, &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf,
+                          &q.out_ids, &q.out_scores, &q.budget, &counts_obj, &bmax_obj, &q.bp))
+        return NULL;
+    if (counts_obj != Py_None &&
+        PyObject_GetBuffer(counts_obj, &q.counts, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0) {
+        query_release(&q);
+        return NULL;
     }
-    result = Py_BuildValue("(nnd)", n_out, hn, cut);
-done:
-    for (Py_ssize_t i = 0; i < n_got; i++)
-        PyBuffer_Release(&tb[i]);
-    if (counts.obj)
-        PyBuffer_Release(&counts);
-    PyMem_Free(tb);
-    PyMem_Free(pos);
-    PyMem_Free(rc);
-    PyMem_Free(ord);
-    PyMem_Free(pre);
-    PyMem_Free(ess);
-    PyMem_Free(bits);
-    PyMem_Free(heap);
-    Py_XDECREF(ids_fast);
-    Py_XDECREF(imps_fast);
-    PyBuffer_Release(&bounds_b);
-    PyBuffer_Release(&docs);
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&out_ids);
-    PyBuffer_Release(&out_scores);
-    if (have_blocked)
-        PyBuffer_Release(&blocked);
+    if (query_prepare(&q, ids_seq, imps_seq, bmax_obj == Py_None ? NULL : bmax_obj, blocked_obj,
+                      n_rows) == 0)
+        result = query_run(&q);
+    query_release(&q);
     return result;
 }
 
@@ -850,8 +888,17 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
+   takes block maxima. A module built from an older _kernels.c is refused, not called wrongly. */
+#define KERNELS_ABI 2
+
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy.typing as npt
 
+ABI: int
+
 def rank_blocks(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]], n_rows: int,
                 blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int, margin: float,
                 buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
@@ -14,4 +16,6 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDAr
                   bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
                   chunk_doc: npt.NDArray[Any], k: int, margin: float, buf: npt.NDArray[Any],
                   out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
-                  time_budget: float, counts: npt.NDArray[Any] = ..., /) -> tuple[int, int, float]: ...
+                  time_budget: float, counts: npt.NDArray[Any] | None = ...,
+                  block_max: Sequence[npt.NDArray[Any]] | None = ..., block_postings: int = ...,
+                  /) -> tuple[int, int, float]: ...

@@ -39,7 +39,15 @@ from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .fts5spec import sql_string
 from .models import BuildSettings
-from .schema import APPLICATION_ID, DDL, DOC_TEXT_CODEC, FTS_DDL, SCHEMA_VERSION
+from .schema import (
+    APPLICATION_ID,
+    BLOCK_POSTINGS,
+    DDL,
+    DOC_TEXT_CODEC,
+    FTS_DDL,
+    SCHEMA_VERSION,
+    block_count,
+)
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
 from .spill import FAN_IN, SortedRuns, sorted_pairs
 from .text import Tokenizer, normalize_text
@@ -554,6 +562,9 @@ def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[n
                 else:
                     out.write(impacts[s:e].tobytes())
                     out.write(chunks[s:e].tobytes())
+                    if block_count(e - s):  # block maxima: the bounds of block-max pruning
+                        out.write(np.maximum.reduceat(
+                            impacts[s:e], np.arange(0, e - s, BLOCK_POSTINGS)).tobytes())
             total += len(pairs)
     if n_terms and not df.all():  # every term was seen in some chunk, so it has postings
         raise BuildError(f"internal error: {int((df == 0).sum())} terms without postings")
@@ -615,7 +626,8 @@ class _Writing:
                 if is_dense:
                     conn.execute("INSERT INTO dense_tfs VALUES(?,?)", (tid, fh.read(dense_bytes)))
                 else:
-                    conn.execute("INSERT INTO postings VALUES(?,?)", (tid, fh.read(12 * n)))
+                    conn.execute("INSERT INTO postings VALUES(?,?)",
+                                 (tid, fh.read(12 * n + 8 * block_count(n))))
         p.spill.unlink()
         conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)",
                          zip(p.terms, range(len(p.terms)), p.df.tolist(),
@@ -761,6 +773,7 @@ def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
     return {
         "format": "drsearch-index",
         "schema_version": SCHEMA_VERSION,
+        "block_postings": BLOCK_POSTINGS,
         "application_id": APPLICATION_ID,
         "frozen": True,
         "tokenizer": settings.fts5_tokenize,

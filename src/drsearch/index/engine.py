@@ -41,7 +41,7 @@ from .errors import (
 )
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
-from .schema import APPLICATION_ID, REQUIRED_TABLES, SCHEMA_VERSION
+from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf
 from .snippet import SnippetMaker
 from .text import Tokenizer
@@ -104,10 +104,11 @@ def _connect(path: Path) -> apsw.Connection:
         conn.close()
         raise IncompatibleIndexError(
             f"{path}: damaged or incomplete drsearch index (missing tables: {', '.join(missing)})")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         conn.close()
         raise IncompatibleIndexError(
-            f"{path}: index schema version {version}, this drsearch reads version {SCHEMA_VERSION}"
+            f"{path}: index schema version {version}, this drsearch reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     return conn
 
@@ -125,13 +126,16 @@ class Engine:
         self._extra_conns: list[apsw.Connection] = []
         self._lock = threading.Lock()
         self.meta: dict[str, Any] = _read_meta(conn)
+        # Schema version 2 stores block maxima after each long posting list; a version-1 file
+        # has none and ranks (exactly) with the per-term bounds only.
+        self.block_postings: int | None = _block_postings(conn, self.meta)
         self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
         raw, arrays = _read_arrays(conn, self.meta)
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native,
-                             pruning=pruning)
+                             pruning=pruning, block_postings=self.block_postings)
         self._blocked_docs, self._blocked_chunks, self.blocked_missing = self._resolve_blocklist(blocklist)
         # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
         # opening either takes the same path to the same exception.
@@ -278,9 +282,10 @@ class Engine:
             if dense:
                 out.append(DenseTerm(qt.term, df, self._dense_loader(tid)))
                 continue
-            data = read_blob(db, "postings", "data", tid, 12 * df, arena)
-            out.append(SparseTerm(qt.term, df, data[8 * df :].view("<u4"), data[: 8 * df].view("<f8"),
-                                  top))
+            nb = block_count(df, self.block_postings) if self.block_postings else 0
+            data = read_blob(db, "postings", "data", tid, 12 * df + 8 * nb, arena)
+            out.append(SparseTerm(qt.term, df, data[8 * df : 12 * df].view("<u4"),
+                                  data[: 8 * df].view("<f8"), top, data[12 * df :].view("<f8")))
         return out
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
@@ -483,6 +488,18 @@ def _read_meta(conn: apsw.Connection) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
             raise IncompatibleIndexError(f"damaged meta value 'bm25': {param} = {str(value)[:60]!r}")
     return meta
+
+
+def _block_postings(conn: apsw.Connection, meta: dict[str, Any]) -> int | None:
+    """Postings per stored block maximum (schema version 2), or None (version 1: none stored).
+
+    Raises IncompatibleIndexError when a version-2 file's ``meta`` lacks a valid value."""
+    if conn.execute("PRAGMA user_version").get < 2:
+        return None
+    value = meta.get("block_postings")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 20:
+        raise IncompatibleIndexError(f"damaged meta value 'block_postings': {str(value)[:60]!r}")
+    return value
 
 
 def _read_arrays(conn: apsw.Connection, meta: dict[str, Any]) -> tuple[

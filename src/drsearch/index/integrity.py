@@ -38,7 +38,7 @@ from urllib.parse import quote
 import apsw
 
 from .errors import NotADatabaseError
-from .schema import APPLICATION_ID, SCHEMA_VERSION
+from .schema import APPLICATION_ID, READABLE_VERSIONS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100
@@ -114,8 +114,9 @@ def header_problems(header: SQLiteHeader, *, drsearch: bool = True) -> list[str]
     problems = []
     if drsearch and header.application_id != APPLICATION_ID:
         problems.append(f"application_id {header.application_id:#x}, expected {APPLICATION_ID:#x}")
-    if drsearch and header.user_version != SCHEMA_VERSION:
-        problems.append(f"schema version (user_version) {header.user_version}, expected {SCHEMA_VERSION}")
+    if drsearch and header.user_version not in READABLE_VERSIONS:
+        problems.append(f"schema version (user_version) {header.user_version}, expected one of "
+                        f"{', '.join(map(str, READABLE_VERSIONS))}")
     if not header.page_count_valid:
         problems.append("the header's page count is not valid (file written by a very old SQLite?)")
     elif header.expected_bytes != header.file_bytes:

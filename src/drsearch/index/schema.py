@@ -25,6 +25,12 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     rowids (``df`` uint32s, ascending): one BLOB read per term. A term in
     at least half of the chunks (IDF clamped to 1e-6: ``dense = 1``) is stored instead as a
     dense uint16 term-frequency array over all chunk rowids: it only breaks near-ties.
+    ``max_impact`` is the list's largest impact (MaxScore's per-term bound). Since schema
+    version 2, a list of more than ``BLOCK_POSTINGS`` (64) postings is followed in ``data``
+    by its *block maxima*: ``ceil(df / 64)`` float64s, the largest impact of each run of 64
+    consecutive postings (the last run may be shorter), the per-block bounds of block-max
+    pruning (:func:`block_count`; ``meta.block_postings`` records the 64). A version-1 file
+    has no block maxima; it is read and ranked exactly, with the per-term bounds only.
 ``arrays(name, dtype, data)``
     dense per-chunk arrays: ``chunk_doc`` (document rowid), ``chunk_len`` (tokens),
     ``chunk_ordinal`` (the chunk's position in its document); and every document's
@@ -36,7 +42,11 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
 from __future__ import annotations
 
 APPLICATION_ID = 0x44525331  # "DRS1"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only) and 2.
+READABLE_VERSIONS = (1, 2)
+# Postings per block of the stored block maxima (schema version 2).
+BLOCK_POSTINGS = 64
 DOC_TEXT_CODEC = "zlib"
 
 DDL = """
@@ -80,4 +90,14 @@ REQUIRED_TABLES = (
     "arrays",
 )
 
-__all__ = ["APPLICATION_ID", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "REQUIRED_TABLES", "SCHEMA_VERSION"]
+
+
+def block_count(df: int, block_postings: int = BLOCK_POSTINGS) -> int:
+    """How many block maxima follow a sparse list of ``df`` postings (schema version 2): none
+    for a list of at most one block (its ``max_impact`` is its only block's maximum), else one
+    per ``block_postings`` postings, the last block possibly shorter."""
+    return 0 if df <= block_postings else -(-df // block_postings)
+
+
+__all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "READABLE_VERSIONS",
+           "REQUIRED_TABLES", "SCHEMA_VERSION", "block_count"]

@@ -11,12 +11,17 @@ each: they are kept out of the first pass (they are stored as dense tf arrays, n
 and only the candidates within that margin of the k-th document are rescored exactly with
 every term in phrase order, so the ordered result still equals FTS5's.
 
-Ranking runs in the optional C kernel when it was built: ``_kernels.rank_maxscore`` (exact
-MaxScore pruning over the terms' stored upper bounds ``max_impact``; by default for queries
-whose postings are few) or ``_kernels.rank_blocks`` (every posting, block by block in an
-L2-sized buffer; docs/ENGINE.md), else in numpy (``np.add.at`` into a
-whole-corpus array, then thresholds); both paths return bit-identical results (the tests run
-both).
+Ranking runs in the optional C kernel when it was built, window by window of chunk rowids in
+an L2-sized buffer, windows following the postings (rowid ranges without any cost nothing):
+``_kernels.rank_maxscore`` (exact dynamic pruning, by default for queries whose postings are
+few: MaxScore's split over the terms' stored upper bounds ``max_impact``, made again in each
+window over the stored *block maxima* — each run of 64 postings' largest impact, schema
+version 2 — which also skip whole windows whose bounds cannot reach the k-th score; a
+version-1 file, without block maxima, prunes with the per-term bounds alone) or
+``_kernels.rank_blocks`` (every posting); else in numpy (``np.add.at`` into a whole-corpus
+array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
+survivor is rescored exactly in phrase order, so every path returns bit-identical results,
+ties included (the tests run them all; docs/ENGINE.md).
 """
 
 from __future__ import annotations
@@ -32,21 +37,51 @@ import numpy.typing as npt
 
 from .errors import DrsearchError, QueryTimeoutError
 from .memory import hugepage_zeros
+from .schema import BLOCK_POSTINGS, block_count
 
+# The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
+# maxima. A kernel built from an older _kernels.c (a checkout updated without rebuilding it)
+# is not used: ranking falls back to numpy (same results), and native=True says why.
+KERNEL_ABI = 2
+
+
+def kernel_problem(module: object) -> str | None:
+    """Why a compiled ``_kernels`` module cannot be used by this code (None: it can)."""
+    abi = getattr(module, "ABI", 1)
+    if abi != KERNEL_ABI:
+        return (f"drsearch.index._kernels is stale (interface {abi}, this drsearch calls "
+                f"{KERNEL_ABI}): rebuild it (python setup.py build_ext --inplace, or reinstall)")
+    return None
+
+
+_NOT_BUILT = "drsearch.index._kernels was not built (no C compiler at install?)"
 try:
     from . import _kernels
 except ImportError:  # built without a C compiler: numpy does the same work, slower
     _kernels = None  # type: ignore[assignment]
+    _KERNEL_PROBLEM: str | None = _NOT_BUILT
+else:
+    _KERNEL_PROBLEM = kernel_problem(_kernels)
+    if _KERNEL_PROBLEM is not None:
+        _kernels = None  # type: ignore[assignment]
 
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
 BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
 NATIVE_AVAILABLE = _kernels is not None
+# With block maxima, c-auto prunes every query of k up to PRUNE_ALL_K in a corpus of at least
+# PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
+PRUNE_ALL_K = 10
+PRUNE_ALL_ROWS = 1 << 17
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
+# One list as the C kernel takes it: rowids, impacts, bound, block maxima.
+Lists = tuple[npt.NDArray[np.uint32], F64, float, F64]
+_NO_BLOCKS: F64 = np.empty(0, dtype=np.float64)
+_NO_BLOCKS.flags.writeable = False
 
 
 def bm25_idf(n_rows: int, df: int) -> float:
@@ -76,6 +111,9 @@ class SparseTerm:
     chunks: npt.NDArray[np.uint32]
     impacts: F64
     max_impact: float  # the largest impact in the list: MaxScore's bound (rank_maxscore)
+    # The largest impact of each run of ``block_postings`` postings (schema version 2), or
+    # empty (a list of one block, or a version-1 file): block-max pruning's bounds.
+    block_max: F64 = field(default_factory=lambda: _NO_BLOCKS)
 
 
 @dataclass(slots=True)
@@ -118,25 +156,30 @@ class Scorer:
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
                  k1: float = 1.2, b: float = 0.75, *, native: bool | None = None,
-                 pruning: Pruning = "auto") -> None:
+                 pruning: Pruning = "auto", block_postings: int | None = BLOCK_POSTINGS) -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
         ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
-        the terms' stored upper bounds, ``rank_maxscore``), ``never`` scores every posting
-        block by block (``rank_blocks``), ``auto`` (the default) picks per query what is
-        cheaper: MaxScore when the query's postings are fewer than a quarter of the chunks
-        (its cost follows them), else every posting (a sequential pass that, with our
-        corpus-wide bounds, the pruning path does not beat). Same results, bit for bit.
+        the terms' stored upper bounds and block maxima, ``rank_maxscore``), ``never``
+        scores every posting window by window (``rank_blocks``), ``auto`` (the default)
+        picks per query what is cheaper: pruning when the query's postings are fewer than a
+        quarter of the chunks (its cost follows them) or, with block maxima, when k <= 10 in
+        a corpus of 131,072 chunks or more; else every posting (a sequential pass over long
+        lists of similar weight). Same results, bit for bit.
+
+        ``block_postings``: how many postings each of a list's ``block_max`` covers (the
+        file's ``meta.block_postings``; None: no list has block maxima, a version-1 file).
 
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
         """
         if native and _kernels is None:
-            raise DrsearchError("drsearch.index._kernels was not built (no C compiler at install?)")
+            raise DrsearchError(_KERNEL_PROBLEM or _NOT_BUILT)
         use_c = _kernels is not None if native is None else native
         self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
         if pruning not in PRUNING:
             raise ValueError(f"pruning must be one of {', '.join(PRUNING)}, got {pruning!r}")
         self._pruning = pruning
+        self.block_postings = block_postings
         self.chunk_doc = chunk_doc
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
@@ -196,22 +239,22 @@ class Scorer:
     def _rank_native(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
                      blocked: Bools | None, scratch: Scratch,
                      deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` in C, block by block in an L2-sized score buffer (``rank_blocks``)."""
+        """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
+        or ``rank_blocks``)."""
         assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
 
-        def run(lists: Sequence[tuple[npt.NDArray[np.uint32], F64, float]],
-                margin: float) -> tuple[int, int, float]:
+        def run(lists: Sequence[Lists], margin: float) -> tuple[int, int, float]:
             budget = deadline - time.monotonic()
             if budget <= 0.0:
                 raise QueryTimeoutError("query ran past its time limit")
-            chunks, impacts = [c for c, _, _ in lists], [i for _, i, _ in lists]
-            if self._pruning == "always" or (
-                    self._pruning == "auto" and 4 * sum(len(c) for c in chunks) < self.n_rows):
-                bounds = np.array([m for _, _, m in lists], dtype=np.float64)
+            chunks, impacts = [t[0] for t in lists], [t[1] for t in lists]
+            if self._prunes(chunks, k):
+                bounds = np.array([t[2] for t in lists], dtype=np.float64)
+                block_max = [t[3] for t in lists] if self.block_postings else None
                 n, n_full, cut = _kernels.rank_maxscore(
                     chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget)
+                    scratch.block, out_c, out_s, budget, None, block_max, self.block_postings or 0)
             else:
                 n, n_full, cut = _kernels.rank_blocks(
                     chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin,
@@ -224,7 +267,8 @@ class Scorer:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact) for t in sparse], bound)
+            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact, t.block_max) for t in sparse],
+                                 bound)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
@@ -232,14 +276,30 @@ class Scorer:
         n, _, _ = run([self._postings_of(t) for t in present], -1.0)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
 
-    def _postings_of(self, t: Term) -> tuple[npt.NDArray[np.uint32], F64, float]:
-        """A term as (ascending chunk rowids, impacts, their maximum); a dense term's zero-tf
-        chunks add exactly +0.0, so leaving them out changes no sum."""
+    def _postings_of(self, t: Term) -> Lists:
+        """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
+        term's zero-tf chunks add exactly +0.0, so leaving them out changes no sum."""
         if isinstance(t, SparseTerm):
-            return t.chunks, t.impacts, t.max_impact
+            return t.chunks, t.impacts, t.max_impact, t.block_max
         impacts = self._dense_impacts(t)
         rows = np.flatnonzero(impacts)
-        return rows.astype(np.uint32), impacts[rows], float(impacts.max(initial=0.0))
+        nonzero = impacts[rows]
+        block_max = _NO_BLOCKS
+        if self.block_postings and block_count(len(rows), self.block_postings):
+            block_max = np.maximum.reduceat(nonzero, np.arange(0, len(rows), self.block_postings))
+        return rows.astype(np.uint32), nonzero, float(impacts.max(initial=0.0)), block_max
+
+    def _prunes(self, chunks: Sequence[npt.NDArray[np.uint32]], k: int) -> bool:
+        """Whether this query runs on the pruning kernel (``rank_maxscore``): always when its
+        postings are fewer than a quarter of the chunks (its cost then follows them), and
+        with block maxima also for k <= PRUNE_ALL_K in a corpus of at least PRUNE_ALL_ROWS
+        chunks (a small k's floor is high enough that whole windows are skipped and long light
+        lists only probed; a small corpus has too few windows to skip); else every posting."""
+        if self._pruning != "auto":
+            return self._pruning == "always"
+        if self.block_postings and k <= PRUNE_ALL_K and self.n_rows >= PRUNE_ALL_ROWS:
+            return True
+        return 4 * sum(len(c) for c in chunks) < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
