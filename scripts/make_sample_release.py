@@ -39,8 +39,7 @@ def recipe_release(out: Path, force: bool) -> int:
     for path in (out, work):
         shutil.rmtree(path, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(REPO))  # the fixture and its servers are the construction tests'
-    from tests.release.recipe import run_recipe
+    from offline_recipe.driver import run_recipe  # beside this script (scripts/offline_recipe)
 
     recipe = run_recipe(work, frozen_fetch_times=True, release=out)
     for line in recipe.lines.values():

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from offline_recipe.driver import PLAN, Recipe, cli, jsonl, run_recipe
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList, Engine
@@ -27,7 +28,6 @@ from drsearch.release.dr256 import load_questions
 from ..helpers import REPO
 from .construct_fixture import DUMP_URL, multihop_qids
 from .construct_pages import MULTIHOP
-from .recipe import PLAN, Recipe, cli, jsonl, run_recipe
 
 CONSTRUCT_MD = REPO / "docs" / "CONSTRUCT.md"
 
