@@ -1,6 +1,7 @@
 """The whole DR-256 construction recipe on the fixture of ``data/construct/``, offline, with real
 components: the one driver of ``make sample-release`` (``scripts/make_sample_release.py``) and of
-the end-to-end test (tests/release/test_construct_e2e.py).
+the end-to-end test (tests/release/test_construct_e2e.py). Its release is the bundled sample
+release (``drsearch.release.repo_data.SAMPLE_RELEASE`` names it and its inputs).
 
 The fixture's URLs are fetched from the loopback crawl site (``crawl_site.py``, with the
 multi-hop pages of ``data/construct/multihop.json``), extracted and indexed as ``drsearch
@@ -16,8 +17,9 @@ model (docs/CONSTRUCT.md); offline, the model behind ``drsearch run`` is the scr
 server (``chat.py``) replaying ``data/construct/reference_agent.json``: for each multi-hop
 question, search the question, open the first hit (the hop page), search the title of the
 page the hop names, open it, answer: right in 0, 0, 1, 2 or 3 of its three rollouts; the
-sixth question it answers after one search, in two turns. Its model name (``ref-m``) is
-what the release's ``base_pilot`` records, and the rollouts' leak audit ships in the release.
+sixth question it answers after one search, in two turns. Its model name,
+``drsearch-offline-scripted-reference-agent``, is what every question's ``base_pilot`` in the
+release records, and the rollouts' leak audit ships in the release (``audit/leak_audit.jsonl``).
 
 ``frozen_fetch_times``: record every fetch's time as null (as the bundled sample crawl
 does), so the corpus, and with it the release, is byte-identical on every run in the same
@@ -35,6 +37,7 @@ from typing import Any
 
 from drsearch.corpus import FetchSettings, build_corpus, extract_crawl, fetch_urls, stable_docid
 from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
+from drsearch.release.repo_data import SAMPLE_RELEASE
 from drsearch.tools.cli import main
 
 from .chat import ScriptKey, serve_fake
@@ -47,10 +50,11 @@ _AGENT = json.loads(REFERENCE_AGENT.read_text(encoding="utf-8"))
 MODEL: str = _AGENT["model"]
 # multi-hop question -> rollouts solved (of 3); "two turns": answered after one search, every time
 PLAN: list[int | str] = [p["solved"] for p in _AGENT["solved_of_3"]]
-PER_TIER = 2
-SEED = 7
-NAME = "drsearch-construct-fixture"
-REVISION = "1.0.0"
+# the sample release's name and selection settings, as the repository's manifest.json records them
+NAME = str(SAMPLE_RELEASE["name"])
+REVISION = str(SAMPLE_RELEASE["revision"])
+PER_TIER = int(SAMPLE_RELEASE["per_tier"])
+SEED = int(SAMPLE_RELEASE["seed"])
 FETCH = FetchSettings(concurrency=8, per_host=2, timeout_s=2.0, retries=1, backoff_s=0.05,
                       max_retry_after_s=5, max_bytes=MAX_BYTES, max_redirects=3)
 

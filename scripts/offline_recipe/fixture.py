@@ -22,20 +22,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from drsearch.release.repo_data import SAMPLE_RELEASE
+
 from .crawl_site import CrawlServer, Reply, _key
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "data" / "construct"
-UPSTREAM = FIXTURE / "upstream.jsonl"
-BLOCKED = FIXTURE / "blocked_docids.txt"
-REFERENCE_AGENT = FIXTURE / "reference_agent.json"
+# the paths the repository's manifest.json names as the sample release's inputs
+UPSTREAM = REPO / str(SAMPLE_RELEASE["upstream"])
+PAGES = REPO / str(SAMPLE_RELEASE["pages"])
+BLOCKED = REPO / str(SAMPLE_RELEASE["blocked_docids"])
+REFERENCE_AGENT = REPO / str(SAMPLE_RELEASE["reference_agent"])
 
 DUMP_URL = "https://datasets.example.org/drsearch-sample/viewer/train?rows=0-7"
 ARTIFACT_HOSTS = ("datasets.example.org", "paste.example.net", "answers.example.com")
 INVENTED = "Which colour was the invented lighthouse of the drsearch construction fixture painted in 1899?"
 BAD_URL = "ftp://files.invalid/question.txt"
 
-_PAGES = json.loads((FIXTURE / "multihop.json").read_text(encoding="utf-8"))
+_PAGES = json.loads(PAGES.read_text(encoding="utf-8"))
 # (question, answer, hop [url, title, text], answer_page [url, title, text], query)
 MULTIHOP: list[dict[str, Any]] = _PAGES["multihop"]
 DISTRACTORS: list[list[str]] = _PAGES["distractors"]

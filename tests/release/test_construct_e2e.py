@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from offline_recipe.driver import PLAN, Recipe, cli, jsonl, run_recipe
+from offline_recipe.driver import MODEL, NAME, PLAN, REVISION, Recipe, cli, jsonl
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList, Engine
@@ -33,8 +33,9 @@ CONSTRUCT_MD = REPO / "docs" / "CONSTRUCT.md"
 
 
 @pytest.fixture(scope="module")
-def recipe(tmp_path_factory: pytest.TempPathFactory) -> Recipe:
-    return run_recipe(tmp_path_factory.mktemp("recipe"))
+def recipe(sample_recipe: Recipe) -> Recipe:
+    """The run of ``make sample-release`` (tests/release/conftest.py): its release is the sample release."""
+    return sample_recipe
 
 
 def test_the_audit_keeps_exactly_the_multi_hop_questions(recipe: Recipe) -> None:
@@ -93,7 +94,7 @@ def test_select_makes_a_release_that_validates_deep(recipe: Recipe) -> None:
         b = row.metadata.benchmark
         assert b.calibration_tier == tiers[row.metadata.qid]
         assert b.selection_bucket == f"{b.calibration_tier}:seed=7:drawn=2/2"
-        assert isinstance(b.base_pilot, dict) and b.base_pilot["model"] == "ref-m" and b.base_pilot["attempts"] == 3
+        assert isinstance(b.base_pilot, dict) and b.base_pilot["model"] == MODEL == "drsearch-offline-scripted-reference-agent" and b.base_pilot["attempts"] == 3
         assert [m.model_dump() for m in row.prompt] == kept[row.metadata.qid]["prompt"]  # what the rollouts answered
     # every question is answerable from an unblocked document of the release's own corpus
     release_blocklist = BlockList.from_file(recipe.release / "benchmark" / "blocked_docids.txt")
@@ -139,7 +140,7 @@ def test_the_walk_through_shows_this_run(recipe: Recipe) -> None:
 def test_the_same_inputs_select_the_same_release(recipe: Recipe, tmp_path: Path) -> None:
     again = tmp_path / "again"
     code, text = cli("construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7", "--out", str(again),
-                     "--name", "drsearch-construct-fixture", "--revision", "1.0.0")
+                     "--name", NAME, "--revision", REVISION)
     assert code == 0 and "(up to date" not in text, text
     for rel in ("manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "selection/selection.jsonl"):
         assert (again / rel).read_bytes() == (recipe.release / rel).read_bytes(), rel
@@ -312,22 +313,22 @@ def test_a_pool_question_without_a_dr256_difficulty_is_exit_2(recipe: Recipe, tm
 
 @pytest.mark.slow
 def test_the_recipe_script_is_deterministic(tmp_path: Path) -> None:
-    """`scripts/make_sample_release.py --recipe` (fetch times frozen) run twice in the same place
+    """`scripts/make_sample_release.py` (the recipe, fetch times frozen) run twice in the same place
     gives the same release, byte for byte, and it validates --deep."""
     import subprocess
     import sys
 
-    out = tmp_path / "recipe-release"
+    out = tmp_path / "sample-release"
 
     def make(*extra: str) -> dict[str, bytes]:
-        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
                             "--out", str(out), *extra], capture_output=True, text=True, timeout=600, cwd=REPO)
         assert p.returncode == 0, p.stdout + p.stderr
         assert "construct select: 4 questions" in p.stdout and "validate --deep: PASS" in p.stdout
         return {f.relative_to(out).as_posix(): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
 
     first = make()
-    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
                             "--out", str(out)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert again.returncode == 2 and "--force" in again.stderr  # an existing release is kept
     second = make("--force")
