@@ -1,11 +1,12 @@
-"""The whole DR-256 construction recipe on the upstream fixture, with real components only:
-the fixture's URLs crawled from the loopback crawl server, the corpus served by a real
-`drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
-0|1|2` rollouts driven by the scripted chat server (tests/agents/fake_llm.py), `drsearch
+"""The whole DR-256 construction recipe on the fixture of data/construct, with real components
+only, as ``make sample-release`` runs it (scripts/offline_recipe/driver.py, once per session:
+tests/release/conftest.py): the fixture's URLs crawled from the loopback crawl server, the
+corpus served by a real `drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
+0|1|2` rollouts driven by the scripted chat server (scripts/offline_recipe/chat.py), `drsearch
 score` with the oracle judge, `construct calibrate` (with the rollouts' leak audit) and
 `construct select --per-tier 2` into a release that `validate --deep` passes.
 
-The six multi-hop questions (tests/release/construct_pages.py) are the ones the shortcut
+The six multi-hop questions (data/construct/multihop.json) are the ones the shortcut
 audit keeps; the scripted reference agent searches the question, opens the hop page, opens
 the answer page and answers: right in 0, 0, 1, 2 or 3 of its three rollouts, and one
 question in two turns (too few)."""
