@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from offline_recipe.driver import RecipeError, run_recipe  # beside this script (scripts/offline_recipe)
+from offline_recipe.serving import ServeError
 
 from drsearch.release.repo_data import data_manifest_problems, write_data_manifest
 
@@ -42,7 +43,7 @@ def sample_release(out: Path, force: bool) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         recipe = run_recipe(work, frozen_fetch_times=True, release=out)
-    except RecipeError as e:
+    except (RecipeError, ServeError) as e:  # a step failed: one line, not a traceback
         print(f"sample release: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     for line in recipe.lines.values():
