@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release recipe-release smoke clean
+.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
 
 $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c
 	$(PYTHON) -m venv $(VENV)
@@ -39,16 +39,12 @@ unit: $(STAMP)
 
 test: lint typecheck importlint unit
 
-# The bundled sample release (docs/RELEASE.md): assembled from the inputs the top-level
-# manifest.json names, then validated the way a user validates DR-256.
+# The bundled sample release (docs/RELEASE.md): the DR-256 construction recipe run offline on
+# the fixture the top-level manifest.json names (data/construct, docs/CONSTRUCT.md), then
+# validated the way a user validates DR-256.
 sample-release: $(STAMP)
 	$(PY) scripts/make_sample_release.py --out out/sample-release --force
 	$(VENV)/bin/drsearch validate --release-dir out/sample-release --deep
-
-# The DR-256 construction recipe run offline on its test fixture (docs/CONSTRUCT.md), then validated.
-recipe-release: $(STAMP)
-	$(PY) scripts/make_sample_release.py --recipe --out out/recipe-release --force
-	$(VENV)/bin/drsearch validate --release-dir out/recipe-release --deep
 
 # Long benchmarks: not part of `make test`. See docs/BENCHMARKS.md.
 bench: $(STAMP)

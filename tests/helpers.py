@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+# shipped (scripts/offline_recipe): the construction recipe's driver uses them too
+from offline_recipe.serving import drsearch_serve as drsearch_serve
+from offline_recipe.serving import free_port as free_port
 
 from drsearch.index import BlockList
 
@@ -93,46 +95,3 @@ def strict_mode_problems(schema: dict[str, Any], where: str = "$") -> list[str]:
     if isinstance(schema.get("items"), dict):
         problems += strict_mode_problems(schema["items"], f"{where}[]")
     return problems
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def drsearch_serve(database: Path, log: Path, *args: str) -> Iterator[str]:
-    """A real ``drsearch serve`` (1 worker) on 127.0.0.1 over ``database``, extra ``args`` appended;
-    yields its base URL once /health answers, and stops it (its whole session) on exit."""
-    import os
-    import shutil
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-
-    exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
-    port = free_port()
-    proc = subprocess.Popen([exe, "serve", "--database", str(database), *args, "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1"],
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"drsearch serve did not start: {log.read_text()[-800:]}")
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield base
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)

@@ -1,4 +1,5 @@
-"""A pristine sample release (assembled once) and cheap per-test copies of it."""
+"""The sample release, made once per session the way ``make sample-release`` makes it (the
+construction recipe run offline on data/construct), and cheap per-test copies of it."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from drsearch.release.repo_data import assemble_sample_release
-
-from ..helpers import REPO
+from offline_recipe.driver import Recipe, run_recipe
 
 
 @pytest.fixture(scope="session")
-def pristine_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample release, built from the inputs named in the repo's manifest.json."""
-    out = tmp_path_factory.mktemp("pristine") / "release"
-    assemble_sample_release(REPO, out)
-    return out
+def sample_recipe(tmp_path_factory: pytest.TempPathFactory) -> Recipe:
+    """The recipe run of ``make sample-release`` (fetch times frozen), with its working files.
+    Tests that change its pool restore it; none touches its release (``pristine_release``)."""
+    root = tmp_path_factory.mktemp("sample")
+    return run_recipe(root / "sample-release.work", frozen_fetch_times=True, release=root / "sample-release")
+
+
+@pytest.fixture(scope="session")
+def pristine_release(sample_recipe: Recipe) -> Path:
+    """The bundled sample release: the construction recipe's output."""
+    return sample_recipe.release
 
 
 @pytest.fixture()

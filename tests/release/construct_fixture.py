@@ -1,32 +1,39 @@
-"""The upstream fixture of the construction tests: the sample questions as an upstream pool.
+"""The construction fixture (``data/construct/``, read by ``scripts/offline_recipe/fixture.py``),
+re-exported for the tests, and :func:`derived_upstream_rows`: how ``upstream.jsonl`` was made
+from the sample questions (tests/release/test_construct.py pins the shipped file to it).
 
 Each sample question becomes an upstream row whose visited URLs are its answer documents'
 URLs plus two ordinary sample pages (distractors), then repeated as case, whitespace and
 ligature variants (and one answer spelt with a thousands separator removed) that must merge,
 once with a different answer (the conflict), plus an invented question whose URLs hold no
 answer, one URL no crawler can fetch, and the sample's dataset-viewer dump page among the
-visited URLs of a question the dump does not answer; and six invented multi-hop questions
-that need research (tests/release/construct_pages.py). The URLs are served by the loopback
-crawl server (tests/corpus/crawlserver.py), which holds every sample page, with the
-multi-hop pages added (:func:`crawl_server`).
+visited URLs of a question the dump does not answer; and the six invented multi-hop
+questions that need research (``data/construct/multihop.json``).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
+
+from offline_recipe.fixture import (
+    ARTIFACT_HOSTS,
+    BAD_URL,
+    DUMP_URL,
+    INVENTED,
+    crawl_server,
+    multihop_qids,
+    multihop_upstream_rows,
+    upstream_rows,
+    write_upstream,
+)
 
 from drsearch.release.dr256 import load_questions
 
-from ..corpus.crawlserver import CrawlServer
 from ..helpers import DATA
-from . import construct_pages
 
-DUMP_URL = "https://datasets.example.org/drsearch-sample/viewer/train?rows=0-7"
-ARTIFACT_HOSTS = ("datasets.example.org", "paste.example.net", "answers.example.com")
-INVENTED = "Which colour was the invented lighthouse of the drsearch construction fixture painted in 1899?"
-BAD_URL = "ftp://files.invalid/question.txt"
+__all__ = ["ARTIFACT_HOSTS", "BAD_URL", "DUMP_URL", "INVENTED", "crawl_server", "derived_upstream_rows",
+           "multihop_qids", "sample_rows", "sample_urls", "upstream_rows", "write_upstream"]
 
 
 def sample_rows() -> list[Any]:
@@ -38,7 +45,7 @@ def sample_urls() -> dict[str, str]:
     return {d["docid"]: d["url"] for d in map(json.loads, (DATA / "sample" / "docs.jsonl").read_text().splitlines())}
 
 
-def upstream_rows() -> list[dict[str, Any]]:
+def derived_upstream_rows() -> list[dict[str, Any]]:
     rows = sample_rows()
     urls = sample_urls()
     answer_docids = {d for r in rows for d in r.metadata.benchmark.clean_provenance_answer_docids}
@@ -65,25 +72,6 @@ def upstream_rows() -> list[dict[str, Any]]:
         {**q["row-3"], "id": "var-conflict", "answer": "Martin Tyler"},
         {"id": "row-invented", "question": INVENTED, "answer": "ultramarine", "urls": plain[30:32],
          "queries": ["invented lighthouse"]},
-        *construct_pages.upstream_rows(),
+        *multihop_upstream_rows(),
     ]
     return out
-
-
-def multihop_qids() -> list[str]:
-    from drsearch.release.construct import qid_of
-
-    return [qid_of(q["question"]) for q in construct_pages.MULTIHOP]
-
-
-def crawl_server() -> CrawlServer:
-    """The loopback crawl server with the multi-hop pages added."""
-    server = CrawlServer()
-    construct_pages.install(server.site)
-    return server
-
-
-def write_upstream(path: Path, rows: list[dict[str, Any]] | None = None) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (rows or upstream_rows())),
-                    encoding="utf-8")
-    return path

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offline_recipe.driver import FETCH
 
-from drsearch.corpus import FetchSettings, build_from_urls, stable_docid
+from drsearch.corpus import build_from_urls, stable_docid
 from drsearch.index import canonicalize_url
 from drsearch.release.construct import qid_of
 from drsearch.tools.cli import main
 
-from ..corpus.crawlserver import MAX_BYTES
 from .construct_fixture import (
     BAD_URL,
     DUMP_URL,
@@ -27,9 +27,6 @@ from .construct_fixture import (
     write_upstream,
 )
 from .construct_pages import MULTIHOP
-
-FETCH = FetchSettings(concurrency=8, per_host=2, timeout_s=2.0, retries=1, backoff_s=0.05,
-                      max_retry_after_s=5, max_bytes=MAX_BYTES, max_redirects=3)
 
 
 def cli(*argv: str) -> tuple[int, str]:
@@ -478,3 +475,12 @@ def test_calibrate_tiers_follow_the_dr256_rule(built: Built, tmp_path: Path,
     trajectories = (regraded[1] / "trajectories.jsonl").read_text()
     (regraded[1] / "trajectories.jsonl").write_text(trajectories.replace('"wrong-1"', '"changed"', 1))
     refused(regraded, "(attempt 1) are of another answer")
+
+
+def test_the_shipped_upstream_pool_is_the_one_derived_from_the_sample() -> None:
+    """data/construct/upstream.jsonl is what derived_upstream_rows makes of data/sample (and of
+    data/construct/multihop.json): the fixture's provenance, checked."""
+    from .construct_fixture import derived_upstream_rows, upstream_rows
+
+    assert upstream_rows() == derived_upstream_rows()
+    assert len(upstream_rows()) == 24

@@ -1,11 +1,12 @@
-"""The whole DR-256 construction recipe on the upstream fixture, with real components only:
-the fixture's URLs crawled from the loopback crawl server, the corpus served by a real
-`drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
-0|1|2` rollouts driven by the scripted chat server (tests/agents/fake_llm.py), `drsearch
+"""The whole DR-256 construction recipe on the fixture of data/construct, with real components
+only, as ``make sample-release`` runs it (scripts/offline_recipe/driver.py, once per session:
+tests/release/conftest.py): the fixture's URLs crawled from the loopback crawl server, the
+corpus served by a real `drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
+0|1|2` rollouts driven by the scripted chat server (scripts/offline_recipe/chat.py), `drsearch
 score` with the oracle judge, `construct calibrate` (with the rollouts' leak audit) and
 `construct select --per-tier 2` into a release that `validate --deep` passes.
 
-The six multi-hop questions (tests/release/construct_pages.py) are the ones the shortcut
+The six multi-hop questions (data/construct/multihop.json) are the ones the shortcut
 audit keeps; the scripted reference agent searches the question, opens the hop page, opens
 the answer page and answers: right in 0, 0, 1, 2 or 3 of its three rollouts, and one
 question in two turns (too few)."""
@@ -18,6 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from offline_recipe.driver import MODEL, NAME, PLAN, REVISION, Recipe, cli, jsonl
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList, Engine
@@ -27,14 +29,14 @@ from drsearch.release.dr256 import load_questions
 from ..helpers import REPO
 from .construct_fixture import DUMP_URL, multihop_qids
 from .construct_pages import MULTIHOP
-from .recipe import PLAN, Recipe, cli, jsonl, run_recipe
 
 CONSTRUCT_MD = REPO / "docs" / "CONSTRUCT.md"
 
 
 @pytest.fixture(scope="module")
-def recipe(tmp_path_factory: pytest.TempPathFactory) -> Recipe:
-    return run_recipe(tmp_path_factory.mktemp("recipe"))
+def recipe(sample_recipe: Recipe) -> Recipe:
+    """The run of ``make sample-release`` (tests/release/conftest.py): its release is the sample release."""
+    return sample_recipe
 
 
 def test_the_audit_keeps_exactly_the_multi_hop_questions(recipe: Recipe) -> None:
@@ -93,7 +95,7 @@ def test_select_makes_a_release_that_validates_deep(recipe: Recipe) -> None:
         b = row.metadata.benchmark
         assert b.calibration_tier == tiers[row.metadata.qid]
         assert b.selection_bucket == f"{b.calibration_tier}:seed=7:drawn=2/2"
-        assert isinstance(b.base_pilot, dict) and b.base_pilot["model"] == "ref-m" and b.base_pilot["attempts"] == 3
+        assert isinstance(b.base_pilot, dict) and b.base_pilot["model"] == MODEL == "drsearch-offline-scripted-reference-agent" and b.base_pilot["attempts"] == 3
         assert [m.model_dump() for m in row.prompt] == kept[row.metadata.qid]["prompt"]  # what the rollouts answered
     # every question is answerable from an unblocked document of the release's own corpus
     release_blocklist = BlockList.from_file(recipe.release / "benchmark" / "blocked_docids.txt")
@@ -139,7 +141,7 @@ def test_the_walk_through_shows_this_run(recipe: Recipe) -> None:
 def test_the_same_inputs_select_the_same_release(recipe: Recipe, tmp_path: Path) -> None:
     again = tmp_path / "again"
     code, text = cli("construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7", "--out", str(again),
-                     "--name", "drsearch-construct-fixture", "--revision", "1.0.0")
+                     "--name", NAME, "--revision", REVISION)
     assert code == 0 and "(up to date" not in text, text
     for rel in ("manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "selection/selection.jsonl"):
         assert (again / rel).read_bytes() == (recipe.release / rel).read_bytes(), rel
@@ -312,22 +314,22 @@ def test_a_pool_question_without_a_dr256_difficulty_is_exit_2(recipe: Recipe, tm
 
 @pytest.mark.slow
 def test_the_recipe_script_is_deterministic(tmp_path: Path) -> None:
-    """`scripts/make_sample_release.py --recipe` (fetch times frozen) run twice in the same place
+    """`scripts/make_sample_release.py` (the recipe, fetch times frozen) run twice in the same place
     gives the same release, byte for byte, and it validates --deep."""
     import subprocess
     import sys
 
-    out = tmp_path / "recipe-release"
+    out = tmp_path / "sample-release"
 
     def make(*extra: str) -> dict[str, bytes]:
-        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
                             "--out", str(out), *extra], capture_output=True, text=True, timeout=600, cwd=REPO)
         assert p.returncode == 0, p.stdout + p.stderr
         assert "construct select: 4 questions" in p.stdout and "validate --deep: PASS" in p.stdout
         return {f.relative_to(out).as_posix(): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
 
     first = make()
-    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"), "--recipe",
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
                             "--out", str(out)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert again.returncode == 2 and "--force" in again.stderr  # an existing release is kept
     second = make("--force")

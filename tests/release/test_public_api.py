@@ -6,7 +6,7 @@ import drsearch.release
 
 EXPECTED_RELEASE_API = {
     "MANIFEST", "Check", "FileEntry", "Manifest", "ProgressBar", "ProgressFactory", "Status",
-    "ValidationReport", "assemble_release", "assemble_sample_release", "data_manifest_problems",
+    "ValidationReport", "assemble_release", "data_manifest_problems",
     "pin_of_corpus_file", "read_manifest", "validate_release", "write_data_manifest",
     "write_release_manifest",
 }

@@ -153,11 +153,11 @@ def test_questions_written_as_the_card_describes_them_validate(release: Path) ->
     assert report.ok(strict=True), failed(report)
     for field, value in [("index", "4"), ("calibration_tier", "hard"), ("label", 30)]:
         bad_rows = json.loads(json.dumps(rows))
-        target = bad_rows[4] if field == "label" else bad_rows[4]["metadata"]["benchmark"]
+        target = bad_rows[3] if field == "label" else bad_rows[3]["metadata"]["benchmark"]
         target[field] = value
         write(bad_rows)  # the manifest is not rewritten: it refuses rows that do not validate
         message = failed(validate(release))["questions schema"]
-        assert "benchmark/questions.jsonl:5: " in message and field in message, message
+        assert "benchmark/questions.jsonl:4: " in message and field in message, message
 
 
 def test_unknown_file_is_a_warning(release: Path) -> None:
@@ -183,7 +183,7 @@ def test_nonexistent_blocked_docid_fails(release: Path) -> None:
         fh.write("d-0000000000000000\n")
     write_release_manifest(release)
     bad = failed(validate(release))
-    assert bad["blocked_docids"] == ("benchmark/blocked_docids.txt: 1 of 4 blocked docids are not in the corpus: "
+    assert bad["blocked_docids"] == ("benchmark/blocked_docids.txt: 1 of 2 blocked docids are not in the corpus: "
                                      "d-0000000000000000")
 
 
@@ -220,8 +220,8 @@ def test_changed_summary_counts_fail(release: Path) -> None:
     path.write_text(json.dumps(summary))
     write_release_manifest(release)
     message = failed(validate(release))["summary counts"]
-    assert "questions is 13 but the release has 12" in message
-    assert "chunks is 269 but the corpus meta has 268" in message
+    assert "questions is 13 but the release has 4" in message
+    assert "chunks is 76 but the corpus meta has 75" in message
 
 
 # -- more ways a release can be wrong ----------------------------------------------------
@@ -328,7 +328,7 @@ def test_json_report(release: Path) -> None:
 def test_manifest_is_deterministic_and_checksums_are_sorted(release: Path, pristine_release: Path) -> None:
     before = {n: (release / n).read_bytes() for n in ("manifest.json", "checksums.sha256")}
     code, out = cli("release", "manifest", str(release), "--quiet")
-    assert code == 0 and "drsearch-sample 1.0.0" in out
+    assert code == 0 and "drsearch-sample 2.0.0" in out
     assert {n: (release / n).read_bytes() for n in before} == before
     sums, problems = parse_checksums(before["checksums.sha256"].decode())
     assert not problems and list(sums) == sorted(sums) and "manifest.json" in sums
@@ -354,9 +354,10 @@ def test_a_release_named_dr256_is_compared_precisely(release: Path) -> None:
     message = report.by_name("pinned identity").message
     size = (release / DATABASE).stat().st_size
     assert message.startswith("names itself DR-256 v1.1.0, but: ")
-    assert f"SHA-256 is {json.loads((release / 'manifest.json').read_text())['files'][1]['sha256']}" in message
+    files = {f["path"]: f for f in json.loads((release / "manifest.json").read_text())["files"]}
+    assert f"SHA-256 is {files['benchmark/questions.jsonl']['sha256']}" in message
     assert f"pins {DR256_V1_1_0.questions_sha256}" in message
-    assert "12 questions, DR-256 v1.1.0 has 256" in message
+    assert "4 questions, DR-256 v1.1.0 has 256" in message
     assert f"is {size:,} bytes, DR-256 v1.1.0 pins 3,499,802,624 ({3_499_802_624 - size:,} bytes short)" in message
     assert f"pins {DR256_V1_1_0.database_sha256}" in message
     assert not report.ok()
@@ -371,10 +372,10 @@ def test_other_revisions_of_a_pinned_release_warn(release: Path) -> None:
 def pin_of(release: Path, **changes: object) -> PinnedRelease:
     manifest = json.loads((release / "manifest.json").read_text())
     files = {f["path"]: f for f in manifest["files"]}
-    fields: dict = {"name": "Sample-Pin", "revision": "v2", "questions": 12,
+    fields: dict = {"name": "Sample-Pin", "revision": "v2", "questions": 4,
                     "questions_sha256": files["benchmark/questions.jsonl"]["sha256"],
                     "database_sha256": files[DATABASE]["sha256"], "database_bytes": files[DATABASE]["bytes"],
-                    "tiers": {"challenge": 6, "frontier": 6}}
+                    "tiers": {"challenge": 2, "frontier": 2}}
     fields.update(changes)
     return PinnedRelease(**fields)  # type: ignore[arg-type]
 
@@ -420,7 +421,7 @@ def test_an_upstream_release_in_another_tools_format_is_still_identified(
                    if p.is_file() and p.name != "checksums.sha256")
     (release / "checksums.sha256").write_bytes(checksum_lines({f: sha256_file(release / f) for f in files}))
     pin = PinnedRelease("Upstream", "v1", sha256_file(release / "benchmark/questions.jsonl"), sha256_file(db),
-                        db.stat().st_size, 12, {"challenge": 6, "frontier": 6})
+                        db.stat().st_size, 4, {"challenge": 2, "frontier": 2})
     monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
     fast = validate(release)
     assert fast.ok(), failed(fast)

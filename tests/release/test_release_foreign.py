@@ -14,10 +14,13 @@ from typing import Any
 
 import apsw
 import pytest
+from offline_recipe.driver import Recipe
 
 from drsearch.corpus import quote_identifier
+from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
 from drsearch.index import fts5_integrity_check, quick_check, sha256_file
 from drsearch.index.integrity import PROGRESS_STEPS, fts5_tables
+from drsearch.release import assemble_release
 from drsearch.release import checks as release_checks
 from drsearch.release.dr256 import DR256_V1_1_0, PinnedRelease
 from drsearch.release.manifest import DATABASE, QUESTIONS, write_release_manifest
@@ -25,25 +28,36 @@ from drsearch.release.report import ValidationReport
 from drsearch.release.validate import validate_release
 from drsearch.tools.cli import main
 
-from ..helpers import sample_docs
+from ..helpers import DATA
 from .conftest import snapshot
 
 TABLE = "crawl pages"
-MARKER = "demonstrators inside the Polytechnic University"
+# the metadata the recipe's extraction keeps (an import keeping the same columns gives the same content identity)
+METADATA = ("content_type", "extractor", "final_url", "lang")
+METADATA_ARGS = [a for c in METADATA for a in ("--metadata-col", c)]
+MARKER = "Ambrose Tellwright grew up in Harrowgate Cross"  # in an answer page of the sample release
 
 
-def foreign_corpus(path: Path) -> Path:
+@pytest.fixture(scope="module")
+def docs(sample_recipe: Recipe) -> list[dict[str, Any]]:
+    """The sample release's documents, as the recipe extracted them (a foreign corpus holds the
+    same pages as the release it replaces)."""
+    path = default_crawl_dir(sample_recipe.corpus) / DOCS_FILE
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def foreign_corpus(path: Path, docs: list[dict[str, Any]]) -> Path:
     """Another tool's corpus: its own table and column names, an FTS5 table, no
     application id or schema version of ours."""
     conn = apsw.Connection(str(path))
     t = quote_identifier(TABLE)
     conn.execute(f'CREATE TABLE {t}(page_id INTEGER PRIMARY KEY, "doc key" TEXT, address TEXT, '
-                 "headline TEXT, body TEXT, source_id TEXT)")
+                 f"headline TEXT, body TEXT, {', '.join(f'{c} TEXT' for c in METADATA)})")
     conn.execute("CREATE VIRTUAL TABLE title_fts USING fts5(headline)")
     with conn:
-        for i, d in enumerate(sample_docs(), 1):
-            conn.execute(f"INSERT INTO {t} VALUES(?,?,?,?,?,?)",
-                         (i, d["docid"], d["url"], d["title"], d["text"], d["source_id"]))
+        for i, d in enumerate(docs, 1):
+            conn.execute(f"INSERT INTO {t} VALUES(?,?,?,?,?,?,?,?,?)",
+                         (i, d["docid"], d["url"], d["title"], d["text"], *(d.get(c) for c in METADATA)))
             conn.execute("INSERT INTO title_fts(rowid, headline) VALUES(?,?)", (i, d["title"]))
     conn.execute("PRAGMA user_version=7")
     conn.close()
@@ -52,7 +66,7 @@ def foreign_corpus(path: Path) -> Path:
 
 def pin_for(release: Path, db: Path, name: str = "Mini-256", revision: str = "v9") -> PinnedRelease:
     return PinnedRelease(name, revision, sha256_file(release / QUESTIONS), sha256_file(db), db.stat().st_size,
-                         12, {"challenge": 6, "frontier": 6})
+                         4, {"challenge": 2, "frontier": 2})
 
 
 def failed(report: ValidationReport) -> dict[str, str]:
@@ -65,11 +79,11 @@ def cli(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture()
-def foreign_release(release: Path) -> tuple[Path, PinnedRelease]:
+def foreign_release(release: Path, docs: list[dict[str, Any]]) -> tuple[Path, PinnedRelease]:
     """The sample release shipping a foreign corpus file, with our manifest naming its pin."""
     db = release / DATABASE
     db.unlink()
-    foreign_corpus(db)
+    foreign_corpus(db, docs)
     write_release_manifest(release, "Mini-256", "v9")
     return release, pin_for(release, db)
 
@@ -81,7 +95,7 @@ def test_a_foreign_corpus_matching_its_pins_passes(foreign_release: tuple[Path, 
     release, pin = foreign_release
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["corpus"] == {"path": DATABASE, "foreign": True, "application_id": 0, "schema_version": 7}
-    assert "documents" not in manifest["counts"] and manifest["counts"]["questions"] == 12
+    assert "documents" not in manifest["counts"] and manifest["counts"]["questions"] == 4
     before = snapshot(release)
     for deep in (False, True):
         report = validate_release(release, deep=deep, pins=(pin,))
@@ -138,7 +152,7 @@ def test_a_foreign_corpus_of_the_wrong_size_fails_fast(foreign_release: tuple[Pa
 def test_a_foreign_corpus_is_recognised_by_its_pinned_size(foreign_release: tuple[Path, PinnedRelease]) -> None:
     release, pin = foreign_release
     write_release_manifest(release, "renamed", "1")
-    other = PinnedRelease("Mini-256", "v9", "0" * 64, "1" * 64, pin.database_bytes, 12, pin.tiers)
+    other = PinnedRelease("Mini-256", "v9", "0" * 64, "1" * 64, pin.database_bytes, 4, pin.tiers)
     report = validate_release(release, pins=(other,))
     assert report.by_name("foreign corpus").status == "PASS"
     assert report.by_name("pinned identity").message.startswith(
@@ -163,15 +177,24 @@ def test_the_default_pins_are_dr256_v1_1_0() -> None:
 
 
 @pytest.fixture()
-def derived_release(release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, PinnedRelease]:
+def derived_release(release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                    docs: list[dict[str, Any]]) -> tuple[Path, PinnedRelease]:
     """The sample release shipping our index imported (by the CLI) from a pinned foreign file."""
-    source = foreign_corpus(tmp_path / "corpus.sqlite3")
+    source = foreign_corpus(tmp_path / "corpus.sqlite3", docs)
     pin = pin_for(release, source)
     monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
     code, out = cli("import", "--from", str(source), "--table", TABLE, "--docid-col", "doc key",
                     "--url-col", "address", "--title-col", "headline", "--text-col", "body",
-                    "--metadata-col", "source_id", "--out", str(release / DATABASE), "--force", "--quiet")
+                    *METADATA_ARGS, "--out", str(release / DATABASE), "--force", "--quiet")
     assert code == 0 and out.rstrip().endswith("; derived from Mini-256 v9"), out
+    # the release's summaries describe the index it now ships (the import's content identity is
+    # not the recipe build's: the import keeps metadata columns, the build the extraction's record)
+    conn = apsw.Connection(str(release / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
+    meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    conn.close()
+    for rel in ("benchmark/summary.json", "search/coverage_summary.json", "search/source_manifest_summary.json"):
+        path = release / rel
+        path.write_text(json.dumps(_replace_counts(json.loads(path.read_text()), meta), sort_keys=True))
     write_release_manifest(release, "Mini-256", "v9")
     return release, pin
 
@@ -263,8 +286,8 @@ def test_malformed_or_unpinned_provenance(derived_release: tuple[Path, PinnedRel
 
 
 def test_a_release_named_for_a_pin_with_an_underived_index_still_fails(
-        release: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    source = foreign_corpus(tmp_path / "corpus.sqlite3")
+        release: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, docs: list[dict[str, Any]]) -> None:
+    source = foreign_corpus(tmp_path / "corpus.sqlite3", docs)
     pin = pin_for(release, source)
     write_release_manifest(release, "Mini-256", "v9")  # our sample index, not derived from the pin
     report = validate_release(release, pins=(pin,))
@@ -274,7 +297,17 @@ def test_a_release_named_for_a_pin_with_an_underived_index_still_fails(
 # -- progress of the long deep checks ------------------------------------------------------
 
 
-def test_deep_checks_report_progress_on_a_real_file(pristine_release: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A release of the demo corpus (data/sample, 184 pages): big enough for progress ticks."""
+    out = tmp_path_factory.mktemp("demo") / "release"
+    assemble_release(out, DATA / "sample/docs.jsonl", DATA / "sample/questions.jsonl",
+                     DATA / "sample/blocked_docids.txt", name="drsearch-demo", revision="1")
+    return out
+
+
+def test_deep_checks_report_progress_on_a_real_file(demo_release: Path) -> None:
+    pristine_release = demo_release
     db = pristine_release / DATABASE
     ticks: list[int] = []
     assert quick_check(db, ticks.append) == []
@@ -329,7 +362,7 @@ def _replace_counts(node: Any, meta: dict[str, Any]) -> Any:
 
 
 def test_a_release_of_an_index_imported_with_its_sources_fts5_chunks_validates(
-        release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[dict[str, Any]]) -> None:
     """DR-256's shape: the pinned file is a search database with an FTS5 table of chunks.
     The imported index keeps them (and their tokenizer); its release validates --strict, and
     validate names what was taken over."""
@@ -337,13 +370,13 @@ def test_a_release_of_an_index_imported_with_its_sources_fts5_chunks_validates(
     conn = apsw.Connection(str(source))
     t = quote_identifier(TABLE)
     conn.execute(f'CREATE TABLE {t}(page_id INTEGER PRIMARY KEY, "doc key" TEXT, address TEXT, '
-                 "headline TEXT, body TEXT, source_id TEXT)")
+                 f"headline TEXT, body TEXT, {', '.join(f'{c} TEXT' for c in METADATA)})")
     conn.execute("CREATE VIRTUAL TABLE chunk_fts USING fts5(\"doc key\" UNINDEXED, passage, "
                  "tokenize='unicode61 remove_diacritics 2')")
     with conn:
-        for i, d in enumerate(sample_docs(), 1):
-            conn.execute(f"INSERT INTO {t} VALUES(?,?,?,?,?,?)",
-                         (i, d["docid"], d["url"], d["title"], d["text"], d["source_id"]))
+        for i, d in enumerate(docs, 1):
+            conn.execute(f"INSERT INTO {t} VALUES(?,?,?,?,?,?,?,?,?)",
+                         (i, d["docid"], d["url"], d["title"], d["text"], *(d.get(c) for c in METADATA)))
             words = d["text"].split()
             for start in range(0, len(words), 100):
                 conn.execute("INSERT INTO chunk_fts VALUES(?,?)", (d["docid"], " ".join(words[start:start + 120])))
@@ -353,7 +386,7 @@ def test_a_release_of_an_index_imported_with_its_sources_fts5_chunks_validates(
     monkeypatch.setattr(release_checks, "PINNED_RELEASES", (pin,))
     code, out = cli("import", "--from", str(source), "--table", TABLE, "--docid-col", "doc key",
                     "--url-col", "address", "--title-col", "headline", "--text-col", "body",
-                    "--metadata-col", "source_id", "--out", str(release / DATABASE), "--force", "--quiet")
+                    *METADATA_ARGS, "--out", str(release / DATABASE), "--force", "--quiet")
     assert code == 0 and "FTS5 table 'chunk_fts' in rowid order" in out, out
     conn = apsw.Connection(str(release / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
     meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}

@@ -1,6 +1,7 @@
-"""This repository is a release too: its data matches manifest.json, its sample questions
-are answered by the articles they cite, and the sample release built from it validates
-(fast and --deep) through the real ``drsearch`` console script, on every test run."""
+"""This repository is a release too: its data matches manifest.json, its demo questions
+(data/sample) are answered by the articles they cite, and the sample release (the
+construction recipe's output on data/construct, as ``make sample-release`` makes it)
+validates (fast and --deep) through the real ``drsearch`` console script, on every test run."""
 
 from __future__ import annotations
 
@@ -13,18 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from offline_recipe.driver import Recipe
+from offline_recipe.fixture import BLOCKED, PAGES, REFERENCE_AGENT, UPSTREAM
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList
 from drsearch.release.dr256 import load_questions, normalise_question
-from drsearch.release.repo_data import (
-    SAMPLE_RELEASE,
-    assemble_sample_release,
-    data_manifest,
-    data_manifest_problems,
-)
+from drsearch.release.repo_data import SAMPLE_RELEASE, data_manifest, data_manifest_problems
 
 from ..helpers import DATA, REPO, sample_docs
+from .construct_fixture import multihop_qids
 
 
 def drsearch(*args: str) -> subprocess.CompletedProcess[str]:
@@ -97,12 +96,35 @@ def test_sample_release_validates_fast_and_deep_with_the_console_script(pristine
     assert {"corpus sha256", "corpus quick_check", "corpus fts5 integrity", "pinned identity"} <= names
 
 
-def test_sample_release_is_deterministic(pristine_release: Path, tmp_path: Path) -> None:
-    again = assemble_sample_release(REPO, tmp_path / "again")
-    for name in ("manifest.json", "checksums.sha256", "benchmark/summary.json", "search/corpus.sqlite3",
-                 "search/coverage_summary.json", "search/source_manifest_summary.json"):
-        assert (tmp_path / "again" / name).read_bytes() == (pristine_release / name).read_bytes(), name
-    assert again.counts["questions"] == 12 and again.counts["documents"] == 184
+def test_the_sample_release_is_the_recipes_output(pristine_release: Path, sample_recipe: Recipe) -> None:
+    """The sample release is what the construction recipe selects from data/construct (the
+    numbers docs/RELEASE.md and docs/CONSTRUCT.md show), not a hand-made file."""
+    manifest = json.loads((pristine_release / "manifest.json").read_text())
+    assert (manifest["release"]["name"], manifest["release"]["revision"]) == ("drsearch-sample", "2.0.0")
+    assert manifest["counts"] == {"blocked_docids": 1, "calibration_tiers": {"challenge": 2, "frontier": 2},
+                                  "chunks": 75, "difficulty": {"3": 4}, "documents": 55, "questions": 4}
+    selected = load_questions(pristine_release / "benchmark" / "questions.jsonl")
+    assert {r.metadata.qid for r in selected.rows} <= set(multihop_qids())  # the audit's survivors only
+    assert (pristine_release / "benchmark" / "questions.jsonl").read_bytes() == \
+        (sample_recipe.pool / "select" / "questions.jsonl").read_bytes()
+    assert (pristine_release / "benchmark" / "blocked_docids.txt").read_bytes() == \
+        (REPO / str(SAMPLE_RELEASE["blocked_docids"])).read_bytes()
+    # the inputs manifest.json names are the ones the recipe reads
+    assert tuple(
+        REPO / str(SAMPLE_RELEASE[k]) for k in ("upstream", "pages", "blocked_docids", "reference_agent")) == (UPSTREAM, PAGES, BLOCKED, REFERENCE_AGENT)
+    assert all(path.is_file() for path in (UPSTREAM, PAGES, BLOCKED, REFERENCE_AGENT))
+    for row in selected.rows:
+        assert row.metadata.benchmark.base_pilot["model"] == "drsearch-offline-scripted-reference-agent"
+    # docs/RELEASE.md and docs/CONSTRUCT.md say so, with these counts
+    counts = manifest["counts"]
+    lines = len((pristine_release / "checksums.sha256").read_text().splitlines())
+    for doc in ("RELEASE.md", "CONSTRUCT.md"):
+        text = " ".join((REPO / "docs" / doc).read_text(encoding="utf-8").replace("**", "").split())
+        assert "sample release is th" in text and "recipe's output" in text, doc
+        for shown in ("`drsearch-sample` 2.0.0", f"{counts['questions']} questions (2 `frontier`, 2 `challenge`",
+                      f"{counts['documents']} documents ({counts['chunks']} chunks)",
+                      f"{counts['blocked_docids']} blocked docid", f"{lines} files in `checksums.sha256`"):
+            assert shown in text, (doc, shown)
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils sha256sum")
@@ -110,16 +132,15 @@ def test_checksums_verify_with_sha256sum(pristine_release: Path) -> None:
     p = subprocess.run(["sha256sum", "--check", "--strict", "checksums.sha256"], cwd=pristine_release,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count(": OK") == 7
+    assert p.stdout.count(": OK") == 15
 
 
-def test_assemble_refuses_a_non_empty_directory(pristine_release: Path, tmp_path: Path) -> None:
+def test_assemble_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     out = tmp_path / "rel"
     code = drsearch("release", "assemble", "--docs", str(DATA / "sample/docs.jsonl"), "--questions",
                     str(DATA / "sample/questions.jsonl"), "--blocked-docids", str(DATA / "sample/blocked_docids.txt"),
                     "--out", str(out), "--name", "drsearch-sample", "--revision", "1.0.0", "--quiet")
     assert code.returncode == 0, code.stderr
-    assert (out / "manifest.json").read_bytes() == (pristine_release / "manifest.json").read_bytes()
     again = drsearch("release", "assemble", "--docs", str(DATA / "sample/docs.jsonl"), "--questions",
                      str(DATA / "sample/questions.jsonl"), "--blocked-docids",
                      str(DATA / "sample/blocked_docids.txt"), "--out", str(out), "--name", "x", "--revision", "1")

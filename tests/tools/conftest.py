@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..release.conftest import pristine_release, release, snapshot
+from ..release.conftest import pristine_release, release, sample_recipe, snapshot
 
-__all__ = ["pristine_release", "release", "snapshot"]
+__all__ = ["pristine_release", "release", "sample_recipe", "snapshot"]

@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
+from offline_recipe.fixture import DISTRACTORS
 
+from drsearch.corpus import stable_docid
 from drsearch.index import sha256_file
 
 from ..benchmark.fake_judge import serve_judge
@@ -141,19 +143,19 @@ def test_serving_a_release_applies_its_own_blocklist_by_default(release: Path, t
     db = str(release / "search" / "corpus.sqlite3")
     own = release / "benchmark" / "blocked_docids.txt"
     with serving(tmp_path, "--database", db) as (health, _, _base):
-        assert health["blocklist"] == {"enabled": True, "sha256": sha256_file(own), "count": 3, "matched": 3,
+        assert health["blocklist"] == {"enabled": True, "sha256": sha256_file(own), "count": 1, "matched": 1,
                                        "origin": "release", "release_sha256": sha256_file(own)}
     same = tmp_path / "copy.txt"
     shutil.copyfile(own, same)  # the same bytes under another name is the release's list
     with serving(tmp_path, "--database", db, "--blocked-docids", str(same)) as (health, _, _base):
-        assert health["blocklist"]["origin"] == "release" and health["blocklist"]["matched"] == 3
+        assert health["blocklist"]["origin"] == "release" and health["blocklist"]["matched"] == 1
 
 
 def test_serving_a_release_without_or_with_another_blocklist_is_explicit(release: Path, tmp_path: Path) -> None:
     db = str(release / "search" / "corpus.sqlite3")
     own_sha = sha256_file(release / "benchmark" / "blocked_docids.txt")
     other = tmp_path / "other.txt"
-    other.write_text("d-57591aff7122c74f\n")  # one of the three: a different list
+    other.write_text(f"{stable_docid(DISTRACTORS[0][0])}\n")  # a page of its corpus: a different list
     p = subprocess.run(_serve_cmd("--database", db, "--blocked-docids", str(other), "--port", "0"),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr

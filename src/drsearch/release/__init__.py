@@ -4,7 +4,7 @@ Between ``drsearch.benchmark`` (which owns the question-row model) and ``drsearc
 (the command line, which only parses arguments and prints): ``assemble_release`` builds a
 release from documents, questions and a blocklist; ``write_release_manifest`` writes its
 ``manifest.json`` and ``checksums.sha256``; ``validate_release`` runs the fast and deep
-checks; ``repo_data`` is the repository's own data inventory and bundled sample release;
+checks; ``repo_data`` is the repository's own data inventory (and names the sample release's inputs);
 ``construct`` turns a pool of upstream rows into the inputs of a release (docs/CONSTRUCT.md).
 
 Public API (pinned by tests/release/test_public_api.py)::
@@ -12,7 +12,7 @@ Public API (pinned by tests/release/test_public_api.py)::
     assemble_release(out, docs, questions, blocked, name=, revision=) -> Manifest
     write_release_manifest(dir, name, revision) -> Manifest; read_manifest(dir) -> Manifest
     validate_release(dir, deep=) -> ValidationReport (Check records: PASS, FAIL, WARN)
-    assemble_sample_release(repo, out); data_manifest_problems(repo); write_data_manifest(repo)
+    data_manifest_problems(repo); write_data_manifest(repo)
     pin_of_corpus_file(sha256, size) -> PinnedRelease | None
 
 Submodules keep their own ``__all__`` for the rest (``manifest``'s path constants,
@@ -32,7 +32,7 @@ from .manifest import (
     read_manifest,
     write_release_manifest,
 )
-from .repo_data import assemble_sample_release, data_manifest_problems, write_data_manifest
+from .repo_data import data_manifest_problems, write_data_manifest
 from .report import Check, Status, ValidationReport
 from .validate import validate_release
 
@@ -46,7 +46,6 @@ __all__ = [
     "Status",
     "ValidationReport",
     "assemble_release",
-    "assemble_sample_release",
     "data_manifest_problems",
     "pin_of_corpus_file",
     "read_manifest",

@@ -2,7 +2,10 @@
 
 The repository is a release too: ``manifest.json`` at its root lists every file under
 ``data/`` with its size, SHA-256 and role, and names the inputs of the bundled sample
-release (``make sample-release`` assembles it; the test suite validates it on every run).
+release: the DR-256 construction recipe's fixture (``data/construct/``), which ``make
+sample-release`` runs the recipe on, offline (``scripts/offline_recipe``, docs/CONSTRUCT.md);
+the sample release is that run's output, and the test suite builds and validates it on
+every run.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..index import InvalidInputError
-from .assemble import assemble_release
-from .manifest import FileEntry, Manifest, ProgressFactory, hash_entries, manifest_json
+from .manifest import FileEntry, ProgressFactory, hash_entries, manifest_json
 
 FORMAT = "drsearch-data-manifest"
 FORMAT_VERSION = 1
@@ -28,6 +30,10 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/sample/blocked_docids.txt", "sample_blocked_docids"),
     ("data/sample/crawl/fetches.jsonl", "sample_crawl_records"),
     ("data/sample/crawl/bodies/*.html.gz", "sample_crawl_body"),
+    ("data/construct/upstream.jsonl", "construct_fixture_upstream"),
+    ("data/construct/multihop.json", "construct_fixture_pages"),
+    ("data/construct/blocked_docids.txt", "construct_fixture_blocked_docids"),
+    ("data/construct/reference_agent.json", "construct_fixture_reference_agent"),
     ("data/openbiorq/sources.jsonl", "openbiorq_fixture_sources"),
     ("data/openbiorq/followups.jsonl", "openbiorq_fixture_followups"),
     ("data/openbiorq/controls.jsonl", "openbiorq_fixture_controls"),
@@ -43,12 +49,18 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/testcollections/cranfield/cranqrel", "test_collection_qrels"),
     ("data/testcollections/cisi/CISI.REL", "test_collection_qrels"),
 )
-SAMPLE_RELEASE = {
+# The sample release: what ``make sample-release`` runs the construction recipe on, and with
+# which settings (scripts/offline_recipe/driver.py reads name, revision, per_tier and seed here).
+SAMPLE_RELEASE: dict[str, str | int] = {
     "name": "drsearch-sample",
-    "revision": "1.0.0",
-    "docs": "data/sample/docs.jsonl",
-    "questions": "data/sample/questions.jsonl",
-    "blocked_docids": "data/sample/blocked_docids.txt",
+    "revision": "2.0.0",
+    "recipe": "scripts/offline_recipe/driver.py",
+    "upstream": "data/construct/upstream.jsonl",
+    "pages": "data/construct/multihop.json",
+    "blocked_docids": "data/construct/blocked_docids.txt",
+    "reference_agent": "data/construct/reference_agent.json",
+    "per_tier": 2,
+    "seed": 7,
 }
 
 
@@ -116,25 +128,9 @@ def data_manifest_problems(repo: str | os.PathLike[str]) -> list[str]:
     return problems
 
 
-def assemble_sample_release(
-    repo: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    *,
-    overwrite: bool = False,
-    hash_progress: ProgressFactory | None = None,
-) -> Manifest:
-    """Assemble the bundled sample release from the inputs named in ``manifest.json``."""
-    root = Path(repo)
-    spec = json.loads((root / "manifest.json").read_bytes())["sample_release"]
-    return assemble_release(out, root / spec["docs"], root / spec["questions"], root / spec["blocked_docids"],
-                            name=spec["name"], revision=spec["revision"], overwrite=overwrite,
-                            hash_progress=hash_progress)
-
-
 __all__ = [
     "ROLES",
     "SAMPLE_RELEASE",
-    "assemble_sample_release",
     "data_files",
     "data_manifest",
     "data_manifest_problems",

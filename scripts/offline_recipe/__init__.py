@@ -1,0 +1,14 @@
+"""The DR-256 construction recipe run offline on the fixture of ``data/construct/``
+(``make sample-release``; docs/CONSTRUCT.md).
+
+- ``driver``: the recipe, stage by stage, through the ``drsearch`` CLI;
+- ``fixture``: the fixture's upstream pool, multi-hop pages and blocklist, read from data/;
+- ``crawl_site``: the loopback crawl site (a real HTTP server on 127.0.0.1) that the
+  fixture's URLs are fetched from;
+- ``chat``: the scripted OpenAI-compatible chat server, the offline stand-in for the
+  reference agent's model (the real recipe runs a real model);
+- ``judge``: the oracle judge (correct iff the answer is the label);
+- ``serving``: a real ``drsearch serve`` for a ``with`` block.
+
+The test suite uses these same modules (tests/__init__.py puts ``scripts/`` on sys.path).
+"""
