@@ -16,7 +16,7 @@ import pytest
 
 from drsearch.index import BlockList, BuildError, BuildSettings, Engine, SourceChunk, build, read_jsonl
 from drsearch.index.build import tokenize_worker
-from drsearch.index.spill import FAN_IN, PAIR, SortedRuns, sorted_pairs
+from drsearch.index.spill import FAN_IN, PAIR, SortedRuns, sorted_pairs, token_pairs
 
 from .schema_v1 import write_v1
 
@@ -180,6 +180,37 @@ def test_sorted_pairs_saturates_tf_and_orders_by_term_then_chunk() -> None:
     pairs = sorted_pairs(np.array([5, 1, 5, 1], dtype=np.uint32), np.array([2, 3, 1, 1], dtype=np.uint32),
                          np.array([70000, 1, 2, 3], dtype=np.uint32))
     assert pairs.tolist() == [(1, 1, 3), (1, 3, 1), (5, 1, 2), (5, 2, 65535)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_token_pairs_are_the_counted_chunks_sorted_pairs(seed: int) -> None:
+    """The batch sort counts each chunk's terms exactly as counting chunk by chunk does
+    (chunks without a token included), so runs are the same triples as before."""
+    rng = np.random.default_rng(seed)
+    n_terms = int(rng.integers(1, 300))
+    first = int(rng.integers(1, 2**32 - 100))  # chunk ids near the top: no 32-bit overflow
+    lens = rng.integers(0, 80, size=int(rng.integers(0, 40)))
+    tokens = [rng.integers(0, n_terms, size=int(n)) ** 2 % n_terms for n in lens]
+    terms, chunks, tfs = [], [], []
+    for c, toks in enumerate(tokens, first):
+        ids, counts = np.unique(toks, return_counts=True)
+        order = rng.permutation(len(ids))  # a chunk's terms in any order: sorted_pairs sorts
+        terms += ids[order].tolist()
+        chunks += [c] * len(ids)
+        tfs += counts[order].tolist()
+    expected = sorted_pairs(np.array(terms, dtype=np.uint32), np.array(chunks, dtype=np.uint32),
+                            np.array(tfs, dtype=np.uint32))
+    flat = np.concatenate(tokens).astype(np.uint32) if tokens else np.empty(0, dtype=np.uint32)
+    got = token_pairs(flat, lens.astype(np.int64), first)
+    assert got.dtype == PAIR
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_token_pairs_saturate_tf() -> None:
+    ids = np.array([5] * 70000 + [1, 5, 1], dtype=np.uint32)
+    pairs = token_pairs(ids, np.array([70000, 0, 3], dtype=np.int64), 7)
+    assert pairs.tolist() == [(1, 9, 2), (5, 7, 65535), (5, 9, 1)]
+    assert token_pairs(np.empty(0, dtype=np.uint32), np.zeros(2, dtype=np.int64), 1).tolist() == []
 
 
 def test_a_failing_worker_reports_one_line(tmp_path: Path) -> None:

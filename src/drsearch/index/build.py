@@ -20,7 +20,6 @@ import sys
 import tempfile
 import zlib
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -49,7 +48,7 @@ from .schema import (
     block_count,
 )
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
-from .spill import FAN_IN, SortedRuns, sorted_pairs
+from .spill import FAN_IN, SortedRuns, token_pairs
 from .text import Tokenizer, normalize_text
 from .urls import canonicalize_url
 
@@ -393,9 +392,8 @@ class _Tokenizing:
         self.chunk_doc = array("i", [0])
         self.chunk_len = array("i", [0])
         self.chunk_ordinal = array("i", [0])
-        self.batch_ids = array("I")  # each chunk's distinct term ids, in first-seen order
-        self.batch_tfs = array("I")  # their frequencies in the chunk
-        self.batch_distinct: list[int] = []  # distinct terms per chunk of the batch
+        self.batch_ids = array("I")  # every token's term id, chunk after chunk
+        self.batch_lens: list[int] = []  # tokens per chunk of the batch
         self.batch_tokens = 0
         self.batch_first = 1
         self.n_chunks = self.tokens = self.indexed = self.empty = 0
@@ -404,33 +402,29 @@ class _Tokenizing:
         """Spill the batch's postings as one run (a run ends at a chunk boundary, so runs
         cover disjoint, ascending chunk ranges)."""
         if self.batch_ids:  # a batch of chunks without a single term has no postings
-            first = self.batch_first
-            distinct = np.asarray(self.batch_distinct, dtype=np.int64)
-            chunk_ids = np.repeat(np.arange(first, first + len(distinct), dtype=np.uint32), distinct)
-            self.runs.add(sorted_pairs(np.frombuffer(self.batch_ids, dtype=np.uint32), chunk_ids,
-                                       np.frombuffer(self.batch_tfs, dtype=np.uint32)))
-        self.batch_first += len(self.batch_distinct)
-        self.batch_ids, self.batch_tfs = array("I"), array("I")
-        self.batch_distinct = []
+            self.runs.add(token_pairs(np.frombuffer(self.batch_ids, dtype=np.uint32),
+                                      np.asarray(self.batch_lens, dtype=np.int64), self.batch_first))
+        self.batch_first += len(self.batch_lens)
+        self.batch_ids = array("I")
+        self.batch_lens = []
         self.batch_tokens = 0
 
     def _chunk(self, doc_row: int, ordinal: int, start: int, end: int,
                text: str) -> tuple[int, int, int, int, int, str]:
         self.n_chunks += 1
         terms = self.tokenizer.terms(text)
-        # Counting first (C speed) leaves one vocabulary lookup per distinct term; a Counter
-        # keeps first-seen order, so ids are assigned exactly as a token-by-token lookup would.
-        tf = Counter(terms)
-        self.batch_ids.extend(map(self.vocab.__getitem__, tf))
-        self.batch_tfs.extend(tf.values())
+        # One vocabulary lookup per token, at C speed (map), numbers terms first seen, first
+        # numbered; the flush counts each chunk's terms with one sort of the whole batch,
+        # cheaper than counting chunk by chunk in Python objects (a Counter per chunk).
+        self.batch_ids.extend(map(self.vocab.__getitem__, terms))
         n_terms = len(terms)
         self.tokens += n_terms
         self.batch_tokens += n_terms
         self.chunk_doc.append(doc_row)
         self.chunk_len.append(n_terms)
         self.chunk_ordinal.append(ordinal)
-        self.batch_distinct.append(len(tf))
-        if (len(self.batch_distinct) >= self.settings.batch_chunks
+        self.batch_lens.append(n_terms)
+        if (len(self.batch_lens) >= self.settings.batch_chunks
                 or self.batch_tokens >= self.settings.run_tokens):
             self._flush()
         return (self.n_chunks, doc_row, ordinal, start, end, text)

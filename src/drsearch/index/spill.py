@@ -44,6 +44,30 @@ def sorted_pairs(term_ids: npt.NDArray[np.uint32], chunk_ids: npt.NDArray[np.uin
     return pairs
 
 
+def token_pairs(term_ids: npt.NDArray[np.uint32], chunk_lens: npt.NDArray[np.int64],
+                first_chunk: int) -> Pairs:
+    """A batch's (term, chunk, tf) triples from its tokens, as :func:`sorted_pairs` gives
+    them from counted terms: ``term_ids`` holds every token's term id, chunk by chunk
+    (``chunk_lens`` tokens each, the first chunk numbered ``first_chunk``).
+
+    One sort of (term << 32 | chunk) keys then run lengths, instead of counting each chunk's
+    terms in Python first: equal keys are equal values, so any sort gives the same result.
+    """
+    key = term_ids.astype(np.uint64)
+    key <<= np.uint64(32)
+    key |= np.repeat(np.arange(first_chunk, first_chunk + len(chunk_lens), dtype=np.uint64), chunk_lens)
+    key.sort()
+    starts = np.flatnonzero(key[1:] != key[:-1]) + 1
+    starts = np.concatenate((np.zeros(1 if len(key) else 0, dtype=np.int64), starts))
+    counts = np.diff(np.append(starts, len(key)))
+    first = key[starts]
+    pairs = np.empty(len(starts), dtype=PAIR)
+    pairs["term"] = first >> np.uint64(32)
+    pairs["chunk"] = first & np.uint64(0xFFFFFFFF)
+    pairs["tf"] = np.minimum(counts, 65535)
+    return pairs
+
+
 class _Reader:
     """One run read block by block; ``buf`` holds the triples read and not yet taken."""
 
@@ -144,4 +168,4 @@ class SortedRuns:
                 p.unlink(missing_ok=True)
 
 
-__all__ = ["FAN_IN", "PAIR", "SortedRuns", "sorted_pairs"]
+__all__ = ["FAN_IN", "PAIR", "SortedRuns", "sorted_pairs", "token_pairs"]
