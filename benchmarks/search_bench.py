@@ -82,6 +82,16 @@ TARGETS: dict[str, tuple[float, str]] = {
 # ---------------------------------------------------------------------------------------------
 
 def _max_rss_bytes() -> int:
+    """This process's own peak RSS: ``VmHWM``, the high-water mark of its address space.
+
+    Not ``ru_maxrss``: Linux carries the pre-exec address space's peak into it, so a child
+    started from a benchmark process holding gigabytes (a large corpus's planning tables)
+    would report the parent's size as its own peak. ``ru_maxrss`` only where there is no
+    /proc (not Linux)."""
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 

@@ -171,3 +171,24 @@ def test_the_file_line_names_only_the_peers_that_were_built() -> None:
     builds = {"tantivy": {"bytes": 2 << 20}, "bm25s": None, "PISA": {"bytes": 3 << 20}}
     assert sb._peers(builds, "bytes") == "   (tantivy 2 MiB; PISA 3 MiB)"  # bm25s left out at 4x
     assert sb._peers({"bm25s": None}, "bytes") == ""
+
+
+def test_a_child_reports_its_own_peak_rss_not_its_parents(tmp_path: Path) -> None:
+    """Children started from a process holding a large allocation report their own peak:
+    Linux's ``ru_maxrss`` would carry the parent's (pre-exec) size into the child."""
+    script = (
+        "import subprocess, sys\n"
+        "ballast = bytearray(400 * 1024 * 1024)\n"
+        "ballast[::4096] = b'x' * len(ballast[::4096])  # touch every page: resident\n"
+        "child = ('import search_bench as sb; print(sb._max_rss_bytes())')\n"
+        "out = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,"
+        " check=True)\n"
+        "print(out.stdout.strip())\n"
+    )
+    bench_dir = Path(sb.__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(bench_dir), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=env, cwd=tmp_path)
+    child_peak = int(out.stdout.strip())
+    assert child_peak < 300 * 1024 * 1024, child_peak
