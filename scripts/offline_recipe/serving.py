@@ -49,5 +49,12 @@ def drsearch_serve(database: Path, log: Path, *args: str) -> Iterator[str]:
                 time.sleep(0.1)
         yield base
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        # Only a live server is signalled: killpg on an exited one raises ProcessLookupError,
+        # which would hide the ServeError above; one that ignores SIGTERM is killed.
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
