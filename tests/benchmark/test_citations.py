@@ -22,7 +22,7 @@ from drsearch.benchmark import (
     citation_rates,
     extract_citations,
 )
-from drsearch.benchmark.citations import CitationCheck
+from drsearch.benchmark.citations import CitationCheck, arxiv_id
 from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
@@ -44,6 +44,44 @@ def test_extracts_every_kind_once_in_order() -> None:
                    ("url", "https://example.com/page")]
     first = extract_citations(answer)[0]
     assert first.claim.startswith("Aspirin helps") and "\n" not in first.claim
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("See arXiv:2101.01234.", [("arxiv", "2101.01234")]),
+    ("See arXiv:2101.01234v3, then.", [("arxiv", "2101.01234")]),
+    ("ARXIV: 2101.01234v12; and arXiv 0704.0001", [("arxiv", "2101.01234"), ("arxiv", "0704.0001")]),
+    ("(arxiv.org/abs/2101.01234v2)", [("arxiv", "2101.01234")]),
+    ("https://arxiv.org/abs/2101.01234v2.", [("arxiv", "2101.01234")]),
+    ("www.arxiv.org/pdf/2101.01234.pdf", [("arxiv", "2101.01234")]),
+    ("(https://arxiv.org/pdf/2101.01234v1.pdf).", [("arxiv", "2101.01234")]),
+    ("https://export.arxiv.org/abs/2101.01234?context=cs", [("arxiv", "2101.01234")]),
+    ("arXiv:hep-th/9901001", [("arxiv", "hep-th/9901001")]),
+    ("ARXIV:HEP-TH/9901001v2.", [("arxiv", "hep-th/9901001")]),
+    ("arxiv.org/abs/math.GT/0309136", [("arxiv", "math/0309136")]),  # the subject class is no part of the id
+    ("[paper](https://arxiv.org/abs/math.GT/0309136v1)", [("arxiv", "math/0309136")]),
+    # one paper however often and in whatever form it is cited: text, link, version, arXiv's own DOI
+    ("[arXiv:2101.01234](https://arxiv.org/abs/2101.01234v2) (arXiv:2101.01234v1; doi:10.48550/arXiv.2101.01234, "
+     "https://doi.org/10.48550/ARXIV.2101.01234)", [("arxiv", "2101.01234")]),
+    ("Shown in (10.48550/arXiv.2302.00006v2).", [("arxiv", "2302.00006")]),
+    # not arXiv ids: a longer number, a year, another arxiv.org page, an ordinary DOI, a bare number
+    ("arXiv:2101.012345 and arXiv 2021", []),
+    ("https://arxiv.org/list/cs.AI/recent", [("url", "https://arxiv.org/list/cs.AI/recent")]),
+    ("doi:10.1000/arXiv.2101.01234", [("doi", "10.1000/arxiv.2101.01234")]),
+    ("Version 2101.01234 of the data.", []),
+])
+def test_arxiv_forms(answer: str, expected: list[tuple[str, str]]) -> None:
+    assert [(c.kind, c.value) for c in extract_citations(answer)] == expected
+
+
+def test_arxiv_id_normalises_like_extraction() -> None:
+    assert [arxiv_id(t) for t in ("2101.01234v2", "hep-th/9901001v1", "Math.GT/0309136", "1234", "hep-th/99")] == \
+        ["2101.01234", "hep-th/9901001", "math/0309136", None, None]
+
+
+def test_arxiv_among_other_kinds_in_order() -> None:
+    answer = "PMID: 1 and arxiv.org/abs/2301.00005 agree; https://example.com/x; arXiv:2301.00005v2 again."
+    assert [(c.kind, c.value) for c in extract_citations(answer)] == [
+        ("pmid", "1"), ("arxiv", "2301.00005"), ("url", "https://example.com/x")]
 
 
 def test_nothing_cited() -> None:
@@ -158,7 +196,8 @@ def test_rates_hand_computed_with_wilson_bounds() -> None:
              [CitationCheck("doi", "d", "found", "no", 1), CitationCheck("nct", "n", "notfound", None, 1),
               CitationCheck("url", "u", "transient", None, 3), CitationCheck("docid", "x", "found", None, 1)]
     rates = citation_rates(checks)
-    assert rates["cited"] == 12 and rates["by_kind"] == {"doi": 1, "docid": 1, "nct": 1, "pmid": 8, "url": 1}
+    assert rates["cited"] == 12 and rates["by_kind"] == {"arxiv": 0, "doi": 1, "docid": 1, "nct": 1, "pmid": 8,
+                                                     "url": 1}
     assert rates["existence"]["rate"]["count"] == 10 and rates["existence"]["rate"]["n"] == 11
     assert rates["support"]["unjudged_found"] == 1 and rates["support"]["judged"] == 9
     # Wilson 95% for 8/9, as statsmodels proportion_confint(8, 9, method="wilson") gives it
