@@ -22,7 +22,7 @@ from drsearch.benchmark import (
     citation_rates,
     extract_citations,
 )
-from drsearch.benchmark.citations import CitationCheck, arxiv_id
+from drsearch.benchmark.citations import CITATION_KINDS, CitationCheck, arxiv_id
 from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
@@ -149,6 +149,7 @@ def test_transient_is_retried_then_excluded() -> None:
     rates = citation_rates([check, down])
     assert rates["existence"]["transient"] == 1 and rates["existence"]["rate"]["n"] == 1
     assert rates["existence"]["rate"]["rate"] == 1.0
+    assert not down.no_resolver and rates["no_resolver"]["pmid"] == 0  # down, not unresolvable
 
 
 def test_a_kind_without_resolver_is_not_retried() -> None:
@@ -157,6 +158,8 @@ def test_a_kind_without_resolver_is_not_retried() -> None:
     (check,) = auditor.audit("See https://example.org/page.")
     assert (check.kind, check.existence, check.attempts) == ("url", "transient", 1) and waits == []
     assert "no resolver" in check.detail and citation_rates([check])["existence"]["rate"]["n"] == 0
+    assert check.no_resolver and check.as_dict()["no_resolver"] is True
+    assert citation_rates([check])["no_resolver"] == {k: int(k == "url") for k in CITATION_KINDS}
 
 
 # -- L2 support and wrong papers ------------------------------------------------------------

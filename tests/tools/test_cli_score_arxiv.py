@@ -61,7 +61,8 @@ def test_arxiv_wrong_paper_rate_and_citation_audit(tmp_path: Path) -> None:
     assert citations["by_kind"] == {"arxiv": 3, "doi": 0, "docid": 0, "nct": 0, "pmid": 1, "url": 0}
     assert {k: citations["existence"][k] for k in ("found", "notfound", "transient")} == \
         {"found": 2, "notfound": 1, "transient": 1}
-    assert citations["existence"]["rate"]["n"] == 3  # the PMID without a resolver is left out
+    assert citations["existence"]["rate"]["n"] == 3  # the PMID without a resolver is left out, and counted
+    assert citations["no_resolver"] == {"arxiv": 0, "doi": 0, "docid": 0, "nct": 0, "pmid": 1, "url": 0}
     assert (citations["wrong_paper"]["count"], citations["wrong_paper"]["n"]) == (1, 2)
     graded = {g["question_id"]: g["judge"]["citations"]
               for g in map(json.loads, (tmp_path / "scores.graded.jsonl").read_text().splitlines())}
@@ -76,7 +77,8 @@ def test_arxiv_wrong_paper_rate_and_citation_audit(tmp_path: Path) -> None:
         ("pmid", "transient", 1, "no resolver for pmid")
 
 
-def test_arxiv_ids_without_a_record_url_are_transient_never_found(tmp_path: Path) -> None:
+def test_arxiv_ids_without_a_record_url_are_transient_never_found(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """A kind with no resolver is counted as transient (not retried, left out of the existence
     rate) and says why: never a silent found or notfound."""
     questions = _questions(tmp_path)
@@ -85,13 +87,17 @@ def test_arxiv_ids_without_a_record_url_are_transient_never_found(tmp_path: Path
         scores, _ = _score(run, questions, tmp_path / "scores.json", f"pmid={records.url}/pmid/{{id}}")
     assert records.log == ["/pmid/31000001"]
     citations = scores["citations"]
-    assert citations["by_kind"]["arxiv"] == 3
+    assert citations["by_kind"]["arxiv"] == 3 and citations["no_resolver"]["arxiv"] == 3
     assert {k: citations["existence"][k] for k in ("found", "notfound", "transient")} == \
         {"found": 1, "notfound": 0, "transient": 3}
     graded = [c for line in (tmp_path / "scores.graded.jsonl").read_text().splitlines()
               for c in json.loads(line)["judge"]["citations"] if c["kind"] == "arxiv"]
     assert {(c["existence"], c["attempts"], c["detail"]) for c in graded} == {("transient", 1, "no resolver for arxiv")}
     assert scores["behaviour"]["wrong_paper"]["arxiv"]["n"] == 2  # behaviour needs no resolver
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "no resolver" in line]
+    assert warnings == ["drsearch: warning: citation audit: 3 citation(s) of a kind with no resolver (3 arxiv): "
+                        "transient, left out of the existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; "
+                        "--database or --search for docids and URLs)"]
 
 
 def test_a_bad_record_url_names_arxiv_among_the_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -315,6 +315,9 @@ class CitationCheck:
     detail: str = ""
     support_judge: Mapping[str, str] | None = None
     """Model, prompt and prompt SHA-256 of the support verdict (None when none was asked)."""
+    no_resolver: bool = False
+    """Transient because nothing resolves this kind (no ``--record-url`` for it, no corpus):
+    counted apart in :func:`citation_rates` so a missing resolver is never taken for a flaky one."""
 
     @property
     def wrong_paper(self) -> bool:
@@ -323,6 +326,7 @@ class CitationCheck:
     def as_dict(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "detail": self.detail, "existence": self.existence,
                 "kind": self.kind, "support": self.support,
+                "no_resolver": self.no_resolver,
                 "support_judge": None if self.support_judge is None else dict(self.support_judge),
                 "value": self.value, "wrong_paper": self.wrong_paper}
 
@@ -360,7 +364,7 @@ class CitationAuditor:
             detail = why or detail
             judge = self.support.describe()
         return CitationCheck(citation.kind, citation.value, resolution.status, support, attempts, detail,
-                             judge)
+                             judge, no_resolver=resolution.status == "transient" and not resolution.retry)
 
     def audit(self, answer: str | None) -> list[CitationCheck]:
         """Every citation of ``answer`` checked (an empty answer cites nothing)."""
@@ -378,20 +382,25 @@ def _rate(count: int, n: int) -> dict[str, Any]:
 def citation_rates(checks: Iterable[CitationCheck | Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and rates over audited citations (dicts as stored, or :class:`CitationCheck`).
 
-    ``existence``: found / (found + notfound), transient left out. ``support``: yes,
-    partial and ``wrong_paper`` (found and support no) over the found citations whose
-    support was judged. Every rate carries a Wilson 95% interval.
+    ``existence``: found / (found + notfound), transient left out. ``no_resolver``: by
+    kind, the transient citations that no resolver could look up (a part of
+    ``existence.transient``). ``support``: yes, partial and ``wrong_paper`` (found and
+    support no) over the found citations whose support was judged. Every rate carries a
+    Wilson 95% interval.
     """
     rows = [c.as_dict() if isinstance(c, CitationCheck) else dict(c) for c in checks]
     existence = {s: sum(r["existence"] == s for r in rows) for s in ("found", "notfound", "transient")}
     judged = [r for r in rows if r["existence"] == "found" and r["support"] is not None]
     support = {s: sum(r["support"] == s for r in judged) for s in ("yes", "partial", "no")}
     by_kind = {k: sum(r["kind"] == k for r in rows) for k in CITATION_KINDS}
+    no_resolver = {k: sum(r["kind"] == k and bool(r.get("no_resolver")) for r in rows)
+                   for k in CITATION_KINDS}
     checked = existence["found"] + existence["notfound"]
     return {
         "by_kind": by_kind,
         "cited": len(rows),
         "existence": {**existence, "rate": _rate(existence["found"], checked)},
+        "no_resolver": no_resolver,
         "support": {**support, "judged": len(judged), "unjudged_found": existence["found"] - len(judged),
                     "rate_yes": _rate(support["yes"], len(judged)),
                     "rate_partial": _rate(support["partial"], len(judged))},

@@ -261,6 +261,12 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         "threshold": args.threshold if args.dataset == "openbiorq" else None}
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
+        unresolved = {k: n for k, n in summary["citations"]["no_resolver"].items() if n}
+        if unresolved:
+            _warn(f"citation audit: {sum(unresolved.values())} citation(s) of a kind with no resolver ("
+                  + ", ".join(f"{n} {k}" for k, n in unresolved.items()) + "): transient, left out of the "
+                  "existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; --database or --search "
+                  "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     _add_run_facts(summary, runs, tasks, graded)
     write_graded(graded_path(scores), graded)
