@@ -55,3 +55,11 @@ def test_wrong_paper_for_arxiv_sources() -> None:
     assert m["wrong_paper"]["arxiv"]["ci95"] == list(wilson_interval(1, 4))
     assert (m["wrong_paper"]["pmid"]["count"], m["wrong_paper"]["pmid"]["n"]) == (0, 0)
     assert m["cite"]["count"] == 6
+
+
+def test_an_old_style_arxiv_source_matches_its_canonical_citation() -> None:
+    """``math.GT/0309136`` and ``math/0309136`` are one paper (the subject class is no part of the id)."""
+    episodes = {"arXiv:math.GT/0309136v1#0": episode("arxiv.org/abs/math/0309136v2", tools=1),
+                "arXiv:math.GT/0309136v1#1": episode("arXiv:math/0309137", tools=1)}
+    m = behaviour_metrics(episodes, list(episodes))
+    assert (m["wrong_paper"]["arxiv"]["count"], m["wrong_paper"]["arxiv"]["n"]) == (1, 2)
