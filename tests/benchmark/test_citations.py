@@ -27,6 +27,7 @@ from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
 from .fake_judge import serve_judge
+from .record_server import serve_records
 
 DOC = "d-8b601c6f3f2c9567"
 DOC_URL = "https://www.wsj.com/articles/google-stadia-microsoft-xcloud-apple-arcade-so-many-ways-to-playand-pay-11574168580"
@@ -123,6 +124,19 @@ def test_http_record_resolver_tristate() -> None:
                       "6": "notfound", "7": "transient", "8": "transient", "9": "notfound", "timeout": "transient"}
     assert resolver.resolve(Citation("pmid", "1", "c")).record == "record 1"
     assert resolver.resolve(Citation("doi", "10.1/x", "c")).status == "transient"  # no template: not judged
+
+
+def test_http_record_resolver_fetches_arxiv_abstract_pages() -> None:
+    """Through a real loopback server in the shape of arXiv's abstract pages: the normalised id
+    (old-style ids keep their slash) goes into the template; an id arXiv lacks is a 404."""
+    answer = "See arXiv:hep-th/9901001v2, https://arxiv.org/pdf/2301.00005v1.pdf and arXiv:2399.99999."
+    with serve_records() as records, httpx.Client() as client:
+        resolver = HttpRecordResolver(client, {"arxiv": f"{records.url}/abs/{{id}}"})
+        got = {c.value: resolver.resolve(c) for c in extract_citations(answer)}
+    assert {v: r.status for v, r in got.items()} == {"hep-th/9901001": "found", "2301.00005": "found",
+                                                    "2399.99999": "notfound"}
+    assert records.log == ["/abs/hep-th/9901001", "/abs/2301.00005", "/abs/2399.99999"]
+    assert 'content="2301.00005"' in (got["2301.00005"].record or "") and got["2399.99999"].detail == "HTTP 404"
 
 
 class Flaky:
