@@ -37,3 +37,29 @@ def test_questions_without_a_source_id_have_no_wrong_paper_rate() -> None:
     m = behaviour_metrics({"q-1": episode("PMID: 1")}, ["q-1"])
     assert m["wrong_paper"]["pmid"] == {"ci95": [0.0, 1.0], "count": 0, "n": 0, "rate": 0.0}
     assert m["cite"]["count"] == 1
+
+
+def test_wrong_paper_for_arxiv_sources() -> None:
+    """The source id's version suffix and the citation's form do not matter: the paper does."""
+    episodes = {
+        "arXiv:2101.01234v2#0": episode("As shown in https://arxiv.org/abs/2101.01234.", tools=1),  # right paper
+        "arXiv:2101.01234v2#1": episode("See arXiv:2101.01234v3 (and arXiv:1706.03762).", tools=1),  # right too
+        "arXiv:hep-th/9901001#0": episode("[duality](https://arxiv.org/pdf/HEP-TH/9901001v1.pdf)", tools=1),
+        "arXiv:2302.00006#0": episode("arxiv.org/abs/2301.00005 settles it.", tools=1),  # another paper: wrong
+        "arXiv:2302.00006#1": episode("PMID: 31000001 settles it.", tools=1),  # no arXiv id cited: not counted
+        "arXiv:2302.00006#2": episode("No idea.", tools=1),  # nothing cited: not counted
+        "PMID:31000001#0": episode("arXiv:2302.00006 again.", tools=1),  # a PMID source citing arXiv: not counted
+    }
+    m = behaviour_metrics(episodes, list(episodes))
+    assert (m["wrong_paper"]["arxiv"]["count"], m["wrong_paper"]["arxiv"]["n"]) == (1, 4)
+    assert m["wrong_paper"]["arxiv"]["ci95"] == list(wilson_interval(1, 4))
+    assert (m["wrong_paper"]["pmid"]["count"], m["wrong_paper"]["pmid"]["n"]) == (0, 0)
+    assert m["cite"]["count"] == 6
+
+
+def test_an_old_style_arxiv_source_matches_its_canonical_citation() -> None:
+    """``math.GT/0309136`` and ``math/0309136`` are one paper (the subject class is no part of the id)."""
+    episodes = {"arXiv:math.GT/0309136v1#0": episode("arxiv.org/abs/math/0309136v2", tools=1),
+                "arXiv:math.GT/0309136v1#1": episode("arXiv:math/0309137", tools=1)}
+    m = behaviour_metrics(episodes, list(episodes))
+    assert (m["wrong_paper"]["arxiv"]["count"], m["wrong_paper"]["arxiv"]["n"]) == (1, 2)

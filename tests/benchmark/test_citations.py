@@ -22,11 +22,12 @@ from drsearch.benchmark import (
     citation_rates,
     extract_citations,
 )
-from drsearch.benchmark.citations import CitationCheck
+from drsearch.benchmark.citations import CITATION_KINDS, CitationCheck, arxiv_id
 from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
 from .fake_judge import serve_judge
+from .record_server import serve_records
 
 DOC = "d-8b601c6f3f2c9567"
 DOC_URL = "https://www.wsj.com/articles/google-stadia-microsoft-xcloud-apple-arcade-so-many-ways-to-playand-pay-11574168580"
@@ -44,6 +45,44 @@ def test_extracts_every_kind_once_in_order() -> None:
                    ("url", "https://example.com/page")]
     first = extract_citations(answer)[0]
     assert first.claim.startswith("Aspirin helps") and "\n" not in first.claim
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("See arXiv:2101.01234.", [("arxiv", "2101.01234")]),
+    ("See arXiv:2101.01234v3, then.", [("arxiv", "2101.01234")]),
+    ("ARXIV: 2101.01234v12; and arXiv 0704.0001", [("arxiv", "2101.01234"), ("arxiv", "0704.0001")]),
+    ("(arxiv.org/abs/2101.01234v2)", [("arxiv", "2101.01234")]),
+    ("https://arxiv.org/abs/2101.01234v2.", [("arxiv", "2101.01234")]),
+    ("www.arxiv.org/pdf/2101.01234.pdf", [("arxiv", "2101.01234")]),
+    ("(https://arxiv.org/pdf/2101.01234v1.pdf).", [("arxiv", "2101.01234")]),
+    ("https://export.arxiv.org/abs/2101.01234?context=cs", [("arxiv", "2101.01234")]),
+    ("arXiv:hep-th/9901001", [("arxiv", "hep-th/9901001")]),
+    ("ARXIV:HEP-TH/9901001v2.", [("arxiv", "hep-th/9901001")]),
+    ("arxiv.org/abs/math.GT/0309136", [("arxiv", "math/0309136")]),  # the subject class is no part of the id
+    ("[paper](https://arxiv.org/abs/math.GT/0309136v1)", [("arxiv", "math/0309136")]),
+    # one paper however often and in whatever form it is cited: text, link, version, arXiv's own DOI
+    ("[arXiv:2101.01234](https://arxiv.org/abs/2101.01234v2) (arXiv:2101.01234v1; doi:10.48550/arXiv.2101.01234, "
+     "https://doi.org/10.48550/ARXIV.2101.01234)", [("arxiv", "2101.01234")]),
+    ("Shown in (10.48550/arXiv.2302.00006v2).", [("arxiv", "2302.00006")]),
+    # not arXiv ids: a longer number, a year, another arxiv.org page, an ordinary DOI, a bare number
+    ("arXiv:2101.012345 and arXiv 2021", []),
+    ("https://arxiv.org/list/cs.AI/recent", [("url", "https://arxiv.org/list/cs.AI/recent")]),
+    ("doi:10.1000/arXiv.2101.01234", [("doi", "10.1000/arxiv.2101.01234")]),
+    ("Version 2101.01234 of the data.", []),
+])
+def test_arxiv_forms(answer: str, expected: list[tuple[str, str]]) -> None:
+    assert [(c.kind, c.value) for c in extract_citations(answer)] == expected
+
+
+def test_arxiv_id_normalises_like_extraction() -> None:
+    assert [arxiv_id(t) for t in ("2101.01234v2", "hep-th/9901001v1", "Math.GT/0309136", "1234", "hep-th/99")] == \
+        ["2101.01234", "hep-th/9901001", "math/0309136", None, None]
+
+
+def test_arxiv_among_other_kinds_in_order() -> None:
+    answer = "PMID: 1 and arxiv.org/abs/2301.00005 agree; https://example.com/x; arXiv:2301.00005v2 again."
+    assert [(c.kind, c.value) for c in extract_citations(answer)] == [
+        ("pmid", "1"), ("arxiv", "2301.00005"), ("url", "https://example.com/x")]
 
 
 def test_nothing_cited() -> None:
@@ -87,6 +126,19 @@ def test_http_record_resolver_tristate() -> None:
     assert resolver.resolve(Citation("doi", "10.1/x", "c")).status == "transient"  # no template: not judged
 
 
+def test_http_record_resolver_fetches_arxiv_abstract_pages() -> None:
+    """Through a real loopback server in the shape of arXiv's abstract pages: the normalised id
+    (old-style ids keep their slash) goes into the template; an id arXiv lacks is a 404."""
+    answer = "See arXiv:hep-th/9901001v2, https://arxiv.org/pdf/2301.00005v1.pdf and arXiv:2399.99999."
+    with serve_records() as records, httpx.Client() as client:
+        resolver = HttpRecordResolver(client, {"arxiv": f"{records.url}/abs/{{id}}"})
+        got = {c.value: resolver.resolve(c) for c in extract_citations(answer)}
+    assert {v: r.status for v, r in got.items()} == {"hep-th/9901001": "found", "2301.00005": "found",
+                                                    "2399.99999": "notfound"}
+    assert records.log == ["/abs/hep-th/9901001", "/abs/2301.00005", "/abs/2399.99999"]
+    assert 'content="2301.00005"' in (got["2301.00005"].record or "") and got["2399.99999"].detail == "HTTP 404"
+
+
 class Flaky:
     """Transient ``fails`` times per citation, then the scripted outcome."""
 
@@ -111,6 +163,7 @@ def test_transient_is_retried_then_excluded() -> None:
     rates = citation_rates([check, down])
     assert rates["existence"]["transient"] == 1 and rates["existence"]["rate"]["n"] == 1
     assert rates["existence"]["rate"]["rate"] == 1.0
+    assert not down.no_resolver and rates["no_resolver"]["pmid"] == 0  # down, not unresolvable
 
 
 def test_a_kind_without_resolver_is_not_retried() -> None:
@@ -119,6 +172,8 @@ def test_a_kind_without_resolver_is_not_retried() -> None:
     (check,) = auditor.audit("See https://example.org/page.")
     assert (check.kind, check.existence, check.attempts) == ("url", "transient", 1) and waits == []
     assert "no resolver" in check.detail and citation_rates([check])["existence"]["rate"]["n"] == 0
+    assert check.no_resolver and check.as_dict()["no_resolver"] is True
+    assert citation_rates([check])["no_resolver"] == {k: int(k == "url") for k in CITATION_KINDS}
 
 
 # -- L2 support and wrong papers ------------------------------------------------------------
@@ -158,7 +213,8 @@ def test_rates_hand_computed_with_wilson_bounds() -> None:
              [CitationCheck("doi", "d", "found", "no", 1), CitationCheck("nct", "n", "notfound", None, 1),
               CitationCheck("url", "u", "transient", None, 3), CitationCheck("docid", "x", "found", None, 1)]
     rates = citation_rates(checks)
-    assert rates["cited"] == 12 and rates["by_kind"] == {"doi": 1, "docid": 1, "nct": 1, "pmid": 8, "url": 1}
+    assert rates["cited"] == 12 and rates["by_kind"] == {"arxiv": 0, "doi": 1, "docid": 1, "nct": 1, "pmid": 8,
+                                                     "url": 1}
     assert rates["existence"]["rate"]["count"] == 10 and rates["existence"]["rate"]["n"] == 11
     assert rates["support"]["unjudged_found"] == 1 and rates["support"]["judged"] == 9
     # Wilson 95% for 8/9, as statsmodels proportion_confint(8, 9, method="wilson") gives it

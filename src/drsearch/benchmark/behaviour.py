@@ -8,10 +8,12 @@ interval:
   final answer);
 - ``zero_tool``: an answer given without a single tool call;
 - ``cite``: an answer citing at least one identifier (``citations.extract_citations``: PMID,
-  NCT, DOI, docid or URL);
-- ``wrong_paper`` per identifier kind (``pmid``, ``nct``), for items whose id names their
-  source (OpenBioRQ ``task_id = source_id#k``): of the answers that cite identifiers of the
-  source's kind, those that never cite the source's own one.
+  NCT, arXiv id, DOI, docid or URL);
+- ``wrong_paper`` per identifier kind (``pmid``, ``nct``, ``arxiv``), for items whose id names
+  their source (OpenBioRQ ``task_id = source_id#k``): of the answers that cite identifiers of
+  the source's kind, those that never cite the source's own one. Source ids are normalised as
+  extraction normalises citations (``arXiv:2101.01234v2`` is ``2101.01234``, so a citation of
+  ``arxiv.org/abs/2101.01234`` is the right paper).
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .citations import extract_citations
+from .citations import arxiv_id, extract_citations
 from .grade import FINISHED
 from .stats import wilson_interval
 
-_SOURCE_KINDS = (("PMID:", "pmid"), ("NCT", "nct"))
+_SOURCE_KINDS = (("PMID:", "pmid"), ("NCT", "nct"), ("arXiv:", "arxiv"))
 
 
 def _rate(count: int, n: int) -> dict[str, Any]:
@@ -35,8 +37,10 @@ def _source(question_id: str) -> tuple[str, str] | None:
     source = question_id.rsplit("#", 1)[0] if "#" in question_id else ""
     for prefix, kind in _SOURCE_KINDS:
         if source.startswith(prefix):
-            value = source.removeprefix("PMID:") if kind == "pmid" else source.upper()
-            return kind, value
+            if kind == "arxiv":
+                value = arxiv_id(source.removeprefix(prefix))
+                return None if value is None else (kind, value)
+            return kind, source.removeprefix("PMID:") if kind == "pmid" else source.upper()
     return None
 
 

@@ -1,15 +1,17 @@
 """Citation audit: which identifiers an answer cites, whether they exist, whether they support it.
 
 - **Extraction** (:func:`extract_citations`): PMIDs (``PMID: 123``, PubMed URLs), NCT
-  numbers, DOIs (bare or as ``doi.org`` URLs), docids of our corpus (a configurable
+  numbers, arXiv ids (``arXiv:2101.01234v2``, ``arXiv:hep-th/9901001``, ``arxiv.org/abs|pdf``
+  links with or without a scheme, arXiv's own DOIs ``10.48550/arXiv.<id>``; normalised by
+  :func:`arxiv_id`), DOIs (bare or as ``doi.org`` URLs), docids of our corpus (a configurable
   pattern) and any other http(s) URL (looked up in our corpus). Each citation keeps the
   line it appeared on as the claim it supports.
 - **L1 existence** (:class:`CitationResolver`): a tristate ``found`` / ``notfound`` /
   ``transient``. Transient outcomes (timeouts, 429, 5xx) are retried a bounded number of
   times and, if still transient, left out of the existence rate, never counted as
   fabricated. :class:`CorpusResolver` opens docids and URLs through a
-  :class:`~drsearch.index.Searcher`; :class:`HttpRecordResolver` fetches PMIDs, DOIs and
-  NCT numbers from URL templates over an injected httpx client (tests pass a double);
+  :class:`~drsearch.index.Searcher`; :class:`HttpRecordResolver` fetches PMIDs, DOIs,
+  NCT numbers and arXiv ids from URL templates over an injected httpx client (tests pass a double);
   :class:`RoutingResolver` sends each kind to its resolver.
 - **L2 support**: a judge reads the cited record and says ``yes`` / ``partial`` / ``no``.
   A *wrong paper* is a citation that exists but does not support its claim.
@@ -32,8 +34,8 @@ from ..index import DrsearchError, Searcher
 from .judges import JudgeParseError, JudgePrompt, LLMJudge, default_prompt, json_object
 from .stats import wilson_interval
 
-CitationKind = Literal["pmid", "nct", "doi", "docid", "url"]
-CITATION_KINDS: tuple[CitationKind, ...] = ("pmid", "nct", "doi", "docid", "url")
+CitationKind = Literal["pmid", "nct", "arxiv", "doi", "docid", "url"]
+CITATION_KINDS: tuple[CitationKind, ...] = ("pmid", "nct", "arxiv", "doi", "docid", "url")
 Existence = Literal["found", "notfound", "transient"]
 Support = Literal["yes", "partial", "no"]
 
@@ -48,13 +50,30 @@ _NCT = re.compile(r"\bNCT\d{8}\b", re.I)
 _PMID = re.compile(r"\bPMID\s*:?\s*(\d{1,9})\b", re.I)
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)")
 _TRAILING = ".,;:!?'\""
+# arXiv ids: new style YYMM.NNNN(N) since 2007-04; old style archive[.subject-class]/YYMMNNN before.
+# Either may carry a version (v2). The subject class is not part of an old id (math.GT/0309136 and
+# math/0309136 are one paper), so it is matched but dropped by arxiv_id().
+_ARXIV_NEW = r"\d{4}\.\d{4,5}"
+_ARXIV_OLD = r"[a-z]+(?:-[a-z]+)?(?:\.[a-z-]{2,})?/\d{7}"
+_ARXIV_BODY = rf"(?:{_ARXIV_NEW}|{_ARXIV_OLD})(?:v\d+)?"
+_ARXIV_ID = rf"{_ARXIV_BODY}(?![\w/])"
+"""An id in running text: not the head of a longer token (2101.012345, 2101.01234x)."""
+_ARXIV_SHAPE = re.compile(rf"(?:(?P<new>{_ARXIV_NEW})|(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.[a-z-]{{2,}})?"
+                          r"/(?P<number>\d{7}))(?:v\d+)?", re.I)
+_ARXIV = re.compile(r"\barxiv\s*:?\s*(" + _ARXIV_ID + r")"
+                    r"|\b(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/(" + _ARXIV_ID + r")", re.I)
+_ARXIV_URL = re.compile(r"^https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/(" + _ARXIV_BODY +
+                        r")(?:\.pdf)?/?(?:[?#]\S*)?$", re.I)
+_ARXIV_DOI = re.compile(r"10\.48550/arxiv\.(" + _ARXIV_ID + r")[)\].,;:!?'\"]*$", re.I)
+"""arXiv's own (DataCite) DOIs name the arXiv paper: they are arxiv citations, not DOIs."""
 NOTFOUND_STATUSES = frozenset({400, 404, 410, 422})
 """HTTP statuses of a record service that mean the identifier does not resolve."""
 
 
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """One cited identifier, normalised (``NCT`` upper-case, DOI lower-case), and its claim."""
+    """One cited identifier, normalised (``NCT`` upper-case, DOI lower-case, arXiv by
+    :func:`arxiv_id`), and its claim."""
 
     kind: CitationKind
     value: str
@@ -63,6 +82,31 @@ class Citation:
 
 def _trim(text: str) -> str:
     return text.rstrip(_TRAILING)
+
+
+def arxiv_id(text: str) -> str | None:
+    """The canonical form of an arXiv id, or None when ``text`` is not one.
+
+    The version suffix is dropped (``2101.01234v3`` → ``2101.01234``: a citation names the
+    paper, not a revision); an old-style id keeps its archive in lower case and loses its
+    subject class (``HEP-TH/9901001`` → ``hep-th/9901001``, ``math.GT/0309136`` →
+    ``math/0309136``, the form arXiv itself resolves). Extraction and the behaviour metrics'
+    source ids (``arXiv:<id>``) both normalise through here, so they compare equal.
+    """
+    m = _ARXIV_SHAPE.fullmatch(text.strip())
+    if m is None:
+        return None
+    if m.group("new") is not None:
+        return m.group("new")
+    return f"{m.group('archive').lower()}/{m.group('number')}"
+
+
+def _doi(value: str) -> tuple[CitationKind, str]:
+    """A DOI citation, or an arxiv one for arXiv's own DOIs (the same paper as ``arXiv:<id>``)."""
+    value = _trim(value)
+    if (m := _ARXIV_DOI.match(value)) and (arxiv := arxiv_id(m.group(1))):
+        return "arxiv", arxiv
+    return "doi", value.casefold()
 
 
 def _claim_at(answer: str, start: int, limit: int = 600) -> str:
@@ -75,8 +119,10 @@ def _claim_at(answer: str, start: int, limit: int = 600) -> str:
 def _from_url(url: str) -> tuple[CitationKind, str]:
     if m := _PUBMED_URL.match(url):
         return "pmid", m.group(1)
+    if (m := _ARXIV_URL.match(url)) and (arxiv := arxiv_id(m.group(1))):
+        return "arxiv", arxiv
     if m := _DOI_URL.match(url):
-        return "doi", _trim(m.group(1)).casefold()
+        return _doi(m.group(1))
     if m := _NCT.search(url):
         return "nct", m.group(0).upper()
     return "url", url
@@ -86,8 +132,9 @@ def extract_citations(answer: str, docid_pattern: str = DEFAULT_DOCID_PATTERN) -
     """Every distinct identifier cited in ``answer``, in order of first appearance.
 
     URLs are found first; identifiers inside a URL are not counted again. Trailing
-    punctuation is stripped from URLs and DOIs. Duplicates (same kind and value) keep
-    the first claim.
+    punctuation is stripped from URLs and DOIs. An arXiv id is one citation whatever its
+    form (``arXiv:`` text, an arxiv.org link, an arXiv DOI) or version: duplicates (same
+    kind and normalised value) keep the first claim.
     """
     found: list[tuple[int, CitationKind, str]] = []
     taken: list[tuple[int, int]] = []
@@ -99,14 +146,21 @@ def extract_citations(answer: str, docid_pattern: str = DEFAULT_DOCID_PATTERN) -
     def free(m: re.Match[str]) -> bool:
         return not any(a <= m.start() < b for a, b in taken)
 
-    patterns: list[tuple[CitationKind, re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-        ("pmid", _PMID, lambda m: m.group(1)),
-        ("nct", _NCT, lambda m: m.group(0).upper()),
-        ("doi", _DOI, lambda m: _trim(m.group(1)).casefold()),
-        ("docid", re.compile(docid_pattern), lambda m: m.group(0)),
+    def arxiv(m: re.Match[str]) -> tuple[CitationKind, str] | None:
+        value = arxiv_id(m.group(1) or m.group(2))
+        return None if value is None else ("arxiv", value)
+
+    patterns: list[tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[CitationKind, str] | None]]] = [
+        (_PMID, lambda m: ("pmid", m.group(1))),
+        (_NCT, lambda m: ("nct", m.group(0).upper())),
+        (_ARXIV, arxiv),
+        (_DOI, lambda m: _doi(m.group(1))),
+        (re.compile(docid_pattern), lambda m: ("docid", m.group(0))),
     ]
-    for kind, pattern, normalise in patterns:
-        found.extend((m.start(), kind, normalise(m)) for m in pattern.finditer(answer) if free(m))
+    for pattern, cite in patterns:
+        for m in pattern.finditer(answer):
+            if free(m) and (c := cite(m)) is not None:
+                found.append((m.start(), *c))
     seen: set[tuple[str, str]] = set()
     out = []
     for start, kind, value in sorted(found, key=lambda f: f[0]):
@@ -170,7 +224,7 @@ class CorpusResolver:
 
 
 class HttpRecordResolver:
-    """PMIDs, DOIs, NCT numbers fetched from ``templates[kind].format(id=value)``.
+    """PMIDs, DOIs, NCT numbers, arXiv ids fetched from ``templates[kind].format(id=value)``.
 
     HTTP 200 = ``found`` (the body, cut to ``max_chars``, is the record); 404 and 410 (no
     such record), 400 and 422 (a malformed identifier) = ``notfound``; every other outcome
@@ -261,6 +315,9 @@ class CitationCheck:
     detail: str = ""
     support_judge: Mapping[str, str] | None = None
     """Model, prompt and prompt SHA-256 of the support verdict (None when none was asked)."""
+    no_resolver: bool = False
+    """Transient because nothing resolves this kind (no ``--record-url`` for it, no corpus):
+    counted apart in :func:`citation_rates` so a missing resolver is never taken for a flaky one."""
 
     @property
     def wrong_paper(self) -> bool:
@@ -269,6 +326,7 @@ class CitationCheck:
     def as_dict(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "detail": self.detail, "existence": self.existence,
                 "kind": self.kind, "support": self.support,
+                "no_resolver": self.no_resolver,
                 "support_judge": None if self.support_judge is None else dict(self.support_judge),
                 "value": self.value, "wrong_paper": self.wrong_paper}
 
@@ -306,7 +364,7 @@ class CitationAuditor:
             detail = why or detail
             judge = self.support.describe()
         return CitationCheck(citation.kind, citation.value, resolution.status, support, attempts, detail,
-                             judge)
+                             judge, no_resolver=resolution.status == "transient" and not resolution.retry)
 
     def audit(self, answer: str | None) -> list[CitationCheck]:
         """Every citation of ``answer`` checked (an empty answer cites nothing)."""
@@ -324,20 +382,25 @@ def _rate(count: int, n: int) -> dict[str, Any]:
 def citation_rates(checks: Iterable[CitationCheck | Mapping[str, Any]]) -> dict[str, Any]:
     """Counts and rates over audited citations (dicts as stored, or :class:`CitationCheck`).
 
-    ``existence``: found / (found + notfound), transient left out. ``support``: yes,
-    partial and ``wrong_paper`` (found and support no) over the found citations whose
-    support was judged. Every rate carries a Wilson 95% interval.
+    ``existence``: found / (found + notfound), transient left out. ``no_resolver``: by
+    kind, the transient citations that no resolver could look up (a part of
+    ``existence.transient``). ``support``: yes, partial and ``wrong_paper`` (found and
+    support no) over the found citations whose support was judged. Every rate carries a
+    Wilson 95% interval.
     """
     rows = [c.as_dict() if isinstance(c, CitationCheck) else dict(c) for c in checks]
     existence = {s: sum(r["existence"] == s for r in rows) for s in ("found", "notfound", "transient")}
     judged = [r for r in rows if r["existence"] == "found" and r["support"] is not None]
     support = {s: sum(r["support"] == s for r in judged) for s in ("yes", "partial", "no")}
     by_kind = {k: sum(r["kind"] == k for r in rows) for k in CITATION_KINDS}
+    no_resolver = {k: sum(r["kind"] == k and bool(r.get("no_resolver")) for r in rows)
+                   for k in CITATION_KINDS}
     checked = existence["found"] + existence["notfound"]
     return {
         "by_kind": by_kind,
         "cited": len(rows),
         "existence": {**existence, "rate": _rate(existence["found"], checked)},
+        "no_resolver": no_resolver,
         "support": {**support, "judged": len(judged), "unjudged_found": existence["found"] - len(judged),
                     "rate_yes": _rate(support["yes"], len(judged)),
                     "rate_partial": _rate(support["partial"], len(judged))},
@@ -366,6 +429,7 @@ __all__ = [
     "RoutingResolver",
     "Support",
     "SupportJudge",
+    "arxiv_id",
     "citation_rates",
     "extract_citations",
     "parse_support",

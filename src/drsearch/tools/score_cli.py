@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 _SETTING_OPTIONS = {"parse_attempts": "--parse-attempts", "max_attempts": "--max-attempts",
                     "backoff_s": "--backoff"}
 """The judge settings' field names as the options that set them (for error messages)."""
+_RECORD_KINDS = ("pmid", "doi", "nct", "arxiv")
+"""Citation kinds ``--record-url`` fetches from a record service (docids and URLs are the corpus's)."""
 
 
 def graded_path(target: Path) -> Path:
@@ -100,7 +102,7 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
         return
     if not (args.database or args.search or args.record_url):
         raise InvalidInputError("--audit-citations needs --database CORPUS or --search URL (docids, URLs) "
-                                "and/or --record-url KIND=URL (PMID, DOI, NCT)")
+                                "and/or --record-url KIND=URL (PMID, DOI, NCT, arXiv)")
     if args.blocked_docids and not args.database:
         raise InvalidInputError("--blocked-docids needs --database (a server applies its own blocklist)")
     import httpx
@@ -133,8 +135,9 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
 
 def _record_url(text: str) -> tuple[str, str]:
     kind, sep, template = text.partition("=")
-    if not sep or kind not in ("pmid", "doi", "nct") or "{id}" not in template:
-        raise InvalidInputError(f"--record-url {text!r}: expected pmid|doi|nct=URL with {{id}} in it")
+    if not sep or kind not in _RECORD_KINDS or "{id}" not in template:
+        raise InvalidInputError(f"--record-url {text!r}: expected {'|'.join(_RECORD_KINDS)}=URL "
+                                "with {id} in it")
     return kind, template
 
 
@@ -258,6 +261,12 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         "threshold": args.threshold if args.dataset == "openbiorq" else None}
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
+        unresolved = {k: n for k, n in summary["citations"]["no_resolver"].items() if n}
+        if unresolved:
+            _warn(f"citation audit: {sum(unresolved.values())} citation(s) of a kind with no resolver ("
+                  + ", ".join(f"{n} {k}" for k, n in unresolved.items()) + "): transient, left out of the "
+                  "existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; --database or --search "
+                  "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     _add_run_facts(summary, runs, tasks, graded)
     write_graded(graded_path(scores), graded)
@@ -459,7 +468,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-attempts", type=int, default=6, help="tries per judge HTTP call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
     p.add_argument("--audit-citations", action="store_true",
-                   help="check cited docids/URLs (needs --database or --search) and PMID/DOI/NCT "
+                   help="check cited docids/URLs (needs --database or --search) and PMID/DOI/NCT/arXiv "
                         "(--record-url)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--database", type=Path, metavar="CORPUS", help="citation audit: the corpus in-process")
@@ -467,5 +476,6 @@ def register(sub: Any) -> None:
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
     add_allow_missing_blocked(p)
     p.add_argument("--record-url", action="append", metavar="KIND=URL",
-                   help="citation audit: fetch pmid|doi|nct records from URL with {id} (repeatable)")
+                   help="citation audit: fetch pmid|doi|nct|arxiv records from URL with {id} (repeatable; "
+                        "arXiv: https://arxiv.org/abs/{id})")
     p.set_defaults(handler=cmd_score)

@@ -15,9 +15,10 @@ request's seed, ``seed_base + index``): indexes 0–1 are solved by all three (e
 ``roster-a`` only (discriminating); 5–10 by none at the roster temperature (core; 10 is a deep
 failure, every model ``deep`` or ``none``). At temperature 0 (the freeze runs) ``roster-a``
 solves 5 and 6, so the frozen core is 7–10. ``roster-a`` and ``roster-b`` search the follow-up
-corpus first; ``roster-a`` cites the first hit's URL, ``roster-b`` always cites PMID 31000001
-(the right paper only for that source's items: the wrong-paper rate); ``roster-c`` answers
-without a tool call (the zero-tool rate).
+corpus first; ``roster-a`` cites the first hit's URL, ``roster-b`` always cites PMID 31000001 and the arXiv
+paper 2301.00005 (by a versioned abstract link; each the right paper only for that source's
+items: the PMID and arXiv wrong-paper rates); ``roster-c`` answers without a tool call (the
+zero-tool rate).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ THAWED_AT_T0 = (5, 6)
 """Core items ``roster-a`` solves at temperature 0: not in the frozen core."""
 DEEP = (10,)
 """A core item whose best roster score is a deep failure (in [0.35, 0.40))."""
-CITED_BY_B = "PMID: 31000001"
+CITED_BY_B = "PMID: 31000001; https://arxiv.org/abs/2301.00005v2"
 
 
 def kind(model: str, index: int, temperature: float) -> str:

@@ -84,9 +84,11 @@ def _behaviour(work: Path) -> str:
     def each(key: str) -> str:
         return " / ".join(str(x[key]["count"]) for x in b) + f" of {b[0][key]['n']}"
 
-    wrong = " / ".join(f"{x['wrong_paper']['pmid']['count']} of {x['wrong_paper']['pmid']['n']}" for x in b)
+    def wrong(kind: str) -> str:
+        return " / ".join(f"{x['wrong_paper'][kind]['count']} of {x['wrong_paper'][kind]['n']}" for x in b)
+
     return (f"zero-tool {each('zero_tool')}; cite {each('cite')}; non-attempt {each('non_attempt')}; "
-            f"wrong paper (PMID) {wrong}")
+            f"wrong paper (PMID) {wrong('pmid')}; wrong paper (arXiv) {wrong('arxiv')}")
 
 
 def results(work: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from drsearch.benchmark.generate.openbiorq import read_sources
+from drsearch.benchmark.generate.openbiorq.sources import id_kind
 from drsearch.index import InvalidInputError
 
 from .conftest import SOURCES, generate, jsonl
@@ -119,3 +120,14 @@ def test_the_summary_without_json_is_a_short_table(tmp_path: Path) -> None:
     assert buf.getvalue() == ("ran extract, refine; skipped nothing\n"
                               "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
                               "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
+
+
+@pytest.mark.parametrize(("source_id", "kind"), [
+    ("arXiv:2301.00005", "arxiv"), ("arXiv:2301.00005v2", "arxiv"), ("arXiv:0704.0001", "arxiv"),
+    ("arXiv:hep-th/9901001", "arxiv"), ("arXiv:hep-th/9901001v3", "arxiv"),
+    ("arXiv:math.GT/0309136", "arxiv"), ("arXiv:cs.AI/0101001v1", "arxiv"),  # old ids with a subject class
+    ("arXiv:2301.5", None), ("arXiv:hep-th/99", None), ("arXiv:HEP-TH/9901001", None),
+])
+def test_arxiv_source_ids(source_id: str, kind: str | None) -> None:
+    """Every arXiv id form the citation audit recognises can be a source (its wrong-paper rate)."""
+    assert id_kind(source_id) == kind

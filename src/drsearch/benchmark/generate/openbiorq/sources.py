@@ -30,7 +30,8 @@ ID_PREFIXES: dict[str, str] = {"PMID:": "pmid", "NCT": "nct", "arXiv:": "arxiv",
 _ID_SHAPES: dict[str, re.Pattern[str]] = {
     "pmid": re.compile(r"PMID:\d{1,9}"),
     "nct": re.compile(r"NCT\d{8}"),
-    "arxiv": re.compile(r"arXiv:(\d{4}\.\d{4,5}|[a-z.-]+/\d{7})(v\d+)?"),
+    # new style, or an old-style archive with its optional subject class (math.GT, cs.AI: upper case)
+    "arxiv": re.compile(r"arXiv:(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Za-z-]+)?/\d{7})(v\d+)?"),
     "other": re.compile(r"(doi:|DOC:)[^#\s]+"),
 }
 DEFAULT_TRACKS = ("clinical", "translational", "computational")
