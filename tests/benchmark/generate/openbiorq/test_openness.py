@@ -406,3 +406,14 @@ def test_a_semantic_scholar_key_is_sent_to_it_alone_and_recorded_nowhere(
     assert not [p for p in out.rglob("*") if p.is_file() and b"s2-secret-key-123" in p.read_bytes()]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["stages"]["openness"]["settings"]["s2_api_key_env"] == "DRSEARCH_TEST_S2_KEY"
+
+
+@pytest.mark.parametrize(("source_id", "paper"), [
+    ("arXiv:2301.00005", "2301.00005"), ("arXiv:2301.00005v2", "2301.00005"),
+    ("arXiv:math.GT/0309136v1", "math/0309136"), ("arXiv:hep-th/9901001", "hep-th/9901001")])
+def test_semantic_scholar_is_asked_for_the_bare_arxiv_id(source_id: str, paper: str) -> None:
+    """The graph API finds a paper by its bare arXiv id: a source's version suffix or subject class is dropped."""
+    from drsearch.benchmark.generate.openbiorq.evidence import s2_citations_url
+
+    assert s2_citations_url("http://127.0.0.1:1/s2/", source_id, 5) == (
+        f"http://127.0.0.1:1/s2/paper/arXiv:{paper}/citations?fields=title,year,externalIds&limit=5")

@@ -39,6 +39,7 @@ import httpx
 from .... import __version__
 from ....agents.canonical import sha256_hex
 from ....corpus.fetch import retry_after_seconds
+from ...citations import arxiv_id
 from ..errors import GenerateError
 from ..stages import StageContext
 
@@ -179,10 +180,18 @@ def _ctgov(g: Gatherer, item: dict[str, Any], responses: list[dict[str, Any]], a
     add(f"ctgov:{nct}", "ctgov", item["title"], snippet, None)
 
 
+def s2_citations_url(base: str, source_id: str, k: int) -> str:
+    """Semantic Scholar's citations of an ``arXiv:`` source. The id is normalised as citations
+    normalise it (:func:`~drsearch.benchmark.citations.arxiv_id`): the graph API looks papers up
+    by the bare arXiv id, so a version suffix (``v2``) or an old id's subject class would miss."""
+    raw = source_id.removeprefix("arXiv:")
+    # Sources are validated as arXiv ids when read (sources.py), so the fallback never applies there.
+    return (f"{base.rstrip('/')}/paper/arXiv:{arxiv_id(raw) or raw}/citations"
+            f"?fields=title,year,externalIds&limit={k}")
+
+
 def _s2(g: Gatherer, item: dict[str, Any], responses: list[dict[str, Any]], add: Add) -> None:
-    arxiv = item["source_id"].removeprefix("arXiv:")
-    url = (f"{g.routes['s2'].rstrip('/')}/paper/arXiv:{arxiv}/citations"
-           f"?fields=title,year,externalIds&limit={g.k}")
+    url = s2_citations_url(g.routes["s2"], item["source_id"], g.k)
     answer = g._get("s2", "GET", url, None, responses) or {}
     for c in answer.get("data", []):
         paper = c.get("citingPaper") or {}
@@ -195,4 +204,4 @@ _PARSERS: dict[str, Callable[[Gatherer, dict[str, Any], list[dict[str, Any]], Ad
     "ctgov": _ctgov, "europepmc": _europepmc, "s2": _s2}
 
 __all__ = ["MAX_WAIT_S", "PUBLIC_APIS", "RETRY_STATUSES", "ROUTE_OF_KIND", "USER_AGENT", "Gatherer",
-           "RateLimiter"]
+           "RateLimiter", "s2_citations_url"]
