@@ -799,7 +799,11 @@ def fts5_agreement(index: Path, queries: Sequence[str], k: int = 10) -> dict[str
 # PISA's BM25 is FTS5's, computed in float32: at equal rank, its score is within this relative
 # difference of ours (float64, FTS5's bits). Float32 rounds each step to 6e-8 relative, a few
 # steps per term: a bound of 1e-5 holds for the benchmark's queries (3-20 words) with a wide
-# margin; measured at most 4.4e-7 over the 300 queries at 300 documents.
+# margin; measured at most 4.4e-7 (300 and 1,000 documents, every query class). Float32 also
+# cannot see the terms in half of the chunks or more (idf floored at 1e-6: each adds at most
+# 2.2e-6, and one more occurrence 1e-9 to 1e-7, below one unit in the last place of a float32
+# score of ~10, ~1e-6): chunks that differ only in such terms' counts tie in PISA (ordered by
+# rowid) where FTS5 and ours order them by those counts.
 PISA_SCORE_RTOL = 1e-5
 
 
@@ -818,13 +822,15 @@ def pisa_agreement(ours: Any, pisa: Any, queries: Sequence[str], k: int = 10) ->
     Counts (of ``queries``): ``ordered``, the same documents in the same order; ``same_set``,
     the same documents in any order; ``near_ties``, lists that are not ordered-equal but whose
     scores agree at every rank within PISA_SCORE_RTOL (they differ only among documents within
-    float32 rounding of each other, a tie at the k-th score included); ``differ``, the others
-    (first 20 in ``mismatches``): real disagreements. ``max_rel_score_diff``: the largest
-    |PISA - ours| / ours at equal rank over all queries (lists of unequal length excluded:
-    they count in ``differ``)."""
+    float32 rounding of each other, a tie at the k-th score included; the first 20 in
+    ``near_tie_swaps``: the ranks that differ and both sides' (docid, score) there);
+    ``differ``, the others (first 20 in ``mismatches``): real disagreements.
+    ``max_rel_score_diff``: the largest |PISA - ours| / ours at equal rank over all queries
+    (lists of unequal length excluded: they count in ``differ``)."""
     ordered = same_set = near_ties = 0
     max_rel = 0.0
     mismatches: list[str] = []
+    swaps: list[dict[str, Any]] = []
     for q in queries:
         a, b = ours.ranked(q, k), pisa.ranked(q, k, ties=True)
         da, db = [r[0] for r in a], [r[0] for r in b]
@@ -838,10 +844,15 @@ def pisa_agreement(ours: Any, pisa: Any, queries: Sequence[str], k: int = 10) ->
             ordered += 1
         elif close:
             near_ties += 1
+            at = [i for i, (x, y) in enumerate(zip(da, db, strict=True)) if x != y]
+            swaps.append({"query": q, "ranks": [at[0] + 1, at[-1] + 1],
+                          "ours": [[r[0], r[3]] for r in a[at[0]:at[-1] + 1]],
+                          "pisa": [[r[0], r[3]] for r in b[at[0]:at[-1] + 1]]})
         else:
             mismatches.append(q)
     return {"queries": len(queries), "k": k, "ordered": ordered, "same_set": same_set,
-            "near_ties": near_ties, "differ": len(mismatches), "mismatches": mismatches[:20],
+            "near_ties": near_ties, "near_tie_swaps": swaps[:20], "differ": len(mismatches),
+            "mismatches": mismatches[:20],
             "max_rel_score_diff": max_rel, "score_rtol": PISA_SCORE_RTOL}
 
 

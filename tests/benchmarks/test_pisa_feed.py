@@ -103,3 +103,32 @@ def test_codes_are_distinct_lower_case_ascii_words() -> None:
     assert codes[:3] == ["a", "b", "c"] and codes[25:28] == ["z", "aa", "ab"]
     assert len(set(codes)) == len(codes)
     assert all(c.isascii() and c.isalpha() and c.islower() for c in codes)
+
+
+class _Fixed:
+    """An engine whose ranked lists are given per query (rows: docid, url, title, score,
+    ordinal): pisa_agreement's classification on its own."""
+
+    def __init__(self, lists: dict[str, list[tuple[str, float]]]) -> None:
+        self.lists = lists
+
+    def ranked(self, q: str, k: int, ties: bool = False) -> list[sb.Row]:
+        return [(d, "", "", s, 0) for d, s in self.lists[q][:k]]
+
+
+def test_agreement_tells_near_ties_from_real_differences() -> None:
+    ours = _Fixed({"same": [("a", 3.0), ("b", 2.0)],
+                   "swap": [("a", 3.0), ("b", 2.0000001), ("c", 2.0)],
+                   "real": [("a", 3.0), ("b", 2.0)],
+                   "short": [("a", 3.0), ("b", 2.0)]})
+    pisa = _Fixed({"same": [("a", 3.0000004), ("b", 2.0)],
+                   "swap": [("a", 3.0), ("c", 2.0000001), ("b", 2.0000001)],
+                   "real": [("a", 3.0), ("c", 1.9)],
+                   "short": [("a", 3.0)]})
+    pa = sb.pisa_agreement(ours, pisa, ["same", "swap", "real", "short"])
+    assert (pa["ordered"], pa["near_ties"], pa["differ"], pa["same_set"]) == (1, 1, 2, 2)
+    assert pa["mismatches"] == ["real", "short"]
+    assert pa["near_tie_swaps"] == [{"query": "swap", "ranks": [2, 3],
+                                     "ours": [["b", 2.0000001], ["c", 2.0]],
+                                     "pisa": [["c", 2.0000001], ["b", 2.0000001]]}]
+    assert pa["max_rel_score_diff"] == pytest.approx(0.05)  # "real": 1.9 against 2.0
