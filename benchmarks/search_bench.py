@@ -1057,6 +1057,17 @@ def _peers(builds: dict[str, dict[str, Any] | None], key: str) -> str:
     return f"   ({'; '.join(parts)})" if parts else ""
 
 
+def _rss_peers(builds: dict[str, Any]) -> str:
+    """``   (bm25s 4.55 GB = ours x5.50; tantivy 392 MiB; PISA 3.43 GB)``: the build peak RSS
+    of each peer that was built ("" for none)."""
+    ours = builds["ours"]["peak_rss_bytes"]
+    parts = [f"{label} {_fmt_bytes(builds[name]['peak_rss_bytes'])}"
+             + (f" = ours x{builds[name]['peak_rss_bytes'] / ours:.2f}" if name == "bm25s" else "")
+             for name, label in (("bm25s", "bm25s"), ("tantivy", "tantivy"), ("pisa", "PISA"))
+             if builds.get(name)]
+    return f"   ({'; '.join(parts)})" if parts else ""
+
+
 def report(r: dict[str, Any]) -> str:
     """A plain-text table of one configuration's results with ratios and PASS/FAIL per target."""
     src = r["source"]
@@ -1167,10 +1178,7 @@ def report(r: dict[str, Any]) -> str:
            if "pisa" in r["builds"] else "")
         + (")" if bt else ""),
         f"build peak RSS: {_fmt_bytes(b['peak_rss_bytes'])}  target <= 2 GB  "
-        f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}"
-        + (f"   (bm25s {_fmt_bytes(bb['peak_rss_bytes'])} = ours x"
-           f"{bb['peak_rss_bytes'] / b['peak_rss_bytes']:.2f};" if bb else "")
-        + (f" tantivy {_fmt_bytes(bt['peak_rss_bytes'])})" if bt else ")" if bb else ""),
+        f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}" + _rss_peers(r["builds"]),
         f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  "
         f"{scale_verdict('file_bytes', b['bytes'], r['corpus']['documents'])}"
         + _peers({"tantivy": bt, "bm25s": bb, "PISA": r["builds"].get("pisa")}, "bytes"),
