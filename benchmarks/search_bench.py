@@ -624,8 +624,10 @@ class Pisa:
 
     def ranked(self, q: str, k: int, ties: bool = False) -> list[Row]:
         """Top k documents. PISA orders chunks of equal score arbitrarily (its final sort is
-        not stable); ``ties``: order them as ours and FTS5 do (lower chunk rowid first), for
-        the agreement check only, so that the timed path does no extra work."""
+        not stable) and keeps an arbitrary few of those tied at the over-fetch's boundary;
+        ``ties``: order them as ours and FTS5 do (lower chunk rowid first), with every chunk
+        tied at the k-th document's score fetched, for the agreement check only, so that the
+        timed path does no extra work."""
         codes = self.codes
         terms = {codes[t.term]: 1.0 for t in self.engine.parse(q).terms if t.term in codes}
         if not terms:
@@ -646,8 +648,13 @@ class Pisa:
                     seen.add(doc)
                     out.append((*m.docs[doc], float(score), int(m.chunk_ord[chunk])))
                     if len(out) == k:
-                        return out
+                        break
             if len(docnos) < limit:
+                return out
+            # PISA's top-limit heap keeps an arbitrary few of the chunks tied at its lowest
+            # score; with ``ties``, fetch on until that score is below the k-th document's,
+            # so that every chunk tied at the k-th score is there (ours: lower rowid first).
+            if len(out) == k and not (ties and float(scores.min()) >= out[-1][3]):
                 return out
             limit *= 4
 
@@ -799,7 +806,7 @@ def fts5_agreement(index: Path, queries: Sequence[str], k: int = 10) -> dict[str
 # PISA's BM25 is FTS5's, computed in float32: at equal rank, its score is within this relative
 # difference of ours (float64, FTS5's bits). Float32 rounds each step to 6e-8 relative, a few
 # steps per term: a bound of 1e-5 holds for the benchmark's queries (3-20 words) with a wide
-# margin; measured at most 4.4e-7 (300 and 1,000 documents, every query class). Float32 also
+# margin; measured at most 4.5e-7 (300 to 1,000 documents, every query class). Float32 also
 # cannot see the terms in half of the chunks or more (idf floored at 1e-6: each adds at most
 # 2.2e-6, and one more occurrence 1e-9 to 1e-7, below one unit in the last place of a float32
 # score of ~10, ~1e-6): chunks that differ only in such terms' counts tie in PISA (ordered by

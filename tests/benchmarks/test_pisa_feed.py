@@ -132,3 +132,28 @@ def test_agreement_tells_near_ties_from_real_differences() -> None:
                                      "ours": [["b", 2.0000001], ["c", 2.0]],
                                      "pisa": [["c", 2.0000001], ["b", 2.0000001]]}]
     assert pa["max_rel_score_diff"] == pytest.approx(0.05)  # "real": 1.9 against 2.0
+
+
+def test_with_ties_every_chunk_tied_at_the_kth_score_is_fetched(built: dict[str, Any]) -> None:
+    """PISA's top-``limit`` heap may keep any of the chunks tied at its lowest score: here the
+    highest rowids. ``ranked(ties=True)`` fetches on until the boundary is below the k-th
+    document's score, then orders equal scores by rowid, as ours does."""
+    meta = sb.Meta(built["ours"])
+    first_chunk_of = {int(d): c for c, d in reversed(list(enumerate(meta.chunk_doc))) if d}
+    tied = sorted(first_chunk_of.values())[:6]  # six chunks of six documents, equal scores
+    calls: list[int] = []
+
+    class Adversarial(sb.Pisa):
+        def _retrieve(self, terms: dict[str, float], limit: int) -> tuple[np.ndarray, np.ndarray]:
+            calls.append(limit)
+            kept = sorted(tied, reverse=True)[:limit]
+            return (np.array([str(c) for c in kept], dtype=object),
+                    np.full(len(kept), 1.5, dtype=np.float32))
+
+    pisa = Adversarial(built["pisa"], built["ours"], meta, "maxscore")
+    q = built["queries"][0]
+    assert [r[0] for r in pisa.ranked(q, 1, ties=True)] == [meta.docs[int(meta.chunk_doc[tied[0]])][0]]
+    assert calls == [4, 16]
+    calls.clear()
+    assert [r[0] for r in pisa.ranked(q, 1)] != [meta.docs[int(meta.chunk_doc[tied[0]])][0]]
+    assert calls == [4]  # the timed path fetches once
