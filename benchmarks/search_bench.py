@@ -242,19 +242,117 @@ def load_pisathon() -> tuple[Any | None, str]:
 
 def _pisa_prepare(pisa: Any, path: Path) -> Any:
     """A retrieval context (BM25 k1 1.2, b 0.75 as FTS5's; no stemmer, no stopwords: the
-    terms are drsearch's own); the first call writes PISA's block-max data and compressed
-    index next to the inverted index."""
+    terms are drsearch's own, as codes); the first call writes PISA's block-max data and
+    compressed index next to the inverted index."""
     ctx = pisa.RetrievalContext()
     pisa.prepare_index(ctx, str(path), PISA_ENCODING, "bm25", "", block_size=PISA_BLOCK, quantize=0,
                        bm25_k1=1.2, bm25_b=0.75, stop_fname="")
     return ctx
 
 
+# PISA's plain-text tokenizer keeps only runs of ASCII letters and digits: it drops Hangul,
+# Cyrillic and CJK words and splits "straße" into "stra" and "e". FTS5's terms (unicode61)
+# therefore cannot reach it as text: each distinct term is fed as a code of lower-case ASCII
+# letters (one PISA token as it is), and the codes' terms are kept next to PISA's index.
+PISA_TERMS_FILE = "drsearch-terms.json"  # FTS5 term of code i at index i (pisa_code(i))
+
+
+def pisa_code(i: int) -> str:
+    """The i-th code (i >= 0): bijective base 26 over a-z: a, ..., z, aa, ab, ..."""
+    out = []
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out.append(chr(97 + r))
+    return "".join(reversed(out))
+
+
+class _PisaCodes(dict[str, str]):
+    """term -> code, a new code for each term in first-seen order (``terms``: code order)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.terms: list[str] = []
+
+    def __missing__(self, term: str) -> str:
+        code = self[term] = pisa_code(len(self.terms))
+        self.terms.append(term)
+        return code
+
+
+def pisa_term_codes(path: Path) -> dict[str, str]:
+    """FTS5 term -> the code PISA indexed it as (the query side's mapping)."""
+    f = path / PISA_TERMS_FILE
+    if not f.is_file():
+        raise SystemExit(f"{path}: PISA index without {PISA_TERMS_FILE} (built by an older "
+                         "benchmark that fed PISA plain text): rebuild it (run without --reuse)")
+    return {t: pisa_code(i) for i, t in enumerate(json.loads(f.read_text(encoding="utf-8")))}
+
+
+def _varint(blob: bytes) -> int:
+    """The first SQLite varint of a blob (FTS5's docsize: one per column; < 2^28 here)."""
+    v = 0
+    for byte in blob[:4]:
+        v = (v << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return v
+    raise SystemExit(f"FTS5 docsize blob {blob[:9].hex()} holds no token count below 2^28")
+
+
+def fts5_chunk_sizes(index: Path) -> np.ndarray:
+    """Each chunk's token count as FTS5 itself stored it (``chunks_fts_docsize``), by chunk
+    rowid (entry 0 unused): the document lengths of FTS5's ``bm25()``."""
+    import apsw
+
+    conn = apsw.Connection(f"file:{index}?mode=ro&immutable=1",
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        n = conn.execute("SELECT max(id) FROM chunks").get or 0
+        sizes = np.zeros(n + 1, dtype=np.int64)
+        for rowid, sz in conn.execute("SELECT id, sz FROM chunks_fts_docsize"):
+            sizes[rowid] = _varint(sz)
+    finally:
+        conn.close()
+    return sizes
+
+
+def pisa_size_mismatches(path: Path, index: Path) -> tuple[int, list[tuple[int, int, int]]]:
+    """PISA's document sizes (``inv.sizes``, docno order ``fwd.documents``) against FTS5's
+    token counts of the same chunks: (chunks compared, [(chunk rowid, PISA size, FTS5 size)]
+    for each chunk that differs, or is missing on one side: size -1)."""
+    raw = np.fromfile(path / "inv.sizes", dtype=np.uint32)
+    docnos = (path / "fwd.documents").read_text(encoding="utf-8").split()
+    if len(raw) == 0 or int(raw[0]) != len(raw) - 1 or len(docnos) != len(raw) - 1:
+        raise SystemExit(f"{path}: inv.sizes ({len(raw)} words, header "
+                         f"{int(raw[0]) if len(raw) else '-'}) and fwd.documents ({len(docnos)} "
+                         "docnos) disagree: not a complete PISA index")
+    pisa_sizes = dict(zip((int(d) for d in docnos), raw[1:].tolist(), strict=True))
+    fts5 = fts5_chunk_sizes(index)
+    out = [(rowid, pisa_sizes.get(rowid, -1), int(fts5[rowid]))
+           for rowid in range(1, len(fts5)) if pisa_sizes.get(rowid, -1) != int(fts5[rowid])]
+    out += [(rowid, size, -1) for rowid, size in sorted(pisa_sizes.items())
+            if not 1 <= rowid < len(fts5)]
+    return len(fts5) - 1, out
+
+
+def check_pisa_sizes(path: Path, index: Path) -> int:
+    """Raise SystemExit (one line, the first chunk named) unless PISA indexed exactly FTS5's
+    number of tokens of every chunk, under the chunk's own rowid as docno; returns the number
+    of chunks checked. Equal sizes for every chunk mean the same avgdl too."""
+    n, bad = pisa_size_mismatches(path, index)
+    if bad:
+        rowid, ps, fs = bad[0]
+        raise SystemExit(f"PISA's feed differs from FTS5's tokens: {len(bad)} of {n} chunks have "
+                         f"another size, the first chunk {rowid}: {ps} tokens in PISA, {fs} in "
+                         "FTS5 (-1: absent)")
+    return n
+
+
 def _child_build_pisa(a: dict[str, Any]) -> dict[str, Any]:
     """PISA over the same chunks with the same terms: each chunk's FTS5 tokens (drsearch's
-    tokenizer, read from its built index) written as plain text, docno = chunk rowid."""
-    import threading
-
+    tokenizer, read from its built index), each written as its code (``pisa_code``: PISA's
+    tokenizer would cut non-ASCII terms), docno = chunk rowid. Then PISA's document sizes are
+    checked against FTS5's for every chunk (``check_pisa_sizes``)."""
     from drsearch.index import Engine
 
     pisa, why = load_pisathon()
@@ -263,29 +361,39 @@ def _child_build_pisa(a: dict[str, Any]) -> dict[str, Any]:
     path = Path(a["dir"])
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
+    codes = _PisaCodes()
     with Engine.open(a["index"]) as e:
         tok = e.tokenizer
         t0 = time.perf_counter()
         fifo = path / "input.fifo"
         os.mkfifo(fifo)
         n = [0]
+        failed: list[BaseException] = []
 
         def feed() -> None:
-            with open(fifo, "w", encoding="utf-8") as out:
-                for c in iter_chunks(Path(a["corpus"])):
-                    out.write(f"{c.rowid} {' '.join(tok.terms(c.text))}\n")
-                    n[0] += 1
+            try:
+                with open(fifo, "w", encoding="ascii") as out:
+                    for c in iter_chunks(Path(a["corpus"])):
+                        out.write(f"{c.rowid} {' '.join(map(codes.__getitem__, tok.terms(c.text)))}\n")
+                        n[0] += 1
+            except BaseException as exc:  # reported after PISA has read the (closed) fifo
+                failed.append(exc)
 
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         pisa.index(str(fifo), str(path), "", 100_000, max(1, a["threads"] - 1))  # uses threads + 1
         writer.join()
         fifo.unlink()
+        if failed:
+            raise SystemExit(f"feeding PISA failed after {n[0]} chunks: {failed[0]!r}")
+        (path / PISA_TERMS_FILE).write_text(json.dumps(codes.terms, ensure_ascii=False),
+                                            encoding="utf-8")
         _pisa_prepare(pisa, path)
         seconds = time.perf_counter() - t0
+    checked = check_pisa_sizes(path, Path(a["index"]))
     return {"seconds": seconds, "peak_rss_bytes": _max_rss_bytes(), "bytes": _dir_bytes(path),
             "chunks": n[0], "threads": a["threads"], "encoding": PISA_ENCODING,
-            "block": PISA_BLOCK}
+            "block": PISA_BLOCK, "terms": len(codes.terms), "sizes_equal_fts5": checked}
 
 
 def _child_build_bm25s(a: dict[str, Any]) -> dict[str, Any]:
@@ -489,10 +597,12 @@ class Tantivy:
 
 
 class Pisa:
-    """PISA (``maxscore`` or ``block_max_wand``): the query's drsearch terms, pretokenised;
+    """PISA (``maxscore`` or ``block_max_wand``): the query's drsearch terms, pretokenised, as
+    the codes they were indexed under (terms absent from the corpus match nothing, as in ours);
     best chunk per document by over-fetching, as for tantivy."""
 
-    def __init__(self, path: Path, index: Path, meta: Meta, algorithm: str) -> None:
+    def __init__(self, path: Path, index: Path, meta: Meta, algorithm: str,
+                 codes: dict[str, str] | None = None) -> None:
         from drsearch.index import Engine
 
         pisa, why = load_pisathon()
@@ -500,6 +610,7 @@ class Pisa:
             raise SystemExit(why)
         self.pisa, self.algorithm, self.meta = pisa, algorithm, meta
         self.name = {"maxscore": "pisa", "block_max_wand": "pisa_bmw"}[algorithm]
+        self.codes = pisa_term_codes(path) if codes is None else codes
         self.ctx = _pisa_prepare(pisa, path)
         self.engine = Engine.open(index)  # its FTS5 tokenizer: the same terms as drsearch's
 
@@ -511,25 +622,39 @@ class Pisa:
                                result_docnos=docnos, result_ranks=ranks, result_scores=scores)
         return docnos[:n], scores[:n]
 
-    def ranked(self, q: str, k: int) -> list[Row]:
-        terms = {t.term: 1.0 for t in self.engine.parse(q).terms}
+    def ranked(self, q: str, k: int, ties: bool = False) -> list[Row]:
+        """Top k documents. PISA orders chunks of equal score arbitrarily (its final sort is
+        not stable) and keeps an arbitrary few of those tied at the over-fetch's boundary;
+        ``ties``: order them as ours and FTS5 do (lower chunk rowid first), with every chunk
+        tied at the k-th document's score fetched, for the agreement check only, so that the
+        timed path does no extra work."""
+        codes = self.codes
+        terms = {codes[t.term]: 1.0 for t in self.engine.parse(q).terms if t.term in codes}
         if not terms:
             return []
         m = self.meta
         limit = 4 * k
         while True:
             docnos, scores = self._retrieve(terms, limit)
+            hits: Iterator[tuple[Any, float]] = zip(docnos.tolist(), scores.tolist(), strict=True)
+            if ties:
+                hits = iter(sorted(((int(d), s) for d, s in hits), key=lambda h: (-h[1], h[0])))
             seen: set[int] = set()
             out: list[Row] = []
-            for docno, score in zip(docnos.tolist(), scores.tolist(), strict=True):
+            for docno, score in hits:
                 chunk = int(docno)
                 doc = int(m.chunk_doc[chunk])
                 if doc not in seen:
                     seen.add(doc)
                     out.append((*m.docs[doc], float(score), int(m.chunk_ord[chunk])))
                     if len(out) == k:
-                        return out
+                        break
             if len(docnos) < limit:
+                return out
+            # PISA's top-limit heap keeps an arbitrary few of the chunks tied at its lowest
+            # score; with ``ties``, fetch on until that score is below the k-th document's,
+            # so that every chunk tied at the k-th score is there (ours: lower rowid first).
+            if len(out) == k and not (ties and float(scores.min()) >= out[-1][3]):
                 return out
             limit *= 4
 
@@ -678,17 +803,74 @@ def fts5_agreement(index: Path, queries: Sequence[str], k: int = 10) -> dict[str
             "fts5_mean_s": t_fts / n, "rank_mean_s": t_ours / n}
 
 
+# PISA's BM25 is FTS5's, computed in float32: at equal rank, its score is within this relative
+# difference of ours (float64, FTS5's bits). Float32 rounds each step to 6e-8 relative, a few
+# steps per term: a bound of 1e-5 holds for the benchmark's queries (3-20 words) with a wide
+# margin; measured at most 4.5e-7 (300 to 1,000 documents, every query class). Float32 also
+# cannot see the terms in half of the chunks or more (idf floored at 1e-6: each adds at most
+# 2.2e-6, and one more occurrence 1e-9 to 1e-7, below one unit in the last place of a float32
+# score of ~10, ~1e-6): chunks that differ only in such terms' counts tie in PISA (ordered by
+# rowid) where FTS5 and ours order them by those counts.
+PISA_SCORE_RTOL = 1e-5
+
+
 def pisa_agreement(ours: Any, pisa: Any, queries: Sequence[str], k: int = 10) -> dict[str, Any]:
-    """PISA's top k against ours: same scores at every rank (PISA scores in float32: relative
-    1e-5), and the same ordered documents (which may differ among documents tied at a score)."""
-    same_scores = same_docs = 0
+    """PISA's top k documents against ours, query by query.
+
+    PISA (``block_simdbp``, ``bm25`` with k1 1.2, b 0.75) scores with FTS5's formula: idf
+    ln((N - df + 0.5) / (df + 0.5)) floored at 1e-6, times (k1 + 1) tf / (tf + k1 (1 - b + b
+    dl / avgdl)), dl the chunk's token count and avgdl their mean over the chunks: the same
+    numbers once its feed holds FTS5's tokens (``check_pisa_sizes``). What differs is the
+    arithmetic: float32, summed in its own term order, where ours and FTS5 use float64 in
+    phrase order. So scores agree within float32 rounding (``PISA_SCORE_RTOL``), not bitwise,
+    and two documents whose scores differ by less than that can tie in PISA, or swap.
+    PISA's equal scores are ordered as ours (lower chunk rowid first: ``Pisa.ranked(ties=True)``).
+
+    Counts (of ``queries``): ``ordered``, the same documents in the same order; ``same_set``,
+    the same documents in any order; ``near_ties``, lists that are not ordered-equal but whose
+    scores agree at every rank within PISA_SCORE_RTOL (they differ only among documents within
+    float32 rounding of each other, a tie at the k-th score included; the first 20 in
+    ``near_tie_swaps``: the ranks that differ and both sides' (docid, score) there);
+    ``differ``, the others (first 20 in ``mismatches``): real disagreements.
+    ``max_rel_score_diff``: the largest |PISA - ours| / ours at equal rank over all queries
+    (lists of unequal length excluded: they count in ``differ``)."""
+    ordered = same_set = near_ties = 0
+    max_rel = 0.0
+    mismatches: list[str] = []
+    swaps: list[dict[str, Any]] = []
     for q in queries:
-        a, b = ours.ranked(q, k), pisa.ranked(q, k)
+        a, b = ours.ranked(q, k), pisa.ranked(q, k, ties=True)
+        da, db = [r[0] for r in a], [r[0] for r in b]
         sa, sb = np.array([r[3] for r in a]), np.array([r[3] for r in b])
-        if len(sa) == len(sb) and np.allclose(sa, sb, rtol=1e-5, atol=0.0):
-            same_scores += 1
-        same_docs += [r[0] for r in a] == [r[0] for r in b]
-    return {"queries": len(queries), "k": k, "same_scores": same_scores, "same_docs": same_docs}
+        close = len(sa) == len(sb)
+        if close and len(sa):
+            max_rel = max(max_rel, float(np.max(np.abs(sb - sa) / np.abs(sa))))
+            close = bool(np.allclose(sb, sa, rtol=PISA_SCORE_RTOL, atol=0.0))
+        same_set += set(da) == set(db)
+        if da == db:
+            ordered += 1
+        elif close:
+            near_ties += 1
+            at = [i for i, (x, y) in enumerate(zip(da, db, strict=True)) if x != y]
+            swaps.append({"query": q, "ranks": [at[0] + 1, at[-1] + 1],
+                          "ours": [[r[0], r[3]] for r in a[at[0]:at[-1] + 1]],
+                          "pisa": [[r[0], r[3]] for r in b[at[0]:at[-1] + 1]]})
+        else:
+            mismatches.append(q)
+    return {"queries": len(queries), "k": k, "ordered": ordered, "same_set": same_set,
+            "near_ties": near_ties, "near_tie_swaps": swaps[:20], "differ": len(mismatches),
+            "mismatches": mismatches[:20],
+            "max_rel_score_diff": max_rel, "score_rtol": PISA_SCORE_RTOL}
+
+
+def pisa_agreement_line(cls: str, pa: dict[str, Any]) -> str:
+    """The report's line for one class's ``pisa_agreement``."""
+    n = pa["queries"]
+    return (f"{cls}: PISA MaxScore top-{pa['k']} vs ours (same BM25, float32): ordered "
+            f"documents equal on {pa['ordered']}/{n}, same set {pa['same_set']}/{n}; of the "
+            f"others {pa['near_ties']} differ only among scores within {pa['score_rtol']:g} "
+            f"relative (float32 near-ties), {pa['differ']} otherwise; max relative score "
+            f"difference at equal rank {pa['max_rel_score_diff']:.1e} (info)")
 
 
 def _smaps() -> dict[str, int]:
@@ -882,6 +1064,17 @@ def _peers(builds: dict[str, dict[str, Any] | None], key: str) -> str:
     return f"   ({'; '.join(parts)})" if parts else ""
 
 
+def _rss_peers(builds: dict[str, Any]) -> str:
+    """``   (bm25s 4.55 GB = ours x5.50; tantivy 392 MiB; PISA 3.43 GB)``: the build peak RSS
+    of each peer that was built ("" for none)."""
+    ours = builds["ours"]["peak_rss_bytes"]
+    parts = [f"{label} {_fmt_bytes(builds[name]['peak_rss_bytes'])}"
+             + (f" = ours x{builds[name]['peak_rss_bytes'] / ours:.2f}" if name == "bm25s" else "")
+             for name, label in (("bm25s", "bm25s"), ("tantivy", "tantivy"), ("pisa", "PISA"))
+             if builds.get(name)]
+    return f"   ({'; '.join(parts)})" if parts else ""
+
+
 def report(r: dict[str, Any]) -> str:
     """A plain-text table of one configuration's results with ratios and PASS/FAIL per target."""
     src = r["source"]
@@ -938,9 +1131,7 @@ def report(r: dict[str, Any]) -> str:
             pa = (r.get("pisa_agreement_by_class") or {}).get(cls) or (
                 r.get("pisa_agreement") if cls == "normal" else None)
             if pa:
-                lines.append(f"{cls}: PISA MaxScore top-{pa['k']}: same scores at every rank on "
-                             f"{pa['same_scores']}/{pa['queries']} queries, same ordered documents "
-                             f"on {pa['same_docs']}/{pa['queries']} (info)")
+                lines.append(pisa_agreement_line(cls, pa))
     else:
         for cls, cl in by_class.items():
             if cls != "normal":
@@ -994,10 +1185,7 @@ def report(r: dict[str, Any]) -> str:
            if "pisa" in r["builds"] else "")
         + (")" if bt else ""),
         f"build peak RSS: {_fmt_bytes(b['peak_rss_bytes'])}  target <= 2 GB  "
-        f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}"
-        + (f"   (bm25s {_fmt_bytes(bb['peak_rss_bytes'])} = ours x"
-           f"{bb['peak_rss_bytes'] / b['peak_rss_bytes']:.2f};" if bb else "")
-        + (f" tantivy {_fmt_bytes(bt['peak_rss_bytes'])})" if bt else ")" if bb else ""),
+        f"{verdict('build_peak_rss_bytes', b['peak_rss_bytes'])}" + _rss_peers(r["builds"]),
         f"index file: {_fmt_bytes(b['bytes'])}  target <= 3.5 GB  "
         f"{scale_verdict('file_bytes', b['bytes'], r['corpus']['documents'])}"
         + _peers({"tantivy": bt, "bm25s": bb, "PISA": r["builds"].get("pisa")}, "bytes"),
@@ -1196,13 +1384,15 @@ def run_config(args: argparse.Namespace, docs: int, vocab: corpus_gen.Vocabulary
     if "bm25s" in engines:
         eng.append(Bm25s(bm_path, meta))
     if "pisa" in engines:
-        eng += [Pisa(pisa_path, ours_path, meta, alg) for alg in ("maxscore", "block_max_wand")]
+        codes = pisa_term_codes(pisa_path)
+        eng += [Pisa(pisa_path, ours_path, meta, alg, codes)
+                for alg in ("maxscore", "block_max_wand")]
     lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True, order=args.order)
     lat_ms = {cls: {op: {e: _latency_summary(Timings(t.per_query[a:b])) for e, t in per.items()}
                     for op, per in lat.items()} for cls, (a, b) in spans.items()}
     pisa_agree = None
     if "pisa" in engines:
-        log("PISA MaxScore against ours: scores at every rank")
+        log("PISA MaxScore against ours: documents and scores at every rank")
         by_name = {e.name: e for e in eng}
         pisa_agree = {cls: pisa_agreement(by_name["ours"], by_name["pisa"], qs)
                       for cls, qs in classes.items()}

@@ -173,6 +173,18 @@ def test_the_file_line_names_only_the_peers_that_were_built() -> None:
     assert sb._peers({"bm25s": None}, "bytes") == ""
 
 
+def test_the_peak_rss_line_names_each_peer_built_pisa_included() -> None:
+    """Without bm25s (left out at 4x, or not asked for) the line once read ``PASS tantivy
+    95 MiB)``, and it never gave PISA's build peak."""
+    ours, tv, pisa = {"peak_rss_bytes": 100 << 20}, {"peak_rss_bytes": 95 << 20}, {
+        "peak_rss_bytes": 3_430_000_000}
+    assert sb._rss_peers({"ours": ours, "tantivy": tv, "pisa": pisa}) == (
+        "   (tantivy 95 MiB; PISA 3.43 GB)")
+    assert sb._rss_peers({"ours": ours, "tantivy": tv, "bm25s": {"peak_rss_bytes": 550 << 20}}) == (
+        "   (bm25s 550 MiB = ours x5.50; tantivy 95 MiB)")
+    assert sb._rss_peers({"ours": ours, "bm25s": None}) == ""
+
+
 def test_a_child_reports_its_own_peak_rss_not_its_parents(tmp_path: Path) -> None:
     """Children started from a process holding a large allocation report their own peak:
     Linux's ``ru_maxrss`` would carry the parent's (pre-exec) size into the child."""
