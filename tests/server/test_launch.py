@@ -4,8 +4,10 @@ and the ways it can fail to come up or to stop (a stand-in that misbehaves: fake
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import urllib.request
@@ -126,3 +128,16 @@ def test_a_started_server_can_enter_a_with_block(sample_index: Path) -> None:
     assert server.proc.returncode == 0
     with pytest.raises(RuntimeError, match="starts once"):
         server.start()
+
+
+def test_a_server_never_stopped_is_stopped_when_the_interpreter_exits(sample_index: Path, tmp_path: Path) -> None:
+    """A caller that never reaches stop() (a test failing in between) leaves no server behind."""
+    script = ("import sys\nfrom drsearch.server import ServeProcess\n"
+              f"server = ServeProcess({str(sample_index)!r}, '--verify', 'none').start()\n"
+              "print(server.pid, server.tmp_dir, flush=True)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    pid, tmp_dir = p.stdout.split()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+    assert not Path(tmp_dir).exists()

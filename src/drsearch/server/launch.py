@@ -19,6 +19,7 @@ Contract:
 - :meth:`ServeProcess.stop` signals only a live server (``killpg`` on an exited group
   raises, which would hide the error that stopped it), SIGTERM first and SIGKILL when it
   has not exited ``stop_timeout_s`` later.
+- A server still running when this interpreter exits is stopped then (``atexit``).
 - Everything the server writes to its temporary directory (the per-run counter directory
   ``drsearch-serve-*`` that ``drsearch serve`` removes itself on a graceful stop) lives in
   a directory of this helper's (the child's ``TMPDIR``), removed once the server is gone:
@@ -29,6 +30,7 @@ Only the standard library: no HTTP client dependency (httpx is the ``agents`` ex
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -40,6 +42,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -54,6 +57,10 @@ the ``PYTHONPATH`` tree, that the caller itself runs."""
 
 PORT_ATTEMPTS = 3
 """Starts tried on fresh free ports when the chosen one was taken before the server bound it."""
+
+_RUNNING: weakref.WeakSet[ServeProcess] = weakref.WeakSet()
+"""Started and not yet stopped: stopped when this interpreter exits (a caller that never
+reached its ``stop()``, say a test that failed in between), so no server outlives it."""
 
 _BUSY = ("cannot bind (address already in use)", "address already in use")
 _LOG_TAIL_CHARS = 800
@@ -178,6 +185,7 @@ class ServeProcess:
                 self._spawn()
                 failure = self._wait_ready()
                 if failure is None:
+                    _RUNNING.add(self)
                     return self
                 self._halt()
                 tail = self.log_tail()
@@ -266,6 +274,7 @@ class ServeProcess:
         self._cleanup()
 
     def _cleanup(self) -> None:
+        _RUNNING.discard(self)
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -284,6 +293,12 @@ class ServeProcess:
             code = self._proc.poll()
             state = f"pid {self._proc.pid}, " + ("running" if code is None else f"exited {code}")
         return f"ServeProcess({self.database}, {self.host}:{self._port}, {state})"
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_RUNNING):
+        server.stop()
 
 
 def _live_workers(body: bytes) -> int | None:
