@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from scipy.stats import mannwhitneyu
-from serving import ensure_sample_db, start_server, stop_server
+from serving import ensure_sample_db, start_server
 
 
 def _mutate(text: str, rng: random.Random) -> str:
@@ -163,9 +163,9 @@ class Client:
 
 def http_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str]],
               missing: list[tuple[str, str]], n: int, seed: int, workdir: Path) -> list[dict[str, Any]]:
-    served = start_server(database, "--blocked-docids", str(blocklist_path), "--verify", "none",
+    server = start_server(database, "--blocked-docids", str(blocklist_path), "--verify", "none",
                           log=workdir / "serve.log")
-    proc, port = served.proc, served.port
+    port = server.port
     out = []
     try:
         client = Client(port)
@@ -194,7 +194,7 @@ def http_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str
                                nexts["blocked"], nexts["missing"]))
         client.sock.close()
     finally:
-        stop_server(proc)
+        server.stop()
     return out
 
 

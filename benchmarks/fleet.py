@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from drsearch.server import ServeError, ServeProcess, free_port
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = REPO / "data/sample/docs.jsonl"
 SAMPLE_BLOCKED = REPO / "data/sample/blocked_docids.txt"
@@ -100,35 +102,19 @@ backend drsearch_plain
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def get(url: str, timeout: float = 2.0) -> tuple[int, dict[str, str], bytes]:
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
 
 
-def start_replica(database: Path, port: int, blocked: Path | None, log: Path) -> subprocess.Popen[bytes]:
-    exe = Path(sys.executable).with_name("drsearch")
-    cmd = [str(exe), "serve", "--database", str(database), "--host", "127.0.0.1", "--port", str(port),
-           "--workers", "1", "--log-level", "warning", "--verify", "none",
-           "--blocked-docids", str(blocked) if blocked else "none"]
-    proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"fleet: replica on port {port} exited {proc.returncode}: "
-                             f"{log.read_text()[-500:]}")
-        try:
-            if get(f"http://127.0.0.1:{port}/health", 1.0)[0] == 200:
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise SystemExit(f"fleet: replica on port {port} not up within 60 s")
+def start_replica(database: Path, port: int, blocked: Path | None, log: Path) -> ServeProcess:
+    """One replica (`drsearch serve`, 1 worker) on 127.0.0.1:``port``, returned once /health answers."""
+    try:
+        return ServeProcess(database, "--log-level", "warning", "--verify", "none",
+                            "--blocked-docids", str(blocked) if blocked else "none",
+                            port=port, log=log, stop_timeout_s=15.0).start()
+    except ServeError as e:
+        raise SystemExit(f"fleet: replica: {e.message}") from None
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
@@ -264,7 +250,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with Engine.open(database, BlockList.from_file(blocked) if blocked else None) as engine:
         identity = fleet_identity(engine.meta["content_identity"], engine.blocklist.sha256)
     work = Path(tempfile.mkdtemp(prefix="drsearch-fleet-"))
-    log = work / "replicas.log"
     ports = [free_port() for _ in range(args.replicas)]
     front, plain = free_port(), free_port()
     sock = work / "haproxy.sock"
@@ -273,7 +258,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check = subprocess.run([args.haproxy, "-c", "-q", "-f", str(cfg)], capture_output=True, text=True)
     if check.returncode != 0:
         raise SystemExit(f"fleet: haproxy -c refused the config: {check.stderr.strip()[:500]}")
-    replicas = [start_replica(database, p, blocked, log) for p in ports]
+    replicas = [start_replica(database, p, blocked, work / f"replica-r{i}.log")
+                for i, p in enumerate(ports, 1)]
     lb = subprocess.Popen([args.haproxy, "-db", "-f", str(cfg)], stdout=(work / "haproxy.log").open("wb"),
                           stderr=subprocess.STDOUT, start_new_session=True)
     report: dict[str, Any] = {"replicas": args.replicas, "clients": args.clients, "duration_s": args.duration,
@@ -296,7 +282,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         time.sleep(args.duration * 0.3)
         killed_at = time.monotonic()
-        stop(replicas[-1], signal.SIGKILL)
+        replicas[-1].kill()
         marked_down = wait_for(lambda: not up(victim), args.duration)
         time.sleep(max(0.0, t0 + args.duration * 0.55 - time.monotonic()))
         after_kill = [(t, why) for t, why in load.failed if t >= killed_at]
@@ -315,7 +301,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         wrong = other_blocklist(blocked, database, work / "other_blocklist.txt")
         restarted_at = time.monotonic()
-        replicas[-1] = start_replica(database, ports[-1], wrong, log)
+        replicas[-1] = start_replica(database, ports[-1], wrong, work / f"replica-{victim}-restarted.log")
         with Engine.open(database, BlockList.from_file(wrong)) as engine:
             wrong_identity = fleet_identity(engine.meta["content_identity"], engine.blocklist.sha256)
         plain_up = wait_for(lambda: up(victim, "drsearch_plain"), args.duration)
@@ -341,8 +327,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             and detection["detected"] and len(load.ok) > 0)
     finally:
         stop(lb)
-        for p in replicas:
-            stop(p)
+        for replica in replicas:
+            replica.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     return report

@@ -23,22 +23,23 @@ import json
 import os
 import select
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from serving import ensure_sample_db, start_server, stop_server
+from serving import ensure_sample_db, start_server
+
+from drsearch.server import ServeProcess
 
 
-def start(database: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
-    served = start_server(database, "--verify", "none", *args)
-    return served.proc, served.port
+def start(database: Path, *args: str) -> tuple[ServeProcess, int]:
+    server = start_server(database, "--verify", "none", *args)
+    return server, server.port
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    stop_server(proc)
+def stop(server: ServeProcess) -> None:
+    server.stop()
 
 
 def connect(port: int) -> socket.socket:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from serving import CACHE, ensure_sample_db, get_json, start_server, stop_server
+from serving import CACHE, ensure_sample_db, get_json, start_server
 
 REPO = Path(__file__).resolve().parents[1]
 OPERATORS = ['"', "?", " NOT ", " OR ", ":", "*", " -", "(", " site:", " 2019"]
@@ -402,13 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     ops = make_ops(database, 1500, args.seed, args.open_share)  # repeats: checks bytes across workers
 
     before = inprocess_rate(database, ops, args.inprocess_seconds)
-    proc = None
+    server = None
     if args.url:
         base = args.url.rstrip("/")
     else:
         CACHE.mkdir(parents=True, exist_ok=True)
-        served = start_server(database, workers=args.workers, log=CACHE / "load_server.log")
-        proc, base = served.proc, served.base
+        server = start_server(database, workers=args.workers, log=CACHE / "load_server.log")
+        base = server.url
     try:
         parts = urlsplit(base)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -418,20 +418,20 @@ def main(argv: list[str] | None = None) -> int:
         kill_at = duration * args.kill_at if args.kill_worker else None
         cpu0 = time.process_time()
         run, elapsed = run_loop(http_phase(host, port, ops, args.agents, duration, args.max_requests,
-                                           args.timeout, kill_at, proc.pid if proc else None,
+                                           args.timeout, kill_at, server.pid if server else None,
                                            args.replacement_grace))
         client_cpu = time.process_time() - cpu0
         seen = {r.worker for r in run.records if r.worker}
-        mem = memory(worker_pids(proc.pid if proc else None, seen))
+        mem = memory(worker_pids(server.pid if server else None, seen))
         server_stats = get_json(base + "/stats")["server"]
     finally:
-        if proc is not None:
-            stop_server(proc)
+        if server is not None:
+            server.stop()
     after = inprocess_rate(database, ops, args.inprocess_seconds)
     http = summarise(run, elapsed)
     http["client_cpu_share"] = round(client_cpu / elapsed, 2)  # cores the load generator itself used
     inproc = (before + after) / 2
-    rep = {"agents": args.agents, "workers": args.workers if proc else "?", "server": base,
+    rep = {"agents": args.agents, "workers": args.workers if server else "?", "server": base,
            "database": str(database), "http": http,
            "inprocess": {"ops_per_s": round(inproc, 1), "before": round(before, 1), "after": round(after, 1)},
            "ratio": round(http["throughput_rps"] / inproc, 2), "memory": mem,

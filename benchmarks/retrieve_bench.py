@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from serving import CACHE, ensure_sample_db, start_server, stop_server
+from serving import CACHE, ensure_sample_db, start_server
 
 BATCHES = (1, 16, 256)
 
@@ -113,13 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     database = Path(args.database) if args.database else ensure_sample_db()
     pool = titles(database, args.seed)
-    proc = None
+    server = None
     base = args.url
     if base is None:
         CACHE.mkdir(parents=True, exist_ok=True)
-        served = start_server(database, "--batch-threads", str(args.batch_threads), "--verify", "none",
+        server = start_server(database, "--batch-threads", str(args.batch_threads), "--verify", "none",
                               "--blocked-docids", "none", log=CACHE / "retrieve_bench_server.log")
-        proc, base = served.proc, served.base
+        base = server.url
     try:
         measure(base, min(1.0, args.seconds), pool, None, args.topk)  # warm-up: page cache, threads
         # Modes interleaved, round after round: a busy machine's drift hits all of them alike.
@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs["serial" if mode is None else str(mode)].append(
                     measure(base, slice_s, pool, mode, args.topk))
     finally:
-        if proc is not None:
-            stop_server(proc)
+        if server is not None:
+            server.stop()
     total = {mode: total_of(ms) for mode, ms in runs.items()}
     serial = total.pop("serial")
     report = {"database": database.name, "queries_in_pool": len(pool), "topk": args.topk,

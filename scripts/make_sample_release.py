@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 from offline_recipe.driver import RecipeError, run_recipe  # beside this script (scripts/offline_recipe)
-from offline_recipe.serving import ServeError
 
 from drsearch.release.repo_data import data_manifest_problems, write_data_manifest
+from drsearch.server import ServeError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,11 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-# shipped (scripts/offline_recipe): the construction recipe's driver uses them too
-from offline_recipe.serving import drsearch_serve as drsearch_serve
-from offline_recipe.serving import free_port as free_port
-
 from drsearch.index import BlockList
+from drsearch.server import free_port as free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"

@@ -4,9 +4,12 @@ README's Python example runs as written against the bundled sample corpus."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from .helpers import REPO
 
@@ -14,27 +17,49 @@ from .helpers import REPO
 SCANNED = ["README.md", "Makefile", "docs", "src", "tests", "benchmarks", "scripts"]
 SUFFIXES = {".md", ".py", ".pyi", ".c", ".toml", ".txt", ""}
 DESIGN = REPO / "docs/DESIGN.md"
+MAX_TEXT_BYTES = 4 << 20
+"""The clone's text files are all under 100 KB; a scanned file this large is not one of them
+(and decoding it would take minutes)."""
+IGNORED_DIRS = {"__pycache__", "build", "dist"}
 
 
-def _files() -> list[Path]:
-    out = []
-    for name in SCANNED:
-        root = REPO / name
-        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        # Build outputs (egg-info copies the README at install time) are not the clone's text.
-        out += [
-            p
-            for p in paths
-            if p.suffix in SUFFIXES
-            and "__pycache__" not in p.parts
-            and not any(part.endswith(".egg-info") for part in p.parts)
-        ]
-    return out
+def _files(root: Path = REPO) -> list[Path]:
+    """The clone's files under SCANNED with a scanned suffix: what git lists (tracked, or new
+    and not ignored), else (no git) a walk that skips what .gitignore names.
+
+    Never the ignored build and benchmark outputs: benchmarks/.cache holds multi-GB index files
+    without a suffix (PISA's ``fwd``), whose decoding made this module run for many minutes on a
+    loaded machine (a suite timeout)."""
+    listed = _git_files(root)
+    if listed is None:
+        listed = []
+        for name in SCANNED:
+            top = root / name
+            paths = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+            listed += [p for p in paths if not any(
+                part.startswith(".") or part in IGNORED_DIRS or part.endswith(".egg-info")
+                for part in p.relative_to(root).parts[:-1])]
+    return sorted(p for p in listed if p.suffix in SUFFIXES and p.is_file())
+
+
+def _git_files(root: Path) -> list[Path] | None:
+    """The files git lists under SCANNED (tracked, or untracked and not ignored); None when
+    ``root`` is not a git work tree or git is missing."""
+    try:
+        p = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard", "--", *SCANNED], capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    return [root / name for name in p.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
 def _hits(pattern: re.Pattern[str]) -> list[str]:
     hits = []
     for path in _files():
+        size = path.stat().st_size
+        assert size <= MAX_TEXT_BYTES, f"{path.relative_to(REPO)}: {size} bytes, not a text file of the clone"
         for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if pattern.search(line):
                 hits.append(f"{path.relative_to(REPO)}:{n}: {line.strip()[:100]}")
@@ -81,3 +106,21 @@ def test_readme_python_example_runs_against_the_sample_corpus(tmp_path: Path) ->
     assert [line.split()[0] for line in lines[:5]] == ["1", "2", "3", "4", "5"]
     assert lines[5].startswith("d-8b601c6f3f2c9567 369 200 Gaming used to be so simple.")
     assert (tmp_path / "corpus.sqlite3").is_file()
+
+
+def test_the_scan_reads_the_clones_files_not_its_ignored_outputs(tmp_path: Path) -> None:
+    """A benchmark cache (multi-GB index files without a suffix) is neither scanned through git
+    nor by the walk used without it; tracked files and new, not ignored ones are."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    for rel, text in {"README.md": "x", "docs/a.md": "x", "benchmarks/new.py": "x", "benchmarks/.cache/pisa/fwd": "",
+                      ".gitignore": "benchmarks/.cache/\n__pycache__/\n", "src/p/__pycache__/m.py": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "README.md", "docs"], check=True, timeout=60)
+    expected = ["README.md", "benchmarks/new.py", "docs/a.md"]
+    assert [p.relative_to(tmp_path).as_posix() for p in _files(tmp_path)] == expected
+    shutil.rmtree(tmp_path / ".git")  # not a git work tree (a tarball): the walk
+    assert _git_files(tmp_path) is None
+    assert [p.relative_to(tmp_path).as_posix() for p in _files(tmp_path)] == expected

@@ -7,8 +7,10 @@
   fixture's URLs are fetched from;
 - ``chat``: the scripted OpenAI-compatible chat server, the offline stand-in for the
   reference agent's model (the real recipe runs a real model);
-- ``judge``: the oracle judge (correct iff the answer is the label);
-- ``serving``: a real ``drsearch serve`` for a ``with`` block.
+- ``judge``: the oracle judge (correct iff the answer is the label).
+
+A real ``drsearch serve`` for a ``with`` block is the server layer's
+:class:`drsearch.server.ServeProcess`.
 
 The test suite uses these same modules (tests/__init__.py puts ``scripts/`` on sys.path).
 """

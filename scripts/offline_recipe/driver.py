@@ -38,13 +38,13 @@ from typing import Any
 from drsearch.corpus import FetchSettings, build_corpus, extract_crawl, fetch_urls, stable_docid
 from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
 from drsearch.release.repo_data import SAMPLE_RELEASE
+from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
 from .chat import ScriptKey, serve_fake
 from .crawl_site import MAX_BYTES
 from .fixture import BLOCKED, MULTIHOP, REFERENCE_AGENT, crawl_server, multihop_qids, write_upstream
 from .judge import serve_judge
-from .serving import drsearch_serve
 
 _AGENT = json.loads(REFERENCE_AGENT.read_text(encoding="utf-8"))
 MODEL: str = _AGENT["model"]
@@ -161,8 +161,9 @@ def run_recipe(root: Path, *, frozen_fetch_times: bool = False, release: Path | 
     kept = pool / "questions" / "kept.jsonl"
     scripts, plan = scripts_for(kept)
     runs = [root / "rollouts" / f"attempt-{n}" for n in range(3)]
-    with drsearch_serve(corpus, root / "serve.log", "--blocked-docids", str(blocked)) as search, \
+    with ServeProcess(corpus, "--blocked-docids", str(blocked), log=root / "serve.log") as server, \
             serve_fake(scripts) as fake:
+        search = server.url
         for n, run in enumerate(runs):
             code, text = cli("run", "--preset", "dr256", "--attempt", str(n), "--questions", str(kept),
                              "--search", search, "--model", MODEL, "--base-url", fake.url, "--out", str(run),

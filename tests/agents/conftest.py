@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import DATA, drsearch_serve
+from drsearch.server import ServeProcess
+
+from ..helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"
 BLOCKED = DATA / "sample/blocked_docids.txt"
@@ -16,6 +18,6 @@ BLOCKED = DATA / "sample/blocked_docids.txt"
 @pytest.fixture(scope="session")
 def search_server(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of `drsearch serve` (1 worker) with the sample blocklist (its 3 leak artifacts) applied."""
-    with drsearch_serve(sample_index, tmp_path_factory.mktemp("serve") / "serve.log",
-                        "--blocked-docids", str(BLOCKED)) as base:
-        yield base
+    with ServeProcess(sample_index, "--blocked-docids", str(BLOCKED),
+                      log=tmp_path_factory.mktemp("serve") / "serve.log") as server:
+        yield server.url

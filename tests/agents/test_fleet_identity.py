@@ -9,8 +9,6 @@ both; ``drsearch run`` records such episodes as ``infra_error``, with that reaso
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,8 +60,7 @@ def two_replicas(sample_index: Path, other_blocklist: Path,
         yield a, b
     finally:
         for p in procs:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(20)
+            p.stop()
 
 
 def identity(port: int) -> str:
@@ -130,8 +127,7 @@ class SwapsReplica(FakeLLM):
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if self.server is not None and body.get("seed") == SEED_BASE + self.at:
-            os.killpg(self.server.pid, signal.SIGKILL)
-            self.server.wait(20)
+            self.server.kill()
             self.server = _serve(self.database, self.port, self.log, self.blocklist)
             self.replacement = self.server
         return super().respond(body)
@@ -148,8 +144,7 @@ def test_run_records_a_mixed_fleet_as_infra_error(sample_index: Path, other_bloc
             rc, _, err = run(out, url, ["--search", f"http://127.0.0.1:{port}"], "--ids", *QIDS[:4])
         finally:
             second = identity(port)
-            os.killpg(fake.replacement.pid, signal.SIGTERM)
-            fake.replacement.wait(20)
+            fake.replacement.stop()
     assert rc == 1, err
     records = lines(out)
     assert [r["status"] for r in records] == ["answered", "answered", "infra_error", "infra_error"]

@@ -17,20 +17,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from drsearch.agents import runstore
 from drsearch.agents.replay import ReplayCache
+from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
 from ..helpers import free_port as _free_port
@@ -165,31 +161,17 @@ def test_an_endpoint_failing_mid_run_is_retried_by_the_rerun(search_server: str,
     assert (out / "trajectories.jsonl").read_bytes() == (clean_run / "trajectories.jsonl").read_bytes()
 
 
-def _serve(database: Path, port: int, log: Path, blocklist: Path = BLOCKED) -> subprocess.Popen[bytes]:
-    exe = shutil.which("drsearch") or str(Path(sys.executable).with_name("drsearch"))
-    proc = subprocess.Popen([exe, "serve", "--database", str(database), "--blocked-docids", str(blocklist),
-                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while True:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"drsearch serve did not start: {log.read_text()[-800:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
+def _serve(database: Path, port: int, log: Path, blocklist: Path = BLOCKED) -> ServeProcess:
+    return ServeProcess(database, "--blocked-docids", str(blocklist), port=port, log=log).start()
 
 
 @contextlib.contextmanager
-def own_server(database: Path, port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    proc = _serve(database, port, log)
+def own_server(database: Path, port: int, log: Path) -> Iterator[ServeProcess]:
+    server = _serve(database, port, log)
     try:
-        yield proc
+        yield server
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        server.stop()
 
 
 class KillsSearchServer(FakeLLM):
@@ -198,12 +180,11 @@ class KillsSearchServer(FakeLLM):
     def __init__(self, at: int) -> None:
         super().__init__({})
         self.at = at
-        self.server: subprocess.Popen[bytes] | None = None
+        self.server: ServeProcess | None = None
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if self.server is not None and body.get("seed") == SEED_BASE + self.at:
-            os.killpg(self.server.pid, signal.SIGKILL)
-            self.server.wait(20)
+            self.server.kill()
             self.server = None
         return super().respond(body)
 

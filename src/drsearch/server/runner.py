@@ -11,6 +11,8 @@ that dies; the counters of the run live in a per-run directory that outlives wor
 from __future__ import annotations
 
 import copy
+import errno
+import fcntl
 import logging
 import os
 import shutil
@@ -81,6 +83,53 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
+RUN_DIR_PREFIX = "drsearch-serve-"
+"""The per-run counter directories ``serve`` makes in the temporary directory."""
+OWNER_LOCK = "owner.lock"
+"""The file in a run directory that its server holds locked (``flock``) for as long as it runs."""
+
+
+def _own_run_dir() -> tuple[Path, int]:
+    """A fresh run directory and the descriptor of its locked owner file (held until exit).
+
+    The lock is taken on a file under another name and renamed into place, so an
+    ``owner.lock`` is never seen unlocked while its server lives. The kernel drops it when the
+    process ends, however: after a SIGKILL the next ``serve`` finds it free (:func:`sweep_run_dirs`).
+    """
+    run_dir = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
+    fd = os.open(run_dir / (OWNER_LOCK + ".new"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(run_dir / (OWNER_LOCK + ".new"), run_dir / OWNER_LOCK)
+    return run_dir, fd
+
+
+def sweep_run_dirs(parent: Path) -> list[Path]:
+    """Remove the run directories in ``parent`` whose server is gone without removing its own
+    (killed by SIGKILL, or the machine's OOM killer): those whose ``owner.lock`` nobody holds.
+    A directory without one (being created, or made by an older drsearch) or of another user is
+    left alone. Returns the directories removed."""
+    removed = []
+    for run_dir in sorted(parent.glob(RUN_DIR_PREFIX + "*")):
+        try:
+            if run_dir.stat().st_uid != os.getuid():
+                continue
+            fd = os.open(run_dir / OWNER_LOCK, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # gone meanwhile, no lock file, not ours
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    continue  # its server is alive
+                raise
+            shutil.rmtree(run_dir, ignore_errors=True)
+            removed.append(run_dir)
+        finally:
+            os.close(fd)
+    return removed
+
+
 def _start_deep_check(config: ServeConfig, run_dir: Path) -> subprocess.Popen[bytes]:
     """The server's one background deep verification (a child process at nice 19)."""
     write_verify_state(run_dir, "pending")
@@ -93,7 +142,9 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     """Serve until SIGINT/SIGTERM, then return normally after a graceful shutdown. Blocks.
 
     Call from the main thread. Creates the run's counter directory when
-    ``config.settings.metrics_dir`` is None and removes it on exit. Access logs are off
+    ``config.settings.metrics_dir`` is None (``$TMPDIR/drsearch-serve-*``, its ``owner.lock``
+    held while it runs) and removes it on exit; first removes those of killed servers
+    (:func:`sweep_run_dirs`). Access logs are off
     by default (a line per request costs more than a small search). ``verified``: the
     checks already run on the database; after ``fast`` one deep verification runs in the
     background (its state on /health: pending, ok, failed), after ``deep`` /health reports
@@ -104,8 +155,13 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     import uvicorn
 
     own_dir: Path | None = None
+    owner_fd: int | None = None
     if config.settings.metrics_dir is None:
-        own_dir = Path(tempfile.mkdtemp(prefix="drsearch-serve-"))
+        own_dir, owner_fd = _own_run_dir()
+        swept = sweep_run_dirs(own_dir.parent)
+        if swept:  # before uvicorn configures logging: a line of its own, as the CLI's
+            print(f"drsearch: removed {len(swept)} run directories of servers that were killed: "
+                  f"{' '.join(map(str, swept))}", file=sys.stderr, flush=True)
         settings = config.settings.model_copy(update={"metrics_dir": own_dir})
         config = config.model_copy(update={"settings": settings})
     os.environ.update(config.to_env())
@@ -142,6 +198,9 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
                 deep_check.wait()
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
+        if owner_fd is not None:
+            os.close(owner_fd)
 
 
-__all__ = ["APP_FACTORY", "LogLevel", "app_from_config", "app_from_env", "log_config", "serve"]
+__all__ = ["APP_FACTORY", "OWNER_LOCK", "RUN_DIR_PREFIX", "LogLevel", "app_from_config", "app_from_env",
+           "log_config", "serve", "sweep_run_dirs"]

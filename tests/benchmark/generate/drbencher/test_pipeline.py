@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from drsearch.agents import read_questions
+from drsearch.server import ServeProcess
 
 from ....agents.fake_llm import serve_rules
-from ....helpers import DATA, REPO, drsearch_serve
+from ....helpers import DATA, REPO
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
 from .responder import MODEL, RULES, SOLVER, SOLVER2
@@ -214,8 +215,8 @@ def test_v2_searches_the_drsearch_serve_the_config_names_and_replays_with_it_dow
     rc, _, err = generate(path, out, "--until", "v1")  # the support corpus, to serve
     assert rc == 0, err
     log = tmp_path / "serve.log"
-    with drsearch_serve(out / "support.sqlite3", log, "--access-log") as url:
-        path = v2_config(tmp_path, kg, llm.url, search_url=url)
+    with ServeProcess(out / "support.sqlite3", "--access-log", log=log) as server:
+        path = v2_config(tmp_path, kg, llm.url, search_url=server.url)
         rc, summary, err = generate(path, out, "--until", "v2")
     assert rc == 0, err
     assert summary is not None and summary["ran"] == ["v2"]  # the URL is no setting: earlier stages skip
@@ -245,7 +246,8 @@ def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, 
     assert rc == 0, err
     blocked = tmp_path / "blocked.txt"
     blocked.write_text("kg-Q3375\n")
-    with drsearch_serve(out / "support.sqlite3", tmp_path / "serve.log", "--blocked-docids", str(blocked)) as url:
+    with ServeProcess(out / "support.sqlite3", "--blocked-docids", str(blocked), log=tmp_path / "serve.log") as server:
+        url = server.url
         rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url=url), out, "--until", "v2")
     assert rc == 2 and err.count("\n") == 1, err
     assert f"v2: {url} serves corpus " in err and "not this run's support corpus" in err

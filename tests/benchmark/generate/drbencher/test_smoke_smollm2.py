@@ -2,9 +2,9 @@
 installs llama.cpp and SmolLM2-135M): SmolLM2 drives the whole DrBencher pipeline once.
 
 The model is served on 127.0.0.1 by the agents' smoke server (``tests/agents/smollm2_server.py``,
-its own process: a SIGILL from a build the CPU cannot execute is a one-line failure) and is the
-generator, the V1 model and the V2 model of a small run (four mountains, three chains each, one
-template, k = 1) of
+started by ``tests/agents/smollm2_setup.py`` as for the agents' smoke test; its own process: a
+SIGILL from a build the CPU cannot execute is a one-line failure) and is the generator, the V1
+model and the V2 model of a small run (four mountains, three chains each, one template, k = 1) of
 ``drsearch generate drbencher`` (a subprocess) against ``drsearch kg serve`` of the fixture. A
 135M model writes poor clues; only protocol facts are asserted: every stage completes, every
 candidate is kept or rejected with a named check (a reply that does not parse is
@@ -15,10 +15,7 @@ directory byte for byte.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
-import os
 import shutil
 import sys
 from collections import Counter
@@ -32,7 +29,7 @@ import pytest
 from drsearch.benchmark.generate.drbencher.pipeline import STAGES
 
 from ....agents.smollm2_server import MODEL, ModelProcess, run_watched
-from ....agents.test_smoke_smollm2 import MAX_NEW_TOKENS, N_CTX, NOT_INSTALLED, SERVER, gguf_path
+from ....agents.smollm2_setup import smollm2_model
 from ..test_stages import assert_same_tree
 from .kgserver import CLI, DOCS, kg_serve
 
@@ -48,18 +45,8 @@ CHECKS = {"duplicate_entity", "beyond_target", "no_label", "ambiguous_value", "u
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelProcess]:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip(f"llama-cpp-python missing: {NOT_INSTALLED}")
-    log = tmp_path_factory.mktemp("smollm2") / "server.log"
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    model = ModelProcess([sys.executable, str(SERVER), "--model", str(gguf_path()), "--n-ctx", str(N_CTX),
-                          "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", "2"], log, env=env)
-    print(f"\nsmoke: llama-cpp-python {importlib.metadata.version('llama-cpp-python')} built with: "
-          f"{model.system_info}")
-    try:
+    with smollm2_model(tmp_path_factory) as model:
         yield model
-    finally:
-        model.stop()
 
 
 def requests_of(model: ModelProcess) -> list[dict[str, Any]]:

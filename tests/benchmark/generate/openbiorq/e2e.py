@@ -30,10 +30,11 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
 from ....agents.fake_llm import serve_rules
-from ....helpers import DATA, REPO, drsearch_serve
+from ....helpers import DATA, REPO
 from ...fake_judge import serve_judge
 from . import roster
 from .evidence_servers import api_shapes
@@ -82,7 +83,8 @@ def run_commands(commands: list[str], env: dict[str, Any], echo: bool = False) -
                 raise AssertionError(f"command {n}: only `drsearch serve --database FILE ... &` runs in the "
                                      f"background here, not {line!r}")
             database = work / argv[argv.index("--database") + 1]
-            env["vars"]["CORPUS"] = env["stack"].enter_context(drsearch_serve(database, work / "serve.log"))
+            server = env["stack"].enter_context(ServeProcess(database, log=work / "serve.log"))
+            env["vars"]["CORPUS"] = server.url
             continue
         if argv[0] == "mkdir" and argv[1] == "-p":
             for d in argv[2:]:

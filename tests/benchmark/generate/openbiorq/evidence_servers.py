@@ -21,9 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from drsearch.index import build
+from drsearch.server import ServeProcess
 
 from ....helpers import DATA
-from ....helpers import drsearch_serve as serve
 
 EUROPEPMC = {"31000007": [{"id": "39990001", "source": "MED", "title": "Intermittent senolytic dosing and gait "
                            "speed in frail older adults: a pilot", "pubYear": "2024", "journalAbbreviation": "Age"}]}
@@ -58,8 +58,8 @@ def drsearch_serve(tmp: Path) -> Iterator[str]:
     """A real ``drsearch serve`` (1 worker) over the follow-up records; yields its base URL."""
     database = tmp / "followups.sqlite3"
     build(follow_up_docs(), database)
-    with serve(database, tmp / "serve.log") as base:
-        yield base
+    with ServeProcess(database, log=tmp / "serve.log") as server:
+        yield server.url
 
 
 S2_FIELDS = {"paperId", "title", "year", "externalIds", "authors", "venue", "abstract", "url", "citationCount"}

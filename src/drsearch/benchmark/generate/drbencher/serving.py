@@ -12,13 +12,6 @@ keyed by the support corpus's identity.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,10 +25,6 @@ from ..errors import GenerateError
 SERVE_START_S = 60.0
 """How long a started ``drsearch serve`` may take to answer ``/health``."""
 
-_CLI = ("-c", "from drsearch.tools.cli import entry; entry()")
-"""The user's ``drsearch`` command in this interpreter (run as a process, not imported: the
-benchmark layer does not import the tools layer)."""
-
 
 def support_corpus(database: Path) -> CorpusInfo:
     """The identity of the support corpus as an in-process engine reports it (no blocklist)."""
@@ -43,49 +32,21 @@ def support_corpus(database: Path) -> CorpusInfo:
         return EngineSearcher(engine).corpus()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def drsearch_serve(database: Path) -> Iterator[str]:
-    """``drsearch serve --database DATABASE --host 127.0.0.1 --port P --workers 1`` (a free
-    port) for the ``with`` block: yields its base URL once ``/health`` answers 200, and stops
-    it (its whole process group) on exit. GenerateError, with the tail of its log, when it
-    exits or does not answer within :data:`SERVE_START_S`."""
-    port = _free_port()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, *_CLI, "serve", "--database", str(database),
-                                 "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + SERVE_START_S
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    tail = log.read().decode("utf-8", "replace").strip().splitlines()[-3:]
-                    state = f"exited {proc.returncode}" if proc.returncode is not None else \
-                        f"no /health answer in {SERVE_START_S:g} s"
-                    raise GenerateError(f"drsearch serve of {database} on {base}: {state}: "
-                                        f"{' | '.join(tail) or '(no output)'}")
-                try:
-                    if httpx.get(base + "/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            yield base
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    """``drsearch serve --database DATABASE`` (1 worker, a free loopback port) for the ``with``
+    block, through the server layer's :class:`~drsearch.server.ServeProcess`: yields its base
+    URL once ``/health`` answers 200, and stops it on exit. GenerateError, with the tail of its
+    log, when it exits or does not answer within :data:`SERVE_START_S`."""
+    # Imported here: the server layer imports FastAPI, which only a V2 run that serves needs.
+    from ....server import ServeError, ServeProcess
+
+    try:
+        server = ServeProcess(database, start_timeout_s=SERVE_START_S).start()
+    except ServeError as e:
+        raise GenerateError(e.message) from None
+    with server:
+        yield server.url
 
 
 def probe_search_server(search_url: str) -> None:
