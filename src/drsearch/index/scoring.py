@@ -241,40 +241,49 @@ class Scorer:
                      deadline: float) -> list[tuple[int, float]]:
         """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
         or ``rank_blocks``)."""
-        assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
-
-        def run(lists: Sequence[Lists], margin: float) -> tuple[int, int, float]:
-            budget = deadline - time.monotonic()
-            if budget <= 0.0:
-                raise QueryTimeoutError("query ran past its time limit")
-            chunks, impacts = [t[0] for t in lists], [t[1] for t in lists]
-            if self._prunes(chunks, k):
-                bounds = np.array([t[2] for t in lists], dtype=np.float64)
-                block_max = [t[3] for t in lists] if self.block_postings else None
-                n, n_full, cut = _kernels.rank_maxscore(
-                    chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget, None, block_max, self.block_postings or 0)
-            else:
-                n, n_full, cut = _kernels.rank_blocks(
-                    chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget)
-            if n < 0:
-                raise QueryTimeoutError("query ran past its time limit")
-            return n, n_full, cut
-
-        if sparse and len(sparse) < len(present):
+        if len(sparse) == len(present):  # the usual case: the lists as stored, in one pass
+            n, _, _ = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
+                                [t.max_impact for t in sparse], [t.block_max for t in sparse],
+                                k, -1.0, blocked, scratch, deadline)
+            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        if sparse:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact, t.block_max) for t in sparse],
-                                 bound)
+            n, n_full, cut = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
+                                       [t.max_impact for t in sparse], [t.block_max for t in sparse],
+                                       k, bound, blocked, scratch, deadline)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
-        n, _, _ = run([self._postings_of(t) for t in present], -1.0)
+        lists = [self._postings_of(t) for t in present]
+        n, _, _ = self._run([t[0] for t in lists], [t[1] for t in lists], [t[2] for t in lists],
+                            [t[3] for t in lists], k, -1.0, blocked, scratch, deadline)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+
+    def _run(self, chunks: list[npt.NDArray[np.uint32]], impacts: list[F64], bounds: list[float],
+             block_max: list[F64], k: int, margin: float, blocked: Bools | None, scratch: Scratch,
+             deadline: float) -> tuple[int, int, float]:
+        """One kernel call over these lists (phrase order): (chunks out, of them the k best
+        documents' own, the k-th document's score). Raises QueryTimeoutError."""
+        assert _kernels is not None
+        budget = deadline - time.monotonic()
+        if budget <= 0.0:
+            raise QueryTimeoutError("query ran past its time limit")
+        if self._prunes(chunks, k):
+            n, n_full, cut = _kernels.rank_maxscore(
+                chunks, impacts, np.array(bounds, dtype=np.float64), self.n_rows, blocked,
+                self._chunk_doc32, k, margin, scratch.block, scratch.out_chunks, scratch.out_scores,
+                budget, None, block_max if self.block_postings else None, self.block_postings or 0)
+        else:
+            n, n_full, cut = _kernels.rank_blocks(
+                chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
+                scratch.out_chunks, scratch.out_scores, budget)
+        if n < 0:
+            raise QueryTimeoutError("query ran past its time limit")
+        return n, n_full, cut
 
     def _postings_of(self, t: Term) -> Lists:
         """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
