@@ -166,8 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         classes = {c: classes[c] for c in args.cls}
     if args.limit:
         classes = {c: v[: args.limit] for c, v in classes.items()}
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.before], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "--verify", "--quiet",
+                          args.before + "^{commit}"], capture_output=True, text=True)
+    if rev.returncode:
+        print(f"--before {args.before}: not a commit of {REPO}", file=sys.stderr)
+        return 2
+    commit = rev.stdout.strip()
     with tempfile.TemporaryDirectory(prefix="drsearch-ab-") as tmp:
         old = before_tree(args.before, Path(tmp))
         workers = [Worker(f"before {commit}", old, args.index),

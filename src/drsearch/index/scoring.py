@@ -74,6 +74,10 @@ NATIVE_AVAILABLE = _kernels is not None
 # PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
 PRUNE_ALL_K = 10
 PRUNE_ALL_ROWS = 1 << 17
+# A query of one sparse term with at most this many postings is ranked in plain Python (its
+# postings sorted by impact; docs/ENGINE.md): for a handful of postings, the kernel's call
+# and numpy's per-call costs are most of the work.
+SINGLE_TERM_POSTINGS = 32
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -185,6 +189,10 @@ class Scorer:
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
+        # The one-term fast path's limit (:meth:`_rank_one`; 0 turns it off, as the tests
+        # do to check it against the other paths).
+        self.single_term_postings = SINGLE_TERM_POSTINGS
+        self._chunk_doc_view = self._chunk_doc32.data.cast("B").cast("i")
 
     @property
     def kind(self) -> str:
@@ -209,6 +217,10 @@ class Scorer:
         present = [t for t in terms if t is not None]
         if not present:
             return []
+        if len(present) == 1:
+            one = present[0]
+            if isinstance(one, SparseTerm) and len(one.chunks) <= self.single_term_postings:
+                return self._rank_one(one, k, blocked)
         sparse = [t for t in present if isinstance(t, SparseTerm)]
         if self._native:
             return self._rank_native(present, sparse, k, blocked, scratch, deadline)
@@ -284,6 +296,28 @@ class Scorer:
         if n < 0:
             raise QueryTimeoutError("query ran past its time limit")
         return n, n_full, cut
+
+    def _rank_one(self, t: SparseTerm, k: int, blocked: Bools | None) -> list[tuple[int, float]]:
+        """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact
+        (FTS5's sum of one phrase: 0.0 + impact, the same bits), so the answer is the
+        postings by (impact descending, rowid ascending), each document's first one, not
+        blocked, the first ``k``. Negation is exact, so the sort key gives the score back."""
+        chunks = t.chunks.tolist()
+        ranked = sorted(zip([-x for x in t.impacts.tolist()], chunks, strict=True))
+        hidden = () if blocked is None else {c for c, b in zip(chunks, blocked[t.chunks].tolist(),
+                                                                strict=True) if b}
+        doc = self._chunk_doc_view
+        seen: set[int] = set()
+        out: list[tuple[int, float]] = []
+        for neg, c in ranked:
+            d = doc[c]
+            if d in seen or c in hidden:
+                continue
+            seen.add(d)
+            out.append((c, -neg))
+            if len(out) == k:
+                break
+        return out
 
     def _postings_of(self, t: Term) -> Lists:
         """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
