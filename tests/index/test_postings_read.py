@@ -11,8 +11,10 @@ loud CorruptIndexError on either path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import apsw
+import numpy as np
 import pytest
 
 from drsearch.index import CorruptIndexError, Engine
@@ -91,3 +93,46 @@ def test_a_damaged_posting_list_is_corrupt_on_either_path(cran_small_chunks: Pat
         with pytest.raises(CorruptIndexError, match=f"postings.data row {tid}"):
             e.search(term, 10)
         assert e.search("flow", 10).hits  # the rest of the file still answers
+
+
+def test_picked_tfs_of_a_clamped_term_are_its_array_entries(engine: Engine) -> None:
+    tid = engine._db().execute("SELECT id FROM terms WHERE dense = 1 ORDER BY df LIMIT 1").fetchone()[0]
+    full = engine._dense_loader(tid)().copy()
+    n = engine.scorer.n_rows
+    rows = np.array([n, 0, 1, 7, 7, n // 2, n - 1], dtype=np.int64)  # any order, repeats, both ends
+    assert engine._dense_picker(tid)(rows).tolist() == full[rows].tolist()
+    assert engine._dense_picker(tid)(rows[:0]).tolist() == []
+
+
+@pytest.mark.parametrize("pick_min", [0, 16, 10**9])
+def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch: pytest.MonkeyPatch,
+                                                      pick_min: int) -> None:
+    from drsearch.index import scoring
+
+    monkeypatch.setattr(scoring, "DENSE_PICK_MIN", pick_min)
+    if not pick_min:
+        monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # no row is ever picked
+    picks: list[int] = []
+    real = engine._dense_picker
+
+    def counting(tid: int) -> Any:
+        pick = real(tid)
+        return lambda rows: picks.append(len(rows)) or pick(rows)
+
+    monkeypatch.setattr(engine, "_dense_picker", counting)
+    for q in ["the of a", "the flow", "a theory of the boundary layer", "is the and of", *QUERIES[:20]]:
+        for k in (1, 10, 100):
+            assert engine.rank(q, k) == best_chunk_per_doc(engine, engine.fts5_rank(q, 100_000), k), (q, k)
+    assert bool(picks) == (pick_min > 0)  # picked when allowed, else every array loaded
+    assert max(picks, default=0) <= pick_min
+
+
+def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Path) -> None:
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(cran_small_chunks.read_bytes())
+    conn = apsw.Connection(str(crafted))
+    tid = conn.execute("SELECT id FROM terms WHERE term = 'the'").fetchone()[0]
+    conn.execute("UPDATE dense_tfs SET tfs = substr(tfs, 1, 100) WHERE id = ?", (tid,))
+    conn.close()
+    with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
+        e.search("the boundary layer", 10)

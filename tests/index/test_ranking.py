@@ -407,6 +407,9 @@ def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many
                     block_postings=None)
     assert scorer.kind == "c-auto"
     scratch = scorer.scratch()
+    assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]
+    assert calls == []  # one short list: the one-term fast path, no kernel
+    scorer.single_term_postings = 0
     assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]  # 3 postings
     assert scorer.rank([rare, common], 2, None, scratch, 1e18) == top2  # 403
     assert calls == ["rank_maxscore", "rank_blocks"]

@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, read_blob
+from .blobs import Arena, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
@@ -304,7 +304,7 @@ class Engine:
                 continue
             _, tid, df, dense, top, data = row
             if dense:
-                out.append(DenseTerm(name, df, self._dense_loader(tid)))
+                out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid)))
                 continue
             nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
             if df > inline:
@@ -331,6 +331,37 @@ class Engine:
             return read_blob(self._db(), "dense_tfs", "tfs", tid, nbytes, self._arena()).view("<u2")
 
         return load
+
+    def _dense_picker(self, tid: int) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint16]]:
+        def pick(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint16]:
+            blob = self._dense_blob(tid)
+            out = np.empty(len(rows), dtype="<u2")
+            into = out.data.cast("B")
+            for i, row in enumerate(rows.tolist()):
+                blob.seek(2 * row)
+                blob.readinto(into, 2 * i, 2)
+            return out
+
+        return pick
+
+    def _dense_blob(self, tid: int) -> apsw.Blob:
+        """This thread's open handle on a clamped-IDF term's tf array, kept across queries.
+
+        SQLite finds a byte of a BLOB by following its chain of overflow pages from the
+        first and caches the chain in the open handle: read once to the end at opening, a
+        handle reaches any entry directly from then on. One handle per clamped term (few:
+        terms in half the chunks or more) and thread; closed with the connection."""
+        blobs: dict[int, apsw.Blob] | None = getattr(self._local, "dense_blobs", None)
+        if blobs is None:
+            blobs = self._local.dense_blobs = {}
+        blob = blobs.get(tid)
+        if blob is None:
+            nbytes = 2 * (self.scorer.n_rows + 1)
+            blob = open_blob(self._db(), "dense_tfs", "tfs", tid, nbytes)
+            blob.seek(nbytes - 2)
+            blob.read(2)  # walks (and caches) the whole chain
+            blobs[tid] = blob
+        return blob
 
     def _doc_table(self) -> DocTable:
         """Every document's (docid, url, title), loaded once per engine on first use."""

@@ -78,6 +78,11 @@ PRUNE_ALL_ROWS = 1 << 17
 # postings sorted by impact; docs/ENGINE.md): for a handful of postings, the kernel's call
 # and numpy's per-call costs are most of the work.
 SINGLE_TERM_POSTINGS = 32
+# A clamped-IDF term's tfs at up to max(DENSE_PICK_MIN, chunks >> DENSE_PICK_SHIFT) candidate
+# rowids are read one by one (about 1.4 us each) rather than by loading its whole array of
+# two bytes per chunk (about 100 us at 243,615 chunks; more in a larger corpus).
+DENSE_PICK_MIN = 16
+DENSE_PICK_SHIFT = 12
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -122,11 +127,16 @@ class SparseTerm:
 
 @dataclass(slots=True)
 class DenseTerm:
-    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed."""
+    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed.
+
+    ``pick`` (optional) reads the tfs of a few rowids without loading the whole array (one
+    array is two bytes per chunk: a copy that costs more than reading the few entries the
+    exact rescoring of a handful of candidates needs)."""
 
     term: str
     df: int
     load: Callable[[], npt.NDArray[np.uint16]]
+    pick: Callable[[I64], npt.NDArray[np.uint16]] | None = None
     _tfs: npt.NDArray[np.uint16] | None = field(default=None, repr=False)
 
     @property
@@ -134,6 +144,15 @@ class DenseTerm:
         if self._tfs is None:
             self._tfs = self.load()
         return self._tfs
+
+    def tfs_at(self, rows: I64, n_rows: int) -> npt.NDArray[np.uint16]:
+        """The tfs of ``rows`` (chunk rowids, any order): picked one by one when they are
+        few for a corpus of ``n_rows`` chunks (DENSE_PICK_SHIFT) and nothing is loaded yet,
+        else from the whole array."""
+        if self._tfs is None and self.pick is not None and \
+                len(rows) <= max(DENSE_PICK_MIN, n_rows >> DENSE_PICK_SHIFT):
+            return self.pick(rows)
+        return self.tfs[rows]
 
 
 Term = SparseTerm | DenseTerm
@@ -345,7 +364,7 @@ class Scorer:
         return 4 * sum(len(c) for c in chunks) < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
-        tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
+        tf = (t.tfs if rows is None else t.tfs_at(rows, self.n_rows)).astype(np.float64)
         norm = self.norm if rows is None else self.norm[rows]
         return term_impacts(IDF_FLOOR, tf, norm, self.k1p1)
 
@@ -408,10 +427,13 @@ class Scorer:
     def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
         """Exact scores of candidate chunks: every term, in phrase order."""
         out = np.zeros(len(cand), dtype=np.float64)
+        # The lists' own dtype: searching uint32 rowids for int64 keys would first convert
+        # the whole list (a copy of every posting's rowid, per term).
+        keys = cand.astype(np.uint32)
         for t in terms:
             if isinstance(t, SparseTerm):
-                pos = np.minimum(np.searchsorted(t.chunks, cand), len(t.chunks) - 1)
-                out += np.where(t.chunks[pos] == cand, t.impacts[pos], 0.0)
+                pos = np.minimum(np.searchsorted(t.chunks, keys), len(t.chunks) - 1)
+                out += np.where(t.chunks[pos] == keys, t.impacts[pos], 0.0)
             else:
                 out += self._dense_impacts(t, cand)
         return out
