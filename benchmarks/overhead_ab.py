@@ -10,12 +10,13 @@ both alike, and keeps each query's median over ``--rounds``. Each worker times
 ``Engine.search(q, k, with_text=False)`` (the benchmark's ranked operation, as
 ``search_bench.py`` calls it) with ``perf_counter_ns``, and returns a digest of the hits
 (docid, chunk ordinal, the score's exact bits): every query's digests must be equal, or
-the script fails.
+the script fails. ``--stages`` adds one more interleaved round timing each stage of the
+ranked search (parse, posting lists, ranking, hit rows) in both trees.
 
 Usage::
 
     python benchmarks/overhead_ab.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
-        [--before HEAD~3] [--k 10] [--rounds 7] [--class rare]
+        [--before HEAD~3] [--k 10] [--rounds 7] [--class rare] [--stages]
 
 ``--queries``: a JSON list of queries, or an object of query classes (``search_bench.py``'s
 large-vocabulary ``.queries-*.json``: ``entity``, ``rare``); each class is reported.
@@ -67,12 +68,40 @@ def worker(src: str, index: str) -> int:
     clock = time.perf_counter_ns
     for line in sys.stdin:
         req = json.loads(line)
+        if req.get("stages"):
+            out.write(json.dumps({"stages": stages(e, req["q"], req["k"])}) + "\n")
+            out.flush()
+            continue
         t0 = clock()
         res = e.search(req["q"], req["k"], with_text=False)
         ns = clock() - t0
         out.write(json.dumps({"ns": ns, "digest": digest(res.hits)}) + "\n")
         out.flush()
     return 0
+
+
+STAGES = ("parse", "postings", "rank", "hits")
+
+
+def stages(e: Any, q: str, k: int) -> dict[str, int]:
+    """One ranked search's stages, each timed (ns): parsing, the term rows and posting lists
+    (``_postings``), ranking (``Scorer.rank``), and the hits' rows (document table and
+    per-chunk arrays) — the internals both trees share, called as ``search`` calls them."""
+    clock = time.perf_counter_ns
+    deadline = time.monotonic() + 60.0
+    t0 = clock()
+    parsed = e.parse(q)
+    t1 = clock()
+    terms = e._postings(parsed, deadline)
+    t2 = clock()
+    ranked = e.scorer.rank(terms, k, e._blocked_chunks, e._scratch(), deadline)
+    t3 = clock()
+    if ranked:
+        rows = np.array([c for c, _ in ranked], dtype=np.intp)
+        e._doc_table().get(e._chunk_doc[rows].tolist())
+        e._chunk_ordinal[rows].tolist()
+    t4 = clock()
+    return dict(zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True))
 
 
 class Worker:
@@ -97,6 +126,11 @@ class Worker:
         r = json.loads(self._line())
         return int(r["ns"]), str(r["digest"])
 
+    def stages(self, q: str, k: int) -> dict[str, int]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"q": q, "k": k, "stages": True}) + "\n")
+        return dict(json.loads(self._line())["stages"])
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -115,7 +149,7 @@ def before_tree(commit: str, into: Path) -> Path:
 
 
 def run(workers: Sequence[Worker], classes: dict[str, list[str]], k: int, rounds: int,
-        warmup: int) -> dict[str, Any]:
+        warmup: int, with_stages: bool = False) -> dict[str, Any]:
     rng = random.Random(SEED)
     report: dict[str, Any] = {}
     for cls, queries in classes.items():
@@ -140,6 +174,16 @@ def run(workers: Sequence[Worker], classes: dict[str, list[str]], k: int, rounds
             report[cls][name] = {"p50_ms": float(np.percentile(med, 50)),
                                  "p99_ms": float(np.percentile(med, 99)),
                                  "mean_ms": float(med.mean())}
+        if with_stages:  # one more interleaved round, stage by stage
+            st: dict[str, dict[str, list[int]]] = {w.name: {s: [] for s in STAGES} for w in workers}
+            for q in queries:
+                order = list(workers)
+                rng.shuffle(order)
+                for w in order:
+                    for s, ns in w.stages(q, k).items():
+                        st[w.name][s].append(ns)
+            for name, by in st.items():
+                report[cls][name]["stages_p50_ms"] = {s: float(np.median(v)) / 1e6 for s, v in by.items()}
     return report
 
 
@@ -156,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--class", dest="cls", action="append", help="only these query classes")
     ap.add_argument("--limit", type=int, default=0, help="first N queries of each class (0: all)")
+    ap.add_argument("--stages", action="store_true",
+                    help="then one more round timing parse / postings / rank / hits (p50 each)")
     ap.add_argument("--json", type=Path, help="write the report here too")
     args = ap.parse_args(args_in)
     if not args.index.is_file():
@@ -179,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for w in workers:
                 print(f"{w.name}: scorer {w.scorer}, {w.module}")
-            report = run(workers, classes, args.k, args.rounds, args.warmup)
+            report = run(workers, classes, args.k, args.rounds, args.warmup, args.stages)
         finally:
             for w in workers:
                 w.close()
@@ -193,6 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{cls:<8}{r['n']:>5}" + "".join(f"{x['p50_ms']:>24.3f}{x['p99_ms']:>8.3f}" for x in (a, b))
               + f"{b['p50_ms'] / a['p50_ms']:>17.2f}x{r['n'] * args.rounds - r['mismatched']:>6}/"
               f"{r['n'] * args.rounds}")
+    if args.stages:
+        print("stages, p50 ms (one interleaved round): " + " / ".join(STAGES))
+        for cls, r in report.items():
+            for n in names:
+                print(f"{cls:<8}{n:<22}" + "".join(f"{r[n]['stages_p50_ms'][s]:>10.3f}" for s in STAGES))
     if args.json:
         args.json.write_text(json.dumps({"before": commit, "k": args.k, "rounds": args.rounds,
                                          "report": report}, indent=1, sort_keys=True) + "\n")
