@@ -21,7 +21,9 @@ version-1 file, without block maxima, prunes with the per-term bounds alone) or
 ``_kernels.rank_blocks`` (every posting); else in numpy (``np.add.at`` into a whole-corpus
 array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
 survivor is rescored exactly in phrase order, so every path returns bit-identical results,
-ties included (the tests run them all; docs/ENGINE.md).
+ties included (the tests run them all; docs/ENGINE.md). A query of one short sparse list
+(at most SINGLE_TERM_POSTINGS postings) skips all of that on every path: its scores are its
+impacts, sorted in plain Python (``Scorer._rank_one``).
 """
 
 from __future__ import annotations
