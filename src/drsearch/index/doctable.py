@@ -20,6 +20,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+_SPAN = np.arange(4, dtype=np.int64)
+# Up to this many rows, offsets are read one by one (a search's usual k = 10); beyond, with
+# one numpy gather (per-call overhead then pays for itself).
+_FEW = 16
+
 
 class DocTable:
     """(docid, url, title) by document rowid; a rowid without a row has an empty docid."""
@@ -35,8 +40,8 @@ class DocTable:
         self._data = data
         self._offsets = offsets
         self._present: npt.NDArray[np.bool_] = offsets[1::3] > offsets[0:-1:3]
-        # The offsets as Python ints one by one: a search asks for at most a few hundred
-        # rows, for which a loop over a memoryview costs less than numpy's per-call overhead.
+        # The offsets as Python ints one by one: for a few rows, a loop over a memoryview
+        # costs less than numpy's per-call overhead.
         self._offs = np.ascontiguousarray(offsets, dtype=np.int64).data.cast("B").cast("q")
 
     @classmethod
@@ -68,15 +73,22 @@ class DocTable:
 
     def get(self, doc_ids: Sequence[int]) -> list[tuple[str, str, str]]:
         """The (docid, url, title) of each rowid, in order. Raises KeyError for an unknown one."""
-        offs, data, n = self._offs, self._data, len(self._present)
-        out = []
-        for d in doc_ids:
-            i = 3 * d
-            if not 0 < d < n or offs[i + 1] <= offs[i]:
-                raise KeyError(d)
-            a, b, c, e = offs[i], offs[i + 1], offs[i + 2], offs[i + 3]
-            out.append((data[a:b].decode("utf-8"), data[b:c].decode("utf-8"), data[c:e].decode("utf-8")))
-        return out
+        data, n = self._data, len(self._present)
+        if len(doc_ids) > _FEW:
+            idx = np.asarray(doc_ids, dtype=np.int64)
+            if not (idx.min() > 0 and idx.max() < n and self._present[idx].all()):
+                raise KeyError(next(d for d in doc_ids if not (0 < d < n and self._present[d])))
+            bounds = self._offsets[(3 * idx)[:, None] + _SPAN].tolist()
+        else:
+            offs = self._offs
+            bounds = []
+            for d in doc_ids:
+                i = 3 * d
+                if not 0 < d < n or offs[i + 1] <= offs[i]:
+                    raise KeyError(d)
+                bounds.append((offs[i], offs[i + 1], offs[i + 2], offs[i + 3]))
+        return [(data[a:b].decode("utf-8"), data[b:c].decode("utf-8"), data[c:e].decode("utf-8"))
+                for a, b, c, e in bounds]
 
 
 __all__ = ["DocTable"]
