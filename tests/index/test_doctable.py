@@ -81,3 +81,24 @@ def test_the_build_stores_the_table_and_old_files_fall_back_to_rows(sample_index
         assert e._docs is None
         assert e.search("video game streaming subscription", 20, with_text=False).hits == expected
         assert e._docs is not None
+
+
+def test_few_and_many_rows_are_read_alike() -> None:
+    """Up to 16 rows are read one by one, more with one numpy gather: the same fields, and
+    the same KeyError (the first unknown rowid) either way."""
+    from drsearch.index.doctable import _FEW
+
+    rows = [(d, f"id{d}", f"https://x/{d}", f"T{d} ✓") for d in range(1, 60) if d % 7]
+    table = DocTable.from_rows(rows, 60)
+    want = {d: (a, b, c) for d, a, b, c in rows}
+    known = sorted(want)
+    for n in (1, _FEW, _FEW + 1, len(known)):
+        ids = known[-n:][::-1]
+        assert table.get(ids) == [want[d] for d in ids]
+        assert table.get(np.array(ids, dtype=np.int64)) == [want[d] for d in ids]  # numpy ints too
+    for n in (3, _FEW + 5):
+        for bad in (7, 0, 60, -2):  # a gap, rowid 0, past the end, negative
+            ids = [*known[: n - 1], bad]
+            with pytest.raises(KeyError) as info:
+                table.get(ids)
+            assert info.value.args == (bad,)

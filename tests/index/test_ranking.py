@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from drsearch.index import BlockList, DrsearchError, Engine
-from drsearch.index.scoring import NATIVE_AVAILABLE
+from drsearch.index.scoring import NATIVE_AVAILABLE, SINGLE_TERM_POSTINGS
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
 from .schema_v1 import write_v1
@@ -115,6 +115,46 @@ def test_a_version_1_file_ranks_exactly_as_version_2(cran_small_chunks: Path, mo
         for i, q in enumerate([*QUERIES, "the of a", "of", "a theory of the boundary layer"]):
             k = (1, 10, 100)[i % 3]
             assert e1.rank(q, k) == e2.rank(q, k), q
+
+
+def one_term_queries(e: Engine) -> list[str]:
+    """Indexed sparse terms of every df around the one-term fast path's limit: 1, fewer
+    postings than k=10, more, at the limit, just past it, and two blocks' worth."""
+    limit = SINGLE_TERM_POSTINGS
+    out = []
+    for lo, hi in [(1, 1), (2, 9), (11, limit - 1), (limit, limit), (limit + 1, limit + 8), (65, 200)]:
+        out += [t for (t,) in e._db().execute(
+            "SELECT term FROM terms WHERE dense = 0 AND df BETWEEN ? AND ? AND term GLOB '[a-z]*' "
+            "ORDER BY df DESC, term LIMIT 3", (lo, hi))]
+    assert len(out) == 18
+    return out
+
+
+def docid_of(e: Engine, chunk: int) -> str:
+    return e._doc_table().get([int(e._chunk_doc[chunk])])[0][0]
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_one_term_queries_rank_as_fts5_with_and_without_the_fast_path(cran_small_chunks: Path, mode: str,
+                                                                      blocked: bool) -> None:
+    with open_engine(cran_small_chunks, mode) as plain:
+        terms = one_term_queries(plain)
+        # block the best and the third document of each term: hits move up, none is lost
+        hidden = {h.docid for t in terms for h in plain.search(t, 3, with_text=False).hits[::2]}
+        oracles = {(t, k): best_chunk_per_doc(plain, plain.fts5_rank(t, 100_000), 1000)
+                   for t in terms for k in (1, 10, 100)}
+    with open_engine(cran_small_chunks, mode, blocklist_of(*hidden) if blocked else None) as e:
+        calls = []
+        fast = e.scorer._rank_one
+        e.scorer._rank_one = lambda *a: calls.append(a[0].df) or fast(*a)  # type: ignore[method-assign]
+        for limit in (SINGLE_TERM_POSTINGS, 0):
+            e.scorer.single_term_postings = limit
+            for (t, k), oracle in oracles.items():
+                visible = [(c, s) for c, s in oracle
+                           if not blocked or docid_of(e, c) not in hidden][:k]
+                assert e.rank(t, k) == visible, (t, k, limit)
+        assert calls and max(calls) == SINGLE_TERM_POSTINGS  # the fast path ran, up to its limit
+        assert len(calls) == 3 * 12  # 12 of the 18 terms are short enough, each at 3 k's
 
 
 @NEEDS_C
@@ -367,6 +407,9 @@ def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many
                     block_postings=None)
     assert scorer.kind == "c-auto"
     scratch = scorer.scratch()
+    assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]
+    assert calls == []  # one short list: the one-term fast path, no kernel
+    scorer.single_term_postings = 0
     assert scorer.rank([rare], 2, None, scratch, 1e18) == [(500, 3.0), (50, 2.0)]  # 3 postings
     assert scorer.rank([rare, common], 2, None, scratch, 1e18) == top2  # 403
     assert calls == ["rank_maxscore", "rank_blocks"]

@@ -3,13 +3,14 @@
 The numpy path is the one checked against FTS5's own bm25() (test_ranking.py); here random
 posting lists — with many exact score ties, blocked chunks, clamped (dense) terms, sparse
 terms in half the chunks or more, tiny blocks so that lists and documents cross block
-boundaries, terms of very different weights (so that MaxScore moves the light ones to the
-non-essential side early), bounds looser than a list's maximum, block maxima over posting
+boundaries, a single term of 1 to 80 postings (the one-term fast path and the kernels
+below and above its limit), terms of very different weights (so that MaxScore moves the
+light ones to the non-essential side early), bounds looser than a list's maximum, block maxima over posting
 blocks of 1 to 64 postings (exact, looser, or absent for some lists), a single rare term or
 up to 20 terms, k from 1 to 100 — must give the same ordered (chunk, score) lists on the
 block-max pruning path (rank_maxscore with block maxima), the per-term-bounds pruning path
 (rank_maxscore without, as for a version-1 file), the every-posting path (rank_blocks) and
-numpy, bit for bit.
+numpy — each without the one-term fast path — and the fast path, bit for bit.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ IMPACTS = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0]
 SCALES = [2.0**-6, 2.0**-3, 1.0, 8.0]
 # mode -> (Scorer kind, pruning, whether the lists keep their block maxima)
 MODES = {"blockmax": ("c-maxscore", "always", True), "maxscore": ("c-maxscore", "always", False),
-         "blocks": ("c-blocks", "never", True), "numpy": ("numpy", "never", True)}
+         "blocks": ("c-blocks", "never", True), "numpy": ("numpy", "never", True),
+         "one-term": ("c-auto", "auto", True)}
 
 
 def block_maxima(imps: Any, bp: int, loose: float) -> Any:
@@ -58,8 +60,10 @@ def corpora(draw: Any) -> dict[str, Any]:
     n_terms = {"some": draw(st.integers(1, 6)), "rare": 1, "many": draw(st.integers(7, 20))}[shape]
     for _ in range(n_terms):
         density = draw(st.sampled_from([0.02, 0.2, 0.6, 1.0]))
-        if shape == "rare":  # a single rare term: one to three postings
-            rows = np.unique(rng.integers(1, n_rows + 1, size=int(rng.integers(1, 4))))
+        if shape == "rare":  # a single rare term: one to three postings, or around the
+            # one-term fast path's limit (SINGLE_TERM_POSTINGS), fewer or more than k
+            size = draw(st.sampled_from([1, 2, 3, 3, 8, 31, 32, 33, 80]))
+            rows = np.unique(rng.integers(1, n_rows + 1, size=size))
             imps = rng.choice(IMPACTS, size=len(rows))
             terms.append(("sparse", (rows.astype(np.uint32), imps, float(imps.max()),
                                      block_maxima(imps, bp, 1.0))))
@@ -91,7 +95,9 @@ def make_terms(spec: list[tuple[str, Any]], with_blocks: bool = True) -> list[Sp
     out: list[SparseTerm | DenseTerm] = []
     for i, (kind, data) in enumerate(spec):
         if kind == "dense":
-            out.append(DenseTerm(f"t{i}", int(np.count_nonzero(data)), lambda d=data: d))
+            # half of them can pick a few rowids' tfs without loading the array
+            pick = (lambda rows, d=data: d[rows]) if i % 2 else None
+            out.append(DenseTerm(f"t{i}", int(np.count_nonzero(data)), lambda d=data: d, pick))
         else:
             rows, imps, bound, bmax = data
             out.append(SparseTerm(f"t{i}", len(rows), rows, imps, bound,
@@ -107,12 +113,15 @@ def test_every_path_ranks_identically(c: dict[str, Any]) -> None:
         scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=mode != "numpy", pruning=pruning,
                         block_postings=c["block_postings"] if with_blocks else None)
         assert scorer.kind == kind
+        if mode != "one-term":  # the others rank a one-term query as any other (no fast path)
+            scorer.single_term_postings = 0
         scratch = scorer.scratch()
         scratch.block = np.zeros(max(64, c["block_rows"]))
         results[mode] = scorer.rank(make_terms(c["terms"], with_blocks), c["k"], c["blocked"],
                                     scratch, 1e18)
         assert not scratch.acc.any() and not scratch.block.any()  # handed back clean
-    assert results["blockmax"] == results["maxscore"] == results["blocks"] == results["numpy"]
+    assert results["blockmax"] == results["maxscore"] == results["blocks"] == results["numpy"] \
+        == results["one-term"]
     ranked = results["numpy"]
     docs = [int(c["chunk_doc"][chunk]) for chunk, _ in ranked]
     assert len(docs) == len(set(docs)) <= c["k"]  # one best chunk per document

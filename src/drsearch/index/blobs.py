@@ -46,20 +46,28 @@ class Arena:
         return self._buf[start : start + nbytes]
 
 
-def read_blob(conn: apsw.Connection, table: str, column: str, rowid: int, nbytes: int,
-              arena: Arena) -> U8:
-    """Read one BLOB of exactly ``nbytes`` bytes into the arena. Raises IncompatibleIndexError."""
+def open_blob(conn: apsw.Connection, table: str, column: str, rowid: int, nbytes: int) -> apsw.Blob:
+    """One BLOB, opened read-only, checked to be exactly ``nbytes`` bytes long.
+
+    Raises IncompatibleIndexError."""
     try:
         blob = conn.blob_open("main", table, column, rowid, False)
     except apsw.Error as e:
         raise IncompatibleIndexError(f"{table}.{column} row {rowid} unreadable: {e}") from e
-    with blob:
-        if blob.length() != nbytes:
-            raise IncompatibleIndexError(
-                f"{table}.{column} row {rowid}: {blob.length()} bytes, expected {nbytes}")
+    if blob.length() != nbytes:
+        n = blob.length()
+        blob.close()
+        raise IncompatibleIndexError(f"{table}.{column} row {rowid}: {n} bytes, expected {nbytes}")
+    return blob
+
+
+def read_blob(conn: apsw.Connection, table: str, column: str, rowid: int, nbytes: int,
+              arena: Arena) -> U8:
+    """Read one BLOB of exactly ``nbytes`` bytes into the arena. Raises IncompatibleIndexError."""
+    with open_blob(conn, table, column, rowid, nbytes) as blob:
         buf = arena.take(nbytes)
         blob.readinto(buf.data)
     return buf
 
 
-__all__ = ["Arena", "read_blob"]
+__all__ = ["Arena", "open_blob", "read_blob"]

@@ -21,12 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 _SPAN = np.arange(4, dtype=np.int64)
+# Up to this many rows, offsets are read one by one (a search's usual k = 10); beyond, with
+# one numpy gather (per-call overhead then pays for itself).
+_FEW = 16
 
 
 class DocTable:
     """(docid, url, title) by document rowid; a rowid without a row has an empty docid."""
 
-    __slots__ = ("_data", "_offsets", "_present")
+    __slots__ = ("_data", "_offs", "_offsets", "_present")
 
     def __init__(self, data: bytes, offsets: npt.NDArray[np.int64]) -> None:
         """From :meth:`arrays` output: field ``f`` of rowid ``d`` is
@@ -37,6 +40,9 @@ class DocTable:
         self._data = data
         self._offsets = offsets
         self._present: npt.NDArray[np.bool_] = offsets[1::3] > offsets[0:-1:3]
+        # The offsets as Python ints one by one: for a few rows, a loop over a memoryview
+        # costs less than numpy's per-call overhead.
+        self._offs = np.ascontiguousarray(offsets, dtype=np.int64).data.cast("B").cast("q")
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[int, str, str, str]], max_id: int) -> DocTable:
@@ -67,12 +73,20 @@ class DocTable:
 
     def get(self, doc_ids: Sequence[int]) -> list[tuple[str, str, str]]:
         """The (docid, url, title) of each rowid, in order. Raises KeyError for an unknown one."""
-        idx = np.asarray(doc_ids, dtype=np.int64)
-        n = len(self._present)
-        if len(idx) and not (idx.min() > 0 and idx.max() < n and self._present[idx].all()):
-            raise KeyError(next(d for d in doc_ids if not (0 < d < n and self._present[d])))
-        bounds = self._offsets[(3 * idx)[:, None] + _SPAN].tolist()
-        data = self._data
+        data, n = self._data, len(self._present)
+        if len(doc_ids) > _FEW:
+            idx = np.asarray(doc_ids, dtype=np.int64)
+            if not (idx.min() > 0 and idx.max() < n and self._present[idx].all()):
+                raise KeyError(next(d for d in doc_ids if not (0 < d < n and self._present[d])))
+            bounds = self._offsets[(3 * idx)[:, None] + _SPAN].tolist()
+        else:
+            offs = self._offs
+            bounds = []
+            for d in doc_ids:
+                i = 3 * d
+                if not 0 < d < n or offs[i + 1] <= offs[i]:
+                    raise KeyError(d)
+                bounds.append((offs[i], offs[i + 1], offs[i + 2], offs[i + 3]))
         return [(data[a:b].decode("utf-8"), data[b:c].decode("utf-8"), data[c:e].decode("utf-8"))
                 for a, b, c, e in bounds]
 

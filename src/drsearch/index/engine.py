@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, read_blob
+from .blobs import Arena, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
@@ -51,9 +51,20 @@ from .urls import canonicalize_url
 # contract's (drsearch.index.contract). Output buffers hold every chunk, so any k fits.
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
-_TERMS_SQL = (
-    "SELECT term, id, df, dense, max_impact FROM terms WHERE term IN (SELECT value FROM json_each(?))"
-)
+# A query's terms in one round trip, with the posting lists of up to INLINE_POSTINGS postings
+# (most of a query's lists: a few KB each) in the same rows; longer lists are read with blob
+# I/O into the per-thread arena instead (no fresh multi-megabyte allocation per query). The
+# CASE keeps SQLite from reading a long list's pages at all. Parameter 1 is the threshold;
+# the terms follow as parameters 2.. up to _PLACEHOLDER_TERMS terms (one statement per
+# count, in apsw's statement cache), beyond that as one JSON array (parameter 2).
+INLINE_POSTINGS = 2048
+_PLACEHOLDER_TERMS = 32
+_TERMS_SELECT = (
+    "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
+    "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
+_TERMS_SQL = [_TERMS_SELECT + "(" + ", ".join(f"?{i + 2}" for i in range(n)) + ")"
+              for n in range(_PLACEHOLDER_TERMS + 1)]
+_TERMS_SQL_JSON = _TERMS_SELECT + "(SELECT value FROM json_each(?2))"
 _DOC_COLUMNS = ("d.id, d.docid, d.url, d.canonical_url, d.title, t.text, d.metadata, d.n_words, "
                 "d.n_chunks FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
 # One row either way: the document's rowid, or 0 (never a rowid) when there is none, so a
@@ -141,6 +152,9 @@ class Engine:
         # opening either takes the same path to the same exception.
         self._hidden: frozenset[int] = frozenset({0, *self._blocked_docs})
         self._local = threading.local()
+        # Posting lists of up to this many postings come with the term rows, longer ones by
+        # blob I/O (the same bytes either way; tests set it to use one way only).
+        self.inline_postings = INLINE_POSTINGS
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
             self._docs = DocTable(raw["doc_fields"][1], arrays["doc_field_offsets"].astype(np.int64))
@@ -246,10 +260,12 @@ class Engine:
         try:
             yield
         except _CORRUPTION as e:
-            what = e.message if isinstance(e, IncompatibleIndexError) else f"{e.__class__.__name__}: {e}"
-            raise CorruptIndexError(
-                f"{self.path.name} is damaged ({what[:200]}); check it with "
-                "`drsearch validate --deep`") from e
+            raise self._corrupt(e) from e
+
+    def _corrupt(self, e: Exception) -> CorruptIndexError:
+        what = e.message if isinstance(e, IncompatibleIndexError) else f"{e.__class__.__name__}: {e}"
+        return CorruptIndexError(f"{self.path.name} is damaged ({what[:200]}); check it with "
+                                 "`drsearch validate --deep`")
 
     # -- search --------------------------------------------------------------------------
     def parse(self, query: str, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
@@ -264,28 +280,49 @@ class Engine:
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
         """Each query term's postings (None if not in the index), in phrase order.
 
-        Sparse lists are views into this thread's arena: valid until its next query.
+        Sparse lists are views into this thread's arena or into the bytes SQLite returned:
+        valid until this thread's next query. Raises IncompatibleIndexError for a list of
+        the wrong size or a missing one.
         """
         db = self._db()
-        found = {term: (tid, df, dense, top) for term, tid, df, dense, top in db.execute(
-            _TERMS_SQL, (json.dumps([t.term for t in parsed.terms]),))}
-        arena = self._arena()
-        arena.reset()
+        names = [qt.term for qt in parsed.terms]
+        inline = self.inline_postings
+        if len(names) <= _PLACEHOLDER_TERMS:
+            rows = db.execute(_TERMS_SQL[len(names)], [inline, *names])
+        else:
+            rows = db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))
+        found = {row[0]: row for row in rows}
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError("query ran past its time limit")
+        arena: Arena | None = None
+        bp = self.block_postings
         out: list[Term | None] = []
-        for qt in parsed.terms:
-            if time.monotonic() > deadline:
-                raise QueryTimeoutError("query ran past its time limit")
-            if qt.term not in found:
+        for name in names:
+            row = found.get(name)
+            if row is None:
                 out.append(None)
                 continue
-            tid, df, dense, top = found[qt.term]
+            _, tid, df, dense, top, data = row
             if dense:
-                out.append(DenseTerm(qt.term, df, self._dense_loader(tid)))
+                out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid)))
                 continue
-            nb = block_count(df, self.block_postings) if self.block_postings else 0
-            data = read_blob(db, "postings", "data", tid, 12 * df + 8 * nb, arena)
-            out.append(SparseTerm(qt.term, df, data[8 * df : 12 * df].view("<u4"),
-                                  data[: 8 * df].view("<f8"), top, data[12 * df :].view("<f8")))
+            nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
+            if df > inline:
+                if time.monotonic() > deadline:
+                    raise QueryTimeoutError("query ran past its time limit")
+                if arena is None:
+                    arena = self._arena()
+                    arena.reset()
+                buf: Any = read_blob(db, "postings", "data", tid, nbytes, arena)
+            elif type(data) is bytes and len(data) == nbytes:
+                buf = data
+            else:
+                got = "no row" if data is None else f"{len(data)} bytes" if isinstance(data, bytes) \
+                    else f"a {type(data).__name__}"
+                raise IncompatibleIndexError(f"postings.data row {tid}: {got}, expected {nbytes} bytes")
+            out.append(SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df),
+                                  np.frombuffer(buf, "<f8", df), top,
+                                  np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df)))
         return out
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
@@ -294,6 +331,37 @@ class Engine:
             return read_blob(self._db(), "dense_tfs", "tfs", tid, nbytes, self._arena()).view("<u2")
 
         return load
+
+    def _dense_picker(self, tid: int) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint16]]:
+        def pick(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint16]:
+            blob = self._dense_blob(tid)
+            out = np.empty(len(rows), dtype="<u2")
+            into = out.data.cast("B")
+            for i, row in enumerate(rows.tolist()):
+                blob.seek(2 * row)
+                blob.readinto(into, 2 * i, 2)
+            return out
+
+        return pick
+
+    def _dense_blob(self, tid: int) -> apsw.Blob:
+        """This thread's open handle on a clamped-IDF term's tf array, kept across queries.
+
+        SQLite finds a byte of a BLOB by following its chain of overflow pages from the
+        first and caches the chain in the open handle: read once to the end at opening, a
+        handle reaches any entry directly from then on. One handle per clamped term (few:
+        terms in half the chunks or more) and thread; closed with the connection."""
+        blobs: dict[int, apsw.Blob] | None = getattr(self._local, "dense_blobs", None)
+        if blobs is None:
+            blobs = self._local.dense_blobs = {}
+        blob = blobs.get(tid)
+        if blob is None:
+            nbytes = 2 * (self.scorer.n_rows + 1)
+            blob = open_blob(self._db(), "dense_tfs", "tfs", tid, nbytes)
+            blob.seek(nbytes - 2)
+            blob.read(2)  # walks (and caches) the whole chain
+            blobs[tid] = blob
+        return blob
 
     def _doc_table(self) -> DocTable:
         """Every document's (docid, url, title), loaded once per engine on first use."""
@@ -345,8 +413,10 @@ class Engine:
         parsed = self.parse(query, min(max_terms, MAX_QUERY_TERMS))
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
-        with self._reading():
+        try:  # what _reading() does, without a context manager's cost on every query
             return self._search(query, k, parsed, with_text, deadline)
+        except _CORRUPTION as e:
+            raise self._corrupt(e) from e
 
     def _search(self, query: str, k: int, parsed: ParsedQuery, with_text: bool,
                 deadline: float) -> SearchResult:
@@ -354,28 +424,31 @@ class Engine:
         ranked = self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
         if not ranked:
             return SearchResult(query, k, [])
-        db = self._db()
         chunk_ids = [c for c, _ in ranked]
-        doc_ids = self._chunk_doc[chunk_ids].tolist()
-        docs = self._doc_table().get(doc_ids)
-        texts: dict[int, str] = {}
-        if with_text:
-            texts = dict(db.execute(
-                "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(chunk_ids),)))
+        rows = np.array(chunk_ids, dtype=np.intp)
+        docs = self._doc_table().get(self._chunk_doc[rows].tolist())
+        ordinals = self._chunk_ordinal[rows].tolist()
+        if not with_text:  # nothing slow per hit: one deadline check for them all
+            if time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
+            return SearchResult(query, k, [
+                Hit(rank, docid, url, title, score, ordinal, "", "")
+                for rank, ((_, score), (docid, url, title), ordinal) in enumerate(
+                    zip(ranked, docs, ordinals, strict=True), 1)])
+        texts: dict[int, str] = dict(self._db().execute(
+            "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(chunk_ids),)))
         snippets = SnippetMaker(
             ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
              for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
-            deadline=deadline) if with_text else None
-        ordinals = self._chunk_ordinal[chunk_ids].tolist()
+            deadline=deadline)
         hits = []
         for rank, ((cid, score), (docid, url, title), ordinal) in enumerate(
                 zip(ranked, docs, ordinals, strict=True), 1):
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             chunk_text = texts.get(cid, "")
-            snippet = snippets(chunk_text) if snippets is not None else ""
-            hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet))
+            hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippets(chunk_text)))
         return SearchResult(query, k, hits)
 
     def fts5_rank(self, query: str, limit: int = 1000) -> list[tuple[int, float]]:

@@ -39,13 +39,13 @@ def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TER
     utf8 = text.encode("utf-8")
     seen: set[str] = set()
     terms: list[QueryTerm] = []
-    for tok in tokenizer.tokens(utf8, query=True):
-        if tok.term in seen:
+    for start, end, term in tokenizer.spans(utf8, query=True):
+        if term in seen:
             continue
         if len(seen) == max_terms:
             raise too_many_terms(max_terms)
-        seen.add(tok.term)
-        terms.append(QueryTerm(tok.term, utf8[tok.start : tok.end].decode("utf-8", "replace")))
+        seen.add(term)
+        terms.append(QueryTerm(term, utf8[start:end].decode("utf-8", "replace")))
     return ParsedQuery(text, tuple(terms))
 
 

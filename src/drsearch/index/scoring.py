@@ -21,7 +21,9 @@ version-1 file, without block maxima, prunes with the per-term bounds alone) or
 ``_kernels.rank_blocks`` (every posting); else in numpy (``np.add.at`` into a whole-corpus
 array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
 survivor is rescored exactly in phrase order, so every path returns bit-identical results,
-ties included (the tests run them all; docs/ENGINE.md).
+ties included (the tests run them all; docs/ENGINE.md). A query of one short sparse list
+(at most SINGLE_TERM_POSTINGS postings) skips all of that on every path: its scores are its
+impacts, sorted in plain Python (``Scorer._rank_one``).
 """
 
 from __future__ import annotations
@@ -74,6 +76,15 @@ NATIVE_AVAILABLE = _kernels is not None
 # PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
 PRUNE_ALL_K = 10
 PRUNE_ALL_ROWS = 1 << 17
+# A query of one sparse term with at most this many postings is ranked in plain Python (its
+# postings sorted by impact; docs/ENGINE.md): for a handful of postings, the kernel's call
+# and numpy's per-call costs are most of the work.
+SINGLE_TERM_POSTINGS = 32
+# A clamped-IDF term's tfs at up to max(DENSE_PICK_MIN, chunks >> DENSE_PICK_SHIFT) candidate
+# rowids are read one by one (about 1.4 us each) rather than by loading its whole array of
+# two bytes per chunk (about 100 us at 243,615 chunks; more in a larger corpus).
+DENSE_PICK_MIN = 16
+DENSE_PICK_SHIFT = 12
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -118,11 +129,16 @@ class SparseTerm:
 
 @dataclass(slots=True)
 class DenseTerm:
-    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed."""
+    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed.
+
+    ``pick`` (optional) reads the tfs of a few rowids without loading the whole array (one
+    array is two bytes per chunk: a copy that costs more than reading the few entries the
+    exact rescoring of a handful of candidates needs)."""
 
     term: str
     df: int
     load: Callable[[], npt.NDArray[np.uint16]]
+    pick: Callable[[I64], npt.NDArray[np.uint16]] | None = None
     _tfs: npt.NDArray[np.uint16] | None = field(default=None, repr=False)
 
     @property
@@ -130,6 +146,15 @@ class DenseTerm:
         if self._tfs is None:
             self._tfs = self.load()
         return self._tfs
+
+    def tfs_at(self, rows: I64, n_rows: int) -> npt.NDArray[np.uint16]:
+        """The tfs of ``rows`` (chunk rowids, any order): picked one by one when they are
+        few for a corpus of ``n_rows`` chunks (DENSE_PICK_SHIFT) and nothing is loaded yet,
+        else from the whole array."""
+        if self._tfs is None and self.pick is not None and \
+                len(rows) <= max(DENSE_PICK_MIN, n_rows >> DENSE_PICK_SHIFT):
+            return self.pick(rows)
+        return self.tfs[rows]
 
 
 Term = SparseTerm | DenseTerm
@@ -185,6 +210,10 @@ class Scorer:
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
         self.norm: F64 = chunk_norms(chunk_len, k1, b)
         self.k1p1 = k1 + 1.0
+        # The one-term fast path's limit (:meth:`_rank_one`; 0 turns it off, as the tests
+        # do to check it against the other paths).
+        self.single_term_postings = SINGLE_TERM_POSTINGS
+        self._chunk_doc_view = self._chunk_doc32.data.cast("B").cast("i")
 
     @property
     def kind(self) -> str:
@@ -209,6 +238,10 @@ class Scorer:
         present = [t for t in terms if t is not None]
         if not present:
             return []
+        if len(present) == 1:
+            one = present[0]
+            if isinstance(one, SparseTerm) and len(one.chunks) <= self.single_term_postings:
+                return self._rank_one(one, k, blocked)
         sparse = [t for t in present if isinstance(t, SparseTerm)]
         if self._native:
             return self._rank_native(present, sparse, k, blocked, scratch, deadline)
@@ -241,40 +274,71 @@ class Scorer:
                      deadline: float) -> list[tuple[int, float]]:
         """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
         or ``rank_blocks``)."""
-        assert _kernels is not None
         out_c, out_s = scratch.out_chunks, scratch.out_scores
-
-        def run(lists: Sequence[Lists], margin: float) -> tuple[int, int, float]:
-            budget = deadline - time.monotonic()
-            if budget <= 0.0:
-                raise QueryTimeoutError("query ran past its time limit")
-            chunks, impacts = [t[0] for t in lists], [t[1] for t in lists]
-            if self._prunes(chunks, k):
-                bounds = np.array([t[2] for t in lists], dtype=np.float64)
-                block_max = [t[3] for t in lists] if self.block_postings else None
-                n, n_full, cut = _kernels.rank_maxscore(
-                    chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget, None, block_max, self.block_postings or 0)
-            else:
-                n, n_full, cut = _kernels.rank_blocks(
-                    chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                    scratch.block, out_c, out_s, budget)
-            if n < 0:
-                raise QueryTimeoutError("query ran past its time limit")
-            return n, n_full, cut
-
-        if sparse and len(sparse) < len(present):
+        if len(sparse) == len(present):  # the usual case: the lists as stored, in one pass
+            n, _, _ = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
+                                [t.max_impact for t in sparse], [t.block_max for t in sparse],
+                                k, -1.0, blocked, scratch, deadline)
+            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        if sparse:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = run([(t.chunks, t.impacts, t.max_impact, t.block_max) for t in sparse],
-                                 bound)
+            n, n_full, cut = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
+                                       [t.max_impact for t in sparse], [t.block_max for t in sparse],
+                                       k, bound, blocked, scratch, deadline)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
-        n, _, _ = run([self._postings_of(t) for t in present], -1.0)
+        lists = [self._postings_of(t) for t in present]
+        n, _, _ = self._run([t[0] for t in lists], [t[1] for t in lists], [t[2] for t in lists],
+                            [t[3] for t in lists], k, -1.0, blocked, scratch, deadline)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+
+    def _run(self, chunks: list[npt.NDArray[np.uint32]], impacts: list[F64], bounds: list[float],
+             block_max: list[F64], k: int, margin: float, blocked: Bools | None, scratch: Scratch,
+             deadline: float) -> tuple[int, int, float]:
+        """One kernel call over these lists (phrase order): (chunks out, of them the k best
+        documents' own, the k-th document's score). Raises QueryTimeoutError."""
+        assert _kernels is not None
+        budget = deadline - time.monotonic()
+        if budget <= 0.0:
+            raise QueryTimeoutError("query ran past its time limit")
+        if self._prunes(chunks, k):
+            n, n_full, cut = _kernels.rank_maxscore(
+                chunks, impacts, np.array(bounds, dtype=np.float64), self.n_rows, blocked,
+                self._chunk_doc32, k, margin, scratch.block, scratch.out_chunks, scratch.out_scores,
+                budget, None, block_max if self.block_postings else None, self.block_postings or 0)
+        else:
+            n, n_full, cut = _kernels.rank_blocks(
+                chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
+                scratch.out_chunks, scratch.out_scores, budget)
+        if n < 0:
+            raise QueryTimeoutError("query ran past its time limit")
+        return n, n_full, cut
+
+    def _rank_one(self, t: SparseTerm, k: int, blocked: Bools | None) -> list[tuple[int, float]]:
+        """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact
+        (FTS5's sum of one phrase: 0.0 + impact, the same bits), so the answer is the
+        postings by (impact descending, rowid ascending), each document's first one, not
+        blocked, the first ``k``. Negation is exact, so the sort key gives the score back."""
+        chunks = t.chunks.tolist()
+        ranked = sorted(zip([-x for x in t.impacts.tolist()], chunks, strict=True))
+        hidden = () if blocked is None else {c for c, b in zip(chunks, blocked[t.chunks].tolist(),
+                                                                strict=True) if b}
+        doc = self._chunk_doc_view
+        seen: set[int] = set()
+        out: list[tuple[int, float]] = []
+        for neg, c in ranked:
+            d = doc[c]
+            if d in seen or c in hidden:
+                continue
+            seen.add(d)
+            out.append((c, -neg))
+            if len(out) == k:
+                break
+        return out
 
     def _postings_of(self, t: Term) -> Lists:
         """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
@@ -302,7 +366,7 @@ class Scorer:
         return 4 * sum(len(c) for c in chunks) < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
-        tf = (t.tfs if rows is None else t.tfs[rows]).astype(np.float64)
+        tf = (t.tfs if rows is None else t.tfs_at(rows, self.n_rows)).astype(np.float64)
         norm = self.norm if rows is None else self.norm[rows]
         return term_impacts(IDF_FLOOR, tf, norm, self.k1p1)
 
@@ -365,10 +429,13 @@ class Scorer:
     def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
         """Exact scores of candidate chunks: every term, in phrase order."""
         out = np.zeros(len(cand), dtype=np.float64)
+        # The lists' own dtype: searching uint32 rowids for int64 keys would first convert
+        # the whole list (a copy of every posting's rowid, per term).
+        keys = cand.astype(np.uint32)
         for t in terms:
             if isinstance(t, SparseTerm):
-                pos = np.minimum(np.searchsorted(t.chunks, cand), len(t.chunks) - 1)
-                out += np.where(t.chunks[pos] == cand, t.impacts[pos], 0.0)
+                pos = np.minimum(np.searchsorted(t.chunks, keys), len(t.chunks) - 1)
+                out += np.where(t.chunks[pos] == keys, t.impacts[pos], 0.0)
             else:
                 out += self._dense_impacts(t, cand)
         return out

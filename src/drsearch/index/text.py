@@ -62,9 +62,14 @@ class Tokenizer:
 
     def tokens(self, utf8: bytes, *, query: bool = False) -> list[Token]:
         """Tokens with byte offsets (query parsing and snippets)."""
+        return [Token(t[2], t[0], t[1]) for t in self.spans(utf8, query=query)]
+
+    def spans(self, utf8: bytes, *, query: bool = False) -> list[tuple[int, int, str]]:
+        """What :meth:`tokens` says, as FTS5 hands it over: (start, end, term) tuples, no
+        object per token (query parsing runs on every search)."""
         flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-        raw = self._tok(utf8, flags, None, include_offsets=True, include_colocated=False)
-        return [Token(t[2], t[0], t[1]) for t in raw]  # type: ignore[misc, arg-type]
+        return self._tok(utf8, flags, None, include_offsets=True,  # type: ignore[return-value]
+                         include_colocated=False)
 
 
 __all__ = ["Token", "Tokenizer", "normalize_text"]

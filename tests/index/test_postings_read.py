@@ -1,0 +1,138 @@
+"""How a query's posting lists are read: the short ones with the term rows (one SQL round trip
+for the whole query), the long ones by blob I/O into the per-thread arena.
+
+Both reads must hand the scorer the same lists: every threshold (all by blob, a mix, all
+with the rows) ranks exactly as FTS5's bm25() — single terms of every df (fewer postings than
+k, more, one block, across block boundaries), absent terms, queries of more terms than the
+statement's placeholders (the JSON-array form) — and a damaged or missing list is the same
+loud CorruptIndexError on either path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import pytest
+
+from drsearch.index import CorruptIndexError, Engine
+from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS
+
+from ..helpers import best_chunk_per_doc, cranfield_queries
+
+QUERIES = cranfield_queries()[:40]
+# all by blob I/O; lists of one block with the rows, longer ones by blob; the default; all inline
+THRESHOLDS = [0, 64, INLINE_POSTINGS, 10**9]
+
+
+def single_terms(e: Engine) -> list[str]:
+    """One indexed sparse term per df class: 1, below k=10, one block (64), just past it,
+    several blocks, and the longest list (past INLINE_POSTINGS on this corpus)."""
+    out = []
+    for lo, hi in [(1, 1), (2, 9), (64, 64), (65, 70), (129, 400), (INLINE_POSTINGS + 1, 10**9)]:
+        row = e._conn.execute("SELECT term FROM terms WHERE dense = 0 AND df BETWEEN ? AND ? "
+                              "AND term GLOB '[a-z]*' ORDER BY df DESC, term LIMIT 1", (lo, hi)).fetchone()
+        assert row is not None, (lo, hi)
+        out.append(row[0])
+    return out
+
+
+def many_terms(e: Engine, n: int) -> str:
+    return " ".join(t for (t,) in e._conn.execute(
+        "SELECT term FROM terms WHERE term GLOB '[a-z][a-z][a-z]*' ORDER BY df DESC LIMIT ?", (n,)))
+
+
+@pytest.fixture(scope="module")
+def engine(cran_small_chunks: Path) -> Engine:
+    return Engine.open(cran_small_chunks)
+
+
+@pytest.mark.parametrize("inline", THRESHOLDS)
+def test_every_threshold_ranks_as_fts5(engine: Engine, inline: int) -> None:
+    engine.inline_postings = inline
+    try:
+        wide = many_terms(engine, _PLACEHOLDER_TERMS + 8)
+        assert len(engine.parse(wide).terms) > _PLACEHOLDER_TERMS  # the JSON-array statement
+        queries = [*QUERIES, *single_terms(engine), "zzqqxx", "zzqqxx flow", wide]
+        for q in queries:
+            for k in (1, 10, 100):
+                oracle = best_chunk_per_doc(engine, engine.fts5_rank(q, 100_000), k)
+                assert engine.rank(q, k) == oracle, (q, k)
+    finally:
+        engine.inline_postings = INLINE_POSTINGS
+
+
+def test_both_reads_give_the_same_hits(engine: Engine) -> None:
+    queries = [*QUERIES[:10], *single_terms(engine)]
+    answers = []
+    for inline in (0, 10**9):
+        engine.inline_postings = inline
+        answers.append([engine.search(q, 20).to_dict() for q in queries])
+    engine.inline_postings = INLINE_POSTINGS
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("inline", [0, 10**9])
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_a_damaged_posting_list_is_corrupt_on_either_path(cran_small_chunks: Path, tmp_path: Path,
+                                                          inline: int, damage: str) -> None:
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(cran_small_chunks.read_bytes())
+    conn = apsw.Connection(str(crafted))
+    term, tid = conn.execute("SELECT term, id FROM terms WHERE dense = 0 AND df BETWEEN 2 AND 9 "
+                             "AND term GLOB '[a-z]*' ORDER BY term LIMIT 1").fetchone()
+    if damage == "truncated":
+        conn.execute("UPDATE postings SET data = substr(data, 1, length(data) - 4) WHERE id = ?", (tid,))
+    else:
+        conn.execute("DELETE FROM postings WHERE id = ?", (tid,))
+    conn.close()
+    with Engine.open(crafted) as e:
+        e.inline_postings = inline
+        with pytest.raises(CorruptIndexError, match=f"postings.data row {tid}"):
+            e.search(term, 10)
+        assert e.search("flow", 10).hits  # the rest of the file still answers
+
+
+def test_picked_tfs_of_a_clamped_term_are_its_array_entries(engine: Engine) -> None:
+    tid = engine._db().execute("SELECT id FROM terms WHERE dense = 1 ORDER BY df LIMIT 1").fetchone()[0]
+    full = engine._dense_loader(tid)().copy()
+    n = engine.scorer.n_rows
+    rows = np.array([n, 0, 1, 7, 7, n // 2, n - 1], dtype=np.int64)  # any order, repeats, both ends
+    assert engine._dense_picker(tid)(rows).tolist() == full[rows].tolist()
+    assert engine._dense_picker(tid)(rows[:0]).tolist() == []
+
+
+@pytest.mark.parametrize("pick_min", [0, 16, 10**9])
+def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch: pytest.MonkeyPatch,
+                                                      pick_min: int) -> None:
+    from drsearch.index import scoring
+
+    monkeypatch.setattr(scoring, "DENSE_PICK_MIN", pick_min)
+    if not pick_min:
+        monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # no row is ever picked
+    picks: list[int] = []
+    real = engine._dense_picker
+
+    def counting(tid: int) -> Any:
+        pick = real(tid)
+        return lambda rows: picks.append(len(rows)) or pick(rows)
+
+    monkeypatch.setattr(engine, "_dense_picker", counting)
+    for q in ["the of a", "the flow", "a theory of the boundary layer", "is the and of", *QUERIES[:20]]:
+        for k in (1, 10, 100):
+            assert engine.rank(q, k) == best_chunk_per_doc(engine, engine.fts5_rank(q, 100_000), k), (q, k)
+    assert bool(picks) == (pick_min > 0)  # picked when allowed, else every array loaded
+    assert max(picks, default=0) <= pick_min
+
+
+def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Path) -> None:
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(cran_small_chunks.read_bytes())
+    conn = apsw.Connection(str(crafted))
+    tid = conn.execute("SELECT id FROM terms WHERE term = 'the'").fetchone()[0]
+    conn.execute("UPDATE dense_tfs SET tfs = substr(tfs, 1, 100) WHERE id = ?", (tid,))
+    conn.close()
+    with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
+        e.search("the boundary layer", 10)
