@@ -59,6 +59,7 @@ _BATCH_ITEMS = 32  # documents per batch handed over
 _BATCH_BYTES = 8 << 20  # text per batch handed over, at most (one larger document is one batch)
 _ITEM_CHUNKS = 64  # pre-chunked chunks handed over at once
 _PROGRESS_CHUNKS = 256  # chunks written between progress calls
+_STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (streamed builds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,38 +165,58 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         fh.close()
 
 
-def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
-           count_chunks: bool, exclude: BlockList | None = None) -> tuple[int, int, int]:
-    """Validate and stage documents in the scratch database (sorted later by docid), leaving out
-    those whose docid ``exclude`` lists.
+class _Stager:
+    """Validates documents and stages them in the scratch database (sorted later by docid),
+    leaving out those whose docid ``exclude`` lists.
 
-    Returns (documents staged, documents left out, chunks): the chunks the staged documents
-    will make are counted only when ``count_chunks`` (an extra word split per document, paid
-    only by callers that show a total).
+    Counts the documents staged (``n``) and left out (``excluded``), and the chunks the staged
+    documents will make (``chunks``, only when ``count_chunks``: an extra word split per
+    document, paid only by callers that show a total). ``ascending`` stays true while every
+    staged docid is greater than the one before (what lets a 2-thread build tokenize documents
+    while later ones are still being staged).
     """
-    conn.execute(
-        "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
-        " aliases TEXT, metadata TEXT) WITHOUT ROWID"
-    )
-    n = excluded = chunks = 0
-    for i, raw in enumerate(docs, 1):
-        where = getattr(raw, "where", f"document {i}")
+
+    def __init__(self, conn: apsw.Connection, settings: BuildSettings, count_chunks: bool,
+                 exclude: BlockList | None = None) -> None:
+        conn.execute(
+            "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
+            " aliases TEXT, metadata TEXT) WITHOUT ROWID"
+        )
+        self.conn = conn
+        self.settings = settings
+        self.count_chunks = count_chunks
+        self.exclude = exclude
+        self.seen = self.n = self.excluded = self.chunks = 0
+        self.last = ""  # docids are non-empty, so every docid is greater than this
+        self.ascending = True
+
+    def add(self, raw: object) -> bool:
+        """Validate and stage one document; False if ``exclude`` left it out.
+        Raises InvalidDocumentError (bad document, duplicate docid)."""
+        self.seen += 1
+        where = getattr(raw, "where", f"document {self.seen}")
         d = validate_document(raw, where)
-        if exclude is not None and d["docid"] in exclude:
-            excluded += 1
-            continue
-        n += 1
-        if count_chunks:
-            chunks += len(chunk_spans(len(d["text"].split()), settings.chunk_words, settings.chunk_stride))
+        if self.exclude is not None and d["docid"] in self.exclude:
+            self.excluded += 1
+            return False
+        self.n += 1
+        if self.count_chunks:
+            self.chunks += len(chunk_spans(len(d["text"].split()), self.settings.chunk_words,
+                                           self.settings.chunk_stride))
+        # Python orders str by code point, SQLite's BINARY collation by UTF-8 bytes: the same order.
+        if d["docid"] > self.last:
+            self.last = d["docid"]
+        else:
+            self.ascending = False
         try:
-            conn.execute(
+            self.conn.execute(
                 "INSERT INTO stage VALUES(?,?,?,?,?,?)",
                 (d["docid"], d["url"], d["title"], d["text"], json.dumps(d["aliases"]),
                  json.dumps(d["metadata"], sort_keys=True, ensure_ascii=False)),
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n, excluded, chunks
+        return True
 
 
 def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
@@ -297,14 +318,31 @@ def build(
     return BuildReport(out, *report)
 
 
-def _open_scratch(tmpdir: Path) -> apsw.Connection:
+def _open_scratch(tmpdir: Path, shared: bool = False) -> apsw.Connection:
     """The build's scratch database (staged input, deleted with ``tmpdir``): a file of its
-    own, so the tokenizing thread reads it while the output's connection writes."""
+    own, so the tokenizing side reads it while the output's connection writes. ``shared``:
+    in WAL mode, so the worker process reads what is committed while staging goes on."""
     conn = apsw.Connection(str(tmpdir / "stage.sqlite3"))
-    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                   f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
+    mode = ("journal_mode=WAL",) if shared else ("journal_mode=OFF", "locking_mode=EXCLUSIVE")
+    for pragma in (*mode, "synchronous=OFF", f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
         conn.execute(f"PRAGMA {pragma}")
     return conn
+
+
+def _open_output(tmp: Path) -> apsw.Connection:
+    """A new, empty output file at ``tmp`` (a leftover one is removed first)."""
+    tmp.unlink(missing_ok=True)
+    return apsw.Connection(str(tmp))
+
+
+def _init_output(conn: apsw.Connection, settings: BuildSettings) -> None:
+    """The output's settings and schema, in the transaction that writes the whole file."""
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                   f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.execute("BEGIN")
+    conn.execute(DDL)
+    conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
 
 
 def _build_into(
@@ -318,26 +356,36 @@ def _build_into(
     chunks: Iterable[SourceChunk] | None = None,
     exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
-    tmp.unlink(missing_ok=True)
-    conn = apsw.Connection(str(tmp))
-    scratch = _open_scratch(tmpdir)
+    prechunked = chunks is not None
+    # Two threads, documents: the worker tokenizes each document as soon as it is staged,
+    # if the input comes in ascending docid order (as a corpus written by docid does); see
+    # _stream. Otherwise, and pre-chunked, every document is staged first.
+    streamed = settings.threads == 2 and not prechunked
+    conn = _open_output(tmp)
+    scratch = _open_scratch(tmpdir, shared=streamed)
     try:
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                       f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
-            conn.execute(f"PRAGMA {pragma}")
-        conn.execute("BEGIN")
-        conn.execute(DDL)
-        conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
-        prechunked = chunks is not None
-        scratch.execute("BEGIN")
-        n_docs, n_excluded, n_chunks = _stage(scratch, docs, settings,
-                                              on_start is not None and not prechunked, exclude)
-        if chunks is not None:
-            n_chunks = _stage_chunks(scratch, chunks, exclude)
-        scratch.execute("COMMIT")
-        if on_start is not None:
-            on_start(n_chunks)
-        stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
+        _init_output(conn, settings)
+        stager = _Stager(scratch, settings, on_start is not None and not prechunked, exclude)
+        rest = iter(docs)
+        stats = (_stream(conn, scratch, stager, rest, tmpdir, settings, progress, on_start)
+                 if streamed else None)
+        if stats is None:
+            if streamed:  # out of docid order: nothing written counts, start the file again
+                conn.close()
+                conn = _open_output(tmp)
+                _init_output(conn, settings)
+                scratch.execute("PRAGMA journal_mode=DELETE")  # the worker to come opens it read-only
+            scratch.execute("BEGIN")
+            for raw in rest:
+                stager.add(raw)
+            n_chunks = stager.chunks
+            if chunks is not None:
+                n_chunks = _stage_chunks(scratch, chunks, exclude)
+            scratch.execute("COMMIT")
+            if on_start is not None:
+                on_start(n_chunks)
+            stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
+        n_docs, n_excluded = stager.n, stager.excluded
         meta = _meta(settings, n_docs, stats, prechunked)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
@@ -378,11 +426,17 @@ class _Item:
 class _Tokenizing:
     """The Python side of the build: reads the staged input in file order, cuts and
     tokenizes chunks, assigns term ids (first seen, first numbered), hashes the content
-    identity, and spills each batch's postings as a sorted run. Owned by one thread."""
+    identity, and spills each batch's postings as a sorted run. Owned by one thread.
+
+    ``control`` (a streamed build's worker): the read end of a pipe on which the writing side
+    sends a byte after each commit of staged documents; documents are then read as they are
+    committed (see :meth:`_staged`), until the ``stage_done`` table appears.
+    """
 
     def __init__(self, scratch: apsw.Connection, tmpdir: Path, settings: BuildSettings,
-                 prechunked: bool) -> None:
+                 prechunked: bool, control: int | None = None) -> None:
         self.scratch = scratch
+        self.control = control
         self.settings = settings
         self.prechunked = prechunked
         self.tokenizer = Tokenizer(scratch, settings.fts5_tokenize)
@@ -429,9 +483,32 @@ class _Tokenizing:
             self._flush()
         return (self.n_chunks, doc_row, ordinal, start, end, text)
 
+    def _staged(self) -> Iterator[tuple[Any, ...]]:
+        """The staged documents in docid order. Streamed, the staging side commits documents in
+        ascending docid order while this runs: each query takes those after the last one read,
+        and a wake-up byte follows every commit, so no document is missed or read twice."""
+        query = "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage"
+        if self.control is None:
+            yield from self.scratch.execute(f"{query} ORDER BY docid")
+            return
+        last, ended = "", False
+        while True:
+            # Looked at first: once staging is done, the query below sees every document.
+            done = self.scratch.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchone()
+            for row in self.scratch.execute(f"{query} WHERE docid > ? ORDER BY docid", (last,)):
+                last = row[0]
+                yield row
+            if done is not None and done[0]:
+                return
+            if ended:
+                raise BuildError("the writing side stopped before staging every document")
+            ended = not os.read(self.control, 1 << 16)  # every wake-up sent so far; b"" at EOF
+
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
         settings = self.settings
+        rows: Iterable[tuple[Any, ...]]
         if self.prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
             rows = self.scratch.execute(
                 "SELECT s.docid, s.url, s.title, s.text, s.aliases, s.metadata, coalesce(f.n, 0) "
@@ -439,8 +516,7 @@ class _Tokenizing:
                 "FROM stage_chunks GROUP BY docid) AS f ON f.docid = s.docid "
                 "ORDER BY f.first IS NULL, f.first, s.docid")
         else:
-            rows = self.scratch.execute(
-                "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage ORDER BY docid")
+            rows = self._staged()
         row_of: dict[str, int] = {}
         for doc_row, (docid, url, title, text, aliases, metadata, given) in enumerate(rows, 1):
             for part in (docid, url, title, text, metadata):
@@ -568,11 +644,17 @@ def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[n
 class _Writing:
     """The SQL side of the build: every write to the output file, in one fixed order
     (documents and chunks in file order, FTS5's merge, postings, arrays), whichever thread
-    prepared the rows, so the file is the same bytes for any thread count."""
+    prepared the rows, so the file is the same bytes for any thread count.
 
-    def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None) -> None:
+    ``held``: progress is counted but not reported (a streamed build writes before the
+    caller's ``on_start`` has had the total, which it gets once staging ends).
+    """
+
+    def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None,
+                 held: bool = False) -> None:
         self.conn = conn
         self.progress = progress
+        self.held = held
         self.doc_rows: list[tuple[Any, ...]] = []
         self.collisions = 0
         self.unreported = 0
@@ -598,7 +680,7 @@ class _Writing:
                     self.collisions += 1
         if self.progress is not None and item.chunks:
             self.unreported += len(item.chunks)
-            if self.unreported >= _PROGRESS_CHUNKS:
+            if self.unreported >= _PROGRESS_CHUNKS and not self.held:
                 self.progress(self.unreported)
                 self.unreported = 0
 
@@ -653,11 +735,12 @@ def _write_documents(
     progress: Callable[[int], None] | None,
     prechunked: bool = False,
 ) -> dict[str, Any]:
-    """Write documents, chunks, FTS5, postings and arrays. With ``settings.threads`` = 2 the
-    tokenizing side runs in a worker process, feeding this side's writes through a bounded
-    queue (a process, not a thread: this side makes tens of thousands of short SQLite calls,
-    and each would wait for the GIL held by a tokenizing thread); the postings merge there
-    then overlaps FTS5's optimize here. The writes are the same, in the same order."""
+    """Write documents, chunks, FTS5, postings and arrays from the staged input. With
+    ``settings.threads`` = 2 the tokenizing side runs in a worker process, feeding this side's
+    writes through a bounded pipe (a process, not a thread: this side makes tens of thousands
+    of short SQLite calls, and each would wait for the GIL held by a tokenizing thread); the
+    postings merge there then overlaps FTS5's optimize here. The writes are the same, in the
+    same order."""
     writer = _Writing(conn, progress)
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
@@ -666,23 +749,75 @@ def _write_documents(
             writer.write(item)
         done = tok.finish(spill)
         writer.end_documents()
-    else:
-        scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
-        done = _in_worker(writer, tmpdir, settings, prechunked, spill)
+        return _write_rest(writer, done)
+    scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
+    worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False)
+    try:
+        return _write_rest(writer, worker.finish(writer))
+    finally:
+        worker.close()
+
+
+def _write_rest(writer: _Writing, done: _Tokenized) -> dict[str, Any]:
+    """The postings and arrays, once the documents are written; the build's counts."""
     writer.postings(done.postings)
     writer.arrays(done)
     return {**done.stats, "url_collisions": writer.collisions}
 
 
+def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, docs: Iterator[object],
+            tmpdir: Path, settings: BuildSettings, progress: Callable[[int], None] | None,
+            on_start: Callable[[int], None] | None) -> dict[str, Any] | None:
+    """A 2-thread build of documents that overlaps staging with tokenizing and writing.
+
+    The worker starts at once (its interpreter's start-up is hidden too) and reads each batch
+    of staged documents as soon as it is committed; between documents this side writes what
+    the worker has sent, never waiting for it, so staging fills this side's idle time instead
+    of running before everything else. This needs the input in ascending docid order (the
+    order the file is written in); at the first document out of that order, it commits what
+    is staged and returns None: the caller discards what was written, stages the rest and
+    builds from the staged input. Otherwise it returns the build's counts.
+    """
+    spill = tmpdir / "postings.bin"
+    writer = _Writing(conn, progress, held=True)
+    worker = _Worker(tmpdir, settings, False, spill, streamed=True)
+    try:
+        scratch.execute("BEGIN")
+        batch = 0
+        for raw in docs:
+            if stager.add(raw):
+                if not stager.ascending:
+                    scratch.execute("COMMIT")
+                    return None
+                batch += 1
+                if batch >= _STAGE_COMMIT_DOCS:
+                    scratch.execute("COMMIT")
+                    worker.wake()
+                    scratch.execute("BEGIN")
+                    batch = 0
+            while worker.ready():
+                worker.write_items(writer)
+        scratch.execute("CREATE TABLE stage_done(x)")  # the worker's sign that nothing more comes
+        scratch.execute("COMMIT")
+        worker.wake()
+        if on_start is not None:
+            on_start(stager.chunks)
+        writer.held = False
+        return _write_rest(writer, worker.finish(writer))
+    finally:
+        worker.close()
+
+
 def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
-                    out: Connection) -> None:
+                    out: Connection, control: int | None = None) -> None:
     """The worker process's side (``python -m drsearch.index._buildworker``): tokenize the
     staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
     the postings and send ``("result", _Tokenized)``; a failure sends ``("error", message)``.
-    Sends block while the pipe is full: the writing side sets the pace, memory stays bounded."""
+    Sends block while the pipe is full: the writing side sets the pace, memory stays bounded.
+    ``control``: a streamed build's wake-up pipe (see ``_Tokenizing``)."""
     try:
         scratch = apsw.Connection(str(tmpdir / "stage.sqlite3"), flags=apsw.SQLITE_OPEN_READONLY)
-        tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked, control)
         batch: list[_Item] = []
         size = 0
         for item in tok.items():
@@ -699,64 +834,105 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         out.send(("error", " ".join(f"{type(e).__name__}: {e}".split())))
 
 
-def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunked: bool,
-               spill: Path) -> _Tokenized:
-    """Run the tokenizing side in a worker process; write its items here, in order.
+class _Worker:
+    """The tokenizing side in a worker process; its items are written here, in order.
 
     A plain child interpreter rather than ``multiprocessing``: spawning would re-run the
     caller's main script (a library must not require its ``__main__`` guard), forking would
-    copy this process's threads' locks."""
-    rfd, wfd = os.pipe()
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
-    try:
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
-                 str(int(prechunked)), settings.model_dump_json()],
-                pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL, stderr=err)
-    except OSError as e:
-        os.close(rfd)
-        raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
-    finally:
-        os.close(wfd)
-    pipe = Connection(rfd, writable=False)
+    copy this process's threads' locks. ``streamed``: it reads documents while they are
+    staged, woken by :meth:`wake` after each commit (see ``_Tokenizing._staged``).
+    """
 
-    def died() -> BuildError:
-        lines = log.read_bytes().decode("utf-8", "replace").strip().splitlines()
-        last = f": {lines[-1].strip()}" if lines else ""
-        return BuildError(f"the tokenizing worker process died (exit code {proc.wait()}){last}")
-
-    def receive() -> tuple[str, Any]:
-        while not pipe.poll(1.0):
-            if proc.poll() is not None and not pipe.poll(0):
-                raise died()
+    def __init__(self, tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
+                 streamed: bool) -> None:
+        rfd, wfd = os.pipe()
+        ctl_r, self.control = os.pipe() if streamed else (-1, -1)
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        self.log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
         try:
-            kind, value = pipe.recv()
+            with open(self.log, "wb") as err:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
+                     str(int(prechunked)), settings.model_dump_json(), str(ctl_r)],
+                    pass_fds=(wfd, ctl_r) if streamed else (wfd,), env=env, stdin=subprocess.DEVNULL,
+                    stderr=err)
+        except OSError as e:
+            os.close(rfd)
+            if streamed:
+                os.close(self.control)
+            raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
+        finally:
+            os.close(wfd)
+            if streamed:
+                os.close(ctl_r)
+        if streamed:
+            os.set_blocking(self.control, False)
+        self.pipe = Connection(rfd, writable=False)
+
+    def wake(self) -> None:
+        """Tell the worker that more staged documents are committed (never blocks)."""
+        try:
+            os.write(self.control, b"+")
+        except BlockingIOError:  # the pipe is full of wake-ups the worker has yet to read
+            pass
+        except BrokenPipeError:  # it has exited: the next receive says why
+            pass
+
+    def ready(self) -> bool:
+        """Whether a message is waiting (or the worker has gone)."""
+        return self.pipe.poll(0)
+
+    def _died(self) -> BuildError:
+        lines = self.log.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        last = f": {lines[-1].strip()}" if lines else ""
+        return BuildError(f"the tokenizing worker process died (exit code {self.proc.wait()}){last}")
+
+    def receive(self) -> tuple[str, Any]:
+        while not self.pipe.poll(1.0):
+            if self.proc.poll() is not None and not self.pipe.poll(0):
+                raise self._died()
+        try:
+            kind, value = self.pipe.recv()
         except EOFError:
-            raise died() from None
+            raise self._died() from None
         if kind == "error":
             raise BuildError(f"the tokenizing worker process failed: {value}")
         return str(kind), value
 
-    try:
-        while (msg := receive())[0] == "items":
+    def write_items(self, writer: _Writing) -> None:
+        """Receive one batch of items and write it."""
+        kind, items = self.receive()
+        if kind != "items":
+            raise BuildError(f"internal error: the tokenizing worker sent {kind!r} before every document")
+        for item in items:
+            writer.write(item)
+
+    def finish(self, writer: _Writing) -> _Tokenized:
+        """Write every item still to come, then FTS5's optimize while the worker merges the
+        postings; its merged postings and counts."""
+        while (msg := self.receive())[0] == "items":
             for item in msg[1]:
                 writer.write(item)
+        if msg[0] != "done":
+            raise BuildError(f"internal error: the tokenizing worker sent {msg[0]!r}")
         writer.end_documents()  # FTS5's optimize, while the worker merges the postings
-        kind, done = receive()
+        kind, done = self.receive()
         if kind != "result" or not isinstance(done, _Tokenized):
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
-        if proc.wait() != 0:
-            raise BuildError(f"the tokenizing worker process exited with code {proc.returncode}")
+        if self.proc.wait() != 0:
+            raise BuildError(f"the tokenizing worker process exited with code {self.proc.returncode}")
         return done
-    finally:
-        pipe.close()
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait()
+
+    def close(self) -> None:
+        self.pipe.close()
+        if self.control >= 0:
+            os.close(self.control)
+            self.control = -1
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait()
 
 
 def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
