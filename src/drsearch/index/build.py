@@ -537,7 +537,7 @@ class _Tokenizing:
             else:
                 self.empty += 1
             canonical = canonicalize_url(url)
-            urls = list(dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)]))
+            urls = list(dict.fromkeys([canonical, *map(canonicalize_url, json.loads(aliases))]))
             yield _Item((doc_row, docid, url, canonical, title, metadata, len(words), n_doc_chunks),
                         text, urls, chunk_rows)
         if self.prechunked:  # word offsets into the document are unknown for given chunks: -1
