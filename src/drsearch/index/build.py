@@ -820,12 +820,14 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         tok = _Tokenizing(scratch, tmpdir, settings, prechunked, control)
         batch: list[_Item] = []
         size = 0
+        limit = 1  # items per batch: 1, 2, 4, ... _BATCH_ITEMS, so the writing side starts early
         for item in tok.items():
             batch.append(item)
             size += len(item.text) + sum(len(c[5]) for c in item.chunks)
-            if len(batch) >= _BATCH_ITEMS or size >= _BATCH_BYTES:
+            if len(batch) >= limit or size >= _BATCH_BYTES:
                 out.send(("items", batch))
                 batch, size = [], 0
+                limit = min(2 * limit, _BATCH_ITEMS)
         out.send(("items", batch))
         out.send(("done", None))
         out.send(("result", tok.finish(spill)))
