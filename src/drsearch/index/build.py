@@ -824,6 +824,7 @@ def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[objec
                 worker.write_items(writer)
         scratch.execute("CREATE TABLE stage_done(x)")  # the worker's sign that nothing more comes
         scratch.execute("COMMIT")
+        scratch.close()  # its page cache is not needed any more (the worker reads with its own)
         worker.wake()
         if on_start is not None:
             on_start(stager.chunks)
