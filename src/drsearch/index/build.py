@@ -270,7 +270,8 @@ def build(
     is false, or the file cannot be written), InvalidInputError (``provenance`` is not
     JSON, or the output's directory does not exist: raised before any document is read).
     ``progress`` is called with chunk counts; ``on_start(total)``, once all documents are
-    read and validated, with the number of chunks they make, so a bar can show a total.
+    read and validated, with the number of chunks they make, so a bar can show a total
+    (before any ``progress`` call, even when writing began earlier: ``threads=2``).
     ``provenance`` (a JSON object: where the documents came from, e.g. ``drsearch import``'s
     source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
     is written and the file is byte-identical to one built before the option existed. It
