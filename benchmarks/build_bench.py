@@ -9,7 +9,9 @@ is kept, because this machine is shared and absolute times drift. Measured per b
 - CPU seconds (user + system of the child and its worker process, from ``wait4``);
 - peak RSS: ours reports its process's plus its worker's peaks (a bound: they need not
   coincide); tantivy's is its process's;
-- the file's bytes; and whether ours with 1 and 2 threads wrote the same bytes (sha256).
+- the file's bytes; and whether ours with 1 and 2 threads wrote the same bytes (sha256);
+- the 1-minute load average before and after the builds (walls mean little when it is
+  above the CPU count: other jobs take the cores; CPU seconds do not depend on it).
 
 Targets (issue: a build that streams): build wall <= 1.5x tantivy's with the same threads,
 peak RSS <= 1 GB at any scale, byte-identical files for any ``--threads``.
@@ -99,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 "threads": args.threads}),
     }
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    load_before = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, (child, cargs) in configs.items():
             runs[name].append(measure(child, cargs))
@@ -107,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     identical = sha256(work / "ours-1.sqlite3") == sha256(work / f"ours-{args.threads}.sqlite3")
     tv = res[f"tantivy-{args.threads}"]
     ours = res[f"ours-{args.threads}"]
+    load_after = os.getloadavg()[0]
     print(f"corpus: {args.docs} documents, {meta['chunks']} chunks ({corpus.name}); "
-          f"{os.cpu_count()} CPUs; repeat {args.repeat}")
+          f"{os.cpu_count()} CPUs; repeat {args.repeat}; load average {load_before:.1f} -> {load_after:.1f}")
     print(f"{'build':<12}{'wall s':>9}{'CPU s':>9}{'peak RSS MB':>13}{'file MB':>10}")
     for name, r in res.items():
         print(f"{name:<12}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{r['peak_rss_bytes'] / 1e6:>13.0f}"
@@ -134,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'True':<7} {'PASS' if identical else 'FAIL'}")
     if args.json:
         print(json.dumps({"docs": args.docs, "chunks": meta["chunks"], "results": res,
-                          "identical_bytes": identical}, sort_keys=True))
+                          "identical_bytes": identical, "load_average": [load_before, load_after],
+                          "ours_split": {k: split.get(k) for k in ("self_cpu_s", "worker_cpu_s")}},
+                         sort_keys=True))
     shutil.rmtree(work / "tantivy", ignore_errors=True)
     return 0 if identical else 1
 

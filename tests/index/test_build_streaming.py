@@ -6,6 +6,9 @@ maxima of schema version 2)."""
 from __future__ import annotations
 
 import hashlib
+import importlib
+import time
+from collections.abc import Iterator
 from multiprocessing.connection import Pipe
 from pathlib import Path
 from typing import Any
@@ -14,12 +17,22 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, BuildError, BuildSettings, Engine, SourceChunk, build, read_jsonl
+from drsearch.index import (
+    BlockList,
+    BuildError,
+    BuildSettings,
+    Engine,
+    InvalidDocumentError,
+    SourceChunk,
+    build,
+    read_jsonl,
+)
 from drsearch.index.build import tokenize_worker
 from drsearch.index.spill import FAN_IN, PAIR, SortedRuns, sorted_pairs, token_pairs
 
 from .schema_v1 import write_v1
 
+build_module = importlib.import_module("drsearch.index.build")  # the module, not build()
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "docs.jsonl"
 BLOCKED = ROOT / "data" / "sample" / "blocked_docids.txt"
@@ -238,4 +251,74 @@ def test_a_worker_failure_fails_the_build_and_leaves_nothing(
     monkeypatch.setattr("sys.executable", interpreter)
     with pytest.raises(BuildError, match=why):
         build(read_jsonl(SAMPLE), tmp_path / "x.sqlite3", BuildSettings(threads=2))
+    assert not list(tmp_path.iterdir())
+
+
+def _slow_docs(docs: list[dict[str, Any]], written: list[int], seen: dict[str, bool]) -> Iterator[object]:
+    """Documents as a slow reader gives them (50 ms apart until the build has written
+    something, at most ~9 s); ``seen["written_before_last"]``: whether it had, by the last one."""
+    for i, d in enumerate(docs):
+        if i == len(docs) - 1:
+            seen["written_before_last"] = bool(written)
+        yield d
+        if not written:
+            time.sleep(0.05)
+
+
+def _recording_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    written: list[int] = []
+    write = build_module._Writing.write
+
+    def recording(self: Any, item: Any) -> None:
+        written.append(len(item.chunks))
+        write(self, item)
+
+    monkeypatch.setattr(build_module._Writing, "write", recording)
+    return written
+
+
+def test_two_threads_tokenize_and_write_while_sorted_input_is_still_being_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents in docid order: the worker starts at once and the file is written while
+    documents are still coming (no staging phase first); the same bytes as one thread's build
+    of the unsorted sample; progress only after ``on_start`` has the total."""
+    one = build_variant("porter", tmp_path / "one.sqlite3", threads=1)
+    docs = sorted(read_jsonl(SAMPLE), key=lambda d: d["docid"])
+    written = _recording_writes(monkeypatch)
+    seen: dict[str, bool] = {}
+    events: list[tuple[str, int]] = []
+    report = build(_slow_docs(docs, written, seen), tmp_path / "two.sqlite3", BuildSettings(threads=2),
+                   on_start=lambda n: events.append(("start", n)),
+                   progress=lambda n: events.append(("progress", n)))
+    assert seen["written_before_last"]
+    assert (tmp_path / "two.sqlite3").read_bytes() == one.read_bytes()
+    assert events[0] == ("start", report.chunks) and len(events) > 1
+    assert sum(n for kind, n in events[1:] if kind == "progress") == report.chunks == sum(written)
+
+
+def test_two_threads_start_again_when_the_input_turns_out_of_docid_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The smallest docid comes last, after the streamed build has written documents: what was
+    written is discarded and the file built from the staged input, the same bytes."""
+    one = build_variant("porter", tmp_path / "one.sqlite3", threads=1)
+    docs = sorted(read_jsonl(SAMPLE), key=lambda d: d["docid"])
+    docs = docs[1:] + docs[:1]
+    written = _recording_writes(monkeypatch)
+    seen: dict[str, bool] = {}
+    build(_slow_docs(docs, written, seen), tmp_path / "two.sqlite3", BuildSettings(threads=2))
+    assert seen["written_before_last"]
+    assert (tmp_path / "two.sqlite3").read_bytes() == one.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.sqlite3", "two.sqlite3"]
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ({"docid": "zzz", "url": "u", "text": 5}, r"document 185: 'text' must be a string"),
+    ("dup", r"document 185: duplicate docid"),
+])
+def test_a_bad_document_late_in_a_streamed_build_fails_it_and_leaves_nothing(
+        tmp_path: Path, bad: Any, why: str) -> None:
+    docs: list[Any] = sorted(read_jsonl(SAMPLE), key=lambda d: d["docid"])
+    docs = [dict(d) for d in docs] + [dict(docs[-1]) if bad == "dup" else bad]
+    with pytest.raises(InvalidDocumentError, match=why):
+        build(iter(docs), tmp_path / "x.sqlite3", BuildSettings(threads=2))
     assert not list(tmp_path.iterdir())

@@ -21,6 +21,7 @@ import tempfile
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -59,6 +60,7 @@ _BATCH_ITEMS = 32  # documents per batch handed over
 _BATCH_BYTES = 8 << 20  # text per batch handed over, at most (one larger document is one batch)
 _ITEM_CHUNKS = 64  # pre-chunked chunks handed over at once
 _PROGRESS_CHUNKS = 256  # chunks written between progress calls
+_STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (streamed builds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,38 +166,58 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         fh.close()
 
 
-def _stage(conn: apsw.Connection, docs: Iterable[object], settings: BuildSettings,
-           count_chunks: bool, exclude: BlockList | None = None) -> tuple[int, int, int]:
-    """Validate and stage documents in the scratch database (sorted later by docid), leaving out
-    those whose docid ``exclude`` lists.
+class _Stager:
+    """Validates documents and stages them in the scratch database (sorted later by docid),
+    leaving out those whose docid ``exclude`` lists.
 
-    Returns (documents staged, documents left out, chunks): the chunks the staged documents
-    will make are counted only when ``count_chunks`` (an extra word split per document, paid
-    only by callers that show a total).
+    Counts the documents staged (``n``) and left out (``excluded``), and the chunks the staged
+    documents will make (``chunks``, only when ``count_chunks``: an extra word split per
+    document, paid only by callers that show a total). ``ascending`` stays true while every
+    staged docid is greater than the one before (what lets a 2-thread build tokenize documents
+    while later ones are still being staged).
     """
-    conn.execute(
-        "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
-        " aliases TEXT, metadata TEXT) WITHOUT ROWID"
-    )
-    n = excluded = chunks = 0
-    for i, raw in enumerate(docs, 1):
-        where = getattr(raw, "where", f"document {i}")
+
+    def __init__(self, conn: apsw.Connection, settings: BuildSettings, count_chunks: bool,
+                 exclude: BlockList | None = None) -> None:
+        conn.execute(
+            "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
+            " aliases TEXT, metadata TEXT) WITHOUT ROWID"
+        )
+        self.conn = conn
+        self.settings = settings
+        self.count_chunks = count_chunks
+        self.exclude = exclude
+        self.seen = self.n = self.excluded = self.chunks = 0
+        self.last = ""  # docids are non-empty, so every docid is greater than this
+        self.ascending = True
+
+    def add(self, raw: object) -> bool:
+        """Validate and stage one document; False if ``exclude`` left it out.
+        Raises InvalidDocumentError (bad document, duplicate docid)."""
+        self.seen += 1
+        where = getattr(raw, "where", f"document {self.seen}")
         d = validate_document(raw, where)
-        if exclude is not None and d["docid"] in exclude:
-            excluded += 1
-            continue
-        n += 1
-        if count_chunks:
-            chunks += len(chunk_spans(len(d["text"].split()), settings.chunk_words, settings.chunk_stride))
+        if self.exclude is not None and d["docid"] in self.exclude:
+            self.excluded += 1
+            return False
+        self.n += 1
+        if self.count_chunks:
+            self.chunks += len(chunk_spans(len(d["text"].split()), self.settings.chunk_words,
+                                           self.settings.chunk_stride))
+        # Python orders str by code point, SQLite's BINARY collation by UTF-8 bytes: the same order.
+        if d["docid"] > self.last:
+            self.last = d["docid"]
+        else:
+            self.ascending = False
         try:
-            conn.execute(
+            self.conn.execute(
                 "INSERT INTO stage VALUES(?,?,?,?,?,?)",
                 (d["docid"], d["url"], d["title"], d["text"], json.dumps(d["aliases"]),
                  json.dumps(d["metadata"], sort_keys=True, ensure_ascii=False)),
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-    return n, excluded, chunks
+        return True
 
 
 def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
@@ -248,7 +270,8 @@ def build(
     is false, or the file cannot be written), InvalidInputError (``provenance`` is not
     JSON, or the output's directory does not exist: raised before any document is read).
     ``progress`` is called with chunk counts; ``on_start(total)``, once all documents are
-    read and validated, with the number of chunks they make, so a bar can show a total.
+    read and validated, with the number of chunks they make, so a bar can show a total
+    (before any ``progress`` call, even when writing began earlier: ``threads=2``).
     ``provenance`` (a JSON object: where the documents came from, e.g. ``drsearch import``'s
     source file and hash) is stored as ``meta`` key ``provenance``; without it no such key
     is written and the file is byte-identical to one built before the option existed. It
@@ -297,14 +320,31 @@ def build(
     return BuildReport(out, *report)
 
 
-def _open_scratch(tmpdir: Path) -> apsw.Connection:
+def _open_scratch(tmpdir: Path, shared: bool = False) -> apsw.Connection:
     """The build's scratch database (staged input, deleted with ``tmpdir``): a file of its
-    own, so the tokenizing thread reads it while the output's connection writes."""
+    own, so the tokenizing side reads it while the output's connection writes. ``shared``:
+    in WAL mode, so the worker process reads what is committed while staging goes on."""
     conn = apsw.Connection(str(tmpdir / "stage.sqlite3"))
-    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                   f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
+    mode = ("journal_mode=WAL",) if shared else ("journal_mode=OFF", "locking_mode=EXCLUSIVE")
+    for pragma in (*mode, "synchronous=OFF", f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
         conn.execute(f"PRAGMA {pragma}")
     return conn
+
+
+def _open_output(tmp: Path) -> apsw.Connection:
+    """A new, empty output file at ``tmp`` (a leftover one is removed first)."""
+    tmp.unlink(missing_ok=True)
+    return apsw.Connection(str(tmp))
+
+
+def _init_output(conn: apsw.Connection, settings: BuildSettings) -> None:
+    """The output's settings and schema, in the transaction that writes the whole file."""
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                   f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.execute("BEGIN")
+    conn.execute(DDL)
+    conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
 
 
 def _build_into(
@@ -318,26 +358,36 @@ def _build_into(
     chunks: Iterable[SourceChunk] | None = None,
     exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
-    tmp.unlink(missing_ok=True)
-    conn = apsw.Connection(str(tmp))
-    scratch = _open_scratch(tmpdir)
+    prechunked = chunks is not None
+    # Two threads, documents: the worker tokenizes each document as soon as it is staged,
+    # if the input comes in ascending docid order (as a corpus written by docid does); see
+    # _stream. Otherwise, and pre-chunked, every document is staged first.
+    streamed = settings.threads == 2 and not prechunked
+    conn = _open_output(tmp)
+    scratch = _open_scratch(tmpdir, shared=streamed)
     try:
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                       f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
-            conn.execute(f"PRAGMA {pragma}")
-        conn.execute("BEGIN")
-        conn.execute(DDL)
-        conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
-        prechunked = chunks is not None
-        scratch.execute("BEGIN")
-        n_docs, n_excluded, n_chunks = _stage(scratch, docs, settings,
-                                              on_start is not None and not prechunked, exclude)
-        if chunks is not None:
-            n_chunks = _stage_chunks(scratch, chunks, exclude)
-        scratch.execute("COMMIT")
-        if on_start is not None:
-            on_start(n_chunks)
-        stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
+        _init_output(conn, settings)
+        stager = _Stager(scratch, settings, on_start is not None and not prechunked, exclude)
+        rest = iter(docs)
+        stats = (_stream(conn, scratch, stager, rest, tmpdir, settings, progress, on_start)
+                 if streamed else None)
+        if stats is None:
+            if streamed:  # out of docid order: nothing written counts, start the file again
+                conn.close()
+                conn = _open_output(tmp)
+                _init_output(conn, settings)
+                scratch.execute("PRAGMA journal_mode=DELETE")  # the worker to come opens it read-only
+            scratch.execute("BEGIN")
+            for raw in rest:
+                stager.add(raw)
+            n_chunks = stager.chunks
+            if chunks is not None:
+                n_chunks = _stage_chunks(scratch, chunks, exclude)
+            scratch.execute("COMMIT")
+            if on_start is not None:
+                on_start(n_chunks)
+            stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
+        n_docs, n_excluded = stager.n, stager.excluded
         meta = _meta(settings, n_docs, stats, prechunked)
         if provenance is not None:
             meta["provenance"] = dict(provenance)
@@ -373,16 +423,23 @@ class _Item:
     text: str
     urls: list[str]
     chunks: list[tuple[int, int, int, int, int, str]]
+    packed: Future[bytes] | None = None  # the text's zlib bytes, being compressed (writing side)
 
 
 class _Tokenizing:
     """The Python side of the build: reads the staged input in file order, cuts and
     tokenizes chunks, assigns term ids (first seen, first numbered), hashes the content
-    identity, and spills each batch's postings as a sorted run. Owned by one thread."""
+    identity, and spills each batch's postings as a sorted run. Owned by one thread.
+
+    ``control`` (a streamed build's worker): the read end of a pipe on which the writing side
+    sends a byte after each commit of staged documents; documents are then read as they are
+    committed (see :meth:`_staged`), until the ``stage_done`` table appears.
+    """
 
     def __init__(self, scratch: apsw.Connection, tmpdir: Path, settings: BuildSettings,
-                 prechunked: bool) -> None:
+                 prechunked: bool, control: int | None = None) -> None:
         self.scratch = scratch
+        self.control = control
         self.settings = settings
         self.prechunked = prechunked
         self.tokenizer = Tokenizer(scratch, settings.fts5_tokenize)
@@ -429,9 +486,32 @@ class _Tokenizing:
             self._flush()
         return (self.n_chunks, doc_row, ordinal, start, end, text)
 
+    def _staged(self) -> Iterator[tuple[Any, ...]]:
+        """The staged documents in docid order. Streamed, the staging side commits documents in
+        ascending docid order while this runs: each query takes those after the last one read,
+        and a wake-up byte follows every commit, so no document is missed or read twice."""
+        query = "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage"
+        if self.control is None:
+            yield from self.scratch.execute(f"{query} ORDER BY docid")
+            return
+        last, ended = "", False
+        while True:
+            # Looked at first: once staging is done, the query below sees every document.
+            done = self.scratch.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchone()
+            for row in self.scratch.execute(f"{query} WHERE docid > ? ORDER BY docid", (last,)):
+                last = row[0]
+                yield row
+            if done is not None and done[0]:
+                return
+            if ended:
+                raise BuildError("the writing side stopped before staging every document")
+            ended = not os.read(self.control, 1 << 16)  # every wake-up sent so far; b"" at EOF
+
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
         settings = self.settings
+        rows: Iterable[tuple[Any, ...]]
         if self.prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
             rows = self.scratch.execute(
                 "SELECT s.docid, s.url, s.title, s.text, s.aliases, s.metadata, coalesce(f.n, 0) "
@@ -439,8 +519,7 @@ class _Tokenizing:
                 "FROM stage_chunks GROUP BY docid) AS f ON f.docid = s.docid "
                 "ORDER BY f.first IS NULL, f.first, s.docid")
         else:
-            rows = self.scratch.execute(
-                "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage ORDER BY docid")
+            rows = self._staged()
         row_of: dict[str, int] = {}
         for doc_row, (docid, url, title, text, aliases, metadata, given) in enumerate(rows, 1):
             for part in (docid, url, title, text, metadata):
@@ -461,7 +540,7 @@ class _Tokenizing:
             else:
                 self.empty += 1
             canonical = canonicalize_url(url)
-            urls = list(dict.fromkeys(canonicalize_url(u) for u in [url, *json.loads(aliases)]))
+            urls = list(dict.fromkeys([canonical, *map(canonicalize_url, json.loads(aliases))]))
             yield _Item((doc_row, docid, url, canonical, title, metadata, len(words), n_doc_chunks),
                         text, urls, chunk_rows)
         if self.prechunked:  # word offsets into the document are unknown for given chunks: -1
@@ -565,17 +644,40 @@ def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[n
     return _Postings(spill, df, dense, max_impact, terms, n_rows, total)
 
 
+def _pack_text(text: str) -> bytes:
+    """A document's text as ``doc_texts`` stores it (zlib, level 6)."""
+    return zlib.compress(text.encode("utf-8"), 6)
+
+
 class _Writing:
     """The SQL side of the build: every write to the output file, in one fixed order
     (documents and chunks in file order, FTS5's merge, postings, arrays), whichever thread
-    prepared the rows, so the file is the same bytes for any thread count."""
+    prepared the rows, so the file is the same bytes for any thread count.
 
-    def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None) -> None:
+    ``held``: progress is counted but not reported (a streamed build writes before the
+    caller's ``on_start`` has had the total, which it gets once staging ends).
+    ``compressor`` (2 threads): a thread that compresses the texts of a batch of items
+    (:meth:`pack`) while this one writes them; zlib and SQLite both release the GIL, so the
+    texts' compression (a fifth of this side's work) takes no time from the writes. The same
+    bytes as compressing in :meth:`write`.
+    """
+
+    def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None,
+                 held: bool = False, compressor: ThreadPoolExecutor | None = None) -> None:
         self.conn = conn
         self.progress = progress
+        self.held = held
+        self.compressor = compressor
         self.doc_rows: list[tuple[Any, ...]] = []
         self.collisions = 0
         self.unreported = 0
+
+    def pack(self, items: list[_Item]) -> None:
+        """Start compressing the texts of ``items`` (to be written next, in this order)."""
+        if self.compressor is not None:
+            for item in items:
+                if item.doc is not None:
+                    item.packed = self.compressor.submit(_pack_text, item.text)
 
     def write(self, item: _Item) -> None:
         conn = self.conn
@@ -589,16 +691,15 @@ class _Writing:
             conn.execute("INSERT INTO chunks VALUES(?,?,?,?,?,?)", row)
             conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES(?,?)", (row[0], row[5]))
         if item.doc is not None:
-            # zlib releases the GIL: compressing here overlaps the tokenizing thread's work.
-            conn.execute("INSERT INTO doc_texts VALUES(?,?)",
-                         (doc_row, zlib.compress(item.text.encode("utf-8"), 6)))
+            packed = _pack_text(item.text) if item.packed is None else item.packed.result()
+            conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))
             for c in item.urls:  # an earlier docid holds this URL: first docid wins
                 conn.execute("INSERT OR IGNORE INTO urls VALUES(?,?)", (c, doc_row))
                 if not conn.changes():
                     self.collisions += 1
         if self.progress is not None and item.chunks:
             self.unreported += len(item.chunks)
-            if self.unreported >= _PROGRESS_CHUNKS:
+            if self.unreported >= _PROGRESS_CHUNKS and not self.held:
                 self.progress(self.unreported)
                 self.unreported = 0
 
@@ -653,11 +754,12 @@ def _write_documents(
     progress: Callable[[int], None] | None,
     prechunked: bool = False,
 ) -> dict[str, Any]:
-    """Write documents, chunks, FTS5, postings and arrays. With ``settings.threads`` = 2 the
-    tokenizing side runs in a worker process, feeding this side's writes through a bounded
-    queue (a process, not a thread: this side makes tens of thousands of short SQLite calls,
-    and each would wait for the GIL held by a tokenizing thread); the postings merge there
-    then overlaps FTS5's optimize here. The writes are the same, in the same order."""
+    """Write documents, chunks, FTS5, postings and arrays from the staged input. With
+    ``settings.threads`` = 2 the tokenizing side runs in a worker process, feeding this side's
+    writes through a bounded pipe (a process, not a thread: this side makes tens of thousands
+    of short SQLite calls, and each would wait for the GIL held by a tokenizing thread); the
+    postings merge there then overlaps FTS5's optimize here. The writes are the same, in the
+    same order."""
     writer = _Writing(conn, progress)
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
@@ -666,31 +768,93 @@ def _write_documents(
             writer.write(item)
         done = tok.finish(spill)
         writer.end_documents()
-    else:
-        scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
-        done = _in_worker(writer, tmpdir, settings, prechunked, spill)
+        return _write_rest(writer, done)
+    scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
+    with ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib") as writer.compressor:
+        worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False)
+        try:
+            return _write_rest(writer, worker.finish(writer))
+        finally:
+            worker.close()
+
+
+def _write_rest(writer: _Writing, done: _Tokenized) -> dict[str, Any]:
+    """The postings and arrays, once the documents are written; the build's counts."""
     writer.postings(done.postings)
     writer.arrays(done)
     return {**done.stats, "url_collisions": writer.collisions}
 
 
+def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, docs: Iterator[object],
+            tmpdir: Path, settings: BuildSettings, progress: Callable[[int], None] | None,
+            on_start: Callable[[int], None] | None) -> dict[str, Any] | None:
+    """A 2-thread build of documents that overlaps staging with tokenizing and writing.
+
+    The worker starts at once (its interpreter's start-up is hidden too) and reads each batch
+    of staged documents as soon as it is committed; between documents this side writes what
+    the worker has sent, never waiting for it, so staging fills this side's idle time instead
+    of running before everything else. This needs the input in ascending docid order (the
+    order the file is written in); at the first document out of that order, it commits what
+    is staged and returns None: the caller discards what was written, stages the rest and
+    builds from the staged input. Otherwise it returns the build's counts.
+    """
+    spill = tmpdir / "postings.bin"
+    with ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib") as compressor:
+        return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor),
+                            _Worker(tmpdir, settings, False, spill, streamed=True), on_start)
+
+
+def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[object], writer: _Writing,
+                 worker: _Worker, on_start: Callable[[int], None] | None) -> dict[str, Any] | None:
+    """:func:`_stream`'s loop, with its writing side and worker."""
+    try:
+        scratch.execute("BEGIN")
+        batch = 0
+        for raw in docs:
+            if stager.add(raw):
+                if not stager.ascending:
+                    scratch.execute("COMMIT")
+                    return None
+                batch += 1
+                if batch >= _STAGE_COMMIT_DOCS:
+                    scratch.execute("COMMIT")
+                    worker.wake()
+                    scratch.execute("BEGIN")
+                    batch = 0
+            while worker.ready():
+                worker.write_items(writer)
+        scratch.execute("CREATE TABLE stage_done(x)")  # the worker's sign that nothing more comes
+        scratch.execute("COMMIT")
+        scratch.close()  # its page cache is not needed any more (the worker reads with its own)
+        worker.wake()
+        if on_start is not None:
+            on_start(stager.chunks)
+        writer.held = False
+        return _write_rest(writer, worker.finish(writer))
+    finally:
+        worker.close()
+
+
 def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
-                    out: Connection) -> None:
+                    out: Connection, control: int | None = None) -> None:
     """The worker process's side (``python -m drsearch.index._buildworker``): tokenize the
     staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
     the postings and send ``("result", _Tokenized)``; a failure sends ``("error", message)``.
-    Sends block while the pipe is full: the writing side sets the pace, memory stays bounded."""
+    Sends block while the pipe is full: the writing side sets the pace, memory stays bounded.
+    ``control``: a streamed build's wake-up pipe (see ``_Tokenizing``)."""
     try:
         scratch = apsw.Connection(str(tmpdir / "stage.sqlite3"), flags=apsw.SQLITE_OPEN_READONLY)
-        tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked, control)
         batch: list[_Item] = []
         size = 0
+        limit = 1  # items per batch: 1, 2, 4, ... _BATCH_ITEMS, so the writing side starts early
         for item in tok.items():
             batch.append(item)
             size += len(item.text) + sum(len(c[5]) for c in item.chunks)
-            if len(batch) >= _BATCH_ITEMS or size >= _BATCH_BYTES:
+            if len(batch) >= limit or size >= _BATCH_BYTES:
                 out.send(("items", batch))
                 batch, size = [], 0
+                limit = min(2 * limit, _BATCH_ITEMS)
         out.send(("items", batch))
         out.send(("done", None))
         out.send(("result", tok.finish(spill)))
@@ -699,64 +863,107 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         out.send(("error", " ".join(f"{type(e).__name__}: {e}".split())))
 
 
-def _in_worker(writer: _Writing, tmpdir: Path, settings: BuildSettings, prechunked: bool,
-               spill: Path) -> _Tokenized:
-    """Run the tokenizing side in a worker process; write its items here, in order.
+class _Worker:
+    """The tokenizing side in a worker process; its items are written here, in order.
 
     A plain child interpreter rather than ``multiprocessing``: spawning would re-run the
     caller's main script (a library must not require its ``__main__`` guard), forking would
-    copy this process's threads' locks."""
-    rfd, wfd = os.pipe()
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
-    try:
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
-                 str(int(prechunked)), settings.model_dump_json()],
-                pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL, stderr=err)
-    except OSError as e:
-        os.close(rfd)
-        raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
-    finally:
-        os.close(wfd)
-    pipe = Connection(rfd, writable=False)
+    copy this process's threads' locks. ``streamed``: it reads documents while they are
+    staged, woken by :meth:`wake` after each commit (see ``_Tokenizing._staged``).
+    """
 
-    def died() -> BuildError:
-        lines = log.read_bytes().decode("utf-8", "replace").strip().splitlines()
-        last = f": {lines[-1].strip()}" if lines else ""
-        return BuildError(f"the tokenizing worker process died (exit code {proc.wait()}){last}")
-
-    def receive() -> tuple[str, Any]:
-        while not pipe.poll(1.0):
-            if proc.poll() is not None and not pipe.poll(0):
-                raise died()
+    def __init__(self, tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
+                 streamed: bool) -> None:
+        rfd, wfd = os.pipe()
+        ctl_r, self.control = os.pipe() if streamed else (-1, -1)
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        self.log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
         try:
-            kind, value = pipe.recv()
+            with open(self.log, "wb") as err:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
+                     str(int(prechunked)), settings.model_dump_json(), str(ctl_r)],
+                    pass_fds=(wfd, ctl_r) if streamed else (wfd,), env=env, stdin=subprocess.DEVNULL,
+                    stderr=err)
+        except OSError as e:
+            os.close(rfd)
+            if streamed:
+                os.close(self.control)
+            raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
+        finally:
+            os.close(wfd)
+            if streamed:
+                os.close(ctl_r)
+        if streamed:
+            os.set_blocking(self.control, False)
+        self.pipe = Connection(rfd, writable=False)
+
+    def wake(self) -> None:
+        """Tell the worker that more staged documents are committed (never blocks)."""
+        try:
+            os.write(self.control, b"+")
+        except BlockingIOError:  # the pipe is full of wake-ups the worker has yet to read
+            pass
+        except BrokenPipeError:  # it has exited: the next receive says why
+            pass
+
+    def ready(self) -> bool:
+        """Whether a message is waiting (or the worker has gone)."""
+        return self.pipe.poll(0)
+
+    def _died(self) -> BuildError:
+        lines = self.log.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        last = f": {lines[-1].strip()}" if lines else ""
+        return BuildError(f"the tokenizing worker process died (exit code {self.proc.wait()}){last}")
+
+    def receive(self) -> tuple[str, Any]:
+        while not self.pipe.poll(1.0):
+            if self.proc.poll() is not None and not self.pipe.poll(0):
+                raise self._died()
+        try:
+            kind, value = self.pipe.recv()
         except EOFError:
-            raise died() from None
+            raise self._died() from None
         if kind == "error":
             raise BuildError(f"the tokenizing worker process failed: {value}")
         return str(kind), value
 
-    try:
-        while (msg := receive())[0] == "items":
+    def write_items(self, writer: _Writing) -> None:
+        """Receive one batch of items and write it."""
+        kind, items = self.receive()
+        if kind != "items":
+            raise BuildError(f"internal error: the tokenizing worker sent {kind!r} before every document")
+        writer.pack(items)
+        for item in items:
+            writer.write(item)
+
+    def finish(self, writer: _Writing) -> _Tokenized:
+        """Write every item still to come, then FTS5's optimize while the worker merges the
+        postings; its merged postings and counts."""
+        while (msg := self.receive())[0] == "items":
+            writer.pack(msg[1])
             for item in msg[1]:
                 writer.write(item)
+        if msg[0] != "done":
+            raise BuildError(f"internal error: the tokenizing worker sent {msg[0]!r}")
         writer.end_documents()  # FTS5's optimize, while the worker merges the postings
-        kind, done = receive()
+        kind, done = self.receive()
         if kind != "result" or not isinstance(done, _Tokenized):
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
-        if proc.wait() != 0:
-            raise BuildError(f"the tokenizing worker process exited with code {proc.returncode}")
+        if self.proc.wait() != 0:
+            raise BuildError(f"the tokenizing worker process exited with code {self.proc.returncode}")
         return done
-    finally:
-        pipe.close()
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait()
+
+    def close(self) -> None:
+        self.pipe.close()
+        if self.control >= 0:
+            os.close(self.control)
+            self.control = -1
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait()
 
 
 def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
