@@ -1081,7 +1081,9 @@ def report(r: dict[str, Any]) -> str:
     classes = _in_class_order(r.get("classes", {"normal": r["queries"]}))
     lines = [f"drsearch speed benchmark  {r['date']}  {r['machine']}",
              f"drsearch code: {src['module']} (commit {src.get('commit', '?')[:10]}, "
-             f"local edits: {src.get('local_edits', '?')})",
+             f"local edits: {src.get('local_edits', '?')})"
+             + (f"; indexes built by commit {str(r['builds']['built_by'].get('commit', '?'))[:10]}"
+                if r.get("builds", {}).get("built_by") else ""),
              _corpus_line(r),
              "queries: " + ", ".join(f"{n} {cls} ({CLASS_NOTES.get(cls, '')})"
                                      for cls, n in classes.items())
@@ -1338,12 +1340,8 @@ def run_config(args: argparse.Namespace, docs: int, vocab: corpus_gen.Vocabulary
     ours_path, tv_path, bm_path = work / "ours.sqlite3", work / "tantivy", work / "bm25s"
     pisa_path = work / "pisa"
     builds_file = work / "builds.json"
-    builds: dict[str, Any] = {}
-    if args.reuse and builds_file.is_file():
-        builds = json.loads(builds_file.read_text())
-        if builds.get("source") != source:
-            log("--reuse: the indexes were built by other drsearch code; rebuilding")
-            builds = {}
+    builds = reused_builds(builds_file, source, pisa_path, log, other_code=args.reuse_other_code) \
+        if args.reuse else {}
     builds["source"] = source
     common = {"corpus": str(corpus), "tokenizer": args.tokenizer}
     if "ours" not in builds:
@@ -1427,6 +1425,30 @@ def run_config(args: argparse.Namespace, docs: int, vocab: corpus_gen.Vocabulary
     }
 
 
+def reused_builds(builds_file: Path, source: dict[str, str], pisa_path: Path, log: Callable[[str], None],
+                  *, other_code: bool = False) -> dict[str, Any]:
+    """The build records ``--reuse`` keeps: those of an earlier run of the same drsearch code;
+    with ``other_code`` also those of other code, whose source is kept as ``built_by`` (and
+    printed), for runs where only the query side changed (the index's bytes did not: the file
+    still has to open, and its schema version is checked then). A PISA index of the old
+    plain-text feed (no term-code file) is never reused: it indexed other tokens."""
+    if not builds_file.is_file():
+        return {}
+    builds: dict[str, Any] = json.loads(builds_file.read_text())
+    if builds.get("source") != source:
+        if not other_code:
+            log("--reuse: the indexes were built by other drsearch code; rebuilding "
+                "(--reuse-other-code keeps them)")
+            return {}
+        built_by = builds.get("built_by") or builds.get("source") or {}
+        log(f"--reuse-other-code: indexes built by commit {str(built_by.get('commit', '?'))[:10]}")
+        builds["built_by"] = built_by
+    if "pisa" in builds and not (pisa_path / PISA_TERMS_FILE).is_file():
+        log(f"--reuse: the PISA index has no {PISA_TERMS_FILE} (the old plain-text feed); rebuilding it")
+        del builds["pisa"]
+    return builds
+
+
 def _latency_summary(t: Timings) -> dict[str, float]:
     return {"p50": t.pct(50) * 1e3, "p99": t.pct(99) * 1e3,
             "mean": float(np.mean(t.typical())) * 1e3}
@@ -1466,6 +1488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tantivy-threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the indexes and build numbers of an earlier run (debugging)")
+    ap.add_argument("--reuse-other-code", action="store_true",
+                    help="with --reuse, also keep indexes built by other drsearch code (the report "
+                         "names that code); only when the index's bytes are the same")
     ap.add_argument("--drop-indexes", action="store_true",
                     help="delete each configuration's indexes once it is measured (disk)")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)

@@ -204,3 +204,22 @@ def test_a_child_reports_its_own_peak_rss_not_its_parents(tmp_path: Path) -> Non
                          check=True, env=env, cwd=tmp_path)
     child_peak = int(out.stdout.strip())
     assert child_peak < 300 * 1024 * 1024, child_peak
+
+
+def test_reuse_keeps_only_what_the_same_code_built_unless_told(tmp_path: Path) -> None:
+    """``--reuse`` rebuilds indexes of other code; ``--reuse-other-code`` keeps them and names
+    that code; a PISA index of the old plain-text feed (no term-code file) is rebuilt either way."""
+    old, new = {"module": "m", "commit": "a" * 40}, {"module": "m", "commit": "b" * 40}
+    f, pisa = tmp_path / "builds.json", tmp_path / "pisa"
+    pisa.mkdir()
+    f.write_text(json.dumps({"source": old, "ours": {"chunks": 3}, "pisa": {"chunks": 3}}))
+    said: list[str] = []
+    assert sb.reused_builds(tmp_path / "absent.json", new, pisa, said.append) == {}
+    assert sb.reused_builds(f, new, pisa, said.append) == {} and "rebuilding" in said[-1]
+    kept = sb.reused_builds(f, new, pisa, said.append, other_code=True)
+    assert kept["built_by"] == old and "ours" in kept and "pisa" not in kept
+    assert "aaaaaaaaaa" in said[-2] and sb.PISA_TERMS_FILE in said[-1]
+    (pisa / sb.PISA_TERMS_FILE).write_text("[]")
+    assert "pisa" in sb.reused_builds(f, old, pisa, said.append)
+    f.write_text(json.dumps(kept))  # reused twice: still the code that built them
+    assert sb.reused_builds(f, {"commit": "c" * 40}, pisa, said.append, other_code=True)["built_by"] == old
