@@ -136,3 +136,50 @@ def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Pa
     conn.close()
     with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
         e.search("the boundary layer", 10)
+
+
+def test_the_arena_is_reset_every_query_whatever_it_holds(engine: Engine,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query of clamped terms only loads their whole tf arrays from the per-thread arena: the
+    next query must start from an empty arena, not grow it (2 bytes per chunk per term each time)."""
+    from drsearch.index import scoring
+
+    monkeypatch.setattr(scoring, "DENSE_PICK_MIN", 0)
+    monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # every clamped term's array is loaded
+    engine.rank("the of a", 10)
+    after_one = engine._arena()._offset
+    assert after_one >= 2 * (engine.scorer.n_rows + 1)  # the query did take from the arena
+    for _ in range(4):
+        engine.rank("the of a", 10)
+    assert engine._arena()._offset == after_one
+
+
+@pytest.mark.parametrize("damage", ["descending", "repeated", "past_the_end", "rowid_zero"])
+def test_a_damaged_short_list_is_corrupt_on_the_one_term_path(cran_small_chunks: Path, tmp_path: Path,
+                                                              damage: str) -> None:
+    """The one-term fast path checks a list as the kernel does (ascending, rowids 1..n)."""
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(cran_small_chunks.read_bytes())
+    conn = apsw.Connection(str(crafted))
+    term, tid, df, data = conn.execute(
+        "SELECT t.term, t.id, t.df, p.data FROM terms t JOIN postings p ON p.id = t.id WHERE t.dense = 0 "
+        "AND t.df BETWEEN 3 AND 9 AND t.term GLOB '[a-z]*' ORDER BY t.term LIMIT 1").fetchone()
+    n_rows = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
+    chunks = np.frombuffer(data, "<u4", df, 8 * df).copy()
+    if damage == "descending":
+        chunks[[0, 1]] = chunks[[1, 0]]
+    elif damage == "repeated":
+        chunks[1] = chunks[0]
+    elif damage == "past_the_end":
+        chunks[-1] = n_rows + 1
+    else:
+        chunks[0] = 0
+    damaged = bytearray(data)
+    damaged[8 * df: 12 * df] = chunks.tobytes()
+    conn.execute("UPDATE postings SET data = ? WHERE id = ?", (bytes(damaged), tid))
+    conn.close()
+    with Engine.open(crafted) as e:
+        assert e.scorer.single_term_postings >= df  # the query takes the fast path
+        with pytest.raises(CorruptIndexError):
+            e.search(term, 10)
+        assert e.search("flow", 10).hits

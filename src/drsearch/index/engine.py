@@ -294,7 +294,11 @@ class Engine:
         found = {row[0]: row for row in rows}
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
-        arena: Arena | None = None
+        # Reset once per query, whatever the query holds: the dense loader (a clamped term's
+        # whole tf array, at rank time) takes from this arena too, so resetting only for long
+        # sparse lists let it grow query after query (each 2 bytes per chunk more).
+        arena = self._arena()
+        arena.reset()
         bp = self.block_postings
         out: list[Term | None] = []
         for name in names:
@@ -310,9 +314,6 @@ class Engine:
             if df > inline:
                 if time.monotonic() > deadline:
                     raise QueryTimeoutError("query ran past its time limit")
-                if arena is None:
-                    arena = self._arena()
-                    arena.reset()
                 buf: Any = read_blob(db, "postings", "data", tid, nbytes, arena)
             elif type(data) is bytes and len(data) == nbytes:
                 buf = data

@@ -28,6 +28,7 @@ impacts, sorted in plain Python (``Scorer._rank_one``).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -324,6 +325,11 @@ class Scorer:
         postings by (impact descending, rowid ascending), each document's first one, not
         blocked, the first ``k``. Negation is exact, so the sort key gives the score back."""
         chunks = t.chunks.tolist()
+        # The kernel's checks of a posting list (strictly ascending, rowids 1..n_rows): a
+        # damaged file is a ValueError (CorruptIndexError to the caller) here as there.
+        if not (chunks[0] > 0 and chunks[-1] <= self.n_rows
+                and all(a < b for a, b in itertools.pairwise(chunks))):
+            raise ValueError("posting list not ascending or out of range")
         ranked = sorted(zip([-x for x in t.impacts.tolist()], chunks, strict=True))
         hidden = () if blocked is None else {c for c, b in zip(chunks, blocked[t.chunks].tolist(),
                                                                 strict=True) if b}
