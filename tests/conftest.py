@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,13 @@ from hypothesis import settings
 from drsearch.index import BuildSettings, Engine, build
 
 from .helpers import cranfield_docs, cranfield_qrels_lines, cranfield_queries, sample_docs
+
+# A suite started as a background job of a non-interactive shell (`make test &`, nohup, some CI
+# runners) inherits SIGINT ignored, and so would every `drsearch` child it starts: the tests that
+# Ctrl-C a run would then see it ignore the signal. Python's own handler here is reset to the
+# default in each child at exec, so children meet SIGINT as a user's terminal sends it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # CI (CI=true) explores the same property-test examples on every run, so a submission's result
 # does not depend on luck; local runs keep drawing new ones (and store failures to replay).
