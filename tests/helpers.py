@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import socketserver
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +96,15 @@ def strict_mode_problems(schema: dict[str, Any], where: str = "$") -> list[str]:
     if isinstance(schema.get("items"), dict):
         problems += strict_mode_problems(schema["items"], f"{where}[]")
     return problems
+
+
+@contextmanager
+def serving_in_thread(server: socketserver.BaseServer) -> Iterator[None]:
+    """Serve a loopback test server from a daemon thread; shut it down and close it on exit."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()

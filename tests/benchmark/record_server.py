@@ -7,12 +7,13 @@ logged. The records are written for the tests (made-up findings, like the OpenBi
 from __future__ import annotations
 
 import html
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from ..helpers import serving_in_thread
 
 ARXIV = {"2301.00005": ("Predicted aligned error and measured affinity of designed binders",
                         "We ask whether predicted aligned error predicts measured binding affinity."),
@@ -67,10 +68,5 @@ def serve_records(arxiv: Mapping[str, tuple[str, str]] = ARXIV,
     server = RecordServer(("127.0.0.1", 0), _Handler)
     server.log, server.arxiv, server.pmid = [], dict(arxiv), dict(pmid)
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -12,7 +12,6 @@ The records are written for the tests (made-up ids and findings, like the fixtur
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +22,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from drsearch.index import build
 from drsearch.server import ServeProcess
 
-from ....helpers import DATA
+from ....helpers import DATA, serving_in_thread
 
 EUROPEPMC = {"31000007": [{"id": "39990001", "source": "MED", "title": "Intermittent senolytic dosing and gait "
                            "speed in frail older adults: a pilot", "pubYear": "2024", "journalAbbreviation": "Age"}]}
@@ -154,13 +153,8 @@ def api_server(throttle: dict[str, list[tuple[int, str | None]]] | None = None) 
     server.keys = []
     server.throttle = {k: list(v) for k, v in (throttle or {}).items()}
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager
