@@ -536,7 +536,7 @@ class _Tokenizing:
             # Looked at first: once staging is done, the reads below see every document.
             done = self.scratch.execute(
                 "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchall()
-            while rows := self.scratch.execute(step, (last,)).fetchall():  # fetchall: txn ended
+            while rows := self._read_step(step, last):
                 last = str(rows[-1][0])
                 yield from rows
             if done and done[0][0]:
@@ -544,6 +544,23 @@ class _Tokenizing:
             if ended:
                 raise BuildError("the writing side stopped before staging every document")
             ended = not os.read(self.control, 1 << 16)  # every wake-up sent so far; b"" at EOF
+
+    def _read_step(self, step: str, last: str) -> list[tuple[Any, ...]]:
+        """The next staged documents after ``last``: at most :data:`_STAGED_READ_DOCS`, and no
+        more text than a batch (:data:`_BATCH_BYTES`) past the first; the read transaction
+        ends before this returns (the statement is reset)."""
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        cursor = self.scratch.execute(step, (last,))
+        try:
+            for row in cursor:
+                rows.append(row)
+                size += len(row[3])
+                if size >= _BATCH_BYTES:
+                    break
+        finally:
+            cursor.close()
+        return rows
 
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
