@@ -188,3 +188,18 @@ def test_a_lone_surrogate_in_a_chunk_docid_is_an_invalid_document(tmp_path: Path
     with pytest.raises(InvalidDocumentError, match=r"^chunk 1: a chunk's docid is not valid Unicode"):
         build([GOOD], tmp_path / "x.sqlite3", chunks=[SourceChunk("a\ud800", "x")])
     assert not list(tmp_path.iterdir())
+
+
+def test_a_worker_closes_before_during_and_after_its_start(tmp_path: Path) -> None:
+    """``close`` is safe on a worker never started, and twice on a started one (the build's
+    ``finally`` may run it after an earlier close); it stops and reaps the process."""
+    spill = tmp_path / "postings.bin"
+    idle = build_module._Worker(tmp_path, BuildSettings(threads=2), False, spill, streamed=True)
+    idle.close()
+    assert idle.proc is None
+    worker = build_module._Worker(tmp_path, BuildSettings(threads=2), False, spill, streamed=True)
+    worker.start()
+    assert worker.proc is not None and worker.pipe is not None and not worker.fds
+    worker.close()
+    worker.close()
+    assert worker.proc.returncode is not None and worker.control == -1

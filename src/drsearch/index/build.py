@@ -1058,6 +1058,7 @@ class _Worker:
         if self.pipe is not None:
             owned = self.pipe.fileno()  # the pipe closes its own end (still listed if interrupted)
             self.pipe.close()
+            self.pipe = None
             self.fds = [fd for fd in self.fds if fd != owned]
         for fd in self.fds:
             os.close(fd)
