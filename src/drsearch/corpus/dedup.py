@@ -4,7 +4,8 @@ Pure functions over batches, so a distributed engine can run them as map (``chec
 per line) → group by content key (``merge_duplicates``, per group) without rewriting:
 
 1. ``check_document`` validates one input line (a JSON object with a non-empty ``url`` and a
-   ``text`` with at least one non-space character; ``title`` a string if present) and
+   ``text`` with at least one non-space character; ``title`` a string if present; every string
+   valid Unicode, i.e. no lone surrogate, else ``not_unicode``) and
    returns it with its canonical URL and content key, or the reason it is rejected.
 2. ``resolve_url_conflicts``: several documents with one canonical URL but different texts
    keep the text given most often (ties: the smallest content key; order-independent); the
@@ -76,6 +77,24 @@ def read_lines(path: str | Path) -> Iterator[tuple[str, object]]:
         fh.close()
 
 
+def _encodable(value: object) -> bool:
+    """Whether UTF-8 can encode every string in ``value`` (a decoded JSON value): JSON can
+    spell a lone surrogate (``"\\ud800"``), which it cannot."""
+    if isinstance(value, str):
+        if value.isascii():  # O(1) in CPython: the common case costs no scan
+            return True
+        text = value
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_document(where: str, raw: object) -> CheckedDocument | Rejected:
     """Validate one decoded line (see the module docstring); never raises."""
     if isinstance(raw, Rejected):
@@ -89,6 +108,10 @@ def check_document(where: str, raw: object) -> CheckedDocument | Rejected:
         return Rejected(where, "no_text", f"{where}: document {url} has no text")
     if not isinstance(title, str):
         return Rejected(where, "bad_title", f"{where}: 'title' must be a string ({url})")
+    bad = [k for k, v in raw.items() if not (_encodable(k) and _encodable(v))]
+    if bad:  # the index stores every field as UTF-8
+        return Rejected(where, "not_unicode", f"{where}: {', '.join(map(ascii, bad))} not valid Unicode "
+                        f"(a lone surrogate; {url!a})")
     extra = [raw.get(k) for k in URL_KEYS] + list(raw.get("aliases") or [])
     aliases = tuple(sorted({a for a in extra if isinstance(a, str) and a.strip() and a != url}))
     metadata = {k: v for k, v in raw.items() if k not in ("url", "text", "title", *_DROPPED)}

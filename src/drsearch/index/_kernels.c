@@ -30,15 +30,41 @@
 #include <emmintrin.h>
 #endif
 
+/* A buffer of whole `itemsize`-byte items. `aligned`: the loop reads it through a typed
+   pointer, so its start must be aligned for the type (forming or reading a misaligned one is
+   undefined behaviour, even where the hardware allows it); a misaligned one is refused rather
+   than read. Buffers from numpy, bytes objects and the engine's arena always are. */
 static int
-check_buffer(const Py_buffer *b, Py_ssize_t itemsize, const char *what)
+check_buffer_as(const Py_buffer *b, Py_ssize_t itemsize, int aligned, const char *what)
 {
     if (b->len % itemsize != 0) {
         PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of %zd-byte items",
                      what, b->len, itemsize);
         return -1;
     }
+    if (aligned && b->len && (uintptr_t)b->buf % (uintptr_t)itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: not %zd-byte aligned", what, itemsize);
+        return -1;
+    }
     return 0;
+}
+
+static int
+check_buffer(const Py_buffer *b, Py_ssize_t itemsize, const char *what)
+{
+    return check_buffer_as(b, itemsize, 1, what);
+}
+
+/* A float64 at p, whatever p's alignment: block maxima start at byte 12*df of a posting BLOB
+   (after df impacts and df rowids), only 4-byte aligned when df is odd. memcpy is the defined
+   way to read them; compilers make it one plain load where the hardware allows unaligned
+   loads (x86-64, arm64), the same instruction a cast gave. */
+static inline double
+load_f64(const unsigned char *p)
+{
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
 /* The smallest positive double: a threshold that keeps every scored chunk (scores are > 0). */
@@ -221,7 +247,8 @@ typedef struct {
     const uint32_t *id;   /* chunk rowids, ascending */
     const double *im;     /* impacts */
     Py_ssize_t len;
-    const double *bmax;   /* block maxima: bmax[j] >= im[j*bp .. (j+1)*bp) (NULL: none) */
+    const unsigned char *bmax; /* block maxima (float64 at 8*j, any alignment: load_f64):
+                                  the j-th >= im[j*bp .. (j+1)*bp) (NULL: none) */
     double bound;         /* >= every impact (rank_blocks: unused) */
 } List;
 
@@ -306,6 +333,10 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
             PyErr_SetString(PyExc_ValueError, "counts: room for 2 int64 needed");
             return -1;
         }
+        if (q->counts.obj && (uintptr_t)q->counts.buf % 8 != 0) {
+            PyErr_SetString(PyExc_ValueError, "counts: not 8-byte aligned");
+            return -1;
+        }
         if (q->bmax_fast && q->bp < 1) {
             PyErr_SetString(PyExc_ValueError, "block_postings must be >= 1");
             return -1;
@@ -385,7 +416,7 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
             if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->bmax_fast, t), xb, PyBUF_SIMPLE) < 0)
                 return -1;
             q->n_tb++;
-            if (check_buffer(xb, 8, "block_max"))
+            if (check_buffer_as(xb, 8, 0, "block_max")) /* read with load_f64 */
                 return -1;
             const Py_ssize_t nb = xb->len / 8;
             if (nb && nb != (l->len + q->bp - 1) / q->bp) {
@@ -393,7 +424,7 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
                                 "block_max: one maximum per block_postings postings (or none) needed");
                 return -1;
             }
-            l->bmax = nb ? (const double *)xb->buf : NULL;
+            l->bmax = nb ? (const unsigned char *)xb->buf : NULL;
         }
     }
     q->acc = (double *)q->buf.buf;
@@ -479,9 +510,11 @@ window_max(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
     if (!l->bmax)
         return l->bound;
     double m = 0.0;
-    for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++)
-        if (l->bmax[j] > m)
-            m = l->bmax[j];
+    for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++) {
+        const double x = load_f64(l->bmax + 8 * j);
+        if (x > m)
+            m = x;
+    }
     return m;
 }
 

@@ -22,6 +22,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -61,6 +62,10 @@ _BATCH_BYTES = 8 << 20  # text per batch handed over, at most (one larger docume
 _ITEM_CHUNKS = 64  # pre-chunked chunks handed over at once
 _PROGRESS_CHUNKS = 256  # chunks written between progress calls
 _STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (streamed builds)
+# A streamed build's scratch WAL: checkpointed into the database file once it holds this many
+# pages (SQLite's default), and restarted from its start when a checkpoint has copied it all.
+_SCRATCH_WAL_PAGES = 1000
+_STAGED_READ_DOCS = 16  # documents a streamed build's worker reads per read transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +100,24 @@ class _Vocab(dict[str, int]):
         return tid
 
 
+def _check_unicode(value: str, where: str, what: str, docid: str, at: bool = True) -> None:
+    """Refuse a string UTF-8 cannot encode (a lone surrogate, e.g. JSON's ``"\\ud800"``):
+    every field is stored and hashed as UTF-8, so it would fail deep in the build. ``at``:
+    name the character's position (not for a string the caller never wrote, e.g. JSON)."""
+    if value.isascii():  # O(1) in CPython: the common case costs no scan
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidDocumentError(
+            f"{where}: {what} is not valid Unicode (a lone surrogate, U+{ord(value[e.start]):04X}"
+            f"{f' at character {e.start}' if at else ''}; docid {docid!r})") from None
+
+
 def validate_document(raw: object, where: str) -> dict[str, Any]:
-    """Check one input document; returns a normalised dict. Raises InvalidDocumentError."""
+    """Check one input document; returns a normalised dict. Raises InvalidDocumentError
+    (wrong types, a bad docid, a string field, alias or metadata string that is not valid
+    Unicode, metadata that is not JSON)."""
     if not isinstance(raw, Mapping):
         raise InvalidDocumentError(f"{where}: a document must be a JSON object")
     docid = raw.get("docid")
@@ -104,16 +125,27 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
         raise InvalidDocumentError(f"{where}: 'docid' must be a non-empty string")
     if docid != docid.strip() or any(c in docid for c in "\r\n\t\x00"):
         raise InvalidDocumentError(f"{where}: docid {docid!r} has whitespace or control characters")
+    _check_unicode(docid, where, "'docid'", docid)
     for key in ("url", "text"):
         if not isinstance(raw.get(key), str):
             raise InvalidDocumentError(f"{where}: '{key}' must be a string (docid {docid!r})")
+        _check_unicode(raw[key], where, f"'{key}'", docid)
     title = raw.get("title", "")
     if not isinstance(title, str):
         raise InvalidDocumentError(f"{where}: 'title' must be a string (docid {docid!r})")
+    _check_unicode(title, where, "'title'", docid)
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise InvalidDocumentError(f"{where}: 'aliases' must be a list of strings")
+    for i, alias in enumerate(aliases):
+        _check_unicode(alias, where, f"alias {i}", docid)
     metadata = {k: v for k, v in raw.items() if k not in RESERVED_FIELDS}
+    if metadata:  # stored as this JSON text (UTF-8): every key and string in it checked at once
+        try:
+            metadata_json = json.dumps(metadata, ensure_ascii=False)
+        except (TypeError, ValueError) as e:  # a caller's object, not read from JSON
+            raise InvalidDocumentError(f"{where}: metadata is not JSON: {e} (docid {docid!r})") from None
+        _check_unicode(metadata_json, where, "metadata", docid, at=False)
     return {
         "docid": docid,
         "url": raw["url"],
@@ -235,11 +267,8 @@ def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
             raise InvalidDocumentError(f"{where}: a chunk's docid must be a non-empty string")
         if not isinstance(chunk.text, str):
             raise InvalidDocumentError(f"{where}: a chunk's text must be a string (docid {chunk.docid!r})")
-        try:
-            chunk.text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidDocumentError(
-                f"{where}: chunk text is not valid Unicode (docid {chunk.docid!r})") from None
+        _check_unicode(chunk.docid, where, "a chunk's docid", chunk.docid)
+        _check_unicode(chunk.text, where, "chunk text", chunk.docid)
         if exclude is not None and chunk.docid in exclude:
             continue
         conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)", (n, chunk.docid, chunk.text, where))
@@ -325,7 +354,8 @@ def _open_scratch(tmpdir: Path, shared: bool = False) -> apsw.Connection:
     own, so the tokenizing side reads it while the output's connection writes. ``shared``:
     in WAL mode, so the worker process reads what is committed while staging goes on."""
     conn = apsw.Connection(str(tmpdir / "stage.sqlite3"))
-    mode = ("journal_mode=WAL",) if shared else ("journal_mode=OFF", "locking_mode=EXCLUSIVE")
+    mode = (("journal_mode=WAL", f"wal_autocheckpoint={_SCRATCH_WAL_PAGES}") if shared
+            else ("journal_mode=OFF", "locking_mode=EXCLUSIVE"))
     for pragma in (*mode, "synchronous=OFF", f"cache_size=-{_SCRATCH_CACHE_KIB}", "temp_store=FILE"):
         conn.execute(f"PRAGMA {pragma}")
     return conn
@@ -489,24 +519,48 @@ class _Tokenizing:
     def _staged(self) -> Iterator[tuple[Any, ...]]:
         """The staged documents in docid order. Streamed, the staging side commits documents in
         ascending docid order while this runs: each query takes those after the last one read,
-        and a wake-up byte follows every commit, so no document is missed or read twice."""
+        and a wake-up byte follows every commit, so no document is missed or read twice.
+
+        Streamed, documents are read :data:`_STAGED_READ_DOCS` at a time, each read its own
+        short transaction, ended before the rows are tokenized: a reader that keeps a WAL
+        snapshot open (a cursor walked while its rows are processed, or while waiting for
+        more) stops every checkpoint from restarting the WAL, which then grows to the whole
+        staged input's size (4.4 GB at 121,272 documents)."""
         query = "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage"
         if self.control is None:
             yield from self.scratch.execute(f"{query} ORDER BY docid")
             return
+        step = f"{query} WHERE docid > ? ORDER BY docid LIMIT {_STAGED_READ_DOCS}"
         last, ended = "", False
         while True:
-            # Looked at first: once staging is done, the query below sees every document.
+            # Looked at first: once staging is done, the reads below see every document.
             done = self.scratch.execute(
-                "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchone()
-            for row in self.scratch.execute(f"{query} WHERE docid > ? ORDER BY docid", (last,)):
-                last = row[0]
-                yield row
-            if done is not None and done[0]:
+                "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchall()
+            while rows := self._read_step(step, last):
+                last = str(rows[-1][0])
+                yield from rows
+            if done and done[0][0]:
                 return
             if ended:
                 raise BuildError("the writing side stopped before staging every document")
             ended = not os.read(self.control, 1 << 16)  # every wake-up sent so far; b"" at EOF
+
+    def _read_step(self, step: str, last: str) -> list[tuple[Any, ...]]:
+        """The next staged documents after ``last``: at most :data:`_STAGED_READ_DOCS`, and no
+        more text than a batch (:data:`_BATCH_BYTES`) past the first; the read transaction
+        ends before this returns (the statement is reset)."""
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        cursor = self.scratch.execute(step, (last,))
+        try:
+            for row in cursor:
+                rows.append(row)
+                size += len(row[3])
+                if size >= _BATCH_BYTES:
+                    break
+        finally:
+            cursor.close()
+        return rows
 
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
@@ -644,6 +698,20 @@ def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[n
     return _Postings(spill, df, dense, max_impact, terms, n_rows, total)
 
 
+@contextmanager
+def _compressor() -> Iterator[ThreadPoolExecutor]:
+    """The zlib helper thread of a 2-thread build. When the build fails (or is interrupted)
+    its queued compressions are cancelled, not run: only the one under way is waited for, so
+    the error surfaces at once (leaving the pool's ``with`` waited for every queued text)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib")
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
 def _pack_text(text: str) -> bytes:
     """A document's text as ``doc_texts`` stores it (zlib, level 6)."""
     return zlib.compress(text.encode("utf-8"), 6)
@@ -770,9 +838,10 @@ def _write_documents(
         writer.end_documents()
         return _write_rest(writer, done)
     scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
-    with ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib") as writer.compressor:
-        worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False)
-        try:
+    with _compressor() as writer.compressor:
+        worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False)  # starts nothing
+        try:  # started inside: an interrupt at any point after leaves no process behind
+            worker.start()
             return _write_rest(writer, worker.finish(writer))
         finally:
             worker.close()
@@ -799,40 +868,43 @@ def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, do
     builds from the staged input. Otherwise it returns the build's counts.
     """
     spill = tmpdir / "postings.bin"
-    with ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib") as compressor:
-        return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor),
-                            _Worker(tmpdir, settings, False, spill, streamed=True), on_start)
+    with _compressor() as compressor:
+        worker = _Worker(tmpdir, settings, False, spill, streamed=True)  # starts nothing
+        try:  # started inside: an interrupt at any point after leaves no process behind
+            worker.start()
+            return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor),
+                                worker, on_start)
+        finally:
+            worker.close()
 
 
 def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[object], writer: _Writing,
                  worker: _Worker, on_start: Callable[[int], None] | None) -> dict[str, Any] | None:
-    """:func:`_stream`'s loop, with its writing side and worker."""
-    try:
-        scratch.execute("BEGIN")
-        batch = 0
-        for raw in docs:
-            if stager.add(raw):
-                if not stager.ascending:
-                    scratch.execute("COMMIT")
-                    return None
-                batch += 1
-                if batch >= _STAGE_COMMIT_DOCS:
-                    scratch.execute("COMMIT")
-                    worker.wake()
-                    scratch.execute("BEGIN")
-                    batch = 0
-            while worker.ready():
-                worker.write_items(writer)
-        scratch.execute("CREATE TABLE stage_done(x)")  # the worker's sign that nothing more comes
-        scratch.execute("COMMIT")
-        scratch.close()  # its page cache is not needed any more (the worker reads with its own)
-        worker.wake()
-        if on_start is not None:
-            on_start(stager.chunks)
-        writer.held = False
-        return _write_rest(writer, worker.finish(writer))
-    finally:
-        worker.close()
+    """:func:`_stream`'s loop, with its writing side and its started worker (closed by the
+    caller)."""
+    scratch.execute("BEGIN")
+    batch = 0
+    for raw in docs:
+        if stager.add(raw):
+            if not stager.ascending:
+                scratch.execute("COMMIT")
+                return None
+            batch += 1
+            if batch >= _STAGE_COMMIT_DOCS:
+                scratch.execute("COMMIT")
+                worker.wake()
+                scratch.execute("BEGIN")
+                batch = 0
+        while worker.ready():
+            worker.write_items(writer)
+    scratch.execute("CREATE TABLE stage_done(x)")  # the worker's sign that nothing more comes
+    scratch.execute("COMMIT")
+    scratch.close()  # its page cache is not needed any more (the worker reads with its own)
+    worker.wake()
+    if on_start is not None:
+        on_start(stager.chunks)
+    writer.held = False
+    return _write_rest(writer, worker.finish(writer))
 
 
 def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
@@ -874,12 +946,30 @@ class _Worker:
 
     def __init__(self, tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
                  streamed: bool) -> None:
+        """Only records the arguments: :meth:`start` starts the process, inside the caller's
+        ``try`` whose ``finally`` calls :meth:`close` (so a Ctrl-C arriving right after this
+        returns, or anywhere in :meth:`start`, leaves no process running)."""
+        self.args = (tmpdir, settings, prechunked, spill)
+        self.streamed = streamed
+        self.log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.fds: list[int] = []  # pipe ends held here until handed over or closed
+        self.pipe: Connection | None = None
+        self.control = -1
+
+    def start(self) -> None:
+        """Start the worker process. Raises BuildError when it cannot be started."""
+        tmpdir, settings, prechunked, spill = self.args
+        streamed = self.streamed
         rfd, wfd = os.pipe()
-        ctl_r, self.control = os.pipe() if streamed else (-1, -1)
+        self.fds += [rfd, wfd]
+        ctl_r = -1
+        if streamed:
+            ctl_r, self.control = os.pipe()
+            self.fds.append(ctl_r)
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # the directory drsearch is imported from
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        self.log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
         try:
             with open(self.log, "wb") as err:
                 self.proc = subprocess.Popen(
@@ -888,17 +978,15 @@ class _Worker:
                     pass_fds=(wfd, ctl_r) if streamed else (wfd,), env=env, stdin=subprocess.DEVNULL,
                     stderr=err)
         except OSError as e:
-            os.close(rfd)
-            if streamed:
-                os.close(self.control)
             raise BuildError(f"cannot start the tokenizing worker process ({sys.executable}): {e}") from e
-        finally:
-            os.close(wfd)
-            if streamed:
-                os.close(ctl_r)
+        finally:  # the child's ends: it holds its own copies now
+            for fd in (wfd, ctl_r) if streamed else (wfd,):
+                self.fds.remove(fd)
+                os.close(fd)
         if streamed:
             os.set_blocking(self.control, False)
         self.pipe = Connection(rfd, writable=False)
+        self.fds.remove(rfd)
 
     def wake(self) -> None:
         """Tell the worker that more staged documents are committed (never blocks)."""
@@ -909,21 +997,28 @@ class _Worker:
         except BrokenPipeError:  # it has exited: the next receive says why
             pass
 
+    def _pipe(self) -> Connection:
+        if self.pipe is None:
+            raise BuildError("internal error: the tokenizing worker was not started")
+        return self.pipe
+
     def ready(self) -> bool:
         """Whether a message is waiting (or the worker has gone)."""
-        return self.pipe.poll(0)
+        return self._pipe().poll(0)
 
     def _died(self) -> BuildError:
         lines = self.log.read_bytes().decode("utf-8", "replace").strip().splitlines()
         last = f": {lines[-1].strip()}" if lines else ""
-        return BuildError(f"the tokenizing worker process died (exit code {self.proc.wait()}){last}")
+        code = self.proc.wait() if self.proc is not None else None
+        return BuildError(f"the tokenizing worker process died (exit code {code}){last}")
 
     def receive(self) -> tuple[str, Any]:
-        while not self.pipe.poll(1.0):
-            if self.proc.poll() is not None and not self.pipe.poll(0):
+        pipe = self._pipe()
+        while not pipe.poll(1.0):
+            if self.proc is not None and self.proc.poll() is not None and not pipe.poll(0):
                 raise self._died()
         try:
-            kind, value = self.pipe.recv()
+            kind, value = pipe.recv()
         except EOFError:
             raise self._died() from None
         if kind == "error":
@@ -952,18 +1047,29 @@ class _Worker:
         kind, done = self.receive()
         if kind != "result" or not isinstance(done, _Tokenized):
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
-        if self.proc.wait() != 0:
-            raise BuildError(f"the tokenizing worker process exited with code {self.proc.returncode}")
+        if self.proc is None or self.proc.wait() != 0:
+            code = None if self.proc is None else self.proc.returncode
+            raise BuildError(f"the tokenizing worker process exited with code {code}")
         return done
 
     def close(self) -> None:
-        self.pipe.close()
+        """Stop the process (if started) and close every pipe end; safe at any point of
+        :meth:`start` and more than once."""
+        if self.pipe is not None:
+            owned = self.pipe.fileno()  # the pipe closes its own end (still listed if interrupted)
+            self.pipe.close()
+            self.pipe = None
+            self.fds = [fd for fd in self.fds if fd != owned]
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
         if self.control >= 0:
             os.close(self.control)
             self.control = -1
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        self.proc.wait()
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+            self.proc.wait()
 
 
 def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],

@@ -16,7 +16,8 @@ from .fts5spec import tokenize_words
 
 
 def normalize_text(text: str) -> str:
-    """NFC-normalise; lone surrogates (unencodable in UTF-8) become U+FFFD."""
+    """NFC-normalise; lone surrogates (unencodable in UTF-8) become '?' (queries: a build
+    refuses such input, see ``validate_document``)."""
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
         text = unicodedata.normalize("NFC", text)
