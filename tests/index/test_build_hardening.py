@@ -82,7 +82,7 @@ def test_a_streamed_build_keeps_its_scratch_wal_bounded(
 def test_a_failure_cancels_queued_compressions_and_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str) -> None:
     """A write failing while the helper thread has a batch of 32 texts queued surfaces at once:
-    the queued compressions are cancelled (at most the one under way finishes), and the build
+    the queued compressions are cancelled (at most the ones under way finish), and the build
     leaves no file behind."""
     started: list[float] = []
     failed_at: list[int] = []
@@ -106,7 +106,9 @@ def test_a_failure_cancels_queued_compressions_and_leaves_nothing(
     docs = sorted(read_jsonl(SAMPLE), key=lambda d: d["docid"], reverse=order == "descending")
     with pytest.raises(BuildError, match="injected write failure"):
         build(iter(docs), tmp_path / "x.sqlite3", BuildSettings(threads=2))
-    assert failed_at and len(started) - failed_at[0] <= 1, (failed_at, len(started))
+    # The one under way when the write failed may finish, and under load the helper can take
+    # one more before the cancel reaches the pool; without the cancel all ~23 queued ones run.
+    assert failed_at and len(started) - failed_at[0] <= 2, (failed_at, len(started))
     assert not list(tmp_path.iterdir())
     assert not [t for t in threading.enumerate() if t.name.startswith("drsearch-zlib")]
 
