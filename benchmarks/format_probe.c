@@ -10,7 +10,9 @@
  *           can vectorize), then added;
  *   mode 4: a uint16 tf, the impact as idf * g where g = (tf * k1p1) / (tf + norm) is looked up
  *           in a table by (chunk length D, tf) for tf < n_tab (norm depends on D only, and the
- *           table holds the same expression's bits), computed for a larger tf.
+ *           table holds the same expression's bits), computed for a larger tf;
+ *   mode 5: NOT exact, a cost probe only: mode 1's loads (tf, norm[row]) with the division
+ *           left out, w * (tf + norm[row]): what the division costs, what the norm load costs.
  *
  * The pass mirrors rank_blocks' structure without its selection tricks: windows of `block`
  * rowids, each starting at the lowest rowid a list has left; every list adds its postings in
@@ -149,6 +151,10 @@ probe_rank(int mode, int64_t n_terms, const uint32_t *const *ids, const void *co
                         buf[ip[j] - lo] += tmp[j];
                     p = e;
                 }
+            } else if (mode == 5) {
+                const uint16_t *tf = vals[t];
+                const double w = idf[t];
+                ADD_LOOP(w * ((double)tf[p] + norm[c]))
             } else {
                 const uint16_t *tf = vals[t];
                 const double w = idf[t];

@@ -182,8 +182,9 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
         args = (mode, n, _ptrs(ql.ids), _ptrs(vals), np.array([len(a) for a in ql.ids], dtype=np.int64),
                 ql.idf, sc.norm)
         argv = (mode, n, args[2].ctypes.data, args[3].ctypes.data, args[4].ctypes.data, ql.idf.ctypes.data,
-                sc.norm.ctypes.data, sc.k1p1, cd.ctypes.data, k, bufs["block"].ctypes.data, BLOCK_ROWS,
-                bufs["pos"].ctypes.data, ctypes.addressof(bufs["heap"]), rows.ctypes.data, scores.ctypes.data,
+                sc.norm.ctypes.data, sc.k1p1, cd.ctypes.data, k, bufs["block"].ctypes.data,
+                len(bufs["block"]), bufs["pos"].ctypes.data, ctypes.addressof(bufs["heap"]), rows.ctypes.data,
+                scores.ctypes.data,
                 bufs["dlen"].ctypes.data, bufs["gtab"].ctypes.data, bufs["n_tab"], select)
         fn = lib.probe_rank
         # The arrays ride along in the closure: the pointers in argv must outlive the calls.
@@ -196,6 +197,9 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
                "accumulate only, u16 tf, (D, tf) table (6 B)": probe(4, ql.tf16, 0)}
         if ql.tf8 is not None:
             acc["accumulate only, u8 tf + norm (5 B)"] = probe(2, ql.tf8, 0)
+        # Not exact (no division): the cost of loading norm[row] alone, to split the u16 pass's
+        # extra time between that load and the division.
+        acc["accumulate only, u16 tf + norm, no division (inexact)"] = probe(5, ql.tf16, 0)
         return acc
     calls = {"probe pass, f64 impacts (12 B)": probe(0, ql.impacts),
              "probe pass, u16 tf + norm (6 B)": probe(1, ql.tf16)}
@@ -284,11 +288,11 @@ def copy_calls(lib: ctypes.CDLL, engine: Any, qls: list[QueryLists], arena: Any,
 
 def _table(title: str, res: dict[str, np.ndarray]) -> None:
     print(title)
-    print(f"  {'':<48}{'p50 µs':>10}{'mean µs':>10}{'queries':>9}")
+    print(f"  {'':<56}{'p50 µs':>10}{'mean µs':>10}{'queries':>9}")
     for name, t in res.items():
         t = t[~np.isnan(t)] * 1e6
         if len(t):
-            print(f"  {name:<48}{np.percentile(t, 50):10.1f}{t.mean():10.1f}{len(t):9d}")
+            print(f"  {name:<56}{np.percentile(t, 50):10.1f}{t.mean():10.1f}{len(t):9d}")
 
 
 def estimate(kernels: Any, engine: Any, qls: list[QueryLists], bufs: dict[str, Any], k: int,
@@ -354,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="the first N queries only (0: all)")
     ap.add_argument("--table-tf", type=int, default=8,
                     help="the (D, tf) table covers tf < N (default 8); larger tfs are computed")
+    ap.add_argument("--block-rows", type=int, default=BLOCK_ROWS,
+                    help="the probe passes' window in rowids (default the kernel's, 32768)")
     ap.add_argument("--inline-postings", type=int, default=None,
                     help="read lists of more than N postings by blob I/O (default: the engine's)")
     args = ap.parse_args(argv)
@@ -368,9 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"format_probe: --index {args.index}: no such file", file=sys.stderr)
         return 2
     if (args.k < 1 or args.rounds < 1 or args.limit < 0 or (args.inline_postings or 0) < 0
-            or not 1 <= args.table_tf <= 65535):
-        print("format_probe: --k and --rounds must be >= 1, --limit and --inline-postings >= 0",
-              file=sys.stderr)
+            or not 1 <= args.table_tf <= 65535 or args.block_rows < 1):
+        print("format_probe: --k, --rounds and --block-rows must be >= 1, --limit and "
+              "--inline-postings >= 0, --table-tf in 1..65535", file=sys.stderr)
         return 2
     if args.limit:
         queries = queries[: args.limit]
@@ -413,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{len(gtab) // args.table_tf:,} chunk lengths x {args.table_tf} = {8 * len(gtab):,} bytes")
         bufs: dict[str, Any] = {
             "dlen": dlen, "gtab": gtab, "n_tab": args.table_tf,
-            "block": np.zeros(BLOCK_ROWS), "kblock": np.zeros(BLOCK_ROWS),
+            "block": np.zeros(args.block_rows), "kblock": np.zeros(BLOCK_ROWS),
             "pos": np.zeros(max([len(ql.ids) for ql in qls] or [1]), dtype=np.int64),
             "heap": (_Best * args.k)(),
             "out_c": np.zeros(sc.n_rows + 1, dtype=np.int64), "out_s": np.zeros(sc.n_rows + 1),

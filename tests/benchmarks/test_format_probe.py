@@ -72,7 +72,7 @@ def test_a_wrong_tf_makes_the_probe_say_not_exact(sample_index: Path, tmp_path: 
 
 @pytest.mark.parametrize("argv, message", [
     (["--queries", "{missing}"], "--queries"),
-    (["--rounds", "0"], "--rounds must be >= 1"),
+    (["--rounds", "0"], "--block-rows must be >= 1"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(sample_index: Path, tmp_path: Path, argv: list[str],
                                                message: str, capsys: pytest.CaptureFixture[str]) -> None:
