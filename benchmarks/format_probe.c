@@ -12,7 +12,9 @@
  *           in a table by (chunk length D, tf) for tf < n_tab (norm depends on D only, and the
  *           table holds the same expression's bits), computed for a larger tf;
  *   mode 5: NOT exact, a cost probe only: mode 1's loads (tf, norm[row]) with the division
- *           left out, w * (tf + norm[row]): what the division costs, what the norm load costs.
+ *           left out, w * (tf + norm[row]): what the division costs, what the norm load costs;
+ *   mode 6: NOT exact, a cost probe only: w * v with v a uint16 per posting and no per-chunk
+ *           load (the tfs stand in for v): the cost of a first pass over quantized impacts.
  *
  * The pass mirrors rank_blocks' structure without its selection tricks: windows of `block`
  * rowids, each starting at the lowest rowid a list has left; every list adds its postings in
@@ -155,6 +157,10 @@ probe_rank(int mode, int64_t n_terms, const uint32_t *const *ids, const void *co
                 const uint16_t *tf = vals[t];
                 const double w = idf[t];
                 ADD_LOOP(w * ((double)tf[p] + norm[c]))
+            } else if (mode == 6) {
+                const uint16_t *v = vals[t];
+                const double w = idf[t];
+                ADD_LOOP(w * (double)v[p])
             } else {
                 const uint16_t *tf = vals[t];
                 const double w = idf[t];

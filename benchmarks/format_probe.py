@@ -200,6 +200,9 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
         # Not exact (no division): the cost of loading norm[row] alone, to split the u16 pass's
         # extra time between that load and the division.
         acc["accumulate only, u16 tf + norm, no division (inexact)"] = probe(5, ql.tf16, 0)
+        # Not exact either: a uint16 per posting times a per-term scale, no per-chunk load (the
+        # tfs stand in for quantized impacts): what a quantized first pass would cost.
+        acc["accumulate only, u16 quantized impact (inexact)"] = probe(6, ql.tf16, 0)
         return acc
     calls = {"probe pass, f64 impacts (12 B)": probe(0, ql.impacts),
              "probe pass, u16 tf + norm (6 B)": probe(1, ql.tf16)}
