@@ -320,6 +320,9 @@ def estimate(kernels: Any, engine: Any, qls: list[QueryLists], bufs: dict[str, A
     blob = np.nan_to_num(copies.get("blob read today (12 B + block maxima)", np.zeros(len(qls))))
     saved = blob * (1.0 - (6 * total + bmax) / (12 * total + bmax))
     net = (extra - saved) * 1e6
+    print(f"u16 tf + norm minus f64 impacts, accumulation per query: {np.median(per_query) * 1e6:+.1f} µs "
+          f"p50, "
+          f"{np.median(per_query / np.maximum(total, 1)) * 1e9:+.2f} ns per posting p50")
     print(f"rank_maxscore accumulates or rescores {np.median(frac):.0%} of a query's sparse postings (p50); "
           f"u16 tf estimate per query: kernel {np.median(extra) * 1e6:+.1f} µs, blob read "
           f"{-np.median(saved) * 1e6:+.1f} µs, net {np.median(net):+.1f} µs p50 ({net.mean():+.1f} mean)")
