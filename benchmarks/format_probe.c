@@ -1,5 +1,5 @@
 /* format_probe.py's C loops (loaded with ctypes; not part of drsearch): one scoring pass over
- * a query's posting lists in three layouts, to measure what a smaller posting format buys.
+ * a query's posting lists in several layouts, to measure what a smaller posting format buys.
  *
  *   mode 0: today's layout, a float64 impact per posting (8 + 4 bytes with the uint32 rowid);
  *   mode 1: a uint16 tf per posting (2 + 4 bytes), the impact computed as the build computes it,
@@ -14,7 +14,10 @@
  *   mode 5: NOT exact, a cost probe only: mode 1's loads (tf, norm[row]) with the division
  *           left out, w * (tf + norm[row]): what the division costs, what the norm load costs;
  *   mode 6: NOT exact, a cost probe only: w * v with v a uint16 per posting and no per-chunk
- *           load (the tfs stand in for v): the cost of a first pass over quantized impacts.
+ *           load (the tfs stand in for v): the cost of a first pass over quantized impacts;
+ *   mode 7: NOT exact, a cost probe only: mode 6 with the rowids block-coded too, each block of
+ *           128 postings a uint32 base plus a uint16 offset per posting (a block whose offsets do
+ *           not fit keeps its uint32 rowids): about 4 bytes per posting in all.
  *
  * The pass mirrors rank_blocks' structure without its selection tricks: windows of `block`
  * rowids, each starting at the lowest rowid a list has left; every list adds its postings in
@@ -26,6 +29,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Mode 7's list: vals[t] points to one of these. */
+typedef struct {
+    const uint32_t *base; /* per block of 128: its first rowid */
+    const uint16_t *off;  /* per posting: rowid - its block's base (blocks that fit) */
+    const uint8_t *fit;   /* per block: 1 if its offsets fit a uint16, else read id[] */
+    const uint16_t *v;    /* per posting: the (stand-in) quantized impact */
+} Coded;
 
 typedef struct {
     double s;
@@ -161,6 +172,22 @@ probe_rank(int mode, int64_t n_terms, const uint32_t *const *ids, const void *co
                 const uint16_t *v = vals[t];
                 const double w = idf[t];
                 ADD_LOOP(w * (double)v[p])
+            } else if (mode == 7) {
+                const Coded *cl = vals[t];
+                const double w = idf[t];
+                while (p < len) { /* block by block: a tight loop over each block's offsets */
+                    const int64_t blk = p >> 7;
+                    const int64_t end = (blk + 1) << 7 < len ? (blk + 1) << 7 : len;
+                    const uint64_t b0 = cl->base[blk];
+                    const int coded = cl->fit[blk];
+                    for (; p < end; p++) {
+                        c = coded ? b0 + cl->off[p] : id[p];
+                        if (c >= hi)
+                            goto window_done;
+                        buf[c - lo] += w * (double)cl->v[p];
+                    }
+                }
+            window_done:;
             } else {
                 const uint16_t *tf = vals[t];
                 const double w = idf[t];

@@ -101,6 +101,7 @@ class QueryLists:
     tf8: list[np.ndarray] | None  # None: some tf > 255
     long_rows: list[tuple[int, int]]  # (postings rowid, BLOB bytes) of the lists read by blob I/O
     long_postings: int
+    coded: list[tuple[np.ndarray, ...]] | None = None  # block_code() of each list, when built
 
 
 def recover_tf(ids: np.ndarray, impacts: np.ndarray, idf: float, norm: np.ndarray,
@@ -162,6 +163,21 @@ def load_queries(engine: Any, queries: Sequence[str],
     return out, counts
 
 
+CODE_BLOCK = 128
+
+
+def block_code(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rowids as blocks of CODE_BLOCK postings: each block's first rowid (uint32), each posting's
+    offset from it (uint16), and per block whether its offsets fit a uint16 (uint8; a block that
+    does not keeps its uint32 rowids, its offsets left 0)."""
+    starts = np.arange(0, len(ids), CODE_BLOCK)
+    base = ids[starts].astype(np.uint32)
+    off = ids.astype(np.int64) - np.repeat(base.astype(np.int64), CODE_BLOCK)[: len(ids)]
+    fit = (np.maximum.reduceat(off, starts) <= 0xFFFF) if len(ids) else np.zeros(0, dtype=bool)
+    off = np.where(np.repeat(fit, CODE_BLOCK)[: len(ids)], off, 0).astype(np.uint16)
+    return base, off, fit.astype(np.uint8)
+
+
 def _ptrs(arrays: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([a.ctypes.data for a in arrays] or [0], dtype=np.uintp)
 
@@ -177,10 +193,11 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
     sc = engine.scorer
     cd = sc._chunk_doc32
     n = len(ql.ids)
-    def probe(mode: int, vals: Sequence[np.ndarray], select: int = 1) -> tuple[Call, np.ndarray, np.ndarray]:
+    def probe(mode: int, vals: Sequence[np.ndarray], select: int = 1,
+              hold: object = None) -> tuple[Call, np.ndarray, np.ndarray]:
         rows, scores = np.zeros(k, dtype=np.int64), np.zeros(k)
         args = (mode, n, _ptrs(ql.ids), _ptrs(vals), np.array([len(a) for a in ql.ids], dtype=np.int64),
-                ql.idf, sc.norm)
+                ql.idf, sc.norm, hold)
         argv = (mode, n, args[2].ctypes.data, args[3].ctypes.data, args[4].ctypes.data, ql.idf.ctypes.data,
                 sc.norm.ctypes.data, sc.k1p1, cd.ctypes.data, k, bufs["block"].ctypes.data,
                 len(bufs["block"]), bufs["pos"].ctypes.data, ctypes.addressof(bufs["heap"]), rows.ctypes.data,
@@ -203,6 +220,12 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
         # Not exact either: a uint16 per posting times a per-term scale, no per-chunk load (the
         # tfs stand in for quantized impacts): what a quantized first pass would cost.
         acc["accumulate only, u16 quantized impact (inexact)"] = probe(6, ql.tf16, 0)
+        if ql.coded is not None:
+            # Mode 7 reads one struct of four pointers per list (format_probe.c's Coded).
+            structs = [np.array([b.ctypes.data, o.ctypes.data, f.ctypes.data, v.ctypes.data], dtype=np.uintp)
+                       for (b, o, f), v in zip(ql.coded, ql.tf16, strict=True)]
+            acc["accumulate only, u16 quantized, block-coded ids (inexact)"] = probe(
+                7, structs, 0, (structs, ql.coded))
         return acc
     calls = {"probe pass, f64 impacts (12 B)": probe(0, ql.impacts),
              "probe pass, u16 tf + norm (6 B)": probe(1, ql.tf16)}
@@ -417,6 +440,18 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{100 * (new6 - blob_bytes) / size:+.1f}%), at 5 B/posting {new5:,} ({new5 - blob_bytes:+,}, "
               f"file {100 * (new5 - blob_bytes) / size:+.1f}%)")
 
+        coded_postings = coded_bytes = bad_ids = 0
+        for ql in qls:
+            ql.coded = [block_code(a) for a in ql.ids]
+            for a, (base, off, fit) in zip(ql.ids, ql.coded, strict=True):
+                fits = np.repeat(fit.astype(bool), CODE_BLOCK)[: len(a)]
+                back = np.repeat(base.astype(np.int64), CODE_BLOCK)[: len(a)] + off
+                bad_ids += int((back[fits] != a[fits]).sum())
+                coded_postings += len(a)
+                coded_bytes += 2 * int(fits.sum()) + 4 * int((~fits).sum()) + 5 * len(base)
+        print(f"block-coded rowids ({CODE_BLOCK} per block: uint32 base + uint16 offsets): "
+              f"{coded_bytes / max(coded_postings, 1):.3f} B per posting for the rowid (4 today), "
+              f"{bad_ids} decoded wrong")
         dlen, gtab = g_table(sc.norm, sc.k1p1, args.table_tf)
         tfs = np.concatenate([tf for ql in qls for tf in ql.tf16] or [np.zeros(0, np.uint16)])
         print(f"tf distribution: {np.mean(tfs == 1):.1%} of postings tf 1, "
@@ -456,8 +491,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _table("scoring, every sparse posting (probe) / the kernel on today's lists:", scores)
         if kernels is not None:
             estimate(kernels, engine, qls, bufs, args.k, copies, scores)
-    ok = counts["bad_numpy"] == counts["bad_c"] == 0 and equal == len(qls)
-    print("result: " + ("exact (every recomputed impact and every top-k bit-identical)" if ok
+    ok = counts["bad_numpy"] == counts["bad_c"] == bad_ids == 0 and equal == len(qls)
+    print("result: " + ("exact (every recomputed impact, decoded rowid and top-k bit-identical)" if ok
                         else "NOT EXACT"))
     return 0 if ok else 1
 

@@ -30,10 +30,12 @@ def test_the_probe_is_exact_on_the_sample_and_prints_its_tables(sample_index: Pa
     assert "the probe's 5 passes: 4/4 queries" in out
     for row in ("blob read today (12 B + block maxima)", "memcpy 6 B/posting (u32 + u16)",
                 "accumulate only, f64 impacts (12 B)", "accumulate only, u16 tf + norm (6 B)",
-                "probe pass, u16 tf, (D, tf) table (6 B)"):
+                "probe pass, u16 tf, (D, tf) table (6 B)",
+                "accumulate only, u16 quantized, block-coded ids (inexact)"):
         line = next((ln for ln in out.splitlines() if ln.strip().startswith(row)), None)
         assert line is not None and line.split()[-1] == "4", (row, out)  # timed on all 4 queries
-    assert out.rstrip().endswith("result: exact (every recomputed impact and every top-k bit-identical)")
+    assert "uint16 offsets): " in out and " 0 decoded wrong" in out
+    assert out.rstrip().endswith("result: exact (every recomputed impact, decoded rowid and top-k bit-identical)")
 
 
 def test_a_tf_that_does_not_reproduce_the_impact_is_counted() -> None:
@@ -83,3 +85,17 @@ def test_bad_arguments_are_one_line_and_exit_2(sample_index: Path, tmp_path: Pat
     rc = format_probe.main(base + argv)
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_block_coding_keeps_uint32_rowids_where_offsets_do_not_fit() -> None:
+    import numpy as np
+
+    block0 = np.arange(1, 129) * 7                          # offsets 0..889 from 7: fit
+    block1 = np.concatenate([[200], np.arange(70_000, 70_127)])  # 200 -> 70,126: does not fit
+    block2 = np.arange(80_001, 80_010)                      # a last, short block: fits
+    ids = np.concatenate([block0, block1, block2]).astype(np.uint32)
+    base, off, fit = format_probe.block_code(ids)
+    assert base.tolist() == [7, 200, 80_001] and fit.tolist() == [1, 0, 1]
+    assert off[:128].tolist() == (block0 - 7).tolist()
+    assert not off[128:256].any()  # a block that does not fit keeps its uint32 rowids instead
+    assert off[256:].tolist() == list(range(9))
