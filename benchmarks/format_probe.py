@@ -15,10 +15,19 @@ index and its queries, without touching the file format or ``src/``:
    of every query's lists (so a query's bytes are not in cache when it is copied).
 3. *Scoring*: one pass over all of a query's sparse lists (windows of 32,768 rowids, every
    posting accumulated in query order, each document's best chunk into a top-k heap), over
-   stored impacts vs over tf + norm (``format_probe.c``, compiled here with the flags of
-   ``setup.py`` plus ``-ffp-contract=off``), and, to put it in proportion, the real kernel's
+   stored impacts vs over tf + norm (``format_probe.c``, compiled here with ``setup.py``'s
+   ``-O3 -ffp-contract=off``: no fused multiply-add), and, to put it in proportion, the real kernel's
    ``rank_blocks`` and ``rank_maxscore`` (with block maxima) on today's lists. Every variant's
    top-k rowids and scores are compared bit for bit with ``rank_blocks``' (and each other's).
+   The exact tf variants: u16 or u8 tf with the division per posting, the same computed 256
+   postings at a time, and g = (tf*(k1+1)) / (tf + norm) looked up by (chunk length, tf).
+   Accumulation-only rows time the postings' additions without the selection; among them three
+   cost probes that are NOT exact (their scores are not compared): the tf pass without its
+   division, a uint16 per posting times a per-term scale (a quantized first pass's cost, the
+   tfs standing in for the quantized values), and the same with block-coded rowids (128 per
+   block: a uint32 base and uint16 offsets; every decoded rowid is checked).
+4. An estimate: the blob read scaled by bytes against the tf pass's extra accumulation cost
+   times the postings ``rank_maxscore`` accumulates or rescores, per query.
 
 All timings are interleaved in one process (a seeded random order per query and round) and
 reported as the p50 / mean over queries of each query's median over ``--rounds``. Clamped
@@ -29,8 +38,8 @@ Usage::
     python benchmarks/format_probe.py --index benchmarks/.cache/bench-n30318-s1-porter/ours.sqlite3 \\
         --queries benchmarks/.cache/queries-v1-9d8aafd0d2c8-n300-s1.json [--rounds 7] [--k 10]
 
-Exit status: 0 when every recomputed impact and every top-k is bit-identical, 1 otherwise, 2
-on bad arguments (one line on stderr).
+Exit status: 0 when every recomputed impact, decoded rowid and top-k is bit-identical, 1
+otherwise, 2 on bad arguments (one line on stderr).
 """
 
 from __future__ import annotations
