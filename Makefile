@@ -34,8 +34,12 @@ typecheck: $(STAMP)
 importlint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
+# pytest on TEST_WORKERS processes (pytest-xdist), one test file per worker at a time so a
+# module's fixtures are built once (--dist loadfile). A plain `.venv/bin/pytest tests/x.py`
+# runs in one process; `make unit TEST_WORKERS=0` runs the whole suite that way.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test: lint typecheck importlint unit
 

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from drsearch.index import BlockList
 from drsearch.server import free_port as free_port
 
@@ -57,6 +59,29 @@ def sample_docs() -> list[dict[str, Any]]:
 
 def blocklist_of(*docids: str) -> BlockList:
     return BlockList.from_bytes(("\n".join(docids) + "\n").encode())
+
+
+_FTS5_RANKINGS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def fts5_oracle(engine: Any, query: str, limit: int = 100_000) -> list[tuple[int, float]]:
+    """``engine.fts5_rank(query, limit)``, asked once per index file and query in this process.
+
+    FTS5's ranking is a function of the file and the query alone, not of the scorer, pruning or
+    posting-read settings that the oracle tests vary, and it is their slow side (no top-k
+    pruning: most of a second per Cranfield query): the modules that compare every scorer mode,
+    k or threshold with it on all Cranfield queries asked it the same question up to 8 times.
+    The key names the file's identity, size and mtime, so a rewritten index is asked again; the
+    rows and scores are kept as arrays (a million tuples would take over 100 MB) and given back
+    as the same (rowid, float) pairs, bit for bit."""
+    st = Path(engine.path).stat()
+    key = (str(Path(engine.path).resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, query, limit)
+    if key not in _FTS5_RANKINGS:
+        ranked = engine.fts5_rank(query, limit)
+        _FTS5_RANKINGS[key] = (np.array([r for r, _ in ranked], dtype=np.int64),
+                               np.array([s for _, s in ranked], dtype=np.float64))
+    rows, scores = _FTS5_RANKINGS[key]
+    return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
 
 def best_chunk_per_doc(engine: Any, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, DrsearchError, Engine
+from drsearch.index import BlockList, DrsearchError, Engine, build
 from drsearch.index.scoring import NATIVE_AVAILABLE, SINGLE_TERM_POSTINGS
 
-from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries
+from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries, fts5_oracle, sample_docs
 from .schema_v1 import write_v1
 
 QUERIES = cranfield_queries()
@@ -48,16 +48,32 @@ def test_identical_to_fts5_bm25_on_all_cranfield_queries(engine: Engine, k: int)
     mismatches = []
     for q in QUERIES:
         ours = engine.rank(q, k)
-        oracle = best_chunk_per_doc(engine, engine.fts5_rank(q, 100_000), k)
+        oracle = best_chunk_per_doc(engine, fts5_oracle(engine, q), k)
         if ours != oracle:  # compares chunk rowids and bit-identical float scores, in order
             mismatches.append(q)
     assert not mismatches, f"{len(mismatches)}/{len(QUERIES)} differ, e.g. {mismatches[:2]}"
 
 
+def test_the_shared_oracle_is_fts5s_ranking_of_the_file_as_it_is_now(tmp_path: Path) -> None:
+    """fts5_oracle (asked once per file and query) gives FTS5's ranking bit for bit, and asks
+    again once the file at the same path is rebuilt from other documents."""
+    path, query = tmp_path / "x.sqlite3", "video game streaming subscription"
+    docs = sample_docs()
+    build(docs, path)
+    with Engine.open(path) as e:
+        first = e.fts5_rank(query, 100_000)
+        assert fts5_oracle(e, query) == first == fts5_oracle(e, query) and len(first) > 10
+        assert all(type(r) is int and type(s) is float for r, s in fts5_oracle(e, query))
+    build(docs[::2], path, overwrite=True)
+    with Engine.open(path) as e:
+        second = e.fts5_rank(query, 100_000)
+        assert second != first and fts5_oracle(e, query) == second
+
+
 def test_queries_with_common_terms_are_still_exact(engine: Engine) -> None:
     # 'the', 'of', 'a' are in more than half of the chunks: IDF clamped to 1e-6. Ties galore.
     for q in ["the of a", "the flow", "a theory of the boundary layer", "of", "is the and of"]:
-        oracle = best_chunk_per_doc(engine, engine.fts5_rank(q, 100_000), 20)
+        oracle = best_chunk_per_doc(engine, fts5_oracle(engine, q), 20)
         assert engine.rank(q, 20) == oracle, q
 
 

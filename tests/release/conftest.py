@@ -1,36 +1,11 @@
-"""The sample release, made once per session the way ``make sample-release`` makes it (the
-construction recipe run offline on data/construct), and cheap per-test copies of it."""
+"""The release tests' helpers. The sample release itself (``sample_recipe``,
+``pristine_release`` and the per-test copy ``release``) is tests/conftest.py's: the CLI
+tests share the one recipe run."""
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
-
-import pytest
-from offline_recipe.driver import Recipe, run_recipe
-
-
-@pytest.fixture(scope="session")
-def sample_recipe(tmp_path_factory: pytest.TempPathFactory) -> Recipe:
-    """The recipe run of ``make sample-release`` (fetch times frozen), with its working files.
-    Tests that change its pool restore it; none touches its release (``pristine_release``)."""
-    root = tmp_path_factory.mktemp("sample")
-    return run_recipe(root / "sample-release.work", frozen_fetch_times=True, release=root / "sample-release")
-
-
-@pytest.fixture(scope="session")
-def pristine_release(sample_recipe: Recipe) -> Path:
-    """The bundled sample release: the construction recipe's output."""
-    return sample_recipe.release
-
-
-@pytest.fixture()
-def release(pristine_release: Path, tmp_path: Path) -> Path:
-    """A private copy of the sample release that a test may damage."""
-    dst = tmp_path / "release"
-    shutil.copytree(pristine_release, dst)
-    return dst
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, int, int]]:

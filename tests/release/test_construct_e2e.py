@@ -1,6 +1,6 @@
 """The whole DR-256 construction recipe on the fixture of data/construct, with real components
 only, as ``make sample-release`` runs it (scripts/offline_recipe/driver.py, once per session:
-tests/release/conftest.py): the fixture's URLs crawled from the loopback crawl server, the
+tests/conftest.py): the fixture's URLs crawled from the loopback crawl server, the
 corpus served by a real `drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
 0|1|2` rollouts driven by the scripted chat server (scripts/offline_recipe/chat.py), `drsearch
 score` with the oracle judge, `construct calibrate` (with the rollouts' leak audit) and
@@ -35,7 +35,7 @@ CONSTRUCT_MD = REPO / "docs" / "CONSTRUCT.md"
 
 @pytest.fixture(scope="module")
 def recipe(sample_recipe: Recipe) -> Recipe:
-    """The run of ``make sample-release`` (tests/release/conftest.py): its release is the sample release."""
+    """The run of ``make sample-release`` (tests/conftest.py): its release is the sample release."""
     return sample_recipe
 
 
