@@ -2,7 +2,9 @@
 
 Every function takes plain counts or sequences and returns plain floats, so the
 numbers can be checked against an independent implementation (the tests use
-statsmodels as the oracle). scipy supplies the distributions.
+statsmodels as the oracle). scipy supplies the distributions; it is imported on first use
+(``import scipy.stats`` costs about a second, and this module is imported by every
+``drsearch`` command that builds the CLI's parser, most of which never need it).
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from functools import cache
+from typing import Any
 
-from scipy import stats as _sp  # type: ignore[import-untyped]  # scipy ships no type stubs
+
+@cache
+def _scipy_stats() -> Any:
+    """``scipy.stats`` (the grading extra), imported once on first use."""
+    from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type stubs
+
+    return stats
 
 
 def _check_count(successes: float, n: int) -> None:
@@ -42,7 +52,7 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     if n == 0:
         return (0.0, 1.0)
-    z = float(_sp.norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    z = float(_scipy_stats().norm.ppf(1.0 - (1.0 - confidence) / 2.0))
     p = successes / n
     z2 = z * z
     denom = 1.0 + z2 / n
@@ -66,7 +76,7 @@ def mcnemar_exact(b: int, c: int) -> float:
         raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
     if b + c == 0:
         return 1.0
-    return min(1.0, float(_sp.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue))
+    return min(1.0, float(_scipy_stats().binomtest(b, b + c, 0.5, alternative="two-sided").pvalue))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -136,5 +146,5 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rho = float(_sp.spearmanr(list(x), list(y)).statistic)
+        rho = float(_scipy_stats().spearmanr(list(x), list(y)).statistic)
     return None if math.isnan(rho) else rho
