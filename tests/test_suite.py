@@ -30,10 +30,13 @@ def test_make_unit_runs_the_suite_on_two_workers_one_file_at_a_time() -> None:
     assert "-n" not in addopts.split()  # a plain `pytest tests/x.py` stays one process
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    # -o: the venv's stamp counts as up to date (a dry run either way; nothing is installed)
-    out = subprocess.run(["make", "-n", "-o", ".venv/.installed-dev", "unit"], cwd=REPO, capture_output=True,
-                         text=True, timeout=60, check=True).stdout
+    # -o: the venv's stamp counts as up to date (a dry run either way; nothing is installed).
+    # Run inside `make test`, the outer make's MAKEFLAGS/MAKELEVEL would make this one print
+    # "Entering directory" lines, and a TEST_WORKERS in the environment would override the default.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TEST_WORKERS"}}
+    dry = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed-dev", "unit"]
+    out = subprocess.run(dry, cwd=REPO, capture_output=True, text=True, timeout=60, check=True, env=env).stdout
     assert out.split() == [".venv/bin/pytest", "-n", "2", "--dist", "loadfile"], out
-    serial = subprocess.run(["make", "-n", "-o", ".venv/.installed-dev", "unit", "TEST_WORKERS=0"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60, check=True).stdout
+    serial = subprocess.run([*dry, "TEST_WORKERS=0"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                            check=True, env=env).stdout
     assert serial.split() == [".venv/bin/pytest"], serial
