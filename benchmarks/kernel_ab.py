@@ -52,10 +52,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from drsearch.index.scoring import PRUNE_ALL_K, PRUNE_ALL_ROWS  # noqa: E402
+from drsearch.index.scoring import BLOCK_ROWS, PRUNE_ALL_K, PRUNE_ALL_ROWS  # noqa: E402
 
 BLOCK_POSTINGS = 64
-BLOCK_ROWS = 1 << 15
 
 
 def load_kernels(name: str, path: Path) -> ModuleType:

@@ -77,7 +77,12 @@ load_f64(const unsigned char *p)
 
 /* The longest pruning window: short enough that a window's block maxima stay close to the
    impacts there (a 32K window of a long list spans dozens of 64-posting blocks, and their
-   largest is about the list's bound), long enough that per-window work stays small. */
+   largest is about the list's bound), long enough that per-window work stays small. A sweep
+   of 2,048-16,384 on the benchmark's 1x and 4x lists (docs/BENCHMARKS.md, "Window sizes")
+   found no single value better for every query: the per-window work is per list, so whole
+   queries run 3-5% faster at k = 10 with 16,384 and a single list 10-18% slower (4,096: the
+   reverse). A cap by list count was faster still at k = 10 but shifted rank_blocks' code
+   (4-9% slower); it is not merged. */
 #ifndef PRUNE_SPAN_MAX
 #define PRUNE_SPAN_MAX 8192
 #endif
