@@ -81,7 +81,8 @@ IDF_FLOOR = 1e-6
 BLOCK_ROWS = 1 << 14
 NATIVE_AVAILABLE = _kernels is not None
 # With block maxima, c-auto prunes every query of k up to PRUNE_ALL_K in a corpus of at least
-# PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
+# PRUNE_ALL_ROWS chunks (8 of the kernel's 16,384-rowid pruning windows of several lists;
+# docs/ENGINE.md).
 PRUNE_ALL_K = 10
 PRUNE_ALL_ROWS = 1 << 17
 # A query of one sparse term with at most this many postings is ranked in plain Python (its
