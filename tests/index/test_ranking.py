@@ -467,3 +467,35 @@ def test_a_kernel_built_from_an_older_source_is_refused_not_called(monkeypatch: 
     with pytest.raises(DrsearchError, match="is stale"):
         scoring.Scorer(rows, np.ones(3, dtype=np.int32), native=True)
     assert scoring.Scorer(rows, np.ones(3, dtype=np.int32)).kind == "numpy"
+
+
+@NEEDS_C
+@pytest.mark.parametrize("n_lists", [1, 4])
+def test_pruning_windows_of_every_cap_rank_as_the_sequential_pass(n_lists: int) -> None:
+    from drsearch.index import _kernels
+    from drsearch.index.scoring import BLOCK_ROWS
+
+    # 200,000 chunks (documents of 1-3 chunks), lists of 3-30% of them with skewed impacts:
+    # rank_maxscore's windows reach their caps (4,096 rowids for one list, 16,384 for several,
+    # both within the engine's buffer); every answer equals rank_blocks', bit for bit.
+    rng = np.random.default_rng(20261202)
+    n_rows = 200_000
+    chunk_doc = np.concatenate([[0], np.repeat(np.arange(1, n_rows + 1), rng.integers(1, 4, n_rows))[:n_rows]])
+    chunk_doc = chunk_doc.astype(np.int32)
+    ids, imps, bmax = [], [], []
+    for _ in range(n_lists):
+        rows = np.flatnonzero(rng.random(n_rows) < rng.uniform(0.03, 0.3)) + 1
+        w = rng.pareto(2.0, len(rows)) + 0.1
+        ids.append(rows.astype(np.uint32))
+        imps.append(w)
+        bmax.append(np.maximum.reduceat(w, np.arange(0, len(w), 64)))
+    bounds = np.array([float(w.max()) for w in imps])
+    out_c, out_s = np.empty(n_rows + 1, dtype=np.int64), np.empty(n_rows + 1)
+    for k in (1, 10, 100):
+        n = _kernels.rank_maxscore(ids, imps, bounds, n_rows, None, chunk_doc, k, -1.0, np.zeros(BLOCK_ROWS),
+                                   out_c, out_s, 10.0, None, bmax, 64)
+        pruned = list(zip(out_c[: n[0]].tolist(), out_s[: n[0]].tolist(), strict=True))
+        assert n[0] == k
+        assert _kernels.rank_blocks(ids, imps, n_rows, None, chunk_doc, k, -1.0, np.zeros(BLOCK_ROWS), out_c,
+                                    out_s, 10.0) == n
+        assert pruned == list(zip(out_c[: n[0]].tolist(), out_s[: n[0]].tolist(), strict=True))

@@ -12,7 +12,8 @@
  * parallel. Every rowid is bounds-checked; a damaged posting list raises ValueError rather
  * than touching memory outside the score buffer.
  *
- * Both entry points run one loop (rank_core) over *windows* of chunk rowids, each at most
+ * Both entry points run one loop (rank_core, compiled once for each) over *windows* of chunk
+ * rowids, each at most
  * the score buffer's length (an L2-sized block): a window starts at the lowest rowid a list
  * that matters has left, so ranges without postings cost nothing; every list that matters in
  * the window adds its postings there, in phrase order, into the buffer (and a bitmap of
@@ -77,9 +78,18 @@ load_f64(const unsigned char *p)
 
 /* The longest pruning window: short enough that a window's block maxima stay close to the
    impacts there (a 32K window of a long list spans dozens of 64-posting blocks, and their
-   largest is about the list's bound), long enough that per-window work stays small. */
+   largest is about the list's bound), long enough that per-window work stays small. That
+   work is per list (two gallops and a window bound each), so a query of several lists wants
+   longer windows than a single list, whose only gain is finer skipping. Measured with
+   benchmarks/kernel_ab.py on the benchmark's 1x and 4x lists (docs/BENCHMARKS.md, "Window
+   sizes"): against one cap of 8,192, 16,384 ran whole queries 3-5% faster at k = 10 and a
+   single list 10-18% slower, 4,096 the reverse; hence a cap per list count. */
 #ifndef PRUNE_SPAN_MAX
-#define PRUNE_SPAN_MAX 8192
+#define PRUNE_SPAN_MAX 16384
+#endif
+/* The longest pruning window of a call over a single list. */
+#ifndef PRUNE_SPAN_ONE
+#define PRUNE_SPAN_ONE 4096
 #endif
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -265,6 +275,7 @@ typedef struct {
     Py_buffer docs, buf, out_ids, out_scores, blocked, bounds, counts;
     /* what the loop reads */
     Py_ssize_t n_terms, n, k, block, bp;
+    Py_ssize_t span_max; /* the longest window (rank_maxscore: PRUNE_SPAN_MAX or _ONE) */
     double margin, budget;
     int prune;
     List *L;
@@ -358,6 +369,8 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
         return -1;
     }
     const Py_ssize_t block = q->block = q->buf.len / 8;
+    const Py_ssize_t span_cap = n_terms == 1 ? PRUNE_SPAN_ONE : PRUNE_SPAN_MAX;
+    q->span_max = q->prune && block > span_cap ? span_cap : block;
     const size_t nt = (size_t)n_terms + 1;
     q->tb = PyMem_Calloc(3 * nt, sizeof(Py_buffer));
     q->L = PyMem_Calloc(nt, sizeof(List));
@@ -569,14 +582,14 @@ typedef struct {
  *    In a window with many touched chunks, probing per chunk costs more than adding the
  *    non-essential lists' postings there: then they are added too (v is a bound up to
  *    rounding, covered by the slack) and only chunks near the floor are rescored.
- *  - The first windows are short (1,024 rowids, doubling up to PRUNE_SPAN_MAX), so that the
+ *  - The first windows are short (1,024 rowids, doubling up to PRUNE_SPAN_MAX, PRUNE_SPAN_ONE
+ *    for a single list), so that the
  *    heap fills and the split is made early.
  */
-static void
-rank_core(Query *q, Outcome *o)
+static inline __attribute__((always_inline)) void
+rank_core(Query *q, Outcome *o, const int prune)
 {
     const Py_ssize_t n = q->n, n_terms = q->n_terms, block = q->block, bp = q->bp;
-    const int prune = q->prune;
     List *L = q->L;
     double *acc = q->acc;
     uint64_t *bits = q->bits;
@@ -601,7 +614,7 @@ rank_core(Query *q, Outcome *o)
         for (Py_ssize_t j = 0; j < n_terms; j++)
             pre[j + 1] = pre[j] + ord[j].bound;
     }
-    const Py_ssize_t span_max = prune && block > PRUNE_SPAN_MAX ? PRUNE_SPAN_MAX : block;
+    const Py_ssize_t span_max = q->span_max;
     Py_ssize_t span = prune && span_max > 1024 ? 1024 : span_max;
     int since_clock = 63; /* the first window looks at the clock */
     int64_t clock_mark = 0;
@@ -812,13 +825,31 @@ rank_core(Query *q, Outcome *o)
     o->n_full = s.hn;
 }
 
+/* One compiled copy of the loop per entry point, prune a constant in each: with one shared
+   copy, a change to the pruning path alone moved rank_blocks' speed by 4-9% (code layout);
+   specialized, both got faster (docs/BENCHMARKS.md, "Window sizes"). */
+static void
+rank_core_blocks(Query *q, Outcome *o)
+{
+    rank_core(q, o, 0);
+}
+
+static void
+rank_core_prune(Query *q, Outcome *o)
+{
+    rank_core(q, o, 1);
+}
+
 /* Run a prepared query without the GIL; build the result tuple. */
 static PyObject *
 query_run(Query *q)
 {
     Outcome o;
     Py_BEGIN_ALLOW_THREADS
-    rank_core(q, &o);
+    if (q->prune)
+        rank_core_prune(q, &o);
+    else
+        rank_core_blocks(q, &o);
     Py_END_ALLOW_THREADS
     if (q->counts.obj) {
         int64_t *c = (int64_t *)q->counts.buf;

@@ -71,10 +71,18 @@ else:
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
-BLOCK_ROWS = 1 << 15  # chunks per block of the native ranking: 256 KiB of scores, fits in L2
+# Chunks per block of the native ranking (rank_blocks' window; the kernel takes it from the
+# score buffer's length): 128 KiB of scores, an eighth of this machine's 1 MiB L2, leaving room
+# for the streamed postings and chunk_doc. Measured against 8K/32K/64K with kernel_ab.py on the
+# benchmark's 1x and 4x lists (docs/BENCHMARKS.md, "Window sizes"): against 32K, 16K runs a
+# single list 4-11% faster and whole queries at 0.96-1.02x; 8K loses 6% on whole queries at 4x
+# (more windows, each paying two gallops per list), 64K is 5-12% slower. No score changes: a
+# chunk's sum is the same additions in the same order whatever the window.
+BLOCK_ROWS = 1 << 14
 NATIVE_AVAILABLE = _kernels is not None
 # With block maxima, c-auto prunes every query of k up to PRUNE_ALL_K in a corpus of at least
-# PRUNE_ALL_ROWS chunks (16 of the kernel's 8,192-rowid pruning windows; docs/ENGINE.md).
+# PRUNE_ALL_ROWS chunks (8 of the kernel's 16,384-rowid pruning windows of several lists;
+# docs/ENGINE.md).
 PRUNE_ALL_K = 10
 PRUNE_ALL_ROWS = 1 << 17
 # A query of one sparse term with at most this many postings is ranked in plain Python (its
