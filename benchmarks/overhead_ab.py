@@ -3,8 +3,10 @@
 The "before" tree is ``git archive`` of a commit (its ``src/``), given the working tree's
 compiled ``_kernels`` module (so only the Python side differs; a commit whose kernel
 interface differs is refused by the engine's version check and ranks with numpy, which
-this script reports as the scorer). The "after" tree is this checkout's ``src/``. Each tree
-runs in its own worker process with the index open; the parent sends every query to both,
+this script reports as the scorer), or with ``--before-kernel SO`` that compiled module
+instead (a build of the commit's own ``_kernels.c``: then the whole search path differs).
+The "after" tree is this checkout's ``src/``. Each tree runs in its own worker process with
+the index open; the parent sends every query to both,
 in a seeded random order per query and round, so that background load and cache state hit
 both alike, and keeps each query's median over ``--rounds``. Each worker times
 ``Engine.search(q, k, with_text=False)`` (the benchmark's ranked operation, as
@@ -137,14 +139,15 @@ class Worker:
         self.proc.wait()
 
 
-def before_tree(commit: str, into: Path) -> Path:
-    """``src/`` of ``commit`` under ``into``, with this checkout's compiled kernel copied in."""
+def before_tree(commit: str, into: Path, kernel: Path | None = None) -> Path:
+    """``src/`` of ``commit`` under ``into``, with this checkout's compiled kernel copied in
+    (or ``kernel``, a compiled ``_kernels`` module, under this checkout's module's name)."""
     tar = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], check=True,
                          capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(tar)) as tf:
         tf.extractall(into, filter="data")
     for so in (REPO / "src" / "drsearch" / "index").glob("_kernels*.so"):
-        shutil.copy2(so, into / "src" / "drsearch" / "index" / so.name)
+        shutil.copy2(so if kernel is None else kernel, into / "src" / "drsearch" / "index" / so.name)
     return into / "src"
 
 
@@ -195,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--index", type=Path, required=True, help="an ours.sqlite3 built by search_bench.py")
     ap.add_argument("--queries", type=Path, required=True, help="JSON list, or object of classes")
     ap.add_argument("--before", default="HEAD", help="commit of the 'before' tree (default HEAD)")
+    ap.add_argument("--before-kernel", type=Path,
+                    help="a compiled _kernels module for the 'before' tree (default: this checkout's)")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=20)
@@ -206,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(args_in)
     if not args.index.is_file():
         raise SystemExit(f"{args.index}: no such index")
+    if args.before_kernel is not None and not args.before_kernel.is_file():
+        raise SystemExit(f"--before-kernel {args.before_kernel}: no such file")
     data = json.loads(args.queries.read_text(encoding="utf-8"))
     classes: dict[str, list[str]] = {"normal": data} if isinstance(data, list) else dict(data)
     if args.cls:
@@ -219,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     commit = rev.stdout.strip()
     with tempfile.TemporaryDirectory(prefix="drsearch-ab-") as tmp:
-        old = before_tree(args.before, Path(tmp))
+        old = before_tree(args.before, Path(tmp), args.before_kernel)
         workers = [Worker(f"before {commit}", old, args.index),
                    Worker("after (worktree)", REPO / "src", args.index)]
         try:

@@ -64,3 +64,22 @@ def test_digest_covers_the_scores_exact_bits() -> None:
     b = a._replace(score=1.0 + 2**-52)
     assert overhead_ab.digest([a]) != overhead_ab.digest([b])
     assert overhead_ab.digest([a]) == overhead_ab.digest([a._replace(title="other")])
+
+
+@pytest.mark.skipif(not _is_checkout(), reason="needs a git checkout (the 'before' tree is a commit)")
+def test_before_kernel_puts_that_module_in_the_before_tree(sample_index: Path, tmp_path: Path) -> None:
+    """``--before-kernel SO``: the before tree imports SO under the kernel's module name (so a
+    commit's own kernel build can be compared with this checkout's), never this checkout's."""
+    built = sorted((REPO / "src" / "drsearch" / "index").glob("_kernels*.so"))
+    if not built:
+        pytest.skip("the C kernel is not built in this checkout")
+    fake = tmp_path / "other-kernel.so"
+    fake.write_bytes(b"not this checkout's kernel")
+    src = overhead_ab.before_tree("HEAD", tmp_path / "tree", fake)
+    copied = src / "drsearch" / "index" / built[0].name
+    assert copied.read_bytes() == fake.read_bytes()
+    queries = tmp_path / "q.json"
+    queries.write_text("[]")
+    with pytest.raises(SystemExit, match="no such file"):
+        overhead_ab.main(["--index", str(sample_index), "--queries", str(queries),
+                          "--before-kernel", str(tmp_path / "missing.so")])
