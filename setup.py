@@ -11,6 +11,7 @@ setup(
         Extension(
             "drsearch.index._kernels",
             sources=["src/drsearch/index/_kernels.c"],
+            depends=["src/drsearch/index/_topk.h"],  # the top-k heap, shared with benchmarks' C probes
             optional=True,
             # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
             extra_compile_args=["-O3", "-ffp-contract=off"],

@@ -38,64 +38,8 @@ typedef struct {
     const uint16_t *v;    /* per posting: the (stand-in) quantized impact */
 } Coded;
 
-typedef struct {
-    double s;
-    int64_t row;
-} Best;
-
-/* x ranks before y: higher score, then lower rowid (FTS5's order). */
-static inline int
-better(const Best *x, const Best *y)
-{
-    return x->s > y->s || (x->s == y->s && x->row < y->row);
-}
-
-/* A heap whose root is the worst kept entry. */
-static void
-sift_down(Best *h, int64_t n, int64_t i)
-{
-    for (;;) {
-        int64_t l = 2 * i + 1, r = l + 1, w = i;
-        if (l < n && better(&h[w], &h[l]))
-            w = l;
-        if (r < n && better(&h[w], &h[r]))
-            w = r;
-        if (w == i)
-            return;
-        Best t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
-}
-
-static void
-offer(Best *h, int64_t *n, int64_t k, Best x)
-{
-    if (*n < k) {
-        int64_t i = (*n)++;
-        h[i] = x;
-        while (i > 0) {
-            int64_t p = (i - 1) / 2;
-            if (!better(&h[p], &h[i]))
-                break;
-            Best t = h[i];
-            h[i] = h[p];
-            h[p] = t;
-            i = p;
-        }
-    } else if (better(&x, &h[0])) {
-        h[0] = x;
-        sift_down(h, *n, 0);
-    }
-}
-
-static int
-cmp_best(const void *a, const void *b)
-{
-    const Best *x = a, *y = b;
-    return better(x, y) ? -1 : better(y, x) ? 1 : 0;
-}
+#define TOPK_INDEX int64_t
+#include "_topk.h" /* src/drsearch/index/: the kernel's top-k heap */
 
 #define ADD_LOOP(VALUE)                                                                        \
     for (; p < len && (c = id[p]) < hi; p++)                                                   \
@@ -211,28 +155,28 @@ probe_rank(int mode, int64_t n_terms, const uint32_t *const *ids, const void *co
             if (s == 0.0) /* untouched: every impact is > 0 (idf >= 1e-6, tf >= 1) */
                 continue;
             buf[off] = 0.0;
-            if (n_heap == k && s < heap[0].s) /* below the k-th document so far: exact skip */
+            if (n_heap == k && s < heap[0].score) /* below the k-th document so far: exact skip */
                 continue;
             const int64_t row = (int64_t)(lo + off);
             const int32_t d = chunk_doc[row];
             if (d != cur_doc) {
                 if (cur_doc >= 0)
-                    offer(heap, &n_heap, k, cur);
+                    heap_offer(heap, &n_heap, k, cur);
                 cur_doc = d;
-                cur.s = s;
-                cur.row = row;
-            } else if (s > cur.s) {
-                cur.s = s;
-                cur.row = row;
+                cur.score = s;
+                cur.chunk = row;
+            } else if (s > cur.score) {
+                cur.score = s;
+                cur.chunk = row;
             }
         }
     }
     if (cur_doc >= 0)
-        offer(heap, &n_heap, k, cur);
+        heap_offer(heap, &n_heap, k, cur);
     qsort(heap, (size_t)n_heap, sizeof(Best), cmp_best);
     for (int64_t i = 0; i < n_heap; i++) {
-        out_rows[i] = heap[i].row;
-        out_scores[i] = heap[i].s;
+        out_rows[i] = heap[i].chunk;
+        out_scores[i] = heap[i].score;
     }
     return n_heap;
 }

@@ -65,6 +65,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 C_SOURCE = HERE / "format_probe.c"
+KERNEL_DIR = HERE.parent / "src" / "drsearch" / "index"  # _topk.h, the kernel's top-k heap
 BLOCK_ROWS = 1 << 15  # the kernel's window (scoring.BLOCK_ROWS)
 SEED = 20261202
 
@@ -80,7 +81,8 @@ def compile_probe(tmp: Path) -> ctypes.CDLL:
         raise SystemExit("format_probe: no C compiler (cc, gcc or clang) on PATH")
     cflags = sysconfig.get_config_var("CFLAGS") or ""
     so = tmp / "format_probe.so"
-    cmd = [cc, *cflags.split(), "-O3", "-ffp-contract=off", "-fPIC", "-shared", str(C_SOURCE), "-o", str(so)]
+    cmd = [cc, *cflags.split(), "-O3", "-ffp-contract=off", "-fPIC", "-shared", f"-I{KERNEL_DIR}",
+           str(C_SOURCE), "-o", str(so)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise SystemExit(f"format_probe: {cc} failed: {p.stderr.strip()[-300:]}")

@@ -110,63 +110,8 @@ now_s(void)
  * Selection: each document's best chunk, and a size-k heap of the best documents.
  * ------------------------------------------------------------------------------------------ */
 
-/* A document's best chunk: higher score first, then lower chunk rowid (FTS5's order). */
-typedef struct {
-    double score;
-    int64_t chunk;
-} Best;
-
-static inline int
-better(const Best *x, const Best *y)
-{
-    return x->score > y->score || (x->score == y->score && x->chunk < y->chunk);
-}
-
-/* Min-heap of the k best so far: the root is the worst kept entry. */
-static void
-heap_sift_down(Best *h, Py_ssize_t n, Py_ssize_t i)
-{
-    for (;;) {
-        Py_ssize_t l = 2 * i + 1, r = l + 1, w = i;
-        if (l < n && better(&h[w], &h[l]))
-            w = l;
-        if (r < n && better(&h[w], &h[r]))
-            w = r;
-        if (w == i)
-            return;
-        Best tmp = h[i];
-        h[i] = h[w];
-        h[w] = tmp;
-        i = w;
-    }
-}
-
-static void
-heap_offer(Best *h, Py_ssize_t *n, Py_ssize_t k, Best x)
-{
-    if (*n < k) {
-        Py_ssize_t j = (*n)++;
-        h[j] = x;
-        while (j > 0) {
-            Py_ssize_t p = (j - 1) / 2;
-            if (!better(&h[p], &h[j]))
-                break;
-            Best tmp = h[p];
-            h[p] = h[j];
-            h[j] = tmp;
-            j = p;
-        }
-    } else if (better(&x, &h[0])) {
-        h[0] = x;
-        heap_sift_down(h, *n, 0);
-    }
-}
-
-static int
-cmp_best(const void *x, const void *y)
-{
-    return better((const Best *)x, (const Best *)y) ? -1 : better((const Best *)y, (const Best *)x);
-}
+#define TOPK_INDEX Py_ssize_t
+#include "_topk.h"
 
 /* The running selection. Chunks are offered in ascending rowid order and a document's chunks
    are consecutive rowids, so its best chunk is found in passing; a chunk below `floor_` can
