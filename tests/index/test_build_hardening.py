@@ -186,6 +186,15 @@ def test_metadata_that_is_not_json_is_an_invalid_document(tmp_path: Path) -> Non
     assert not list(tmp_path.iterdir())
 
 
+def test_metadata_keys_that_do_not_sort_are_an_invalid_document(tmp_path: Path) -> None:
+    # a caller's dict (JSONL keys are strings): its metadata is stored with sorted keys, and 1
+    # and "lang" do not sort; checked with the JSON it is stored as, it is refused as bad input
+    # (it used to pass the check and escape the build as a TypeError)
+    with pytest.raises(InvalidDocumentError, match=r"^document 1: metadata is not JSON: '<' not supported"):
+        build([{**GOOD, "lang": "en", 1: "x"}], tmp_path / "x.sqlite3")
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_lone_surrogate_in_a_chunk_docid_is_an_invalid_document(tmp_path: Path) -> None:
     with pytest.raises(InvalidDocumentError, match=r"^chunk 1: a chunk's docid is not valid Unicode"):
         build([GOOD], tmp_path / "x.sqlite3", chunks=[SourceChunk("a\ud800", "x")])

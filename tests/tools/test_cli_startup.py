@@ -2,7 +2,8 @@
 
 Every command builds the whole parser first (``drsearch --help`` lists every verb), so a
 module-level import of a heavy dependency anywhere under a verb's ``register`` is paid by
-``drsearch search`` too: ``scipy.stats`` alone cost about a second per call.
+``drsearch search`` too: ``scipy.stats`` alone cost about a second per call, and the agents'
+HTTP client, imported through the generators' option definitions, about half a second.
 """
 
 from __future__ import annotations
@@ -21,6 +22,24 @@ print(json.dumps(sorted(m for m in ("scipy", "scipy.stats") if m in sys.modules)
 
 def test_building_the_parser_does_not_import_scipy() -> None:
     done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == []
+
+
+_EXTRAS_PROBE = """
+import json, sys
+from drsearch.tools.cli import make_parser
+from drsearch.tools.extras import EXTRAS
+make_parser()
+print(json.dumps(sorted({m for ms in EXTRAS.values() for m in ms} & {k.partition(".")[0] for k in sys.modules})))
+"""
+
+
+def test_building_the_parser_imports_no_extras_module() -> None:
+    # all installed here: the parser (every verb's options) still imports none of them, so
+    # `drsearch --help` and the core commands pay for no web framework, HTTP client or SDK
+    done = subprocess.run([sys.executable, "-c", _EXTRAS_PROBE], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == []

@@ -118,6 +118,12 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     """Check one input document; returns a normalised dict. Raises InvalidDocumentError
     (wrong types, a bad docid, a string field, alias or metadata string that is not valid
     Unicode, metadata that is not JSON)."""
+    return _validated(raw, where)[0]
+
+
+def _validated(raw: object, where: str) -> tuple[dict[str, Any], str]:
+    """:func:`validate_document`'s dict and its metadata's JSON text as the stage stores it
+    (sorted keys, characters as they are): serialized once, to check it and to store it."""
     if not isinstance(raw, Mapping):
         raise InvalidDocumentError(f"{where}: a document must be a JSON object")
     docid = raw.get("docid")
@@ -140,9 +146,10 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     for i, alias in enumerate(aliases):
         _check_unicode(alias, where, f"alias {i}", docid)
     metadata = {k: v for k, v in raw.items() if k not in RESERVED_FIELDS}
+    metadata_json = "{}"
     if metadata:  # stored as this JSON text (UTF-8): every key and string in it checked at once
-        try:
-            metadata_json = json.dumps(metadata, ensure_ascii=False)
+        try:  # sorted keys: a caller's keys that do not sort (1 and "a") are refused here too
+            metadata_json = json.dumps(metadata, sort_keys=True, ensure_ascii=False)
         except (TypeError, ValueError) as e:  # a caller's object, not read from JSON
             raise InvalidDocumentError(f"{where}: metadata is not JSON: {e} (docid {docid!r})") from None
         _check_unicode(metadata_json, where, "metadata", docid, at=False)
@@ -153,7 +160,7 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
         "text": normalize_text(raw["text"]),
         "aliases": aliases,
         "metadata": metadata,
-    }
+    }, metadata_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +235,7 @@ class _Stager:
         Raises InvalidDocumentError (bad document, duplicate docid)."""
         self.seen += 1
         where = getattr(raw, "where", f"document {self.seen}")
-        d = validate_document(raw, where)
+        d, metadata_json = _validated(raw, where)
         if self.exclude is not None and d["docid"] in self.exclude:
             self.excluded += 1
             return False
@@ -244,8 +251,7 @@ class _Stager:
         try:
             self.conn.execute(
                 "INSERT INTO stage VALUES(?,?,?,?,?,?)",
-                (d["docid"], d["url"], d["title"], d["text"], json.dumps(d["aliases"]),
-                 json.dumps(d["metadata"], sort_keys=True, ensure_ascii=False)),
+                (d["docid"], d["url"], d["title"], d["text"], json.dumps(d["aliases"]), metadata_json),
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None

@@ -1,8 +1,12 @@
 """``drsearch <verb>``: a thin argparse front end over the library.
 
-Exit codes: 0 success; 2 bad usage or input (argparse, InvalidInputError, CorpusFileError);
-1 other failures (not found, timeouts, build errors); 130 interrupted. Errors are one line
-on stderr, never a traceback.
+Exit codes: 0 success; 2 bad usage or input (argparse, InvalidInputError, CorpusFileError)
+or a missing optional extra (MissingExtraError, extras.py); 1 other failures (not found,
+timeouts, build errors); 130 interrupted. Errors are one line on stderr, never a traceback.
+
+Building the parser imports only the core install (``drsearch --help`` lists every verb on
+``pip install drsearch``): the verb modules import what needs an extra inside their command
+functions.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .extras import missing_extra
 from .generate_cli import register as register_generate_verb
 from .kg_cli import register as register_kg_verb
 from .mcp_cli import register as register_mcp_verb
@@ -216,12 +221,9 @@ def _check_bindable(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    try:  # the server is an optional extra: a core install still runs the other verbs
-        from ..server import ServeConfig, ServerSettings, serve, verify_corpus
-    except ImportError as e:
-        print(f"drsearch: error: serve needs the server extra (pip install 'drsearch[server]'): {e}",
-              file=sys.stderr)
-        return 2
+    # the server extra, imported first: without it, one line naming it before any other check
+    from ..server import ServeConfig, ServerSettings, serve, verify_corpus
+
     _check_bindable(args.host, args.port)
     release_dir = _release_of(args)
     chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
@@ -364,7 +366,18 @@ def make_parser() -> argparse.ArgumentParser:
     register_generate_verb(sub)  # generate drbencher|openbiorq (generate_cli.py, openbiorq_cli.py)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
+    _name_commands(ap)
     return ap
+
+
+def _name_commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> None:
+    """Record in each command's defaults its name (``corpus fetch``), the one its errors give."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                _name_commands(child, (*words, name))
+    if parser.get_default("handler") is not None:
+        parser.set_defaults(command=" ".join(words))
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -376,6 +389,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except DrsearchError as e:
         print(f"drsearch: error: {e.message}", file=sys.stderr)
         return e.exit_code
+    except ModuleNotFoundError as e:  # an optional extra the command needs is not installed
+        missing = missing_extra(args.command, e)
+        if missing is None:  # no extra's module: a broken install or a bug, reported as it is
+            print(f"drsearch: internal error: {e.__class__.__name__}: {e}", file=sys.stderr)
+            return 1
+        print(f"drsearch: error: {missing.message}", file=sys.stderr)
+        return missing.exit_code
     except KeyboardInterrupt:
         print("drsearch: interrupted", file=sys.stderr)
         return 130

@@ -11,26 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..index import canonical_json
-from ..release.construct import (
-    URL_PATTERNS,
-    audit_shortcuts,
-    calibrate_tiers,
-    check_blocklist,
-    collect_urls,
-    consolidate,
-    field_map,
-    find_answers,
-    find_artifacts,
-    read_url_patterns,
-    select_release,
-    write_kept_questions,
-)
 from .argtypes import int_in
+
+# drsearch.release.construct stands on the generators' pipeline machinery, which imports the
+# agents extra (httpx): each command imports it, so that registering them needs no extra.
 
 
 def _facts(pool: str, stage: str) -> dict[str, Any]:
@@ -53,6 +41,8 @@ def _report(args: argparse.Namespace, out: TextIO, stage: str, record: dict[str,
 
 
 def cmd_consolidate(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import consolidate, field_map
+
     record = consolidate(args.upstream, args.pool, field_map(args.map or []))
     return _report(args, out, "consolidate", record,
                    "{rows} rows -> {groups} question groups ({merged_rows} rows merged), "
@@ -60,6 +50,8 @@ def cmd_consolidate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_urls(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import collect_urls
+
     record = collect_urls(args.pool)
     return _report(args, out, "urls", record,
                    "{urls_given} visited URLs of {questions} questions -> {distinct_urls} distinct canonical "
@@ -67,6 +59,8 @@ def cmd_urls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_answers(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import find_answers
+
     record = find_answers(args.pool, args.database)
     return _report(args, out, "answers", record,
                    "{with_answer_doc} of {questions} questions have an independent answer document "
@@ -75,6 +69,8 @@ def cmd_answers(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_artifacts(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import URL_PATTERNS, check_blocklist, find_artifacts, read_url_patterns
+
     patterns = read_url_patterns(args.url_patterns) if args.url_patterns else URL_PATTERNS
     record = find_artifacts(args.pool, args.database, url_patterns=patterns)
     review = check_blocklist(args.pool, args.blocked_docids) if args.blocked_docids else None
@@ -90,18 +86,18 @@ def cmd_artifacts(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import audit_shortcuts
+
     settings = {name: getattr(args, name) for name in ("snippet_k", "queries", "open_top", "single_rank")}
     record = audit_shortcuts(args.pool, args.database, args.blocked_docids, **settings)
     return _report(args, out, "audit", record, "{kept} of {questions} questions pass the shortcut probes")
 
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        import scipy  # type: ignore[import-untyped]  # noqa: F401  (the toolkit's calibration module)
-    except ImportError as e:
-        print("drsearch: error: construct calibrate needs the grading extra "
-              f"(pip install 'drsearch[grading]'): {e}", file=sys.stderr)
-        return 2
+    # the grading extra (the toolkit's calibration module): without it, one line before any work
+    import scipy  # type: ignore[import-untyped]  # noqa: F401
+
+    from ..release.construct import calibrate_tiers
     from .score_cli import graded_path
 
     grades = graded_path(Path(args.grades)) if args.grades else None
@@ -112,6 +108,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_questions(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import write_kept_questions
+
     record = write_kept_questions(args.pool, args.prompt_template)
     return _report(args, out, "questions", record,
                    "{questions} questions the audit kept -> questions/kept.jsonl (uncalibrated; what the "
@@ -119,6 +117,8 @@ def cmd_questions(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_select(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release.construct import select_release
+
     record = select_release(args.pool, args.out, per_tier=args.per_tier, seed=args.seed,
                             template=args.prompt_template, allow_short=args.allow_short, name=args.name,
                             revision=args.revision, crawl=args.crawl_dir)

@@ -17,24 +17,25 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..corpus import (
     ChunkMapping,
     ColumnMapping,
     CorpusBuild,
     ExtractSettings,
-    FetchSettings,
     SourceInfo,
     build_corpus,
     extract_crawl,
-    fetch_urls,
     import_corpus,
     inspect_source,
 )
 from ..index import BuildSettings, Engine, InvalidInputError, canonical_json
 from ..release import pin_of_corpus_file
 from .progress import StageBars, byte_bars, chunk_progress
+
+if TYPE_CHECKING:  # fetching needs the agents extra (httpx): imported by the commands that fetch
+    from ..corpus import FetchSettings
 
 _MAX_WARNINGS = 20
 _SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
@@ -71,6 +72,8 @@ def _add_fetch_args(p: argparse.ArgumentParser, *, only_with_urls: bool = False)
 
 
 def _fetch_settings(args: argparse.Namespace) -> FetchSettings:
+    from ..corpus import FetchSettings
+
     given = {flag: getattr(args, flag[2:].replace("-", "_"), default)
              for flag, _, default, _ in _FETCH_OPTIONS}
     return FetchSettings(concurrency=given["--concurrency"], per_host=given["--per-host"],
@@ -101,6 +104,8 @@ def _build_line(result: CorpusBuild, out_path: str) -> str:
 
 
 def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
+    from ..corpus import fetch_urls
+
     bars = StageBars(args.quiet)
     try:
         summary = fetch_urls(args.urls, args.out, _fetch_settings(args), progress=bars.fetch,

@@ -14,6 +14,7 @@ pinned one, is one line and exit 2, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,8 +24,6 @@ from .argtypes import fraction
 
 
 def _items(path: Path, id_field: str, text_field: str) -> tuple[list[Any], list[str], str]:
-    from ..agents.canonical import sha256_hex
-
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -52,7 +51,7 @@ def _items(path: Path, id_field: str, text_field: str) -> tuple[list[Any], list[
         raise InvalidInputError(f"{path}: no items")
     if len(set(ids)) != len(ids):
         raise InvalidInputError(f"{path}: duplicate {id_field!r} values")
-    return ids, texts, sha256_hex(data)
+    return ids, texts, hashlib.sha256(data).hexdigest()
 
 
 def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:

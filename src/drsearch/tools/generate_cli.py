@@ -23,7 +23,7 @@ def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``generate`` verb (``generate drbencher``, ``generate openbiorq``) to the CLI."""
-    from ..benchmark.generate.drbencher.pipeline import add_arguments
+    from ..benchmark.generate.drbencher.options import add_arguments  # pure argparse: no extra
     from .openbiorq_cli import register as register_openbiorq
 
     gen = sub.add_parser("generate", help="run a benchmark generator (docs/GENERATE.md)")

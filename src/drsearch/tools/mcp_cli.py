@@ -30,13 +30,10 @@ def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
-    try:  # the SDK is an optional extra: a core install still runs the other verbs
-        from ..agents import EngineSearcher
-        from ..mcpserver import McpSettings
-        from ..mcpserver.server import build_server, run_stdio, run_streamable_http
-    except ImportError as e:
-        print(f"drsearch: error: mcp needs the mcp extra (pip install 'drsearch[mcp]'): {e}", file=sys.stderr)
-        return 2
+    from ..agents import EngineSearcher  # the agents extra (httpx)
+    from ..mcpserver import McpSettings
+    from ..mcpserver.server import build_server, run_stdio, run_streamable_http  # the mcp extra (the SDK)
+
     http = args.transport == "streamable-http"
     if not http and (args.host is not None or args.port is not None):
         raise InvalidInputError("--host/--port: only with --transport streamable-http")

@@ -28,15 +28,11 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    try:  # httpx is the agents extra: a core install still runs the other verbs
-        from pydantic import ValidationError
+    from pydantic import ValidationError
 
-        from ..agents import RetryPolicy, RunSpec, execute_run
-        from ..agents.errors import describe_validation_error
-    except ImportError as e:
-        print(f"drsearch: error: run needs the agents extra (pip install 'drsearch[agents]'): {e}",
-              file=sys.stderr)
-        return 2
+    from ..agents import RetryPolicy, RunSpec, execute_run  # the agents extra (httpx)
+    from ..agents.errors import describe_validation_error
+
     try:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,

@@ -400,13 +400,10 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
     forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None]
     if sum(forms) != 1:
         raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B or --agreement A B")
-    try:  # judges need the agents extra (httpx), statistics the grading extra (scipy)
-        import httpx  # noqa: F401
-        import scipy  # type: ignore[import-untyped]  # noqa: F401
-    except ImportError as e:
-        print(f"drsearch: error: score needs the agents and grading extras "
-              f"(pip install 'drsearch[agents,grading]'): {e}", file=sys.stderr)
-        return 2
+    # the grading extra (judges: httpx, statistics: scipy): without it, one line before any work
+    import httpx  # noqa: F401
+    import scipy  # type: ignore[import-untyped]  # noqa: F401
+
     from ..benchmark import compare_runs, judge_agreement
 
     if args.majority and args.compare is None:

@@ -9,9 +9,11 @@ Public API (pinned by tests/benchmark/generate/test_public_api.py)::
                   episode(question, preset, endpoint, searcher) -> trajectory record
     generate_main(build, argv): the shared command line (--out, --until, --cache-mode, ...)
 
-Calibration from rollouts (``calibrate``), offline sentence embeddings (``embed``, the
-``embed`` extra), near-duplicate and diversity filters (``dedup``, ``diversity``): their
-names are imported on first use, so importing the package needs neither scipy nor
+The pipeline machinery (``stages``, ``cli``: the agents' model client, httpx), calibration
+from rollouts (``calibrate``), offline sentence embeddings (``embed``, the ``embed`` extra),
+near-duplicate and diversity filters (``dedup``, ``diversity``): their names are imported on
+first use, so importing the package (and ``options``, the generators' shared command-line
+options, which ``drsearch --help`` defines) needs no extra: neither httpx nor scipy nor
 onnxruntime. The calibration primitive is ``drsearch.benchmark.generate.calibrate.calibrate``:
 the package attribute ``calibrate`` is that submodule (Python binds a submodule's name on
 its parent when it is imported), so the function is not re-exported under the same name.
@@ -21,25 +23,34 @@ It may import ``drsearch.agents`` (model client, replay cache) and ``drsearch.in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_getattr
-from .cli import add_generate_arguments, generate_main, run_parsed, settings_from
 from .errors import GenerateError, PipelineInputError
-from .stages import (
-    RESERVED,
-    GenerateSettings,
-    Keep,
-    ModelEndpoint,
-    Outcome,
-    Pipeline,
-    Reject,
-    Stage,
-    StageContext,
-    file_sha256,
-    generate_code_sha256,
-    run_pipeline,
-)
+from .options import add_generate_arguments
+
+if TYPE_CHECKING:
+    from .cli import generate_main, run_parsed, settings_from
+    from .stages import (
+        RESERVED,
+        GenerateSettings,
+        Keep,
+        ModelEndpoint,
+        Outcome,
+        Pipeline,
+        Reject,
+        Stage,
+        StageContext,
+        file_sha256,
+        generate_code_sha256,
+        run_pipeline,
+    )
 
 _LAZY: dict[str, str] = {
+    **dict.fromkeys(("generate_main", "run_parsed", "settings_from"), "cli"),
+    **dict.fromkeys(("RESERVED", "GenerateSettings", "Keep", "ModelEndpoint", "Outcome", "Pipeline", "Reject",
+                     "Stage", "StageContext", "file_sha256", "generate_code_sha256", "run_pipeline"),
+                    "stages"),
     **dict.fromkeys(("BUCKETS", "RULES", "ItemStats", "bucket_counts", "dr256_bucket",
                      "drbencher_bucket", "frozen_core", "item_stats", "openbiorq_bucket", "wilson_table"),
                     "calibrate"),

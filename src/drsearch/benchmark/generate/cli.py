@@ -19,27 +19,13 @@ from pydantic import ValidationError
 from ...agents import RetryPolicy
 from ...agents.errors import describe_validation_error
 from ...index import DrsearchError
+from .options import add_generate_arguments
 from .stages import GenerateSettings, Pipeline, run_pipeline
 
 _OPTIONS = {"out": "--out", "until": "--until", "cache_mode": "--cache-mode", "cache": "--cache",
             "api_key_env": "--api-key-env", "retry.max_attempts": "--max-attempts",
             "retry.backoff_s": "--backoff",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
-
-
-def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every generator takes."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if present)")
-    parser.add_argument("--until", metavar="STAGE", help="stop after this stage")
-    parser.add_argument("--cache-mode", default="record",
-                        choices=["off", "record", "replay", "replay-then-live"],
-                        help="model response cache (default record into DIR/cache.sqlite3); "
-                             "replay is offline")
-    parser.add_argument("--cache", metavar="FILE", help="cache file (default DIR/cache.sqlite3)")
-    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    parser.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
-    parser.add_argument("--backoff", type=float, default=1.0, metavar="S",
-                        help="first retry wait (default 1 s)")
 
 
 def settings_from(args: argparse.Namespace) -> GenerateSettings:

@@ -109,9 +109,9 @@ class Embedder:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
-        except ImportError as e:
-            raise EmbeddingModelError("embeddings need the embed extra "
-                                      f"(pip install 'drsearch[embed]'): {e}") from None
+        except ImportError as e:  # worded as the CLI words a missing extra
+            raise EmbeddingModelError("embeddings need the 'embed' extra: pip install 'drsearch[embed]' "
+                                      f"(missing module {e.name or e})") from None
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.model_path = Path(model_path) if model_path is not None else default_model_path()

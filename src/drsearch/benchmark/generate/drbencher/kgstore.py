@@ -22,14 +22,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .errors import KGDataError
-from .sparql import RESULTS_JSON
+from .protocol import RESULTS_JSON
 
 
 def _oxigraph() -> Any:
     try:
         import pyoxigraph
     except ImportError:
-        raise KGDataError("drsearch kg serve needs pyoxigraph (pip install 'drsearch[kg]')") from None
+        raise KGDataError("kg serve needs the 'kg' extra: pip install 'drsearch[kg]' "
+                          "(missing module pyoxigraph)") from None
     return pyoxigraph
 
 

@@ -16,12 +16,13 @@ from typing import Any, TextIO
 
 from ....agents import ChatClient, RetryPolicy
 from ....agents.llm import api_key_from_env
-from ..cli import add_generate_arguments, run_parsed
+from ..cli import run_parsed
 from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, package_sha256
+from .options import add_arguments
 from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
@@ -91,13 +92,6 @@ def build(args: argparse.Namespace) -> Pipeline:
     if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
         probe_search_server(config.v2.search_url)
     return pipeline_for(config, articles)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``drsearch generate drbencher``'s options: the toolkit's plus ``--config``."""
-    add_generate_arguments(parser)
-    parser.add_argument("--config", required=True, metavar="GEN.json",
-                        help="the generator config (strict JSON)")
 
 
 def main(args: argparse.Namespace, out: TextIO | None = None) -> int:

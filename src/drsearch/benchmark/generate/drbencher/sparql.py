@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .... import __version__
 from ....agents import ReplayCache
 from .errors import KGEndpointError, SparqlError
+from .protocol import RESULTS_JSON
 
-RESULTS_JSON = "application/sparql-results+json"
 DEFAULT_USER_AGENT = f"drsearch-drbencher/{__version__} (benchmark generator; SPARQL 1.1 protocol client)"
 _GET_MAX_URL = 2000  # longer queries go by POST (proxies truncate long URLs)
 
