@@ -1,4 +1,4 @@
-"""Types of the optional C ranking kernel (src/drsearch/index/_kernels.c)."""
+"""Types of the optional C ranking kernel and page reader (src/drsearch/index/_kernels.c)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -19,3 +19,6 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDAr
                   time_budget: float, counts: npt.NDArray[Any] | None = ...,
                   block_max: Sequence[npt.NDArray[Any]] | None = ..., block_postings: int = ...,
                   /) -> tuple[int, int, float]: ...
+
+def read_blobs(file: Any, page_size: int, usable: int, root: int, column: int,
+               rowids: Sequence[int], outs: Sequence[Any], /) -> None: ...

@@ -33,7 +33,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -43,9 +43,10 @@ from .memory import hugepage_zeros
 from .schema import BLOCK_POSTINGS, block_count
 
 # The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
-# maxima. A kernel built from an older _kernels.c (a checkout updated without rebuilding it)
-# is not used: ranking falls back to numpy (same results), and native=True says why.
-KERNEL_ABI = 2
+# maxima, 3 = read_blobs (the engine's page reader). A kernel built from an older _kernels.c
+# (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
+# results) and posting lists are read by blob I/O, and native=True says why.
+KERNEL_ABI = 3
 
 
 def kernel_problem(module: object) -> str | None:
@@ -67,6 +68,12 @@ else:
     _KERNEL_PROBLEM = kernel_problem(_kernels)
     if _KERNEL_PROBLEM is not None:
         _kernels = None  # type: ignore[assignment]
+
+
+def native_kernels() -> Any | None:
+    """The compiled ``_kernels`` module this code can call, or None (not built, or stale)."""
+    return _kernels
+
 
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
