@@ -93,8 +93,8 @@ def test_a_damaged_document_table_is_corrupt_not_a_crash(sample_index: Path) -> 
 
     with Engine.open(sample_index) as e:
         table = e._doc_table()
-        offsets, data = table.fields()
+        _, data = table.fields()
         table._data = data[: len(data) // 2]  # fields past the half now point outside
-        with pytest.raises(CorruptIndexError, match="outside the field table|not valid|decode"):
+        with pytest.raises(CorruptIndexError, match=r"outside the field table|decode"):
             for q in ["solar energy", "the", "history", "water", "music", "war"]:
                 e.search(q, 100, with_text=False)

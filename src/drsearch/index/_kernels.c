@@ -907,6 +907,90 @@ rank_maxscore(PyObject *self, PyObject *args)
     return result;
 }
 
+PyDoc_STRVAR(rank_one_doc,
+"rank_one(chunks, impacts, n_rows, blocked, chunk_doc, k) -> list[tuple[int, float]]\n\n"
+"The k best documents of a query of one sparse list, as (best chunk rowid, score) in FTS5's\n"
+"order (score descending, then lower rowid): a chunk's score is its impact (FTS5's sum of one\n"
+"phrase, 0.0 + impact, the same bits). One pass keeps each document's best chunk (documents'\n"
+"chunks are consecutive rowids) into a k-heap; blocked chunks (a bool per rowid, or None) are\n"
+"skipped. Raises ValueError for rowids not strictly ascending within 1..n_rows. Keeps the\n"
+"GIL (meant for short lists).");
+
+static PyObject *
+rank_one(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer ids, imps, docs, blocked = {0};
+    PyObject *blocked_obj, *out = NULL;
+    Py_ssize_t n_rows, k;
+    Best *heap = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*nOy*n:rank_one", &ids, &imps, &n_rows, &blocked_obj, &docs, &k))
+        return NULL;
+    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &blocked, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (check_buffer(&ids, 4, "chunks") || check_buffer(&imps, 8, "impacts") ||
+        check_buffer(&docs, 4, "chunk_doc"))
+        goto done;
+    const Py_ssize_t n = ids.len / 4;
+    if (imps.len / 8 != n || k < 1 || n_rows < 0 || docs.len / 4 < n_rows + 1 ||
+        (blocked.obj && blocked.len < n_rows + 1)) {
+        PyErr_SetString(PyExc_ValueError, "rank_one: inconsistent arguments");
+        goto done;
+    }
+    heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
+    if (!heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint32_t *id = (const uint32_t *)ids.buf;
+    const double *im = (const double *)imps.buf;
+    const int32_t *cd = (const int32_t *)docs.buf;
+    const uint8_t *bl = blocked.obj ? (const uint8_t *)blocked.buf : NULL;
+    Py_ssize_t hn = 0;
+    int64_t prev = 0, doc = -1;
+    Best cur = {0.0, 0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t r = id[i];
+        if (r <= prev || r > n_rows) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        prev = r;
+        /* Below the k-th kept score (the heap full): it cannot enter, whatever its document. */
+        if ((hn == k && im[i] < heap[0].score) || (bl && bl[r]))
+            continue;
+        if (cd[r] != doc) {
+            if (doc >= 0)
+                heap_offer(heap, &hn, k, cur);
+            doc = cd[r];
+            cur.score = im[i];
+            cur.chunk = r;
+        } else if (im[i] > cur.score) { /* ties: the lower rowid, seen first, stays */
+            cur.score = im[i];
+            cur.chunk = r;
+        }
+    }
+    if (doc >= 0)
+        heap_offer(heap, &hn, k, cur);
+    qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
+    out = PyList_New(hn);
+    for (Py_ssize_t i = 0; out && i < hn; i++) {
+        PyObject *pair = Py_BuildValue("(Ld)", (long long)heap[i].chunk, heap[i].score);
+        if (!pair)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, pair);
+    }
+done:
+    PyMem_Free(heap);
+    if (blocked.obj)
+        PyBuffer_Release(&blocked);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&imps);
+    PyBuffer_Release(&docs);
+    return out;
+}
+
 PyDoc_STRVAR(read_blobs_doc,
 "read_blobs(file, page_size, usable, root, column, rowids, outs) -> None\n\n"
 "Copy the BLOB in column `column` of each row `rowids[i]` of the rowid table whose b-tree\n"
@@ -1119,6 +1203,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
+    {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
@@ -1132,7 +1217,8 @@ static struct PyModuleDef module = {
 };
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
-   takes block maxima; 3 = read_blobs and make_hits. A module built from an older _kernels.c is refused, not
+   takes block maxima; 3 = read_blobs, make_hits and
+   rank_one. A module built from an older _kernels.c is refused, not
    called wrongly. */
 #define KERNELS_ABI 3
 
