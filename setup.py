@@ -11,7 +11,8 @@ setup(
         Extension(
             "drsearch.index._kernels",
             sources=["src/drsearch/index/_kernels.c"],
-            depends=["src/drsearch/index/_topk.h"],  # the top-k heap, shared with benchmarks' C probes
+            # headers: the top-k heap (shared with benchmarks' C probes), the page reader
+            depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h"],
             optional=True,
             # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
             extra_compile_args=["-O3", "-ffp-contract=off"],

@@ -87,8 +87,10 @@ STAGES = ("parse", "postings", "rank", "hits")
 
 def stages(e: Any, q: str, k: int) -> dict[str, int]:
     """One ranked search's stages, each timed (ns): parsing, the term rows and posting lists
-    (``_postings``), ranking (``Scorer.rank``), and the hits' rows (document table and
-    per-chunk arrays) — the internals both trees share, called as ``search`` calls them."""
+    (``_postings``), ranking (``Scorer.rank``), and the hits (in C by ``make_hits`` where the
+    tree has it, else their rows from the document table and per-chunk arrays) — called as
+    each tree's ``search`` calls them."""
+    from drsearch.index import Hit
     clock = time.perf_counter_ns
     deadline = time.monotonic() + 60.0
     t0 = clock()
@@ -98,7 +100,12 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     t2 = clock()
     ranked = e.scorer.rank(terms, k, e._blocked_chunks, e._scratch(), deadline)
     t3 = clock()
-    if ranked:
+    kernels = getattr(e, "_kernels", None)
+    if ranked and kernels is not None and hasattr(kernels, "make_hits"):
+        offsets, fields = e._doc_table().fields()
+        kernels.make_hits(Hit, [c for c, _ in ranked], [s for _, s in ranked], e._chunk_doc,
+                          e._chunk_ordinal, offsets, fields)
+    elif ranked:
         rows = np.array([c for c, _ in ranked], dtype=np.intp)
         e._doc_table().get(e._chunk_doc[rows].tolist())
         e._chunk_ordinal[rows].tolist()

@@ -1,7 +1,8 @@
 """How a query's posting lists are read: the short ones with the term rows (one SQL round trip
-for the whole query), the long ones by blob I/O into the per-thread arena.
+for the whole query), the long ones into the per-thread arena, from the file's pages (the page
+reader, with the C kernel built) or by blob I/O (without it; ``READERS``).
 
-Both reads must hand the scorer the same lists: every threshold (all by blob, a mix, all
+Every read must hand the scorer the same lists: every threshold (all by blob, a mix, all
 with the rows) ranks exactly as FTS5's bm25() — single terms of every df (fewer postings than
 k, more, one block, across block boundaries), absent terms, queries of more terms than the
 statement's placeholders (the JSON-array form) — and a damaged or missing list is the same
@@ -19,12 +20,21 @@ import pytest
 
 from drsearch.index import CorruptIndexError, Engine
 from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS
+from drsearch.index.scoring import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 
 QUERIES = cranfield_queries()[:40]
-# all by blob I/O; lists of one block with the rows, longer ones by blob; the default; all inline
+# all by the reader; lists of one block with the rows, longer ones read; the default; all inline
 THRESHOLDS = [0, 64, INLINE_POSTINGS, 10**9]
+READERS = ["pages", "blob api"] if native_kernels() is not None else ["blob api"]
+
+
+def use_reader(e: Engine, reader: str) -> None:
+    """Read long lists from the file's pages (as opened, with the kernel) or by blob I/O."""
+    if reader == "blob api":
+        e._pages = None
+    assert (e._pages is not None) == (reader == "pages")
 
 
 def single_terms(e: Engine) -> list[str]:
@@ -49,8 +59,11 @@ def engine(cran_small_chunks: Path) -> Engine:
     return Engine.open(cran_small_chunks)
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("inline", THRESHOLDS)
-def test_every_threshold_ranks_as_fts5(engine: Engine, inline: int) -> None:
+def test_every_threshold_ranks_as_fts5(cran_small_chunks: Path, inline: int, reader: str) -> None:
+    engine = Engine.open(cran_small_chunks)
+    use_reader(engine, reader)
     engine.inline_postings = inline
     try:
         wide = many_terms(engine, _PLACEHOLDER_TERMS + 8)
@@ -61,23 +74,28 @@ def test_every_threshold_ranks_as_fts5(engine: Engine, inline: int) -> None:
                 oracle = best_chunk_per_doc(engine, fts5_oracle(engine, q), k)
                 assert engine.rank(q, k) == oracle, (q, k)
     finally:
-        engine.inline_postings = INLINE_POSTINGS
+        engine.close()
 
 
-def test_both_reads_give_the_same_hits(engine: Engine) -> None:
-    queries = [*QUERIES[:10], *single_terms(engine)]
+def test_every_read_gives_the_same_hits(cran_small_chunks: Path) -> None:
     answers = []
-    for inline in (0, 10**9):
-        engine.inline_postings = inline
-        answers.append([engine.search(q, 20).to_dict() for q in queries])
-    engine.inline_postings = INLINE_POSTINGS
-    assert answers[0] == answers[1]
+    for reader in READERS:
+        for inline in (0, 10**9):
+            with Engine.open(cran_small_chunks) as engine:
+                use_reader(engine, reader)
+                engine.inline_postings = inline
+                queries = [*QUERIES[:10], *single_terms(engine)]
+                answers.append([engine.search(q, 20).to_dict() for q in queries])
+    assert len(answers) == 2 * len(READERS)
+    assert all(a == answers[0] for a in answers)
 
 
-@pytest.mark.parametrize("inline", [0, 10**9])
+@pytest.mark.parametrize("path", [(0, r) for r in READERS] + [(10**9, "inline")],
+                         ids=lambda p: f"{p[1]}")
 @pytest.mark.parametrize("damage", ["truncated", "missing"])
-def test_a_damaged_posting_list_is_corrupt_on_either_path(cran_small_chunks: Path, tmp_path: Path,
-                                                          inline: int, damage: str) -> None:
+def test_a_damaged_posting_list_is_corrupt_on_every_path(cran_small_chunks: Path, tmp_path: Path,
+                                                         path: tuple[int, str], damage: str) -> None:
+    inline, reader = path
     crafted = tmp_path / "crafted.sqlite3"
     crafted.write_bytes(cran_small_chunks.read_bytes())
     conn = apsw.Connection(str(crafted))
@@ -89,6 +107,8 @@ def test_a_damaged_posting_list_is_corrupt_on_either_path(cran_small_chunks: Pat
         conn.execute("DELETE FROM postings WHERE id = ?", (tid,))
     conn.close()
     with Engine.open(crafted) as e:
+        if reader != "inline":
+            use_reader(e, reader)
         e.inline_postings = inline
         with pytest.raises(CorruptIndexError, match=f"postings.data row {tid}"):
             e.search(term, 10)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from drsearch.index import BlockList, DrsearchError, Engine, build
-from drsearch.index.scoring import NATIVE_AVAILABLE, SINGLE_TERM_POSTINGS
+from drsearch.index.scoring import NATIVE_AVAILABLE, ONE_LIST_POSTINGS, SINGLE_TERM_POSTINGS
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries, fts5_oracle, sample_docs
 from .schema_v1 import write_v1
@@ -163,14 +163,21 @@ def test_one_term_queries_rank_as_fts5_with_and_without_the_fast_path(cran_small
         calls = []
         fast = e.scorer._rank_one
         e.scorer._rank_one = lambda *a: calls.append(a[0].df) or fast(*a)  # type: ignore[method-assign]
-        for limit in (SINGLE_TERM_POSTINGS, 0):
+        # The fast path's default limit: ONE_LIST_POSTINGS in C (every term here), else
+        # SINGLE_TERM_POSTINGS; then that limit on every path, then none.
+        default = e.scorer.single_term_postings
+        assert default == (SINGLE_TERM_POSTINGS if mode == "numpy" else ONE_LIST_POSTINGS)
+        for limit in (default, SINGLE_TERM_POSTINGS, 0):
             e.scorer.single_term_postings = limit
             for (t, k), oracle in oracles.items():
                 visible = [(c, s) for c, s in oracle
                            if not blocked or docid_of(e, c) not in hidden][:k]
                 assert e.rank(t, k) == visible, (t, k, limit)
-        assert calls and max(calls) == SINGLE_TERM_POSTINGS  # the fast path ran, up to its limit
-        assert len(calls) == 3 * 12  # 12 of the 18 terms are short enough, each at 3 k's
+        short = [df for df in calls if df <= SINGLE_TERM_POSTINGS]
+        assert max(short) == SINGLE_TERM_POSTINGS  # the fast path ran, up to its limit
+        # 12 of the 18 terms are short enough for SINGLE_TERM_POSTINGS, all 18 for the C
+        # path's default, each at 3 k's
+        assert len(calls) == 3 * (12 + (18 if default == ONE_LIST_POSTINGS else 12))
 
 
 @NEEDS_C

@@ -30,6 +30,19 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "_pages.h"
+
+/* A call with less work than this keeps the GIL: releasing it costs nothing alone, but with a
+   second thread waiting every release is a hand-off (the other thread runs, and the caller
+   waits for it to give the GIL back), tens of microseconds on this machine, more than a short
+   call's whole work (docs/ENGINE.md, "Threads"). Postings over all lists of a ranking call
+   (about 1-3 ns each), bytes of a read_blobs call. */
+#ifndef NOGIL_MIN_POSTINGS /* -D for a measurement build */
+#define NOGIL_MIN_POSTINGS 16384
+#endif
+#ifndef NOGIL_MIN_BYTES
+#define NOGIL_MIN_BYTES (256 << 10)
+#endif
 
 /* A buffer of whole `itemsize`-byte items. `aligned`: the loop reads it through a typed
    pointer, so its start must be aligned for the type (forming or reading a misaligned one is
@@ -790,12 +803,21 @@ static PyObject *
 query_run(Query *q)
 {
     Outcome o;
-    Py_BEGIN_ALLOW_THREADS
-    if (q->prune)
+    Py_ssize_t total = 0;
+    for (Py_ssize_t t = 0; t < q->n_terms; t++)
+        total += q->L[t].len;
+    if (total >= NOGIL_MIN_POSTINGS) {
+        Py_BEGIN_ALLOW_THREADS
+        if (q->prune)
+            rank_core_prune(q, &o);
+        else
+            rank_core_blocks(q, &o);
+        Py_END_ALLOW_THREADS
+    } else if (q->prune) {
         rank_core_prune(q, &o);
-    else
+    } else {
         rank_core_blocks(q, &o);
-    Py_END_ALLOW_THREADS
+    }
     if (q->counts.obj) {
         int64_t *c = (int64_t *)q->counts.buf;
         c[0] = o.n_accumulated;
@@ -885,7 +907,304 @@ rank_maxscore(PyObject *self, PyObject *args)
     return result;
 }
 
+PyDoc_STRVAR(rank_one_doc,
+"rank_one(chunks, impacts, n_rows, blocked, chunk_doc, k) -> list[tuple[int, float]]\n\n"
+"The k best documents of a query of one sparse list, as (best chunk rowid, score) in FTS5's\n"
+"order (score descending, then lower rowid): a chunk's score is its impact (FTS5's sum of one\n"
+"phrase, 0.0 + impact, the same bits). One pass keeps each document's best chunk (documents'\n"
+"chunks are consecutive rowids) into a k-heap; blocked chunks (a bool per rowid, or None) are\n"
+"skipped. Raises ValueError for rowids not strictly ascending within 1..n_rows. Keeps the\n"
+"GIL (meant for short lists).");
+
+static PyObject *
+rank_one(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer ids, imps, docs, blocked = {0};
+    PyObject *blocked_obj, *out = NULL;
+    Py_ssize_t n_rows, k;
+    Best *heap = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*nOy*n:rank_one", &ids, &imps, &n_rows, &blocked_obj, &docs, &k))
+        return NULL;
+    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &blocked, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (check_buffer(&ids, 4, "chunks") || check_buffer(&imps, 8, "impacts") ||
+        check_buffer(&docs, 4, "chunk_doc"))
+        goto done;
+    const Py_ssize_t n = ids.len / 4;
+    if (imps.len / 8 != n || k < 1 || n_rows < 0 || docs.len / 4 < n_rows + 1 ||
+        (blocked.obj && blocked.len < n_rows + 1)) {
+        PyErr_SetString(PyExc_ValueError, "rank_one: inconsistent arguments");
+        goto done;
+    }
+    heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
+    if (!heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint32_t *id = (const uint32_t *)ids.buf;
+    const double *im = (const double *)imps.buf;
+    const int32_t *cd = (const int32_t *)docs.buf;
+    const uint8_t *bl = blocked.obj ? (const uint8_t *)blocked.buf : NULL;
+    Py_ssize_t hn = 0;
+    int64_t prev = 0, doc = -1;
+    Best cur = {0.0, 0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t r = id[i];
+        if (r <= prev || r > n_rows) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        prev = r;
+        /* Below the k-th kept score (the heap full): it cannot enter, whatever its document. */
+        if ((hn == k && im[i] < heap[0].score) || (bl && bl[r]))
+            continue;
+        if (cd[r] != doc) {
+            if (doc >= 0)
+                heap_offer(heap, &hn, k, cur);
+            doc = cd[r];
+            cur.score = im[i];
+            cur.chunk = r;
+        } else if (im[i] > cur.score) { /* ties: the lower rowid, seen first, stays */
+            cur.score = im[i];
+            cur.chunk = r;
+        }
+    }
+    if (doc >= 0)
+        heap_offer(heap, &hn, k, cur);
+    qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
+    out = PyList_New(hn);
+    for (Py_ssize_t i = 0; out && i < hn; i++) {
+        PyObject *pair = Py_BuildValue("(Ld)", (long long)heap[i].chunk, heap[i].score);
+        if (!pair)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, pair);
+    }
+done:
+    PyMem_Free(heap);
+    if (blocked.obj)
+        PyBuffer_Release(&blocked);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&imps);
+    PyBuffer_Release(&docs);
+    return out;
+}
+
+PyDoc_STRVAR(read_blobs_doc,
+"read_blobs(file, page_size, usable, root, column, rowids, outs) -> None\n\n"
+"Copy the BLOB in column `column` of each row `rowids[i]` of the rowid table whose b-tree\n"
+"root page is `root` into the writable buffer outs[i], which must be exactly as long as the\n"
+"BLOB. file: the whole SQLite file, read-only (an mmap), of pages of `page_size` bytes with\n"
+"`usable` usable bytes each (page_size minus the header's reserved bytes); it must not change\n"
+"while mapped (a frozen, immutable index). Columns before `column` must be NULL or integers\n"
+"(an INTEGER PRIMARY KEY is stored as NULL). Without the GIL when the bytes are many. Raises\n"
+"ValueError naming the row for a damaged file, a missing row or a BLOB of another length;\n"
+"nothing is read outside `file`.");
+
+static PyObject *
+read_blobs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column;
+    PyObject *rowids_obj, *outs_obj, *rowids = NULL, *outs = NULL, *result = NULL;
+    Py_buffer *bufs = NULL;
+    int64_t *ids = NULL;
+    Py_ssize_t n = 0, got = 0;
+    if (!PyArg_ParseTuple(args, "y*nnnnOO:read_blobs", &file, &page_size, &usable, &root, &column,
+                          &rowids_obj, &outs_obj))
+        return NULL;
+    if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) || usable < 480 ||
+        usable > page_size || file.len % page_size || file.len / page_size > UINT32_MAX ||
+        root < 1 || root > file.len / page_size || column < 0 || column > 64) {
+        PyErr_SetString(PyExc_ValueError, "read_blobs: invalid file geometry or table");
+        goto done;
+    }
+    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
+    outs = PySequence_Fast(outs_obj, "outs must be a sequence");
+    if (!rowids || !outs)
+        goto done;
+    n = PySequence_Fast_GET_SIZE(rowids);
+    if (PySequence_Fast_GET_SIZE(outs) != n) {
+        PyErr_SetString(PyExc_ValueError, "read_blobs: rowids and outs differ in length");
+        goto done;
+    }
+    bufs = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+    ids = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    if (!bufs || !ids) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t bytes = 0;
+    for (; got < n; got++) {
+        ids[got] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, got));
+        if (ids[got] == -1 && PyErr_Occurred())
+            goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(outs, got), &bufs[got],
+                               PyBUF_WRITABLE | PyBUF_SIMPLE) < 0)
+            goto done;
+        bytes += bufs[got].len;
+    }
+    DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                 (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    PageError why = NULL;
+    Py_ssize_t i = 0;
+    if (bytes >= NOGIL_MIN_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        for (; i < n && !why; i++)
+            why = db_read_blob(&db, (uint32_t)root, ids[i], (int)column, (uint64_t)bufs[i].len,
+                               bufs[i].buf);
+        Py_END_ALLOW_THREADS
+    } else {
+        for (; i < n && !why; i++)
+            why = db_read_blob(&db, (uint32_t)root, ids[i], (int)column, (uint64_t)bufs[i].len,
+                               bufs[i].buf);
+    }
+    if (why)
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i - 1], why);
+    else
+        result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t j = 0; j < got; j++)
+        PyBuffer_Release(&bufs[j]);
+    PyMem_Free(bufs);
+    PyMem_Free(ids);
+    Py_XDECREF(rowids);
+    Py_XDECREF(outs);
+    PyBuffer_Release(&file);
+    return result;
+}
+
+PyDoc_STRVAR(make_hits_doc,
+"make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields) -> list\n\n"
+"The ranked hits without text: for the i-th chunk rowid of `chunks` (a list of ints) and its\n"
+"score (scores[i], the same float object), hit_type((i + 1, docid, url, title, score,\n"
+"ordinal, '', '')) made as tuple.__new__(hit_type, ...) (hit_type: a tuple subclass, the\n"
+"engine's Hit). chunk_doc / chunk_ordinal: int32 per chunk rowid (index 0 unused);\n"
+"field_offsets: int64, field f of document d is fields[offs[3d + f] : offs[3d + f + 1]] in\n"
+"UTF-8 (DocTable's arrays). Raises ValueError for a rowid or document out of range, a\n"
+"document without a docid, offsets outside `fields`, or bytes that are not UTF-8.");
+
+/* One field of a document's (docid, url, title) as a str, or NULL with ValueError set. */
+static PyObject *
+doc_field(const char *data, Py_ssize_t n_data, int64_t a, int64_t b)
+{
+    if (a < 0 || b < a || b > n_data) {
+        PyErr_SetString(PyExc_ValueError, "document field offsets outside the field table");
+        return NULL;
+    }
+    return PyUnicode_DecodeUTF8(data + a, (Py_ssize_t)(b - a), "strict");
+}
+
+static PyObject *
+make_hits(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *type, *chunks_obj, *scores_obj, *chunks = NULL, *scores = NULL, *out = NULL;
+    PyObject *empty = NULL;
+    Py_buffer cd, co, offs, fields;
+    if (!PyArg_ParseTuple(args, "OOOy*y*y*y*:make_hits", &type, &chunks_obj, &scores_obj, &cd, &co,
+                          &offs, &fields))
+        return NULL;
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "make_hits: hit_type must be a tuple subclass");
+        goto done;
+    }
+    if (check_buffer(&cd, 4, "chunk_doc") || check_buffer(&co, 4, "chunk_ordinal") ||
+        check_buffer(&offs, 8, "field_offsets"))
+        goto done;
+    chunks = PySequence_Fast(chunks_obj, "chunks must be a sequence");
+    scores = PySequence_Fast(scores_obj, "scores must be a sequence");
+    empty = PyUnicode_FromStringAndSize("", 0);
+    if (!chunks || !scores || !empty)
+        goto done;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(chunks);
+    if (PySequence_Fast_GET_SIZE(scores) != n || cd.len != co.len) {
+        PyErr_SetString(PyExc_ValueError, "make_hits: chunks and scores (or the chunk arrays) "
+                                          "differ in length");
+        goto done;
+    }
+    const int32_t *doc_of = (const int32_t *)cd.buf, *ord_of = (const int32_t *)co.buf;
+    const int64_t *o = (const int64_t *)offs.buf;
+    const Py_ssize_t n_chunk_rows = cd.len / 4, n_offs = offs.len / 8;
+    const char *data = (const char *)fields.buf;
+    out = PyList_New(n);
+    if (!out)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const long long c = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(chunks, i));
+        if (c == -1 && PyErr_Occurred())
+            goto fail;
+        if (c < 1 || c >= n_chunk_rows) {
+            PyErr_Format(PyExc_ValueError, "chunk rowid %lld out of range", c);
+            goto fail;
+        }
+        const int64_t d = doc_of[c];
+        if (d < 1 || 3 * d + 3 >= n_offs || o[3 * d + 1] <= o[3 * d]) {
+            PyErr_Format(PyExc_ValueError, "chunk %lld: document rowid %lld has no docid", c,
+                         (long long)d);
+            goto fail;
+        }
+        PyObject *items = PyTuple_New(8);
+        if (!items)
+            goto fail;
+        int ok = 1;
+        PyObject *rank = PyLong_FromSsize_t(i + 1);
+        PyTuple_SET_ITEM(items, 0, rank);
+        ok = rank != NULL;
+        for (int f = 0; f < 3 && ok; f++) {
+            PyObject *v = doc_field(data, fields.len, o[3 * d + f], o[3 * d + f + 1]);
+            PyTuple_SET_ITEM(items, 1 + f, v);
+            ok = v != NULL;
+        }
+        if (!ok) {
+            Py_DECREF(items); /* the items set so far; the rest are NULL */
+            goto fail;
+        }
+        PyObject *score = PySequence_Fast_GET_ITEM(scores, i);
+        Py_INCREF(score);
+        PyTuple_SET_ITEM(items, 4, score);
+        Py_INCREF(empty);
+        PyTuple_SET_ITEM(items, 6, empty);
+        Py_INCREF(empty);
+        PyTuple_SET_ITEM(items, 7, empty);
+        PyObject *ordinal = PyLong_FromLong((long)ord_of[c]);
+        PyTuple_SET_ITEM(items, 5, ordinal);
+        if (!ordinal) {
+            Py_DECREF(items);
+            goto fail;
+        }
+        PyObject *packed = PyTuple_Pack(1, items);
+        Py_DECREF(items);
+        if (!packed)
+            goto fail;
+        /* tuple.__new__(hit_type, items): what a NamedTuple's own __new__ does, without its
+           Python frame (about half of the per-hit cost at k = 100). */
+        PyObject *hit = PyTuple_Type.tp_new((PyTypeObject *)type, packed, NULL);
+        Py_DECREF(packed);
+        if (!hit)
+            goto fail;
+        PyList_SET_ITEM(out, i, hit);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(empty);
+    Py_XDECREF(chunks);
+    Py_XDECREF(scores);
+    PyBuffer_Release(&cd);
+    PyBuffer_Release(&co);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&fields);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
+    {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
+    {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
     {NULL, NULL, 0, NULL},
@@ -898,8 +1217,10 @@ static struct PyModuleDef module = {
 };
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
-   takes block maxima. A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 2
+   takes block maxima; 3 = read_blobs, make_hits and
+   rank_one. A module built from an older _kernels.c is refused, not
+   called wrongly. */
+#define KERNELS_ABI 3
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

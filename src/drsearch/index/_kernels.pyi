@@ -1,4 +1,4 @@
-"""Types of the optional C ranking kernel (src/drsearch/index/_kernels.c)."""
+"""Types of the optional C ranking kernel and page reader (src/drsearch/index/_kernels.c)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -19,3 +19,14 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDAr
                   time_budget: float, counts: npt.NDArray[Any] | None = ...,
                   block_max: Sequence[npt.NDArray[Any]] | None = ..., block_postings: int = ...,
                   /) -> tuple[int, int, float]: ...
+
+def read_blobs(file: Any, page_size: int, usable: int, root: int, column: int,
+               rowids: Sequence[int], outs: Sequence[Any], /) -> None: ...
+
+def rank_one(chunks: npt.NDArray[Any], impacts: npt.NDArray[Any], n_rows: int,
+             blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
+             /) -> list[tuple[int, float]]: ...
+
+def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
+              chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],
+              field_offsets: npt.NDArray[Any], fields: bytes, /) -> list[Any]: ...

@@ -1,13 +1,25 @@
-"""Reading posting-list BLOBs without allocating: a per-thread arena and incremental blob I/O.
+"""Reading posting-list BLOBs without allocating: a per-thread arena, and the file's own pages.
 
 Fetching a query's posting lists as Python ``bytes`` costs far more than the copy itself:
 each multi-megabyte allocation is fresh memory (page faults), then freed. Reading with
 SQLite's incremental blob API straight into a reused buffer avoids both (measured 5x faster
 per query at DR-256 scale). Views handed out are valid until the arena's next ``reset()``,
 that is, for the rest of the current query on the current thread.
+
+With the C kernel built, a query's long lists are read by :class:`MappedFile` instead: the
+frozen file mapped read-only and the BLOBs copied from its pages by ``_kernels.read_blobs``,
+all of a query's lists in one call without the GIL (the blob API through apsw takes three
+calls per list, each releasing and retaking the GIL: with two threads serving, a hand-off
+each; docs/ENGINE.md, "Threads"). The same bytes either way (tests read every list both ways).
 """
 
 from __future__ import annotations
+
+import contextlib
+import mmap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import apsw
 import numpy as np
@@ -70,4 +82,60 @@ def read_blob(conn: apsw.Connection, table: str, column: str, rowid: int, nbytes
     return buf
 
 
-__all__ = ["Arena", "open_blob", "read_blob"]
+# _kernels.read_blobs(file, page_size, usable, root, column, rowids, outs)
+ReadBlobs = Callable[[Any, int, int, int, int, Sequence[int], Sequence[Any]], None]
+
+
+class MappedFile:
+    """One table's BLOB column read straight from a frozen SQLite file's pages (mapped once,
+    read-only, shared by every thread; the file must not change while it is open, as an
+    index opened immutable does not)."""
+
+    def __init__(self, path: Path, conn: apsw.Connection, table: str, column: str,
+                 read_blobs: ReadBlobs) -> None:
+        """Raises IncompatibleIndexError when the file's header or ``table`` is not what the
+        reader needs (``conn``: an open connection to the same file)."""
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+            try:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as e:  # an empty file cannot be mapped
+                raise IncompatibleIndexError(f"cannot map {path.name}: {e}") from e
+        page_size = int.from_bytes(head[16:18], "big")
+        self.page_size = 65536 if page_size == 1 else page_size
+        self.usable = self.page_size - head[20]
+        root = conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                            (table,)).get
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        if not isinstance(root, int) or column not in columns:
+            self._map.close()
+            raise IncompatibleIndexError(f"{path.name}: table {table} cannot be read by pages")
+        # Whole pages only: bytes past the last (a padded file, which `drsearch validate`
+        # reports) are never part of a page; a page past the end is "out of range".
+        self._pages = memoryview(self._map)[: len(self._map) // self.page_size * self.page_size]
+        self.root = root
+        self.column = columns.index(column)
+        self.table = f"{table}.{column}"
+        self._read_blobs = read_blobs
+
+    def read_into(self, rowids: Sequence[int], outs: Sequence[Any]) -> None:
+        """Copy the BLOB of each row ``rowids[i]`` into ``outs[i]`` (writable, exactly the
+        BLOB's length). Raises IncompatibleIndexError naming the row (missing, another
+        length, or a damaged page)."""
+        try:
+            self._read_blobs(self._pages, self.page_size, self.usable, self.root, self.column,
+                             rowids, outs)
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+
+    def close(self) -> None:
+        """Unmap (what ``read_into`` wrote is a copy: nothing refers to the mapping). Safe
+        twice."""
+        if not self._map.closed:
+            # BufferError: a read still in flight in another thread; unmapped when freed then
+            with contextlib.suppress(BufferError):
+                self._pages.release()
+                self._map.close()
+
+
+__all__ = ["Arena", "MappedFile", "open_blob", "read_blob"]

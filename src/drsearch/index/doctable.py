@@ -38,11 +38,11 @@ class DocTable:
                 or offsets[-1] != len(data) or bool(np.any(np.diff(offsets) < 0)):
             raise ValueError("malformed document field table")
         self._data = data
-        self._offsets = offsets
+        self._offsets: npt.NDArray[np.int64] = np.ascontiguousarray(offsets, dtype=np.int64)
         self._present: npt.NDArray[np.bool_] = offsets[1::3] > offsets[0:-1:3]
         # The offsets as Python ints one by one: for a few rows, a loop over a memoryview
         # costs less than numpy's per-call overhead.
-        self._offs = np.ascontiguousarray(offsets, dtype=np.int64).data.cast("B").cast("q")
+        self._offs = self._offsets.data.cast("B").cast("q")
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[int, str, str, str]], max_id: int) -> DocTable:
@@ -67,6 +67,12 @@ class DocTable:
     def arrays(self) -> tuple[bytes, bytes]:
         """(little-endian int64 offsets, UTF-8 data): what the build stores."""
         return self._offsets.astype("<i8").tobytes(), self._data
+
+    def fields(self) -> tuple[npt.NDArray[np.int64], bytes]:
+        """(offsets, UTF-8 data) as held: field ``f`` of rowid ``d`` is
+        ``data[offsets[3d + f] : offsets[3d + f + 1]]`` (the C kernel's ``make_hits`` reads
+        them)."""
+        return self._offsets, self._data
 
     def __len__(self) -> int:
         return int(self._present.sum())

@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, open_blob, read_blob
+from .blobs import Arena, MappedFile, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
@@ -42,7 +42,7 @@ from .errors import (
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
-from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf
+from .scoring import DenseTerm, Pruning, Scorer, Scratch, SparseTerm, Term, bm25_idf, native_kernels
 from .snippet import SnippetMaker
 from .text import Tokenizer
 from .urls import canonicalize_url
@@ -155,6 +155,11 @@ class Engine:
         # Posting lists of up to this many postings come with the term rows, longer ones by
         # blob I/O (the same bytes either way; tests set it to use one way only).
         self.inline_postings = INLINE_POSTINGS
+        # Those longer lists are copied from the file's own pages, all of a query's in one C
+        # call without the GIL (blobs.MappedFile), when the kernel is built; else by blob I/O.
+        kernels = self._kernels = native_kernels()
+        self._pages: MappedFile | None = None if kernels is None else MappedFile(
+            path, conn, "postings", "data", kernels.read_blobs)
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
             self._docs = DocTable(raw["doc_fields"][1], arrays["doc_field_offsets"].astype(np.int64))
@@ -188,6 +193,8 @@ class Engine:
             for conn in self._extra_conns:
                 conn.close()
             self._extra_conns.clear()
+        if self._pages is not None:
+            self._pages.close()
         self._conn.close()
 
     def _db(self) -> apsw.Connection:
@@ -300,6 +307,9 @@ class Engine:
         arena = self._arena()
         arena.reset()
         bp = self.block_postings
+        pages = self._pages
+        long_ids: list[int] = []
+        long_bufs: list[Any] = []
         out: list[Term | None] = []
         for name in names:
             row = found.get(name)
@@ -311,10 +321,14 @@ class Engine:
                 out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid)))
                 continue
             nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
-            if df > inline:
+            if df > inline and pages is not None:  # filled below, with the others
+                buf: Any = arena.take(nbytes)
+                long_ids.append(tid)
+                long_bufs.append(buf)
+            elif df > inline:
                 if time.monotonic() > deadline:
                     raise QueryTimeoutError("query ran past its time limit")
-                buf: Any = read_blob(db, "postings", "data", tid, nbytes, arena)
+                buf = read_blob(db, "postings", "data", tid, nbytes, arena)
             elif type(data) is bytes and len(data) == nbytes:
                 buf = data
             else:
@@ -324,6 +338,11 @@ class Engine:
             out.append(SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df),
                                   np.frombuffer(buf, "<f8", df), top,
                                   np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df)))
+        if long_ids:
+            assert pages is not None
+            if time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
+            pages.read_into(long_ids, long_bufs)
         return out
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
@@ -426,6 +445,13 @@ class Engine:
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
+        if not with_text and self._kernels is not None:  # the hits made in C (make_hits)
+            if time.monotonic() > deadline:
+                raise QueryTimeoutError("query ran past its time limit")
+            offsets, fields = self._doc_table().fields()
+            return SearchResult(query, k, self._kernels.make_hits(
+                Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc, self._chunk_ordinal,
+                offsets, fields))
         rows = np.array(chunk_ids, dtype=np.intp)
         docs = self._doc_table().get(self._chunk_doc[rows].tolist())
         ordinals = self._chunk_ordinal[rows].tolist()

@@ -22,8 +22,9 @@ version-1 file, without block maxima, prunes with the per-term bounds alone) or
 array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
 survivor is rescored exactly in phrase order, so every path returns bit-identical results,
 ties included (the tests run them all; docs/ENGINE.md). A query of one short sparse list
-(at most SINGLE_TERM_POSTINGS postings) skips all of that on every path: its scores are its
-impacts, sorted in plain Python (``Scorer._rank_one``).
+(at most ONE_LIST_POSTINGS postings in C, SINGLE_TERM_POSTINGS in numpy) skips all of that:
+its scores are its impacts, each document's best one taken in one pass (``rank_one``) or
+sorted in plain Python (``Scorer._rank_one``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -43,9 +44,10 @@ from .memory import hugepage_zeros
 from .schema import BLOCK_POSTINGS, block_count
 
 # The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
-# maxima. A kernel built from an older _kernels.c (a checkout updated without rebuilding it)
-# is not used: ranking falls back to numpy (same results), and native=True says why.
-KERNEL_ABI = 2
+# maxima, 3 = read_blobs (the engine's page reader). A kernel built from an older _kernels.c
+# (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
+# results) and posting lists are read by blob I/O, and native=True says why.
+KERNEL_ABI = 3
 
 
 def kernel_problem(module: object) -> str | None:
@@ -68,6 +70,12 @@ else:
     if _KERNEL_PROBLEM is not None:
         _kernels = None  # type: ignore[assignment]
 
+
+def native_kernels() -> Any | None:
+    """The compiled ``_kernels`` module this code can call, or None (not built, or stale)."""
+    return _kernels
+
+
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 IDF_FLOOR = 1e-6
@@ -85,10 +93,14 @@ NATIVE_AVAILABLE = _kernels is not None
 # docs/ENGINE.md).
 PRUNE_ALL_K = 10
 PRUNE_ALL_ROWS = 1 << 17
-# A query of one sparse term with at most this many postings is ranked in plain Python (its
-# postings sorted by impact; docs/ENGINE.md): for a handful of postings, the kernel's call
-# and numpy's per-call costs are most of the work.
+# A query of one sparse term with at most this many postings skips the ranking machinery
+# (docs/ENGINE.md, "One-term fast path"): in plain Python (its postings sorted by impact) up
+# to SINGLE_TERM_POSTINGS, where for a handful of postings the kernel's call and numpy's
+# per-call costs are most of the work; with the C kernel, one pass of _kernels.rank_one (each
+# document's best chunk into a k-heap) up to ONE_LIST_POSTINGS, where it costs less than the
+# windowed kernel's setup (measured in docs/ENGINE.md, "One-term fast path").
 SINGLE_TERM_POSTINGS = 32
+ONE_LIST_POSTINGS = 16384
 # A clamped-IDF term's tfs at up to max(DENSE_PICK_MIN, chunks >> DENSE_PICK_SHIFT) candidate
 # rowids are read one by one (about 1.4 us each) rather than by loading its whole array of
 # two bytes per chunk (about 100 us at 243,615 chunks; more in a larger corpus).
@@ -221,7 +233,7 @@ class Scorer:
         self.k1p1 = k1 + 1.0
         # The one-term fast path's limit (:meth:`_rank_one`; 0 turns it off, as the tests
         # do to check it against the other paths).
-        self.single_term_postings = SINGLE_TERM_POSTINGS
+        self.single_term_postings = ONE_LIST_POSTINGS if self._native else SINGLE_TERM_POSTINGS
         self._chunk_doc_view = self._chunk_doc32.data.cast("B").cast("i")
 
     @property
@@ -331,7 +343,12 @@ class Scorer:
         """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact
         (FTS5's sum of one phrase: 0.0 + impact, the same bits), so the answer is the
         postings by (impact descending, rowid ascending), each document's first one, not
-        blocked, the first ``k``. Negation is exact, so the sort key gives the score back."""
+        blocked, the first ``k``. In C (``rank_one``: one pass, documents' chunks being
+        consecutive rowids) on the native path, else sorted here; negation is exact, so the
+        sort key gives the score back."""
+        if self._native:
+            assert _kernels is not None
+            return _kernels.rank_one(t.chunks, t.impacts, self.n_rows, blocked, self._chunk_doc32, k)
         chunks = t.chunks.tolist()
         # The kernel's checks of a posting list (strictly ascending, rowids 1..n_rows): a
         # damaged file is a ValueError (CorruptIndexError to the caller) here as there.

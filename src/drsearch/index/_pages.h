@@ -1,0 +1,245 @@
+/*
+ * Reading a rowid table's BLOB column straight from the bytes of a frozen SQLite file.
+ *
+ * Why: a query's long posting lists were each read with SQLite's incremental blob API through
+ * apsw (open, read into the arena, close: three calls that each release and retake the GIL).
+ * With two threads serving, every release hands the GIL to the other thread and every retake
+ * waits for it: on this machine a thread's 34 us read became 78 us, and two threads fetched
+ * postings at 0.83x one thread's rate (docs/BENCHMARKS.md). Reading the file's pages here,
+ * every list of a query in one call without the GIL, has no hand-off at all.
+ *
+ * Only what the SQLite file format (https://sqlite.org/fileformat2.html, sections 1.6 and
+ * 2.3) fixes is used: a table b-tree is searched by rowid from its root page (interior pages
+ * 0x05: cells of a 4-byte left child and a varint key, keys <= it on the left, the right-most
+ * child in the page header; leaf pages 0x0D: cells of a varint payload size, the varint rowid
+ * and the payload), a payload beyond what the leaf holds continues on a chain of overflow pages
+ * (a 4-byte next page number, then usable_size - 4 bytes), and the payload is a record (a
+ * varint header length, one varint serial type per column, the values). Every page number is
+ * checked against the page count, every offset against its page, every chain against the
+ * payload's length (a cycle cannot run on), and the record against the expected column
+ * layout and length: a damaged file is an error message, never a read outside the mapping.
+ *
+ * The file must not change while it is mapped: drsearch opens its indexes immutable (frozen;
+ * SQLite itself then takes no locks and reads no journal), and so does this reader.
+ */
+#ifndef DRSEARCH_PAGES_H
+#define DRSEARCH_PAGES_H
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    const unsigned char *base; /* the whole file, mapped read-only */
+    uint64_t size;             /* its bytes */
+    uint32_t page_size;
+    uint32_t usable;           /* page_size - the header's reserved bytes per page */
+    uint32_t n_pages;
+} DbFile;
+
+/* Why a read failed (a static string), or NULL. */
+typedef const char *PageError;
+
+static inline uint32_t
+be16(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 8) | p[1];
+}
+
+static inline uint32_t
+be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* A SQLite varint at p (1-9 bytes, big-endian, 7 bits a byte, all 8 in the ninth) not reading
+   at or past end; its length in *n, 0 when it runs past end. */
+static inline uint64_t
+get_varint(const unsigned char *p, const unsigned char *end, int *n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 9; i++) {
+        if (p + i >= end) {
+            *n = 0;
+            return 0;
+        }
+        if (i == 8) {
+            *n = 9;
+            return (v << 8) | p[8];
+        }
+        v = (v << 7) | (p[i] & 0x7f);
+        if (!(p[i] & 0x80)) {
+            *n = i + 1;
+            return v;
+        }
+    }
+    *n = 0; /* unreachable */
+    return 0;
+}
+
+/* Page `pgno` (1-based), or NULL when it is not a page of the file. */
+static inline const unsigned char *
+db_page(const DbFile *db, uint64_t pgno)
+{
+    if (pgno < 1 || pgno > db->n_pages)
+        return NULL;
+    return db->base + (pgno - 1) * (uint64_t)db->page_size;
+}
+
+/* The leaf cell of `rowid` in the table b-tree rooted at `root`: *cell points at its payload
+   size varint, *page_end at the end of its page's usable bytes. */
+static PageError
+db_find_row(const DbFile *db, uint32_t root, int64_t rowid, const unsigned char **cell,
+            const unsigned char **page_end)
+{
+    uint64_t pgno = root;
+    for (int depth = 0; depth < 40; depth++) { /* a b-tree of 2^32 pages is under 40 deep */
+        const unsigned char *page = db_page(db, pgno);
+        if (!page)
+            return "b-tree page number out of range";
+        const unsigned char *end = page + db->usable;
+        const unsigned char *hdr = page + (pgno == 1 ? 100 : 0);
+        const int interior = hdr[0] == 0x05;
+        if (!interior && hdr[0] != 0x0D)
+            return "not a table b-tree page";
+        const uint32_t n_cells = be16(hdr + 3);
+        const unsigned char *ptrs = hdr + (interior ? 12 : 8);
+        if (ptrs + 2 * (uint64_t)n_cells > end)
+            return "cell pointer array beyond its page";
+        /* Binary search: the first cell whose key (interior) or rowid (leaf) >= rowid. */
+        uint32_t lo = 0, hi = n_cells;
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo) / 2;
+            const uint32_t off = be16(ptrs + 2 * mid);
+            const unsigned char *c = page + off;
+            if (off < (uint32_t)(ptrs - page) || c + (interior ? 5 : 2) > end)
+                return "cell offset beyond its page";
+            int n = 0;
+            uint64_t key;
+            if (interior) {
+                key = get_varint(c + 4, end, &n);
+            } else {
+                get_varint(c, end, &n);
+                if (n)
+                    key = get_varint(c + n, end, &n);
+                else
+                    key = 0;
+            }
+            if (!n)
+                return "cell runs past its page";
+            if ((int64_t)key < rowid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (interior) {
+            pgno = lo < n_cells ? be32(page + be16(ptrs + 2 * lo)) : be32(hdr + 8);
+            continue;
+        }
+        if (lo == n_cells)
+            return "no such row";
+        const unsigned char *c = page + be16(ptrs + 2 * lo);
+        int n1 = 0, n2 = 0;
+        get_varint(c, end, &n1);
+        const uint64_t found = get_varint(c + n1, end, &n2);
+        if ((int64_t)found != rowid)
+            return "no such row";
+        *cell = c;
+        *page_end = end;
+        return NULL;
+    }
+    return "b-tree deeper than any valid one (a cycle?)";
+}
+
+/* Copy `len` bytes of the payload starting at `from`, the payload's first `local` bytes at
+   `p` (on its leaf page) and the rest on the overflow chain from page `ovfl`. */
+static PageError
+db_copy_payload(const DbFile *db, const unsigned char *p, uint64_t local, uint64_t payload,
+                uint32_t ovfl, uint64_t from, uint64_t len, unsigned char *dst)
+{
+    uint64_t at = from, left = len;
+    if (at < local) {
+        const uint64_t m = local - at < left ? local - at : left;
+        memcpy(dst, p + at, m);
+        dst += m;
+        at += m;
+        left -= m;
+    }
+    const uint64_t per = db->usable - 4;
+    uint64_t pos = local;                 /* payload offset of the current overflow page */
+    uint64_t pages_left = (payload - local + per - 1) / per; /* the chain's length */
+    uint64_t pgno = ovfl;
+    while (left) {
+        if (!pages_left)
+            return "overflow chain longer than its payload";
+        const unsigned char *page = db_page(db, pgno);
+        if (!page)
+            return "overflow page number out of range";
+        if (at < pos + per) { /* this page holds bytes we want */
+            const uint64_t skip = at - pos;
+            const uint64_t m = per - skip < left ? per - skip : left;
+            memcpy(dst, page + 4 + skip, m);
+            dst += m;
+            at += m;
+            left -= m;
+        }
+        pos += per;
+        pages_left--;
+        pgno = be32(page);
+    }
+    return NULL;
+}
+
+/* Copy the BLOB in column `column` (0-based; earlier columns must be NULL or integers, as an
+   INTEGER PRIMARY KEY is stored) of the row `rowid` of the table rooted at `root` into dst,
+   checking that it is exactly `len` bytes. */
+static PageError
+db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_t len,
+             unsigned char *dst)
+{
+    const unsigned char *c, *end;
+    PageError why = db_find_row(db, root, rowid, &c, &end);
+    if (why)
+        return why;
+    int n = 0;
+    const uint64_t payload = get_varint(c, end, &n);
+    c += n;
+    get_varint(c, end, &n);
+    c += n;
+    const uint64_t u = db->usable, x = u - 35;
+    uint64_t local = payload;
+    if (payload > x) {
+        const uint64_t m = ((u - 12) * 32 / 255) - 23, k = m + ((payload - m) % (u - 4));
+        local = k <= x ? k : m;
+    }
+    if (c + local + (payload > local ? 4 : 0) > end)
+        return "cell payload beyond its page";
+    const uint32_t ovfl = payload > local ? be32(c + local) : 0;
+    /* The record header, always within the local bytes (at least 480 of them when it spills). */
+    const unsigned char *rec_end = c + local;
+    const uint64_t hdr_len = get_varint(c, rec_end, &n);
+    if (!n || hdr_len > local)
+        return "record header beyond the cell";
+    const unsigned char *t = c + n;
+    uint64_t body = 0; /* bytes of the values before the column */
+    for (int i = 0; i <= column; i++) {
+        const uint64_t st = get_varint(t, c + hdr_len, &n);
+        if (!n)
+            return "record header shorter than the table's columns";
+        t += n;
+        if (i < column) {
+            static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+            if (st > 9)
+                return "record column before the BLOB is not NULL or an integer";
+            body += int_bytes[st];
+        } else if (st < 12 || st % 2) {
+            return "record column is not a BLOB";
+        } else if ((st - 12) / 2 != len) {
+            return "BLOB length differs from the expected length";
+        }
+    }
+    if (hdr_len + body + len > payload)
+        return "BLOB beyond its record";
+    return db_copy_payload(db, c, local, payload, ovfl, hdr_len + body, len, dst);
+}
+
+#endif /* DRSEARCH_PAGES_H */
