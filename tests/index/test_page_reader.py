@@ -148,17 +148,20 @@ def read_one(data: bytes, rowid: int, nbytes: int) -> bytes:
 def test_each_pointer_the_reader_follows_is_checked(tmp_path: Path) -> None:
     data, blob = one_list_file(tmp_path)
     assert read_one(data, 7, len(blob)) == blob
-    cases = {
-        "overflow page number out of range": lambda d: d.__setitem__(slice(8192, 8196), bytes(4)),
-        "overflow page number out of range ": lambda d: d.__setitem__(slice(8192, 8196), b"\xff" * 4),
-        "not a table b-tree page": lambda d: d.__setitem__(4096, 0x0A),  # an index leaf
-        "cell pointer array beyond its page": lambda d: d.__setitem__(slice(4099, 4101), b"\xff\xff"),
-        "cell offset beyond its page": lambda d: d.__setitem__(slice(4104, 4106), b"\xff\xf0"),
-    }
-    for why, damage in cases.items():
+    cases = [  # (what the error names, the damage)
+        ("overflow page number out of range", lambda d: d.__setitem__(slice(8192, 8196), bytes(4))),
+        ("overflow page number out of range", lambda d: d.__setitem__(slice(8192, 8196), b"\xff" * 4)),
+        ("not a table b-tree page", lambda d: d.__setitem__(4096, 0x0A)),  # an index leaf
+        ("cell pointer array beyond its page", lambda d: d.__setitem__(slice(4099, 4101), b"\xff\xff")),
+        ("cell offset beyond its page", lambda d: d.__setitem__(slice(4104, 4106), b"\xff\xf0")),
+        # the cell pointer aimed at the page header / the pointer array itself
+        ("cell offset beyond its page", lambda d: d.__setitem__(slice(4104, 4106), (3).to_bytes(2, "big"))),
+        ("cell offset beyond its page", lambda d: d.__setitem__(slice(4104, 4106), (8).to_bytes(2, "big"))),
+    ]
+    for why, damage in cases:
         bad = bytearray(data)
         damage(bad)
-        with pytest.raises(ValueError, match=f"row 7: {why.strip()}"):
+        with pytest.raises(ValueError, match=f"row 7: {why}"):
             read_one(bad, 7, len(blob))
     with pytest.raises(ValueError, match="row 8: no such row"):
         read_one(data, 8, len(blob))

@@ -85,6 +85,20 @@ db_page(const DbFile *db, uint64_t pgno)
     return db->base + (pgno - 1) * (uint64_t)db->page_size;
 }
 
+/* Cell `i` of a b-tree page whose cell pointer array (of n cells) is at `ptrs`, or NULL when
+   its offset points into the page header or pointer array or leaves fewer than `need` bytes
+   before `end`. */
+static inline const unsigned char *
+db_cell(const unsigned char *page, const unsigned char *ptrs, uint32_t n, const unsigned char *end,
+        uint32_t i, uint32_t need)
+{
+    const uint32_t off = be16(ptrs + 2 * i);
+    const unsigned char *c = page + off;
+    if (c < ptrs + 2 * (uint64_t)n || c + need > end)
+        return NULL;
+    return c;
+}
+
 /* The leaf cell of `rowid` in the table b-tree rooted at `root`: *cell points at its payload
    size varint, *page_end at the end of its page's usable bytes. */
 static PageError
@@ -109,9 +123,8 @@ db_find_row(const DbFile *db, uint32_t root, int64_t rowid, const unsigned char 
         uint32_t lo = 0, hi = n_cells;
         while (lo < hi) {
             const uint32_t mid = lo + (hi - lo) / 2;
-            const uint32_t off = be16(ptrs + 2 * mid);
-            const unsigned char *c = page + off;
-            if (off < (uint32_t)(ptrs - page) || c + (interior ? 5 : 2) > end)
+            const unsigned char *c = db_cell(page, ptrs, n_cells, end, mid, interior ? 5 : 2);
+            if (!c)
                 return "cell offset beyond its page";
             int n = 0;
             uint64_t key;
@@ -131,16 +144,23 @@ db_find_row(const DbFile *db, uint32_t root, int64_t rowid, const unsigned char 
             else
                 hi = mid;
         }
+        /* The search ends on a cell it probed (or past the last): checked again all the same,
+           so that nothing below reads a cell unchecked whatever the loop above becomes. */
+        const unsigned char *c = lo < n_cells ? db_cell(page, ptrs, n_cells, end, lo, interior ? 5 : 2)
+                                              : NULL;
+        if (lo < n_cells && !c)
+            return "cell offset beyond its page";
         if (interior) {
-            pgno = lo < n_cells ? be32(page + be16(ptrs + 2 * lo)) : be32(hdr + 8);
+            pgno = c ? be32(c) : be32(hdr + 8);
             continue;
         }
-        if (lo == n_cells)
+        if (!c)
             return "no such row";
-        const unsigned char *c = page + be16(ptrs + 2 * lo);
         int n1 = 0, n2 = 0;
         get_varint(c, end, &n1);
-        const uint64_t found = get_varint(c + n1, end, &n2);
+        const uint64_t found = n1 ? get_varint(c + n1, end, &n2) : 0;
+        if (!n1 || !n2)
+            return "cell runs past its page";
         if ((int64_t)found != rowid)
             return "no such row";
         *cell = c;
