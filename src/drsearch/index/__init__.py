@@ -10,10 +10,15 @@ Public API (pinned by tests/index/test_public_api.py)::
     fts5_integrity_check(path), missing_docids(path, docids)   (never write the file)
     the request contract (drsearch.index.contract): Limits, parse_search, parse_open,
     parse_retrieve, canonical_json, error_body, the search/open tool schemas
+
+The build side (``build``, ``read_jsonl``, ``BuildReport``, ``SourceChunk``, ``SourcedDoc``,
+``BuildSettings``, ``TokenizerPreset``) is imported on first use (module ``__getattr__``):
+it brings pydantic (~150 ms), which a process that only searches never needs.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .blocklist import BlockList
-from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
 from .contract import (
     DEFAULT_K,
@@ -74,10 +79,29 @@ from .integrity import (
     read_sqlite_header,
     sha256_file,
 )
-from .models import BuildSettings, Document, Hit, SearchResult, TokenizerPreset
+from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
 from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet_identity
 from .urls import canonicalize_url
+
+if TYPE_CHECKING:
+    from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
+    from .settings import BuildSettings, TokenizerPreset
+
+# name -> the module that defines it, imported by __getattr__ on first access
+_LAZY = {"BuildReport": "build", "SourceChunk": "build", "SourcedDoc": "build", "build": "build",
+         "read_jsonl": "build", "BuildSettings": "settings", "TokenizerPreset": "settings"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 __all__ = [
     "CHUNK_STRIDE",

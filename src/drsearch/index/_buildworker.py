@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from .build import tokenize_worker
-from .models import BuildSettings
+from .settings import BuildSettings
 
 
 def main(argv: list[str]) -> int:

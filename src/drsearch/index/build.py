@@ -39,7 +39,6 @@ from .chunking import chunk_spans
 from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .fts5spec import sql_string
-from .models import BuildSettings
 from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
@@ -50,6 +49,7 @@ from .schema import (
     block_count,
 )
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
+from .settings import BuildSettings
 from .spill import FAN_IN, SortedRuns, token_pairs
 from .text import Tokenizer, normalize_text
 from .urls import canonicalize_url

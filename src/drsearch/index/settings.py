@@ -1,0 +1,80 @@
+"""The typed build settings (a frozen pydantic model validated once), recorded in each file.
+
+Kept apart from the result objects (``models.py``): pydantic costs ~150 ms to import, and a
+process that only searches an index never needs it (``drsearch.index`` imports the build
+side on first use).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import apsw
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .chunking import CHUNK_STRIDE, CHUNK_WORDS
+from .errors import InvalidInputError
+from .text import Tokenizer
+
+# The names of the two tokenizer presets (``BuildSettings.tokenizer``); any FTS5 tokenize value
+# is accepted too. ``Tokenizer`` is the class that runs one (drsearch.index.text).
+TokenizerPreset = Literal["unicode61", "porter"]
+_PRESETS: dict[str, str] = {"porter": "porter unicode61", "unicode61": "unicode61"}
+
+
+class BuildSettings(BaseModel):
+    """Parameters of an index build; recorded in the file's ``meta`` table.
+
+    ``tokenizer``: ``porter`` (Porter stemmer over unicode61, the default chosen from the
+    Cranfield/CISI numbers in docs/QUALITY.md), ``unicode61``, or any FTS5 ``tokenize``
+    value (e.g. ``unicode61 remove_diacritics 2``, the spec another tool's FTS5 table was
+    declared with: ``drsearch import`` takes it over), checked against SQLite's FTS5.
+    ``chunk_words``/``chunk_stride``: DR-256's 800/700 rule. ``k1``/``b``: FTS5's fixed BM25
+    parameters (recorded, not tunable: FTS5's ``bm25()`` is the oracle we must reproduce).
+    ``batch_chunks``/``run_tokens``/``threads`` shape how the build runs (memory, speed), never
+    what it writes: they are not recorded, and any values give the same bytes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokenizer: str = "porter"
+    chunk_words: int = Field(default=CHUNK_WORDS, ge=1, le=100_000)
+    chunk_stride: int = Field(default=CHUNK_STRIDE, ge=1, le=100_000)
+    k1: float = Field(default=1.2, ge=1.2, le=1.2, description="fixed by FTS5's bm25()")
+    b: float = Field(default=0.75, ge=0.75, le=0.75, description="fixed by FTS5's bm25()")
+    batch_chunks: int = Field(default=4096, ge=1, description="chunks per sorted run of postings, at most")
+    run_tokens: int = Field(default=4_000_000, ge=1, description=(
+        "tokens per sorted run of postings, at most: a batch's postings are sorted and spilled "
+        "to disk once it holds this many tokens (bounds the build's memory; the file does not "
+        "depend on it)"))
+    threads: int = Field(default=1, ge=1, le=2, description=(
+        "1: one process; 2: tokenizing runs in a worker process alongside SQLite's writes and "
+        "FTS5 (the build has two sides, so more would change nothing and is refused); the "
+        "file does not depend on it"))
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _fts5_accepts(cls, value: str) -> str:
+        spec = value.strip()
+        conn = apsw.Connection(":memory:")  # the check is SQLite's own: the spec must make a tokenizer
+        try:
+            Tokenizer(conn, _PRESETS.get(spec, spec))
+        except InvalidInputError as e:
+            raise ValueError(e.message) from None
+        finally:
+            conn.close()
+        return spec
+
+    @model_validator(mode="after")
+    def _stride_within_size(self) -> BuildSettings:
+        if self.chunk_stride > self.chunk_words:
+            raise ValueError("chunk_stride must not exceed chunk_words")
+        return self
+
+    @property
+    def fts5_tokenize(self) -> str:
+        """The FTS5 ``tokenize`` value (recorded in ``meta`` as ``tokenizer``)."""
+        return _PRESETS.get(self.tokenizer, self.tokenizer)
+
+
+__all__ = ["BuildSettings", "TokenizerPreset"]
