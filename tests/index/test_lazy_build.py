@@ -1,5 +1,6 @@
-"""A process that only searches never imports the build side (pydantic, ~150 ms): the
-package imports it on first use of a build name (``drsearch.index.__getattr__``)."""
+"""A process that only searches never imports the typed build settings (pydantic, ~150 ms):
+the package imports them on first use (``drsearch.index.__getattr__``), and build() on its
+first call without settings."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import json, sys
 from drsearch.index import Engine
 with Engine.open(sys.argv[1]) as e:
     hits = e.search("solar energy", 5).hits
-print(json.dumps({"hits": len(hits), "loaded": sorted(m for m in ("pydantic", "drsearch.index.build",
-      "drsearch.index.settings") if m in sys.modules)}))
+print(json.dumps({"hits": len(hits), "loaded": sorted(m for m in ("pydantic", "drsearch.index.settings")
+                                                  if m in sys.modules)}))
 """
 
 
@@ -28,11 +29,43 @@ def test_searching_imports_no_build_side(sample_index: Path) -> None:
     assert json.loads(p.stdout) == {"hits": 5, "loaded": []}
 
 
-def test_build_names_load_on_first_use() -> None:
-    from drsearch.index.build import build
+def test_settings_load_on_first_use() -> None:
     from drsearch.index.settings import BuildSettings
 
-    assert index.build is build and index.BuildSettings is BuildSettings
+    assert index.BuildSettings is BuildSettings
     assert set(index._LAZY) <= set(index.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         index.nonexistent  # noqa: B018
+
+
+# Whichever is imported first, the package's names stay the functions and classes (a
+# submodule's import sets the package attribute of its own name: never one of the lazy ones).
+_ORDERS = """
+import importlib, sys
+first = sys.argv[1]
+if first == "submodules":
+    import drsearch.index.build, drsearch.index.settings
+from drsearch.index import BuildSettings, build
+import drsearch.index.build, drsearch.index.settings
+import drsearch.index as index
+assert callable(index.build) and not isinstance(index.build, type(sys)), index.build
+assert isinstance(index.BuildSettings, type) and index.BuildSettings is BuildSettings
+assert index.build is build
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("first", ["submodules", "names"])
+def test_the_package_names_survive_any_import_order(first: str) -> None:
+    p = subprocess.run([sys.executable, "-c", _ORDERS, first], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+def test_a_build_without_settings_uses_the_defaults(tmp_path: Path) -> None:
+    from drsearch.index import BuildSettings, build, read_jsonl
+
+    data = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs.jsonl"
+    report = build(read_jsonl(data), tmp_path / "x.sqlite3")
+    again = build(read_jsonl(data), tmp_path / "y.sqlite3", BuildSettings())
+    assert report.content_identity == again.content_identity

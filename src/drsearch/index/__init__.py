@@ -11,14 +11,14 @@ Public API (pinned by tests/index/test_public_api.py)::
     the request contract (drsearch.index.contract): Limits, parse_search, parse_open,
     parse_retrieve, canonical_json, error_body, the search/open tool schemas
 
-The build side (``build``, ``read_jsonl``, ``BuildReport``, ``SourceChunk``, ``SourcedDoc``,
-``BuildSettings``, ``TokenizerPreset``) is imported on first use (module ``__getattr__``):
-it brings pydantic (~150 ms), which a process that only searches never needs.
+The typed build settings (``BuildSettings``, ``TokenizerPreset``: pydantic, ~150 ms) are
+imported on first use (module ``__getattr__``): a process that only searches never needs them.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from .blocklist import BlockList
+from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
 from .contract import (
     DEFAULT_K,
@@ -85,12 +85,12 @@ from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet
 from .urls import canonicalize_url
 
 if TYPE_CHECKING:
-    from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
     from .settings import BuildSettings, TokenizerPreset
 
-# name -> the module that defines it, imported by __getattr__ on first access
-_LAZY = {"BuildReport": "build", "SourceChunk": "build", "SourcedDoc": "build", "build": "build",
-         "read_jsonl": "build", "BuildSettings": "settings", "TokenizerPreset": "settings"}
+# name -> the module that defines it, imported by __getattr__ on first access. (Only names
+# unlike their module's: importing a submodule sets the package attribute of its own name,
+# which would hide a lazy attribute of that name, e.g. ``build``.)
+_LAZY = {"BuildSettings": "settings", "TokenizerPreset": "settings"}
 
 
 def __getattr__(name: str) -> Any:

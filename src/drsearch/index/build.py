@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -49,9 +49,11 @@ from .schema import (
     block_count,
 )
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
-from .settings import BuildSettings
 from .spill import FAN_IN, SortedRuns, token_pairs
 from .text import Tokenizer, normalize_text
+
+if TYPE_CHECKING:  # pydantic (~150 ms) only when a build runs: see _default_settings
+    from .settings import BuildSettings
 from .urls import canonicalize_url
 
 RESERVED_FIELDS = ("docid", "url", "title", "text", "aliases")
@@ -285,6 +287,14 @@ def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
     return n
 
 
+
+def _default_settings() -> BuildSettings:
+    """The default settings, imported here: ``drsearch.index`` imports this module eagerly,
+    and a process that only searches must not pay for pydantic (settings.py)."""
+    from .settings import BuildSettings
+
+    return BuildSettings()
+
 def build(
     docs: Iterable[object],
     path: str | os.PathLike[str],
@@ -328,7 +338,7 @@ def build(
     scores); ``meta`` key ``excluded_docids`` records the list's hash, size and how many
     documents were left out. Without it no such key is written.
     """
-    settings = settings or BuildSettings()
+    settings = settings or _default_settings()
     out = Path(path)
     if provenance is not None:
         try:
