@@ -69,3 +69,11 @@ def test_a_build_without_settings_uses_the_defaults(tmp_path: Path) -> None:
     report = build(read_jsonl(data), tmp_path / "x.sqlite3")
     again = build(read_jsonl(data), tmp_path / "y.sqlite3", BuildSettings())
     assert report.content_identity == again.content_identity
+
+
+def test_a_lazy_name_of_its_own_module_is_refused() -> None:
+    """The trap the lazy 'build' fell into, refused where lazy names are declared."""
+    from drsearch._lazy import lazy_getattr
+
+    with pytest.raises(ValueError, match="lazy names that are their module's name: build"):
+        lazy_getattr("drsearch.index", {"build": "build", "BuildSettings": "settings"}, {})

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_getattr
+from .._lazy import lazy_getattr
 from .datasets import (
     ANSWER_TYPES,
     CRITERION_TYPES,

@@ -18,8 +18,9 @@ fetch needs the ``agents`` extra (httpx) and extract the ``extract`` extra (traf
 selectolax); both are imported only when used.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_getattr
 from .build_run import COVERAGE_FILE, SOURCES_FILE, CorpusBuild, build_corpus
 from .crawl import FetchRecord, read_records
 from .dedup import check_document, deduplicate
@@ -46,17 +47,10 @@ if TYPE_CHECKING:
     from .pipeline import UrlBuild, build_from_urls
 
 
-def __getattr__(name: str) -> Any:
-    # fetch and pipeline import httpx (an optional extra): load them on first use only.
-    if name in ("FetchSettings", "fetch_urls"):
-        from . import fetch
-
-        return getattr(fetch, name)
-    if name in ("UrlBuild", "build_from_urls"):
-        from . import pipeline
-
-        return getattr(pipeline, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# fetch and pipeline import httpx (an optional extra): loaded on first use only.
+_LAZY = {"FetchSettings": "fetch", "fetch_urls": "fetch", "UrlBuild": "pipeline",
+         "build_from_urls": "pipeline"}
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -15,8 +15,9 @@ The typed build settings (``BuildSettings``, ``TokenizerPreset``: pydantic, ~150
 imported on first use (module ``__getattr__``): a process that only searches never needs them.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_getattr
 from .blocklist import BlockList
 from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
@@ -87,21 +88,9 @@ from .urls import canonicalize_url
 if TYPE_CHECKING:
     from .settings import BuildSettings, TokenizerPreset
 
-# name -> the module that defines it, imported by __getattr__ on first access. (Only names
-# unlike their module's: importing a submodule sets the package attribute of its own name,
-# which would hide a lazy attribute of that name, e.g. ``build``.)
+# name -> the module that defines it, imported on first access (drsearch._lazy)
 _LAZY = {"BuildSettings": "settings", "TokenizerPreset": "settings"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "CHUNK_STRIDE",

@@ -10,13 +10,14 @@ Public API (pinned by tests/benchmark/generate/test_public_api.py)::
     generate_main(build, argv): the shared command line (--out, --until, --cache-mode, ...)
 
 The pipeline machinery (``stages``, ``cli``: the agents' model client, httpx), calibration
-from rollouts (``calibrate``), offline sentence embeddings (``embed``, the ``embed`` extra),
-near-duplicate and diversity filters (``dedup``, ``diversity``): their names are imported on
-first use, so importing the package (and ``options``, the generators' shared command-line
-options, which ``drsearch --help`` defines) needs no extra: neither httpx nor scipy nor
-onnxruntime. The calibration primitive is ``drsearch.benchmark.generate.calibrate.calibrate``:
-the package attribute ``calibrate`` is that submodule (Python binds a submodule's name on
-its parent when it is imported), so the function is not re-exported under the same name.
+from rollouts (``calibrate``), offline sentence embeddings (``embed``, the ``embed`` extra)
+and the diversity filter (``diversity``): their names are imported on first use (the
+near-duplicate filter ``dedup`` needs numpy only and comes with the package), so importing
+the package (and ``options``, the generators' shared command-line options, which
+``drsearch --help`` defines) needs no extra: neither httpx nor scipy nor onnxruntime. The calibration
+primitive is ``drsearch.benchmark.generate.calibrate.calibrate``: the package attribute
+``calibrate`` is that submodule (Python binds a submodule's name on its parent when it is
+imported), so the function is not re-exported under the same name.
 
 It may import ``drsearch.agents`` (model client, replay cache) and ``drsearch.index``.
 """
@@ -25,7 +26,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from ..._lazy import lazy_getattr
+
+# dedup is eager (numpy only): a lazy name may not be its module's (drsearch._lazy).
+from .dedup import DedupResult, Duplicate, dedup
 from .errors import GenerateError, PipelineInputError
 from .options import add_generate_arguments
 
@@ -56,7 +60,6 @@ _LAZY: dict[str, str] = {
                     "calibrate"),
     **dict.fromkeys(("Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder", "MODEL_SHA256"),
                     "embed"),
-    **dict.fromkeys(("DedupResult", "Duplicate", "dedup"), "dedup"),
     **dict.fromkeys(("DiversityResult", "diversify"), "diversity"),
     **dict.fromkeys(("cosine_matrix",), "similarity"),
 }

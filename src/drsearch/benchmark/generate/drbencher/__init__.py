@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_getattr
+from ...._lazy import lazy_getattr
 from .errors import ConfigError, KGDataError, KGEndpointError, SparqlError
 
 if TYPE_CHECKING:

@@ -1,0 +1,218 @@
+"""Three probes behind docs/ENGINE.md's "Reading posting lists", "Threads" and "One-term fast
+path" numbers, on an existing index (no rebuild; ~1 min at full scale):
+
+- ``fetch``: one query's posting lists (``Engine._postings``) with the page reader
+  (``_kernels.read_blobs``) and with SQLite's blob API, interleaved query by query (µs);
+- ``one-term``: ``Scorer.rank`` of single sparse terms per df class, the C one-term pass
+  (``rank_one``) against the windowed kernel (``single_term_postings = 0``), best of 7 (µs),
+  both answers checked equal;
+- ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
+  ``--seconds`` (the posting fetch by either reader, the kernel on prefetched lists, a whole
+  ranked search): operations per second, the ratio, CPU seconds per wall second and the
+  threads' context switches (what GIL hand-offs cost; Linux ``/proc/thread-self``).
+
+Usage::
+
+    python benchmarks/fetch_probe.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
+        [--probe fetch,one-term,threads] [--limit 150] [--seconds 3]
+
+``--queries``: a JSON list of queries, or an object of classes (all are used). The index is
+opened read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+PROBES = ("fetch", "one-term", "threads")
+# df classes of the one-term probe: (lowest, highest) postings
+DF_CLASSES = [(10, 20), (200, 300), (900, 1100), (3500, 4500), (15000, 17000), (60000, 70000)]
+
+
+def load_queries(path: Path, limit: int) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    groups = data.values() if isinstance(data, dict) else [data]
+    out = [q if isinstance(q, str) else q["query"] for g in groups for q in g]
+    return out[:limit] if limit else out
+
+
+def _far() -> float:
+    return time.monotonic() + 1e6
+
+
+def fetch_probe(e: Any, queries: Sequence[str]) -> None:
+    parsed = [e.parse(q) for q in queries]
+    pages = e._pages
+    postings = sum(t.df for p in parsed for t in e._postings(p, _far()) if t is not None
+                   and hasattr(t, "chunks"))
+    print(f"fetch: {len(parsed)} queries, {postings / len(parsed):,.0f} sparse postings per query")
+    readers = [("page reader", pages), ("blob API", None)] if pages is not None else [("blob API", None)]
+    if pages is None:
+        print("  page reader: not available (kernel not built)")
+    times: dict[str, list[int]] = {name: [] for name, _ in readers}
+    for p in parsed:  # each query by each reader in turn, 5 rounds; its median per reader
+        per: dict[str, list[int]] = {name: [] for name, _ in readers}
+        for r in range(6):
+            for name, reader in readers if r % 2 else readers[::-1]:
+                e._pages = reader
+                t0 = time.perf_counter_ns()
+                e._postings(p, _far())
+                if r:  # round 0 warms
+                    per[name].append(time.perf_counter_ns() - t0)
+        for name in per:
+            times[name].append(statistics.median(per[name]))
+    for name, ts in times.items():
+        print(f"  {name:<12} p50 {statistics.median(ts) / 1e3:8.1f} us, mean {statistics.mean(ts) / 1e3:8.1f} us "
+              "per query (interleaved, median of 5 rounds each)")
+    e._pages = pages
+
+
+def one_term_probe(e: Any) -> None:
+    scorer = e.scorer
+    default = scorer.single_term_postings
+    print(f"one-term: Scorer.rank, k=10, best of 7, median over up to 20 terms per class "
+          f"(fast path limit {default})")
+    for lo, hi in DF_CLASSES:
+        terms = [t for (t,) in e._db().execute(
+            "SELECT term FROM terms WHERE dense = 0 AND df BETWEEN ? AND ? ORDER BY term LIMIT 20", (lo, hi))]
+        if not terms:
+            continue
+        row = []
+        answers: dict[str, list[Any]] = {}
+        for limit in (default, 0):
+            scorer.single_term_postings = limit
+            times = []
+            for t in terms:
+                lists = e._postings(e.parse(t), _far())
+                best = float("inf")
+                for _ in range(7):
+                    t0 = time.perf_counter()
+                    r = scorer.rank(lists, 10, e._blocked_chunks, e._scratch(), _far())
+                    best = min(best, time.perf_counter() - t0)
+                times.append(best)
+                answers.setdefault(t, []).append(r)
+            row.append(statistics.median(times) * 1e6)
+        scorer.single_term_postings = default
+        if any(a != b for a, b in answers.values()):
+            raise SystemExit("one-term: the fast path and the kernel disagree")
+        print(f"  df {lo:>6,}-{hi:<6,} ({len(terms):2} terms)  fast path {row[0]:8.1f} us   "
+              f"windowed kernel {row[1]:8.1f} us")
+
+
+def _switches() -> int:
+    try:
+        with open("/proc/thread-self/status") as fh:
+            return sum(int(ln.split()[1]) for ln in fh if "ctxt_switches" in ln)
+    except OSError:
+        return -1
+
+
+def _run(fn: Callable[[int], None], n_items: int, threads: int, seconds: float) -> tuple[float, float, int]:
+    counts, switches = [0] * threads, [0] * threads
+    barrier = threading.Barrier(threads)
+
+    def work(j: int) -> None:
+        for i in range(n_items):  # warm: this thread's connection, arena, scratch
+            fn(i)
+        barrier.wait()
+        s0, t0, n = _switches(), time.perf_counter(), 0
+        i = j * n_items // threads
+        while time.perf_counter() - t0 < seconds:
+            fn((i + n) % n_items)
+            n += 1
+        counts[j], switches[j] = n, _switches() - s0
+
+    pool = [threading.Thread(target=work, args=(j,)) for j in range(threads)]
+    c0 = time.process_time()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return sum(counts) / seconds, (time.process_time() - c0) / seconds, sum(switches)
+
+
+def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
+    from drsearch.index.scoring import SparseTerm
+
+    parsed = [e.parse(q) for q in queries]
+
+    def copied(t: Any) -> Any:  # lists that outlive the arena's next reset
+        if isinstance(t, SparseTerm):
+            return SparseTerm(t.term, t.df, t.chunks.copy(), t.impacts.copy(), t.max_impact,
+                              t.block_max.copy())
+        return t
+
+    lists = [[copied(t) for t in e._postings(p, _far())] for p in parsed]
+    pages = e._pages
+
+    def fetch_with(reader: Any) -> Callable[[int], None]:
+        def fn(i: int) -> None:
+            e._pages = reader
+            e._postings(parsed[i], _far())
+        return fn
+
+    stages: list[tuple[str, Callable[[int], None]]] = []
+    if pages is not None:
+        stages.append(("postings, page reader", fetch_with(pages)))
+    stages += [("postings, blob API", fetch_with(None)),
+               ("kernel (prefetched lists)",
+                lambda i: e.scorer.rank(lists[i], 10, None, e._scratch(), _far())),
+               ("ranked search", lambda i: e.search(queries[i], 10, with_text=False))]
+    print(f"threads: one engine, {seconds:g} s per run, 1 then 2 threads "
+          "(ops/s, CPU s per wall s, context switches)")
+    for name, fn in stages:
+        one = _run(fn, len(parsed), 1, seconds)
+        two = _run(fn, len(parsed), 2, seconds)
+        e._pages = pages
+        print(f"  {name:<26} 1 thread {one[0]:8.0f}/s ({one[1]:.2f}, {one[2]:>6})   2 threads "
+              f"{two[0]:8.0f}/s ({two[1]:.2f}, {two[2]:>6})   ratio {two[0] / one[0]:.2f}x")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--index", type=Path, required=True, help="an ours.sqlite3 (read-only)")
+    ap.add_argument("--queries", type=Path, required=True, help="JSON list, or object of classes")
+    ap.add_argument("--probe", default=",".join(PROBES), help=f"comma list of {', '.join(PROBES)}")
+    ap.add_argument("--limit", type=int, default=150, help="first N queries (0: all)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="each threads run")
+    args = ap.parse_args(argv)
+    probes = args.probe.split(",")
+    unknown = sorted(set(probes) - set(PROBES))
+    if unknown:
+        print(f"fetch_probe: unknown probe {unknown[0]!r} (choose from {', '.join(PROBES)})", file=sys.stderr)
+        return 2
+    if not args.index.is_file() or not args.queries.is_file():
+        print(f"fetch_probe: no such file: {args.index if not args.index.is_file() else args.queries}",
+              file=sys.stderr)
+        return 2
+    if args.seconds <= 0:
+        print("fetch_probe: --seconds must be positive", file=sys.stderr)
+        return 2
+    from drsearch.index import Engine
+
+    queries = load_queries(args.queries, args.limit)
+    if not queries:
+        print("fetch_probe: no queries", file=sys.stderr)
+        return 2
+    with Engine.open(args.index) as e:
+        print(f"index {args.index} ({e.scorer.n_rows:,} chunks, scorer {e.scorer.kind}), "
+              f"{len(queries)} queries")
+        if "fetch" in probes:
+            fetch_probe(e, queries)
+        if "one-term" in probes:
+            one_term_probe(e)
+        if "threads" in probes:
+            threads_probe(e, queries, args.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

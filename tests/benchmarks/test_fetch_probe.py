@@ -1,0 +1,38 @@
+"""benchmarks/fetch_probe.py on the sample's index: every probe prints its rows (both readers,
+the one-term classes present, the thread runs with their ratios); bad arguments exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fetch_probe
+import pytest
+
+QUERIES = ["video game streaming", "Stadia launch price", "cloud gaming subscription", "the of a"]
+
+
+def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("drsearch.index._kernels")
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps({"normal": QUERIES[:2], "more": QUERIES[2:]}))
+    rc = fetch_probe.main(["--index", str(sample_index), "--queries", str(queries), "--seconds", "0.2"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert f"{len(QUERIES)} queries" in out and "scorer c-auto" in out
+    assert "page reader" in out and "blob API" in out and "us per query" in out
+    for stage in ("postings, page reader", "postings, blob API", "kernel (prefetched lists)", "ranked search"):
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(stage))
+        assert float(line.rsplit("ratio", 1)[1].strip().rstrip("x")) > 0, line
+    assert "one-term:" in out
+
+
+@pytest.mark.parametrize("args", [["--probe", "nope"], ["--seconds", "0"], ["--limit", "0"]])
+def test_bad_arguments_exit_2(sample_index: Path, tmp_path: Path, args: list[str],
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    queries = tmp_path / "q.json"
+    queries.write_text("[]" if args == ["--limit", "0"] else json.dumps(QUERIES))
+    assert fetch_probe.main(["--index", str(sample_index), "--queries", str(queries), *args]) == 2
+    assert capsys.readouterr().err.startswith("fetch_probe: ")
+    assert fetch_probe.main(["--index", str(tmp_path / "none"), "--queries", str(queries)]) == 2
