@@ -70,8 +70,9 @@ def fetch_probe(e: Any, queries: Sequence[str]) -> None:
         for name in per:
             times[name].append(statistics.median(per[name]))
     for name, ts in times.items():
-        print(f"  {name:<12} p50 {statistics.median(ts) / 1e3:8.1f} us, mean {statistics.mean(ts) / 1e3:8.1f} us "
-              "per query (interleaved, median of 5 rounds each)")
+        p50, mean = statistics.median(ts) / 1e3, statistics.mean(ts) / 1e3
+        print(f"  {name:<12} p50 {p50:8.1f} us, mean {mean:8.1f} us per query "
+              "(interleaved, median of 5 rounds each)")
     e._pages = pages
 
 

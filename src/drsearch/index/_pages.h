@@ -5,7 +5,7 @@
  * apsw (open, read into the arena, close: three calls that each release and retake the GIL).
  * With two threads serving, every release hands the GIL to the other thread and every retake
  * waits for it: on this machine a thread's 34 us read became 78 us, and two threads fetched
- * postings at 0.83x one thread's rate (docs/BENCHMARKS.md). Reading the file's pages here,
+ * postings at 0.83x one thread's rate (docs/ENGINE.md, "Threads"). Reading the file's pages here,
  * every list of a query in one call without the GIL, has no hand-off at all.
  *
  * Only what the SQLite file format (https://sqlite.org/fileformat2.html, sections 1.6 and
