@@ -991,6 +991,17 @@ done:
     return out;
 }
 
+/* Arguments that describe a mapped file and one of its tables' columns, checked. */
+static int
+db_geometry_ok(const Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize_t root,
+               Py_ssize_t column)
+{
+    return !(page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) ||
+             usable < 480 || usable > page_size || file->len % page_size ||
+             file->len / page_size > UINT32_MAX || root < 1 || root > file->len / page_size ||
+             column < 0 || column > 64);
+}
+
 PyDoc_STRVAR(read_blobs_doc,
 "read_blobs(file, page_size, usable, root, column, rowids, outs) -> None\n\n"
 "Copy the BLOB in column `column` of each row `rowids[i]` of the rowid table whose b-tree\n"
@@ -1015,9 +1026,7 @@ read_blobs(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*nnnnOO:read_blobs", &file, &page_size, &usable, &root, &column,
                           &rowids_obj, &outs_obj))
         return NULL;
-    if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) || usable < 480 ||
-        usable > page_size || file.len % page_size || file.len / page_size > UINT32_MAX ||
-        root < 1 || root > file.len / page_size || column < 0 || column > 64) {
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
         PyErr_SetString(PyExc_ValueError, "read_blobs: invalid file geometry or table");
         goto done;
     }
@@ -1072,6 +1081,120 @@ done:
     PyMem_Free(ids);
     Py_XDECREF(rowids);
     Py_XDECREF(outs);
+    PyBuffer_Release(&file);
+    return result;
+}
+
+PyDoc_STRVAR(read_texts_doc,
+"read_texts(file, page_size, usable, root, column, rowids) -> list[str]\n\n"
+"The TEXT in column `column` of each row `rowids[i]` of the rowid table rooted at `root`,\n"
+"decoded from UTF-8 (the file's text encoding must be UTF-8). The file and columns as for\n"
+"read_blobs; the copy runs without the GIL when the bytes are many. Raises ValueError naming\n"
+"the row for a damaged file, a missing row or a value that is not TEXT, and\n"
+"UnicodeDecodeError for bytes that are not UTF-8; nothing is read outside `file`.");
+
+static PyObject *
+read_texts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column;
+    PyObject *rowids_obj, *rowids = NULL, *result = NULL;
+    DbValue *vals = NULL;
+    int64_t *ids = NULL;
+    unsigned char *bytes = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnnO:read_texts", &file, &page_size, &usable, &root, &column,
+                          &rowids_obj))
+        return NULL;
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
+        PyErr_SetString(PyExc_ValueError, "read_texts: invalid file geometry or table");
+        goto done;
+    }
+    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
+    if (!rowids)
+        goto done;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
+    vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
+    ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
+    if (!vals || !ids) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    /* Find every value first (a b-tree descent each: cheap), then copy the ones that continue
+       on overflow pages into one buffer (without the GIL when they are many bytes), then
+       decode: a value wholly on its leaf page is decoded where it lies. */
+    uint64_t spilled = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
+        if (ids[i] == -1 && PyErr_Occurred())
+            goto done;
+        PageError why = db_value(&db, (uint32_t)root, ids[i], (int)column, &vals[i]);
+        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
+            why = "record column is not TEXT";
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
+            goto done;
+        }
+        if (vals[i].at + vals[i].len > vals[i].n_local)
+            spilled += vals[i].len;
+    }
+    bytes = PyMem_Malloc(spilled ? spilled : 1);
+    if (!bytes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PageError why = NULL;
+    Py_ssize_t failed = -1;
+#define COPY_SPILLED                                                                              \
+    {                                                                                             \
+        uint64_t at = 0;                                                                          \
+        for (Py_ssize_t i = 0; i < n && !why; i++) {                                              \
+            const DbValue *v = &vals[i];                                                          \
+            if (v->at + v->len <= v->n_local)                                                     \
+                continue;                                                                         \
+            why = db_copy_payload(&db, v->local, v->n_local, v->payload, v->ovfl, v->at, v->len, \
+                                  bytes + at);                                                    \
+            failed = i;                                                                           \
+            at += v->len;                                                                         \
+        }                                                                                         \
+    }
+    if (spilled >= NOGIL_MIN_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        COPY_SPILLED
+        Py_END_ALLOW_THREADS
+    } else {
+        COPY_SPILLED
+    }
+#undef COPY_SPILLED
+    if (why) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[failed], why);
+        goto done;
+    }
+    result = PyList_New(n);
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        const DbValue *v = &vals[i];
+        const char *src;
+        if (v->at + v->len <= v->n_local) {
+            src = (const char *)v->local + v->at;
+        } else {
+            src = (const char *)bytes + at;
+            at += v->len;
+        }
+        PyObject *text = PyUnicode_DecodeUTF8(src, (Py_ssize_t)v->len, "strict");
+        if (!text) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, text);
+    }
+done:
+    PyMem_Free(bytes);
+    PyMem_Free(vals);
+    PyMem_Free(ids);
+    Py_XDECREF(rowids);
     PyBuffer_Release(&file);
     return result;
 }
@@ -1201,10 +1324,405 @@ done:
     return out;
 }
 
+/* ---- snippets ------------------------------------------------------------------------------
+ * The snippet window of drsearch.index.snippet.SnippetMaker, computed in C without the GIL for
+ * long texts: the same choice, character for character (the tests compare both on real chunks
+ * and on random text). Matching is on the lower-cased text, one code point to one: a text with
+ * a character whose lower case is not one code point (U+0130, whose full lower case is two) or
+ * depends on its neighbours (U+03A3, capital sigma: str.lower() gives a final or a medial
+ * sigma by context) is left to the Python code (None). Every other character's str.lower() is
+ * its simple lower case, Py_UNICODE_TOLOWER, and str.isalnum() is Py_UNICODE_ISALNUM: both
+ * read CPython's static Unicode tables, safe without the GIL. The texts are str objects this
+ * call holds references to (immutable: their data cannot change while it reads them). */
+
+typedef struct {
+    Py_UCS4 *chars; /* the stem's code points */
+    Py_ssize_t len;
+    double weight;
+    Py_ssize_t next; /* the next stem (in order) whose first code point has the same low byte */
+} SnipStem;
+
+/* The first stem of each bucket (a first code point's low byte), -1 for none: a word start
+   tries only the stems that can match there, so a query of hundreds of terms stays cheap. */
+typedef struct {
+    Py_ssize_t head[256];
+} SnipBuckets;
+
+static inline int
+snip_late(double deadline)
+{
+#if HAVE_CLOCK
+    return deadline > 0 && now_s() > deadline;
+#else
+    (void)deadline;
+    return 0;
+#endif
+}
+
+static inline Py_UCS4
+snip_char(int kind, const void *data, Py_ssize_t i)
+{
+    return PyUnicode_READ(kind, data, i);
+}
+
+static inline Py_UCS4
+snip_lower(Py_UCS4 c)
+{
+    if (c < 128)
+        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+    return Py_UNICODE_TOLOWER(c);
+}
+
+static inline int
+snip_alnum(Py_UCS4 c)
+{
+    if (c < 128)
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    return Py_UNICODE_ISALNUM(c);
+}
+
+static inline int
+snip_space(Py_UCS4 c)
+{
+    if (c < 128)
+        return c == ' ' || (c >= 9 && c <= 13) || (c >= 28 && c <= 31);
+    return Py_UNICODE_ISSPACE(c);
+}
+
+typedef struct {
+    Py_ssize_t start, end; /* the body: text[start:end], already stripped */
+    int left, right;       /* an ellipsis before / after it */
+    int whole;             /* the text itself (not longer than the width) */
+    int python;            /* left to the Python code */
+} SnipSpan;
+
+/* What SnippetMaker.__call__ does for one text of n code points; `low` is scratch for n code
+   points and `weight` for n doubles. Returns 0, or -1 when the deadline passed. */
+static int
+snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssize_t n_stems,
+         const SnipBuckets *buckets, Py_ssize_t width, double deadline, Py_UCS4 *low, double *weight, Py_ssize_t *pos,
+         SnipSpan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n <= width) {
+        out->whole = 1;
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = snip_char(kind, data, i);
+        if (c == 0x130 || c == 0x3A3) {
+            out->python = 1;
+            return 0;
+        }
+        low[i] = snip_lower(c);
+    }
+    /* Every match at a word start, in text order: at each word start, the first stem (longest
+       first, as SnippetMaker orders them) that matches there, as str.find over each stem in
+       that order and "a position keeps its first match" give. */
+    Py_ssize_t n_hits = 0;
+    if (n_stems) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i && snip_alnum(low[i - 1]))
+                continue;
+            if (!(i & 4095) && i && snip_late(deadline))
+                return -1;
+            for (Py_ssize_t s = buckets->head[low[i] & 255]; s >= 0; s = stems[s].next) {
+                const Py_ssize_t m = stems[s].len;
+                if (m > n - i || low[i] != stems[s].chars[0])
+                    continue;
+                Py_ssize_t j = 1;
+                while (j < m && low[i + j] == stems[s].chars[j])
+                    j++;
+                if (j == m) {
+                    pos[n_hits] = i;
+                    weight[n_hits++] = stems[s].weight;
+                    break;
+                }
+            }
+        }
+    }
+    Py_ssize_t start = 0;
+    if (n_hits) {
+        /* SnippetMaker._best_start: two pointers over the matches within a width. */
+        double best_score = -1.0, total = 0.0;
+        Py_ssize_t best_pos = 0, lo = 0;
+        for (Py_ssize_t h = 0; h < n_hits; h++) {
+            total += weight[h];
+            while (pos[lo] <= pos[h] - width) {
+                total -= weight[lo];
+                lo++;
+            }
+            if (total > best_score + 1e-12) {
+                best_score = total;
+                best_pos = pos[lo];
+            }
+        }
+        start = best_pos - width / 6;
+        if (start < 0)
+            start = 0;
+        if (start > 0) { /* text.find(" ", start, best_pos) */
+            Py_ssize_t space = -1;
+            for (Py_ssize_t i = start; i < best_pos; i++)
+                if (snip_char(kind, data, i) == ' ') {
+                    space = i;
+                    break;
+                }
+            start = space >= 0 ? space + 1 : best_pos;
+        }
+    }
+    Py_ssize_t end = start + width < n ? start + width : n;
+    if (end < n) { /* text.rfind(" ", start, end) */
+        Py_ssize_t cut = -1;
+        for (Py_ssize_t i = end - 1; i >= start; i--)
+            if (snip_char(kind, data, i) == ' ') {
+                cut = i;
+                break;
+            }
+        end = cut > start ? cut : end;
+    }
+    out->left = start > 0;
+    out->right = end < n;
+    Py_ssize_t a = start, b = end; /* text[start:end].strip() */
+    while (a < b && snip_space(snip_char(kind, data, a)))
+        a++;
+    while (b > a && snip_space(snip_char(kind, data, b - 1)))
+        b--;
+    out->start = a;
+    out->end = b;
+    return 0;
+}
+
+PyDoc_STRVAR(snippets_doc,
+"snippets(texts, stems, weights, width, deadline) -> list | None\n\n"
+"SnippetMaker's snippet of each str in `texts` for its (stem, weight) pairs, ordered as the\n"
+"maker orders them (longest first): the snippet, or None for a text the Python code must\n"
+"handle (a character whose lower case is not one code point). None instead of the list when\n"
+"time.monotonic() passed `deadline` (<= 0: none) before the work was done. The GIL is\n"
+"released while texts of 16,384 code points or more in all are searched.");
+
+static PyObject *
+snippets(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *texts_obj, *stems_obj, *weights_obj, *texts = NULL, *stems_seq = NULL,
+                                                     *weights = NULL, *result = NULL;
+    PyObject *ellipsis = NULL;
+    Py_ssize_t width;
+    double deadline;
+    SnipStem *stems = NULL;
+    SnipBuckets buckets;
+    Py_ssize_t n_stems = 0;
+    SnipSpan *spans = NULL;
+    Py_UCS4 *low = NULL;
+    double *weight = NULL;
+    Py_ssize_t *pos = NULL;
+    if (!PyArg_ParseTuple(args, "OOOnd:snippets", &texts_obj, &stems_obj, &weights_obj, &width,
+                          &deadline))
+        return NULL;
+    texts = PySequence_Fast(texts_obj, "texts must be a sequence");
+    stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
+    weights = PySequence_Fast(weights_obj, "weights must be a sequence");
+    ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
+    if (!texts || !stems_seq || !weights || !ellipsis)
+        goto done;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
+        goto done;
+    }
+    const Py_ssize_t n_texts = PySequence_Fast_GET_SIZE(texts);
+    n_stems = PySequence_Fast_GET_SIZE(stems_seq);
+    if (PySequence_Fast_GET_SIZE(weights) != n_stems) {
+        PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n_stems,
+                     PySequence_Fast_GET_SIZE(weights));
+        n_stems = 0;
+        goto done;
+    }
+    stems = PyMem_Calloc((size_t)(n_stems ? n_stems : 1), sizeof *stems);
+    if (!stems) {
+        n_stems = 0;
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t filled = 0;
+    for (; filled < n_stems; filled++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(stems_seq, filled);
+        const double w = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(weights, filled));
+        if (w == -1.0 && PyErr_Occurred())
+            break;
+        if (!PyUnicode_Check(s) || PyUnicode_GET_LENGTH(s) < 1) {
+            PyErr_SetString(PyExc_ValueError, "snippets: a stem is not a non-empty str");
+            break;
+        }
+        stems[filled].chars = PyUnicode_AsUCS4Copy(s);
+        if (!stems[filled].chars)
+            break;
+        stems[filled].len = PyUnicode_GET_LENGTH(s);
+        stems[filled].weight = w;
+    }
+    if (filled < n_stems) {
+        n_stems = filled;
+        goto done;
+    }
+    Py_ssize_t tail[256];
+    for (int b = 0; b < 256; b++)
+        buckets.head[b] = tail[b] = -1;
+    for (Py_ssize_t i = 0; i < n_stems; i++) { /* appended in order: longest first stays first */
+        const int b = (int)(stems[i].chars[0] & 255);
+        stems[i].next = -1;
+        if (tail[b] < 0)
+            buckets.head[b] = i;
+        else
+            stems[tail[b]].next = i;
+        tail[b] = i;
+    }
+    Py_ssize_t longest = 0, total = 0;
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(texts, t);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "snippets: a text is not a str");
+            goto done;
+        }
+        const Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+        longest = len > longest ? len : longest;
+        total += len;
+    }
+    spans = PyMem_Calloc((size_t)(n_texts ? n_texts : 1), sizeof *spans);
+    low = PyMem_Malloc(sizeof *low * (size_t)(longest + 1));
+    weight = PyMem_Malloc(sizeof *weight * (size_t)(longest + 1));
+    pos = PyMem_Malloc(sizeof *pos * (size_t)(longest + 1));
+    if (!spans || !low || !weight || !pos) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* `texts` (a list or tuple of our own when PySequence_Fast copied it) holds a reference to
+       each text; a caller's list could be changed by another thread while the GIL is released,
+       so each text is held here too. */
+    for (Py_ssize_t t = 0; t < n_texts; t++)
+        Py_INCREF(PySequence_Fast_GET_ITEM(texts, t));
+    PyObject **items = PySequence_Fast_ITEMS(texts);
+    PyObject **held = PyMem_Malloc(sizeof *held * (size_t)(n_texts ? n_texts : 1));
+    if (!held) {
+        for (Py_ssize_t t = 0; t < n_texts; t++)
+            Py_DECREF(items[t]);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(held, items, sizeof *held * (size_t)n_texts);
+    int late = 0;
+#define SNIP_LOOP                                                                                 \
+    for (Py_ssize_t t = 0; t < n_texts && !late; t++)                                            \
+        late = snip_late(deadline) ||                                                            \
+               snip_one(PyUnicode_KIND(held[t]), PyUnicode_DATA(held[t]),                        \
+                        PyUnicode_GET_LENGTH(held[t]), stems, n_stems, &buckets, width,         \
+                        deadline, low,                                                           \
+                        weight, pos, &spans[t]) < 0;
+    if (total >= 16384) {
+        Py_BEGIN_ALLOW_THREADS
+        SNIP_LOOP
+        Py_END_ALLOW_THREADS
+    } else {
+        SNIP_LOOP
+    }
+#undef SNIP_LOOP
+    if (late) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyList_New(n_texts);
+        for (Py_ssize_t t = 0; result && t < n_texts; t++) {
+            const SnipSpan *sp = &spans[t];
+            PyObject *v;
+            if (sp->python) {
+                v = Py_NewRef(Py_None);
+            } else if (sp->whole) {
+                v = Py_NewRef(held[t]);
+            } else {
+                PyObject *body = PyUnicode_Substring(held[t], sp->start, sp->end);
+                v = body;
+                if (body && sp->left) {
+                    v = PyUnicode_Concat(ellipsis, body);
+                    Py_DECREF(body);
+                }
+                if (v && sp->right) {
+                    PyObject *w = PyUnicode_Concat(v, ellipsis);
+                    Py_DECREF(v);
+                    v = w;
+                }
+            }
+            if (!v) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, t, v);
+        }
+    }
+    for (Py_ssize_t t = 0; t < n_texts; t++)
+        Py_DECREF(held[t]);
+    PyMem_Free(held);
+done:
+    for (Py_ssize_t s = 0; s < n_stems; s++)
+        PyMem_Free(stems[s].chars);
+    PyMem_Free(stems);
+    PyMem_Free(spans);
+    PyMem_Free(low);
+    PyMem_Free(weight);
+    PyMem_Free(pos);
+    Py_XDECREF(ellipsis);
+    Py_XDECREF(texts);
+    Py_XDECREF(stems_seq);
+    Py_XDECREF(weights);
+    return result;
+}
+
+PyDoc_STRVAR(snippet_chars_doc,
+"snippet_chars(text) -> (lowered, alnum, space)\n\n"
+"How snippets() sees each code point of `text`: its lower case (one code point; U+0130 and\n"
+"U+03A3, which snippets() leaves to the Python code, as the simple mapping gives them), and\n"
+"one byte each (0 or 1) of whether it is alphanumeric and whether it is whitespace. For the\n"
+"tests, which compare it with str.lower(), str.isalnum() and str.isspace() on every code point.");
+
+static PyObject *
+snippet_chars(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:snippet_chars", &text))
+        return NULL;
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 *low = PyMem_Malloc(sizeof *low * (size_t)(n ? n : 1));
+    PyObject *alnum = PyBytes_FromStringAndSize(NULL, n), *space = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *lowered = NULL, *result = NULL;
+    if (!low || !alnum || !space) {
+        if (!low)
+            PyErr_NoMemory();
+        goto done;
+    }
+    char *a = PyBytes_AS_STRING(alnum), *sp = PyBytes_AS_STRING(space);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = snip_char(kind, data, i);
+        low[i] = snip_lower(c);
+        a[i] = (char)(snip_alnum(c) != 0);
+        sp[i] = (char)(snip_space(c) != 0);
+    }
+    lowered = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, low, n);
+    if (lowered)
+        result = PyTuple_Pack(3, lowered, alnum, space);
+done:
+    PyMem_Free(low);
+    Py_XDECREF(lowered);
+    Py_XDECREF(alnum);
+    Py_XDECREF(space);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
+    {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
+    {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
     {NULL, NULL, 0, NULL},
@@ -1218,9 +1736,9 @@ static struct PyModuleDef module = {
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
-   rank_one. A module built from an older _kernels.c is refused, not
+   rank_one; 4 = snippets and read_texts. A module built from an older _kernels.c is refused, not
    called wrongly. */
-#define KERNELS_ABI 3
+#define KERNELS_ABI 4
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

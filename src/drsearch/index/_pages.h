@@ -1,5 +1,5 @@
 /*
- * Reading a rowid table's BLOB column straight from the bytes of a frozen SQLite file.
+ * Reading a rowid table's BLOB or TEXT column straight from the bytes of a frozen SQLite file.
  *
  * Why: a query's long posting lists were each read with SQLite's incremental blob API through
  * apsw (open, read into the arena, close: three calls that each release and retake the GIL).
@@ -209,12 +209,18 @@ db_copy_payload(const DbFile *db, const unsigned char *p, uint64_t local, uint64
     return NULL;
 }
 
-/* Copy the BLOB in column `column` (0-based; earlier columns must be NULL or integers, as an
-   INTEGER PRIMARY KEY is stored) of the row `rowid` of the table rooted at `root` into dst,
-   checking that it is exactly `len` bytes. */
+/* Where column `column` (0-based; earlier columns must be NULL or integers, as an INTEGER
+   PRIMARY KEY is stored) of the row `rowid` of the table rooted at `root` lies. */
+typedef struct {
+    const unsigned char *local; /* the payload's first bytes, on its leaf page */
+    uint64_t n_local, payload;  /* bytes there, bytes in all */
+    uint32_t ovfl;              /* the overflow chain's first page (0: none) */
+    uint64_t at, len;           /* the value: its offset in the payload, its bytes */
+    uint64_t serial;            /* its serial type (BLOB: even >= 12, TEXT: odd >= 13) */
+} DbValue;
+
 static PageError
-db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_t len,
-             unsigned char *dst)
+db_value(const DbFile *db, uint32_t root, int64_t rowid, int column, DbValue *v)
 {
     const unsigned char *c, *end;
     PageError why = db_find_row(db, root, rowid, &c, &end);
@@ -233,7 +239,6 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
     }
     if (c + local + (payload > local ? 4 : 0) > end)
         return "cell payload beyond its page";
-    const uint32_t ovfl = payload > local ? be32(c + local) : 0;
     /* The record header, always within the local bytes (at least 480 of them when it spills). */
     const unsigned char *rec_end = c + local;
     const uint64_t hdr_len = get_varint(c, rec_end, &n);
@@ -241,25 +246,47 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
         return "record header beyond the cell";
     const unsigned char *t = c + n;
     uint64_t body = 0; /* bytes of the values before the column */
+    uint64_t st = 0;
     for (int i = 0; i <= column; i++) {
-        const uint64_t st = get_varint(t, c + hdr_len, &n);
+        st = get_varint(t, c + hdr_len, &n);
         if (!n)
             return "record header shorter than the table's columns";
         t += n;
         if (i < column) {
             static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
             if (st > 9)
-                return "record column before the BLOB is not NULL or an integer";
+                return "record column before the value is not NULL or an integer";
             body += int_bytes[st];
-        } else if (st < 12 || st % 2) {
-            return "record column is not a BLOB";
-        } else if ((st - 12) / 2 != len) {
-            return "BLOB length differs from the expected length";
         }
     }
+    const uint64_t len = st >= 12 ? (st - 12) / 2 : 0;
     if (hdr_len + body + len > payload)
-        return "BLOB beyond its record";
-    return db_copy_payload(db, c, local, payload, ovfl, hdr_len + body, len, dst);
+        return "value beyond its record";
+    v->local = c;
+    v->n_local = local;
+    v->payload = payload;
+    v->ovfl = payload > local ? be32(c + local) : 0;
+    v->at = hdr_len + body;
+    v->len = len;
+    v->serial = st;
+    return NULL;
+}
+
+/* Copy the BLOB in column `column` of the row `rowid` of the table rooted at `root` into dst,
+   checking that it is exactly `len` bytes. */
+static PageError
+db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_t len,
+             unsigned char *dst)
+{
+    DbValue v;
+    PageError why = db_value(db, root, rowid, column, &v);
+    if (why)
+        return why;
+    if (v.serial < 12 || v.serial % 2)
+        return "record column is not a BLOB";
+    if (v.len != len)
+        return "BLOB length differs from the expected length";
+    return db_copy_payload(db, v.local, v.n_local, v.payload, v.ovfl, v.at, len, dst);
 }
 
 #endif /* DRSEARCH_PAGES_H */
