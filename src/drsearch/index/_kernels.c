@@ -1199,6 +1199,119 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(find_rows_doc,
+"find_rows(file, page_size, usable, root, keys, columns, kinds) -> list | None\n\n"
+"The rows of a WITHOUT ROWID table (an index b-tree rooted at `root`) whose TEXT primary key\n"
+"(its first column) is each str of `keys`: a tuple of the numbers in `columns` (indices of\n"
+"later columns) for a key that is there, else None. kinds: one letter per column, 'i' an\n"
+"INTEGER (an int), 'r' a REAL (a float; SQLite stores an integral REAL as an integer). The\n"
+"file as for read_blobs; its text encoding must be UTF-8. None instead of the list when a\n"
+"cell on a key's path spills to overflow pages (a key of about 1,000 bytes): the caller asks\n"
+"SQLite. Raises ValueError naming the key for a damaged file.");
+
+static PyObject *
+find_rows(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root;
+    PyObject *keys_obj, *columns_obj, *keys = NULL, *columns = NULL, *result = NULL;
+    const char *kinds;
+    Py_ssize_t n_kinds;
+    if (!PyArg_ParseTuple(args, "y*nnnOOs#:find_rows", &file, &page_size, &usable, &root, &keys_obj,
+                          &columns_obj, &kinds, &n_kinds))
+        return NULL;
+    int cols[16];
+    if (!db_geometry_ok(&file, page_size, usable, root, 0)) {
+        PyErr_SetString(PyExc_ValueError, "find_rows: invalid file geometry or table");
+        goto done;
+    }
+    keys = PySequence_Fast(keys_obj, "keys must be a sequence");
+    columns = PySequence_Fast(columns_obj, "columns must be a sequence");
+    if (!keys || !columns)
+        goto done;
+    const Py_ssize_t n_cols = PySequence_Fast_GET_SIZE(columns);
+    if (n_cols != n_kinds || n_cols > 16) {
+        PyErr_SetString(PyExc_ValueError, "find_rows: columns and kinds differ in length (or > 16)");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n_cols; j++) {
+        const long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(columns, j));
+        if (c == -1 && PyErr_Occurred())
+            goto done;
+        if (c < 1 || c > 64 || (kinds[j] != 'i' && kinds[j] != 'r')) {
+            PyErr_SetString(PyExc_ValueError, "find_rows: a column is not 1..64 or a kind not 'i'/'r'");
+            goto done;
+        }
+        cols[j] = (int)c;
+    }
+    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(keys);
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(keys, i);
+        Py_ssize_t len;
+        const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &len) : NULL;
+        if (!key) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "find_rows: a key is not a str");
+            Py_CLEAR(result);
+            break;
+        }
+        DbIndexCell cell;
+        int found = 0;
+        PageError why = db_find_key(&db, (uint32_t)root, (const unsigned char *)key, (uint64_t)len,
+                                    &found, &cell);
+        if (!why && found && cell.n_local < cell.size)
+            why = DB_SPILLED;
+        if (why == DB_SPILLED) {
+            Py_CLEAR(result);
+            result = Py_NewRef(Py_None);
+            break;
+        }
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "key %R: %s", k, why);
+            Py_CLEAR(result);
+            break;
+        }
+        if (!found) {
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *row = PyTuple_New(n_cols);
+        for (Py_ssize_t j = 0; row && j < n_cols; j++) {
+            int64_t iv;
+            double dv;
+            int is_int;
+            why = db_cell_number(&cell, cols[j], &iv, &dv, &is_int);
+            if (!why && kinds[j] == 'i' && !is_int)
+                why = "record column is not an INTEGER";
+            if (why) {
+                PyErr_Format(PyExc_ValueError, "key %R: %s", k, why);
+                Py_CLEAR(row);
+                break;
+            }
+            PyObject *v = kinds[j] == 'i' ? PyLong_FromLongLong(iv) : PyFloat_FromDouble(dv);
+            if (!v) {
+                Py_CLEAR(row);
+                break;
+            }
+            PyTuple_SET_ITEM(row, j, v);
+        }
+        if (!row) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, row);
+    }
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(columns);
+    PyBuffer_Release(&file);
+    return result;
+}
+
 PyDoc_STRVAR(make_hits_doc,
 "make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields) -> list\n\n"
 "The ranked hits without text: for the i-th chunk rowid of `chunks` (a list of ints) and its\n"
@@ -1723,6 +1836,7 @@ static PyMethodDef methods[] = {
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
     {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
+    {"find_rows", find_rows, METH_VARARGS, find_rows_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
     {NULL, NULL, 0, NULL},
@@ -1736,7 +1850,7 @@ static struct PyModuleDef module = {
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
-   rank_one; 4 = snippets and read_texts. A module built from an older _kernels.c is refused, not
+   rank_one; 4 = snippets, read_texts and find_rows. A module built from an older _kernels.c is refused, not
    called wrongly. */
 #define KERNELS_ABI 4
 

@@ -119,6 +119,17 @@ class MappedFile:
             raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
         return MappedColumn(self, root, columns.index(column), f"{table}.{column}")
 
+    def rows(self, table: str, columns: Sequence[str], kinds: str) -> MappedRows:
+        """A reader of ``table`` (a WITHOUT ROWID table keyed by its first column, a TEXT)
+        returning ``columns`` (later columns; ``kinds``: 'i' INTEGER, 'r' REAL, one letter
+        each). Raises IncompatibleIndexError when the table or a column is missing."""
+        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
+                                  "name = ?", (table,)).get
+        names = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
+        if not isinstance(root, int) or not set(columns) <= set(names[1:]) or len(kinds) != len(columns):
+            raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
+        return MappedRows(self, root, [names.index(c) for c in columns], kinds, table)
+
     def close(self) -> None:
         """Unmap (what the readers returned is a copy: nothing refers to the mapping). Safe
         twice."""
@@ -168,4 +179,31 @@ class MappedColumn:
             raise IncompatibleIndexError(f"{self.table} {e}") from e
 
 
-__all__ = ["Arena", "MappedColumn", "MappedFile", "open_blob", "read_blob"]
+class MappedRows:
+    """Rows of a WITHOUT ROWID table of a :class:`MappedFile` found by their TEXT key, from the
+    file's pages (``_kernels.find_rows``: a b-tree descent per key, in one call)."""
+
+    def __init__(self, file: MappedFile, root: int, columns: list[int], kinds: str, name: str) -> None:
+        self.file = file
+        self.root = root
+        self.columns = columns
+        self.kinds = kinds
+        self.table = name
+
+    def find(self, keys: Sequence[str]) -> list[tuple[Any, ...] | None] | None:
+        """Each key's row (the columns asked for) or None when it is not there; None instead
+        of the list when a key's b-tree path holds a cell too long for its page (ask SQLite).
+        Raises IncompatibleIndexError naming the key (a damaged page), and for a file whose
+        text is not UTF-8."""
+        f = self.file
+        if not f.utf8:
+            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
+        try:
+            rows: list[tuple[Any, ...] | None] | None = f._kernels.find_rows(
+                f._pages, f.page_size, f.usable, self.root, keys, self.columns, self.kinds)
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        return rows
+
+
+__all__ = ["Arena", "MappedColumn", "MappedFile", "MappedRows", "open_blob", "read_blob"]

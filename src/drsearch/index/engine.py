@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, MappedColumn, MappedFile, open_blob, read_blob
+from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
@@ -162,10 +162,12 @@ class Engine:
         self._file: MappedFile | None = None if kernels is None else MappedFile(path, conn, kernels)
         self._pages: MappedColumn | None = None
         self._chunk_texts: MappedColumn | None = None
+        self._term_rows: MappedRows | None = None
         if self._file is not None:
             try:
                 self._pages = self._file.column("postings", "data")
                 self._chunk_texts = self._file.column("chunks", "text")
+                self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
             except IncompatibleIndexError:
                 self._file.close()
                 raise
@@ -303,11 +305,19 @@ class Engine:
         db = self._db()
         names = [qt.term for qt in parsed.terms]
         inline = self.inline_postings
-        if len(names) <= _PLACEHOLDER_TERMS:
-            rows = db.execute(_TERMS_SQL[len(names)], [inline, *names])
+        pages = self._pages
+        # The term rows from the file's pages in one C call (no SQL statement, whose every step
+        # releases the GIL), and then every list by the page reader; SQLite when that is not
+        # built, or when a key's cell spills (a term of ~1,000 bytes).
+        c_rows = None if self._term_rows is None or pages is None else self._term_rows.find(names)
+        if c_rows is not None:
+            inline = -1  # no list came with its row
+            found = {name: (name, *row, None) for name, row in zip(names, c_rows, strict=True)
+                     if row is not None}
+        elif len(names) <= _PLACEHOLDER_TERMS:
+            found = {row[0]: row for row in db.execute(_TERMS_SQL[len(names)], [inline, *names])}
         else:
-            rows = db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))
-        found = {row[0]: row for row in rows}
+            found = {row[0]: row for row in db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))}
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
         # Reset once per query, whatever the query holds: the dense loader (a clamped term's
@@ -316,7 +326,6 @@ class Engine:
         arena = self._arena()
         arena.reset()
         bp = self.block_postings
-        pages = self._pages
         long_ids: list[int] = []
         long_bufs: list[Any] = []
         out: list[Term | None] = []
