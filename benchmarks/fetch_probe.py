@@ -10,8 +10,9 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
   both answers checked equal;
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
-  ranked search, a complete search with texts and snippets): operations per second, the ratio, CPU seconds per wall second and the
-  threads' context switches (what GIL hand-offs cost; Linux ``/proc/thread-self``).
+  ranked search, a complete search with texts and snippets): operations per second, the
+  ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
+  cost; Linux ``/proc/thread-self``).
 
 Usage::
 

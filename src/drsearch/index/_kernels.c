@@ -1478,28 +1478,38 @@ snip_char(int kind, const void *data, Py_ssize_t i)
     return PyUnicode_READ(kind, data, i);
 }
 
+/* The first 256 code points' lower case and classes, from the same functions (filled when the
+   module is imported): most text is all Latin-1 (one byte a code point in CPython), read here
+   by table. */
+static Py_UCS4 snip_lower1[256];
+static unsigned char snip_alnum1[256], snip_space1[256];
+
+static void
+snip_tables_init(void)
+{
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        snip_lower1[c] = Py_UNICODE_TOLOWER(c);
+        snip_alnum1[c] = Py_UNICODE_ISALNUM(c) != 0;
+        snip_space1[c] = Py_UNICODE_ISSPACE(c) != 0;
+    }
+}
+
 static inline Py_UCS4
 snip_lower(Py_UCS4 c)
 {
-    if (c < 128)
-        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    return Py_UNICODE_TOLOWER(c);
+    return c < 256 ? snip_lower1[c] : Py_UNICODE_TOLOWER(c);
 }
 
 static inline int
 snip_alnum(Py_UCS4 c)
 {
-    if (c < 128)
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    return Py_UNICODE_ISALNUM(c);
+    return c < 256 ? snip_alnum1[c] : Py_UNICODE_ISALNUM(c);
 }
 
 static inline int
 snip_space(Py_UCS4 c)
 {
-    if (c < 128)
-        return c == ' ' || (c >= 9 && c <= 13) || (c >= 28 && c <= 31);
-    return Py_UNICODE_ISSPACE(c);
+    return c < 256 ? snip_space1[c] : Py_UNICODE_ISSPACE(c);
 }
 
 typedef struct {
@@ -1521,13 +1531,19 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
         out->whole = 1;
         return 0;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Py_UCS4 c = snip_char(kind, data, i);
-        if (c == 0x130 || c == 0x3A3) {
-            out->python = 1;
-            return 0;
+    if (kind == PyUnicode_1BYTE_KIND) { /* neither U+0130 nor U+03A3 is one byte */
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            low[i] = snip_lower1[d[i]];
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const Py_UCS4 c = snip_char(kind, data, i);
+            if (c == 0x130 || c == 0x3A3) {
+                out->python = 1;
+                return 0;
+            }
+            low[i] = snip_lower(c);
         }
-        low[i] = snip_lower(c);
     }
     /* Every match at a word start, in text order: at each word start, the first stem (longest
        first, as SnippetMaker orders them) that matches there, as str.find over each stem in
@@ -1535,10 +1551,10 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
     Py_ssize_t n_hits = 0;
     if (n_stems) {
         for (Py_ssize_t i = 0; i < n; i++) {
-            if (i && snip_alnum(low[i - 1]))
-                continue;
             if (!(i & 4095) && i && snip_late(deadline))
                 return -1;
+            if (i && snip_alnum(low[i - 1]))
+                continue;
             for (Py_ssize_t s = buckets->head[low[i] & 255]; s >= 0; s = stems[s].next) {
                 const Py_ssize_t m = stems[s].len;
                 if (m > n - i || low[i] != stems[s].chars[0])
@@ -1857,6 +1873,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
+    snip_tables_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
         Py_DECREF(m);
