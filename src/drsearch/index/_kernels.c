@@ -1531,10 +1531,20 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
         out->whole = 1;
         return 0;
     }
+    /* One pass lowers the text and lists its word starts (position 0, and every position
+       after a code point whose lower case is not alphanumeric) in `pos`, without a branch
+       per code point. */
+    Py_ssize_t n_starts = 0;
+    int prev_alnum = 0;
     if (kind == PyUnicode_1BYTE_KIND) { /* neither U+0130 nor U+03A3 is one byte */
         const Py_UCS1 *d = data;
-        for (Py_ssize_t i = 0; i < n; i++)
-            low[i] = snip_lower1[d[i]];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const Py_UCS4 l = snip_lower1[d[i]];
+            low[i] = l;
+            pos[n_starts] = i;
+            n_starts += !prev_alnum;
+            prev_alnum = snip_alnum(l);
+        }
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             const Py_UCS4 c = snip_char(kind, data, i);
@@ -1542,19 +1552,23 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
                 out->python = 1;
                 return 0;
             }
-            low[i] = snip_lower(c);
+            const Py_UCS4 l = snip_lower(c);
+            low[i] = l;
+            pos[n_starts] = i;
+            n_starts += !prev_alnum;
+            prev_alnum = snip_alnum(l);
         }
     }
     /* Every match at a word start, in text order: at each word start, the first stem (longest
        first, as SnippetMaker orders them) that matches there, as str.find over each stem in
-       that order and "a position keeps its first match" give. */
+       that order and "a position keeps its first match" give. The matches overwrite the word
+       starts already tried (never more matches than starts). */
     Py_ssize_t n_hits = 0;
     if (n_stems) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (!(i & 4095) && i && snip_late(deadline))
+        for (Py_ssize_t w = 0; w < n_starts; w++) {
+            if (!(w & 1023) && w && snip_late(deadline))
                 return -1;
-            if (i && snip_alnum(low[i - 1]))
-                continue;
+            const Py_ssize_t i = pos[w];
             for (Py_ssize_t s = buckets->head[low[i] & 255]; s >= 0; s = stems[s].next) {
                 const Py_ssize_t m = stems[s].len;
                 if (m > n - i || low[i] != stems[s].chars[0])
