@@ -1,15 +1,18 @@
 """Three probes behind docs/ENGINE.md's "Reading posting lists", "Threads" and "One-term fast
 path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 
-- ``fetch``: one query's posting lists (``Engine._postings``) with the page reader
-  (``_kernels.read_blobs``) and with SQLite's blob API, interleaved query by query (µs);
+- ``fetch``: one query's term rows and posting lists (``Engine._postings``) three ways: all
+  from the file's pages (``_kernels.find_rows`` + ``read_blobs``), the term rows by SQL with
+  the page reader for long lists, and the blob API; interleaved query by query (µs); then
+  the term rows alone, ``find_rows`` against the SQL statement;
 - ``one-term``: ``Scorer.rank`` of single sparse terms per df class, the C one-term pass
   (``rank_one``) against the windowed kernel (``single_term_postings = 0``), best of 7 (µs),
   both answers checked equal;
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
-  ``--seconds`` (the posting fetch by either reader, the kernel on prefetched lists, a whole
-  ranked search): operations per second, the ratio, CPU seconds per wall second and the
-  threads' context switches (what GIL hand-offs cost; Linux ``/proc/thread-self``).
+  ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
+  ranked search, a complete search with texts and snippets): operations per second, the
+  ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
+  cost; Linux ``/proc/thread-self``).
 
 Usage::
 
@@ -50,30 +53,59 @@ def _far() -> float:
 
 def fetch_probe(e: Any, queries: Sequence[str]) -> None:
     parsed = [e.parse(q) for q in queries]
-    pages = e._pages
+    pages, term_rows = e._pages, e._term_rows
     postings = sum(t.df for p in parsed for t in e._postings(p, _far()) if t is not None
                    and hasattr(t, "chunks"))
     print(f"fetch: {len(parsed)} queries, {postings / len(parsed):,.0f} sparse postings per query")
-    readers = [("page reader", pages), ("blob API", None)] if pages is not None else [("blob API", None)]
-    if pages is None:
+    # (name, term rows from the pages, list reader): the default with the kernel, the term
+    # rows by SQL with the page reader for long lists, and the path without the kernel
+    readers: list[tuple[str, Any, Any]] = [("blob API", None, None)]
+    if pages is not None:
+        readers[:0] = [("all pages", term_rows, pages), ("page reader", None, pages)]
+    else:
         print("  page reader: not available (kernel not built)")
-    times: dict[str, list[int]] = {name: [] for name, _ in readers}
+    times: dict[str, list[int]] = {name: [] for name, _, _ in readers}
     for p in parsed:  # each query by each reader in turn, 5 rounds; its median per reader
-        per: dict[str, list[int]] = {name: [] for name, _ in readers}
+        per: dict[str, list[int]] = {name: [] for name, _, _ in readers}
         for r in range(6):
-            for name, reader in readers if r % 2 else readers[::-1]:
-                e._pages = reader
+            for name, rows, reader in readers if r % 2 else readers[::-1]:
+                e._term_rows, e._pages = rows, reader
                 t0 = time.perf_counter_ns()
                 e._postings(p, _far())
                 if r:  # round 0 warms
                     per[name].append(time.perf_counter_ns() - t0)
         for name in per:
             times[name].append(statistics.median(per[name]))
+    what = {"all pages": "term rows and every list from the pages (the default)",
+            "page reader": "term rows and short lists by SQL, long lists from the pages",
+            "blob API": "term rows and short lists by SQL, long lists by blob I/O"}
     for name, ts in times.items():
         p50, mean = statistics.median(ts) / 1e3, statistics.mean(ts) / 1e3
         print(f"  {name:<12} p50 {p50:8.1f} us, mean {mean:8.1f} us per query "
-              "(interleaved, median of 5 rounds each)")
-    e._pages = pages
+              f"(interleaved, median of 5 rounds each): {what[name]}")
+    if term_rows is not None:  # the term rows alone, both ways
+        names = [[qt.term for qt in p.terms] for p in parsed]
+        from drsearch.index.engine import _TERMS_SQL, _TERMS_SQL_JSON, INLINE_POSTINGS
+
+        db = e._db()
+        sql: list[int] = []
+        c: list[int] = []
+        for r in range(6):
+            for ns in names:
+                t0 = time.perf_counter_ns()
+                term_rows.find(ns)
+                t1 = time.perf_counter_ns()
+                if len(ns) < len(_TERMS_SQL):
+                    list(db.execute(_TERMS_SQL[len(ns)], [INLINE_POSTINGS, *ns]))
+                else:
+                    list(db.execute(_TERMS_SQL_JSON, (INLINE_POSTINGS, json.dumps(ns))))
+                t2 = time.perf_counter_ns()
+                if r:
+                    c.append(t1 - t0)
+                    sql.append(t2 - t1)
+        print(f"  term rows alone: find_rows p50 {statistics.median(c) / 1e3:.1f} us, the SQL "
+              f"statement (with the short lists) p50 {statistics.median(sql) / 1e3:.1f} us per query")
+    e._term_rows, e._pages = term_rows, pages
 
 
 def one_term_probe(e: Any) -> None:
@@ -152,27 +184,29 @@ def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
         return t
 
     lists = [[copied(t) for t in e._postings(p, _far())] for p in parsed]
-    pages = e._pages
+    pages, term_rows = e._pages, e._term_rows
 
-    def fetch_with(reader: Any) -> Callable[[int], None]:
+    def fetch_with(rows: Any, reader: Any) -> Callable[[int], None]:
         def fn(i: int) -> None:
-            e._pages = reader
+            e._term_rows, e._pages = rows, reader
             e._postings(parsed[i], _far())
         return fn
 
     stages: list[tuple[str, Callable[[int], None]]] = []
     if pages is not None:
-        stages.append(("postings, page reader", fetch_with(pages)))
-    stages += [("postings, blob API", fetch_with(None)),
+        stages += [("postings, all pages", fetch_with(term_rows, pages)),
+                   ("postings, page reader", fetch_with(None, pages))]
+    stages += [("postings, blob API", fetch_with(None, None)),
                ("kernel (prefetched lists)",
                 lambda i: e.scorer.rank(lists[i], 10, None, e._scratch(), _far())),
-               ("ranked search", lambda i: e.search(queries[i], 10, with_text=False))]
+               ("ranked search", lambda i: e.search(queries[i], 10, with_text=False)),
+               ("complete search", lambda i: e.search(queries[i], 10))]
     print(f"threads: one engine, {seconds:g} s per run, 1 then 2 threads "
           "(ops/s, CPU s per wall s, context switches)")
     for name, fn in stages:
         one = _run(fn, len(parsed), 1, seconds)
         two = _run(fn, len(parsed), 2, seconds)
-        e._pages = pages
+        e._term_rows, e._pages = term_rows, pages
         print(f"  {name:<26} 1 thread {one[0]:8.0f}/s ({one[1]:.2f}, {one[2]:>6})   2 threads "
               f"{two[0]:8.0f}/s ({two[1]:.2f}, {two[2]:>6})   ratio {two[0] / one[0]:.2f}x")
 

@@ -1,4 +1,4 @@
-"""benchmarks/fetch_probe.py on the sample's index: every probe prints its rows (both readers,
+"""benchmarks/fetch_probe.py on the sample's index: every probe prints its rows (the readers,
 the one-term classes present, the thread runs with their ratios); bad arguments exit 2."""
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path
     out = capsys.readouterr().out
     assert rc == 0, out
     assert f"{len(QUERIES)} queries" in out and "scorer c-auto" in out
-    assert "page reader" in out and "blob API" in out and "us per query" in out
-    for stage in ("postings, page reader", "postings, blob API", "kernel (prefetched lists)", "ranked search"):
+    assert "all pages" in out and "page reader" in out and "blob API" in out and "us per query" in out
+    assert "term rows alone: find_rows p50" in out
+    for stage in ("postings, all pages", "postings, page reader", "postings, blob API",
+                  "kernel (prefetched lists)", "ranked search", "complete search"):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(stage))
         assert float(line.rsplit("ratio", 1)[1].strip().rstrip("x")) > 0, line
     assert "one-term:" in out

@@ -228,3 +228,74 @@ def test_damaged_pages_never_read_outside_the_file(cran_small_chunks: Path, tmp_
         for q in cranfield_queries()[:5]:
             with contextlib.suppress(CorruptIndexError):
                 e.search(q, 10)
+
+
+# -- chunk texts (read_texts) ----------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"])
+def test_every_chunk_text_reads_as_sqlite_reads_it(sample_index: Path, tmp_path: Path,
+                                                   layout: str) -> None:
+    # The sample crawl: real pages in several scripts, chunks of up to 800 words (most spill
+    # to overflow pages at 4 KiB).
+    path = sample_index
+    if layout != "as built":
+        page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
+                              "reserved bytes": (None, 40)}[layout]
+        path = rewrite(sample_index, tmp_path / "laid-out.sqlite3", page_size=page_size,
+                       reserve=reserve)
+    with Engine.open(path) as e:
+        assert e._chunk_texts is not None
+        rows = list(e._conn.execute("SELECT id, text, length(CAST(text AS BLOB)) FROM chunks ORDER BY id"))
+        spilled = sum(1 for _, _, n in rows if n > e._chunk_texts.usable - 35)
+        assert spilled == 0 if layout == "64 KiB pages" else spilled > 50
+        assert any(not t.isascii() for _, t, _ in rows)
+        for i in range(0, len(rows), 37):
+            part = rows[i : i + 37]
+            assert e._chunk_texts.read_texts([r for r, _, _ in part]) == [t for _, t, _ in part]
+        # whole searches: the same hits as with the texts read by SQL
+        queries = ["video game streaming subscription", "Stadia launch price", "black friday",
+                   "Москва", "the"]
+        paged = [e.search(q, 20) for q in queries]
+        e._chunk_texts = None
+        assert [e.search(q, 20) for q in queries] == paged
+
+
+def test_a_text_reader_names_the_row_it_cannot_read(sample_index: Path) -> None:
+    from drsearch.index.errors import IncompatibleIndexError
+
+    with Engine.open(sample_index) as e:
+        assert e._chunk_texts is not None and e._file is not None
+        top = e._conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+        with pytest.raises(IncompatibleIndexError, match=f"chunks.text row {top + 1}: no such row"):
+            e._chunk_texts.read_texts([1, top + 1])
+        with pytest.raises(IncompatibleIndexError, match=r"postings\.data row 1: record column is not TEXT"):
+            e._file.column("postings", "data").read_texts([1])
+        with pytest.raises(IncompatibleIndexError, match="table nowhere cannot be read"):
+            e._file.column("nowhere", "text")
+        assert e._chunk_texts.read_texts([]) == []
+        # a missing chunk row is corruption, not an empty hit (the SQL reader says the same)
+        for reader in (e._chunk_texts, None):
+            e._chunk_texts = reader
+            with pytest.raises(IncompatibleIndexError, match=f"row {top + 1}: no such row"):
+                e._texts([1, top + 1])
+
+
+def test_text_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
+    kernels = native_kernels()
+    assert kernels is not None
+    path = tmp_path / "texts.sqlite3"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("CREATE TABLE chunks(id INTEGER PRIMARY KEY, doc INTEGER, text TEXT)")
+    conn.execute("INSERT INTO chunks VALUES (1, 5, ?), (2, 6, ?), (3, 7, CAST(? AS TEXT))",
+                 ("short", "long ✓ " * 2000, b"\xff\xfe bad"))
+    conn.close()
+    data = path.read_bytes()
+    root = 2
+    assert kernels.read_texts(data, 4096, 4096, root, 2, [2, 1]) == ["long ✓ " * 2000, "short"]
+    with pytest.raises(UnicodeDecodeError):
+        kernels.read_texts(data, 4096, 4096, root, 2, [3])
+    with pytest.raises(ValueError, match="row 1: record column is not TEXT"):
+        kernels.read_texts(data, 4096, 4096, root, 1, [1])  # the doc column: an integer
+    with pytest.raises(ValueError, match="invalid file geometry"):
+        kernels.read_texts(data, 4096, 4096, 0, 2, [1])

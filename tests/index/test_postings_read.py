@@ -1,6 +1,7 @@
-"""How a query's posting lists are read: the short ones with the term rows (one SQL round trip
-for the whole query), the long ones into the per-thread arena, from the file's pages (the page
-reader, with the C kernel built) or by blob I/O (without it; ``READERS``).
+"""How a query's posting lists are read: with the C kernel built, the term rows and every list
+from the file's pages; else (and when a term's row cannot be read from its page) the short
+lists with the term rows (one SQL round trip for the whole query), the long ones into the
+per-thread arena, from the file's pages or by blob I/O (``READERS``).
 
 Every read must hand the scorer the same lists: every threshold (all by blob, a mix, all
 with the rows) ranks exactly as FTS5's bm25() — single terms of every df (fewer postings than
@@ -27,14 +28,19 @@ from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 QUERIES = cranfield_queries()[:40]
 # all by the reader; lists of one block with the rows, longer ones read; the default; all inline
 THRESHOLDS = [0, 64, INLINE_POSTINGS, 10**9]
-READERS = ["pages", "blob api"] if native_kernels() is not None else ["blob api"]
+# "term pages": the term rows and every list from the file's pages (as opened, with the
+# kernel; the thresholds do not apply); "pages": the term rows by SQL, long lists from the
+# pages; "blob api": the term rows by SQL, long lists by blob I/O (as without the kernel).
+READERS = ["term pages", "pages", "blob api"] if native_kernels() is not None else ["blob api"]
 
 
 def use_reader(e: Engine, reader: str) -> None:
-    """Read long lists from the file's pages (as opened, with the kernel) or by blob I/O."""
+    if reader != "term pages":
+        e._term_rows = None
     if reader == "blob api":
         e._pages = None
-    assert (e._pages is not None) == (reader == "pages")
+    assert (e._pages is not None) == (reader != "blob api")
+    assert (e._term_rows is not None) == (reader == "term pages")
 
 
 def single_terms(e: Engine) -> list[str]:
@@ -109,6 +115,8 @@ def test_a_damaged_posting_list_is_corrupt_on_every_path(cran_small_chunks: Path
     with Engine.open(crafted) as e:
         if reader != "inline":
             use_reader(e, reader)
+        else:
+            e._term_rows = None  # the short lists with the term rows, by SQL
         e.inline_postings = inline
         with pytest.raises(CorruptIndexError, match=f"postings.data row {tid}"):
             e.search(term, 10)

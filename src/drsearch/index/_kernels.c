@@ -991,6 +991,17 @@ done:
     return out;
 }
 
+/* Arguments that describe a mapped file and one of its tables' columns, checked. */
+static int
+db_geometry_ok(const Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize_t root,
+               Py_ssize_t column)
+{
+    return !(page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) ||
+             usable < 480 || usable > page_size || file->len % page_size ||
+             file->len / page_size > UINT32_MAX || root < 1 || root > file->len / page_size ||
+             column < 0 || column > 64);
+}
+
 PyDoc_STRVAR(read_blobs_doc,
 "read_blobs(file, page_size, usable, root, column, rowids, outs) -> None\n\n"
 "Copy the BLOB in column `column` of each row `rowids[i]` of the rowid table whose b-tree\n"
@@ -1015,9 +1026,7 @@ read_blobs(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*nnnnOO:read_blobs", &file, &page_size, &usable, &root, &column,
                           &rowids_obj, &outs_obj))
         return NULL;
-    if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) || usable < 480 ||
-        usable > page_size || file.len % page_size || file.len / page_size > UINT32_MAX ||
-        root < 1 || root > file.len / page_size || column < 0 || column > 64) {
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
         PyErr_SetString(PyExc_ValueError, "read_blobs: invalid file geometry or table");
         goto done;
     }
@@ -1072,6 +1081,233 @@ done:
     PyMem_Free(ids);
     Py_XDECREF(rowids);
     Py_XDECREF(outs);
+    PyBuffer_Release(&file);
+    return result;
+}
+
+PyDoc_STRVAR(read_texts_doc,
+"read_texts(file, page_size, usable, root, column, rowids) -> list[str]\n\n"
+"The TEXT in column `column` of each row `rowids[i]` of the rowid table rooted at `root`,\n"
+"decoded from UTF-8 (the file's text encoding must be UTF-8). The file and columns as for\n"
+"read_blobs; the copy runs without the GIL when the bytes are many. Raises ValueError naming\n"
+"the row for a damaged file, a missing row or a value that is not TEXT, and\n"
+"UnicodeDecodeError for bytes that are not UTF-8; nothing is read outside `file`.");
+
+static PyObject *
+read_texts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column;
+    PyObject *rowids_obj, *rowids = NULL, *result = NULL;
+    DbValue *vals = NULL;
+    int64_t *ids = NULL;
+    unsigned char *bytes = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnnO:read_texts", &file, &page_size, &usable, &root, &column,
+                          &rowids_obj))
+        return NULL;
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
+        PyErr_SetString(PyExc_ValueError, "read_texts: invalid file geometry or table");
+        goto done;
+    }
+    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
+    if (!rowids)
+        goto done;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
+    vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
+    ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
+    if (!vals || !ids) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    /* Find every value first (a b-tree descent each: cheap), then copy the ones that continue
+       on overflow pages into one buffer (without the GIL when they are many bytes), then
+       decode: a value wholly on its leaf page is decoded where it lies. */
+    uint64_t spilled = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
+        if (ids[i] == -1 && PyErr_Occurred())
+            goto done;
+        PageError why = db_value(&db, (uint32_t)root, ids[i], (int)column, &vals[i]);
+        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
+            why = "record column is not TEXT";
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
+            goto done;
+        }
+        if (vals[i].at + vals[i].len > vals[i].n_local)
+            spilled += vals[i].len;
+    }
+    bytes = PyMem_Malloc(spilled ? spilled : 1);
+    if (!bytes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PageError why = NULL;
+    Py_ssize_t failed = -1;
+#define COPY_SPILLED                                                                              \
+    {                                                                                             \
+        uint64_t at = 0;                                                                          \
+        for (Py_ssize_t i = 0; i < n && !why; i++) {                                              \
+            const DbValue *v = &vals[i];                                                          \
+            if (v->at + v->len <= v->n_local)                                                     \
+                continue;                                                                         \
+            why = db_copy_payload(&db, v->local, v->n_local, v->payload, v->ovfl, v->at, v->len, \
+                                  bytes + at);                                                    \
+            failed = i;                                                                           \
+            at += v->len;                                                                         \
+        }                                                                                         \
+    }
+    if (spilled >= NOGIL_MIN_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        COPY_SPILLED
+        Py_END_ALLOW_THREADS
+    } else {
+        COPY_SPILLED
+    }
+#undef COPY_SPILLED
+    if (why) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[failed], why);
+        goto done;
+    }
+    result = PyList_New(n);
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        const DbValue *v = &vals[i];
+        const char *src;
+        if (v->at + v->len <= v->n_local) {
+            src = (const char *)v->local + v->at;
+        } else {
+            src = (const char *)bytes + at;
+            at += v->len;
+        }
+        PyObject *text = PyUnicode_DecodeUTF8(src, (Py_ssize_t)v->len, "strict");
+        if (!text) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, text);
+    }
+done:
+    PyMem_Free(bytes);
+    PyMem_Free(vals);
+    PyMem_Free(ids);
+    Py_XDECREF(rowids);
+    PyBuffer_Release(&file);
+    return result;
+}
+
+PyDoc_STRVAR(find_rows_doc,
+"find_rows(file, page_size, usable, root, keys, columns, kinds) -> list | None\n\n"
+"The rows of a WITHOUT ROWID table (an index b-tree rooted at `root`) whose TEXT primary key\n"
+"(its first column) is each str of `keys`: a tuple of the numbers in `columns` (indices of\n"
+"later columns) for a key that is there, else None. kinds: one letter per column, 'i' an\n"
+"INTEGER (an int), 'r' a REAL (a float; SQLite stores an integral REAL as an integer). The\n"
+"file as for read_blobs; its text encoding must be UTF-8. None instead of the list when a\n"
+"cell on a key's path spills to overflow pages (a key of about 1,000 bytes): the caller asks\n"
+"SQLite. Raises ValueError naming the key for a damaged file.");
+
+static PyObject *
+find_rows(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root;
+    PyObject *keys_obj, *columns_obj, *keys = NULL, *columns = NULL, *result = NULL;
+    const char *kinds;
+    Py_ssize_t n_kinds;
+    if (!PyArg_ParseTuple(args, "y*nnnOOs#:find_rows", &file, &page_size, &usable, &root, &keys_obj,
+                          &columns_obj, &kinds, &n_kinds))
+        return NULL;
+    int cols[16];
+    if (!db_geometry_ok(&file, page_size, usable, root, 0)) {
+        PyErr_SetString(PyExc_ValueError, "find_rows: invalid file geometry or table");
+        goto done;
+    }
+    keys = PySequence_Fast(keys_obj, "keys must be a sequence");
+    columns = PySequence_Fast(columns_obj, "columns must be a sequence");
+    if (!keys || !columns)
+        goto done;
+    const Py_ssize_t n_cols = PySequence_Fast_GET_SIZE(columns);
+    if (n_cols != n_kinds || n_cols > 16) {
+        PyErr_SetString(PyExc_ValueError, "find_rows: columns and kinds differ in length (or > 16)");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n_cols; j++) {
+        const long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(columns, j));
+        if (c == -1 && PyErr_Occurred())
+            goto done;
+        if (c < 1 || c > 64 || (kinds[j] != 'i' && kinds[j] != 'r')) {
+            PyErr_SetString(PyExc_ValueError, "find_rows: a column is not 1..64 or a kind not 'i'/'r'");
+            goto done;
+        }
+        cols[j] = (int)c;
+    }
+    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(keys);
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(keys, i);
+        Py_ssize_t len;
+        const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &len) : NULL;
+        if (!key) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "find_rows: a key is not a str");
+            Py_CLEAR(result);
+            break;
+        }
+        DbIndexCell cell;
+        int found = 0;
+        PageError why = db_find_key(&db, (uint32_t)root, (const unsigned char *)key, (uint64_t)len,
+                                    &found, &cell);
+        if (!why && found && cell.n_local < cell.size)
+            why = DB_SPILLED;
+        if (why == DB_SPILLED) {
+            Py_CLEAR(result);
+            result = Py_NewRef(Py_None);
+            break;
+        }
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "key %R: %s", k, why);
+            Py_CLEAR(result);
+            break;
+        }
+        if (!found) {
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *row = PyTuple_New(n_cols);
+        for (Py_ssize_t j = 0; row && j < n_cols; j++) {
+            int64_t iv;
+            double dv;
+            int is_int;
+            why = db_cell_number(&cell, cols[j], &iv, &dv, &is_int);
+            if (!why && kinds[j] == 'i' && !is_int)
+                why = "record column is not an INTEGER";
+            if (why) {
+                PyErr_Format(PyExc_ValueError, "key %R: %s", k, why);
+                Py_CLEAR(row);
+                break;
+            }
+            PyObject *v = kinds[j] == 'i' ? PyLong_FromLongLong(iv) : PyFloat_FromDouble(dv);
+            if (!v) {
+                Py_CLEAR(row);
+                break;
+            }
+            PyTuple_SET_ITEM(row, j, v);
+        }
+        if (!row) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, row);
+    }
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(columns);
     PyBuffer_Release(&file);
     return result;
 }
@@ -1201,10 +1437,436 @@ done:
     return out;
 }
 
+/* ---- snippets ------------------------------------------------------------------------------
+ * The snippet window of drsearch.index.snippet.SnippetMaker, computed in C without the GIL for
+ * long texts: the same choice, character for character (the tests compare both on real chunks
+ * and on random text). Matching is on the lower-cased text, one code point to one: a text with
+ * a character whose lower case is not one code point (U+0130, whose full lower case is two) or
+ * depends on its neighbours (U+03A3, capital sigma: str.lower() gives a final or a medial
+ * sigma by context) is left to the Python code (None). Every other character's str.lower() is
+ * its simple lower case, Py_UNICODE_TOLOWER, and str.isalnum() is Py_UNICODE_ISALNUM: both
+ * read CPython's static Unicode tables, safe without the GIL. The texts are str objects this
+ * call holds references to (immutable: their data cannot change while it reads them). */
+
+typedef struct {
+    Py_UCS4 *chars; /* the stem's code points */
+    Py_ssize_t len;
+    double weight;
+    Py_ssize_t next; /* the next stem (in order) whose first code point has the same low byte */
+} SnipStem;
+
+/* The first stem of each bucket (a first code point's low byte), -1 for none: a word start
+   tries only the stems that can match there, so a query of hundreds of terms stays cheap. */
+typedef struct {
+    Py_ssize_t head[256];
+} SnipBuckets;
+
+static inline int
+snip_late(double deadline)
+{
+#if HAVE_CLOCK
+    return deadline > 0 && now_s() > deadline;
+#else
+    (void)deadline;
+    return 0;
+#endif
+}
+
+static inline Py_UCS4
+snip_char(int kind, const void *data, Py_ssize_t i)
+{
+    return PyUnicode_READ(kind, data, i);
+}
+
+/* The first 256 code points' lower case and classes, from the same functions (filled when the
+   module is imported): most text is all Latin-1 (one byte a code point in CPython), read here
+   by table. */
+static Py_UCS4 snip_lower1[256];
+static unsigned char snip_alnum1[256], snip_space1[256];
+
+static void
+snip_tables_init(void)
+{
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        snip_lower1[c] = Py_UNICODE_TOLOWER(c);
+        snip_alnum1[c] = Py_UNICODE_ISALNUM(c) != 0;
+        snip_space1[c] = Py_UNICODE_ISSPACE(c) != 0;
+    }
+}
+
+static inline Py_UCS4
+snip_lower(Py_UCS4 c)
+{
+    return c < 256 ? snip_lower1[c] : Py_UNICODE_TOLOWER(c);
+}
+
+static inline int
+snip_alnum(Py_UCS4 c)
+{
+    return c < 256 ? snip_alnum1[c] : Py_UNICODE_ISALNUM(c);
+}
+
+static inline int
+snip_space(Py_UCS4 c)
+{
+    return c < 256 ? snip_space1[c] : Py_UNICODE_ISSPACE(c);
+}
+
+typedef struct {
+    Py_ssize_t start, end; /* the body: text[start:end], already stripped */
+    int left, right;       /* an ellipsis before / after it */
+    int whole;             /* the text itself (not longer than the width) */
+    int python;            /* left to the Python code */
+} SnipSpan;
+
+/* What SnippetMaker.__call__ does for one text of n code points; `low` is scratch for n code
+   points and `weight` for n doubles. Returns 0, or -1 when the deadline passed. */
+static int
+snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssize_t n_stems,
+         const SnipBuckets *buckets, Py_ssize_t width, double deadline, Py_UCS4 *low, double *weight, Py_ssize_t *pos,
+         SnipSpan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n <= width) {
+        out->whole = 1;
+        return 0;
+    }
+    /* One pass lowers the text and lists its word starts (position 0, and every position
+       after a code point whose lower case is not alphanumeric) in `pos`, without a branch
+       per code point. */
+    Py_ssize_t n_starts = 0;
+    int prev_alnum = 0;
+    if (kind == PyUnicode_1BYTE_KIND) { /* neither U+0130 nor U+03A3 is one byte */
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const Py_UCS4 l = snip_lower1[d[i]];
+            low[i] = l;
+            pos[n_starts] = i;
+            n_starts += !prev_alnum;
+            prev_alnum = snip_alnum(l);
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const Py_UCS4 c = snip_char(kind, data, i);
+            if (c == 0x130 || c == 0x3A3) {
+                out->python = 1;
+                return 0;
+            }
+            const Py_UCS4 l = snip_lower(c);
+            low[i] = l;
+            pos[n_starts] = i;
+            n_starts += !prev_alnum;
+            prev_alnum = snip_alnum(l);
+        }
+    }
+    /* Every match at a word start, in text order: at each word start, the first stem (longest
+       first, as SnippetMaker orders them) that matches there, as str.find over each stem in
+       that order and "a position keeps its first match" give. The matches overwrite the word
+       starts already tried (never more matches than starts). */
+    Py_ssize_t n_hits = 0;
+    if (n_stems) {
+        for (Py_ssize_t w = 0; w < n_starts; w++) {
+            if (!(w & 1023) && w && snip_late(deadline))
+                return -1;
+            const Py_ssize_t i = pos[w];
+            for (Py_ssize_t s = buckets->head[low[i] & 255]; s >= 0; s = stems[s].next) {
+                const Py_ssize_t m = stems[s].len;
+                if (m > n - i || low[i] != stems[s].chars[0])
+                    continue;
+                Py_ssize_t j = 1;
+                while (j < m && low[i + j] == stems[s].chars[j])
+                    j++;
+                if (j == m) {
+                    pos[n_hits] = i;
+                    weight[n_hits++] = stems[s].weight;
+                    break;
+                }
+            }
+        }
+    }
+    Py_ssize_t start = 0;
+    if (n_hits) {
+        /* SnippetMaker._best_start: two pointers over the matches within a width. */
+        double best_score = -1.0, total = 0.0;
+        Py_ssize_t best_pos = 0, lo = 0;
+        for (Py_ssize_t h = 0; h < n_hits; h++) {
+            total += weight[h];
+            while (pos[lo] <= pos[h] - width) {
+                total -= weight[lo];
+                lo++;
+            }
+            if (total > best_score + 1e-12) {
+                best_score = total;
+                best_pos = pos[lo];
+            }
+        }
+        start = best_pos - width / 6;
+        if (start < 0)
+            start = 0;
+        if (start > 0) { /* text.find(" ", start, best_pos) */
+            Py_ssize_t space = -1;
+            for (Py_ssize_t i = start; i < best_pos; i++)
+                if (snip_char(kind, data, i) == ' ') {
+                    space = i;
+                    break;
+                }
+            start = space >= 0 ? space + 1 : best_pos;
+        }
+    }
+    Py_ssize_t end = start + width < n ? start + width : n;
+    if (end < n) { /* text.rfind(" ", start, end) */
+        Py_ssize_t cut = -1;
+        for (Py_ssize_t i = end - 1; i >= start; i--)
+            if (snip_char(kind, data, i) == ' ') {
+                cut = i;
+                break;
+            }
+        end = cut > start ? cut : end;
+    }
+    out->left = start > 0;
+    out->right = end < n;
+    Py_ssize_t a = start, b = end; /* text[start:end].strip() */
+    while (a < b && snip_space(snip_char(kind, data, a)))
+        a++;
+    while (b > a && snip_space(snip_char(kind, data, b - 1)))
+        b--;
+    out->start = a;
+    out->end = b;
+    return 0;
+}
+
+PyDoc_STRVAR(snippets_doc,
+"snippets(texts, stems, weights, width, deadline) -> list | None\n\n"
+"SnippetMaker's snippet of each str in `texts` for its (stem, weight) pairs, ordered as the\n"
+"maker orders them (longest first): the snippet, or None for a text the Python code must\n"
+"handle (a character whose lower case is not one code point). None instead of the list when\n"
+"time.monotonic() passed `deadline` (<= 0: none) before the work was done. The GIL is\n"
+"released while texts of 16,384 code points or more in all are searched.");
+
+static PyObject *
+snippets(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *texts_obj, *stems_obj, *weights_obj, *texts = NULL, *stems_seq = NULL,
+                                                     *weights = NULL, *result = NULL;
+    PyObject *ellipsis = NULL;
+    Py_ssize_t width;
+    double deadline;
+    SnipStem *stems = NULL;
+    SnipBuckets buckets;
+    Py_ssize_t n_stems = 0;
+    SnipSpan *spans = NULL;
+    Py_UCS4 *low = NULL;
+    double *weight = NULL;
+    Py_ssize_t *pos = NULL;
+    if (!PyArg_ParseTuple(args, "OOOnd:snippets", &texts_obj, &stems_obj, &weights_obj, &width,
+                          &deadline))
+        return NULL;
+    texts = PySequence_Fast(texts_obj, "texts must be a sequence");
+    stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
+    weights = PySequence_Fast(weights_obj, "weights must be a sequence");
+    ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
+    if (!texts || !stems_seq || !weights || !ellipsis)
+        goto done;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
+        goto done;
+    }
+    const Py_ssize_t n_texts = PySequence_Fast_GET_SIZE(texts);
+    n_stems = PySequence_Fast_GET_SIZE(stems_seq);
+    if (PySequence_Fast_GET_SIZE(weights) != n_stems) {
+        PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n_stems,
+                     PySequence_Fast_GET_SIZE(weights));
+        n_stems = 0;
+        goto done;
+    }
+    stems = PyMem_Calloc((size_t)(n_stems ? n_stems : 1), sizeof *stems);
+    if (!stems) {
+        n_stems = 0;
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t filled = 0;
+    for (; filled < n_stems; filled++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(stems_seq, filled);
+        const double w = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(weights, filled));
+        if (w == -1.0 && PyErr_Occurred())
+            break;
+        if (!PyUnicode_Check(s) || PyUnicode_GET_LENGTH(s) < 1) {
+            PyErr_SetString(PyExc_ValueError, "snippets: a stem is not a non-empty str");
+            break;
+        }
+        stems[filled].chars = PyUnicode_AsUCS4Copy(s);
+        if (!stems[filled].chars)
+            break;
+        stems[filled].len = PyUnicode_GET_LENGTH(s);
+        stems[filled].weight = w;
+    }
+    if (filled < n_stems) {
+        n_stems = filled;
+        goto done;
+    }
+    Py_ssize_t tail[256];
+    for (int b = 0; b < 256; b++)
+        buckets.head[b] = tail[b] = -1;
+    for (Py_ssize_t i = 0; i < n_stems; i++) { /* appended in order: longest first stays first */
+        const int b = (int)(stems[i].chars[0] & 255);
+        stems[i].next = -1;
+        if (tail[b] < 0)
+            buckets.head[b] = i;
+        else
+            stems[tail[b]].next = i;
+        tail[b] = i;
+    }
+    Py_ssize_t longest = 0, total = 0;
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(texts, t);
+        if (!PyUnicode_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "snippets: a text is not a str");
+            goto done;
+        }
+        const Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+        longest = len > longest ? len : longest;
+        total += len;
+    }
+    spans = PyMem_Calloc((size_t)(n_texts ? n_texts : 1), sizeof *spans);
+    low = PyMem_Malloc(sizeof *low * (size_t)(longest + 1));
+    weight = PyMem_Malloc(sizeof *weight * (size_t)(longest + 1));
+    pos = PyMem_Malloc(sizeof *pos * (size_t)(longest + 1));
+    if (!spans || !low || !weight || !pos) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* `texts` (a list or tuple of our own when PySequence_Fast copied it) holds a reference to
+       each text; a caller's list could be changed by another thread while the GIL is released,
+       so each text is held here too. */
+    for (Py_ssize_t t = 0; t < n_texts; t++)
+        Py_INCREF(PySequence_Fast_GET_ITEM(texts, t));
+    PyObject **items = PySequence_Fast_ITEMS(texts);
+    PyObject **held = PyMem_Malloc(sizeof *held * (size_t)(n_texts ? n_texts : 1));
+    if (!held) {
+        for (Py_ssize_t t = 0; t < n_texts; t++)
+            Py_DECREF(items[t]);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(held, items, sizeof *held * (size_t)n_texts);
+    int late = 0;
+#define SNIP_LOOP                                                                                 \
+    for (Py_ssize_t t = 0; t < n_texts && !late; t++)                                            \
+        late = snip_late(deadline) ||                                                            \
+               snip_one(PyUnicode_KIND(held[t]), PyUnicode_DATA(held[t]),                        \
+                        PyUnicode_GET_LENGTH(held[t]), stems, n_stems, &buckets, width,         \
+                        deadline, low,                                                           \
+                        weight, pos, &spans[t]) < 0;
+    if (total >= 16384) {
+        Py_BEGIN_ALLOW_THREADS
+        SNIP_LOOP
+        Py_END_ALLOW_THREADS
+    } else {
+        SNIP_LOOP
+    }
+#undef SNIP_LOOP
+    if (late) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyList_New(n_texts);
+        for (Py_ssize_t t = 0; result && t < n_texts; t++) {
+            const SnipSpan *sp = &spans[t];
+            PyObject *v;
+            if (sp->python) {
+                v = Py_NewRef(Py_None);
+            } else if (sp->whole) {
+                v = Py_NewRef(held[t]);
+            } else {
+                PyObject *body = PyUnicode_Substring(held[t], sp->start, sp->end);
+                v = body;
+                if (body && sp->left) {
+                    v = PyUnicode_Concat(ellipsis, body);
+                    Py_DECREF(body);
+                }
+                if (v && sp->right) {
+                    PyObject *w = PyUnicode_Concat(v, ellipsis);
+                    Py_DECREF(v);
+                    v = w;
+                }
+            }
+            if (!v) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, t, v);
+        }
+    }
+    for (Py_ssize_t t = 0; t < n_texts; t++)
+        Py_DECREF(held[t]);
+    PyMem_Free(held);
+done:
+    for (Py_ssize_t s = 0; s < n_stems; s++)
+        PyMem_Free(stems[s].chars);
+    PyMem_Free(stems);
+    PyMem_Free(spans);
+    PyMem_Free(low);
+    PyMem_Free(weight);
+    PyMem_Free(pos);
+    Py_XDECREF(ellipsis);
+    Py_XDECREF(texts);
+    Py_XDECREF(stems_seq);
+    Py_XDECREF(weights);
+    return result;
+}
+
+PyDoc_STRVAR(snippet_chars_doc,
+"snippet_chars(text) -> (lowered, alnum, space)\n\n"
+"How snippets() sees each code point of `text`: its lower case (one code point; U+0130 and\n"
+"U+03A3, which snippets() leaves to the Python code, as the simple mapping gives them), and\n"
+"one byte each (0 or 1) of whether it is alphanumeric and whether it is whitespace. For the\n"
+"tests, which compare it with str.lower(), str.isalnum() and str.isspace() on every code point.");
+
+static PyObject *
+snippet_chars(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:snippet_chars", &text))
+        return NULL;
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 *low = PyMem_Malloc(sizeof *low * (size_t)(n ? n : 1));
+    PyObject *alnum = PyBytes_FromStringAndSize(NULL, n), *space = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *lowered = NULL, *result = NULL;
+    if (!low || !alnum || !space) {
+        if (!low)
+            PyErr_NoMemory();
+        goto done;
+    }
+    char *a = PyBytes_AS_STRING(alnum), *sp = PyBytes_AS_STRING(space);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = snip_char(kind, data, i);
+        low[i] = snip_lower(c);
+        a[i] = (char)(snip_alnum(c) != 0);
+        sp[i] = (char)(snip_space(c) != 0);
+    }
+    lowered = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, low, n);
+    if (lowered)
+        result = PyTuple_Pack(3, lowered, alnum, space);
+done:
+    PyMem_Free(low);
+    Py_XDECREF(lowered);
+    Py_XDECREF(alnum);
+    Py_XDECREF(space);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
+    {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
+    {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
+    {"find_rows", find_rows, METH_VARARGS, find_rows_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
     {NULL, NULL, 0, NULL},
@@ -1218,13 +1880,14 @@ static struct PyModuleDef module = {
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
-   rank_one. A module built from an older _kernels.c is refused, not
+   rank_one; 4 = snippets, read_texts and find_rows. A module built from an older _kernels.c is refused, not
    called wrongly. */
-#define KERNELS_ABI 3
+#define KERNELS_ABI 4
 
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
+    snip_tables_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
         Py_DECREF(m);

@@ -1,5 +1,5 @@
 /*
- * Reading a rowid table's BLOB column straight from the bytes of a frozen SQLite file.
+ * Reading a rowid table's BLOB or TEXT column straight from the bytes of a frozen SQLite file.
  *
  * Why: a query's long posting lists were each read with SQLite's incremental blob API through
  * apsw (open, read into the arena, close: three calls that each release and retake the GIL).
@@ -209,12 +209,18 @@ db_copy_payload(const DbFile *db, const unsigned char *p, uint64_t local, uint64
     return NULL;
 }
 
-/* Copy the BLOB in column `column` (0-based; earlier columns must be NULL or integers, as an
-   INTEGER PRIMARY KEY is stored) of the row `rowid` of the table rooted at `root` into dst,
-   checking that it is exactly `len` bytes. */
+/* Where column `column` (0-based; earlier columns must be NULL or integers, as an INTEGER
+   PRIMARY KEY is stored) of the row `rowid` of the table rooted at `root` lies. */
+typedef struct {
+    const unsigned char *local; /* the payload's first bytes, on its leaf page */
+    uint64_t n_local, payload;  /* bytes there, bytes in all */
+    uint32_t ovfl;              /* the overflow chain's first page (0: none) */
+    uint64_t at, len;           /* the value: its offset in the payload, its bytes */
+    uint64_t serial;            /* its serial type (BLOB: even >= 12, TEXT: odd >= 13) */
+} DbValue;
+
 static PageError
-db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_t len,
-             unsigned char *dst)
+db_value(const DbFile *db, uint32_t root, int64_t rowid, int column, DbValue *v)
 {
     const unsigned char *c, *end;
     PageError why = db_find_row(db, root, rowid, &c, &end);
@@ -233,7 +239,6 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
     }
     if (c + local + (payload > local ? 4 : 0) > end)
         return "cell payload beyond its page";
-    const uint32_t ovfl = payload > local ? be32(c + local) : 0;
     /* The record header, always within the local bytes (at least 480 of them when it spills). */
     const unsigned char *rec_end = c + local;
     const uint64_t hdr_len = get_varint(c, rec_end, &n);
@@ -241,25 +246,235 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
         return "record header beyond the cell";
     const unsigned char *t = c + n;
     uint64_t body = 0; /* bytes of the values before the column */
+    uint64_t st = 0;
     for (int i = 0; i <= column; i++) {
-        const uint64_t st = get_varint(t, c + hdr_len, &n);
+        st = get_varint(t, c + hdr_len, &n);
         if (!n)
             return "record header shorter than the table's columns";
         t += n;
         if (i < column) {
             static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
             if (st > 9)
-                return "record column before the BLOB is not NULL or an integer";
+                return "record column before the value is not NULL or an integer";
             body += int_bytes[st];
-        } else if (st < 12 || st % 2) {
-            return "record column is not a BLOB";
-        } else if ((st - 12) / 2 != len) {
-            return "BLOB length differs from the expected length";
         }
     }
+    const uint64_t len = st >= 12 ? (st - 12) / 2 : 0;
     if (hdr_len + body + len > payload)
-        return "BLOB beyond its record";
-    return db_copy_payload(db, c, local, payload, ovfl, hdr_len + body, len, dst);
+        return "value beyond its record";
+    v->local = c;
+    v->n_local = local;
+    v->payload = payload;
+    v->ovfl = payload > local ? be32(c + local) : 0;
+    v->at = hdr_len + body;
+    v->len = len;
+    v->serial = st;
+    return NULL;
+}
+
+/* Copy the BLOB in column `column` of the row `rowid` of the table rooted at `root` into dst,
+   checking that it is exactly `len` bytes. */
+static PageError
+db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_t len,
+             unsigned char *dst)
+{
+    DbValue v;
+    PageError why = db_value(db, root, rowid, column, &v);
+    if (why)
+        return why;
+    if (v.serial < 12 || v.serial % 2)
+        return "record column is not a BLOB";
+    if (v.len != len)
+        return "BLOB length differs from the expected length";
+    return db_copy_payload(db, v.local, v.n_local, v.payload, v.ovfl, v.at, len, dst);
+}
+
+/* ---- WITHOUT ROWID tables: an index b-tree searched by its first column's TEXT ------------
+ *
+ * A WITHOUT ROWID table is an index b-tree (https://sqlite.org/fileformat2.html, 1.6): interior
+ * pages 0x02 (cells of a 4-byte left child, a varint payload size and the payload: a whole row,
+ * every entry of the tree being in exactly one cell, interior or leaf), leaf pages 0x0A (a
+ * varint payload size and the payload). Keys are compared as SQLite compares them: here the
+ * first column alone, a TEXT primary key under the BINARY collation (memcmp, then the shorter
+ * first), unique, so an equal first column is the row. A payload over the page's local limit
+ * for index cells spills; such a cell's key cannot be compared from its leaf page alone and is
+ * reported ("spilled"), not followed: the caller asks SQLite instead (keys of ~1,000 bytes). */
+
+/* The key (first column, TEXT) and the whole local payload of an index cell at c. */
+typedef struct {
+    const unsigned char *payload; /* the record */
+    uint64_t n_local, size;       /* bytes on the page, bytes in all */
+    const unsigned char *key;     /* the first column's bytes */
+    uint64_t key_len;
+} DbIndexCell;
+
+static PageError
+db_index_cell(const DbFile *db, const unsigned char *c, const unsigned char *end, DbIndexCell *out)
+{
+    int n = 0;
+    const uint64_t size = get_varint(c, end, &n);
+    if (!n)
+        return "cell runs past its page";
+    c += n;
+    const uint64_t u = db->usable, x = ((u - 12) * 64 / 255) - 23;
+    uint64_t local = size;
+    if (size > x) {
+        const uint64_t m = ((u - 12) * 32 / 255) - 23, k = m + ((size - m) % (u - 4));
+        local = k <= x ? k : m;
+    }
+    if (c + local > end)
+        return "cell payload beyond its page";
+    const uint64_t hdr_len = get_varint(c, c + local, &n);
+    if (!n || hdr_len > local || hdr_len < 2)
+        return "record header beyond the cell";
+    const uint64_t st = get_varint(c + n, c + hdr_len, &n);
+    if (!n)
+        return "record header shorter than the table's columns";
+    if (st < 13 || st % 2 == 0)
+        return "record key is not TEXT";
+    out->payload = c;
+    out->n_local = local;
+    out->size = size;
+    out->key = c + hdr_len;
+    out->key_len = (st - 13) / 2;
+    if (hdr_len + out->key_len > size)
+        return "key beyond its record";
+    return NULL;
+}
+
+static const char DB_SPILLED[] = "spilled";
+
+/* Compare `key` with a cell's key: <0, 0, >0 in *cmp; DB_SPILLED when the cell's key is not
+   all on its page and the bytes there do not decide. */
+static PageError
+db_compare_key(const DbIndexCell *cell, const unsigned char *key, uint64_t len, int *cmp)
+{
+    const uint64_t on_page = cell->n_local - (uint64_t)(cell->key - cell->payload);
+    const uint64_t have = cell->key_len < on_page ? cell->key_len : on_page;
+    const uint64_t n = len < have ? len : have;
+    const int r = n ? memcmp(key, cell->key, n) : 0;
+    if (r) {
+        *cmp = r;
+        return NULL;
+    }
+    if (have < cell->key_len && len > n) /* the rest of the cell's key is on overflow pages */
+        return DB_SPILLED;
+    *cmp = len < cell->key_len ? -1 : len > cell->key_len ? 1 : 0;
+    return NULL;
+}
+
+/* The cell whose first column is `key` in the index b-tree rooted at `root`: *found 1 and *cell
+   filled, or *found 0 (no such key). */
+static PageError
+db_find_key(const DbFile *db, uint32_t root, const unsigned char *key, uint64_t len, int *found,
+            DbIndexCell *cell)
+{
+    uint64_t pgno = root;
+    *found = 0;
+    for (int depth = 0; depth < 40; depth++) {
+        const unsigned char *page = db_page(db, pgno);
+        if (!page)
+            return "b-tree page number out of range";
+        const unsigned char *end = page + db->usable;
+        const unsigned char *hdr = page + (pgno == 1 ? 100 : 0);
+        const int interior = hdr[0] == 0x02;
+        if (!interior && hdr[0] != 0x0A)
+            return "not an index b-tree page";
+        const uint32_t n_cells = be16(hdr + 3);
+        const unsigned char *ptrs = hdr + (interior ? 12 : 8);
+        if (ptrs + 2 * (uint64_t)n_cells > end)
+            return "cell pointer array beyond its page";
+        /* Binary search: the first cell whose key >= key. */
+        uint32_t lo = 0, hi = n_cells;
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo) / 2;
+            const unsigned char *c = db_cell(page, ptrs, n_cells, end, mid, interior ? 5 : 1);
+            if (!c)
+                return "cell offset beyond its page";
+            DbIndexCell here;
+            int cmp = 0;
+            PageError why = db_index_cell(db, c + (interior ? 4 : 0), end, &here);
+            if (!why)
+                why = db_compare_key(&here, key, len, &cmp);
+            if (why)
+                return why;
+            if (cmp == 0) {
+                *found = 1;
+                *cell = here;
+                return NULL;
+            }
+            if (cmp > 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!interior)
+            return NULL; /* not in the tree */
+        if (lo < n_cells) {
+            const unsigned char *c = db_cell(page, ptrs, n_cells, end, lo, 5);
+            if (!c)
+                return "cell offset beyond its page";
+            pgno = be32(c);
+        } else {
+            pgno = be32(hdr + 8);
+        }
+    }
+    return "b-tree deeper than any valid one (a cycle?)";
+}
+
+/* Integer or real column `column` (> 0) of an index cell's record, all on its page, as a
+   double (*is_int set for an integer serial type; REAL columns store integral values as
+   integers) and, for integers, exactly in *ival. */
+static PageError
+db_cell_number(const DbIndexCell *cell, int column, int64_t *ival, double *dval, int *is_int)
+{
+    int n = 0;
+    const unsigned char *rec_end = cell->payload + cell->n_local;
+    const uint64_t hdr_len = get_varint(cell->payload, rec_end, &n);
+    const unsigned char *t = cell->payload + n, *hdr_end = cell->payload + hdr_len;
+    uint64_t body = 0;
+    static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+    for (int i = 0; i <= column; i++) {
+        const uint64_t st = get_varint(t, hdr_end, &n);
+        if (!n)
+            return "record header shorter than the table's columns";
+        t += n;
+        if (i < column) {
+            body += st >= 12 ? (st - 12) / 2 : st <= 9 ? int_bytes[st] : 0;
+            if (st == 10 || st == 11)
+                return "record holds a reserved serial type";
+            continue;
+        }
+        const unsigned char *v = cell->payload + hdr_len + body;
+        if (st == 0 || st == 10 || st == 11 || st >= 12)
+            return "record column is not a number";
+        if (v + int_bytes[st] > rec_end)
+            return "record value beyond the cell";
+        if (st == 7) {
+            uint64_t bits = 0;
+            for (int j = 0; j < 8; j++)
+                bits = (bits << 8) | v[j];
+            memcpy(dval, &bits, 8);
+            *is_int = 0;
+            *ival = 0;
+            return NULL;
+        }
+        int64_t x = 0;
+        if (st == 8 || st == 9) {
+            x = (int64_t)st - 8;
+        } else {
+            const int nb = int_bytes[st];
+            uint64_t u = (v[0] & 0x80) ? ~(uint64_t)0 : 0; /* sign-extended big-endian */
+            for (int j = 0; j < nb; j++)
+                u = (u << 8) | v[j];
+            x = (int64_t)u;
+        }
+        *ival = x;
+        *dval = (double)x;
+        *is_int = 1;
+        return NULL;
+    }
+    return "record header shorter than the table's columns"; /* unreachable */
 }
 
 #endif /* DRSEARCH_PAGES_H */

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,19 +82,15 @@ def read_blob(conn: apsw.Connection, table: str, column: str, rowid: int, nbytes
     return buf
 
 
-# _kernels.read_blobs(file, page_size, usable, root, column, rowids, outs)
-ReadBlobs = Callable[[Any, int, int, int, int, Sequence[int], Sequence[Any]], None]
-
-
 class MappedFile:
-    """One table's BLOB column read straight from a frozen SQLite file's pages (mapped once,
-    read-only, shared by every thread; the file must not change while it is open, as an
-    index opened immutable does not)."""
+    """A frozen SQLite file mapped read-only (once, shared by every thread), and readers of its
+    tables' columns straight from its pages (``column``). The file must not change while it is
+    open, as an index opened immutable does not."""
 
-    def __init__(self, path: Path, conn: apsw.Connection, table: str, column: str,
-                 read_blobs: ReadBlobs) -> None:
-        """Raises IncompatibleIndexError when the file's header or ``table`` is not what the
-        reader needs (``conn``: an open connection to the same file)."""
+    def __init__(self, path: Path, conn: apsw.Connection, kernels: Any) -> None:
+        """``conn``: an open connection to the same file; ``kernels``: the C module (its
+        ``read_blobs`` and ``read_texts``). Raises IncompatibleIndexError when the file's
+        header is not what the readers need."""
         with open(path, "rb") as fh:
             head = fh.read(100)
             try:
@@ -104,32 +100,38 @@ class MappedFile:
         page_size = int.from_bytes(head[16:18], "big")
         self.page_size = 65536 if page_size == 1 else page_size
         self.usable = self.page_size - head[20]
-        root = conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                            (table,)).get
-        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
-        if not isinstance(root, int) or column not in columns:
-            self._map.close()
-            raise IncompatibleIndexError(f"{path.name}: table {table} cannot be read by pages")
+        # Text is read as UTF-8 (header offset 56: 1 = UTF-8, the encoding drsearch builds with).
+        self.utf8 = int.from_bytes(head[56:60], "big") == 1
+        self.name = path.name
+        self._conn = conn
+        self._kernels = kernels
         # Whole pages only: bytes past the last (a padded file, which `drsearch validate`
         # reports) are never part of a page; a page past the end is "out of range".
         self._pages = memoryview(self._map)[: len(self._map) // self.page_size * self.page_size]
-        self.root = root
-        self.column = columns.index(column)
-        self.table = f"{table}.{column}"
-        self._read_blobs = read_blobs
 
-    def read_into(self, rowids: Sequence[int], outs: Sequence[Any]) -> None:
-        """Copy the BLOB of each row ``rowids[i]`` into ``outs[i]`` (writable, exactly the
-        BLOB's length). Raises IncompatibleIndexError naming the row (missing, another
-        length, or a damaged page)."""
-        try:
-            self._read_blobs(self._pages, self.page_size, self.usable, self.root, self.column,
-                             rowids, outs)
-        except ValueError as e:
-            raise IncompatibleIndexError(f"{self.table} {e}") from e
+    def column(self, table: str, column: str) -> MappedColumn:
+        """A reader of ``table.column`` (a rowid table). Raises IncompatibleIndexError when the
+        table or column is missing."""
+        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
+                                  "name = ?", (table,)).get
+        columns = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
+        if not isinstance(root, int) or column not in columns:
+            raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
+        return MappedColumn(self, root, columns.index(column), f"{table}.{column}")
+
+    def rows(self, table: str, columns: Sequence[str], kinds: str) -> MappedRows:
+        """A reader of ``table`` (a WITHOUT ROWID table keyed by its first column, a TEXT)
+        returning ``columns`` (later columns; ``kinds``: 'i' INTEGER, 'r' REAL, one letter
+        each). Raises IncompatibleIndexError when the table or a column is missing."""
+        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
+                                  "name = ?", (table,)).get
+        names = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
+        if not isinstance(root, int) or not set(columns) <= set(names[1:]) or len(kinds) != len(columns):
+            raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
+        return MappedRows(self, root, [names.index(c) for c in columns], kinds, table)
 
     def close(self) -> None:
-        """Unmap (what ``read_into`` wrote is a copy: nothing refers to the mapping). Safe
+        """Unmap (what the readers returned is a copy: nothing refers to the mapping). Safe
         twice."""
         if not self._map.closed:
             # BufferError: a read still in flight in another thread; unmapped when freed then
@@ -138,4 +140,70 @@ class MappedFile:
                 self._map.close()
 
 
-__all__ = ["Arena", "MappedFile", "open_blob", "read_blob"]
+class MappedColumn:
+    """One column of a rowid table of a :class:`MappedFile`, read from the file's pages."""
+
+    def __init__(self, file: MappedFile, root: int, column: int, name: str) -> None:
+        self.file = file
+        self.root = root
+        self.column = column
+        self.table = name
+        self.page_size = file.page_size
+        self.usable = file.usable
+
+    def read_into(self, rowids: Sequence[int], outs: Sequence[Any]) -> None:
+        """Copy the BLOB of each row ``rowids[i]`` into ``outs[i]`` (writable, exactly the
+        BLOB's length). Raises IncompatibleIndexError naming the row (missing, another
+        length, or a damaged page)."""
+        f = self.file
+        try:
+            f._kernels.read_blobs(f._pages, f.page_size, f.usable, self.root, self.column, rowids,
+                                  outs)
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+
+    def read_texts(self, rowids: Sequence[int]) -> list[str]:
+        """The TEXT of each row ``rowids[i]``. Raises IncompatibleIndexError naming the row
+        (missing, not TEXT, a damaged page), or for a file whose text is not UTF-8, and
+        UnicodeDecodeError for bytes that are not UTF-8."""
+        f = self.file
+        if not f.utf8:
+            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
+        try:
+            texts: list[str] = f._kernels.read_texts(f._pages, f.page_size, f.usable, self.root,
+                                                     self.column, rowids)
+            return texts
+        except UnicodeDecodeError:
+            raise
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+
+
+class MappedRows:
+    """Rows of a WITHOUT ROWID table of a :class:`MappedFile` found by their TEXT key, from the
+    file's pages (``_kernels.find_rows``: a b-tree descent per key, in one call)."""
+
+    def __init__(self, file: MappedFile, root: int, columns: list[int], kinds: str, name: str) -> None:
+        self.file = file
+        self.root = root
+        self.columns = columns
+        self.kinds = kinds
+        self.table = name
+
+    def find(self, keys: Sequence[str]) -> list[tuple[Any, ...] | None] | None:
+        """Each key's row (the columns asked for) or None when it is not there; None instead
+        of the list when a key's b-tree path holds a cell too long for its page (ask SQLite).
+        Raises IncompatibleIndexError naming the key (a damaged page), and for a file whose
+        text is not UTF-8."""
+        f = self.file
+        if not f.utf8:
+            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
+        try:
+            rows: list[tuple[Any, ...] | None] | None = f._kernels.find_rows(
+                f._pages, f.page_size, f.usable, self.root, keys, self.columns, self.kinds)
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        return rows
+
+
+__all__ = ["Arena", "MappedColumn", "MappedFile", "MappedRows", "open_blob", "read_blob"]

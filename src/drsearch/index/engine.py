@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, MappedFile, open_blob, read_blob
+from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
 from .doctable import DocTable
@@ -157,9 +157,20 @@ class Engine:
         self.inline_postings = INLINE_POSTINGS
         # Those longer lists are copied from the file's own pages, all of a query's in one C
         # call without the GIL (blobs.MappedFile), when the kernel is built; else by blob I/O.
+        # The chunks' texts of a complete search come from the pages too (read_texts).
         kernels = self._kernels = native_kernels()
-        self._pages: MappedFile | None = None if kernels is None else MappedFile(
-            path, conn, "postings", "data", kernels.read_blobs)
+        self._file: MappedFile | None = None if kernels is None else MappedFile(path, conn, kernels)
+        self._pages: MappedColumn | None = None
+        self._chunk_texts: MappedColumn | None = None
+        self._term_rows: MappedRows | None = None
+        if self._file is not None:
+            try:
+                self._pages = self._file.column("postings", "data")
+                self._chunk_texts = self._file.column("chunks", "text")
+                self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
+            except IncompatibleIndexError:
+                self._file.close()
+                raise
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
             self._docs = DocTable(raw["doc_fields"][1], arrays["doc_field_offsets"].astype(np.int64))
@@ -193,8 +204,8 @@ class Engine:
             for conn in self._extra_conns:
                 conn.close()
             self._extra_conns.clear()
-        if self._pages is not None:
-            self._pages.close()
+        if self._file is not None:
+            self._file.close()
         self._conn.close()
 
     def _db(self) -> apsw.Connection:
@@ -294,11 +305,19 @@ class Engine:
         db = self._db()
         names = [qt.term for qt in parsed.terms]
         inline = self.inline_postings
-        if len(names) <= _PLACEHOLDER_TERMS:
-            rows = db.execute(_TERMS_SQL[len(names)], [inline, *names])
+        pages = self._pages
+        # The term rows from the file's pages in one C call (no SQL statement, whose every step
+        # releases the GIL), and then every list by the page reader; SQLite when that is not
+        # built, or when a key's cell spills (a term of ~1,000 bytes).
+        c_rows = None if self._term_rows is None or pages is None else self._term_rows.find(names)
+        if c_rows is not None:
+            inline = -1  # no list came with its row
+            found = {name: (name, *row, None) for name, row in zip(names, c_rows, strict=True)
+                     if row is not None}
+        elif len(names) <= _PLACEHOLDER_TERMS:
+            found = {row[0]: row for row in db.execute(_TERMS_SQL[len(names)], [inline, *names])}
         else:
-            rows = db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))
-        found = {row[0]: row for row in rows}
+            found = {row[0]: row for row in db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))}
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
         # Reset once per query, whatever the query holds: the dense loader (a clamped term's
@@ -307,7 +326,6 @@ class Engine:
         arena = self._arena()
         arena.reset()
         bp = self.block_postings
-        pages = self._pages
         long_ids: list[int] = []
         long_bufs: list[Any] = []
         out: list[Term | None] = []
@@ -462,21 +480,27 @@ class Engine:
                 Hit(rank, docid, url, title, score, ordinal, "", "")
                 for rank, ((_, score), (docid, url, title), ordinal) in enumerate(
                     zip(ranked, docs, ordinals, strict=True), 1)])
-        texts: dict[int, str] = dict(self._db().execute(
-            "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(chunk_ids),)))
+        chunk_texts = self._texts(chunk_ids)
         snippets = SnippetMaker(
             ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
              for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
             deadline=deadline)
-        hits = []
-        for rank, ((cid, score), (docid, url, title), ordinal) in enumerate(
-                zip(ranked, docs, ordinals, strict=True), 1):
-            if time.monotonic() > deadline:
-                raise QueryTimeoutError("query ran past its time limit")
-            chunk_text = texts.get(cid, "")
-            hits.append(Hit(rank, docid, url, title, score, ordinal, chunk_text, snippets(chunk_text)))
-        return SearchResult(query, k, hits)
+        return SearchResult(query, k, [
+            Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet)
+            for rank, ((_, score), (docid, url, title), ordinal, chunk_text, snippet) in enumerate(
+                zip(ranked, docs, ordinals, chunk_texts, snippets.many(chunk_texts), strict=True), 1)])
+
+    def _texts(self, chunk_ids: list[int]) -> list[str]:
+        """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""
+        if self._chunk_texts is not None:  # from the pages, in one C call
+            return self._chunk_texts.read_texts(chunk_ids)
+        texts: dict[int, str] = dict(self._db().execute(
+            "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(chunk_ids),)))
+        missing = [c for c in chunk_ids if c not in texts]
+        if missing:
+            raise IncompatibleIndexError(f"chunks row {missing[0]}: no such row")
+        return [texts[c] for c in chunk_ids]
 
     def fts5_rank(self, query: str, limit: int = 1000) -> list[tuple[int, float]]:
         """FTS5's own ``bm25()`` ranking of the same parsed query: the correctness oracle.

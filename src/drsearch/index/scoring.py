@@ -47,7 +47,7 @@ from .schema import BLOCK_POSTINGS, block_count
 # maxima, 3 = read_blobs (the engine's page reader). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 3
+KERNEL_ABI = 4
 
 
 def kernel_problem(module: object) -> str | None:

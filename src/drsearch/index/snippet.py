@@ -8,6 +8,11 @@ Terms in most chunks (clamped IDF) are ignored unless the query has nothing else
 The window of about ``width`` characters with the most IDF-weighted matches wins (the
 earliest on ties), cut at word boundaries and marked with
 ``…`` where text was left out. Plain text, no markup: agents read it. Deterministic.
+
+:meth:`SnippetMaker.many` makes a request's snippets with the C kernel when it is built
+(``_kernels.snippets``: the same snippets, character for character, computed without the GIL,
+so that threads serving complete searches run in parallel; docs/ENGINE.md, "Threads"); a text
+it cannot take (a character whose lower case is not one code point) comes back here.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 from collections.abc import Iterable
 
 from .errors import QueryTimeoutError
-from .scoring import IDF_FLOOR
+from .scoring import IDF_FLOOR, native_kernels
 
 SNIPPET_CHARS = 240
 ELLIPSIS = "…"
@@ -49,6 +54,23 @@ class SnippetMaker:
         stems = sorted(weights, key=lambda s: (-len(s), s))
         self._weights = weights
         self._stems = stems
+
+    def many(self, texts: list[str], *, native: bool = True) -> list[str]:
+        """The snippet of each text (``native=False``: the Python code only). Raises
+        QueryTimeoutError past the deadline."""
+        kernels = native_kernels() if native else None
+        if kernels is None:
+            out = []
+            for text in texts:
+                if self.deadline is not None and time.monotonic() > self.deadline:
+                    raise QueryTimeoutError("query ran past its time limit")
+                out.append(self(text))
+            return out
+        got = kernels.snippets(texts, self._stems, [self._weights[s] for s in self._stems],
+                               self.width, 0.0 if self.deadline is None else self.deadline)
+        if got is None:
+            raise QueryTimeoutError("query ran past its time limit")
+        return [self(text) if snippet is None else snippet for text, snippet in zip(texts, got, strict=True)]
 
     def __call__(self, text: str) -> str:
         if len(text) <= self.width:
