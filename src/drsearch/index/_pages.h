@@ -99,6 +99,34 @@ db_cell(const unsigned char *page, const unsigned char *ptrs, uint32_t n, const 
     return c;
 }
 
+/* A b-tree page on the way down a search: page `pgno` of the kind `interior_type` /
+   `leaf_type` (0x05 / 0x0D for a table b-tree, 0x02 / 0x0A for an index b-tree), with its cell
+   pointer array checked to lie within its usable bytes. */
+typedef struct {
+    const unsigned char *page, *end, *hdr, *ptrs;
+    uint32_t n_cells;
+    int interior;
+} DbTreePage;
+
+static PageError
+db_tree_page(const DbFile *db, uint64_t pgno, unsigned char interior_type, unsigned char leaf_type,
+             const char *not_kind, DbTreePage *p)
+{
+    p->page = db_page(db, pgno);
+    if (!p->page)
+        return "b-tree page number out of range";
+    p->end = p->page + db->usable;
+    p->hdr = p->page + (pgno == 1 ? 100 : 0);
+    p->interior = p->hdr[0] == interior_type;
+    if (!p->interior && p->hdr[0] != leaf_type)
+        return not_kind;
+    p->n_cells = be16(p->hdr + 3);
+    p->ptrs = p->hdr + (p->interior ? 12 : 8);
+    if (p->ptrs + 2 * (uint64_t)p->n_cells > p->end)
+        return "cell pointer array beyond its page";
+    return NULL;
+}
+
 /* The leaf cell of `rowid` in the table b-tree rooted at `root`: *cell points at its payload
    size varint, *page_end at the end of its page's usable bytes. */
 static PageError
@@ -107,18 +135,13 @@ db_find_row(const DbFile *db, uint32_t root, int64_t rowid, const unsigned char 
 {
     uint64_t pgno = root;
     for (int depth = 0; depth < 40; depth++) { /* a b-tree of 2^32 pages is under 40 deep */
-        const unsigned char *page = db_page(db, pgno);
-        if (!page)
-            return "b-tree page number out of range";
-        const unsigned char *end = page + db->usable;
-        const unsigned char *hdr = page + (pgno == 1 ? 100 : 0);
-        const int interior = hdr[0] == 0x05;
-        if (!interior && hdr[0] != 0x0D)
-            return "not a table b-tree page";
-        const uint32_t n_cells = be16(hdr + 3);
-        const unsigned char *ptrs = hdr + (interior ? 12 : 8);
-        if (ptrs + 2 * (uint64_t)n_cells > end)
-            return "cell pointer array beyond its page";
+        DbTreePage tp;
+        PageError why = db_tree_page(db, pgno, 0x05, 0x0D, "not a table b-tree page", &tp);
+        if (why)
+            return why;
+        const unsigned char *page = tp.page, *end = tp.end, *hdr = tp.hdr, *ptrs = tp.ptrs;
+        const uint32_t n_cells = tp.n_cells;
+        const int interior = tp.interior;
         /* Binary search: the first cell whose key (interior) or rowid (leaf) >= rowid. */
         uint32_t lo = 0, hi = n_cells;
         while (lo < hi) {
@@ -372,18 +395,13 @@ db_find_key(const DbFile *db, uint32_t root, const unsigned char *key, uint64_t 
     uint64_t pgno = root;
     *found = 0;
     for (int depth = 0; depth < 40; depth++) {
-        const unsigned char *page = db_page(db, pgno);
-        if (!page)
-            return "b-tree page number out of range";
-        const unsigned char *end = page + db->usable;
-        const unsigned char *hdr = page + (pgno == 1 ? 100 : 0);
-        const int interior = hdr[0] == 0x02;
-        if (!interior && hdr[0] != 0x0A)
-            return "not an index b-tree page";
-        const uint32_t n_cells = be16(hdr + 3);
-        const unsigned char *ptrs = hdr + (interior ? 12 : 8);
-        if (ptrs + 2 * (uint64_t)n_cells > end)
-            return "cell pointer array beyond its page";
+        DbTreePage tp;
+        PageError why = db_tree_page(db, pgno, 0x02, 0x0A, "not an index b-tree page", &tp);
+        if (why)
+            return why;
+        const unsigned char *page = tp.page, *end = tp.end, *hdr = tp.hdr, *ptrs = tp.ptrs;
+        const uint32_t n_cells = tp.n_cells;
+        const int interior = tp.interior;
         /* Binary search: the first cell whose key >= key. */
         uint32_t lo = 0, hi = n_cells;
         while (lo < hi) {
@@ -393,7 +411,7 @@ db_find_key(const DbFile *db, uint32_t root, const unsigned char *key, uint64_t 
                 return "cell offset beyond its page";
             DbIndexCell here;
             int cmp = 0;
-            PageError why = db_index_cell(db, c + (interior ? 4 : 0), end, &here);
+            why = db_index_cell(db, c + (interior ? 4 : 0), end, &here);
             if (!why)
                 why = db_compare_key(&here, key, len, &cmp);
             if (why)
