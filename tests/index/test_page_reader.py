@@ -53,15 +53,22 @@ def rewrite(src: Path, dst: Path, *, page_size: int | None = None, reserve: int 
     return dst
 
 
-@pytest.mark.parametrize("layout", ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"])
+LAYOUTS = ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"]
+
+
+def laid_out(src: Path, tmp_path: Path, layout: str) -> Path:
+    """``src`` as built, or a copy in one of the other ``LAYOUTS``."""
+    if layout == "as built":
+        return src
+    page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
+                          "reserved bytes": (None, 40)}[layout]
+    return rewrite(src, tmp_path / "laid-out.sqlite3", page_size=page_size, reserve=reserve)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_list_reads_as_the_blob_api_reads_it(cran_small_chunks: Path, tmp_path: Path,
                                                     layout: str) -> None:
-    path = cran_small_chunks
-    if layout != "as built":
-        page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
-                              "reserved bytes": (None, 40)}[layout]
-        path = rewrite(cran_small_chunks, tmp_path / "laid-out.sqlite3", page_size=page_size,
-                       reserve=reserve)
+    path = laid_out(cran_small_chunks, tmp_path, layout)
     with Engine.open(path) as e:
         assert e._pages is not None
         header = path.read_bytes()[:100]
@@ -113,13 +120,46 @@ def test_a_bad_geometry_is_refused_not_read() -> None:
         kernels.read_blobs(page, 4096, 4096, 1, 1, [1], [b"read-only"])
 
 
-def _postings_pages(path: Path) -> dict[str, list[int]]:
+def btree_pages(path: Path, name: str) -> dict[str, list[int]]:
+    """The page numbers of table ``name``'s b-tree by kind (internal, leaf, overflow)."""
     conn = apsw.Connection(str(path))
     pages: dict[str, list[int]] = {}
-    for pageno, kind in conn.execute("SELECT pageno, pagetype FROM dbstat WHERE name = 'postings'"):
+    for pageno, kind in conn.execute("SELECT pageno, pagetype FROM dbstat WHERE name = ?", (name,)):
         pages.setdefault(kind, []).append(pageno)
     conn.close()
     return pages
+
+
+def damage_btree(data: bytearray, pages: dict[str, list[int]], kinds: list[str], rnd: random.Random,
+                 rounds: int, cell_tail: bytes = b"") -> None:
+    """Overwrite ``rounds`` pointers a reader follows on pages of ``kinds`` — overflow pages'
+    next-page numbers, cell offsets, cells' first bytes (then ``cell_tail``), right children,
+    cell counts — with random, zero, huge or self-referencing values."""
+    page_size = int.from_bytes(data[16:18], "big")
+    n_pages = len(data) // page_size
+    for _ in range(rounds):
+        kind = rnd.choice(kinds)
+        pgno = rnd.choice(pages[kind])
+        base = (pgno - 1) * page_size
+        value = rnd.choice([0, pgno, n_pages, n_pages + 1, 0xFFFFFFFF, rnd.randrange(1, n_pages + 1)])
+        if kind == "overflow":  # the next-page number
+            data[base : base + 4] = value.to_bytes(4, "big")
+            continue
+        n_cells = int.from_bytes(data[base + 3 : base + 5], "big")
+        ptrs = base + (12 if kind == "internal" else 8)
+        target = rnd.choice(["cell offset", "cell bytes", "right child" if kind == "internal" else "cell count"])
+        if target == "cell offset" and n_cells:
+            at = ptrs + 2 * rnd.randrange(n_cells)
+            data[at : at + 2] = rnd.choice([0, 1, 4095, 65535, rnd.randrange(65536)]).to_bytes(2, "big")
+        elif target == "cell bytes" and n_cells:
+            at = ptrs + 2 * rnd.randrange(n_cells)
+            cell = base + int.from_bytes(data[at : at + 2], "big")
+            new = rnd.choice([value, 0xFFFFFFFF]).to_bytes(4, "big") + cell_tail
+            data[cell : cell + len(new)] = new
+        elif target == "right child":
+            data[base + 8 : base + 12] = value.to_bytes(4, "big")
+        else:
+            data[base + 3 : base + 5] = rnd.choice([0, 65535, n_cells + 1]).to_bytes(2, "big")
 
 
 def one_list_file(tmp_path: Path, nbytes: int = 10_000) -> tuple[bytearray, bytes]:
@@ -182,33 +222,10 @@ def test_damaged_pages_never_read_outside_the_file(cran_small_chunks: Path, tmp_
     random, zero, huge or self-referencing values: every list then reads (some bytes of its
     length) or is a CorruptIndexError, searches answer or fail the same way, nothing crashes."""
     rnd = random.Random(seed)
-    pages = _postings_pages(cran_small_chunks)
+    pages = btree_pages(cran_small_chunks, "postings")
     assert pages.get("overflow") and pages.get("leaf") and pages.get("internal")
     data = bytearray(cran_small_chunks.read_bytes())
-    page_size = int.from_bytes(data[16:18], "big")
-    n_pages = len(data) // page_size
-    for _ in range(12):
-        kind = rnd.choice(["overflow", "leaf", "internal"])
-        pgno = rnd.choice(pages[kind])
-        base = (pgno - 1) * page_size
-        value = rnd.choice([0, pgno, n_pages, n_pages + 1, 0xFFFFFFFF, rnd.randrange(1, n_pages + 1)])
-        if kind == "overflow":  # the next-page number
-            data[base : base + 4] = value.to_bytes(4, "big")
-            continue
-        n_cells = int.from_bytes(data[base + 3 : base + 5], "big")
-        ptrs = base + (12 if kind == "internal" else 8)
-        target = rnd.choice(["cell offset", "cell bytes", "right child" if kind == "internal" else "cell count"])
-        if target == "cell offset" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            data[at : at + 2] = rnd.choice([0, 1, 4095, 65535, rnd.randrange(65536)]).to_bytes(2, "big")
-        elif target == "cell bytes" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            cell = base + int.from_bytes(data[at : at + 2], "big")
-            data[cell : cell + 4] = rnd.choice([value, 0xFFFFFFFF]).to_bytes(4, "big")
-        elif target == "right child":
-            data[base + 8 : base + 12] = value.to_bytes(4, "big")
-        else:
-            data[base + 3 : base + 5] = rnd.choice([0, 65535, n_cells + 1]).to_bytes(2, "big")
+    damage_btree(data, pages, ["overflow", "leaf", "internal"], rnd, 12)
     damaged = tmp_path / "damaged.sqlite3"
     damaged.write_bytes(bytes(data))
     with Engine.open(cran_small_chunks) as good:
@@ -232,17 +249,12 @@ def test_damaged_pages_never_read_outside_the_file(cran_small_chunks: Path, tmp_
 
 # -- chunk texts (read_texts) ----------------------------------------------------------------
 
-@pytest.mark.parametrize("layout", ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_chunk_text_reads_as_sqlite_reads_it(sample_index: Path, tmp_path: Path,
                                                    layout: str) -> None:
     # The sample crawl: real pages in several scripts, chunks of up to 800 words (most spill
     # to overflow pages at 4 KiB).
-    path = sample_index
-    if layout != "as built":
-        page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
-                              "reserved bytes": (None, 40)}[layout]
-        path = rewrite(sample_index, tmp_path / "laid-out.sqlite3", page_size=page_size,
-                       reserve=reserve)
+    path = laid_out(sample_index, tmp_path, layout)
     with Engine.open(path) as e:
         assert e._chunk_texts is not None
         rows = list(e._conn.execute("SELECT id, text, length(CAST(text AS BLOB)) FROM chunks ORDER BY id"))

@@ -21,7 +21,7 @@ from drsearch.index.errors import IncompatibleIndexError
 from drsearch.index.scoring import native_kernels
 
 from ..helpers import cranfield_queries
-from .test_page_reader import rewrite
+from .test_page_reader import LAYOUTS, btree_pages, damage_btree, laid_out
 
 kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="the C kernel is not built")
@@ -32,15 +32,11 @@ def sql_rows(e: Engine) -> dict[str, tuple[int, int, int, float]]:
             e._conn.execute("SELECT term, id, df, dense, max_impact FROM terms")}
 
 
-@pytest.mark.parametrize("layout", ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("index", ["sample", "cranfield"])
 def test_every_term_is_found_as_sqlite_finds_it(sample_index: Path, cran_index: Path, tmp_path: Path,
                                                 layout: str, index: str) -> None:
-    path = sample_index if index == "sample" else cran_index
-    if layout != "as built":
-        page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
-                              "reserved bytes": (None, 40)}[layout]
-        path = rewrite(path, tmp_path / "laid-out.sqlite3", page_size=page_size, reserve=reserve)
+    path = laid_out(sample_index if index == "sample" else cran_index, tmp_path, layout)
     with Engine.open(path) as e:
         assert e._term_rows is not None
         want = sql_rows(e)
@@ -140,34 +136,10 @@ def test_damaged_term_pages_never_read_outside_the_file(cran_index: Path, tmp_pa
     cell counts) with random, zero, huge or self-referencing values: every lookup then finds a
     row, none, hands back to SQLite, or is an error naming the key; nothing crashes."""
     rnd = random.Random(seed)
-    conn = apsw.Connection(str(cran_index))
-    pages: dict[str, list[int]] = {}
-    for pageno, kind in conn.execute("SELECT pageno, pagetype FROM dbstat WHERE name = 'terms'"):
-        pages.setdefault(kind, []).append(pageno)
-    conn.close()
+    pages = btree_pages(cran_index, "terms")
     assert pages.get("leaf") and pages.get("internal")
     data = bytearray(cran_index.read_bytes())
-    page_size = int.from_bytes(data[16:18], "big")
-    n_pages = len(data) // page_size
-    for _ in range(10):
-        kind = rnd.choice(["leaf", "internal"])
-        pgno = rnd.choice(pages[kind])
-        base = (pgno - 1) * page_size
-        value = rnd.choice([0, pgno, n_pages, n_pages + 1, 0xFFFFFFFF, rnd.randrange(1, n_pages + 1)])
-        n_cells = int.from_bytes(data[base + 3 : base + 5], "big")
-        ptrs = base + (12 if kind == "internal" else 8)
-        target = rnd.choice(["cell offset", "cell bytes", "right child" if kind == "internal" else "cell count"])
-        if target == "cell offset" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            data[at : at + 2] = rnd.choice([0, 1, 4095, 65535, rnd.randrange(65536)]).to_bytes(2, "big")
-        elif target == "cell bytes" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            cell = base + int.from_bytes(data[at : at + 2], "big")
-            data[cell : cell + 6] = rnd.choice([value, 0xFFFFFFFF]).to_bytes(4, "big") + b"\xff\xff"
-        elif target == "right child":
-            data[base + 8 : base + 12] = value.to_bytes(4, "big")
-        else:
-            data[base + 3 : base + 5] = rnd.choice([0, 65535, n_cells + 1]).to_bytes(2, "big")
+    damage_btree(data, pages, ["leaf", "internal"], rnd, 10, cell_tail=b"\xff\xff")
     damaged = tmp_path / "damaged.sqlite3"
     damaged.write_bytes(bytes(data))
     with Engine.open(cran_index) as good:

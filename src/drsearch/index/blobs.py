@@ -112,10 +112,8 @@ class MappedFile:
     def column(self, table: str, column: str) -> MappedColumn:
         """A reader of ``table.column`` (a rowid table). Raises IncompatibleIndexError when the
         table or column is missing."""
-        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
-                                  "name = ?", (table,)).get
-        columns = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
-        if not isinstance(root, int) or column not in columns:
+        root, columns = self._table(table)
+        if column not in columns:
             raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
         return MappedColumn(self, root, columns.index(column), f"{table}.{column}")
 
@@ -123,12 +121,19 @@ class MappedFile:
         """A reader of ``table`` (a WITHOUT ROWID table keyed by its first column, a TEXT)
         returning ``columns`` (later columns; ``kinds``: 'i' INTEGER, 'r' REAL, one letter
         each). Raises IncompatibleIndexError when the table or a column is missing."""
-        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
-                                  "name = ?", (table,)).get
-        names = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
-        if not isinstance(root, int) or not set(columns) <= set(names[1:]) or len(kinds) != len(columns):
+        root, names = self._table(table)
+        if not set(columns) <= set(names[1:]) or len(kinds) != len(columns):
             raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
         return MappedRows(self, root, [names.index(c) for c in columns], kinds, table)
+
+    def _table(self, table: str) -> tuple[int, list[str]]:
+        """``table``'s root page and column names. Raises IncompatibleIndexError when it is not
+        a table of the file."""
+        root = self._conn.execute("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND "
+                                  "name = ?", (table,)).get
+        if not isinstance(root, int):
+            raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
+        return root, [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
 
     def close(self) -> None:
         """Unmap (what the readers returned is a copy: nothing refers to the mapping). Safe

@@ -54,6 +54,7 @@ class SnippetMaker:
         stems = sorted(weights, key=lambda s: (-len(s), s))
         self._weights = weights
         self._stems = stems
+        self._stem_weights = [weights[s] for s in stems]  # the kernel's order, made once
 
     def many(self, texts: list[str], *, native: bool = True) -> list[str]:
         """The snippet of each text (``native=False``: the Python code only). Raises
@@ -66,8 +67,8 @@ class SnippetMaker:
                     raise QueryTimeoutError("query ran past its time limit")
                 out.append(self(text))
             return out
-        got = kernels.snippets(texts, self._stems, [self._weights[s] for s in self._stems],
-                               self.width, 0.0 if self.deadline is None else self.deadline)
+        got = kernels.snippets(texts, self._stems, self._stem_weights, self.width,
+                               0.0 if self.deadline is None else self.deadline)
         if got is None:
             raise QueryTimeoutError("query ran past its time limit")
         return [self(text) if snippet is None else snippet for text, snippet in zip(texts, got, strict=True)]
