@@ -11,8 +11,10 @@ setup(
         Extension(
             "drsearch.index._kernels",
             sources=["src/drsearch/index/_kernels.c"],
-            # headers: the top-k heap (shared with benchmarks' C probes), the page reader
-            depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h"],
+            # headers: the top-k heap (shared with benchmarks' C probes), the page reader, the
+            # FTS5 leaf decoder
+            depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h",
+                     "src/drsearch/index/_fts5.h"],
             optional=True,
             # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
             extra_compile_args=["-O3", "-ffp-contract=off"],

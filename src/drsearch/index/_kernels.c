@@ -31,6 +31,7 @@
 #include <emmintrin.h>
 #endif
 #include "_pages.h"
+#include "_fts5.h"
 
 /* A call with less work than this keeps the GIL: releasing it costs nothing alone, but with a
    second thread waiting every release is a hand-off (the other thread runs, and the caller
@@ -1859,7 +1860,102 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(fts5_doclists_doc,
+"fts5_doclists(pages, first_pgno, to_end, chunks, tfs, lengths) -> (terms, dfs, n)\n\n"
+"Every doclist of a window of FTS5 leaf pages (bytes, consecutive pages of one segment; the\n"
+"first numbered first_pgno), from the first term on the first page to the first term on the\n"
+"last page (to its end when to_end): the terms in key order (UTF-8 decoded, 'replace'; the\n"
+"index byte dropped), each one's number of rowids, and in chunks/tfs (writable uint32\n"
+"buffers) the first n postings, term after term, each rowid and its number of positions,\n"
+"which are also added to lengths[rowid] (int64, n_rows + 1 entries: rowids run 1..n_rows).\n"
+"ValueError saying where and why when a page is not what FTS5 writes (see _fts5.h).");
+
+typedef struct {
+    PyObject *terms, *dfs;
+} Fts5Terms;
+
+static int
+fts5_term(void *ctx, const unsigned char *key, Py_ssize_t n, int64_t df)
+{
+    Fts5Terms *t = ctx;
+    PyObject *term = PyUnicode_DecodeUTF8((const char *)key, n, "replace");
+    PyObject *count = PyLong_FromLongLong(df);
+    const int rc = term && count && PyList_Append(t->terms, term) == 0 && PyList_Append(t->dfs, count) == 0
+                       ? 0 : -1;
+    Py_XDECREF(term);
+    Py_XDECREF(count);
+    return rc;
+}
+
+static PyObject *
+fts5_doclists(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *pages_obj, *pages = NULL, *result = NULL;
+    long long first_pgno;
+    int to_end;
+    Py_buffer chunks = {0}, tfs = {0}, lengths = {0};
+    const unsigned char **ptrs = NULL;
+    Py_ssize_t *lens = NULL;
+    unsigned char *key = NULL;
+    Fts5Terms out = {PyList_New(0), PyList_New(0)};
+    if (!out.terms || !out.dfs)
+        goto done;
+    if (!PyArg_ParseTuple(args, "OLpw*w*w*:fts5_doclists", &pages_obj, &first_pgno, &to_end, &chunks,
+                          &tfs, &lengths))
+        goto done;
+    if (chunks.len != tfs.len || chunks.len % 4 || lengths.len % 8 || lengths.len < 8
+        || ((uintptr_t)chunks.buf | (uintptr_t)tfs.buf) % 4 || (uintptr_t)lengths.buf % 8) {
+        PyErr_SetString(PyExc_ValueError, "fts5_doclists: chunks and tfs must be equal uint32 buffers, "
+                                          "lengths an int64 buffer of n_rows + 1");
+        goto done;
+    }
+    pages = PySequence_Fast(pages_obj, "pages must be a sequence");
+    if (!pages)
+        goto done;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(pages);
+    ptrs = PyMem_Calloc((size_t)n + 1, sizeof *ptrs);
+    lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
+    key = PyMem_Malloc(FTS5_MAX_KEY);
+    if (!ptrs || !lens || !key) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *buf;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(pages, i), &buf, &lens[i]) < 0)
+            goto done;
+        ptrs[i] = (const unsigned char *)buf;
+    }
+    Fts5Decode d = {
+        .pages = ptrs, .lens = lens, .n_pages = n, .first_pgno = first_pgno, .to_end = to_end,
+        .n_rows = lengths.len / 8 - 1, .chunks = chunks.buf, .tfs = tfs.buf, .cap = chunks.len / 4,
+        .lengths = lengths.buf, .term = fts5_term, .ctx = &out, .key = key,
+    };
+    if (fts5_decode(&d) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, d.err);
+        goto done;
+    }
+    result = Py_BuildValue("(OOn)", out.terms, out.dfs, d.n_out);
+done:
+    Py_XDECREF(out.terms);
+    Py_XDECREF(out.dfs);
+    Py_XDECREF(pages);
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
+    PyMem_Free(key);
+    if (chunks.obj)
+        PyBuffer_Release(&chunks);
+    if (tfs.obj)
+        PyBuffer_Release(&tfs);
+    if (lengths.obj)
+        PyBuffer_Release(&lengths);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
     {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
     {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
@@ -1880,9 +1976,9 @@ static struct PyModuleDef module = {
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
-   rank_one; 4 = snippets, read_texts and find_rows. A module built from an older _kernels.c is refused, not
-   called wrongly. */
-#define KERNELS_ABI 4
+   rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings).
+   A module built from an older _kernels.c is refused, not called wrongly. */
+#define KERNELS_ABI 5
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

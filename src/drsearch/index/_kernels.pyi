@@ -41,3 +41,6 @@ def read_texts(file: Any, page_size: int, usable: int, root: int, column: int,
 
 def find_rows(file: Any, page_size: int, usable: int, root: int, keys: Sequence[str],
               columns: Sequence[int], kinds: str, /) -> list[tuple[int | float, ...] | None] | None: ...
+
+def fts5_doclists(pages: Sequence[bytes], first_pgno: int, to_end: bool, chunks: Any, tfs: Any,
+                  lengths: Any, /) -> tuple[list[str], list[int], int]: ...

@@ -2,8 +2,8 @@
 
 ``build(docs, path)`` writes one SQLite file in one transaction: documents (sorted by
 docid, so the same input gives the same rowids and the same bytes), 800/700-word chunks,
-the FTS5 index of record (rebuilt then optimised), per-term posting lists derived from
-FTS5's own tokenizer for the fast scorer, and a ``meta`` table. ``build(docs, path,
+the FTS5 index of record (made in a side file, optimised, copied in), per-term posting lists
+read out of that FTS5 index for the fast scorer (fts5index.py), and a ``meta`` table. ``build(docs, path,
 chunks=...)`` takes the chunks as given instead (pre-chunked input, e.g. another tool's
 FTS5 table imported by ``drsearch import``): their text and order are kept exactly, so
 the index ranks as that table's own ``bm25()`` does. The file is written under
@@ -38,6 +38,7 @@ from .blocklist import BlockList
 from .chunking import chunk_spans
 from .doctable import DocTable
 from .errors import BuildError, InvalidDocumentError, InvalidInputError
+from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .schema import (
     APPLICATION_ID,
@@ -48,9 +49,8 @@ from .schema import (
     SCHEMA_VERSION,
     block_count,
 )
-from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
-from .spill import FAN_IN, SortedRuns, token_pairs
-from .text import Tokenizer, normalize_text
+from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, native_kernels, term_impacts
+from .text import normalize_text
 
 if TYPE_CHECKING:  # pydantic (~150 ms) only when a build runs: see _default_settings
     from .settings import BuildSettings
@@ -68,6 +68,16 @@ _STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (
 # pages (SQLite's default), and restarted from its start when a checkpoint has copied it all.
 _SCRATCH_WAL_PAGES = 1000
 _STAGED_READ_DOCS = 16  # documents a streamed build's worker reads per read transaction
+FTS_TABLE = "chunks_fts"
+_FTS_INSERT = f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES(?,?)"
+# The shadow tables of the external-content FTS5 table that hold its index, with their keys
+# (%_config is not copied: the side file's holds the build's own merge settings).
+_FTS_SHADOW = (("data", "id"), ("idx", "segid, term"), ("docsize", "id"))
+_SIDE_CACHE_KIB = 32768  # the side FTS5 file's page cache
+# FTS5's in-memory hash of pending postings (its default is 1 MiB): flushed to a new segment
+# when full, so a larger one makes fewer, longer segments and less merging (2.65 -> 2.03 s of
+# inserts at 3,000 documents). Automatic merges are off: 'optimize' merges everything once.
+_SIDE_HASH_BYTES = 32 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,14 +102,6 @@ class BuildReport:
                 "chunks": self.chunks, "tokens": self.tokens, "vocabulary": self.vocabulary,
                 "url_collisions": self.url_collisions, "content_identity": self.content_identity,
                 "excluded_documents": self.excluded_documents}
-
-
-class _Vocab(dict[str, int]):
-    """term → id, assigning the next id on first sight (C-speed lookups via map())."""
-
-    def __missing__(self, term: str) -> int:
-        tid = self[term] = len(self)
-        return tid
 
 
 def _check_unicode(value: str, where: str, what: str, docid: str, at: bool = True) -> None:
@@ -472,10 +474,31 @@ class _Item:
     packed: Future[bytes] | None = None  # the text's zlib bytes, being compressed (writing side)
 
 
+def _side_path(tmpdir: Path) -> Path:
+    """The side file where the build's FTS5 index is made (see :class:`_Tokenizing`)."""
+    return tmpdir / "fts5.sqlite3"
+
+
+def _open_side(tmpdir: Path, settings: BuildSettings) -> apsw.Connection:
+    """A new side file holding the empty FTS5 table, in the transaction that fills it."""
+    path = _side_path(tmpdir)
+    path.unlink(missing_ok=True)
+    conn = apsw.Connection(str(path))
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{_SIDE_CACHE_KIB}",
+                   "temp_store=FILE", "page_size=4096"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.execute("BEGIN")
+    conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
+    for option, value in (("hashsize", _SIDE_HASH_BYTES), ("automerge", 0)):
+        conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES(?, ?)", (option, value))
+    return conn
+
+
 class _Tokenizing:
-    """The Python side of the build: reads the staged input in file order, cuts and
-    tokenizes chunks, assigns term ids (first seen, first numbered), hashes the content
-    identity, and spills each batch's postings as a sorted run. Owned by one thread.
+    """The tokenizing side of the build: reads the staged input in file order, cuts chunks
+    and indexes each in FTS5 (in a side file: FTS5 tokenizes it, once), hashes the content
+    identity; at the end merges FTS5's index and derives the posting lists from it (term ids
+    in FTS5's key order). Owned by one thread.
 
     ``control`` (a streamed build's worker): the read end of a pipe on which the writing side
     sends a byte after each commit of staged documents; documents are then read as they are
@@ -488,48 +511,20 @@ class _Tokenizing:
         self.control = control
         self.settings = settings
         self.prechunked = prechunked
-        self.tokenizer = Tokenizer(scratch, settings.fts5_tokenize)
-        self.vocab = _Vocab()
+        self.side = _side_path(tmpdir)
+        self.fts = _open_side(tmpdir, settings)
+        self.insert = self.fts.cursor()
         self.identity = xxhash.xxh3_128()
-        self.runs = SortedRuns(tmpdir, max(1, settings.run_tokens // FAN_IN))
         self.chunk_doc = array("i", [0])
-        self.chunk_len = array("i", [0])
         self.chunk_ordinal = array("i", [0])
-        self.batch_ids = array("I")  # every token's term id, chunk after chunk
-        self.batch_lens: list[int] = []  # tokens per chunk of the batch
-        self.batch_tokens = 0
-        self.batch_first = 1
-        self.n_chunks = self.tokens = self.indexed = self.empty = 0
-
-    def _flush(self) -> None:
-        """Spill the batch's postings as one run (a run ends at a chunk boundary, so runs
-        cover disjoint, ascending chunk ranges)."""
-        if self.batch_ids:  # a batch of chunks without a single term has no postings
-            self.runs.add(token_pairs(np.frombuffer(self.batch_ids, dtype=np.uint32),
-                                      np.asarray(self.batch_lens, dtype=np.int64), self.batch_first))
-        self.batch_first += len(self.batch_lens)
-        self.batch_ids = array("I")
-        self.batch_lens = []
-        self.batch_tokens = 0
+        self.n_chunks = self.indexed = self.empty = 0
 
     def _chunk(self, doc_row: int, ordinal: int, start: int, end: int,
                text: str) -> tuple[int, int, int, int, int, str]:
         self.n_chunks += 1
-        terms = self.tokenizer.terms(text)
-        # One vocabulary lookup per token, at C speed (map), numbers terms first seen, first
-        # numbered; the flush counts each chunk's terms with one sort of the whole batch,
-        # cheaper than counting chunk by chunk in Python objects (a Counter per chunk).
-        self.batch_ids.extend(map(self.vocab.__getitem__, terms))
-        n_terms = len(terms)
-        self.tokens += n_terms
-        self.batch_tokens += n_terms
+        self.insert.execute(_FTS_INSERT, (self.n_chunks, text))
         self.chunk_doc.append(doc_row)
-        self.chunk_len.append(n_terms)
         self.chunk_ordinal.append(ordinal)
-        self.batch_lens.append(n_terms)
-        if (len(self.batch_lens) >= self.settings.batch_chunks
-                or self.batch_tokens >= self.settings.run_tokens):
-            self._flush()
         return (self.n_chunks, doc_row, ordinal, start, end, text)
 
     def _staged(self) -> Iterator[tuple[Any, ...]]:
@@ -579,7 +574,7 @@ class _Tokenizing:
         return rows
 
     def items(self) -> Iterator[_Item]:
-        """Every document (then, pre-chunked, every chunk) in file order; spills the last run."""
+        """Every document (then, pre-chunked, every chunk) in file order."""
         settings = self.settings
         rows: Iterable[tuple[Any, ...]]
         if self.prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
@@ -630,27 +625,33 @@ class _Tokenizing:
                     pending = []
             if pending:
                 yield _Item(None, "", [], pending)
-        self._flush()
 
     def finish(self, spill: Path) -> _Tokenized:
-        """Merge the runs into every term's postings BLOB, written to ``spill`` in term id
-        order (impacts need every chunk's length, so this runs once all chunks are cut)."""
-        lengths = np.frombuffer(self.chunk_len, dtype=np.int32)
-        postings = _merge_postings(self.runs, list(self.vocab), lengths, self.settings, spill)
-        return _Tokenized(postings, self.chunk_doc.tobytes(), self.chunk_len.tobytes(),
+        """Merge FTS5's index into one segment, then derive every term's postings BLOB from
+        it, written to ``spill`` in term id order (impacts need every chunk's length, so
+        this runs once all chunks are indexed). The side file is closed, ready to be copied."""
+        try:
+            self.fts.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES('optimize')")
+            self.fts.execute("COMMIT")
+            chunk_len = chunk_lengths(self.fts, FTS_TABLE, self.n_chunks)
+            postings = _merge_postings(self.fts, chunk_len, self.settings, spill)
+        finally:
+            self.fts.close()
+        return _Tokenized(self.side, postings, self.chunk_doc.tobytes(), chunk_len.tobytes(),
                           self.chunk_ordinal.tobytes(), {
                               "indexed_documents": self.indexed, "empty_documents": self.empty,
-                              "chunks": self.n_chunks, "tokens": self.tokens,
-                              "vocabulary": len(self.vocab), "postings": postings.postings,
+                              "chunks": self.n_chunks, "tokens": int(chunk_len.sum(dtype=np.int64)),
+                              "vocabulary": len(postings.terms), "postings": postings.postings,
                               "dense_terms": int(postings.dense.sum()),
                               "content_identity": self.identity.hexdigest()})
 
 
 @dataclass(slots=True)
 class _Tokenized:
-    """What the tokenizing side hands over at the end: postings, chunk arrays (native int32
-    bytes), counts and the content identity."""
+    """What the tokenizing side hands over at the end: the side file with FTS5's index,
+    postings, chunk arrays (native int32 bytes), counts and the content identity."""
 
+    side: Path
     postings: _Postings
     chunk_doc: bytes
     chunk_len: bytes
@@ -671,36 +672,38 @@ class _Postings:
     postings: int
 
 
-def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[np.int32],
-                    settings: BuildSettings, spill: Path) -> _Postings:
-    """Each term's postings: sparse impacts + chunk ids, or a dense tf array for clamped terms."""
+def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], settings: BuildSettings,
+                    spill: Path) -> _Postings:
+    """Each term's postings from FTS5's merged index, in its key order: sparse impacts + chunk
+    ids (+ block maxima), or a dense tf array for clamped terms. Raises BuildError when the
+    positions decoded for a chunk are not its length as FTS5 recorded it (a misread index)."""
     n_rows = len(chunk_len) - 1
     norm = chunk_norms(chunk_len, settings.k1, settings.b)
     k1p1 = settings.k1 + 1.0
-    n_terms = len(terms)
-    df = np.zeros(n_terms, dtype=np.int64)
-    dense = np.zeros(n_terms, dtype=np.bool_)
-    max_impact = np.zeros(n_terms, dtype=np.float64)
+    positions = np.zeros(n_rows + 1, dtype=np.int64)  # every posting's tf, summed by chunk
+    terms: list[str] = []
+    df_parts: list[npt.NDArray[np.int64]] = []
+    dense_parts: list[npt.NDArray[np.bool_]] = []
+    max_parts: list[npt.NDArray[np.float64]] = []
     total = 0
     with open(spill, "wb") as out:
-        for pairs in runs.windows():
-            cut = np.flatnonzero(np.diff(pairs["term"])) + 1
-            starts = np.concatenate(([0], cut))
-            ends = np.concatenate((cut, [len(pairs)]))
-            term_ids = pairs["term"][starts].astype(np.int64)
+        for w in windows(fts, FTS_TABLE, positions, native=native_kernels()):
+            ends = np.cumsum(w.dfs)
+            starts = ends - w.dfs
             # IDF per term with libm's log (as FTS5 computes it), then every impact at once.
-            idfs = np.array([bm25_idf(n_rows, int(e - s)) for s, e in zip(starts, ends, strict=True)])
-            chunks = pairs["chunk"].astype("<u4")
-            tf = pairs["tf"].astype(np.float64)
-            impacts = term_impacts(np.repeat(idfs, ends - starts), tf, norm[chunks], k1p1).astype("<f8")
-            df[term_ids] = ends - starts
-            dense[term_ids] = idfs <= IDF_FLOOR
-            max_impact[term_ids] = np.maximum.reduceat(impacts, starts)
-            for s, e, is_dense in zip(starts.tolist(), ends.tolist(), (idfs <= IDF_FLOOR).tolist(),
-                                      strict=True):
-                if is_dense:
+            idfs = np.array([bm25_idf(n_rows, d) for d in w.dfs.tolist()], dtype=np.float64)
+            chunks = w.chunks.astype("<u4", copy=False)
+            impacts = term_impacts(np.repeat(idfs, w.dfs), w.tfs.astype(np.float64), norm[chunks],
+                                   k1p1).astype("<f8")
+            is_dense = idfs <= IDF_FLOOR
+            terms += w.terms
+            df_parts.append(w.dfs)
+            dense_parts.append(is_dense)
+            max_parts.append(np.maximum.reduceat(impacts, starts) if len(starts) else idfs)
+            for s, e, dense in zip(starts.tolist(), ends.tolist(), is_dense.tolist(), strict=True):
+                if dense:  # the format stores a dense term's tf as u2: saturated
                     tfs = np.zeros(n_rows + 1, dtype="<u2")
-                    tfs[chunks[s:e]] = pairs["tf"][s:e]
+                    tfs[chunks[s:e]] = np.minimum(w.tfs[s:e], 0xFFFF)
                     out.write(tfs.tobytes())
                 else:
                     out.write(impacts[s:e].tobytes())
@@ -708,10 +711,16 @@ def _merge_postings(runs: SortedRuns, terms: list[str], chunk_len: npt.NDArray[n
                     if block_count(e - s):  # block maxima: the bounds of block-max pruning
                         out.write(np.maximum.reduceat(
                             impacts[s:e], np.arange(0, e - s, BLOCK_POSTINGS)).tobytes())
-            total += len(pairs)
-    if n_terms and not df.all():  # every term was seen in some chunk, so it has postings
-        raise BuildError(f"internal error: {int((df == 0).sum())} terms without postings")
-    return _Postings(spill, df, dense, max_impact, terms, n_rows, total)
+            total += len(chunks)
+    wrong = np.flatnonzero(positions != chunk_len)
+    if len(wrong):
+        c = int(wrong[0])
+        raise BuildError(f"FTS5's index holds {int(positions[c])} positions for chunk {c}, its document "
+                         f"size says {int(chunk_len[c])}: the index was misread")
+    def joined(parts: list[Any], dtype: Any) -> Any:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    return _Postings(spill, joined(df_parts, np.int64), joined(dense_parts, np.bool_),
+                     joined(max_parts, np.float64), terms, n_rows, total)
 
 
 @contextmanager
@@ -735,7 +744,7 @@ def _pack_text(text: str) -> bytes:
 
 class _Writing:
     """The SQL side of the build: every write to the output file, in one fixed order
-    (documents and chunks in file order, FTS5's merge, postings, arrays), whichever thread
+    (documents and chunks in file order, FTS5's index, postings, arrays), whichever thread
     prepared the rows, so the file is the same bytes for any thread count.
 
     ``held``: progress is counted but not reported (a streamed build writes before the
@@ -771,9 +780,8 @@ class _Writing:
             if len(self.doc_rows) >= 256:
                 conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
                 self.doc_rows = []
-        for row in item.chunks:  # FTS5 indexes each chunk as it is written (no 'rebuild' pass)
-            conn.execute("INSERT INTO chunks VALUES(?,?,?,?,?,?)", row)
-            conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES(?,?)", (row[0], row[5]))
+        if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
+            conn.executemany("INSERT INTO chunks VALUES(?,?,?,?,?,?)", item.chunks)
         if item.doc is not None:
             packed = _pack_text(item.text) if item.packed is None else item.packed.result()
             conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))
@@ -788,13 +796,33 @@ class _Writing:
                 self.unreported = 0
 
     def end_documents(self) -> None:
-        """Write the last document rows, then merge FTS5's segments into one."""
+        """Write the last document rows."""
         self.conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
         self.doc_rows = []
         if self.progress is not None and self.unreported:
             self.progress(self.unreported)
             self.unreported = 0
-        self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+
+    def fts5(self, side: Path) -> None:
+        """Copy FTS5's merged index from the side file into the output's FTS5 table (its
+        shadow tables, row for row: the same index FTS5 would hold had the chunks been
+        inserted here), then delete the side file."""
+        src = apsw.Connection(str(side), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            version = "SELECT v FROM chunks_fts_config WHERE k = 'version'"
+            theirs, ours = src.execute(version).fetchall(), self.conn.execute(version).fetchall()
+            if theirs != ours:  # the same SQLite in both, so never; but a copied index must be readable
+                raise BuildError(f"FTS5's index format differs between the side file ({theirs}) and the "
+                                 f"output ({ours})")
+            for name, key in _FTS_SHADOW:
+                table = f"{FTS_TABLE}_{name}"
+                n_cols = len(src.execute(f"PRAGMA table_info('{table}')").fetchall())
+                self.conn.execute(f"DELETE FROM {table}")  # the empty index's own records
+                self.conn.executemany(f"INSERT INTO {table} VALUES({','.join('?' * n_cols)})",
+                                      src.execute(f"SELECT * FROM {table} ORDER BY {key}"))
+        finally:
+            src.close()
+        side.unlink()
 
     def postings(self, p: _Postings) -> None:
         """Copy the merged postings BLOBs into ``postings``/``dense_tfs``, then ``terms``."""
@@ -839,11 +867,11 @@ def _write_documents(
     prechunked: bool = False,
 ) -> dict[str, Any]:
     """Write documents, chunks, FTS5, postings and arrays from the staged input. With
-    ``settings.threads`` = 2 the tokenizing side runs in a worker process, feeding this side's
-    writes through a bounded pipe (a process, not a thread: this side makes tens of thousands
-    of short SQLite calls, and each would wait for the GIL held by a tokenizing thread); the
-    postings merge there then overlaps FTS5's optimize here. The writes are the same, in the
-    same order."""
+    ``settings.threads`` = 2 the tokenizing side (cutting, FTS5's indexing and merge, the
+    postings) runs in a worker process, feeding this side's writes through a bounded pipe (a
+    process, not a thread: this side makes tens of thousands of short SQLite calls, and each
+    would wait for the GIL held by a tokenizing thread). The writes are the same, in the same
+    order."""
     writer = _Writing(conn, progress)
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
@@ -864,7 +892,9 @@ def _write_documents(
 
 
 def _write_rest(writer: _Writing, done: _Tokenized) -> dict[str, Any]:
-    """The postings and arrays, once the documents are written; the build's counts."""
+    """FTS5's index, the postings and arrays, once the documents are written; the build's
+    counts."""
+    writer.fts5(done.side)
     writer.postings(done.postings)
     writer.arrays(done)
     return {**done.stats, "url_collisions": writer.collisions}
@@ -925,9 +955,10 @@ def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[objec
 
 def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
                     out: Connection, control: int | None = None) -> None:
-    """The worker process's side (``python -m drsearch.index._buildworker``): tokenize the
-    staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
-    the postings and send ``("result", _Tokenized)``; a failure sends ``("error", message)``.
+    """The worker process's side (``python -m drsearch.index._buildworker``): cut and index
+    the staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
+    FTS5's index, derive the postings and send ``("result", _Tokenized)``; a failure sends
+    ``("error", message)``.
     Sends block while the pipe is full: the writing side sets the pace, memory stays bounded.
     ``control``: a streamed build's wake-up pipe (see ``_Tokenizing``)."""
     try:
@@ -1051,15 +1082,15 @@ class _Worker:
             writer.write(item)
 
     def finish(self, writer: _Writing) -> _Tokenized:
-        """Write every item still to come, then FTS5's optimize while the worker merges the
-        postings; its merged postings and counts."""
+        """Write every item still to come; then the worker's FTS5 index (merged), postings
+        and counts."""
         while (msg := self.receive())[0] == "items":
             writer.pack(msg[1])
             for item in msg[1]:
                 writer.write(item)
         if msg[0] != "done":
             raise BuildError(f"internal error: the tokenizing worker sent {msg[0]!r}")
-        writer.end_documents()  # FTS5's optimize, while the worker merges the postings
+        writer.end_documents()  # while the worker merges FTS5's index and derives the postings
         kind, done = self.receive()
         if kind != "result" or not isinstance(done, _Tokenized):
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")

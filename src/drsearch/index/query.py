@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .contract import MAX_QUERY_TERMS, check_query, too_many_terms
-from .text import Tokenizer, normalize_text
+from .text import Tokenizer, indexed_term, normalize_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,8 @@ def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TER
     utf8 = text.encode("utf-8")
     seen: set[str] = set()
     terms: list[QueryTerm] = []
-    for start, end, term in tokenizer.spans(utf8, query=True):
+    for start, end, token in tokenizer.spans(utf8, query=True):
+        term = indexed_term(token)
         if term in seen:
             continue
         if len(seen) == max_terms:

@@ -44,10 +44,11 @@ from .memory import hugepage_zeros
 from .schema import BLOCK_POSTINGS, block_count
 
 # The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
-# maxima, 3 = read_blobs (the engine's page reader). A kernel built from an older _kernels.c
+# maxima, 3 = read_blobs (the engine's page reader), 4 = snippets, chunk texts and term rows,
+# 5 = fts5_doclists (the build reads its postings from FTS5's index). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 4
+KERNEL_ABI = 5
 
 
 def kernel_problem(module: object) -> str | None:

@@ -31,8 +31,8 @@ class BuildSettings(BaseModel):
     declared with: ``drsearch import`` takes it over), checked against SQLite's FTS5.
     ``chunk_words``/``chunk_stride``: DR-256's 800/700 rule. ``k1``/``b``: FTS5's fixed BM25
     parameters (recorded, not tunable: FTS5's ``bm25()`` is the oracle we must reproduce).
-    ``batch_chunks``/``run_tokens``/``threads`` shape how the build runs (memory, speed), never
-    what it writes: they are not recorded, and any values give the same bytes.
+    ``threads`` shapes how the build runs (speed), never what it writes: it is not recorded,
+    and either value gives the same bytes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,15 +42,10 @@ class BuildSettings(BaseModel):
     chunk_stride: int = Field(default=CHUNK_STRIDE, ge=1, le=100_000)
     k1: float = Field(default=1.2, ge=1.2, le=1.2, description="fixed by FTS5's bm25()")
     b: float = Field(default=0.75, ge=0.75, le=0.75, description="fixed by FTS5's bm25()")
-    batch_chunks: int = Field(default=4096, ge=1, description="chunks per sorted run of postings, at most")
-    run_tokens: int = Field(default=4_000_000, ge=1, description=(
-        "tokens per sorted run of postings, at most: a batch's postings are sorted and spilled "
-        "to disk once it holds this many tokens (bounds the build's memory; the file does not "
-        "depend on it)"))
     threads: int = Field(default=1, ge=1, le=2, description=(
-        "1: one process; 2: tokenizing runs in a worker process alongside SQLite's writes and "
-        "FTS5 (the build has two sides, so more would change nothing and is refused); the "
-        "file does not depend on it"))
+        "1: one process; 2: FTS5's indexing (tokenizing, merging, deriving the postings) runs in "
+        "a worker process alongside SQLite's writes of the rows (the build has two sides, so "
+        "more would change nothing and is refused); the file does not depend on it"))
 
     @field_validator("tokenizer")
     @classmethod

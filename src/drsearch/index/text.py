@@ -14,6 +14,9 @@ import apsw
 from .errors import InvalidInputError
 from .fts5spec import tokenize_words
 
+# FTS5_MAX_TOKEN_SIZE: FTS5 indexes (and queries) a longer token by its first 32,768 bytes.
+MAX_TOKEN_BYTES = 32768
+
 
 def normalize_text(text: str) -> str:
     """NFC-normalise; lone surrogates (unencodable in UTF-8) become '?' (queries: a build
@@ -22,6 +25,16 @@ def normalize_text(text: str) -> str:
         text = text.encode("utf-8", "replace").decode("utf-8")
         text = unicodedata.normalize("NFC", text)
     return text
+
+
+def indexed_term(term: str) -> str:
+    """A token's term as FTS5's index holds it, and so as the build's ``terms`` table does: a
+    token of more than :data:`MAX_TOKEN_BYTES` UTF-8 bytes cut there (inside a character, its
+    bytes decode as U+FFFD, as the build decodes the index's keys)."""
+    if len(term) <= MAX_TOKEN_BYTES // 4:  # at most 4 bytes a character: short enough, no encoding
+        return term
+    raw = term.encode("utf-8")
+    return term if len(raw) <= MAX_TOKEN_BYTES else raw[:MAX_TOKEN_BYTES].decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,4 +86,4 @@ class Tokenizer:
                          include_colocated=False)
 
 
-__all__ = ["Token", "Tokenizer", "normalize_text"]
+__all__ = ["MAX_TOKEN_BYTES", "Token", "Tokenizer", "indexed_term", "normalize_text"]
