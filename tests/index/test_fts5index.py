@@ -262,3 +262,13 @@ def test_a_token_longer_than_fts5_keeps_is_searched_as_fts5_searches_it(tmp_path
             oracle_ranked = [("abc"[rowid - 1], score) for rowid, score in e.fts5_rank(query)]
             assert ranked == oracle_ranked and ranked  # the cut token matches both long tokens
         assert len(e.search(long, 10).hits) == 2
+
+
+@needs_c
+def test_a_build_without_the_kernel_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python decoder and the Python chunk texts (split and join) make the same file."""
+    docs = list(read_jsonl(SAMPLE))
+    build(docs, tmp_path / "c.sqlite3", BuildSettings())
+    monkeypatch.setattr(importlib.import_module("drsearch.index.build"), "native_kernels", lambda: None)
+    build(docs, tmp_path / "py.sqlite3", BuildSettings())
+    assert (tmp_path / "c.sqlite3").read_bytes() == (tmp_path / "py.sqlite3").read_bytes()

@@ -1860,6 +1860,154 @@ done:
     return result;
 }
 
+/* ---- Chunk texts: str.split() and " ".join() without an object per word ---------------------- */
+
+/* The words of `text` as str.split() finds them (maximal runs of code points that are not
+   Py_UNICODE_ISSPACE, the test str.split() makes): their [start, end) offsets and largest code
+   point, in arrays the caller frees; -1 with a Python error. */
+static Py_ssize_t
+text_words(PyObject *text, Py_ssize_t **bounds_out, Py_UCS4 **maxes_out)
+{
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t cap = n / 2 + 1; /* a word and a separator: 2 code points at least, but one */
+    Py_ssize_t *bounds = PyMem_Malloc(sizeof *bounds * 2 * (size_t)cap);
+    Py_UCS4 *maxes = PyMem_Malloc(sizeof *maxes * (size_t)cap);
+    if (!bounds || !maxes) {
+        PyMem_Free(bounds);
+        PyMem_Free(maxes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t words = 0, i = 0;
+    while (i < n) {
+        while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            i++;
+        if (i == n)
+            break;
+        const Py_ssize_t start = i;
+        Py_UCS4 top = 0;
+        for (; i < n; i++) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(c))
+                break;
+            top = c > top ? c : top;
+        }
+        bounds[2 * words] = start;
+        bounds[2 * words + 1] = i;
+        maxes[words++] = top;
+    }
+    *bounds_out = bounds;
+    *maxes_out = maxes;
+    return words;
+}
+
+PyDoc_STRVAR(word_count_doc,
+"word_count(text) -> int\n\n"
+"len(text.split()), without making the words.");
+
+static PyObject *
+word_count(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:word_count", &text))
+        return NULL;
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t words = 0;
+    int in_word = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int space = Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)) != 0;
+        words += !space && !in_word;
+        in_word = !space;
+    }
+    return PyLong_FromSsize_t(words);
+}
+
+PyDoc_STRVAR(join_words_doc,
+"join_words(text, spans) -> list[str]\n\n"
+"For each (start, end) of `spans`, \" \".join(text.split()[start:end]): the same strings,\n"
+"without an object per word (runs of words with one space between them are copied at once).\n"
+"ValueError when a span is not within the text's words.");
+
+static PyObject *
+join_words(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text, *spans_obj, *spans = NULL, *result = NULL;
+    Py_ssize_t *bounds = NULL;
+    Py_UCS4 *maxes = NULL;
+    if (!PyArg_ParseTuple(args, "UO:join_words", &text, &spans_obj))
+        return NULL;
+    spans = PySequence_Fast(spans_obj, "spans must be a sequence");
+    if (!spans)
+        return NULL;
+    const Py_ssize_t n_words = text_words(text, &bounds, &maxes);
+    if (n_words < 0)
+        goto done;
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t n_spans = PySequence_Fast_GET_SIZE(spans);
+    result = PyList_New(n_spans);
+    if (!result)
+        goto done;
+    for (Py_ssize_t k = 0; k < n_spans; k++) {
+        Py_ssize_t ws, we;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spans, k), "nn;a span must be (start, end)", &ws, &we))
+            goto fail;
+        if (ws < 0 || we < ws || we > n_words) {
+            PyErr_Format(PyExc_ValueError, "join_words: span (%zd, %zd) is not within the text's %zd words",
+                         ws, we, n_words);
+            goto fail;
+        }
+        Py_ssize_t len = we > ws ? we - ws - 1 : 0;
+        Py_UCS4 top = 0;
+        for (Py_ssize_t w = ws; w < we; w++) {
+            len += bounds[2 * w + 1] - bounds[2 * w];
+            top = maxes[w] > top ? maxes[w] : top;
+        }
+        if (we > ws)
+            top = top > ' ' ? top : ' ';
+        PyObject *out = PyUnicode_New(len, top);
+        if (!out)
+            goto fail;
+        PyList_SET_ITEM(result, k, out);
+        const int out_kind = PyUnicode_KIND(out);
+        void *out_data = PyUnicode_DATA(out);
+        Py_ssize_t at = 0;
+        for (Py_ssize_t w = ws; w < we;) {
+            /* a run: words separated by exactly one ' ' in the text, copied as they stand */
+            Py_ssize_t last = w;
+            while (last + 1 < we && bounds[2 * (last + 1)] == bounds[2 * last + 1] + 1
+                   && PyUnicode_READ(kind, data, bounds[2 * last + 1]) == ' ')
+                last++;
+            const Py_ssize_t from = bounds[2 * w], count = bounds[2 * last + 1] - from;
+            /* Not PyUnicode_CopyCharacters: copying Latin-1 into ASCII it checks the source's
+               first `count` characters, not those copied, and refuses what fits. */
+            if (out_kind == kind)
+                memcpy((char *)out_data + at * kind, (const char *)data + from * kind, (size_t)(count * kind));
+            else
+                for (Py_ssize_t j = 0; j < count; j++)
+                    PyUnicode_WRITE(out_kind, out_data, at + j, PyUnicode_READ(kind, data, from + j));
+            at += count;
+            w = last + 1;
+            if (w < we)
+                PyUnicode_WRITE(out_kind, out_data, at++, ' ');
+        }
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    PyMem_Free(bounds);
+    PyMem_Free(maxes);
+    Py_XDECREF(spans);
+    return result;
+}
+
 PyDoc_STRVAR(fts5_doclists_doc,
 "fts5_doclists(pages, first_pgno, to_end, chunks, tfs, lengths) -> (terms, dfs, n)\n\n"
 "Every doclist of a window of FTS5 leaf pages (bytes, consecutive pages of one segment; the\n"
@@ -1956,6 +2104,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
+    {"word_count", word_count, METH_VARARGS, word_count_doc},
+    {"join_words", join_words, METH_VARARGS, join_words_doc},
     {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
     {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
@@ -1976,7 +2126,8 @@ static struct PyModuleDef module = {
 
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
-   rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings).
+   rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings), word_count and
+   join_words (its chunk texts).
    A module built from an older _kernels.c is refused, not called wrongly. */
 #define KERNELS_ABI 5
 
