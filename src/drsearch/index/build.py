@@ -690,6 +690,11 @@ class _Postings:
     postings: int
 
 
+def _joined(parts: list[Any], dtype: Any) -> Any:
+    """The windows' arrays end to end (an index without terms has none)."""
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
 # Called with each window's terms' dfs and dense flags once their BLOBs are in the spill file.
 _OnWindow = Callable[[npt.NDArray[np.int64], npt.NDArray[np.bool_]], None]
 
@@ -744,10 +749,8 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
         c = int(wrong[0])
         raise BuildError(f"FTS5's index holds {int(positions[c])} positions for chunk {c}, its document "
                          f"size says {int(chunk_len[c])}: the index was misread")
-    def joined(parts: list[Any], dtype: Any) -> Any:
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    return _Postings(spill, joined(df_parts, np.int64), joined(dense_parts, np.bool_),
-                     joined(max_parts, np.float64), terms, n_rows, total)
+    return _Postings(spill, _joined(df_parts, np.int64), _joined(dense_parts, np.bool_),
+                     _joined(max_parts, np.float64), terms, n_rows, total)
 
 
 @contextmanager
