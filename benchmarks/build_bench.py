@@ -20,6 +20,7 @@ Usage::
 
     python benchmarks/build_bench.py --docs 2000            # small run (~1 min)
     python benchmarks/build_bench.py --docs 30318 --repeat 1  # DR-256 scale
+    python benchmarks/build_bench.py --docs 121272 --vocabulary large  # 4x, ~2M rare names
 """
 
 from __future__ import annotations
@@ -82,14 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=2000, help="documents (DR-256: 30318; 4x: 121272)")
     ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
     ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
+    ap.add_argument("--vocabulary", choices=corpus_gen.VOCABULARIES, default="normal",
+                    help="corpus variant: large injects Zipf-distributed rare entity names (search_bench's)")
     ap.add_argument("--threads", type=int, default=2, help="threads for tantivy and our parallel build")
     ap.add_argument("--repeat", type=int, default=1, help="builds per configuration (median kept)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = ap.parse_args(argv)
     if args.docs < 1 or args.repeat < 1 or not 1 <= args.threads <= 2:
         ap.error("--docs and --repeat must be positive, --threads 1 or 2")
-    corpus, meta = corpus_gen.ensure_corpus(args.docs, args.seed)
-    work = corpus_gen.CACHE / f"build-bench-n{args.docs}-s{args.seed}-{args.tokenizer}"
+    vocab = corpus_gen.Vocabulary(args.vocabulary)
+    corpus, meta = corpus_gen.ensure_corpus(args.docs, args.seed, vocab=vocab)
+    work = corpus_gen.CACHE / f"build-bench-n{args.docs}-s{args.seed}-{args.tokenizer}{vocab.tag}"
     work.mkdir(parents=True, exist_ok=True)
     common = {"corpus": str(corpus), "tokenizer": args.tokenizer}
     configs = {
@@ -111,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     tv = res[f"tantivy-{args.threads}"]
     ours = res[f"ours-{args.threads}"]
     load_after = os.getloadavg()[0]
-    print(f"corpus: {args.docs} documents, {meta['chunks']} chunks ({corpus.name}); "
+    print(f"corpus: {args.docs} documents, {meta['chunks']} chunks ({corpus.name}, vocabulary "
+          f"{args.vocabulary}); "
           f"{os.cpu_count()} CPUs; repeat {args.repeat}; load average {load_before:.1f} -> {load_after:.1f}")
     print(f"{'build':<12}{'wall s':>9}{'CPU s':>9}{'peak RSS MB':>13}{'file MB':>10}")
     for name, r in res.items():
@@ -137,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'same bytes for 1 and ' + str(args.threads) + ' threads':<34}{identical!s:>8}  "
           f"{'True':<7} {'PASS' if identical else 'FAIL'}")
     if args.json:
-        print(json.dumps({"docs": args.docs, "chunks": meta["chunks"], "results": res,
+        print(json.dumps({"docs": args.docs, "chunks": meta["chunks"], "vocabulary": args.vocabulary,
+                          "results": res,
                           "identical_bytes": identical, "load_average": [load_before, load_after],
                           "ours_split": {k: split.get(k) for k in ("self_cpu_s", "worker_cpu_s")}},
                          sort_keys=True))
