@@ -77,6 +77,20 @@ fts5_positions(const unsigned char *p, Py_ssize_t n, int *run, uint32_t *tf)
     return 0;
 }
 
+/* A complete position list: rowid's posting, with its tf; why it cannot be, or NULL. */
+static inline const char *
+fts5_posting(Fts5Decode *d, int64_t rowid, uint32_t tf, int run)
+{
+    if (run)
+        return "a position list ends inside a varint";
+    if (d->n_out == d->cap)
+        return "more postings than the window's bytes allow";
+    d->chunks[d->n_out] = (uint32_t)rowid;
+    d->tfs[d->n_out++] = tf;
+    d->lengths[rowid] += tf;
+    return NULL;
+}
+
 /* Decode the window; 0, or -1 with d->err set (or a Python error from d->term). */
 static int
 fts5_decode(Fts5Decode *d)
@@ -87,6 +101,7 @@ fts5_decode(Fts5Decode *d)
     int64_t df = 0, rowid = 0;
     Py_ssize_t left = 0; /* bytes of the current position list still to come, on later pages */
     uint32_t tf = 0;
+    const char *why;
     int rc = -1;
 #define FAIL_AT(...)                                                                              \
     do {                                                                                          \
@@ -152,13 +167,8 @@ fts5_decode(Fts5Decode *d)
                     FAIL_AT("a position list runs into a term or a rowid");
                 continue;
             }
-            if (run)
-                FAIL_AT("a position list ends inside a varint");
-            if (d->n_out == d->cap)
-                FAIL_AT("more postings than the window's bytes allow");
-            d->chunks[d->n_out] = (uint32_t)rowid;
-            d->tfs[d->n_out++] = tf;
-            d->lengths[rowid] += tf;
+            if ((why = fts5_posting(d, rowid, tf, run)))
+                FAIL_AT("%s", why);
         }
         int page_rowids = 0;
         while (q < end) {
@@ -242,13 +252,8 @@ fts5_decode(Fts5Decode *d)
                 left = want - take;
                 break;
             }
-            if (run)
-                FAIL_AT("a position list ends inside a varint");
-            if (d->n_out == d->cap)
-                FAIL_AT("more postings than the window's bytes allow");
-            d->chunks[d->n_out] = (uint32_t)rowid;
-            d->tfs[d->n_out++] = tf;
-            d->lengths[rowid] += tf;
+            if ((why = fts5_posting(d, rowid, tf, run)))
+                FAIL_AT("%s", why);
         }
         if (ti < n_terms)
             FAIL_AT("the page index names a term inside a doclist");
