@@ -57,8 +57,8 @@ if TYPE_CHECKING:  # pydantic (~150 ms) only when a build runs: see _default_set
 from .urls import canonicalize_url
 
 RESERVED_FIELDS = ("docid", "url", "title", "text", "aliases")
-_OUTPUT_CACHE_KIB = 262144  # the output's page cache (256 MiB): the largest fixed part of the build's memory
-_SCRATCH_CACHE_KIB = 65536  # the staged input's page cache
+_OUTPUT_CACHE_KIB = 32768  # the output's page cache (32 MiB)
+_SCRATCH_CACHE_KIB = 16384  # the staged input's page cache
 _BATCH_ITEMS = 32  # documents per batch handed over
 _BATCH_BYTES = 8 << 20  # text per batch handed over, at most (one larger document is one batch)
 _ITEM_CHUNKS = 64  # pre-chunked chunks handed over at once
@@ -68,6 +68,7 @@ _STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (
 # pages (SQLite's default), and restarted from its start when a checkpoint has copied it all.
 _SCRATCH_WAL_PAGES = 1000
 _STAGED_READ_DOCS = 16  # documents a streamed build's worker reads per read transaction
+_TERMS_BATCH = 65536  # terms rows inserted per executemany
 FTS_TABLE = "chunks_fts"
 _FTS_INSERT = f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES(?,?)"
 # The shadow tables of the external-content FTS5 table that hold its index, with their keys
@@ -659,7 +660,7 @@ class _Tokenizing:
                           self.chunk_ordinal.tobytes(), {
                               "indexed_documents": self.indexed, "empty_documents": self.empty,
                               "chunks": self.n_chunks, "tokens": int(chunk_len.sum(dtype=np.int64)),
-                              "vocabulary": len(postings.terms), "postings": postings.postings,
+                              "vocabulary": len(postings.df), "postings": postings.postings,
                               "dense_terms": int(postings.dense.sum()),
                               "content_identity": self.identity.hexdigest()})
 
@@ -679,15 +680,37 @@ class _Tokenized:
 
 @dataclass(slots=True)
 class _Postings:
-    """The merged postings: BLOBs in ``spill`` in term id order, and the ``terms`` columns."""
+    """The merged postings: BLOBs in ``spill`` in term id order, and the ``terms`` columns:
+    the terms' UTF-8 bytes end to end in :func:`_terms_path` (``term_bytes`` each), their
+    dfs, dense flags and upper bounds. The terms stay on disk, not in a list: with millions
+    of terms a list of them (and its pickled copy in a 2-thread build's other process) is
+    hundreds of MB."""
 
     spill: Path
     df: npt.NDArray[np.int64]
     dense: npt.NDArray[np.bool_]
     max_impact: npt.NDArray[np.float64]
-    terms: list[str]
+    term_bytes: npt.NDArray[np.int64]
     n_rows: int
     postings: int
+
+    def iter_terms(self, batch: int = _TERMS_BATCH) -> Iterator[list[str]]:
+        """The terms in term id order, ``batch`` at a time."""
+        ends = np.cumsum(self.term_bytes)
+        with open(_terms_path(self.spill), "rb") as fh:
+            for s in range(0, len(ends), batch):
+                e = min(s + batch, len(ends))
+                base = int(ends[s - 1]) if s else 0
+                data = fh.read(int(ends[e - 1]) - base)
+                if len(data) != int(ends[e - 1]) - base:
+                    raise BuildError("internal error: the terms spill file ends early")
+                cuts = (ends[s:e] - base).tolist()
+                yield [data[a:b].decode("utf-8") for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+
+
+def _terms_path(spill: Path) -> Path:
+    """Where the terms of the postings spilled to ``spill`` go."""
+    return spill.with_suffix(".terms")
 
 
 def _joined(parts: list[Any], dtype: Any) -> Any:
@@ -710,12 +733,12 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
     norm = chunk_norms(chunk_len, settings.k1, settings.b)
     k1p1 = settings.k1 + 1.0
     positions = np.zeros(n_rows + 1, dtype=np.int64)  # every posting's tf, summed by chunk
-    terms: list[str] = []
+    bytes_parts: list[npt.NDArray[np.int64]] = []
     df_parts: list[npt.NDArray[np.int64]] = []
     dense_parts: list[npt.NDArray[np.bool_]] = []
     max_parts: list[npt.NDArray[np.float64]] = []
     total = 0
-    with open(spill, "wb") as out:
+    with open(spill, "wb") as out, open(_terms_path(spill), "wb") as terms_out:
         for w in windows(fts, FTS_TABLE, positions, native=native_kernels()):
             ends = np.cumsum(w.dfs)
             starts = ends - w.dfs
@@ -725,7 +748,9 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
             impacts = term_impacts(np.repeat(idfs, w.dfs), w.tfs.astype(np.float64), norm[chunks],
                                    k1p1).astype("<f8")
             is_dense = idfs <= IDF_FLOOR
-            terms += w.terms
+            encoded = [t.encode("utf-8") for t in w.terms]
+            terms_out.write(b"".join(encoded))
+            bytes_parts.append(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
             df_parts.append(w.dfs)
             dense_parts.append(is_dense)
             max_parts.append(np.maximum.reduceat(impacts, starts) if len(starts) else idfs)
@@ -750,7 +775,7 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
         raise BuildError(f"FTS5's index holds {int(positions[c])} positions for chunk {c}, its document "
                          f"size says {int(chunk_len[c])}: the index was misread")
     return _Postings(spill, _joined(df_parts, np.int64), _joined(dense_parts, np.bool_),
-                     _joined(max_parts, np.float64), terms, n_rows, total)
+                     _joined(max_parts, np.float64), _joined(bytes_parts, np.int64), n_rows, total)
 
 
 @contextmanager
@@ -868,9 +893,16 @@ class _Writing:
 
     def terms(self, p: _Postings) -> None:
         """The ``terms`` rows, once every term's postings are copied."""
-        self.conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)",
-                         zip(p.terms, range(len(p.terms)), p.df.tolist(),
-                             p.dense.astype(np.int64).tolist(), p.max_impact.tolist(), strict=True))
+        first = 0
+        for terms in p.iter_terms():  # a batch at a time: a list per column of millions is GBs
+            end = first + len(terms)
+            self.conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)",
+                                  zip(terms, range(first, end), p.df[first:end].tolist(),
+                                      p.dense[first:end].astype(np.int64).tolist(),
+                                      p.max_impact[first:end].tolist(), strict=True))
+            first = end
+        if first != len(p.df):
+            raise BuildError(f"internal error: the terms spill file holds {first} terms of {len(p.df)}")
 
     def arrays(self, t: _Tokenized) -> None:
         field_rows = ((int(i), str(d), str(u), str(ti)) for i, d, u, ti in
@@ -934,6 +966,7 @@ def _write_rest(writer: _Writing, done: _Tokenized, copied: bool = False) -> dic
     done.side.unlink()
     p.spill.unlink()
     writer.terms(p)
+    _terms_path(p.spill).unlink()
     writer.arrays(done)
     return {**done.stats, "url_collisions": writer.collisions}
 
@@ -1151,9 +1184,9 @@ class _Worker:
         kind, done = msg
         if kind != "result" or not isinstance(done, _Tokenized):
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
-        if first != len(done.postings.terms):
+        if first != len(done.postings.df):
             raise BuildError(f"internal error: the tokenizing worker sent {first} terms' postings of "
-                             f"{len(done.postings.terms)}")
+                             f"{len(done.postings.df)}")
         if self.proc is None or self.proc.wait() != 0:
             code = None if self.proc is None else self.proc.returncode
             raise BuildError(f"the tokenizing worker process exited with code {code}")

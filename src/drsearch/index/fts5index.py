@@ -29,7 +29,7 @@ STRUCTURE_ROWID = 10  # FTS5_STRUCTURE_ROWID: the record listing every level's s
 _STRUCTURE_V2 = b"\xff\x00\x00\x01"  # after the cookie: segments carry origin/tombstone fields
 _PAGE_BITS = 31  # FTS5_DATA_PAGE_B
 _SEGID_SHIFT = 37  # FTS5_DATA_PAGE_B + FTS5_DATA_HEIGHT_B + FTS5_DATA_DLI_B
-WINDOW_BYTES = 8 << 20  # leaf bytes decoded per call: bounds the build's memory, not its output
+WINDOW_BYTES = 2 << 20  # leaf bytes decoded per call: bounds the build's memory, not its output
 MAX_KEY = 65536  # _fts5.h's FTS5_MAX_KEY
 
 
