@@ -139,7 +139,7 @@ def load_queries(engine: Any, queries: Sequence[str],
     from drsearch.index.scoring import SparseTerm, bm25_idf
 
     sc = engine.scorer
-    norm, k1p1, n_rows = sc.norm, sc.k1p1, sc.n_rows
+    norm, k1p1, n_rows = sc.norms(), sc.k1p1, sc.n_rows
     db = engine._db()
     counts = {"postings": 0, "bad_numpy": 0, "bad_c": 0, "over_255": 0, "over_255_queries": 0}
     out = []
@@ -208,9 +208,9 @@ def scoring_calls(lib: ctypes.CDLL, kernels: Any, ql: QueryLists, engine: Any, k
               hold: object = None) -> tuple[Call, np.ndarray, np.ndarray]:
         rows, scores = np.zeros(k, dtype=np.int64), np.zeros(k)
         args = (mode, n, _ptrs(ql.ids), _ptrs(vals), np.array([len(a) for a in ql.ids], dtype=np.int64),
-                ql.idf, sc.norm, hold)
+                ql.idf, sc.norms(), hold)
         argv = (mode, n, args[2].ctypes.data, args[3].ctypes.data, args[4].ctypes.data, ql.idf.ctypes.data,
-                sc.norm.ctypes.data, sc.k1p1, cd.ctypes.data, k, bufs["block"].ctypes.data,
+                args[6].ctypes.data, sc.k1p1, cd.ctypes.data, k, bufs["block"].ctypes.data,
                 len(bufs["block"]), bufs["pos"].ctypes.data, ctypes.addressof(bufs["heap"]), rows.ctypes.data,
                 scores.ctypes.data,
                 bufs["dlen"].ctypes.data, bufs["gtab"].ctypes.data, bufs["n_tab"], select)
@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"block-coded rowids ({CODE_BLOCK} per block: uint32 base + uint16 offsets): "
               f"{coded_bytes / max(coded_postings, 1):.3f} B per posting for the rowid (4 today), "
               f"{bad_ids} decoded wrong")
-        dlen, gtab = g_table(sc.norm, sc.k1p1, args.table_tf)
+        dlen, gtab = g_table(sc.norms(), sc.k1p1, args.table_tf)
         tfs = np.concatenate([tf for ql in qls for tf in ql.tf16] or [np.zeros(0, np.uint16)])
         print(f"tf distribution: {np.mean(tfs == 1):.1%} of postings tf 1, "
               f"{np.mean(tfs < args.table_tf):.1%} tf < {args.table_tf} (looked up), "

@@ -102,9 +102,12 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     t3 = clock()
     kernels = getattr(e, "_kernels", None)
     if ranked and kernels is not None and hasattr(kernels, "make_hits"):
-        offsets, fields = e._doc_table().fields()
+        # (offsets, fields) in older trees; (offsets, fields, pieces or None) since the fields
+        # can stay in the file's pages
+        got = e._doc_table().fields()
+        pieces = () if len(got) < 3 or got[2] is None else (got[2],)
         kernels.make_hits(Hit, [c for c, _ in ranked], [s for _, s in ranked], e._chunk_doc,
-                          e._chunk_ordinal, offsets, fields)
+                          e._chunk_ordinal, got[0], got[1], *pieces)
     elif ranked:
         rows = np.array([c for c, _ in ranked], dtype=np.intp)
         e._doc_table().get(e._chunk_doc[rows].tolist())

@@ -1314,14 +1314,72 @@ done:
 }
 
 PyDoc_STRVAR(make_hits_doc,
-"make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields) -> list\n\n"
+"make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields[, pieces])\n"
+"-> list\n\n"
 "The ranked hits without text: for the i-th chunk rowid of `chunks` (a list of ints) and its\n"
 "score (scores[i], the same float object), hit_type((i + 1, docid, url, title, score,\n"
 "ordinal, '', '')) made as tuple.__new__(hit_type, ...) (hit_type: a tuple subclass, the\n"
 "engine's Hit). chunk_doc / chunk_ordinal: int32 per chunk rowid (index 0 unused);\n"
 "field_offsets: int64, field f of document d is fields[offs[3d + f] : offs[3d + f + 1]] in\n"
 "UTF-8 (DocTable's arrays). Raises ValueError for a rowid or document out of range, a\n"
-"document without a docid, offsets outside `fields`, or bytes that are not UTF-8.");
+"document without a docid, offsets outside `fields`, or bytes that are not UTF-8. With\n"
+"`pieces` (blob_pieces' table of the fields BLOB), `fields` is the whole file and the fields\n"
+"are read from its pages.");
+
+PyDoc_STRVAR(blob_pieces_doc,
+"blob_pieces(file, page_size, usable, root, column, rowid) -> bytes\n\n"
+"Where the BLOB in column `column` of row `rowid` (file, geometry, table as for read_blobs)\n"
+"lies in `file`: little-endian int64s, [length, bytes of the first piece, bytes of each later\n"
+"piece but the last, then each piece's offset in the file], the pieces being the value's part\n"
+"on its leaf page and on each overflow page in chain order; byte x of the value is in piece\n"
+"0 when x < first, else in piece 1 + (x - first) // per. Walks the chain once. Raises\n"
+"ValueError for a damaged file or a value that is not a BLOB.");
+
+static PyObject *
+blob_pieces(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column;
+    long long rowid;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnnL:blob_pieces", &file, &page_size, &usable, &root, &column,
+                          &rowid))
+        return NULL;
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
+        PyErr_SetString(PyExc_ValueError, "blob_pieces: invalid file geometry or table");
+        goto done;
+    }
+    DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                 (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    int64_t head[3];
+    uint64_t need = 0;
+    PageError why = db_blob_pieces(&db, (uint32_t)root, (int64_t)rowid, (int)column, head, 3, &need);
+    if (why && strcmp(why, "too small") != 0) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", rowid, why);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * need));
+    if (!result)
+        goto done;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+    if (why) {
+        uint64_t got = 0;
+        why = db_blob_pieces(&db, (uint32_t)root, (int64_t)rowid, (int)column, out, need, &got);
+        if (!why && got != need)
+            why = "overflow chain shorter than its payload";
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "row %lld: %s", rowid, why);
+            Py_CLEAR(result);
+            goto done;
+        }
+    } else {
+        memcpy(out, head, 8 * need);
+    }
+done:
+    PyBuffer_Release(&file);
+    return result;
+}
 
 /* One field of a document's (docid, url, title) as a str, or NULL with ValueError set. */
 static PyObject *
@@ -1334,16 +1392,70 @@ doc_field(const char *data, Py_ssize_t n_data, int64_t a, int64_t b)
     return PyUnicode_DecodeUTF8(data + a, (Py_ssize_t)(b - a), "strict");
 }
 
+/* The same from a BLOB left in the file's pages: `pc` is blob_pieces' table (length, first
+   piece's bytes, a middle piece's bytes, then each piece's offset in `file`). A field within
+   one piece is decoded where it lies; one across pages is gathered first. */
+static PyObject *
+paged_field(const char *file, Py_ssize_t file_len, const int64_t *pc, Py_ssize_t n_pc, int64_t a,
+            int64_t b)
+{
+    const int64_t len = pc[0], first = pc[1], per = pc[2];
+    if (a < 0 || b < a || b > len) {
+        PyErr_SetString(PyExc_ValueError, "document field offsets outside the field table");
+        return NULL;
+    }
+    char small[512], *buf = small, *dst = NULL;
+    PyObject *v = NULL;
+    int64_t at = a;
+    while (at < b) {
+        const int64_t i = at < first ? 0 : 1 + (at - first) / per;
+        const int64_t skip = at < first ? at : (at - first) % per;
+        const int64_t piece = i == 0 ? first : per;
+        const int64_t m = piece - skip < b - at ? piece - skip : b - at;
+        if (3 + i >= n_pc || pc[3 + i] < 0 || pc[3 + i] + skip + m > file_len || m <= 0) {
+            PyErr_SetString(PyExc_ValueError, "document field table pieces outside the file");
+            goto done;
+        }
+        const char *src = file + pc[3 + i] + skip;
+        if (at == a && m == b - a) /* wholly in one piece: no copy */
+            return PyUnicode_DecodeUTF8(src, (Py_ssize_t)m, "strict");
+        if (!dst) {
+            if (b - a > (int64_t)sizeof(small) && !(buf = PyMem_Malloc((size_t)(b - a))))
+                return PyErr_NoMemory();
+            dst = buf;
+        }
+        memcpy(dst, src, (size_t)m);
+        dst += m;
+        at += m;
+    }
+    v = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)(b - a), "strict");
+done:
+    if (buf != small)
+        PyMem_Free(buf);
+    return v;
+}
+
 static PyObject *
 make_hits(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *type, *chunks_obj, *scores_obj, *chunks = NULL, *scores = NULL, *out = NULL;
     PyObject *empty = NULL;
-    Py_buffer cd, co, offs, fields;
-    if (!PyArg_ParseTuple(args, "OOOy*y*y*y*:make_hits", &type, &chunks_obj, &scores_obj, &cd, &co,
-                          &offs, &fields))
+    Py_buffer cd, co, offs, fields, pieces = {0};
+    if (!PyArg_ParseTuple(args, "OOOy*y*y*y*|y*:make_hits", &type, &chunks_obj, &scores_obj, &cd,
+                          &co, &offs, &fields, &pieces))
         return NULL;
+    const int paged = pieces.obj != NULL;
+    if (paged && (check_buffer(&pieces, 8, "pieces") || pieces.len < 24)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "make_hits: pieces shorter than their header");
+        goto done;
+    }
+    const int64_t *pc = paged ? (const int64_t *)pieces.buf : NULL;
+    if (paged && pc[0] > 0 && (pc[1] <= 0 || pc[2] <= 0 || pc[1] > pc[2])) {
+        PyErr_SetString(PyExc_ValueError, "make_hits: malformed pieces header");
+        goto done;
+    }
     if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "make_hits: hit_type must be a tuple subclass");
         goto done;
@@ -1391,7 +1503,9 @@ make_hits(PyObject *self, PyObject *args)
         PyTuple_SET_ITEM(items, 0, rank);
         ok = rank != NULL;
         for (int f = 0; f < 3 && ok; f++) {
-            PyObject *v = doc_field(data, fields.len, o[3 * d + f], o[3 * d + f + 1]);
+            PyObject *v = paged ? paged_field(data, fields.len, pc, pieces.len / 8, o[3 * d + f],
+                                              o[3 * d + f + 1])
+                                : doc_field(data, fields.len, o[3 * d + f], o[3 * d + f + 1]);
             PyTuple_SET_ITEM(items, 1 + f, v);
             ok = v != NULL;
         }
@@ -1435,6 +1549,8 @@ done:
     PyBuffer_Release(&co);
     PyBuffer_Release(&offs);
     PyBuffer_Release(&fields);
+    if (pieces.obj)
+        PyBuffer_Release(&pieces);
     return out;
 }
 
@@ -2111,6 +2227,7 @@ static PyMethodDef methods[] = {
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
+    {"blob_pieces", blob_pieces, METH_VARARGS, blob_pieces_doc},
     {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
     {"find_rows", find_rows, METH_VARARGS, find_rows_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
@@ -2127,9 +2244,10 @@ static struct PyModuleDef module = {
 /* The interface version drsearch.index.scoring checks (KERNEL_ABI there): 2 = rank_maxscore
    takes block maxima; 3 = read_blobs, make_hits and
    rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings), word_count and
-   join_words (its chunk texts).
+   join_words (its chunk texts); 6 = blob_pieces and make_hits' pieces (the document fields
+   read from the file's pages).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 5
+#define KERNELS_ABI 6
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

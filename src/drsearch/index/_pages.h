@@ -275,11 +275,11 @@ db_value(const DbFile *db, uint32_t root, int64_t rowid, int column, DbValue *v)
         if (!n)
             return "record header shorter than the table's columns";
         t += n;
-        if (i < column) {
+        if (i < column) { /* skip it: its bytes by its serial type (10, 11: reserved) */
             static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
-            if (st > 9)
-                return "record column before the value is not NULL or an integer";
-            body += int_bytes[st];
+            if (st == 10 || st == 11)
+                return "record column before the value of a reserved serial type";
+            body += st >= 12 ? (st - 12) / 2 : int_bytes[st];
         }
     }
     const uint64_t len = st >= 12 ? (st - 12) / 2 : 0;
@@ -310,6 +310,69 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
     if (v.len != len)
         return "BLOB length differs from the expected length";
     return db_copy_payload(db, v.local, v.n_local, v.payload, v.ovfl, v.at, len, dst);
+}
+
+/* Where the BLOB in column `column` of row `rowid` lies in the file, as pieces: out[0] = its
+   length, out[1] = the bytes of its first piece, out[2] = the bytes of every later piece but
+   the last (a page's usable bytes less its 4-byte link), then each piece's file offset, in
+   order (out[3 + i]); piece 0 is on the leaf page (or, when the value starts past the leaf's
+   bytes, on the first overflow page holding it). The chain is walked once and every page
+   number checked. `out` has room for `cap` entries; *n_out is set to the entries used (3 +
+   pieces), or to the entries needed when `cap` is too small (and "too small" returned). */
+static PageError
+db_blob_pieces(const DbFile *db, uint32_t root, int64_t rowid, int column, int64_t *out,
+               uint64_t cap, uint64_t *n_out)
+{
+    DbValue v;
+    PageError why = db_value(db, root, rowid, column, &v);
+    if (why)
+        return why;
+    if (v.serial < 12 || v.serial % 2)
+        return "record column is not a BLOB";
+    const uint64_t per = db->usable - 4, end = v.at + v.len;
+    const uint64_t chain = v.payload > v.n_local ? (v.payload - v.n_local + per - 1) / per : 0;
+    /* pieces: the local part if the value starts there, then every overflow page j holding
+       value bytes (page j holds the payload's bytes from n_local + j * per) */
+    uint64_t n_pieces = v.at < v.n_local && v.len ? 1 : 0;
+    if (end > v.n_local) {
+        const uint64_t jf = v.at < v.n_local ? 0 : (v.at - v.n_local) / per;
+        const uint64_t jl = (end - 1 - v.n_local) / per;
+        n_pieces += jl - jf + 1;
+    }
+    *n_out = 3 + (v.len ? n_pieces : 0);
+    if (*n_out > cap)
+        return "too small";
+    out[0] = (int64_t)v.len;
+    out[2] = (int64_t)per;
+    uint64_t k = 3;
+    if (!v.len) {
+        out[1] = 0;
+        return NULL;
+    }
+    if (v.at < v.n_local) {
+        out[1] = (int64_t)((end < v.n_local ? end : v.n_local) - v.at);
+        out[k++] = (int64_t)(v.local - db->base) + (int64_t)v.at;
+    }
+    uint64_t pgno = v.ovfl, pos = v.n_local; /* payload offset of page `pgno`'s first byte */
+    for (uint64_t i = 0; i < chain && pos < end; i++) {
+        const unsigned char *page = db_page(db, pgno);
+        if (!page)
+            return "overflow page number out of range";
+        if (pos + per > v.at) { /* holds value bytes */
+            const uint64_t skip = v.at > pos ? v.at - pos : 0;
+            if (k == 3)
+                out[1] = (int64_t)((pos + per < end ? pos + per : end) - pos - skip);
+            if (k >= cap)
+                return "overflow chain longer than its payload";
+            out[k++] = (int64_t)(page - db->base) + 4 + (int64_t)skip;
+        }
+        pos += per;
+        pgno = be32(page);
+    }
+    if (pos < end)
+        return "overflow chain shorter than its payload";
+    *n_out = k;
+    return NULL;
 }
 
 /* ---- WITHOUT ROWID tables: an index b-tree searched by its first column's TEXT ------------

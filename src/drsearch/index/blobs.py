@@ -109,6 +109,11 @@ class MappedFile:
         # reports) are never part of a page; a page past the end is "out of range".
         self._pages = memoryview(self._map)[: len(self._map) // self.page_size * self.page_size]
 
+    @property
+    def pages(self) -> memoryview:
+        """The file's whole pages, read-only (released by :meth:`close`)."""
+        return self._pages
+
     def column(self, table: str, column: str) -> MappedColumn:
         """A reader of ``table.column`` (a rowid table). Raises IncompatibleIndexError when the
         table or column is missing."""
@@ -136,8 +141,8 @@ class MappedFile:
         return root, [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
 
     def close(self) -> None:
-        """Unmap (what the readers returned is a copy: nothing refers to the mapping). Safe
-        twice."""
+        """Unmap (what the readers returned is a copy: nothing refers to the mapping but
+        :attr:`pages`, which a closed engine no longer reads). Safe twice."""
         if not self._map.closed:
             # BufferError: a read still in flight in another thread; unmapped when freed then
             with contextlib.suppress(BufferError):
@@ -166,6 +171,17 @@ class MappedColumn:
                                   outs)
         except ValueError as e:
             raise IncompatibleIndexError(f"{self.table} {e}") from e
+
+    def pieces(self, rowid: int) -> bytes:
+        """Where the BLOB of row ``rowid`` lies in the file: ``_kernels.blob_pieces``' table.
+        Raises IncompatibleIndexError naming the row (missing, not a BLOB, a damaged page)."""
+        f = self.file
+        try:
+            table: bytes = f._kernels.blob_pieces(f._pages, f.page_size, f.usable, self.root,
+                                                  self.column, rowid)
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        return table
 
     def read_texts(self, rowids: Sequence[int]) -> list[str]:
         """The TEXT of each row ``rowids[i]``. Raises IncompatibleIndexError naming the row

@@ -5,12 +5,16 @@ descent and a row decode per hit, which adds up at k = 100 when the caches are c
 table holds the three fields of every document as one UTF-8 buffer with offsets (at DR-256
 scale 4.1 MB of text and 0.7 MB of offsets) and decodes only the hits asked for.
 
-The build stores the table in the ``arrays`` table (``doc_field_offsets``, ``doc_fields``),
-so opening an index loads it with one sequential BLOB read. An index without them (built
-before they existed) gets the table from the ``documents`` rows on first search instead —
-the same content, slower to load: a scattered read of every row, which on a cold page cache
-made the benchmark's fresh-process first query 1,038 ms at commit 049c6c3
-(docs/BENCHMARKS.md).
+The build stores the table in the ``arrays`` table (``doc_field_offsets``, ``doc_fields``).
+With the C kernel built, the engine leaves ``doc_fields`` where it lies, in the file's
+pages (:class:`PagedFields`: the BLOB's pieces, one per overflow page, found once at
+opening), and reads a hit's fields from there: at 4x DR-256 scale that is 16.7 MB less
+private memory in every serving process, the mapped pages being the page cache all
+processes share. Without the kernel, opening loads the BLOB with one sequential read. An
+index without the two arrays (built before they existed) gets the table from the
+``documents`` rows on first search instead — the same content, slower to load: a scattered
+read of every row, which on a cold page cache made the benchmark's fresh-process first query
+1,038 ms at commit 049c6c3 (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -26,12 +30,62 @@ _SPAN = np.arange(4, dtype=np.int64)
 _FEW = 16
 
 
+class PagedFields:
+    """A BLOB left in a mapped file's pages, sliced like ``bytes``: ``pieces`` is
+    ``_kernels.blob_pieces``' table (little-endian int64s: the length, the first piece's
+    bytes, every later piece's bytes but the last's, then each piece's offset in ``file``)."""
+
+    __slots__ = ("_file", "_first", "_len", "_offsets", "_per", "pieces")
+
+    def __init__(self, file: memoryview, pieces: bytes) -> None:
+        """Raises ValueError when the table is malformed or a piece lies outside ``file``."""
+        table = np.frombuffer(pieces, dtype="<i8")
+        if len(table) < 3:
+            raise ValueError("malformed document field pieces")
+        length, first, per = (int(x) for x in table[:3])
+        offs = table[3:]
+        if length == 0:
+            ok = len(offs) == 0
+        else:
+            ok = 0 < first <= min(per, length) and len(offs) == 1 + -(-(length - first) // per)
+        if ok and len(offs):
+            lens = np.full(len(offs), per, dtype=np.int64)
+            lens[0] = first
+            lens[-1] = length - first - per * (len(offs) - 2) if len(offs) > 1 else first
+            ok = int(offs.min()) >= 0 and int((offs + lens).max()) <= len(file)
+        if not ok:
+            raise ValueError("malformed document field pieces")
+        self._file = file
+        self.pieces = pieces
+        self._len, self._first, self._per = length, first, per
+        self._offsets = offs.tolist()
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, span: slice) -> bytes:
+        a, b, _ = span.indices(self._len)
+        out: list[bytes] = []
+        first, per = self._first, self._per
+        while a < b:
+            i, skip = (0, a) if a < first else (1 + (a - first) // per, (a - first) % per)
+            m = min((first if i == 0 else per) - skip, b - a)
+            start = self._offsets[i] + skip
+            out.append(bytes(self._file[start : start + m]))
+            a += m
+        return b"".join(out)
+
+    @property
+    def file(self) -> memoryview:
+        return self._file
+
+
 class DocTable:
     """(docid, url, title) by document rowid; a rowid without a row has an empty docid."""
 
     __slots__ = ("_data", "_offs", "_offsets", "_present")
 
-    def __init__(self, data: bytes, offsets: npt.NDArray[np.int64]) -> None:
+    def __init__(self, data: bytes | PagedFields, offsets: npt.NDArray[np.int64]) -> None:
         """From :meth:`arrays` output: field ``f`` of rowid ``d`` is
         ``data[offsets[3d + f] : offsets[3d + f + 1]]``. Raises ValueError if malformed."""
         if len(offsets) < 4 or (len(offsets) - 1) % 3 or offsets[0] != 0 \
@@ -66,13 +120,18 @@ class DocTable:
 
     def arrays(self) -> tuple[bytes, bytes]:
         """(little-endian int64 offsets, UTF-8 data): what the build stores."""
-        return self._offsets.astype("<i8").tobytes(), self._data
+        data = self._data
+        return self._offsets.astype("<i8").tobytes(), data if isinstance(data, bytes) else data[:]
 
-    def fields(self) -> tuple[npt.NDArray[np.int64], bytes]:
-        """(offsets, UTF-8 data) as held: field ``f`` of rowid ``d`` is
-        ``data[offsets[3d + f] : offsets[3d + f + 1]]`` (the C kernel's ``make_hits`` reads
-        them)."""
-        return self._offsets, self._data
+    def fields(self) -> tuple[npt.NDArray[np.int64], bytes | memoryview, bytes | None]:
+        """(offsets, UTF-8 data, None) as held, field ``f`` of rowid ``d`` being
+        ``data[offsets[3d + f] : offsets[3d + f + 1]]``; for fields left in the file's pages,
+        (offsets, the whole file, the pieces' table). The C kernel's ``make_hits`` reads
+        either."""
+        data = self._data
+        if isinstance(data, PagedFields):
+            return self._offsets, data.file, data.pieces
+        return self._offsets, data, None
 
     def __len__(self) -> int:
         return int(self._present.sum())
@@ -97,4 +156,4 @@ class DocTable:
                 for a, b, c, e in bounds]
 
 
-__all__ = ["DocTable"]
+__all__ = ["DocTable", "PagedFields"]

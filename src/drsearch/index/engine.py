@@ -28,7 +28,7 @@ import numpy.typing as npt
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
 from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
-from .doctable import DocTable
+from .doctable import DocTable, PagedFields
 from .errors import (
     BlocklistError,
     CorruptIndexError,
@@ -141,7 +141,9 @@ class Engine:
         # has none and ranks (exactly) with the per-term bounds only.
         self.block_postings: int | None = _block_postings(conn, self.meta)
         self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
-        raw, arrays = _read_arrays(conn, self.meta)
+        kernels = self._kernels = native_kernels()
+        # With the kernel, the document fields stay in the file's pages (PagedFields).
+        raw, arrays = _read_arrays(conn, self.meta, () if kernels is None else ("doc_fields",))
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
@@ -158,7 +160,6 @@ class Engine:
         # Those longer lists are copied from the file's own pages, all of a query's in one C
         # call without the GIL (blobs.MappedFile), when the kernel is built; else by blob I/O.
         # The chunks' texts of a complete search come from the pages too (read_texts).
-        kernels = self._kernels = native_kernels()
         self._file: MappedFile | None = None if kernels is None else MappedFile(path, conn, kernels)
         self._pages: MappedColumn | None = None
         self._chunk_texts: MappedColumn | None = None
@@ -173,7 +174,21 @@ class Engine:
                 raise
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
-            self._docs = DocTable(raw["doc_fields"][1], arrays["doc_field_offsets"].astype(np.int64))
+            _, data, rowid, nbytes = raw["doc_fields"]
+            fields: bytes | PagedFields
+            if data is None:
+                assert self._file is not None
+                try:
+                    fields = PagedFields(self._file.pages,
+                                         self._file.column("arrays", "data").pieces(rowid))
+                except ValueError as e:
+                    raise IncompatibleIndexError(f"damaged array 'doc_fields' ({e})") from None
+                if len(fields) != nbytes:
+                    raise IncompatibleIndexError("damaged array 'doc_fields' (its pieces hold "
+                                                 f"{len(fields)} bytes, not {nbytes})")
+            else:
+                fields = data
+            self._docs = DocTable(fields, arrays["doc_field_offsets"])
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
@@ -463,13 +478,21 @@ class Engine:
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
-        if not with_text and self._kernels is not None:  # the hits made in C (make_hits)
+        if self._kernels is not None:  # the hits made in C (make_hits)
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
-            offsets, fields = self._doc_table().fields()
-            return SearchResult(query, k, self._kernels.make_hits(
-                Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc, self._chunk_ordinal,
-                offsets, fields))
+            offsets, fields, pieces = self._doc_table().fields()
+            hits = self._kernels.make_hits(Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc,
+                                           self._chunk_ordinal, offsets, fields,
+                                           *(() if pieces is None else (pieces,)))
+            if not with_text:
+                return SearchResult(query, k, hits)
+            chunk_texts = self._texts(chunk_ids)
+            return SearchResult(query, k, [
+                Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet)
+                for (rank, docid, url, title, score, ordinal, _, _), chunk_text, snippet in zip(
+                    hits, chunk_texts, self._snippets(parsed, terms, deadline).many(chunk_texts),
+                    strict=True)])
         rows = np.array(chunk_ids, dtype=np.intp)
         docs = self._doc_table().get(self._chunk_doc[rows].tolist())
         ordinals = self._chunk_ordinal[rows].tolist()
@@ -481,14 +504,17 @@ class Engine:
                 for rank, ((_, score), (docid, url, title), ordinal) in enumerate(
                     zip(ranked, docs, ordinals, strict=True), 1)])
         chunk_texts = self._texts(chunk_ids)
-        snippets = SnippetMaker(
-            ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
-             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
-            deadline=deadline)
         return SearchResult(query, k, [
             Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet)
             for rank, ((_, score), (docid, url, title), ordinal, chunk_text, snippet) in enumerate(
-                zip(ranked, docs, ordinals, chunk_texts, snippets.many(chunk_texts), strict=True), 1)])
+                zip(ranked, docs, ordinals, chunk_texts,
+                    self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
+
+    def _snippets(self, parsed: ParsedQuery, terms: list[Term | None], deadline: float) -> SnippetMaker:
+        return SnippetMaker(
+            ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
+             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
+            deadline=deadline)
 
     def _texts(self, chunk_ids: list[int]) -> list[str]:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""
@@ -626,26 +652,32 @@ def _block_postings(conn: apsw.Connection, meta: dict[str, Any]) -> int | None:
     return value
 
 
-def _read_arrays(conn: apsw.Connection, meta: dict[str, Any]) -> tuple[
-        dict[str, tuple[str, bytes]], dict[str, npt.NDArray[Any]]]:
-    """The per-chunk arrays, each checked for its dtype, size and (chunk_doc) range.
+def _read_arrays(conn: apsw.Connection, meta: dict[str, Any], unread: tuple[str, ...] = ()) -> tuple[
+        dict[str, tuple[str, bytes | None, int, int]], dict[str, npt.NDArray[Any]]]:
+    """The per-chunk arrays, each checked for its dtype, size and (chunk_doc) range, as
+    {name: (dtype, bytes, rowid, length)} and numpy views of them. The arrays named in
+    ``unread`` are checked but not read (bytes None, no view): the caller reads them from the
+    file's pages (SQLite's length() of a BLOB column does not read its overflow pages).
 
     Raises IncompatibleIndexError naming the first bad array.
     """
-    raw: dict[str, tuple[str, bytes]] = {}
-    for name, dtype, data in conn.execute("SELECT name, dtype, data FROM arrays"):
+    raw: dict[str, tuple[str, bytes | None, int, int]] = {}
+    for name, dtype, is_blob, nbytes, rowid, data in conn.execute(
+            "SELECT name, dtype, typeof(data) = 'blob', length(data), rowid, CASE WHEN name IN "
+            "(SELECT value FROM json_each(?)) THEN NULL ELSE data END FROM arrays",
+            (json.dumps(list(unread)),)):
         if name not in _ARRAY_DTYPES:
             continue
-        if dtype != _ARRAY_DTYPES[name] or not isinstance(data, bytes):
+        if dtype != _ARRAY_DTYPES[name] or not is_blob:
             raise IncompatibleIndexError(f"damaged array {name!r} (dtype {str(dtype)[:20]!r}, "
                                          f"expected {_ARRAY_DTYPES[name]!r})")
-        if len(data) % np.dtype(dtype).itemsize:
-            raise IncompatibleIndexError(f"damaged array {name!r} ({len(data)} bytes)")
-        raw[name] = (dtype, data)
+        if nbytes % np.dtype(dtype).itemsize:
+            raise IncompatibleIndexError(f"damaged array {name!r} ({nbytes} bytes)")
+        raw[name] = (dtype, data, rowid, nbytes)
     missing = sorted(set(_ARRAY_DTYPES) - _OPTIONAL_ARRAYS - set(raw))
     if missing:
         raise IncompatibleIndexError(f"damaged or incomplete drsearch index (no array {missing[0]!r})")
-    arrays = {n: np.frombuffer(d, dtype=t) for n, (t, d) in raw.items()}
+    arrays = {n: np.frombuffer(d, dtype=t) for n, (t, d, _, _) in raw.items() if d is not None}
     rows = int(meta["chunks"]) + 1  # index 0 unused: chunk rowids start at 1
     for name in ("chunk_doc", "chunk_len", "chunk_ordinal"):
         if len(arrays[name]) != rows:

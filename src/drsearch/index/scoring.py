@@ -45,10 +45,11 @@ from .schema import BLOCK_POSTINGS, block_count
 
 # The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
 # maxima, 3 = read_blobs (the engine's page reader), 4 = snippets, chunk texts and term rows,
-# 5 = fts5_doclists (the build reads its postings from FTS5's index). A kernel built from an older _kernels.c
+# 5 = fts5_doclists (the build reads its postings from FTS5's index), 6 = blob_pieces (document
+# fields read from the file's pages). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 5
+KERNEL_ABI = 6
 
 
 def kernel_problem(module: object) -> str | None:
@@ -123,10 +124,19 @@ def bm25_idf(n_rows: int, df: int) -> float:
     return idf if idf > 0.0 else IDF_FLOOR
 
 
-def chunk_norms(chunk_len: npt.NDArray[np.int32], k1: float, b: float) -> F64:
-    """``k1 * (1 - b + b*D/avgdl)`` per chunk rowid (index 0 unused), in FTS5's operation order."""
+def mean_chunk_len(chunk_len: npt.NDArray[np.int32]) -> float:
+    """avgdl: the mean length of the chunks (rowids 1..; index 0 unused), as FTS5 takes it."""
     n_rows = len(chunk_len) - 1
-    avgdl = float(int(chunk_len.sum())) / float(n_rows) if n_rows else 1.0
+    return float(int(chunk_len.sum())) / float(n_rows) if n_rows else 1.0
+
+
+def chunk_norms(chunk_len: npt.NDArray[np.int32], k1: float, b: float,
+                avgdl: float | None = None) -> F64:
+    """``k1 * (1 - b + b*D/avgdl)`` per entry of ``chunk_len`` (per chunk rowid, index 0
+    unused, or any selection of them with the corpus' ``avgdl``), in FTS5's operation order:
+    elementwise, so a selection's norms are bitwise those of the whole array."""
+    if avgdl is None:
+        avgdl = mean_chunk_len(chunk_len)
     return k1 * ((1.0 - b) + (b * chunk_len.astype(np.float64)) / avgdl)
 
 
@@ -193,9 +203,12 @@ class Scratch:
         mem = hugepage_zeros(8 * (BLOCK_ROWS + 3 * n))
         self.block: F64 = mem[: 8 * BLOCK_ROWS].view(np.float64)  # rank_blocks' score buffer
         rest = mem[8 * BLOCK_ROWS :]
-        self.acc: F64 = rest[: 8 * n].view(np.float64)
-        self.out_chunks: I64 = rest[8 * n : 16 * n].view(np.int64)
-        self.out_scores: F64 = rest[16 * n :].view(np.float64)
+        # The collect buffers first, the numpy path's accumulator last: the C kernel writes
+        # only the buffers' first entries, so in C the accumulator's pages are never touched
+        # (a huge page straddling two arrays is resident as soon as either is written).
+        self.out_chunks: I64 = rest[: 8 * n].view(np.int64)
+        self.out_scores: F64 = rest[8 * n : 16 * n].view(np.float64)
+        self.acc: F64 = rest[16 * n :].view(np.float64)
 
 
 class Scorer:
@@ -230,7 +243,11 @@ class Scorer:
         self.chunk_doc = chunk_doc
         self._chunk_doc32 = np.ascontiguousarray(chunk_doc, dtype=np.int32)
         self.n_rows = len(chunk_len) - 1  # index 0 is unused: rowids start at 1
-        self.norm: F64 = chunk_norms(chunk_len, k1, b)
+        # The lengths, not their norms (half the bytes): only clamped-IDF (dense) terms need
+        # a norm at query time, computed for the rows they score (bitwise the same values).
+        self._chunk_len = chunk_len
+        self._avgdl = mean_chunk_len(chunk_len)
+        self.k1, self.b = k1, b
         self.k1p1 = k1 + 1.0
         # The one-term fast path's limit (:meth:`_rank_one`; 0 turns it off, as the tests
         # do to check it against the other paths).
@@ -399,8 +416,13 @@ class Scorer:
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs_at(rows, self.n_rows)).astype(np.float64)
-        norm = self.norm if rows is None else self.norm[rows]
-        return term_impacts(IDF_FLOOR, tf, norm, self.k1p1)
+        return term_impacts(IDF_FLOOR, tf, self.norms(rows), self.k1p1)
+
+    def norms(self, rows: I64 | None = None) -> F64:
+        """``k1 * (1 - b + b*D/avgdl)`` of each chunk rowid in ``rows`` (None: every rowid,
+        index 0 unused), as the build computed the impacts."""
+        lengths = self._chunk_len if rows is None else self._chunk_len[rows]
+        return chunk_norms(lengths, self.k1, self.b, self._avgdl)
 
     def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> float:
         """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order);
