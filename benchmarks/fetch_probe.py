@@ -8,6 +8,10 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 - ``one-term``: ``Scorer.rank`` of single sparse terms per df class, the C one-term pass
   (``rank_one``) against the windowed kernel (``single_term_postings = 0``), best of 7 (µs),
   both answers checked equal;
+- ``copy``: the page reader's copy of every query's sparse lists out of their overflow pages
+  (``MappedColumn.read_into``, the bytes each query's lists hold) against a flat copy of as
+  many bytes from one contiguous buffer into the same destinations: what walking the pages
+  costs above the copy itself (µs per query and GB/s, best of 4 passes over the queries);
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
   ranked search, a complete search with texts and snippets): operations per second, the
@@ -17,7 +21,7 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 Usage::
 
     python benchmarks/fetch_probe.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
-        [--probe fetch,one-term,threads] [--limit 150] [--seconds 3]
+        [--probe fetch,copy,one-term,threads] [--limit 150] [--seconds 3]
 
 ``--queries``: a JSON list of queries, or an object of classes (all are used). The index is
 opened read-only.
@@ -35,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-PROBES = ("fetch", "one-term", "threads")
+PROBES = ("fetch", "copy", "one-term", "threads")
 # df classes of the one-term probe: (lowest, highest) postings
 DF_CLASSES = [(10, 20), (200, 300), (900, 1100), (3500, 4500), (15000, 17000), (60000, 70000)]
 
@@ -106,6 +110,51 @@ def fetch_probe(e: Any, queries: Sequence[str]) -> None:
         print(f"  term rows alone: find_rows p50 {statistics.median(c) / 1e3:.1f} us, the SQL "
               f"statement (with the short lists) p50 {statistics.median(sql) / 1e3:.1f} us per query")
     e._term_rows, e._pages = term_rows, pages
+
+
+def copy_probe(e: Any, queries: Sequence[str]) -> None:
+    import numpy as np
+
+    from drsearch.index.schema import block_count
+
+    pages, term_rows = e._pages, e._term_rows
+    if pages is None or term_rows is None:
+        print("copy: not available (kernel not built)")
+        return
+    bp = e.block_postings
+    jobs: list[tuple[list[int], list[Any]]] = []
+    for q in queries:
+        rows = term_rows.find([qt.term for qt in e.parse(q).terms]) or []
+        sparse = [(tid, df) for row in rows if row is not None for tid, df, dense, _ in [row] if not dense]
+        if sparse:
+            jobs.append(([tid for tid, _ in sparse],
+                         [np.empty(12 * df + 8 * (block_count(df, bp) if bp else 0), dtype=np.uint8)
+                          for _, df in sparse]))
+    if not jobs:
+        print("copy: no query has a sparse list")
+        return
+    total = sum(o.nbytes for _, outs in jobs for o in outs)
+    flat = np.frombuffer(np.random.default_rng(1).bytes(max(sum(o.nbytes for o in outs) for _, outs in jobs)),
+                         dtype=np.uint8)
+    best = {"pages": float("inf"), "flat": float("inf")}
+    for _ in range(4):
+        t0 = time.perf_counter_ns()
+        for ids, outs in jobs:
+            pages.read_into(ids, outs)
+        t1 = time.perf_counter_ns()
+        for _, outs in jobs:
+            at = 0
+            for o in outs:
+                np.copyto(o, flat[at : at + o.nbytes])
+                at += o.nbytes
+        t2 = time.perf_counter_ns()
+        best["pages"] = min(best["pages"], t1 - t0)
+        best["flat"] = min(best["flat"], t2 - t1)
+    print(f"copy: {len(jobs)} queries, {total / len(jobs) / 1e6:.2f} MB of sparse lists per query")
+    for name, what in (("pages", "read_into from the overflow pages"), ("flat", "one contiguous buffer")):
+        print(f"  {name:<6} {best[name] / len(jobs) / 1e3:8.1f} us per query, "
+              f"{total / best[name]:5.2f} GB/s: {what}")
+    print(f"  pages / flat {best['pages'] / best['flat']:.2f}x")
 
 
 def one_term_probe(e: Any) -> None:
@@ -242,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{len(queries)} queries")
         if "fetch" in probes:
             fetch_probe(e, queries)
+        if "copy" in probes:
+            copy_probe(e, queries)
         if "one-term" in probes:
             one_term_probe(e)
         if "threads" in probes:

@@ -1,5 +1,6 @@
 """benchmarks/fetch_probe.py on the sample's index: every probe prints its rows (the readers,
-the one-term classes present, the thread runs with their ratios); bad arguments exit 2."""
+the copy against a flat copy, the one-term classes present, the thread runs with their
+ratios); bad arguments exit 2."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(stage))
         assert float(line.rsplit("ratio", 1)[1].strip().rstrip("x")) > 0, line
     assert "one-term:" in out
+    copy = [ln for ln in out.splitlines() if ln.strip().startswith(("pages ", "flat ")) and "GB/s" in ln]
+    assert len(copy) == 2 and all(float(ln.split("us per query")[0].split()[-1]) > 0 for ln in copy), out
+    assert "pages / flat" in out
 
 
 @pytest.mark.parametrize("args", [["--probe", "nope"], ["--seconds", "0"], ["--limit", "0"]])
