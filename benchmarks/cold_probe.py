@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import corpus_gen
+from search_bench import drop_from_page_cache
 
 # The child: wraps the open's and the search's steps in timers before opening anything.
 _CHILD = r"""
@@ -51,7 +51,7 @@ def add(name, t, f):
 
 t0, f0 = time.perf_counter(), faults()
 from drsearch.index import Engine
-from drsearch.index import engine as engine_mod, scoring, blobs, text, doctable, snippet
+from drsearch.index import engine as engine_mod
 add("import", time.perf_counter() - t0, faults() - f0)
 
 def timed(owner, attr, name):
@@ -91,17 +91,9 @@ print(json.dumps({"stages": stages, "hits": len(r.hits), "total_s": time.perf_co
 """
 
 
-def evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def one_run(index: Path, query: str, cold: bool) -> dict[str, Any]:
     if cold:
-        evict(index)
+        drop_from_page_cache(index)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _CHILD, str(index), query], capture_output=True,
                          text=True)

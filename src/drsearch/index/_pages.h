@@ -295,6 +295,17 @@ db_value(const DbFile *db, uint32_t root, int64_t rowid, int column, DbValue *v)
     return NULL;
 }
 
+/* Where the BLOB in column `column` of the row `rowid` of the table rooted at `root` lies
+   (db_value, and the value checked to be a BLOB). */
+static PageError
+db_blob_value(const DbFile *db, uint32_t root, int64_t rowid, int column, DbValue *v)
+{
+    PageError why = db_value(db, root, rowid, column, v);
+    if (!why && (v->serial < 12 || v->serial % 2))
+        why = "record column is not a BLOB";
+    return why;
+}
+
 /* Copy the BLOB in column `column` of the row `rowid` of the table rooted at `root` into dst,
    checking that it is exactly `len` bytes. */
 static PageError
@@ -302,11 +313,9 @@ db_read_blob(const DbFile *db, uint32_t root, int64_t rowid, int column, uint64_
              unsigned char *dst)
 {
     DbValue v;
-    PageError why = db_value(db, root, rowid, column, &v);
+    PageError why = db_blob_value(db, root, rowid, column, &v);
     if (why)
         return why;
-    if (v.serial < 12 || v.serial % 2)
-        return "record column is not a BLOB";
     if (v.len != len)
         return "BLOB length differs from the expected length";
     return db_copy_payload(db, v.local, v.n_local, v.payload, v.ovfl, v.at, len, dst);
@@ -324,11 +333,9 @@ db_blob_pieces(const DbFile *db, uint32_t root, int64_t rowid, int column, int64
                uint64_t cap, uint64_t *n_out)
 {
     DbValue v;
-    PageError why = db_value(db, root, rowid, column, &v);
+    PageError why = db_blob_value(db, root, rowid, column, &v);
     if (why)
         return why;
-    if (v.serial < 12 || v.serial % 2)
-        return "record column is not a BLOB";
     const uint64_t per = db->usable - 4, end = v.at + v.len;
     const uint64_t chain = v.payload > v.n_local ? (v.payload - v.n_local + per - 1) / per : 0;
     /* pieces: the local part if the value starts there, then every overflow page j holding
