@@ -12,6 +12,9 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
   (``MappedColumn.read_into``, the bytes each query's lists hold) against a flat copy of as
   many bytes from one contiguous buffer into the same destinations: what walking the pages
   costs above the copy itself (µs per query and GB/s, best of 4 passes over the queries);
+- ``paged``: a query's fetch and ranking with its long lists ranked where they lie in the
+  file's pages (``PagedTerm``, the default) against copied into the arena first, interleaved
+  query by query (µs), both answers checked equal;
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
   ranked search, a complete search with texts and snippets): operations per second, the
@@ -21,7 +24,7 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 Usage::
 
     python benchmarks/fetch_probe.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
-        [--probe fetch,copy,one-term,threads] [--limit 150] [--seconds 3]
+        [--probe fetch,copy,paged,one-term,threads] [--limit 150] [--seconds 3]
 
 ``--queries``: a JSON list of queries, or an object of classes (all are used). The index is
 opened read-only.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import threading
@@ -39,7 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-PROBES = ("fetch", "copy", "one-term", "threads")
+PROBES = ("fetch", "copy", "paged", "one-term", "threads")
 # df classes of the one-term probe: (lowest, highest) postings
 DF_CLASSES = [(10, 20), (200, 300), (900, 1100), (3500, 4500), (15000, 17000), (60000, 70000)]
 
@@ -155,6 +159,63 @@ def copy_probe(e: Any, queries: Sequence[str]) -> None:
         print(f"  {name:<6} {best[name] / len(jobs) / 1e3:8.1f} us per query, "
               f"{total / best[name]:5.2f} GB/s: {what}")
     print(f"  pages / flat {best['pages'] / best['flat']:.2f}x")
+
+
+def paged_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
+    """Ranking posting lists where they lie in the file's pages (the default) against copying
+    them into the arena first: each query's fetch (``Engine._postings``) and ranking
+    (``Scorer.rank``, k = 10) both ways, interleaved (a seeded random order per round and
+    which way goes first per query), each query's median of ``rounds``; both answers checked
+    equal first."""
+    parsed = [e.parse(q) for q in queries]
+    scratch, blocked, k = e._scratch(), e._blocked_chunks, 10
+    paged_bytes = e.paged_list_bytes
+    ways = {"paged": paged_bytes, "copied": 1 << 62}
+
+    def run(p: Any, limit: int) -> tuple[int, int, Any]:
+        e.paged_list_bytes = limit
+        t0 = time.perf_counter_ns()
+        terms = e._postings(p, _far())
+        t1 = time.perf_counter_ns()
+        out = e.scorer.rank(terms, k, blocked, scratch, _far())
+        return t1 - t0, time.perf_counter_ns() - t1, out
+
+    try:
+        n_paged = 0
+        for p in parsed:
+            a, b = (run(p, limit)[2] for limit in ways.values())
+            if a != b:
+                raise SystemExit(f"paged: the answers differ for {p.terms}")
+            e.paged_list_bytes = paged_bytes
+            n_paged += sum(type(t).__name__ == "PagedTerm" for t in e._postings(p, _far()))
+        rng = random.Random(1)
+        per: list[dict[str, list[int]]] = [{f"{w} {s}": [] for w in ways for s in ("fetch", "rank")}
+                                           for _ in parsed]
+        for r in range(rounds + 1):
+            order = list(range(len(parsed)))
+            rng.shuffle(order)
+            for i in order:
+                names = list(ways)
+                if rng.random() < 0.5:
+                    names.reverse()
+                for w in names:
+                    fetch, rank, _ = run(parsed[i], ways[w])
+                    if r:  # round 0 warms
+                        per[i][f"{w} fetch"].append(fetch)
+                        per[i][f"{w} rank"].append(rank)
+    finally:
+        e.paged_list_bytes = paged_bytes
+    med = {key: [statistics.median(d[key]) for d in per] for key in per[0]}
+    print(f"paged: {len(parsed)} queries, {n_paged / len(parsed):.1f} paged lists per query "
+          f"(more than {paged_bytes:,} bytes), k = {k}, median of {rounds} rounds each, interleaved")
+    total = {w: [f + r for f, r in zip(med[f"{w} fetch"], med[f"{w} rank"], strict=True)] for w in ways}
+    for w in ways:
+        print(f"  {w:<7} fetch p50 {statistics.median(med[f'{w} fetch']) / 1e3:8.1f} us, rank p50 "
+              f"{statistics.median(med[f'{w} rank']) / 1e3:8.1f} us, both p50 "
+              f"{statistics.median(total[w]) / 1e3:8.1f} us, mean {statistics.mean(total[w]) / 1e3:8.1f} us")
+    ratios = [a / b for a, b in zip(total["paged"], total["copied"], strict=True)]
+    print(f"  paged / copied (fetch + rank): median per query {statistics.median(ratios):.3f}, of the "
+          f"p50s {statistics.median(total['paged']) / statistics.median(total['copied']):.3f}")
 
 
 def one_term_probe(e: Any) -> None:
@@ -293,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             fetch_probe(e, queries)
         if "copy" in probes:
             copy_probe(e, queries)
+        if "paged" in probes:
+            paged_probe(e, queries)
         if "one-term" in probes:
             one_term_probe(e)
         if "threads" in probes:

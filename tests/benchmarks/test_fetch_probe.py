@@ -32,6 +32,9 @@ def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path
     copy = [ln for ln in out.splitlines() if ln.strip().startswith(("pages ", "flat ")) and "GB/s" in ln]
     assert len(copy) == 2 and all(float(ln.split("us per query")[0].split()[-1]) > 0 for ln in copy), out
     assert "pages / flat" in out
+    paged = [ln for ln in out.splitlines() if ln.strip().startswith(("paged ", "copied ")) and "both p50" in ln]
+    assert len(paged) == 2 and all(float(ln.split("both p50")[1].split("us")[0]) > 0 for ln in paged), out
+    assert "paged / copied (fetch + rank)" in out and "paged lists per query" in out
 
 
 @pytest.mark.parametrize("args", [["--probe", "nope"], ["--seconds", "0"], ["--limit", "0"]])

@@ -10,7 +10,11 @@ blocks of 1 to 64 postings (exact, looser, or absent for some lists), a single r
 up to 20 terms, k from 1 to 100 — must give the same ordered (chunk, score) lists on the
 block-max pruning path (rank_maxscore with block maxima), the per-term-bounds pruning path
 (rank_maxscore without, as for a version-1 file), the every-posting path (rank_blocks) and
-numpy — each without the one-term fast path — and the fast path, bit for bit.
+numpy — each without the one-term fast path — and the fast path, bit for bit. The three C
+paths run again with every sparse list left "in the file's pages" (PagedTerm): each list's
+BLOB (impacts, rowids, block maxima) cut into pieces of a random first length and 8 to 509
+bytes each (so that impacts, rowids and block maxima straddle pieces), scattered out of order
+in a buffer of random bytes, as the engine ranks lists of more than a page.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsearch.index.scoring import NATIVE_AVAILABLE, DenseTerm, Scorer, SparseTerm
+from drsearch.index.scoring import NATIVE_AVAILABLE, DenseTerm, PagedTerm, Scorer, SparseTerm
 
 pytestmark = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
 
@@ -36,6 +40,47 @@ MODES = {"blockmax": ("c-maxscore", "always", True), "maxscore": ("c-maxscore", 
          "one-term": ("c-auto", "auto", True), "one-term-numpy": ("numpy", "auto", True)}
 # The modes that keep the one-term fast path on: in C (rank_one) and in Python (numpy path).
 FAST_PATH = {"one-term", "one-term-numpy"}
+# The C modes run again on paged lists (the same lists, left in pieces of a buffer).
+PAGED = {"blockmax-paged": "blockmax", "maxscore-paged": "maxscore", "blocks-paged": "blocks",
+         "one-term-paged": "one-term"}
+
+
+def page_out(terms: list[SparseTerm | DenseTerm], seed: int, with_blocks: bool,
+             ) -> list[SparseTerm | DenseTerm | PagedTerm]:
+    """Each sparse term as a PagedTerm: its BLOB in pieces (a random first piece, then ``per``
+    bytes each) at shuffled places of one buffer of random bytes, with blob_pieces' table."""
+    rng = np.random.default_rng(seed)
+    blobs = [(t.impacts.tobytes() + t.chunks.tobytes() + (t.block_max.tobytes() if with_blocks else b""))
+             if isinstance(t, SparseTerm) else b"" for t in terms]
+    pieces: list[tuple[int, bytes]] = []  # (term, piece bytes), in BLOB order per term
+    shapes: list[tuple[int, int]] = []
+    for i, blob in enumerate(blobs):
+        if not blob:
+            shapes.append((0, 0))
+            continue
+        first = int(rng.integers(1, len(blob) + 1))
+        per = int(rng.choice([8, 12, 13, 20, 61, 64, 509]))
+        shapes.append((first, per))
+        pieces.append((i, blob[:first]))
+        pieces += [(i, blob[at : at + per]) for at in range(first, len(blob), per)]
+    order = rng.permutation(len(pieces))
+    buf = bytearray(rng.bytes(7))
+    at: dict[int, int] = {}
+    for j in order:
+        at[int(j)] = len(buf)
+        buf += pieces[j][1] + rng.bytes(int(rng.integers(0, 5)))
+    file = memoryview(bytes(buf))
+    tables: dict[int, list[int]] = {}
+    for j, (i, _) in enumerate(pieces):
+        tables.setdefault(i, []).append(at[j])
+    out: list[SparseTerm | DenseTerm | PagedTerm] = []
+    for i, t in enumerate(terms):
+        if not isinstance(t, SparseTerm):
+            out.append(t)
+            continue
+        table = np.array([len(blobs[i]), *shapes[i], *tables[i]], dtype=np.int64).tobytes()
+        out.append(PagedTerm(t.term, t.df, t.max_impact, file, table, lambda t=t: t))
+    return out
 
 
 def block_maxima(imps: Any, bp: int, loose: float) -> Any:
@@ -111,7 +156,8 @@ def make_terms(spec: list[tuple[str, Any]], with_blocks: bool = True) -> list[Sp
 @given(corpora())
 def test_every_path_ranks_identically(c: dict[str, Any]) -> None:
     results = {}
-    for mode, (kind, pruning, with_blocks) in MODES.items():
+    for mode in [*MODES, *PAGED]:
+        kind, pruning, with_blocks = MODES[PAGED.get(mode, mode)]
         scorer = Scorer(c["chunk_doc"], c["chunk_len"], native=kind != "numpy", pruning=pruning,
                         block_postings=c["block_postings"] if with_blocks else None)
         assert scorer.kind == kind
@@ -119,11 +165,15 @@ def test_every_path_ranks_identically(c: dict[str, Any]) -> None:
             scorer.single_term_postings = 0
         scratch = scorer.scratch()
         scratch.block = np.zeros(max(64, c["block_rows"]))
-        results[mode] = scorer.rank(make_terms(c["terms"], with_blocks), c["k"], c["blocked"],
-                                    scratch, 1e18)
+        terms: list[Any] = make_terms(c["terms"], with_blocks)
+        if mode in PAGED:
+            terms = page_out(terms, c["k"] + len(terms), with_blocks)
+        results[mode] = scorer.rank(terms, c["k"], c["blocked"], scratch, 1e18)
         assert not scratch.acc.any() and not scratch.block.any()  # handed back clean
     assert results["blockmax"] == results["maxscore"] == results["blocks"] == results["numpy"] \
         == results["one-term"] == results["one-term-numpy"]
+    for mode, flat in PAGED.items():
+        assert results[mode] == results[flat], mode
     ranked = results["numpy"]
     docs = [int(c["chunk_doc"][chunk]) for chunk, _ in ranked]
     assert len(docs) == len(set(docs)) <= c["k"]  # one best chunk per document

@@ -212,14 +212,181 @@ sel_finish(Sel *q)
  * The query: its lists and buffers, acquired from Python (with the GIL) and released after.
  * ------------------------------------------------------------------------------------------ */
 
+/* A posting BLOB left in the file's pages (the engine's lists: no copy), as blob_pieces
+   describes it: `len` bytes, the first `first` of them at base + off[0], then `per` bytes at
+   base + off[i] for each later piece i (the last one shorter). The BLOB is the stored list:
+   df float64 impacts, df uint32 rowids, then its block maxima; a value may straddle two
+   pieces. */
 typedef struct {
-    const uint32_t *id;   /* chunk rowids, ascending */
-    const double *im;     /* impacts */
+    const unsigned char *base;
+    const int64_t *off;
+    int64_t len, first, per;
+    double inv_per; /* 1 / per: a piece's index by a multiply (then made exact) */
+} Paged;
+
+/* The piece holding byte x (0 <= x < len, checked by the caller) of a paged BLOB: its
+   address, and in *ps, *pe the BLOB bytes [ps, pe) it holds. */
+static inline const unsigned char *
+pg_piece(const Paged *g, int64_t x, int64_t *ps, int64_t *pe)
+{
+    if (x < g->first) {
+        *ps = 0;
+        *pe = g->first;
+        return g->base + g->off[0];
+    }
+    const int64_t y = x - g->first;
+    int64_t i = (int64_t)((double)y * g->inv_per); /* floor(y / per), or one off */
+    while (i > 0 && i * g->per > y)
+        i--;
+    while ((i + 1) * g->per <= y)
+        i++;
+    *ps = g->first + i * g->per;
+    *pe = *ps + g->per < g->len ? *ps + g->per : g->len;
+    return g->base + g->off[1 + i];
+}
+
+/* The address of byte x of a paged BLOB; *left: the bytes from there to its piece's end. */
+static inline const unsigned char *
+pg_at(const Paged *g, int64_t x, int64_t *left)
+{
+    int64_t ps, pe;
+    const unsigned char *p = pg_piece(g, x, &ps, &pe);
+    *left = pe - x;
+    return p + (x - ps);
+}
+
+/* n bytes of a paged BLOB from byte x, across pieces. */
+static void
+pg_gather(const Paged *g, int64_t x, unsigned char *dst, int64_t n)
+{
+    while (n > 0) {
+        int64_t left;
+        const unsigned char *p = pg_at(g, x, &left);
+        const int64_t m = left < n ? left : n;
+        memcpy(dst, p, (size_t)m);
+        dst += m;
+        x += m;
+        n -= m;
+    }
+}
+
+static inline uint32_t
+pg_u32(const Paged *g, int64_t x)
+{
+    int64_t left;
+    const unsigned char *p = pg_at(g, x, &left);
+    uint32_t v;
+    if (__builtin_expect(left >= 4, 1)) {
+        memcpy(&v, p, 4);
+    } else {
+        unsigned char b[4];
+        pg_gather(g, x, b, 4);
+        memcpy(&v, b, 4);
+    }
+    return v;
+}
+
+static inline double
+pg_f64(const Paged *g, int64_t x)
+{
+    int64_t left;
+    const unsigned char *p = pg_at(g, x, &left);
+    double v;
+    if (__builtin_expect(left >= 8, 1)) {
+        memcpy(&v, p, 8);
+    } else {
+        unsigned char b[8];
+        pg_gather(g, x, b, 8);
+        memcpy(&v, b, 8);
+    }
+    return v;
+}
+
+/* One piece's worth of a paged list's rowids or impacts, kept by the list while the loop
+   walks it: items [lo, hi) lie whole in that piece, item p at address base + w*p (base is an
+   integer: it can point before the piece). Most reads hit it: two compares and a load. */
+typedef struct {
+    uintptr_t base;
+    Py_ssize_t lo, hi;
+} Span;
+
+/* Point s at the piece holding item p of a stream of w-byte items at BLOB offset `at`. Item p
+   itself may straddle that piece's end (it is then not in [lo, hi)). */
+static inline void
+span_load(const Paged *g, Span *s, int64_t at, int w, Py_ssize_t p)
+{
+    int64_t ps, pe;
+    const unsigned char *a = pg_piece(g, at + w * (int64_t)p, &ps, &pe);
+
+    const int64_t lo = ps <= at ? 0 : (ps - at + w - 1) / w, hi = (pe - at) / w;
+    s->lo = (Py_ssize_t)lo;
+    s->hi = (Py_ssize_t)(hi > lo ? hi : lo);
+    s->base = (uintptr_t)a + (uintptr_t)(at - ps); /* unsigned: wraps, never overflows */
+}
+
+typedef struct {
+    const uint32_t *id;   /* chunk rowids, ascending (NULL when paged) */
+    const double *im;     /* impacts (NULL when paged) */
     Py_ssize_t len;
     const unsigned char *bmax; /* block maxima (float64 at 8*j, any alignment: load_f64):
                                   the j-th >= im[j*bp .. (j+1)*bp) (NULL: none) */
     double bound;         /* >= every impact (rank_blocks: unused) */
+    const Paged *pg;      /* the list in the file's pages, or NULL: id, im and bmax above */
+    int64_t id_at, bm_at; /* paged: the BLOB offsets of its rowids and block maxima (0: none) */
+    Span sid, sim, sbm;   /* paged: the pieces of rowids, impacts and block maxima last read */
 } List;
+
+static uint32_t
+l_id_slow(List *l, Py_ssize_t p)
+{
+    span_load(l->pg, &l->sid, l->id_at, 4, p);
+    if (p >= l->sid.lo && p < l->sid.hi) {
+        uint32_t v;
+        memcpy(&v, (const void *)(l->sid.base + 4 * (uintptr_t)p), 4);
+        return v;
+    }
+    return pg_u32(l->pg, l->id_at + 4 * (int64_t)p); /* across two pieces */
+}
+
+static double
+l_im_slow(List *l, Py_ssize_t p)
+{
+    span_load(l->pg, &l->sim, 0, 8, p);
+    if (p >= l->sim.lo && p < l->sim.hi) {
+        double v;
+        memcpy(&v, (const void *)(l->sim.base + 8 * (uintptr_t)p), 8);
+        return v;
+    }
+    return pg_f64(l->pg, 8 * (int64_t)p);
+}
+
+/* A list's p-th rowid and impact, wherever it lies. */
+static inline uint32_t
+l_id(List *l, Py_ssize_t p)
+{
+    if (!l->pg)
+        return l->id[p];
+    if (__builtin_expect(p >= l->sid.lo && p < l->sid.hi, 1)) {
+        uint32_t v;
+        memcpy(&v, (const void *)(l->sid.base + 4 * (uintptr_t)p), 4);
+        return v;
+    }
+    return l_id_slow(l, p);
+}
+
+static inline double
+l_im(List *l, Py_ssize_t p)
+{
+    if (!l->pg)
+        return l->im[p];
+    if (__builtin_expect(p >= l->sim.lo && p < l->sim.hi, 1)) {
+        double v;
+        memcpy(&v, (const void *)(l->sim.base + 8 * (uintptr_t)p), 8);
+        return v;
+    }
+    return l_im_slow(l, p);
+}
+
 
 typedef struct {
     double bound;
@@ -228,10 +395,11 @@ typedef struct {
 
 typedef struct {
     /* held Python objects and buffers (released by query_release) */
-    PyObject *ids_fast, *imps_fast, *bmax_fast;
-    Py_buffer *tb; /* 3 per term: ids, impacts, block maxima */
+    PyObject *ids_fast, *imps_fast, *bmax_fast, *tables_fast;
+    Py_buffer *tb; /* 3 per term: ids, impacts, block maxima (a paged list: its table) */
     Py_ssize_t n_tb;
-    Py_buffer docs, buf, out_ids, out_scores, blocked, bounds, counts;
+    Py_buffer docs, buf, out_ids, out_scores, blocked, bounds, counts, file;
+    Paged *G; /* one per term when lists are paged */
     /* what the loop reads */
     Py_ssize_t n_terms, n, k, block, bp;
     Py_ssize_t span_max; /* the longest window (rank_maxscore: PRUNE_SPAN_MAX or _ONE) */
@@ -266,8 +434,10 @@ query_release(Query *q)
     Py_XDECREF(q->ids_fast);
     Py_XDECREF(q->imps_fast);
     Py_XDECREF(q->bmax_fast);
+    Py_XDECREF(q->tables_fast);
+    PyMem_Free(q->G);
     Py_buffer *held[] = {&q->docs, &q->buf, &q->out_ids, &q->out_scores, &q->blocked, &q->bounds,
-                         &q->counts};
+                         &q->counts, &q->file};
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
         PyBuffer_Release(held[i]); /* a no-op on a buffer never acquired (obj NULL) */
 }
@@ -276,9 +446,97 @@ static const char BAD_LIST[] = "a posting list is not ascending or holds a rowid
 
 /* Check the parsed arguments, acquire the lists and allocate the scratch. -1 with an
    exception set on error (query_release still releases what was acquired). */
+/* A List over a posting BLOB left in `file`'s pages, from blob_pieces' table `tb`. The table
+   is checked against the file (every piece within it, the pieces adding up to the BLOB's
+   length) and the length against df: 12 bytes a posting, then nothing or (with_bmax) exactly
+   its ceil(df / bp) block maxima. -1 with ValueError otherwise. */
+static int
+paged_init(Paged *g, List *l, const Py_buffer *file, const Py_buffer *tb, Py_ssize_t df,
+           int with_bmax, Py_ssize_t bp)
+{
+    if (check_buffer(tb, 8, "pieces"))
+        return -1;
+    const int64_t *pc = (const int64_t *)tb->buf;
+    const Py_ssize_t n_pieces = tb->len / 8 - 3;
+    int ok = n_pieces >= 0 && df >= 0;
+    const int64_t len = ok ? pc[0] : -1, first = ok ? pc[1] : 0, per = ok ? pc[2] : 0;
+    ok = ok && len >= 0 && per >= 1 && len <= (int64_t)1 << 40;
+    if (ok && len == 0)
+        ok = n_pieces == 0;
+    else if (ok)
+        ok = first >= 1 && first <= len && n_pieces == 1 + (len - first + per - 1) / per;
+    for (Py_ssize_t i = 0; ok && i < n_pieces; i++) {
+        const int64_t rest = len - first - (int64_t)(i - 1) * per;
+        const int64_t plen = i == 0 ? first : (per < rest ? per : rest);
+        ok = pc[3 + i] >= 0 && pc[3 + i] <= (int64_t)file->len - plen;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "pieces: not a table of a BLOB within the file");
+        return -1;
+    }
+    const int64_t extra = len - 12 * (int64_t)df, nb = extra / 8;
+    if (extra < 0 || extra % 8 || (with_bmax && nb && nb != ((int64_t)df + bp - 1) / bp)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "a paged list's BLOB is not 12 bytes a posting and its block maxima");
+        return -1;
+    }
+    g->base = (const unsigned char *)file->buf;
+    g->off = pc + 3;
+    g->len = len;
+    g->first = first;
+    g->per = per;
+    g->inv_per = 1.0 / (double)per;
+    memset(l, 0, sizeof(*l));
+    l->pg = g;
+    l->len = df;
+    l->id_at = 8 * (int64_t)df;
+    l->bm_at = with_bmax && nb ? 12 * (int64_t)df : 0;
+    return 0;
+}
+
+/* Term t's list left in the file's pages: `item` is (df, blob_pieces' table of its BLOB). */
+static int
+list_paged(Query *q, Py_ssize_t t, PyObject *item)
+{
+    Py_ssize_t df;
+    PyObject *table;
+    if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "nO;a paged list is (df, pieces)", &df, &table))
+        return -1;
+    Py_buffer *tb = &q->tb[q->n_tb];
+    if (PyObject_GetBuffer(table, tb, PyBUF_SIMPLE) < 0)
+        return -1;
+    q->n_tb++;
+    return paged_init(&q->G[t], &q->L[t], &q->file, tb, df, q->prune && q->bmax_fast, q->bp);
+}
+
+/* Term t's list as two buffers, its rowids and impacts. -1 with an exception set otherwise. */
+static int
+list_flat(Query *q, Py_ssize_t t)
+{
+    List *l = &q->L[t];
+    Py_buffer *ib = &q->tb[q->n_tb];
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->ids_fast, t), ib, PyBUF_SIMPLE) < 0)
+        return -1;
+    q->n_tb++;
+    Py_buffer *mb = &q->tb[q->n_tb];
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->imps_fast, t), mb, PyBUF_SIMPLE) < 0)
+        return -1;
+    q->n_tb++;
+    if (check_buffer(ib, 4, "chunks") || check_buffer(mb, 8, "impacts"))
+        return -1;
+    l->id = (const uint32_t *)ib->buf;
+    l->im = (const double *)mb->buf;
+    l->len = ib->len / 4;
+    if (l->len != mb->len / 8) {
+        PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
+        return -1;
+    }
+    return 0;
+}
+
 static int
 query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_seq,
-              PyObject *blocked_obj, Py_ssize_t n_rows)
+              PyObject *blocked_obj, Py_ssize_t n_rows, PyObject *paged)
 {
     q->ids_fast = PySequence_Fast(ids_seq, "chunks must be a sequence");
     q->imps_fast = PySequence_Fast(imps_seq, "impacts must be a sequence");
@@ -352,27 +610,31 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
         PyErr_NoMemory();
         return -1;
     }
-    const double *bounds = q->prune ? (const double *)q->bounds.buf : NULL;
-    for (Py_ssize_t t = 0; t < n_terms; t++) {
-        Py_buffer *ib = &q->tb[q->n_tb];
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->ids_fast, t), ib, PyBUF_SIMPLE) < 0)
+    if (paged && paged != Py_None) {
+        PyObject *file_obj, *tables;
+        if (!PyTuple_Check(paged) ||
+            !PyArg_ParseTuple(paged, "OO;paged is (file, tables)", &file_obj, &tables))
             return -1;
-        q->n_tb++;
-        Py_buffer *mb = &q->tb[q->n_tb];
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->imps_fast, t), mb, PyBUF_SIMPLE) < 0)
+        if (PyObject_GetBuffer(file_obj, &q->file, PyBUF_SIMPLE) < 0)
             return -1;
-        q->n_tb++;
-        if (check_buffer(ib, 4, "chunks") || check_buffer(mb, 8, "impacts"))
+        if (!(q->tables_fast = PySequence_Fast(tables, "paged tables must be a sequence")))
             return -1;
-        List *l = &q->L[t];
-        l->id = (const uint32_t *)ib->buf;
-        l->im = (const double *)mb->buf;
-        l->len = ib->len / 4;
-        if (l->len != mb->len / 8) {
-            PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
+        if (PySequence_Fast_GET_SIZE(q->tables_fast) != n_terms) {
+            PyErr_SetString(PyExc_ValueError, "one paged entry (or None) per term");
             return -1;
         }
-        if (l->len && (Py_ssize_t)l->id[l->len - 1] >= n) {
+        if (!(q->G = PyMem_Calloc(nt, sizeof(Paged)))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    const double *bounds = q->prune ? (const double *)q->bounds.buf : NULL;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        PyObject *pt = q->tables_fast ? PySequence_Fast_GET_ITEM(q->tables_fast, t) : Py_None;
+        List *l = &q->L[t];
+        if (pt != Py_None ? list_paged(q, t, pt) : list_flat(q, t))
+            return -1;
+        if (l->len && (Py_ssize_t)l_id(l, l->len - 1) >= n) {
             PyErr_SetString(PyExc_ValueError, BAD_LIST);
             return -1;
         }
@@ -383,7 +645,7 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
                 return -1;
             }
         }
-        if (q->prune && q->bmax_fast) {
+        if (q->prune && q->bmax_fast && !l->pg) {
             Py_buffer *xb = &q->tb[q->n_tb];
             if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->bmax_fast, t), xb, PyBUF_SIMPLE) < 0)
                 return -1;
@@ -423,12 +685,12 @@ cmp_bound(const void *x, const void *y)
 /* The first position >= p (and <= len) whose rowid is >= c (len if none): exponential then
    binary search. */
 static inline Py_ssize_t
-gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
+gallop(List *l, Py_ssize_t p, Py_ssize_t len, uint32_t c)
 {
-    if (p >= len || id[p] >= c)
+    if (p >= len || l_id(l, p) >= c)
         return p;
     Py_ssize_t lo = p, hi = p + 1, step = 1; /* id[lo] < c */
-    while (hi < len && id[hi] < c) {
+    while (hi < len && l_id(l, hi) < c) {
         lo = hi;
         step <<= 1;
         hi = lo + step;
@@ -437,7 +699,7 @@ gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
         hi = len;
     while (hi - lo > 1) { /* id[lo] < c; hi == len or id[hi] >= c */
         const Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (id[mid] < c)
+        if (l_id(l, mid) < c)
             lo = mid;
         else
             hi = mid;
@@ -449,9 +711,15 @@ gallop(const uint32_t *id, Py_ssize_t p, Py_ssize_t len, uint32_t c)
    the bitmap `bits` unless NULL. Returns 1 on a rowid outside the window (a list out of
    order). */
 static inline int
-accumulate(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi, double *acc,
+accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi,
+                 double *acc, uint64_t *bits);
+
+static inline int
+accumulate(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi, double *acc,
            uint64_t *bits)
 {
+    if (l->pg)
+        return accumulate_paged(l, a, b, lo, hi, acc, bits);
     const uint32_t *id = l->id;
     const double *im = l->im;
     if (bits) {
@@ -474,14 +742,92 @@ accumulate(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t 
     return 0;
 }
 
+/* accumulate() for a list in the file's pages: runs of postings whose rowids and impacts each
+   lie whole within one piece are added as from flat arrays (unaligned loads: memcpy); a
+   posting whose rowid or impact straddles two pieces is gathered. */
+static inline int
+accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi,
+                 double *acc, uint64_t *bits)
+{
+    Span *si = &l->sid, *sm = &l->sim;
+    Py_ssize_t p = a;
+    while (p < b) {
+        if (!(p >= si->lo && p < si->hi))
+            span_load(l->pg, si, l->id_at, 4, p);
+        if (!(p >= sm->lo && p < sm->hi))
+            span_load(l->pg, sm, 0, 8, p);
+        if (!(p >= si->lo && p < si->hi && p >= sm->lo && p < sm->hi)) {
+            const Py_ssize_t c = (Py_ssize_t)l_id(l, p); /* across two pieces */
+            if (c < lo || c >= hi)
+                return 1;
+            const Py_ssize_t off = c - lo;
+            acc[off] += l_im(l, p);
+            if (bits)
+                bits[off >> 6] |= (uint64_t)1 << (off & 63);
+            p++;
+            continue;
+        }
+        Py_ssize_t e = si->hi < sm->hi ? si->hi : sm->hi;
+        if (e > b)
+            e = b;
+        const unsigned char *pi = (const unsigned char *)(si->base + 4 * (uintptr_t)p);
+        const unsigned char *pm = (const unsigned char *)(sm->base + 8 * (uintptr_t)p);
+        const Py_ssize_t r = e - p;
+        if (bits) {
+            for (Py_ssize_t j = 0; j < r; j++) {
+                uint32_t c32;
+                double v;
+                memcpy(&c32, pi + 4 * j, 4);
+                memcpy(&v, pm + 8 * j, 8);
+                const Py_ssize_t c = (Py_ssize_t)c32;
+                if (c < lo || c >= hi)
+                    return 1;
+                const Py_ssize_t off = c - lo;
+                acc[off] += v;
+                bits[off >> 6] |= (uint64_t)1 << (off & 63);
+            }
+        } else {
+            for (Py_ssize_t j = 0; j < r; j++) {
+                uint32_t c32;
+                double v;
+                memcpy(&c32, pi + 4 * j, 4);
+                memcpy(&v, pm + 8 * j, 8);
+                const Py_ssize_t c = (Py_ssize_t)c32;
+                if (c < lo || c >= hi)
+                    return 1;
+                acc[c - lo] += v;
+            }
+        }
+        p = e;
+    }
+    return 0;
+}
+
 /* The largest block maximum over a list's postings [a, b) (a < b): its bound without stored
    block maxima. */
 static inline double
-window_max(const List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
+window_max(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
 {
+    double m = 0.0;
+    if (l->pg) {
+        if (!l->bm_at)
+            return l->bound;
+        Span *sb = &l->sbm;
+        for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++) {
+            if (!(j >= sb->lo && j < sb->hi))
+                span_load(l->pg, sb, l->bm_at, 8, j);
+            double x;
+            if (j >= sb->lo && j < sb->hi)
+                memcpy(&x, (const void *)(sb->base + 8 * (uintptr_t)j), 8);
+            else
+                x = pg_f64(l->pg, l->bm_at + 8 * (int64_t)j); /* across two pieces */
+            if (x > m)
+                m = x;
+        }
+        return m;
+    }
     if (!l->bmax)
         return l->bound;
-    double m = 0.0;
     for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++) {
         const double x = load_f64(l->bmax + 8 * j);
         if (x > m)
@@ -580,8 +926,8 @@ rank_core(Query *q, Outcome *o, const int prune)
     for (;;) {
         Py_ssize_t lo = n;
         for (Py_ssize_t t = 0; t < n_terms; t++)
-            if (ess[t] && pos[t] < L[t].len && (Py_ssize_t)L[t].id[pos[t]] < lo)
-                lo = (Py_ssize_t)L[t].id[pos[t]];
+            if (ess[t] && pos[t] < L[t].len && (Py_ssize_t)l_id(&L[t], pos[t]) < lo)
+                lo = (Py_ssize_t)l_id(&L[t], pos[t]);
         if (lo >= n)
             break;
         const Py_ssize_t hi = lo + span < n ? lo + span : n;
@@ -593,8 +939,8 @@ rank_core(Query *q, Outcome *o, const int prune)
         Py_ssize_t n_act = 0;
         double total = 0.0;
         for (Py_ssize_t t = 0; t < n_terms; t++) {
-            const Py_ssize_t a = gallop(L[t].id, pos[t], L[t].len, (uint32_t)lo);
-            const Py_ssize_t b = gallop(L[t].id, a, L[t].len, (uint32_t)hi);
+            const Py_ssize_t a = gallop(&L[t], pos[t], L[t].len, (uint32_t)lo);
+            const Py_ssize_t b = gallop(&L[t], a, L[t].len, (uint32_t)hi);
             wa[t] = rc[t] = a;
             wb[t] = pos[t] = b; /* the window's postings are done with after it */
             if (a == b)
@@ -652,14 +998,16 @@ rank_core(Query *q, Outcome *o, const int prune)
             if (!loc[t])
                 continue;
             o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
-            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
-                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
+            const Py_ssize_t last = (Py_ssize_t)l_id(&L[t], wb[t] - 1) - lo + 1;
+            if (last > top)
+                top = last;
         }
         for (Py_ssize_t j = 0; full && j < lne && !o->bad; j++) {
             const Py_ssize_t t = lord[j].term;
             o->bad = accumulate(&L[t], wa[t], wb[t], lo, hi, acc, marks);
-            if ((Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1 > top)
-                top = (Py_ssize_t)L[t].id[wb[t] - 1] - lo + 1;
+            const Py_ssize_t last = (Py_ssize_t)l_id(&L[t], wb[t] - 1) - lo + 1;
+            if (last > top)
+                top = last;
         }
         if (o->bad) {
             memset(acc, 0, sizeof(double) * (size_t)block);
@@ -687,9 +1035,9 @@ rank_core(Query *q, Outcome *o, const int prune)
             int drop = 0;                                                                         \
             for (Py_ssize_t j = full ? -1 : lne - 1; j >= 0; j--) {                               \
                 const Py_ssize_t t = lord[j].term;                                                \
-                const Py_ssize_t p = rc[t] = gallop(L[t].id, rc[t], wb[t], (uint32_t)row);        \
-                if (p < wb[t] && (int64_t)L[t].id[p] == row)                                      \
-                    vv += L[t].im[p];                                                             \
+                const Py_ssize_t p = rc[t] = gallop(&L[t], rc[t], wb[t], (uint32_t)row);          \
+                if (p < wb[t] && (int64_t)l_id(&L[t], p) == row)                                  \
+                    vv += l_im(&L[t], p);                                                         \
                 if ((vv + lpre[j]) * (1.0 + PRUNE_SLACK) < s.floor_) {                            \
                     drop = 1;                                                                     \
                     break;                                                                        \
@@ -701,9 +1049,9 @@ rank_core(Query *q, Outcome *o, const int prune)
             sc = 0.0;                                                                             \
             for (Py_ssize_t i = 0; i < n_act; i++) {                                              \
                 const Py_ssize_t t = act[i];                                                      \
-                const Py_ssize_t p = rc[t] = gallop(L[t].id, rc[t], wb[t], (uint32_t)row);        \
-                if (p < wb[t] && (int64_t)L[t].id[p] == row)                                      \
-                    sc += L[t].im[p];                                                             \
+                const Py_ssize_t p = rc[t] = gallop(&L[t], rc[t], wb[t], (uint32_t)row);          \
+                if (p < wb[t] && (int64_t)l_id(&L[t], p) == row)                                  \
+                    sc += l_im(&L[t], p);                                                         \
             }                                                                                     \
         }                                                                                         \
         if (!(sc >= s.floor_))                                                                    \
@@ -841,7 +1189,7 @@ query_run(Query *q)
 
 PyDoc_STRVAR(rank_blocks_doc,
 "rank_blocks(chunks, impacts, n_rows, blocked, chunk_doc, k, margin, buf, out_chunks,\n"
-"            out_scores, time_budget) -> (n_out, n_full, cut)\n\n"
+"            out_scores, time_budget[, paged]) -> (n_out, n_full, cut)\n\n"
 "chunks/impacts: sequences of uint32 / float64 buffers, one pair per term in phrase order\n"
 "(rowids ascending, all < n_rows + 1). buf: a float64 buffer of zeros (its length is the\n"
 "block size; handed back zeroed). Documents' chunks must be consecutive rowids.\n"
@@ -849,7 +1197,13 @@ PyDoc_STRVAR(rank_blocks_doc,
 "descending, then lower rowid). margin >= 0: writes, ascending, every chunk scoring at least\n"
 "cut - margin - 2e-9*|cut| (cut = the k-th best document's score) when k documents are\n"
 "scored. n_full: min(k, documents scored). time_budget: seconds (<= 0: none); when it runs\n"
-"out, returns (-1, 0, 0.0).");
+"out, returns (-1, 0, 0.0).\n"
+"paged (None: none): (file, tables), one table per term: None (the term's chunks/impacts\n"
+"buffers are read) or (df, pieces), its posting BLOB left in `file` (a buffer of the whole\n"
+"mapped file) as blob_pieces describes it: df float64 impacts, df uint32 rowids, then nothing\n"
+"or its block maxima; the term's chunks/impacts (and block_max) entries are then ignored.\n"
+"Every piece is checked to lie within file and the pieces to add up to 12*df bytes (+ 8 per\n"
+"block maximum): a ValueError otherwise.");
 
 static PyObject *
 rank_blocks(PyObject *self, PyObject *args)
@@ -859,11 +1213,12 @@ rank_blocks(PyObject *self, PyObject *args)
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
-    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d:rank_blocks", &ids_seq, &imps_seq, &n_rows,
+    PyObject *paged = Py_None;
+    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d|O:rank_blocks", &ids_seq, &imps_seq, &n_rows,
                           &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf, &q.out_ids,
-                          &q.out_scores, &q.budget))
+                          &q.out_scores, &q.budget, &paged))
         return NULL;
-    if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows) == 0)
+    if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows, paged) == 0)
         result = query_run(&q);
     query_release(&q);
     return result;
@@ -871,8 +1226,8 @@ rank_blocks(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(rank_maxscore_doc,
 "rank_maxscore(chunks, impacts, bounds, n_rows, blocked, chunk_doc, k, margin, buf,\n"
-"              out_chunks, out_scores, time_budget[, counts[, block_max, block_postings]])\n"
-"              -> (n_out, n_full, cut)\n\n"
+"              out_chunks, out_scores, time_budget[, counts[, block_max, block_postings\n"
+"              [, paged]]]) -> (n_out, n_full, cut)\n\n"
 "rank_blocks with exact MaxScore and block-max pruning: the same arguments plus bounds, a\n"
 "float64 buffer with one upper bound per term (>= every impact of its list), and bit for\n"
 "bit the same results. block_max (None: none): one float64 buffer per term, empty or holding\n"
@@ -880,21 +1235,23 @@ PyDoc_STRVAR(rank_maxscore_doc,
 "[j*block_postings, (j+1)*block_postings). Only the postings it visits are checked: a list\n"
 "whose last rowid is beyond the last chunk raises ValueError, as does a visited rowid out of\n"
 "order. counts: an optional int64 buffer (or None) of 2 or 3, set to (postings accumulated,\n"
-"chunks rescored[, windows skipped by their block maxima]): what pruning left.");
+"chunks rescored[, windows skipped by their block maxima]): what pruning left. paged: as\n"
+"rank_blocks' (a paged list's block maxima are its BLOB's, when block_max is not None).");
 
 static PyObject *
 rank_maxscore(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *ids_seq, *imps_seq, *blocked_obj, *counts_obj = Py_None, *bmax_obj = Py_None;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *paged = Py_None;
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
     q.prune = 1;
-    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOn:rank_maxscore", &ids_seq, &imps_seq,
+    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOnO:rank_maxscore", &ids_seq, &imps_seq,
                           &q.bounds, &n_rows, &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf,
-                          &q.out_ids, &q.out_scores, &q.budget, &counts_obj, &bmax_obj, &q.bp))
+                          &q.out_ids, &q.out_scores, &q.budget, &counts_obj, &bmax_obj, &q.bp,
+                          &paged))
         return NULL;
     if (counts_obj != Py_None &&
         PyObject_GetBuffer(counts_obj, &q.counts, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0) {
@@ -902,9 +1259,57 @@ rank_maxscore(PyObject *self, PyObject *args)
         return NULL;
     }
     if (query_prepare(&q, ids_seq, imps_seq, bmax_obj == Py_None ? NULL : bmax_obj, blocked_obj,
-                      n_rows) == 0)
+                      n_rows, paged) == 0)
         result = query_run(&q);
     query_release(&q);
+    return result;
+}
+
+PyDoc_STRVAR(paged_pick_doc,
+"paged_pick(file, df, pieces, keys, out) -> None\n\n"
+"The impacts of chunk rowids `keys` (uint32, ascending) in one posting list left in the\n"
+"file's pages (df and blob_pieces' table, as rank_blocks' paged): out[i] (float64, one per\n"
+"key) is the impact of keys[i], or 0.0 when the list does not hold it. What the exact\n"
+"rescoring beside clamped terms needs of a paged list, without copying it. Raises ValueError\n"
+"for a table that is not within the file or keys not ascending.");
+
+static PyObject *
+paged_pick(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file, table, keys, out;
+    Py_ssize_t df;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*y*w*:paged_pick", &file, &df, &table, &keys, &out))
+        return NULL;
+    Paged g;
+    List l;
+    if (check_buffer(&keys, 4, "keys") || check_buffer(&out, 8, "out") ||
+        paged_init(&g, &l, &file, &table, df, 0, 1) < 0)
+        goto done;
+    const Py_ssize_t n = keys.len / 4;
+    if (out.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "paged_pick: one output per key");
+        goto done;
+    }
+    const uint32_t *key = (const uint32_t *)keys.buf;
+    double *o = (double *)out.buf;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i && key[i] <= key[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "paged_pick: keys not ascending");
+            goto done;
+        }
+        p = gallop(&l, p, l.len, key[i]);
+        o[i] = p < l.len && l_id(&l, p) == key[i] ? l_im(&l, p) : 0.0;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&file);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&out);
     return result;
 }
 
@@ -2226,6 +2631,7 @@ static PyMethodDef methods[] = {
     {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
+    {"paged_pick", paged_pick, METH_VARARGS, paged_pick_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
     {"blob_pieces", blob_pieces, METH_VARARGS, blob_pieces_doc},
     {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
@@ -2245,9 +2651,10 @@ static struct PyModuleDef module = {
    takes block maxima; 3 = read_blobs, make_hits and
    rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings), word_count and
    join_words (its chunk texts); 6 = blob_pieces and make_hits' pieces (the document fields
-   read from the file's pages).
+   read from the file's pages); 7 = rank_blocks' and rank_maxscore's `paged` and paged_pick
+   (posting lists ranked where they lie in the file's pages).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 6
+#define KERNELS_ABI 7
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

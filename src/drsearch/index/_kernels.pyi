@@ -7,17 +7,26 @@ import numpy.typing as npt
 
 ABI: int
 
-def rank_blocks(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]], n_rows: int,
-                blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int, margin: float,
-                buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
-                time_budget: float, /) -> tuple[int, int, float]: ...
+# paged: (the mapped file, per term None or (df, blob_pieces' table of its posting BLOB)); a
+# paged term's chunks/impacts/block_max entries are None.
+Paged = tuple[Any, Sequence[tuple[int, bytes] | None]]
 
-def rank_maxscore(chunks: Sequence[npt.NDArray[Any]], impacts: Sequence[npt.NDArray[Any]],
+def paged_pick(file: Any, df: int, pieces: bytes, keys: npt.NDArray[Any], out: npt.NDArray[Any],
+               /) -> None: ...
+
+def rank_blocks(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt.NDArray[Any] | None],
+                n_rows: int, blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
+                margin: float, buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any],
+                out_scores: npt.NDArray[Any], time_budget: float, paged: Paged | None = ...,
+                /) -> tuple[int, int, float]: ...
+
+def rank_maxscore(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt.NDArray[Any] | None],
                   bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
                   chunk_doc: npt.NDArray[Any], k: int, margin: float, buf: npt.NDArray[Any],
                   out_chunks: npt.NDArray[Any], out_scores: npt.NDArray[Any],
                   time_budget: float, counts: npt.NDArray[Any] | None = ...,
-                  block_max: Sequence[npt.NDArray[Any]] | None = ..., block_postings: int = ...,
+                  block_max: Sequence[npt.NDArray[Any] | None] | None = ...,
+                  block_postings: int = ..., paged: Paged | None = ...,
                   /) -> tuple[int, int, float]: ...
 
 def read_blobs(file: Any, page_size: int, usable: int, root: int, column: int,

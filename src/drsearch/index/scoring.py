@@ -46,10 +46,11 @@ from .schema import BLOCK_POSTINGS, block_count
 # The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
 # maxima, 3 = read_blobs (the engine's page reader), 4 = snippets, chunk texts and term rows,
 # 5 = fts5_doclists (the build reads its postings from FTS5's index), 6 = blob_pieces (document
-# fields read from the file's pages). A kernel built from an older _kernels.c
+# fields read from the file's pages), 7 = the ranking kernels' `paged` lists (posting lists
+# ranked where they lie in the file's pages). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 6
+KERNEL_ABI = 7
 
 
 def kernel_problem(module: object) -> str | None:
@@ -159,6 +160,23 @@ class SparseTerm:
     block_max: F64 = field(default_factory=lambda: _NO_BLOCKS)
 
 
+@dataclass(frozen=True, slots=True)
+class PagedTerm:
+    """A sparse query term whose posting list stays in the index file's pages: the C kernel
+    ranks it where it lies, with no copy. ``pieces`` is ``_kernels.blob_pieces``' table of
+    its posting BLOB (df impacts, df rowids, its block maxima) in ``file`` (the mapped file's
+    whole pages); ``read()`` returns it as a :class:`SparseTerm` (copied once per query) for
+    the paths that need arrays: numpy, the exact rescoring beside clamped terms, the one-term
+    pass."""
+
+    term: str
+    df: int
+    max_impact: float
+    file: memoryview
+    pieces: bytes
+    read: Callable[[], SparseTerm]
+
+
 @dataclass(slots=True)
 class DenseTerm:
     """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed.
@@ -189,7 +207,13 @@ class DenseTerm:
         return self.tfs[rows]
 
 
-Term = SparseTerm | DenseTerm
+Term = SparseTerm | PagedTerm | DenseTerm
+ListTerm = SparseTerm | PagedTerm  # a term with a posting list (not clamped)
+
+
+def _arrays(t: Term) -> SparseTerm | DenseTerm:
+    """A paged term read into arrays; any other term as it is."""
+    return t.read() if isinstance(t, PagedTerm) else t
 
 
 class Scratch:
@@ -255,6 +279,11 @@ class Scorer:
         self._chunk_doc_view = self._chunk_doc32.data.cast("B").cast("i")
 
     @property
+    def native(self) -> bool:
+        """Whether the C kernel ranks (and so takes :class:`PagedTerm` lists as they lie)."""
+        return self._native
+
+    @property
     def kind(self) -> str:
         """Which ranking path runs: ``c-auto`` (the C kernel, with exact pruning where it
         pays), ``c-maxscore`` (always pruning), ``c-blocks`` (every posting) or ``numpy``."""
@@ -279,11 +308,19 @@ class Scorer:
             return []
         if len(present) == 1:
             one = present[0]
-            if isinstance(one, SparseTerm) and len(one.chunks) <= self.single_term_postings:
+            if isinstance(one, SparseTerm | PagedTerm) and one.df <= self.single_term_postings:
+                one = _arrays(one)
+                assert isinstance(one, SparseTerm)
                 return self._rank_one(one, k, blocked)
-        sparse = [t for t in present if isinstance(t, SparseTerm)]
         if self._native:
-            return self._rank_native(present, sparse, k, blocked, scratch, deadline)
+            lists = [t for t in present if isinstance(t, SparseTerm | PagedTerm)]
+            return self._rank_native(present, lists, k, blocked, scratch, deadline)
+        return self._rank_numpy([_arrays(t) for t in present], k, blocked, scratch, deadline)
+
+    def _rank_numpy(self, present: Sequence[SparseTerm | DenseTerm], k: int, blocked: Bools | None,
+                    scratch: Scratch, deadline: float) -> list[tuple[int, float]]:
+        """:meth:`rank` in numpy: the whole-corpus accumulator."""
+        sparse = [t for t in present if isinstance(t, SparseTerm)]
         acc = scratch.acc
         try:
             if sparse:
@@ -308,51 +345,64 @@ class Scorer:
         finally:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
 
-    def _rank_native(self, present: Sequence[Term], sparse: Sequence[SparseTerm], k: int,
+    def _rank_native(self, present: Sequence[Term], sparse: Sequence[ListTerm], k: int,
                      blocked: Bools | None, scratch: Scratch,
                      deadline: float) -> list[tuple[int, float]]:
         """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
-        or ``rank_blocks``)."""
+        or ``rank_blocks``), paged lists read where they lie."""
         out_c, out_s = scratch.out_chunks, scratch.out_scores
         if len(sparse) == len(present):  # the usual case: the lists as stored, in one pass
-            n, _, _ = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
-                                [t.max_impact for t in sparse], [t.block_max for t in sparse],
-                                k, -1.0, blocked, scratch, deadline)
+            n, _, _ = self._run(sparse, k, -1.0, blocked, scratch, deadline)
             return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
         if sparse:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = self._run([t.chunks for t in sparse], [t.impacts for t in sparse],
-                                       [t.max_impact for t in sparse], [t.block_max for t in sparse],
-                                       k, bound, blocked, scratch, deadline)
+            n, n_full, cut = self._run(sparse, k, bound, blocked, scratch, deadline)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
                 cand = out_c[:n].copy()
                 return self._finish(cand, self._rescore(cand, present), k)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
-        lists = [self._postings_of(t) for t in present]
-        n, _, _ = self._run([t[0] for t in lists], [t[1] for t in lists], [t[2] for t in lists],
-                            [t[3] for t in lists], k, -1.0, blocked, scratch, deadline)
+        lists = [t if isinstance(t, PagedTerm) else self._as_list(t) for t in present]
+        n, _, _ = self._run(lists, k, -1.0, blocked, scratch, deadline)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
 
-    def _run(self, chunks: list[npt.NDArray[np.uint32]], impacts: list[F64], bounds: list[float],
-             block_max: list[F64], k: int, margin: float, blocked: Bools | None, scratch: Scratch,
-             deadline: float) -> tuple[int, int, float]:
+    def _run(self, lists: Sequence[ListTerm], k: int, margin: float, blocked: Bools | None,
+             scratch: Scratch, deadline: float) -> tuple[int, int, float]:
         """One kernel call over these lists (phrase order): (chunks out, of them the k best
         documents' own, the k-th document's score). Raises QueryTimeoutError."""
         assert _kernels is not None
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
-        if self._prunes(chunks, k):
+        chunks: list[npt.NDArray[np.uint32] | None] = []
+        impacts: list[F64 | None] = []
+        block_max: list[F64 | None] = []
+        tables: list[tuple[int, bytes] | None] = []
+        file = None
+        for t in lists:
+            if isinstance(t, PagedTerm):
+                chunks.append(None)
+                impacts.append(None)
+                block_max.append(None)
+                tables.append((t.df, t.pieces))
+                file = t.file
+            else:
+                chunks.append(t.chunks)
+                impacts.append(t.impacts)
+                block_max.append(t.block_max)
+                tables.append(None)
+        paged = None if file is None else (file, tables)
+        if self._prunes(sum(t.df for t in lists), k):
+            bounds = np.array([t.max_impact for t in lists], dtype=np.float64)
             n, n_full, cut = _kernels.rank_maxscore(
-                chunks, impacts, np.array(bounds, dtype=np.float64), self.n_rows, blocked,
-                self._chunk_doc32, k, margin, scratch.block, scratch.out_chunks, scratch.out_scores,
-                budget, None, block_max if self.block_postings else None, self.block_postings or 0)
+                chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
+                scratch.block, scratch.out_chunks, scratch.out_scores, budget, None,
+                block_max if self.block_postings else None, self.block_postings or 0, paged)
         else:
             n, n_full, cut = _kernels.rank_blocks(
                 chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
-                scratch.out_chunks, scratch.out_scores, budget)
+                scratch.out_chunks, scratch.out_scores, budget, paged)
         if n < 0:
             raise QueryTimeoutError("query ran past its time limit")
         return n, n_full, cut
@@ -389,7 +439,14 @@ class Scorer:
                 break
         return out
 
-    def _postings_of(self, t: Term) -> Lists:
+    def _as_list(self, t: SparseTerm | DenseTerm) -> SparseTerm:
+        """A term's postings as a sparse list (a dense term's non-zero rows)."""
+        if isinstance(t, SparseTerm):
+            return t
+        rows, impacts, top, block_max = self._postings_of(t)
+        return SparseTerm(t.term, len(rows), rows, impacts, top, block_max)
+
+    def _postings_of(self, t: SparseTerm | DenseTerm) -> Lists:
         """A term as (ascending chunk rowids, impacts, their maximum, block maxima); a dense
         term's zero-tf chunks add exactly +0.0, so leaving them out changes no sum."""
         if isinstance(t, SparseTerm):
@@ -402,7 +459,7 @@ class Scorer:
             block_max = np.maximum.reduceat(nonzero, np.arange(0, len(rows), self.block_postings))
         return rows.astype(np.uint32), nonzero, float(impacts.max(initial=0.0)), block_max
 
-    def _prunes(self, chunks: Sequence[npt.NDArray[np.uint32]], k: int) -> bool:
+    def _prunes(self, n_postings: int, k: int) -> bool:
         """Whether this query runs on the pruning kernel (``rank_maxscore``): always when its
         postings are fewer than a quarter of the chunks (its cost then follows them), and
         with block maxima also for k <= PRUNE_ALL_K in a corpus of at least PRUNE_ALL_ROWS
@@ -412,7 +469,7 @@ class Scorer:
             return self._pruning == "always"
         if self.block_postings and k <= PRUNE_ALL_K and self.n_rows >= PRUNE_ALL_ROWS:
             return True
-        return 4 * sum(len(c) for c in chunks) < self.n_rows
+        return 4 * n_postings < self.n_rows
 
     def _dense_impacts(self, t: DenseTerm, rows: I64 | None = None) -> F64:
         tf = (t.tfs if rows is None else t.tfs_at(rows, self.n_rows)).astype(np.float64)
@@ -424,7 +481,7 @@ class Scorer:
         lengths = self._chunk_len if rows is None else self._chunk_len[rows]
         return chunk_norms(lengths, self.k1, self.b, self._avgdl)
 
-    def _accumulate(self, terms: Sequence[Term], acc: F64, deadline: float) -> float:
+    def _accumulate(self, terms: Sequence[SparseTerm | DenseTerm], acc: F64, deadline: float) -> float:
         """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order);
         returns the largest score."""
         for t in terms:
@@ -481,13 +538,18 @@ class Scorer:
             m = min(m_all, m * 4)
 
     def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
-        """Exact scores of candidate chunks: every term, in phrase order."""
+        """Exact scores of candidate chunks (ascending): every term, in phrase order."""
         out = np.zeros(len(cand), dtype=np.float64)
         # The lists' own dtype: searching uint32 rowids for int64 keys would first convert
         # the whole list (a copy of every posting's rowid, per term).
         keys = cand.astype(np.uint32)
+        picked = np.empty(len(cand), dtype=np.float64)
         for t in terms:
-            if isinstance(t, SparseTerm):
+            if isinstance(t, PagedTerm):  # picked where the list lies (absent: +0.0, exact)
+                assert _kernels is not None
+                _kernels.paged_pick(t.file, t.df, t.pieces, keys, picked)
+                out += picked
+            elif isinstance(t, SparseTerm):
                 pos = np.minimum(np.searchsorted(t.chunks, keys), len(t.chunks) - 1)
                 out += np.where(t.chunks[pos] == keys, t.impacts[pos], 0.0)
             else:
@@ -502,5 +564,5 @@ class Scorer:
         return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
 
 
-__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "Pruning", "Scorer", "Scratch",
-           "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]
+__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "ListTerm", "PagedTerm", "Pruning",
+           "Scorer", "Scratch", "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]
