@@ -1,7 +1,8 @@
 """Three probes behind docs/ENGINE.md's "Reading posting lists", "Threads" and "One-term fast
 path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 
-- ``fetch``: one query's term rows and posting lists (``Engine._postings``) three ways: all
+- ``fetch``: one query's term rows and posting lists (``Engine._postings``, every list copied:
+  none left in the pages) three ways: all
   from the file's pages (``_kernels.find_rows`` + ``read_blobs``), the term rows by SQL with
   the page reader for long lists, and the blob API; interleaved query by query (µs); then
   the term rows alone, ``find_rows`` against the SQL statement;
@@ -62,6 +63,8 @@ def _far() -> float:
 def fetch_probe(e: Any, queries: Sequence[str]) -> None:
     parsed = [e.parse(q) for q in queries]
     pages, term_rows = e._pages, e._term_rows
+    # The readers copy every list here (none left in the pages: that is --probe paged).
+    paged_bytes, e.paged_list_bytes = e.paged_list_bytes, 1 << 62
     postings = sum(t.df for p in parsed for t in e._postings(p, _far()) if t is not None
                    and hasattr(t, "chunks"))
     print(f"fetch: {len(parsed)} queries, {postings / len(parsed):,.0f} sparse postings per query")
@@ -114,6 +117,7 @@ def fetch_probe(e: Any, queries: Sequence[str]) -> None:
         print(f"  term rows alone: find_rows p50 {statistics.median(c) / 1e3:.1f} us, the SQL "
               f"statement (with the short lists) p50 {statistics.median(sql) / 1e3:.1f} us per query")
     e._term_rows, e._pages = term_rows, pages
+    e.paged_list_bytes = paged_bytes
 
 
 def copy_probe(e: Any, queries: Sequence[str]) -> None:

@@ -430,6 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from drsearch.index import _kernels as kernels  # type: ignore[attr-defined]
 
     with tempfile.TemporaryDirectory() as tmp, Engine.open(args.index) as engine:
+        engine.paged_list_bytes = 1 << 62  # every sparse list as arrays (SparseTerm), none left paged
         lib = compile_probe(Path(tmp))
         if args.inline_postings is not None:
             engine.inline_postings = args.inline_postings

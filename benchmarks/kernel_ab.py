@@ -83,6 +83,7 @@ def read_lists(index: Path, queries: Sequence[str], replicate: int,
 
     rng = np.random.default_rng(seed)
     with Engine.open(index) as e:
+        e.paged_list_bytes = 1 << 62  # every sparse list as arrays (SparseTerm), none left paged
         n0 = e.scorer.n_rows
         cd0 = e.scorer._chunk_doc32
         n_docs = int(cd0.max())

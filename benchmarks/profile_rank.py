@@ -73,14 +73,17 @@ SCORER_STAGES = ("_postings_of", "_accumulate", "_dense_impacts", "_select", "_t
                  "_finish")
 
 
-def _n_postings(term: object, n_rows: int) -> int:
-    chunks = getattr(term, "chunks", None)
-    return len(chunks) if chunks is not None else n_rows  # a dense term spans every chunk
+def _n_postings(term: Any, n_rows: int) -> int:
+    """A term's postings (a sparse or paged list's df); a dense term spans every chunk."""
+    from drsearch.index.scoring import DenseTerm
+
+    return n_rows if isinstance(term, DenseTerm) else int(term.df)
 
 
-def _sparse_postings(term: object) -> int:
-    chunks = getattr(term, "chunks", None)
-    return len(chunks) if chunks is not None else 0
+def _sparse_postings(term: Any) -> int:
+    from drsearch.index.scoring import DenseTerm
+
+    return 0 if isinstance(term, DenseTerm) else int(term.df)
 
 
 def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20,
