@@ -270,38 +270,6 @@ pg_gather(const Paged *g, int64_t x, unsigned char *dst, int64_t n)
     }
 }
 
-static inline uint32_t
-pg_u32(const Paged *g, int64_t x)
-{
-    int64_t left;
-    const unsigned char *p = pg_at(g, x, &left);
-    uint32_t v;
-    if (__builtin_expect(left >= 4, 1)) {
-        memcpy(&v, p, 4);
-    } else {
-        unsigned char b[4];
-        pg_gather(g, x, b, 4);
-        memcpy(&v, b, 4);
-    }
-    return v;
-}
-
-static inline double
-pg_f64(const Paged *g, int64_t x)
-{
-    int64_t left;
-    const unsigned char *p = pg_at(g, x, &left);
-    double v;
-    if (__builtin_expect(left >= 8, 1)) {
-        memcpy(&v, p, 8);
-    } else {
-        unsigned char b[8];
-        pg_gather(g, x, b, 8);
-        memcpy(&v, b, 8);
-    }
-    return v;
-}
-
 /* One piece's worth of a paged list's rowids or impacts, kept by the list while the loop
    walks it: items [lo, hi) lie whole in that piece, item p at address base + w*p (base is an
    integer: it can point before the piece). Most reads hit it: two compares and a load. */
@@ -336,28 +304,32 @@ typedef struct {
     Span sid, sim, sbm;   /* paged: the pieces of rowids, impacts and block maxima last read */
 } List;
 
+/* Item p (w bytes) of a paged stream at BLOB offset `at` into dst, when it is not in the span
+   s: s is moved to its piece, and an item across two pieces is gathered. */
+static void
+span_read_slow(const Paged *g, Span *s, int64_t at, int w, Py_ssize_t p, void *dst)
+{
+    span_load(g, s, at, w, p);
+    if (p >= s->lo && p < s->hi)
+        memcpy(dst, (const void *)(s->base + (uintptr_t)w * (uintptr_t)p), (size_t)w);
+    else
+        pg_gather(g, at + w * (int64_t)p, (unsigned char *)dst, w);
+}
+
 static uint32_t
 l_id_slow(List *l, Py_ssize_t p)
 {
-    span_load(l->pg, &l->sid, l->id_at, 4, p);
-    if (p >= l->sid.lo && p < l->sid.hi) {
-        uint32_t v;
-        memcpy(&v, (const void *)(l->sid.base + 4 * (uintptr_t)p), 4);
-        return v;
-    }
-    return pg_u32(l->pg, l->id_at + 4 * (int64_t)p); /* across two pieces */
+    uint32_t v;
+    span_read_slow(l->pg, &l->sid, l->id_at, 4, p, &v);
+    return v;
 }
 
 static double
 l_im_slow(List *l, Py_ssize_t p)
 {
-    span_load(l->pg, &l->sim, 0, 8, p);
-    if (p >= l->sim.lo && p < l->sim.hi) {
-        double v;
-        memcpy(&v, (const void *)(l->sim.base + 8 * (uintptr_t)p), 8);
-        return v;
-    }
-    return pg_f64(l->pg, 8 * (int64_t)p);
+    double v;
+    span_read_slow(l->pg, &l->sim, 0, 8, p, &v);
+    return v;
 }
 
 /* A list's p-th rowid and impact, wherever it lies. */
@@ -814,13 +786,11 @@ window_max(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t bp)
             return l->bound;
         Span *sb = &l->sbm;
         for (Py_ssize_t j = a / bp, e = (b - 1) / bp; j <= e; j++) {
-            if (!(j >= sb->lo && j < sb->hi))
-                span_load(l->pg, sb, l->bm_at, 8, j);
             double x;
             if (j >= sb->lo && j < sb->hi)
                 memcpy(&x, (const void *)(sb->base + 8 * (uintptr_t)j), 8);
             else
-                x = pg_f64(l->pg, l->bm_at + 8 * (int64_t)j); /* across two pieces */
+                span_read_slow(l->pg, sb, l->bm_at, 8, j, &x);
             if (x > m)
                 m = x;
         }
