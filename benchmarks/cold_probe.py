@@ -11,7 +11,9 @@ disk, from ``getrusage``) each stage on its own:
 - the open's parts (``Engine.open``): the meta table, the tokenizer, the per-chunk arrays,
   the scorer's set-up, the file's mapping and its readers, whatever else (``open, rest``);
 - the first query's parts: parsing, the postings (term rows and lists), ranking, the
-  document table, the chunk texts, the snippets and hits (``search, rest``).
+  document table, the chunk texts (with their snippets where the C kernel reads and makes
+  both in one call, ``SnippetMaker.of_rows``), the rest of the snippets and the hits
+  (``search, rest``).
 
 Each query of ``--runs`` runs is a fresh interpreter on a freshly evicted file; the table
 shows the median per stage, and the parent's wall for the whole child (as search_bench's).
@@ -76,6 +78,7 @@ timed(Engine, "_postings", "search: postings")
 timed(engine_mod.Scorer, "rank", "search: rank")
 timed(Engine, "_doc_table", "search: doc table")
 timed(Engine, "_texts", "search: texts")
+timed(engine_mod.SnippetMaker, "of_rows", "search: texts")  # texts + snippets in one C call
 
 t, f = time.perf_counter(), faults()
 e = Engine.open(sys.argv[1])

@@ -18,7 +18,9 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
   query by query (µs), both answers checked equal;
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
-  ranked search, a complete search with texts and snippets): operations per second, the
+  ranked search, a complete search with texts and snippets, and the same with the texts read
+  and their snippets made in two calls, the GIL held to decode the texts, as before
+  ``texts_snippets``): operations per second, the
   ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
   cost; Linux ``/proc/thread-self``).
 
@@ -34,13 +36,14 @@ opened read-only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +289,30 @@ def _run(fn: Callable[[int], None], n_items: int, threads: int, seconds: float) 
     return sum(counts) / seconds, (time.process_time() - c0) / seconds, sum(switches)
 
 
+@contextlib.contextmanager
+def _two_calls(on: bool) -> Iterator[None]:
+    """With ``on``, complete searches read their chunk texts (``read_texts``) and make their
+    snippets (``SnippetMaker.many``) in two kernel calls, the GIL taken back between them and
+    the texts decoded with it held: the path before ``texts_snippets`` (same results), as the
+    control of the one-call stage."""
+    from drsearch.index.snippet import SnippetMaker
+
+    if not on:
+        yield
+        return
+    one_call = SnippetMaker.of_rows
+
+    def of_rows(self: Any, column: Any, rowids: Any) -> tuple[list[str], list[str]]:
+        texts = column.read_texts(rowids)
+        return texts, self.many(texts)
+
+    SnippetMaker.of_rows = of_rows  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SnippetMaker.of_rows = one_call  # type: ignore[method-assign]
+
+
 def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
     from drsearch.index.scoring import SparseTerm
 
@@ -314,12 +341,14 @@ def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
                ("kernel (prefetched lists)",
                 lambda i: e.scorer.rank(lists[i], 10, None, e._scratch(), _far())),
                ("ranked search", lambda i: e.search(queries[i], 10, with_text=False)),
-               ("complete search", lambda i: e.search(queries[i], 10))]
+               ("complete search", lambda i: e.search(queries[i], 10)),
+               ("complete search, 2 calls", lambda i: e.search(queries[i], 10))]
     print(f"threads: one engine, {seconds:g} s per run, 1 then 2 threads "
           "(ops/s, CPU s per wall s, context switches)")
     for name, fn in stages:
-        one = _run(fn, len(parsed), 1, seconds)
-        two = _run(fn, len(parsed), 2, seconds)
+        with _two_calls(name.endswith("2 calls")):
+            one = _run(fn, len(parsed), 1, seconds)
+            two = _run(fn, len(parsed), 2, seconds)
         e._term_rows, e._pages = term_rows, pages
         print(f"  {name:<26} 1 thread {one[0]:8.0f}/s ({one[1]:.2f}, {one[2]:>6})   2 threads "
               f"{two[0]:8.0f}/s ({two[1]:.2f}, {two[2]:>6})   ratio {two[0] / one[0]:.2f}x")

@@ -25,7 +25,8 @@ def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path
     assert "all pages" in out and "page reader" in out and "blob API" in out and "us per query" in out
     assert "term rows alone: find_rows p50" in out
     for stage in ("postings, all pages", "postings, page reader", "postings, blob API",
-                  "kernel (prefetched lists)", "ranked search", "complete search"):
+                  "kernel (prefetched lists)", "ranked search", "complete search",
+                  "complete search, 2 calls"):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(stage))
         assert float(line.rsplit("ratio", 1)[1].strip().rstrip("x")) > 0, line
     assert "one-term:" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -136,19 +137,21 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def _compare_searches(path: Path, queries: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    """Run every query's complete search with a SnippetMaker.many that makes both kinds and
-    checks they agree; the number of snippets compared."""
+    """Run every query's complete search with a SnippetMaker.of_rows (the engine's call: texts
+    and snippets read and made in C in one call) that checks its texts against read_texts and
+    its snippets against the Python code's; the number of snippets compared."""
     compared = 0
-    many = SnippetMaker.many
+    of_rows = SnippetMaker.of_rows
 
-    def checked(self: SnippetMaker, texts: list[str], *, native: bool = True) -> list[str]:
+    def checked(self: SnippetMaker, column: Any, rowids: Any) -> tuple[list[str], list[str]]:
         nonlocal compared
-        got = many(self, texts)
-        assert got == many(self, texts, native=False)
+        texts, got = of_rows(self, column, rowids)
+        assert texts == column.read_texts(rowids)
+        assert got == self.many(texts, native=False) == self.many(texts)
         compared += len(texts)
-        return got
+        return texts, got
 
-    monkeypatch.setattr(SnippetMaker, "many", checked)
+    monkeypatch.setattr(SnippetMaker, "of_rows", checked)
     with Engine.open(path) as e:
         for q in queries:
             e.search(q, 20)

@@ -2127,6 +2127,86 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
     return 0;
 }
 
+/* The (stem, weight) pairs of a snippets call (n of each, sequences from PySequence_Fast), with
+   their buckets. Returns 0, or -1 with an exception set (nothing left to free). */
+static int
+snip_stems_make(PyObject *stems_seq, PyObject *weights, Py_ssize_t n, SnipStem **out,
+                SnipBuckets *buckets)
+{
+    SnipStem *stems = PyMem_Calloc((size_t)(n ? n : 1), sizeof *stems);
+    if (!stems) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t filled = 0;
+    for (; filled < n; filled++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(stems_seq, filled);
+        const double w = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(weights, filled));
+        if (w == -1.0 && PyErr_Occurred())
+            break;
+        if (!PyUnicode_Check(s) || PyUnicode_GET_LENGTH(s) < 1) {
+            PyErr_SetString(PyExc_ValueError, "snippets: a stem is not a non-empty str");
+            break;
+        }
+        stems[filled].chars = PyUnicode_AsUCS4Copy(s);
+        if (!stems[filled].chars)
+            break;
+        stems[filled].len = PyUnicode_GET_LENGTH(s);
+        stems[filled].weight = w;
+    }
+    if (filled < n) {
+        for (Py_ssize_t i = 0; i < filled; i++)
+            PyMem_Free(stems[i].chars);
+        PyMem_Free(stems);
+        return -1;
+    }
+    Py_ssize_t tail[256];
+    for (int b = 0; b < 256; b++)
+        buckets->head[b] = tail[b] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) { /* appended in order: longest first stays first */
+        const int b = (int)(stems[i].chars[0] & 255);
+        stems[i].next = -1;
+        if (tail[b] < 0)
+            buckets->head[b] = i;
+        else
+            stems[tail[b]].next = i;
+        tail[b] = i;
+    }
+    *out = stems;
+    return 0;
+}
+
+static void
+snip_stems_free(SnipStem *stems, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; stems && i < n; i++)
+        PyMem_Free(stems[i].chars);
+    PyMem_Free(stems);
+}
+
+/* The snippet snip_one described for `text` (a new reference; None for the Python code),
+   NULL with an exception set. */
+static PyObject *
+snip_result(PyObject *text, const SnipSpan *sp, PyObject *ellipsis)
+{
+    if (sp->python)
+        return Py_NewRef(Py_None);
+    if (sp->whole)
+        return Py_NewRef(text);
+    PyObject *v = PyUnicode_Substring(text, sp->start, sp->end);
+    if (v && sp->left) {
+        PyObject *w = PyUnicode_Concat(ellipsis, v);
+        Py_DECREF(v);
+        v = w;
+    }
+    if (v && sp->right) {
+        PyObject *w = PyUnicode_Concat(v, ellipsis);
+        Py_DECREF(v);
+        v = w;
+    }
+    return v;
+}
+
 PyDoc_STRVAR(snippets_doc,
 "snippets(texts, stems, weights, width, deadline) -> list | None\n\n"
 "SnippetMaker's snippet of each str in `texts` for its (stem, weight) pairs, ordered as the\n"
@@ -2172,43 +2252,9 @@ snippets(PyObject *self, PyObject *args)
         n_stems = 0;
         goto done;
     }
-    stems = PyMem_Calloc((size_t)(n_stems ? n_stems : 1), sizeof *stems);
-    if (!stems) {
+    if (snip_stems_make(stems_seq, weights, n_stems, &stems, &buckets) < 0) {
         n_stems = 0;
-        PyErr_NoMemory();
         goto done;
-    }
-    Py_ssize_t filled = 0;
-    for (; filled < n_stems; filled++) {
-        PyObject *s = PySequence_Fast_GET_ITEM(stems_seq, filled);
-        const double w = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(weights, filled));
-        if (w == -1.0 && PyErr_Occurred())
-            break;
-        if (!PyUnicode_Check(s) || PyUnicode_GET_LENGTH(s) < 1) {
-            PyErr_SetString(PyExc_ValueError, "snippets: a stem is not a non-empty str");
-            break;
-        }
-        stems[filled].chars = PyUnicode_AsUCS4Copy(s);
-        if (!stems[filled].chars)
-            break;
-        stems[filled].len = PyUnicode_GET_LENGTH(s);
-        stems[filled].weight = w;
-    }
-    if (filled < n_stems) {
-        n_stems = filled;
-        goto done;
-    }
-    Py_ssize_t tail[256];
-    for (int b = 0; b < 256; b++)
-        buckets.head[b] = tail[b] = -1;
-    for (Py_ssize_t i = 0; i < n_stems; i++) { /* appended in order: longest first stays first */
-        const int b = (int)(stems[i].chars[0] & 255);
-        stems[i].next = -1;
-        if (tail[b] < 0)
-            buckets.head[b] = i;
-        else
-            stems[tail[b]].next = i;
-        tail[b] = i;
     }
     Py_ssize_t longest = 0, total = 0;
     for (Py_ssize_t t = 0; t < n_texts; t++) {
@@ -2264,25 +2310,7 @@ snippets(PyObject *self, PyObject *args)
     } else {
         result = PyList_New(n_texts);
         for (Py_ssize_t t = 0; result && t < n_texts; t++) {
-            const SnipSpan *sp = &spans[t];
-            PyObject *v;
-            if (sp->python) {
-                v = Py_NewRef(Py_None);
-            } else if (sp->whole) {
-                v = Py_NewRef(held[t]);
-            } else {
-                PyObject *body = PyUnicode_Substring(held[t], sp->start, sp->end);
-                v = body;
-                if (body && sp->left) {
-                    v = PyUnicode_Concat(ellipsis, body);
-                    Py_DECREF(body);
-                }
-                if (v && sp->right) {
-                    PyObject *w = PyUnicode_Concat(v, ellipsis);
-                    Py_DECREF(v);
-                    v = w;
-                }
-            }
+            PyObject *v = snip_result(held[t], &spans[t], ellipsis);
             if (!v) {
                 Py_CLEAR(result);
                 break;
@@ -2294,9 +2322,7 @@ snippets(PyObject *self, PyObject *args)
         Py_DECREF(held[t]);
     PyMem_Free(held);
 done:
-    for (Py_ssize_t s = 0; s < n_stems; s++)
-        PyMem_Free(stems[s].chars);
-    PyMem_Free(stems);
+    snip_stems_free(stems, n_stems);
     PyMem_Free(spans);
     PyMem_Free(low);
     PyMem_Free(weight);
@@ -2305,6 +2331,365 @@ done:
     Py_XDECREF(texts);
     Py_XDECREF(stems_seq);
     Py_XDECREF(weights);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Chunk texts and their snippets in one call (a complete search's last stage), without the GIL.
+ * ------------------------------------------------------------------------------------------ */
+
+/* The code points of the n bytes at `s` when they are UTF-8 as CPython's strict decoder takes
+   it (RFC 3629: no surrogates, no overlong forms, nothing past U+10FFFF), and in *maxchar the
+   largest code point above U+007F (0 for none); -1 for bytes it would refuse. */
+static Py_ssize_t
+utf8_scan(const unsigned char *s, uint64_t n, Py_UCS4 *maxchar)
+{
+    uint64_t i = 0;
+    Py_ssize_t chars = 0;
+    Py_UCS4 mx = 0;
+    while (i < n) {
+        while (i + 8 <= n) { /* a run of ASCII, a word at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & UINT64_C(0x8080808080808080))
+                break;
+            i += 8;
+            chars += 8;
+        }
+        if (i >= n)
+            break;
+        const unsigned c = s[i];
+        Py_UCS4 cp;
+        if (c < 0x80) {
+            i++;
+            chars++;
+            continue;
+        }
+        if (c < 0xC2) {
+            return -1;
+        } else if (c < 0xE0) {
+            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80)
+                return -1;
+            cp = ((Py_UCS4)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+            i += 2;
+        } else if (c < 0xF0) {
+            if (n - i < 3)
+                return -1;
+            const unsigned c1 = s[i + 1], c2 = s[i + 2];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c == 0xE0 && c1 < 0xA0) ||
+                (c == 0xED && c1 >= 0xA0))
+                return -1;
+            cp = ((Py_UCS4)(c & 0x0F) << 12) | ((Py_UCS4)(c1 & 0x3F) << 6) | (c2 & 0x3F);
+            i += 3;
+        } else if (c < 0xF5) {
+            if (n - i < 4)
+                return -1;
+            const unsigned c1 = s[i + 1], c2 = s[i + 2], c3 = s[i + 3];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80 ||
+                (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))
+                return -1;
+            cp = ((Py_UCS4)(c & 0x07) << 18) | ((Py_UCS4)(c1 & 0x3F) << 12) |
+                 ((Py_UCS4)(c2 & 0x3F) << 6) | (c3 & 0x3F);
+            i += 4;
+        } else {
+            return -1;
+        }
+        mx = cp > mx ? cp : mx;
+        chars++;
+    }
+    *maxchar = mx;
+    return chars;
+}
+
+/* Decode the n bytes at `s`, which utf8_scan took, into `out` as code points of `kind` bytes
+   (CPython's string kinds: 1, 2 or 4; wide enough for every one of them). */
+static void
+utf8_decode(const unsigned char *s, uint64_t n, int kind, void *out)
+{
+    uint64_t i = 0;
+    Py_ssize_t o = 0;
+    while (i < n) {
+        const unsigned c = s[i];
+        Py_UCS4 cp;
+        if (c < 0x80) {
+            uint64_t j = i + 1;
+            while (j < n && s[j] < 0x80)
+                j++;
+            if (kind == PyUnicode_1BYTE_KIND) {
+                memcpy((unsigned char *)out + o, s + i, j - i);
+                o += (Py_ssize_t)(j - i);
+            } else {
+                for (; i < j; i++, o++)
+                    PyUnicode_WRITE(kind, out, o, s[i]);
+            }
+            i = j;
+            continue;
+        }
+        if (c < 0xE0) {
+            cp = ((Py_UCS4)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+            i += 2;
+        } else if (c < 0xF0) {
+            cp = ((Py_UCS4)(c & 0x0F) << 12) | ((Py_UCS4)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+            i += 3;
+        } else {
+            cp = ((Py_UCS4)(c & 0x07) << 18) | ((Py_UCS4)(s[i + 1] & 0x3F) << 12) |
+                 ((Py_UCS4)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+            i += 4;
+        }
+        PyUnicode_WRITE(kind, out, o, cp);
+        o++;
+    }
+}
+
+typedef struct {
+    const unsigned char *src; /* its UTF-8 bytes (on the leaf page, or in the copy) */
+    uint64_t len;
+    Py_ssize_t chars;         /* code points */
+    Py_UCS4 maxchar;          /* the largest above U+007F, 0 for none */
+    int kind;                 /* the str's kind: 1, 2 or 4 bytes a code point */
+    size_t off;               /* where its code points start in the decoded buffer */
+} TextPart;
+
+typedef struct {
+    const DbFile *db;
+    const DbValue *vals;
+    TextPart *parts;
+    Py_ssize_t n;
+    uint64_t spilled;
+    const SnipStem *stems;
+    Py_ssize_t n_stems;
+    const SnipBuckets *buckets;
+    Py_ssize_t width;
+    double deadline;
+    /* out */
+    unsigned char *copy, *decoded; /* PyMem_Raw buffers, freed by the caller */
+    SnipSpan *spans;
+    PageError why;                 /* a damaged page while copying text `failed` */
+    Py_ssize_t failed;
+    Py_ssize_t bad_utf8;           /* the first text that is not UTF-8, -1 for none */
+    int nomem, late;
+} TextWork;
+
+/* Copy, decode and search every text: only plain memory (PyMem_Raw*) and CPython's static
+   Unicode tables, so that it runs without the GIL. Stops at the first failure, in the order
+   read_texts() reports them: a damaged page, then a text that is not UTF-8. */
+static void
+text_work(TextWork *w)
+{
+    w->copy = PyMem_RawMalloc(w->spilled ? w->spilled : 1);
+    if (!w->copy) {
+        w->nomem = 1;
+        return;
+    }
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        const DbValue *v = &w->vals[i];
+        if (v->at + v->len <= v->n_local) {
+            w->parts[i].src = v->local + v->at;
+        } else {
+            w->why = db_copy_payload(w->db, v->local, v->n_local, v->payload, v->ovfl, v->at,
+                                     v->len, w->copy + at);
+            if (w->why) {
+                w->failed = i;
+                return;
+            }
+            w->parts[i].src = w->copy + at;
+            at += v->len;
+        }
+        w->parts[i].len = v->len;
+    }
+    size_t decoded = 0;
+    Py_ssize_t longest = 0;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        TextPart *p = &w->parts[i];
+        p->chars = utf8_scan(p->src, p->len, &p->maxchar);
+        if (p->chars < 0) {
+            w->bad_utf8 = i;
+            return;
+        }
+        p->kind = p->maxchar < 256 ? PyUnicode_1BYTE_KIND
+                  : p->maxchar < 65536 ? PyUnicode_2BYTE_KIND : PyUnicode_4BYTE_KIND;
+        decoded = (decoded + 3) & ~(size_t)3; /* a 2- or 4-byte string's code points aligned */
+        p->off = decoded;
+        decoded += (size_t)p->chars * (size_t)p->kind;
+        longest = p->chars > longest ? p->chars : longest;
+    }
+    w->decoded = PyMem_RawMalloc(decoded ? decoded : 1);
+    Py_UCS4 *low = PyMem_RawMalloc(sizeof *low * (size_t)(longest + 1));
+    double *weight = PyMem_RawMalloc(sizeof *weight * (size_t)(longest + 1));
+    Py_ssize_t *pos = PyMem_RawMalloc(sizeof *pos * (size_t)(longest + 1));
+    if (!w->decoded || !low || !weight || !pos) {
+        w->nomem = 1;
+    } else {
+        for (Py_ssize_t i = 0; i < w->n && !w->late; i++) {
+            const TextPart *p = &w->parts[i];
+            void *data = w->decoded + p->off;
+            utf8_decode(p->src, p->len, p->kind, data);
+            w->late = snip_late(w->deadline) ||
+                      snip_one(p->kind, data, p->chars, w->stems, w->n_stems, w->buckets,
+                               w->width, w->deadline, low, weight, pos, &w->spans[i]) < 0;
+        }
+    }
+    PyMem_RawFree(low);
+    PyMem_RawFree(weight);
+    PyMem_RawFree(pos);
+}
+
+PyDoc_STRVAR(texts_snippets_doc,
+"texts_snippets(file, page_size, usable, root, column, rowids, stems, weights, width,\n"
+"               deadline) -> (texts, snippets) | None\n\n"
+"read_texts(file, page_size, usable, root, column, rowids), then snippets(texts, stems,\n"
+"weights, width, deadline), in one call: the same texts, the same snippets (None for a text\n"
+"left to the Python code) and the same errors; None instead of the pair when the deadline\n"
+"passed. The texts are copied, decoded and searched without the GIL when they are 16,384\n"
+"bytes or more in all (read_texts keeps it for its decoding).");
+
+static PyObject *
+texts_snippets(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column, width;
+    double deadline;
+    PyObject *rowids_obj, *stems_obj, *weights_obj;
+    PyObject *rowids = NULL, *stems_seq = NULL, *weights = NULL, *ellipsis = NULL;
+    PyObject *texts = NULL, *snips = NULL, *result = NULL;
+    DbValue *vals = NULL;
+    int64_t *ids = NULL;
+    SnipStem *stems = NULL;
+    SnipBuckets buckets;
+    Py_ssize_t n_stems = 0;
+    TextWork w;
+    memset(&w, 0, sizeof w);
+    if (!PyArg_ParseTuple(args, "y*nnnnOOOnd:texts_snippets", &file, &page_size, &usable, &root,
+                          &column, &rowids_obj, &stems_obj, &weights_obj, &width, &deadline))
+        return NULL;
+    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
+        PyErr_SetString(PyExc_ValueError, "texts_snippets: invalid file geometry or table");
+        goto done;
+    }
+    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
+    stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
+    weights = PySequence_Fast(weights_obj, "weights must be a sequence");
+    ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
+    if (!rowids || !stems_seq || !weights || !ellipsis)
+        goto done;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
+        goto done;
+    }
+    n_stems = PySequence_Fast_GET_SIZE(stems_seq);
+    if (PySequence_Fast_GET_SIZE(weights) != n_stems) {
+        PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n_stems,
+                     PySequence_Fast_GET_SIZE(weights));
+        n_stems = 0;
+        goto done;
+    }
+    if (snip_stems_make(stems_seq, weights, n_stems, &stems, &buckets) < 0) {
+        n_stems = 0;
+        goto done;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
+    vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
+    ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
+    w.parts = PyMem_Calloc((size_t)n + 1, sizeof *w.parts);
+    w.spans = PyMem_Calloc((size_t)n + 1, sizeof *w.spans);
+    if (!vals || !ids || !w.parts || !w.spans) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
+                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* a b-tree descent each, as read_texts */
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
+        if (ids[i] == -1 && PyErr_Occurred())
+            goto done;
+        PageError why = db_value(&db, (uint32_t)root, ids[i], (int)column, &vals[i]);
+        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
+            why = "record column is not TEXT";
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
+            goto done;
+        }
+        if (vals[i].at + vals[i].len > vals[i].n_local)
+            w.spilled += vals[i].len;
+        total += vals[i].len;
+    }
+    w.db = &db;
+    w.vals = vals;
+    w.n = n;
+    w.stems = stems;
+    w.n_stems = n_stems;
+    w.buckets = &buckets;
+    w.width = width;
+    w.deadline = deadline;
+    w.failed = -1;
+    w.bad_utf8 = -1;
+    if (total >= 16384) {
+        Py_BEGIN_ALLOW_THREADS
+        text_work(&w);
+        Py_END_ALLOW_THREADS
+    } else {
+        text_work(&w);
+    }
+    if (w.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (w.why) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[w.failed], w.why);
+        goto done;
+    }
+    if (w.bad_utf8 >= 0) { /* CPython's own decoder names the bytes (UnicodeDecodeError) */
+        const TextPart *p = &w.parts[w.bad_utf8];
+        PyObject *t = PyUnicode_DecodeUTF8((const char *)p->src, (Py_ssize_t)p->len, "strict");
+        if (t) { /* it took what utf8_scan refused: a defect here, never a wrong text */
+            Py_DECREF(t);
+            PyErr_Format(PyExc_SystemError, "texts_snippets: row %lld: UTF-8 misread",
+                         (long long)ids[w.bad_utf8]);
+        }
+        goto done;
+    }
+    if (w.late) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    texts = PyList_New(n);
+    snips = PyList_New(n);
+    for (Py_ssize_t i = 0; texts && snips && i < n; i++) {
+        const TextPart *p = &w.parts[i];
+        PyObject *t = PyUnicode_New(p->chars, p->maxchar);
+        if (!t)
+            goto done;
+        PyList_SET_ITEM(texts, i, t);
+        if (PyUnicode_KIND(t) != p->kind) {
+            PyErr_SetString(PyExc_SystemError, "texts_snippets: a string of another kind");
+            goto done;
+        }
+        memcpy(PyUnicode_DATA(t), w.decoded + p->off, (size_t)p->chars * (size_t)p->kind);
+        PyObject *s = snip_result(t, &w.spans[i], ellipsis);
+        if (!s)
+            goto done;
+        PyList_SET_ITEM(snips, i, s);
+    }
+    if (texts && snips)
+        result = PyTuple_Pack(2, texts, snips);
+done:
+    PyMem_RawFree(w.copy);
+    PyMem_RawFree(w.decoded);
+    PyMem_Free(w.parts);
+    PyMem_Free(w.spans);
+    PyMem_Free(vals);
+    PyMem_Free(ids);
+    snip_stems_free(stems, n_stems);
+    Py_XDECREF(texts);
+    Py_XDECREF(snips);
+    Py_XDECREF(ellipsis);
+    Py_XDECREF(rowids);
+    Py_XDECREF(stems_seq);
+    Py_XDECREF(weights);
+    PyBuffer_Release(&file);
     return result;
 }
 
@@ -2599,6 +2984,7 @@ static PyMethodDef methods[] = {
     {"join_words", join_words, METH_VARARGS, join_words_doc},
     {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
     {"snippets", snippets, METH_VARARGS, snippets_doc},
+    {"texts_snippets", texts_snippets, METH_VARARGS, texts_snippets_doc},
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"paged_pick", paged_pick, METH_VARARGS, paged_pick_doc},
@@ -2622,9 +3008,10 @@ static struct PyModuleDef module = {
    rank_one; 4 = snippets, read_texts and find_rows; 5 = fts5_doclists (the build's postings), word_count and
    join_words (its chunk texts); 6 = blob_pieces and make_hits' pieces (the document fields
    read from the file's pages); 7 = rank_blocks' and rank_maxscore's `paged` and paged_pick
-   (posting lists ranked where they lie in the file's pages).
+   (posting lists ranked where they lie in the file's pages); 8 = texts_snippets (a complete
+   search's texts and snippets in one call without the GIL).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 7
+#define KERNELS_ABI 8
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

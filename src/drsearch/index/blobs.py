@@ -199,6 +199,25 @@ class MappedColumn:
         except ValueError as e:
             raise IncompatibleIndexError(f"{self.table} {e}") from e
 
+    def read_texts_snippets(self, rowids: Sequence[int], stems: Sequence[str], weights: Sequence[float],
+                            width: int, deadline: float) -> tuple[list[str], list[str | None]] | None:
+        """:meth:`read_texts` and the C snippets of those texts in one call
+        (``_kernels.texts_snippets``: copied, decoded and searched without the GIL), for
+        :meth:`SnippetMaker.of_rows <drsearch.index.snippet.SnippetMaker.of_rows>`. None when
+        ``deadline`` passed. The errors of read_texts."""
+        f = self.file
+        if not f.utf8:
+            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
+        try:
+            got: tuple[list[str], list[str | None]] | None = f._kernels.texts_snippets(
+                f._pages, f.page_size, f.usable, self.root, self.column, rowids, stems, weights,
+                width, deadline)
+            return got
+        except UnicodeDecodeError:
+            raise
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+
 
 class MappedRows:
     """Rows of a WITHOUT ROWID table of a :class:`MappedFile` found by their TEXT key, from the

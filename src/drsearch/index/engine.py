@@ -552,12 +552,16 @@ class Engine:
                                            *(() if pieces is None else (pieces,)))
             if not with_text:
                 return SearchResult(query, k, hits)
-            chunk_texts = self._texts(chunk_ids)
+            maker = self._snippets(parsed, terms, deadline)
+            if self._chunk_texts is not None:  # texts and snippets in one call without the GIL
+                chunk_texts, snippets = maker.of_rows(self._chunk_texts, chunk_ids)
+            else:
+                chunk_texts = self._texts(chunk_ids)
+                snippets = maker.many(chunk_texts)
             return SearchResult(query, k, [
                 Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet)
                 for (rank, docid, url, title, score, ordinal, _, _), chunk_text, snippet in zip(
-                    hits, chunk_texts, self._snippets(parsed, terms, deadline).many(chunk_texts),
-                    strict=True)])
+                    hits, chunk_texts, snippets, strict=True)])
         rows = np.array(chunk_ids, dtype=np.intp)
         docs = self._doc_table().get(self._chunk_doc[rows].tolist())
         ordinals = self._chunk_ordinal[rows].tolist()

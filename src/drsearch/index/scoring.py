@@ -47,10 +47,11 @@ from .schema import BLOCK_POSTINGS, block_count
 # maxima, 3 = read_blobs (the engine's page reader), 4 = snippets, chunk texts and term rows,
 # 5 = fts5_doclists (the build reads its postings from FTS5's index), 6 = blob_pieces (document
 # fields read from the file's pages), 7 = the ranking kernels' `paged` lists (posting lists
-# ranked where they lie in the file's pages). A kernel built from an older _kernels.c
+# ranked where they lie in the file's pages), 8 = texts_snippets (a complete search's chunk texts
+# and snippets in one call without the GIL). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 7
+KERNEL_ABI = 8
 
 
 def kernel_problem(module: object) -> str | None:

@@ -13,16 +13,22 @@ earliest on ties), cut at word boundaries and marked with
 (``_kernels.snippets``: the same snippets, character for character, computed without the GIL,
 so that threads serving complete searches run in parallel; docs/ENGINE.md, "Threads"); a text
 it cannot take (a character whose lower case is not one code point) comes back here.
+:meth:`SnippetMaker.of_rows` reads a complete search's chunk texts from the file's pages and
+makes their snippets in the same GIL-free call.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .errors import QueryTimeoutError
 from .scoring import IDF_FLOOR, native_kernels
+
+if TYPE_CHECKING:
+    from .blobs import MappedColumn
 
 SNIPPET_CHARS = 240
 ELLIPSIS = "…"
@@ -69,6 +75,29 @@ class SnippetMaker:
             return out
         got = kernels.snippets(texts, self._stems, self._stem_weights, self.width,
                                0.0 if self.deadline is None else self.deadline)
+        return self._finish(texts, got)
+
+    def of_rows(self, column: MappedColumn, rowids: Sequence[int]) -> tuple[list[str], list[str]]:
+        """The texts of rows ``rowids`` of a mapped TEXT column and their snippets, read and
+        made in one C call without the GIL (``_kernels.texts_snippets``; the kernel must be
+        built): what ``column.read_texts(rowids)`` and :meth:`many` of those texts return, with
+        their errors. A complete search's last stage, so that threads serving complete searches
+        hold the GIL only to make the result's objects. Where :func:`native_kernels` gives
+        no kernel (not built, or built from an older source), the texts are read
+        by ``read_texts`` and their snippets made by :meth:`many`: the same results."""
+        if native_kernels() is None:
+            texts = column.read_texts(rowids)
+            return texts, self.many(texts)
+        got = column.read_texts_snippets(rowids, self._stems, self._stem_weights, self.width,
+                                         0.0 if self.deadline is None else self.deadline)
+        if got is None:
+            raise QueryTimeoutError("query ran past its time limit")
+        texts, snippets = got
+        return texts, self._finish(texts, snippets)
+
+    def _finish(self, texts: list[str], got: list[str | None] | None) -> list[str]:
+        """The kernel's snippets, the texts it left (None) made here. None for ``got``: the
+        deadline passed."""
         if got is None:
             raise QueryTimeoutError("query ran past its time limit")
         return [self(text) if snippet is None else snippet for text, snippet in zip(texts, got, strict=True)]
