@@ -88,6 +88,32 @@ def test_the_fields_of_each_hit_and_every_damage_is_a_value_error() -> None:
         k.make_hits(dict, [1], [1.0], cd, co, offs, data)
 
 
+def test_texts_and_snippets_go_into_the_hits_as_given() -> None:
+    k = native_kernels()
+    assert k is not None
+    cd, co, offs, data = _table()
+    text, snip = "chunk three ✓ " * 3, "…three ✓"
+    hits = k.make_hits(Hit, [3, 2], [2.5, 1.0], cd, co, offs, data, None, [text, "a"], [snip, ""])
+    assert hits == [Hit(1, "c", "u3", "", 2.5, 0, text, snip), Hit(2, "a", "u1", "t1", 1.0, 1, "a", "")]
+    assert hits[0].chunk_text is text and hits[0].snippet is snip  # the objects, not copies
+    assert k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None) == [Hit(1, "c", "u3", "", 2.5, 0)]
+    assert k.make_hits(Hit, [], [], cd, co, offs, data, None, [], []) == []
+    with pytest.raises(ValueError, match="differ in length"):
+        k.make_hits(Hit, [3, 2], [2.5, 1.0], cd, co, offs, data, None, ["x"], ["y", "z"])
+    with pytest.raises(ValueError, match="differ in length"):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None, ["x", "y"], ["y", "z"])
+    with pytest.raises(TypeError, match="come together"):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None, ["x"])
+    with pytest.raises(TypeError, match="come together"):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None, None, ["x"])
+    with pytest.raises(TypeError, match="not a str"):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None, [b"x"], ["y"])
+    with pytest.raises(TypeError, match="not a str"):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, None, ["x"], [None])
+    with pytest.raises(TypeError):
+        k.make_hits(Hit, [3], [2.5], cd, co, offs, data, 7)  # pieces: a buffer or None
+
+
 def test_a_damaged_document_table_is_corrupt_not_a_crash(sample_index: Path) -> None:
     from drsearch.index import CorruptIndexError
 

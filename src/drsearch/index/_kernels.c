@@ -1689,17 +1689,19 @@ done:
 }
 
 PyDoc_STRVAR(make_hits_doc,
-"make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields[, pieces])\n"
-"-> list\n\n"
-"The ranked hits without text: for the i-th chunk rowid of `chunks` (a list of ints) and its\n"
-"score (scores[i], the same float object), hit_type((i + 1, docid, url, title, score,\n"
-"ordinal, '', '')) made as tuple.__new__(hit_type, ...) (hit_type: a tuple subclass, the\n"
-"engine's Hit). chunk_doc / chunk_ordinal: int32 per chunk rowid (index 0 unused);\n"
+"make_hits(hit_type, chunks, scores, chunk_doc, chunk_ordinal, field_offsets, fields[, pieces\n"
+"          [, texts, snippets]]) -> list\n\n"
+"The ranked hits: for the i-th chunk rowid of `chunks` (a list of ints) and its score\n"
+"(scores[i], the same float object), hit_type((i + 1, docid, url, title, score, ordinal,\n"
+"texts[i], snippets[i])) made as tuple.__new__(hit_type, ...) (hit_type: a tuple subclass, the\n"
+"engine's Hit; '' for the text and snippet without `texts` and `snippets`, str lists as long\n"
+"as `chunks`, the same objects in the hits). chunk_doc / chunk_ordinal: int32 per chunk\n"
+"rowid (index 0 unused);\n"
 "field_offsets: int64, field f of document d is fields[offs[3d + f] : offs[3d + f + 1]] in\n"
 "UTF-8 (DocTable's arrays). Raises ValueError for a rowid or document out of range, a\n"
 "document without a docid, offsets outside `fields`, or bytes that are not UTF-8. With\n"
-"`pieces` (blob_pieces' table of the fields BLOB), `fields` is the whole file and the fields\n"
-"are read from its pages.");
+"`pieces` (blob_pieces' table of the fields BLOB; None for none), `fields` is the whole file\n"
+"and the fields are read from its pages.");
 
 PyDoc_STRVAR(blob_pieces_doc,
 "blob_pieces(file, page_size, usable, root, column, rowid) -> bytes\n\n"
@@ -1815,12 +1817,25 @@ make_hits(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *type, *chunks_obj, *scores_obj, *chunks = NULL, *scores = NULL, *out = NULL;
-    PyObject *empty = NULL;
+    PyObject *empty = NULL, *pieces_obj = Py_None, *texts_obj = Py_None, *snips_obj = Py_None;
+    PyObject *texts = NULL, *snips = NULL;
     Py_buffer cd, co, offs, fields, pieces = {0};
-    if (!PyArg_ParseTuple(args, "OOOy*y*y*y*|y*:make_hits", &type, &chunks_obj, &scores_obj, &cd,
-                          &co, &offs, &fields, &pieces))
+    if (!PyArg_ParseTuple(args, "OOOy*y*y*y*|OOO:make_hits", &type, &chunks_obj, &scores_obj, &cd,
+                          &co, &offs, &fields, &pieces_obj, &texts_obj, &snips_obj))
         return NULL;
+    if (pieces_obj != Py_None && PyObject_GetBuffer(pieces_obj, &pieces, PyBUF_SIMPLE) < 0)
+        goto done;
     const int paged = pieces.obj != NULL;
+    if ((texts_obj == Py_None) != (snips_obj == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "make_hits: texts and snippets come together");
+        goto done;
+    }
+    if (texts_obj != Py_None) {
+        texts = PySequence_Fast(texts_obj, "texts must be a sequence");
+        snips = texts ? PySequence_Fast(snips_obj, "snippets must be a sequence") : NULL;
+        if (!snips)
+            goto done;
+    }
     if (paged && (check_buffer(&pieces, 8, "pieces") || pieces.len < 24)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "make_hits: pieces shorter than their header");
@@ -1844,10 +1859,18 @@ make_hits(PyObject *self, PyObject *args)
     if (!chunks || !scores || !empty)
         goto done;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(chunks);
-    if (PySequence_Fast_GET_SIZE(scores) != n || cd.len != co.len) {
-        PyErr_SetString(PyExc_ValueError, "make_hits: chunks and scores (or the chunk arrays) "
-                                          "differ in length");
+    if (PySequence_Fast_GET_SIZE(scores) != n || cd.len != co.len ||
+        (texts && (PySequence_Fast_GET_SIZE(texts) != n || PySequence_Fast_GET_SIZE(snips) != n))) {
+        PyErr_SetString(PyExc_ValueError, "make_hits: chunks and scores (or the chunk arrays, "
+                                          "texts or snippets) differ in length");
         goto done;
+    }
+    for (Py_ssize_t i = 0; texts && i < n; i++) {
+        if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(texts, i)) ||
+            !PyUnicode_Check(PySequence_Fast_GET_ITEM(snips, i))) {
+            PyErr_SetString(PyExc_TypeError, "make_hits: a text or snippet is not a str");
+            goto done;
+        }
     }
     const int32_t *doc_of = (const int32_t *)cd.buf, *ord_of = (const int32_t *)co.buf;
     const int64_t *o = (const int64_t *)offs.buf;
@@ -1891,10 +1914,10 @@ make_hits(PyObject *self, PyObject *args)
         PyObject *score = PySequence_Fast_GET_ITEM(scores, i);
         Py_INCREF(score);
         PyTuple_SET_ITEM(items, 4, score);
-        Py_INCREF(empty);
-        PyTuple_SET_ITEM(items, 6, empty);
-        Py_INCREF(empty);
-        PyTuple_SET_ITEM(items, 7, empty);
+        PyObject *text = texts ? PySequence_Fast_GET_ITEM(texts, i) : empty;
+        PyObject *snip = texts ? PySequence_Fast_GET_ITEM(snips, i) : empty;
+        PyTuple_SET_ITEM(items, 6, Py_NewRef(text));
+        PyTuple_SET_ITEM(items, 7, Py_NewRef(snip));
         PyObject *ordinal = PyLong_FromLong((long)ord_of[c]);
         PyTuple_SET_ITEM(items, 5, ordinal);
         if (!ordinal) {
@@ -1920,6 +1943,8 @@ done:
     Py_XDECREF(empty);
     Py_XDECREF(chunks);
     Py_XDECREF(scores);
+    Py_XDECREF(texts);
+    Py_XDECREF(snips);
     PyBuffer_Release(&cd);
     PyBuffer_Release(&co);
     PyBuffer_Release(&offs);
@@ -1951,6 +1976,10 @@ typedef struct {
    tries only the stems that can match there, so a query of hundreds of terms stays cheap. */
 typedef struct {
     Py_ssize_t head[256];
+    /* For a one-byte code point c: 1 if its lower case is alphanumeric, plus 2 if a stem's
+       bucket is that of its lower case (a word starting with c may match): one load a code
+       point for most text. */
+    unsigned char flags1[256];
 } SnipBuckets;
 
 static inline int
@@ -1975,8 +2004,11 @@ snip_char(int kind, const void *data, Py_ssize_t i)
    by table. */
 static Py_UCS4 snip_lower1[256];
 static unsigned char snip_alnum1[256], snip_space1[256];
+/* whether the lower case of a one-byte code point is alphanumeric (the lower case of every
+   Latin-1 character is Latin-1: checked when the tables are filled) */
+static unsigned char snip_alnum_low1[256];
 
-static void
+static int
 snip_tables_init(void)
 {
     for (Py_UCS4 c = 0; c < 256; c++) {
@@ -1984,6 +2016,12 @@ snip_tables_init(void)
         snip_alnum1[c] = Py_UNICODE_ISALNUM(c) != 0;
         snip_space1[c] = Py_UNICODE_ISSPACE(c) != 0;
     }
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        if (snip_lower1[c] > 255)
+            return -1;
+        snip_alnum_low1[c] = snip_alnum1[snip_lower1[c]];
+    }
+    return 0;
 }
 
 static inline Py_UCS4
@@ -2011,62 +2049,46 @@ typedef struct {
     int python;            /* left to the Python code */
 } SnipSpan;
 
-/* What SnippetMaker.__call__ does for one text of n code points; `low` is scratch for n code
-   points and `weight` for n doubles. Returns 0, or -1 when the deadline passed. */
-static int
-snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssize_t n_stems,
-         const SnipBuckets *buckets, Py_ssize_t width, double deadline, Py_UCS4 *low, double *weight, Py_ssize_t *pos,
-         SnipSpan *out)
+/* The matches of one text of n code points of `kind` (inlined for each kind, so that the
+   reads and the tests below that kind's range fold away): in one pass, every word start
+   (position 0, and every position after a code point whose lower case is not alphanumeric)
+   where a stem may match (its first code point's bucket) tries the stems there, lowering the
+   text as it compares (by table below U+0100): at each word start the first stem that matches
+   (longest first, as SnippetMaker orders them), as str.find over each stem in that order and
+   "a position keeps its first match" give. No lowered copy of the text and no list of its word
+   starts is written. The matches' positions and weights go to `pos` and `weight` (never more
+   than n); returns their number, -1 when the deadline passed, -2 for a text left to the Python
+   code (a U+0130 or U+03A3 in it; neither is one byte). */
+static inline __attribute__((always_inline)) Py_ssize_t
+snip_scan(const int kind, const void *data, Py_ssize_t n, const SnipStem *stems,
+          const SnipBuckets *buckets, double deadline, double *weight, Py_ssize_t *pos)
 {
-    memset(out, 0, sizeof *out);
-    if (n <= width) {
-        out->whole = 1;
-        return 0;
-    }
-    /* One pass lowers the text and lists its word starts (position 0, and every position
-       after a code point whose lower case is not alphanumeric) in `pos`, without a branch
-       per code point. */
-    Py_ssize_t n_starts = 0;
+    Py_ssize_t n_tried = 0, n_hits = 0;
     int prev_alnum = 0;
-    if (kind == PyUnicode_1BYTE_KIND) { /* neither U+0130 nor U+03A3 is one byte */
-        const Py_UCS1 *d = data;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const Py_UCS4 l = snip_lower1[d[i]];
-            low[i] = l;
-            pos[n_starts] = i;
-            n_starts += !prev_alnum;
-            prev_alnum = snip_alnum(l);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int alnum, may;
+        if (kind == PyUnicode_1BYTE_KIND || c < 256) {
+            const unsigned f = buckets->flags1[c];
+            alnum = (int)(f & 1);
+            may = (int)(f >> 1);
+        } else {
+            if (c == 0x130 || c == 0x3A3)
+                return -2;
+            const Py_UCS4 l = Py_UNICODE_TOLOWER(c);
+            alnum = snip_alnum(l);
+            may = buckets->head[l & 255] >= 0;
         }
-    } else {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const Py_UCS4 c = snip_char(kind, data, i);
-            if (c == 0x130 || c == 0x3A3) {
-                out->python = 1;
-                return 0;
-            }
-            const Py_UCS4 l = snip_lower(c);
-            low[i] = l;
-            pos[n_starts] = i;
-            n_starts += !prev_alnum;
-            prev_alnum = snip_alnum(l);
-        }
-    }
-    /* Every match at a word start, in text order: at each word start, the first stem (longest
-       first, as SnippetMaker orders them) that matches there, as str.find over each stem in
-       that order and "a position keeps its first match" give. The matches overwrite the word
-       starts already tried (never more matches than starts). */
-    Py_ssize_t n_hits = 0;
-    if (n_stems) {
-        for (Py_ssize_t w = 0; w < n_starts; w++) {
-            if (!(w & 1023) && w && snip_late(deadline))
+        if ((!prev_alnum) & may) {
+            if (!(++n_tried & 1023) && snip_late(deadline))
                 return -1;
-            const Py_ssize_t i = pos[w];
-            for (Py_ssize_t s = buckets->head[low[i] & 255]; s >= 0; s = stems[s].next) {
+            const Py_UCS4 l0 = snip_lower(c);
+            for (Py_ssize_t s = buckets->head[l0 & 255]; s >= 0; s = stems[s].next) {
                 const Py_ssize_t m = stems[s].len;
-                if (m > n - i || low[i] != stems[s].chars[0])
+                if (m > n - i || l0 != stems[s].chars[0])
                     continue;
                 Py_ssize_t j = 1;
-                while (j < m && low[i + j] == stems[s].chars[j])
+                while (j < m && snip_lower(PyUnicode_READ(kind, data, i + j)) == stems[s].chars[j])
                     j++;
                 if (j == m) {
                     pos[n_hits] = i;
@@ -2075,7 +2097,41 @@ snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems, Py_ssi
                 }
             }
         }
+        prev_alnum = alnum;
     }
+    return n_hits;
+}
+
+/* What SnippetMaker.__call__ does for one text of n code points; `weight` and `pos` are
+   scratch for n entries each. Returns 0, or -1 when the deadline passed. */
+static int
+snip_one(int kind, const void *data, Py_ssize_t n, const SnipStem *stems,
+         const SnipBuckets *buckets, Py_ssize_t width, double deadline, double *weight,
+         Py_ssize_t *pos, SnipSpan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n <= width) {
+        out->whole = 1;
+        return 0;
+    }
+    Py_ssize_t n_hits;
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        n_hits = snip_scan(PyUnicode_1BYTE_KIND, data, n, stems, buckets, deadline, weight, pos);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        n_hits = snip_scan(PyUnicode_2BYTE_KIND, data, n, stems, buckets, deadline, weight, pos);
+        break;
+    default:
+        n_hits = snip_scan(PyUnicode_4BYTE_KIND, data, n, stems, buckets, deadline, weight, pos);
+        break;
+    }
+    if (n_hits == -2) {
+        out->python = 1;
+        return 0;
+    }
+    if (n_hits < 0)
+        return -1;
     Py_ssize_t start = 0;
     if (n_hits) {
         /* SnippetMaker._best_start: two pointers over the matches within a width. */
@@ -2172,6 +2228,9 @@ snip_stems_make(PyObject *stems_seq, PyObject *weights, Py_ssize_t n, SnipStem *
             stems[tail[b]].next = i;
         tail[b] = i;
     }
+    for (int c = 0; c < 256; c++) /* the lower case of a one-byte code point is one byte */
+        buckets->flags1[c] = (unsigned char)(snip_alnum_low1[c] |
+                                             (buckets->head[snip_lower1[c]] >= 0) << 1);
     *out = stems;
     return 0;
 }
@@ -2228,7 +2287,6 @@ snippets(PyObject *self, PyObject *args)
     SnipBuckets buckets;
     Py_ssize_t n_stems = 0;
     SnipSpan *spans = NULL;
-    Py_UCS4 *low = NULL;
     double *weight = NULL;
     Py_ssize_t *pos = NULL;
     if (!PyArg_ParseTuple(args, "OOOnd:snippets", &texts_obj, &stems_obj, &weights_obj, &width,
@@ -2268,10 +2326,9 @@ snippets(PyObject *self, PyObject *args)
         total += len;
     }
     spans = PyMem_Calloc((size_t)(n_texts ? n_texts : 1), sizeof *spans);
-    low = PyMem_Malloc(sizeof *low * (size_t)(longest + 1));
     weight = PyMem_Malloc(sizeof *weight * (size_t)(longest + 1));
     pos = PyMem_Malloc(sizeof *pos * (size_t)(longest + 1));
-    if (!spans || !low || !weight || !pos) {
+    if (!spans || !weight || !pos) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2294,8 +2351,7 @@ snippets(PyObject *self, PyObject *args)
     for (Py_ssize_t t = 0; t < n_texts && !late; t++)                                            \
         late = snip_late(deadline) ||                                                            \
                snip_one(PyUnicode_KIND(held[t]), PyUnicode_DATA(held[t]),                        \
-                        PyUnicode_GET_LENGTH(held[t]), stems, n_stems, &buckets, width,         \
-                        deadline, low,                                                           \
+                        PyUnicode_GET_LENGTH(held[t]), stems, &buckets, width, deadline,        \
                         weight, pos, &spans[t]) < 0;
     if (total >= 16384) {
         Py_BEGIN_ALLOW_THREADS
@@ -2324,7 +2380,6 @@ snippets(PyObject *self, PyObject *args)
 done:
     snip_stems_free(stems, n_stems);
     PyMem_Free(spans);
-    PyMem_Free(low);
     PyMem_Free(weight);
     PyMem_Free(pos);
     Py_XDECREF(ellipsis);
@@ -2413,6 +2468,13 @@ utf8_decode(const unsigned char *s, uint64_t n, int kind, void *out)
         Py_UCS4 cp;
         if (c < 0x80) {
             uint64_t j = i + 1;
+            while (j + 8 <= n) { /* the run of ASCII, a word at a time */
+                uint64_t w;
+                memcpy(&w, s + j, 8);
+                if (w & UINT64_C(0x8080808080808080))
+                    break;
+                j += 8;
+            }
             while (j < n && s[j] < 0x80)
                 j++;
             if (kind == PyUnicode_1BYTE_KIND) {
@@ -2448,6 +2510,7 @@ typedef struct {
     Py_UCS4 maxchar;          /* the largest above U+007F, 0 for none */
     int kind;                 /* the str's kind: 1, 2 or 4 bytes a code point */
     size_t off;               /* where its code points start in the decoded buffer */
+    const void *data;         /* its code points: `src` itself for ASCII, else decoded */
 } TextPart;
 
 typedef struct {
@@ -2457,7 +2520,6 @@ typedef struct {
     Py_ssize_t n;
     uint64_t spilled;
     const SnipStem *stems;
-    Py_ssize_t n_stems;
     const SnipBuckets *buckets;
     Py_ssize_t width;
     double deadline;
@@ -2509,28 +2571,32 @@ text_work(TextWork *w)
         }
         p->kind = p->maxchar < 256 ? PyUnicode_1BYTE_KIND
                   : p->maxchar < 65536 ? PyUnicode_2BYTE_KIND : PyUnicode_4BYTE_KIND;
+        longest = p->chars > longest ? p->chars : longest;
+        if (!p->maxchar) /* ASCII: its bytes are its code points, searched and copied as they are */
+            continue;
         decoded = (decoded + 3) & ~(size_t)3; /* a 2- or 4-byte string's code points aligned */
         p->off = decoded;
         decoded += (size_t)p->chars * (size_t)p->kind;
-        longest = p->chars > longest ? p->chars : longest;
     }
     w->decoded = PyMem_RawMalloc(decoded ? decoded : 1);
-    Py_UCS4 *low = PyMem_RawMalloc(sizeof *low * (size_t)(longest + 1));
     double *weight = PyMem_RawMalloc(sizeof *weight * (size_t)(longest + 1));
     Py_ssize_t *pos = PyMem_RawMalloc(sizeof *pos * (size_t)(longest + 1));
-    if (!w->decoded || !low || !weight || !pos) {
+    if (!w->decoded || !weight || !pos) {
         w->nomem = 1;
     } else {
         for (Py_ssize_t i = 0; i < w->n && !w->late; i++) {
-            const TextPart *p = &w->parts[i];
-            void *data = w->decoded + p->off;
-            utf8_decode(p->src, p->len, p->kind, data);
+            TextPart *p = &w->parts[i];
+            if (p->maxchar) {
+                utf8_decode(p->src, p->len, p->kind, w->decoded + p->off);
+                p->data = w->decoded + p->off;
+            } else {
+                p->data = p->src;
+            }
             w->late = snip_late(w->deadline) ||
-                      snip_one(p->kind, data, p->chars, w->stems, w->n_stems, w->buckets,
-                               w->width, w->deadline, low, weight, pos, &w->spans[i]) < 0;
+                      snip_one(p->kind, p->data, p->chars, w->stems, w->buckets, w->width,
+                               w->deadline, weight, pos, &w->spans[i]) < 0;
         }
     }
-    PyMem_RawFree(low);
     PyMem_RawFree(weight);
     PyMem_RawFree(pos);
 }
@@ -2620,7 +2686,6 @@ texts_snippets(PyObject *self, PyObject *args)
     w.vals = vals;
     w.n = n;
     w.stems = stems;
-    w.n_stems = n_stems;
     w.buckets = &buckets;
     w.width = width;
     w.deadline = deadline;
@@ -2667,7 +2732,7 @@ texts_snippets(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_SystemError, "texts_snippets: a string of another kind");
             goto done;
         }
-        memcpy(PyUnicode_DATA(t), w.decoded + p->off, (size_t)p->chars * (size_t)p->kind);
+        memcpy(PyUnicode_DATA(t), p->data, (size_t)p->chars * (size_t)p->kind);
         PyObject *s = snip_result(t, &w.spans[i], ellipsis);
         if (!s)
             goto done;
@@ -3009,14 +3074,18 @@ static struct PyModuleDef module = {
    join_words (its chunk texts); 6 = blob_pieces and make_hits' pieces (the document fields
    read from the file's pages); 7 = rank_blocks' and rank_maxscore's `paged` and paged_pick
    (posting lists ranked where they lie in the file's pages); 8 = texts_snippets (a complete
-   search's texts and snippets in one call without the GIL).
+   search's texts and snippets in one call without the GIL; make_hits' texts and snippets).
    A module built from an older _kernels.c is refused, not called wrongly. */
 #define KERNELS_ABI 8
 
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
-    snip_tables_init();
+    if (snip_tables_init() < 0) { /* a Unicode database where a Latin-1 lower case is not */
+        PyErr_SetString(PyExc_ImportError, "_kernels: a Latin-1 character's lower case is not "
+                                           "Latin-1 in this Python's Unicode tables");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
         Py_DECREF(m);

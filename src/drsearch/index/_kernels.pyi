@@ -38,7 +38,8 @@ def rank_one(chunks: npt.NDArray[Any], impacts: npt.NDArray[Any], n_rows: int,
 
 def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
               chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],
-              field_offsets: npt.NDArray[Any], fields: Any, pieces: bytes = ...,
+              field_offsets: npt.NDArray[Any], fields: Any, pieces: bytes | None = ...,
+              texts: Sequence[str] | None = ..., snippets: Sequence[str] | None = ...,
               /) -> list[Any]: ...
 
 def snippets(texts: Sequence[str], stems: Sequence[str], weights: Sequence[float], width: int,
@@ -48,6 +49,10 @@ def snippet_chars(text: str, /) -> tuple[str, bytes, bytes]: ...
 
 def read_texts(file: Any, page_size: int, usable: int, root: int, column: int,
                rowids: Sequence[int], /) -> list[str]: ...
+
+def texts_snippets(file: Any, page_size: int, usable: int, root: int, column: int,
+                   rowids: Sequence[int], stems: Sequence[str], weights: Sequence[float],
+                   width: int, deadline: float, /) -> tuple[list[str], list[str | None]] | None: ...
 
 def blob_pieces(file: Any, page_size: int, usable: int, root: int, column: int, rowid: int,
                 /) -> bytes: ...

@@ -543,25 +543,21 @@ class Engine:
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
-        if self._kernels is not None:  # the hits made in C (make_hits)
+        if self._kernels is not None:  # the hits made in C (make_hits), with their texts
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             offsets, fields, pieces = self._doc_table().fields()
-            hits = self._kernels.make_hits(Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc,
-                                           self._chunk_ordinal, offsets, fields,
-                                           *(() if pieces is None else (pieces,)))
-            if not with_text:
-                return SearchResult(query, k, hits)
-            maker = self._snippets(parsed, terms, deadline)
-            if self._chunk_texts is not None:  # texts and snippets in one call without the GIL
-                chunk_texts, snippets = maker.of_rows(self._chunk_texts, chunk_ids)
-            else:
-                chunk_texts = self._texts(chunk_ids)
-                snippets = maker.many(chunk_texts)
-            return SearchResult(query, k, [
-                Hit(rank, docid, url, title, score, ordinal, chunk_text, snippet)
-                for (rank, docid, url, title, score, ordinal, _, _), chunk_text, snippet in zip(
-                    hits, chunk_texts, snippets, strict=True)])
+            texts: tuple[list[str], list[str]] | tuple[()] = ()
+            if with_text:
+                maker = self._snippets(parsed, terms, deadline)
+                if self._chunk_texts is not None:  # texts and snippets in one call without the GIL
+                    texts = maker.of_rows(self._chunk_texts, chunk_ids)
+                else:
+                    chunk_texts = self._texts(chunk_ids)
+                    texts = (chunk_texts, maker.many(chunk_texts))
+            return SearchResult(query, k, self._kernels.make_hits(
+                Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc, self._chunk_ordinal,
+                offsets, fields, pieces, *texts))
         rows = np.array(chunk_ids, dtype=np.intp)
         docs = self._doc_table().get(self._chunk_doc[rows].tolist())
         ordinals = self._chunk_ordinal[rows].tolist()
