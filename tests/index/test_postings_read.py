@@ -137,6 +137,7 @@ def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch
                                                       pick_min: int) -> None:
     from drsearch.index import scoring
 
+    monkeypatch.setattr(engine, "paged_dense", False)  # the tfs picked or loaded by blob I/O
     monkeypatch.setattr(scoring, "DENSE_PICK_MIN", pick_min)
     if not pick_min:
         monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # no row is ever picked
@@ -155,6 +156,25 @@ def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch
     assert max(picks, default=0) <= pick_min
 
 
+def test_clamped_terms_rank_as_fts5_read_from_the_pages(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the kernel, the exact rescoring beside clamped terms reads their tfs from the file's
+    pages (``_kernels.rescore``): nothing picked by blob I/O, the same ranking. (A query whose
+    clamped terms matter everywhere, e.g. of clamped terms only, still loads their arrays.)"""
+    if engine._file is None:
+        pytest.skip("C kernel not built")
+    used: list[int] = []
+    real_pick = engine._dense_picker
+    monkeypatch.setattr(engine, "_dense_picker", lambda tid: lambda rows: used.append(1) or real_pick(tid)(rows))
+    rescored: list[int] = []
+    real = engine.scorer._rescore_native
+    monkeypatch.setattr(engine.scorer, "_rescore_native",
+                        lambda cand, terms, k: rescored.append(len(cand)) or real(cand, terms, k))
+    for q in ["the of a", "the flow", "a theory of the boundary layer", "is the and of", *QUERIES[:20]]:
+        for k in (1, 10, 100):
+            assert engine.rank(q, k) == best_chunk_per_doc(engine, fts5_oracle(engine, q), k), (q, k)
+    assert rescored and not used and engine._dense_tables
+
+
 def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Path) -> None:
     crafted = tmp_path / "crafted.sqlite3"
     crafted.write_bytes(cran_small_chunks.read_bytes())
@@ -162,8 +182,10 @@ def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Pa
     tid = conn.execute("SELECT id FROM terms WHERE term = 'the'").fetchone()[0]
     conn.execute("UPDATE dense_tfs SET tfs = substr(tfs, 1, 100) WHERE id = ?", (tid,))
     conn.close()
-    with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
-        e.search("the boundary layer", 10)
+    for paged_dense in (True, False):  # its pieces read from the pages, or blob I/O
+        with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
+            e.paged_dense = paged_dense
+            e.search("the boundary layer", 10)
 
 
 def test_the_arena_is_reset_every_query_whatever_it_holds(engine: Engine,

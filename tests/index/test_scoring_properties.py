@@ -14,7 +14,9 @@ numpy — each without the one-term fast path — and the fast path, bit for bit
 paths run again with every sparse list left "in the file's pages" (PagedTerm): each list's
 BLOB (impacts, rowids, block maxima) cut into pieces of a random first length and 8 to 509
 bytes each (so that impacts, rowids and block maxima straddle pieces), scattered out of order
-in a buffer of random bytes, as the engine ranks lists of more than a page.
+in a buffer of random bytes, as the engine ranks lists of more than a page, and every clamped
+term's tf array likewise (the exact rescoring beside clamped terms then runs in C,
+``_kernels.rescore``, reading the tfs there; on the other C paths it picks them first).
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ PAGED = {"blockmax-paged": "blockmax", "maxscore-paged": "maxscore", "blocks-pag
 def page_out(terms: list[SparseTerm | DenseTerm], seed: int, with_blocks: bool,
              ) -> list[SparseTerm | DenseTerm | PagedTerm]:
     """Each sparse term as a PagedTerm: its BLOB in pieces (a random first piece, then ``per``
-    bytes each) at shuffled places of one buffer of random bytes, with blob_pieces' table."""
+    bytes each) at shuffled places of one buffer of random bytes, with blob_pieces' table; each
+    clamped term's tf array (its dense_tfs BLOB, uint16 per rowid) likewise, as its ``paged``
+    (what the C rescoring reads; odd piece lengths put a tf across two pieces)."""
     rng = np.random.default_rng(seed)
     blobs = [(t.impacts.tobytes() + t.chunks.tobytes() + (t.block_max.tobytes() if with_blocks else b""))
-             if isinstance(t, SparseTerm) else b"" for t in terms]
+             if isinstance(t, SparseTerm) else t.load().astype("<u2").tobytes() for t in terms]
     pieces: list[tuple[int, bytes]] = []  # (term, piece bytes), in BLOB order per term
     shapes: list[tuple[int, int]] = []
     for i, blob in enumerate(blobs):
@@ -75,11 +79,11 @@ def page_out(terms: list[SparseTerm | DenseTerm], seed: int, with_blocks: bool,
         tables.setdefault(i, []).append(at[j])
     out: list[SparseTerm | DenseTerm | PagedTerm] = []
     for i, t in enumerate(terms):
-        if not isinstance(t, SparseTerm):
-            out.append(t)
-            continue
         table = np.array([len(blobs[i]), *shapes[i], *tables[i]], dtype=np.int64).tobytes()
-        out.append(PagedTerm(t.term, t.df, t.max_impact, file, table, lambda t=t: t))
+        if isinstance(t, DenseTerm):
+            out.append(DenseTerm(t.term, t.df, t.load, t.pick, (file, table)))
+        else:
+            out.append(PagedTerm(t.term, t.df, t.max_impact, file, table, lambda t=t: t))
     return out
 
 

@@ -422,15 +422,17 @@ static const char BAD_LIST[] = "a posting list is not ascending or holds a rowid
    is checked against the file (every piece within it, the pieces adding up to the BLOB's
    length) and the length against df: 12 bytes a posting, then nothing or (with_bmax) exactly
    its ceil(df / bp) block maxima. -1 with ValueError otherwise. */
+/* A BLOB left in `file`'s pages, from blob_pieces' table `tb`: the table checked against the
+   file (every piece within it, the pieces adding up to the BLOB's length). -1 with ValueError
+   otherwise. */
 static int
-paged_init(Paged *g, List *l, const Py_buffer *file, const Py_buffer *tb, Py_ssize_t df,
-           int with_bmax, Py_ssize_t bp)
+paged_blob(Paged *g, const Py_buffer *file, const Py_buffer *tb)
 {
     if (check_buffer(tb, 8, "pieces"))
         return -1;
     const int64_t *pc = (const int64_t *)tb->buf;
     const Py_ssize_t n_pieces = tb->len / 8 - 3;
-    int ok = n_pieces >= 0 && df >= 0;
+    int ok = n_pieces >= 0;
     const int64_t len = ok ? pc[0] : -1, first = ok ? pc[1] : 0, per = ok ? pc[2] : 0;
     ok = ok && len >= 0 && per >= 1 && len <= (int64_t)1 << 40;
     if (ok && len == 0)
@@ -446,18 +448,35 @@ paged_init(Paged *g, List *l, const Py_buffer *file, const Py_buffer *tb, Py_ssi
         PyErr_SetString(PyExc_ValueError, "pieces: not a table of a BLOB within the file");
         return -1;
     }
-    const int64_t extra = len - 12 * (int64_t)df, nb = extra / 8;
-    if (extra < 0 || extra % 8 || (with_bmax && nb && nb != ((int64_t)df + bp - 1) / bp)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "a paged list's BLOB is not 12 bytes a posting and its block maxima");
-        return -1;
-    }
     g->base = (const unsigned char *)file->buf;
     g->off = pc + 3;
     g->len = len;
     g->first = first;
     g->per = per;
     g->inv_per = 1.0 / (double)per;
+    return 0;
+}
+
+/* A List over a posting BLOB left in `file`'s pages (paged_blob), whose length is checked
+   against df: 12 bytes a posting, then nothing or (with_bmax) exactly its ceil(df / bp) block
+   maxima. -1 with ValueError otherwise. */
+static int
+paged_init(Paged *g, List *l, const Py_buffer *file, const Py_buffer *tb, Py_ssize_t df,
+           int with_bmax, Py_ssize_t bp)
+{
+    if (paged_blob(g, file, tb) < 0)
+        return -1;
+    if (df < 0) {
+        PyErr_SetString(PyExc_ValueError, "pieces: not a table of a BLOB within the file");
+        return -1;
+    }
+    const int64_t len = g->len;
+    const int64_t extra = len - 12 * (int64_t)df, nb = extra / 8;
+    if (extra < 0 || extra % 8 || (with_bmax && nb && nb != ((int64_t)df + bp - 1) / bp)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "a paged list's BLOB is not 12 bytes a posting and its block maxima");
+        return -1;
+    }
     memset(l, 0, sizeof(*l));
     l->pg = g;
     l->len = df;
@@ -1281,6 +1300,220 @@ done:
     PyBuffer_Release(&keys);
     PyBuffer_Release(&out);
     return result;
+}
+
+PyDoc_STRVAR(rescore_doc,
+"rescore(cands, terms, file, chunk_len, k1, b, avgdl, k1p1, idf, chunk_doc, k)\n"
+"-> list[tuple[int, float]]\n\n"
+"The exact rescoring beside clamped-IDF terms, and its top k: each candidate chunk rowid of\n"
+"`cands` (uint32, ascending) scored by every term of `terms` in phrase order (FTS5's sum:\n"
+"0.0, then each term's impact, +0.0 where it has none), then ordered by score descending and\n"
+"lower rowid, each document's first, the first k as (rowid, score). What Scorer._rescore and\n"
+"_finish compute with numpy, bit for bit, with the GIL held (a few hundred candidates). A term\n"
+"is (0, df, pieces): a posting list left in `file`'s pages (as rank_blocks' paged); (1,\n"
+"chunks, impacts): a posting list as arrays (uint32 ascending, float64); (2, pieces): a\n"
+"clamped term's tf array (uint16 per chunk rowid, index 0 unused: its dense_tfs BLOB) left in\n"
+"`file`'s pages; (3, tfs): that term's tfs of the candidates (uint16, one per candidate). A\n"
+"clamped term's impact is idf * ((tf * k1p1) / (tf + norm)) with norm = k1 * ((1 - b) +\n"
+"(b * chunk_len[rowid]) / avgdl) (chunk_len: int32 per rowid), chunk_doc (int32 per rowid)\n"
+"names each chunk's document. Raises ValueError for inconsistent arguments, candidates not\n"
+"ascending or out of range, or a table that is not within the file.");
+
+typedef struct {
+    int kind;
+    Paged g;
+    List l;
+    Py_ssize_t p;        /* kinds 0 and 1: the list cursor (candidates ascending) */
+    const uint16_t *tfs; /* kind 3 */
+} RescoreTerm;
+
+typedef struct {
+    uint32_t chunk;
+    double score;
+} Scored;
+
+/* FTS5's order: score descending, then lower rowid. */
+static int
+scored_cmp(const void *a, const void *b)
+{
+    const Scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
+}
+
+static PyObject *
+rescore(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer cands, file, lens, docs;
+    PyObject *terms_obj, *terms = NULL, *out = NULL;
+    double k1, b, avgdl, k1p1, idf;
+    Py_ssize_t k;
+    RescoreTerm *T = NULL;
+    Py_buffer *held = NULL;
+    Py_ssize_t n_held = 0, n_terms = 0;
+    Scored *sc = NULL;
+    int32_t *seen = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*dddddy*n:rescore", &cands, &terms_obj, &file, &lens, &k1,
+                          &b, &avgdl, &k1p1, &idf, &docs, &k))
+        return NULL;
+    if (check_buffer(&cands, 4, "cands") || check_buffer(&lens, 4, "chunk_len") ||
+        check_buffer(&docs, 4, "chunk_doc"))
+        goto done;
+    const Py_ssize_t n = cands.len / 4, n_rows = lens.len / 4; /* rowids 1 .. n_rows - 1 */
+    if (k < 1 || docs.len != lens.len || !(avgdl > 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "rescore: inconsistent arguments");
+        goto done;
+    }
+    const uint32_t *cand = (const uint32_t *)cands.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((i && cand[i] <= cand[i - 1]) || cand[i] < 1 || (Py_ssize_t)cand[i] >= n_rows) {
+            PyErr_SetString(PyExc_ValueError, "rescore: candidates not ascending within the rowids");
+            goto done;
+        }
+    }
+    terms = PySequence_Fast(terms_obj, "terms must be a sequence");
+    if (!terms)
+        goto done;
+    n_terms = PySequence_Fast_GET_SIZE(terms);
+    T = PyMem_Calloc((size_t)n_terms + 1, sizeof *T);
+    held = PyMem_Calloc(2 * (size_t)n_terms + 1, sizeof *held);
+    sc = PyMem_Malloc(sizeof *sc * ((size_t)n + 1));
+    if (!T || !held || !sc) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(terms, t), *x = NULL, *y = NULL;
+        Py_ssize_t df = 0;
+        RescoreTerm *r = &T[t];
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 2 ||
+            (r->kind = PyLong_AsLong(PyTuple_GET_ITEM(item, 0))) < 0 || r->kind > 3) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "rescore: a term is (kind 0-3, ...)");
+            goto done;
+        }
+        if (r->kind == 0 && !PyArg_ParseTuple(item, "inO;a paged list is (0, df, pieces)", &r->kind,
+                                              &df, &x))
+            goto done;
+        if (r->kind == 1 && !PyArg_ParseTuple(item, "iOO;a list is (1, chunks, impacts)", &r->kind,
+                                              &x, &y))
+            goto done;
+        if (r->kind >= 2 && !PyArg_ParseTuple(item, "iO;a clamped term is (2, pieces) or (3, tfs)",
+                                              &r->kind, &x))
+            goto done;
+        Py_buffer *bx = &held[n_held];
+        if (PyObject_GetBuffer(x, bx, PyBUF_SIMPLE) < 0)
+            goto done;
+        n_held++;
+        if (r->kind == 0) {
+            if (paged_init(&r->g, &r->l, &file, bx, df, 0, 1) < 0)
+                goto done;
+        } else if (r->kind == 1) {
+            Py_buffer *by = &held[n_held];
+            if (PyObject_GetBuffer(y, by, PyBUF_SIMPLE) < 0)
+                goto done;
+            n_held++;
+            if (check_buffer(bx, 4, "chunks") || check_buffer(by, 8, "impacts"))
+                goto done;
+            if (bx->len / 4 != by->len / 8) {
+                PyErr_SetString(PyExc_ValueError, "rescore: a list's chunks and impacts differ in length");
+                goto done;
+            }
+            r->l.id = (const uint32_t *)bx->buf;
+            r->l.im = (const double *)by->buf;
+            r->l.len = bx->len / 4;
+        } else if (r->kind == 2) {
+            if (paged_blob(&r->g, &file, bx) < 0)
+                goto done;
+            if (r->g.len != 2 * (int64_t)n_rows) {
+                PyErr_Format(PyExc_ValueError, "rescore: a tf BLOB of %lld bytes for %zd chunk rowids",
+                             (long long)r->g.len, n_rows);
+                goto done;
+            }
+        } else {
+            if (check_buffer(bx, 2, "tfs"))
+                goto done;
+            if (bx->len / 2 != n) {
+                PyErr_SetString(PyExc_ValueError, "rescore: one tf per candidate");
+                goto done;
+            }
+            r->tfs = (const uint16_t *)bx->buf;
+        }
+    }
+    const int32_t *len_of = (const int32_t *)lens.buf, *doc_of = (const int32_t *)docs.buf;
+    const double omb = 1.0 - b;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t c = cand[i];
+        double score = 0.0;
+        for (Py_ssize_t t = 0; t < n_terms; t++) {
+            RescoreTerm *r = &T[t];
+            if (r->kind <= 1) { /* +0.0 where the list does not hold it: exact */
+                r->p = gallop(&r->l, r->p, r->l.len, c);
+                score += r->p < r->l.len && l_id(&r->l, r->p) == c ? l_im(&r->l, r->p) : 0.0;
+                continue;
+            }
+            uint16_t tf16;
+            if (r->kind == 2)
+                pg_gather(&r->g, 2 * (int64_t)c, (unsigned char *)&tf16, 2);
+            else
+                tf16 = r->tfs[i];
+            /* numpy's elementwise order (Scorer.norms, term_impacts): no contraction */
+            const double tf = (double)tf16;
+            const double norm = k1 * (omb + (b * (double)len_of[c]) / avgdl);
+            score += idf * ((tf * k1p1) / (tf + norm));
+        }
+        sc[i].chunk = c;
+        sc[i].score = score;
+    }
+    qsort(sc, (size_t)n, sizeof *sc, scored_cmp);
+    /* each document's first chunk in that order, the first k documents: an open-addressing
+       set of the documents taken (at most k of them) */
+    Py_ssize_t cap = 16;
+    while (cap < 2 * (k < n ? k : n) + 2)
+        cap *= 2;
+    seen = PyMem_Malloc(sizeof *seen * (size_t)cap);
+    out = PyList_New(0);
+    if (!seen || !out) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_CLEAR(out);
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < cap; j++)
+        seen[j] = -1;
+    Py_ssize_t taken = 0;
+    for (Py_ssize_t i = 0; i < n && taken < k; i++) {
+        const int32_t d = doc_of[sc[i].chunk];
+        Py_ssize_t h = (Py_ssize_t)(((uint32_t)d * 2654435761u) & (uint32_t)(cap - 1));
+        while (seen[h] != -1 && seen[h] != d)
+            h = (h + 1) & (cap - 1);
+        if (seen[h] == d)
+            continue;
+        seen[h] = d;
+        taken++;
+        PyObject *pair = Py_BuildValue("(kd)", (unsigned long)sc[i].chunk, sc[i].score);
+        if (!pair || PyList_Append(out, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(pair);
+    }
+done:
+    for (Py_ssize_t j = 0; j < n_held; j++)
+        PyBuffer_Release(&held[j]);
+    PyMem_Free(held);
+    PyMem_Free(T);
+    PyMem_Free(sc);
+    PyMem_Free(seen);
+    Py_XDECREF(terms);
+    PyBuffer_Release(&cands);
+    PyBuffer_Release(&file);
+    PyBuffer_Release(&lens);
+    PyBuffer_Release(&docs);
+    return out;
 }
 
 PyDoc_STRVAR(rank_one_doc,
@@ -3053,6 +3286,7 @@ static PyMethodDef methods[] = {
     {"make_hits", make_hits, METH_VARARGS, make_hits_doc},
     {"rank_one", rank_one, METH_VARARGS, rank_one_doc},
     {"paged_pick", paged_pick, METH_VARARGS, paged_pick_doc},
+    {"rescore", rescore, METH_VARARGS, rescore_doc},
     {"read_blobs", read_blobs, METH_VARARGS, read_blobs_doc},
     {"blob_pieces", blob_pieces, METH_VARARGS, blob_pieces_doc},
     {"read_texts", read_texts, METH_VARARGS, read_texts_doc},
@@ -3074,7 +3308,8 @@ static struct PyModuleDef module = {
    join_words (its chunk texts); 6 = blob_pieces and make_hits' pieces (the document fields
    read from the file's pages); 7 = rank_blocks' and rank_maxscore's `paged` and paged_pick
    (posting lists ranked where they lie in the file's pages); 8 = texts_snippets (a complete
-   search's texts and snippets in one call without the GIL; make_hits' texts and snippets).
+   search's texts and snippets in one call without the GIL; make_hits' texts and snippets;
+   rescore, the exact rescoring beside clamped terms).
    A module built from an older _kernels.c is refused, not called wrongly. */
 #define KERNELS_ABI 8
 

@@ -36,6 +36,10 @@ def rank_one(chunks: npt.NDArray[Any], impacts: npt.NDArray[Any], n_rows: int,
              blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
              /) -> list[tuple[int, float]]: ...
 
+def rescore(cands: npt.NDArray[Any], terms: Sequence[tuple[Any, ...]], file: Any,
+            chunk_len: npt.NDArray[Any], k1: float, b: float, avgdl: float, k1p1: float, idf: float,
+            chunk_doc: npt.NDArray[Any], k: int, /) -> list[tuple[int, float]]: ...
+
 def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
               chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],
               field_offsets: npt.NDArray[Any], fields: Any, pieces: bytes | None = ...,

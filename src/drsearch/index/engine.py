@@ -181,16 +181,22 @@ class Engine:
         # The chunks' texts of a complete search come from the pages too (read_texts).
         self._file: MappedFile | None = None if kernels is None else MappedFile(path, conn, kernels)
         self._pages: MappedColumn | None = None
+        self._dense_tfs: MappedColumn | None = None
+        self._dense_tables: dict[int, bytes] = {}  # clamped term rowid -> its tf BLOB's pieces
         self._chunk_texts: MappedColumn | None = None
         self._term_rows: MappedRows | None = None
         if self._file is not None:
             try:
                 self._pages = self._file.column("postings", "data")
+                self._dense_tfs = self._file.column("dense_tfs", "tfs")
                 self._chunk_texts = self._file.column("chunks", "text")
                 self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
             except IncompatibleIndexError:
                 self._file.close()
                 raise
+        # With the kernel, clamped terms' tfs are read from the file's pages when rescoring
+        # (tests turn it off to pick or load them by blob I/O, the path without the kernel).
+        self.paged_dense = True
         # Lists of more than this many bytes are ranked in the file's pages (PAGED_LIST_BYTES;
         # tests and probes move it: 0 pages every list the kernel can take, a huge value none).
         self.paged_list_bytes = PAGED_LIST_BYTES
@@ -375,8 +381,12 @@ class Engine:
                 out.append(None)
                 continue
             _, tid, df, dense, top, data = row
-            if dense:
-                out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid)))
+            if dense:  # with the kernel, its tfs are read from the pages when rescoring
+                at = None
+                if paged and self.paged_dense:
+                    assert pages is not None
+                    at = (pages.file.pages, self._dense_pieces(tid))
+                out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at))
                 continue
             nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
             if paged and nbytes > self.paged_list_bytes:
@@ -424,6 +434,20 @@ class Engine:
                     self._pieces = {}
                     self._pieces_bytes = len(table) + _PIECES_ENTRY_BYTES
                 self._pieces[tid] = table
+        return table
+
+    def _dense_pieces(self, tid: int) -> bytes:
+        """Where clamped term ``tid``'s tf array (its dense_tfs BLOB) lies in the file's pages,
+        found once and kept (one small table per clamped term: terms in half the chunks or
+        more, few in any corpus). The C rescoring checks its length against the chunk count."""
+        table = self._dense_tables.get(tid)
+        if table is None:
+            assert self._dense_tfs is not None
+            table = self._dense_tfs.pieces(tid)
+            got, nbytes = int.from_bytes(table[:8], "little", signed=True), 2 * (self.scorer.n_rows + 1)
+            if got != nbytes:
+                raise IncompatibleIndexError(f"dense_tfs.tfs row {tid}: {got} bytes, expected {nbytes}")
+            self._dense_tables[tid] = table
         return table
 
     def _list_reader(self, name: str, tid: int, df: int, top: float, nbytes: int) -> Callable[[], SparseTerm]:

@@ -190,6 +190,9 @@ class DenseTerm:
     df: int
     load: Callable[[], npt.NDArray[np.uint16]]
     pick: Callable[[I64], npt.NDArray[np.uint16]] | None = None
+    # (file, blob_pieces' table of its tf BLOB): the array left in the file's pages, where the
+    # C rescoring reads the candidates' tfs (none: they are picked or loaded here).
+    paged: tuple[Any, bytes] | None = field(default=None, repr=False)
     _tfs: npt.NDArray[np.uint16] | None = field(default=None, repr=False)
 
     @property
@@ -271,6 +274,7 @@ class Scorer:
         # The lengths, not their norms (half the bytes): only clamped-IDF (dense) terms need
         # a norm at query time, computed for the rows they score (bitwise the same values).
         self._chunk_len = chunk_len
+        self._chunk_len32 = np.ascontiguousarray(chunk_len, dtype=np.int32)  # the C rescoring's
         self._avgdl = mean_chunk_len(chunk_len)
         self.k1, self.b = k1, b
         self.k1p1 = k1 + 1.0
@@ -361,8 +365,7 @@ class Scorer:
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
             n, n_full, cut = self._run(sparse, k, bound, blocked, scratch, deadline)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
-                cand = out_c[:n].copy()
-                return self._finish(cand, self._rescore(cand, present), k)
+                return self._rescore_native(out_c[:n], present, k)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
         lists = [t if isinstance(t, PagedTerm) else self._as_list(t) for t in present]
         n, _, _ = self._run(lists, k, -1.0, blocked, scratch, deadline)
@@ -537,6 +540,35 @@ class Scorer:
             if m >= m_all:
                 return sel, len(first)
             m = min(m_all, m * 4)
+
+    def _rescore_native(self, cand: I64, terms: Sequence[Term], k: int) -> list[tuple[int, float]]:
+        """``_finish(cand, _rescore(cand, terms), k)`` in one C call (``_kernels.rescore``: the
+        same scores and order, bit for bit, without a numpy call per term): lists read where
+        they lie, clamped terms' tfs from their BLOB's pages (else picked here). ``cand``:
+        ascending chunk rowids."""
+        assert _kernels is not None
+        spec: list[tuple[Any, ...]] = []
+        files: list[Any] = []
+        rows: I64 | None = None
+        for t in terms:
+            if isinstance(t, PagedTerm):
+                spec.append((0, t.df, t.pieces))
+                files.append(t.file)
+            elif isinstance(t, SparseTerm):
+                spec.append((1, t.chunks, t.impacts))
+            elif t.paged is not None and t._tfs is None:
+                spec.append((2, t.paged[1]))
+                files.append(t.paged[0])
+            else:
+                rows = cand.copy() if rows is None else rows
+                spec.append((3, np.ascontiguousarray(t.tfs_at(rows, self.n_rows), dtype=np.uint16)))
+        if any(f is not files[0] for f in files):  # one mapped file per engine: never, but exact
+            keys = cand.copy()
+            return self._finish(keys, self._rescore(keys, terms), k)
+        got: list[tuple[int, float]] = _kernels.rescore(
+            cand.astype(np.uint32), spec, files[0] if files else b"", self._chunk_len32, self.k1,
+            self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
+        return got
 
     def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
         """Exact scores of candidate chunks (ascending): every term, in phrase order."""
