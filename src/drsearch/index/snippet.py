@@ -158,6 +158,8 @@ class SnippetMaker:
 
 
 def _common_prefix(a: str, b: str) -> str:
+    if b.startswith(a):  # the usual case: the indexed term is a prefix of the spelling
+        return a
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
