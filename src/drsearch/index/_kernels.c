@@ -2578,7 +2578,8 @@ snippets(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    memcpy(held, items, sizeof *held * (size_t)n_texts);
+    if (n_texts) /* an empty list's items pointer may be NULL */
+        memcpy(held, items, sizeof *held * (size_t)n_texts);
     int late = 0;
 #define SNIP_LOOP                                                                                 \
     for (Py_ssize_t t = 0; t < n_texts && !late; t++)                                            \
