@@ -1694,6 +1694,32 @@ done:
     return result;
 }
 
+/* Where the TEXT value of each of the n rowids of `rowids` (from PySequence_Fast) lies in
+   column `column` of the table at page `root`: vals[i], with ids[i] its rowid (a b-tree
+   descent each: cheap). *spilled: the bytes of the values that continue on overflow pages,
+   *total: all their bytes. 0, or -1 with an exception set (ValueError naming the row). */
+static int
+text_values(const DbFile *db, Py_ssize_t root, Py_ssize_t column, PyObject *rowids, Py_ssize_t n,
+            DbValue *vals, int64_t *ids, uint64_t *spilled, uint64_t *total)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
+        if (ids[i] == -1 && PyErr_Occurred())
+            return -1;
+        PageError why = db_value(db, (uint32_t)root, ids[i], (int)column, &vals[i]);
+        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
+            why = "record column is not TEXT";
+        if (why) {
+            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
+            return -1;
+        }
+        if (vals[i].at + vals[i].len > vals[i].n_local)
+            *spilled += vals[i].len;
+        *total += vals[i].len;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(read_texts_doc,
 "read_texts(file, page_size, usable, root, column, rowids) -> list[str]\n\n"
 "The TEXT in column `column` of each row `rowids[i]` of the rowid table rooted at `root`,\n"
@@ -1734,21 +1760,9 @@ read_texts(PyObject *self, PyObject *args)
     /* Find every value first (a b-tree descent each: cheap), then copy the ones that continue
        on overflow pages into one buffer (without the GIL when they are many bytes), then
        decode: a value wholly on its leaf page is decoded where it lies. */
-    uint64_t spilled = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
-        if (ids[i] == -1 && PyErr_Occurred())
-            goto done;
-        PageError why = db_value(&db, (uint32_t)root, ids[i], (int)column, &vals[i]);
-        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
-            why = "record column is not TEXT";
-        if (why) {
-            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
-            goto done;
-        }
-        if (vals[i].at + vals[i].len > vals[i].n_local)
-            spilled += vals[i].len;
-    }
+    uint64_t spilled = 0, total = 0;
+    if (text_values(&db, root, column, rowids, n, vals, ids, &spilled, &total) < 0)
+        goto done;
     bytes = PyMem_Malloc(spilled ? spilled : 1);
     if (!bytes) {
         PyErr_NoMemory();
@@ -2468,6 +2482,35 @@ snip_stems_make(PyObject *stems_seq, PyObject *weights, Py_ssize_t n, SnipStem *
     return 0;
 }
 
+/* A snippets call's `stems`, `weights` (sequences of as many str and float) and `width`
+   (positive), checked, as stems with their buckets in *out and their number in *n_out (0 and
+   NULL on error). Returns 0, or -1 with an exception set (nothing left to free). */
+static int
+snip_args(PyObject *stems_obj, PyObject *weights_obj, Py_ssize_t width, SnipStem **out,
+          Py_ssize_t *n_out, SnipBuckets *buckets)
+{
+    *out = NULL;
+    *n_out = 0;
+    PyObject *stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
+    PyObject *weights = stems_seq ? PySequence_Fast(weights_obj, "weights must be a sequence") : NULL;
+    int rc = -1;
+    if (weights) { /* else the exception is set */
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(stems_seq);
+        if (width < 1) {
+            PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
+        } else if (PySequence_Fast_GET_SIZE(weights) != n) {
+            PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n,
+                         PySequence_Fast_GET_SIZE(weights));
+        } else if (snip_stems_make(stems_seq, weights, n, out, buckets) == 0) {
+            *n_out = n;
+            rc = 0;
+        }
+    }
+    Py_XDECREF(stems_seq);
+    Py_XDECREF(weights);
+    return rc;
+}
+
 static void
 snip_stems_free(SnipStem *stems, Py_ssize_t n)
 {
@@ -2511,8 +2554,7 @@ static PyObject *
 snippets(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *texts_obj, *stems_obj, *weights_obj, *texts = NULL, *stems_seq = NULL,
-                                                     *weights = NULL, *result = NULL;
+    PyObject *texts_obj, *stems_obj, *weights_obj, *texts = NULL, *result = NULL;
     PyObject *ellipsis = NULL;
     Py_ssize_t width;
     double deadline;
@@ -2526,27 +2568,10 @@ snippets(PyObject *self, PyObject *args)
                           &deadline))
         return NULL;
     texts = PySequence_Fast(texts_obj, "texts must be a sequence");
-    stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
-    weights = PySequence_Fast(weights_obj, "weights must be a sequence");
     ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
-    if (!texts || !stems_seq || !weights || !ellipsis)
+    if (!texts || !ellipsis || snip_args(stems_obj, weights_obj, width, &stems, &n_stems, &buckets) < 0)
         goto done;
-    if (width < 1) {
-        PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
-        goto done;
-    }
     const Py_ssize_t n_texts = PySequence_Fast_GET_SIZE(texts);
-    n_stems = PySequence_Fast_GET_SIZE(stems_seq);
-    if (PySequence_Fast_GET_SIZE(weights) != n_stems) {
-        PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n_stems,
-                     PySequence_Fast_GET_SIZE(weights));
-        n_stems = 0;
-        goto done;
-    }
-    if (snip_stems_make(stems_seq, weights, n_stems, &stems, &buckets) < 0) {
-        n_stems = 0;
-        goto done;
-    }
     Py_ssize_t longest = 0, total = 0;
     for (Py_ssize_t t = 0; t < n_texts; t++) {
         PyObject *s = PySequence_Fast_GET_ITEM(texts, t);
@@ -2618,8 +2643,6 @@ done:
     PyMem_Free(pos);
     Py_XDECREF(ellipsis);
     Py_XDECREF(texts);
-    Py_XDECREF(stems_seq);
-    Py_XDECREF(weights);
     return result;
 }
 
@@ -2852,7 +2875,7 @@ texts_snippets(PyObject *self, PyObject *args)
     Py_ssize_t page_size, usable, root, column, width;
     double deadline;
     PyObject *rowids_obj, *stems_obj, *weights_obj;
-    PyObject *rowids = NULL, *stems_seq = NULL, *weights = NULL, *ellipsis = NULL;
+    PyObject *rowids = NULL, *ellipsis = NULL;
     PyObject *texts = NULL, *snips = NULL, *result = NULL;
     DbValue *vals = NULL;
     int64_t *ids = NULL;
@@ -2869,26 +2892,9 @@ texts_snippets(PyObject *self, PyObject *args)
         goto done;
     }
     rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
-    stems_seq = PySequence_Fast(stems_obj, "stems must be a sequence");
-    weights = PySequence_Fast(weights_obj, "weights must be a sequence");
     ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
-    if (!rowids || !stems_seq || !weights || !ellipsis)
+    if (!rowids || !ellipsis || snip_args(stems_obj, weights_obj, width, &stems, &n_stems, &buckets) < 0)
         goto done;
-    if (width < 1) {
-        PyErr_SetString(PyExc_ValueError, "snippets: width must be positive");
-        goto done;
-    }
-    n_stems = PySequence_Fast_GET_SIZE(stems_seq);
-    if (PySequence_Fast_GET_SIZE(weights) != n_stems) {
-        PyErr_Format(PyExc_ValueError, "snippets: %zd stems and %zd weights", n_stems,
-                     PySequence_Fast_GET_SIZE(weights));
-        n_stems = 0;
-        goto done;
-    }
-    if (snip_stems_make(stems_seq, weights, n_stems, &stems, &buckets) < 0) {
-        n_stems = 0;
-        goto done;
-    }
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
     vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
     ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
@@ -2901,21 +2907,8 @@ texts_snippets(PyObject *self, PyObject *args)
     const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
                        (uint32_t)usable, (uint32_t)(file.len / page_size)};
     uint64_t total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) { /* a b-tree descent each, as read_texts */
-        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
-        if (ids[i] == -1 && PyErr_Occurred())
-            goto done;
-        PageError why = db_value(&db, (uint32_t)root, ids[i], (int)column, &vals[i]);
-        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
-            why = "record column is not TEXT";
-        if (why) {
-            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
-            goto done;
-        }
-        if (vals[i].at + vals[i].len > vals[i].n_local)
-            w.spilled += vals[i].len;
-        total += vals[i].len;
-    }
+    if (text_values(&db, root, column, rowids, n, vals, ids, &w.spilled, &total) < 0)
+        goto done;
     w.db = &db;
     w.vals = vals;
     w.n = n;
@@ -2986,8 +2979,6 @@ done:
     Py_XDECREF(snips);
     Py_XDECREF(ellipsis);
     Py_XDECREF(rowids);
-    Py_XDECREF(stems_seq);
-    Py_XDECREF(weights);
     PyBuffer_Release(&file);
     return result;
 }
