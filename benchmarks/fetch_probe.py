@@ -16,6 +16,10 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 - ``paged``: a query's fetch and ranking with its long lists ranked where they lie in the
   file's pages (``PagedTerm``, the default) against copied into the arena first, interleaved
   query by query (µs), both answers checked equal;
+- ``snippets``: a complete search's last stage on each query's hits: the chunk texts read
+  (``read_texts``), their snippets (``snippets``), and both in one call (``texts_snippets``),
+  µs per query, best of 5 passes (the kernel's functions only: it runs against any kernel
+  that has them);
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
   ranked search, a complete search with texts and snippets, and the same with the texts read
@@ -27,7 +31,7 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 Usage::
 
     python benchmarks/fetch_probe.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
-        [--probe fetch,copy,paged,one-term,threads] [--limit 150] [--seconds 3]
+        [--probe fetch,copy,paged,one-term,threads,snippets] [--limit 150] [--seconds 3]
 
 ``--queries``: a JSON list of queries, or an object of classes (all are used). The index is
 opened read-only.
@@ -47,7 +51,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-PROBES = ("fetch", "copy", "paged", "one-term", "threads")
+PROBES = ("fetch", "copy", "paged", "one-term", "threads", "snippets")
 # df classes of the one-term probe: (lowest, highest) postings
 DF_CLASSES = [(10, 20), (200, 300), (900, 1100), (3500, 4500), (15000, 17000), (60000, 70000)]
 
@@ -225,6 +229,55 @@ def paged_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
           f"p50s {statistics.median(total['paged']) / statistics.median(total['copied']):.3f}")
 
 
+def snippets_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
+    """A complete search's last stage on each query's 10 hits: the chunk texts read from the
+    pages (``read_texts``), their snippets made in C (``snippets``), and both in one call
+    (``texts_snippets``, what the engine runs): µs per query, best of ``rounds`` passes over
+    the queries; the one call's answers checked against the two calls' first. It calls the
+    kernel's functions only, so it runs against any kernel that has them (ABI 8 on)."""
+    from drsearch.index.snippet import SnippetMaker
+
+    kernels = e._kernels
+    column = e._chunk_texts
+    if kernels is None or column is None or not hasattr(kernels, "texts_snippets"):
+        print("snippets: not available (kernel not built, or without texts_snippets)")
+        return
+    f = column.file
+    work: list[tuple[SnippetMaker, list[int]]] = []
+    for q in queries:
+        p = e.parse(q)
+        terms = e._postings(p, _far())
+        ids = [c for c, _ in e.scorer.rank(terms, 10, e._blocked_chunks, e._scratch(), _far())]
+        work.append((e._snippets(p, terms, _far()), ids))
+    geometry = (f._pages, f.page_size, f.usable, column.root, column.column)
+    texts = [kernels.read_texts(*geometry, ids) for _, ids in work]
+    for (m, ids), tx in zip(work, texts, strict=True):
+        two = kernels.snippets(tx, m._stems, m._stem_weights, m.width, 0.0)
+        if kernels.texts_snippets(*geometry, ids, m._stems, m._stem_weights, m.width, 0.0) != (tx, two):
+            raise SystemExit(f"snippets: one call and two calls differ on hits {ids}")
+    chars = sum(len(t) for tx in texts for t in tx)
+    stages: dict[str, Callable[[int], Any]] = {
+        "read_texts": lambda i: kernels.read_texts(*geometry, work[i][1]),
+        "snippets": lambda i: kernels.snippets(texts[i], work[i][0]._stems, work[i][0]._stem_weights,
+                                               work[i][0].width, 0.0),
+        "texts_snippets": lambda i: kernels.texts_snippets(*geometry, work[i][1], work[i][0]._stems,
+                                                           work[i][0]._stem_weights, work[i][0].width, 0.0),
+    }
+    best = dict.fromkeys(stages, float("inf"))
+    for _ in range(rounds):
+        for name, fn in stages.items():
+            t0 = time.perf_counter_ns()
+            for i in range(len(work)):
+                fn(i)
+            best[name] = min(best[name], time.perf_counter_ns() - t0)
+    print(f"snippets: {len(work)} queries, {chars / len(work):,.0f} characters of hit text per query, "
+          f"best of {rounds} passes")
+    for name in stages:
+        print(f"  {name:<15} {best[name] / len(work) / 1e3:8.1f} us per query")
+    print(f"  texts_snippets / (read_texts + snippets) "
+          f"{best['texts_snippets'] / (best['read_texts'] + best['snippets']):.2f}x")
+
+
 def one_term_probe(e: Any) -> None:
     scorer = e.scorer
     default = scorer.single_term_postings
@@ -393,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             one_term_probe(e)
         if "threads" in probes:
             threads_probe(e, queries, args.seconds)
+        if "snippets" in probes:
+            snippets_probe(e, queries)
     return 0
 
 

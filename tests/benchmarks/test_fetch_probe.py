@@ -1,6 +1,6 @@
 """benchmarks/fetch_probe.py on the sample's index: every probe prints its rows (the readers,
 the copy against a flat copy, the one-term classes present, the thread runs with their
-ratios); bad arguments exit 2."""
+ratios, the texts and snippets stages); bad arguments exit 2."""
 
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ def test_every_probe_runs_and_prints_its_rows(sample_index: Path, tmp_path: Path
     paged = [ln for ln in out.splitlines() if ln.strip().startswith(("paged ", "copied ")) and "both p50" in ln]
     assert len(paged) == 2 and all(float(ln.split("both p50")[1].split("us")[0]) > 0 for ln in paged), out
     assert "paged / copied (fetch + rank)" in out and "paged lists per query" in out
+    snips = [ln for ln in out.splitlines() if "us per query" in ln
+             and ln.strip().startswith(("read_texts ", "snippets ", "texts_snippets "))]
+    assert len(snips) == 3 and all(float(ln.split("us per query")[0].split()[-1]) > 0 for ln in snips), out
+    assert "characters of hit text per query" in out and "texts_snippets / (read_texts + snippets)" in out
 
 
 @pytest.mark.parametrize("args", [["--probe", "nope"], ["--seconds", "0"], ["--limit", "0"]])
