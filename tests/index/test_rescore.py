@@ -68,6 +68,10 @@ def test_every_kind_of_term_scores_and_orders_as_numpy(k: int) -> None:
     paged_dense = DenseTerm("d", dense.df, dense.load, None, (c["file"], c["tfs_table"]))
     assert scorer._rescore_native(cand, [paged, paged_dense, sparse, dense], k) == want
     assert kernels.rescore(np.empty(0, np.uint32), specs[1], c["file"], *_args(c, scorer), k) == []
+    # the kernel reads one file: terms left in two are refused, not read from the wrong one
+    elsewhere = DenseTerm("d", dense.df, dense.load, None, (memoryview(bytes(c["file"])), c["tfs_table"]))
+    with pytest.raises(ValueError, match="more than one file"):
+        scorer._rescore_native(cand, [paged, elsewhere], k)
 
 
 def test_bad_arguments_are_refused() -> None:

@@ -1720,6 +1720,33 @@ text_values(const DbFile *db, Py_ssize_t root, Py_ssize_t column, PyObject *rowi
     return 0;
 }
 
+/* Where each of n values found by text_values lies: src[i] on its leaf page, or its bytes
+   copied (one value after another) into `copy` (the spilled bytes text_values counted) when it
+   continues on overflow pages. Plain C on the mapped file (runs without the GIL). NULL, or a
+   damaged page's reason with *failed the value's index. */
+static PageError
+text_sources(const DbFile *db, const DbValue *vals, Py_ssize_t n, unsigned char *copy,
+             const unsigned char **src, Py_ssize_t *failed)
+{
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const DbValue *v = &vals[i];
+        if (v->at + v->len <= v->n_local) {
+            src[i] = v->local + v->at;
+            continue;
+        }
+        PageError why = db_copy_payload(db, v->local, v->n_local, v->payload, v->ovfl, v->at,
+                                        v->len, copy + at);
+        if (why) {
+            *failed = i;
+            return why;
+        }
+        src[i] = copy + at;
+        at += v->len;
+    }
+    return NULL;
+}
+
 PyDoc_STRVAR(read_texts_doc,
 "read_texts(file, page_size, usable, root, column, rowids) -> list[str]\n\n"
 "The TEXT in column `column` of each row `rowids[i]` of the rowid table rooted at `root`,\n"
@@ -1738,6 +1765,7 @@ read_texts(PyObject *self, PyObject *args)
     DbValue *vals = NULL;
     int64_t *ids = NULL;
     unsigned char *bytes = NULL;
+    const unsigned char **src = NULL;
     if (!PyArg_ParseTuple(args, "y*nnnnO:read_texts", &file, &page_size, &usable, &root, &column,
                           &rowids_obj))
         return NULL;
@@ -1751,7 +1779,8 @@ read_texts(PyObject *self, PyObject *args)
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
     vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
     ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
-    if (!vals || !ids) {
+    src = PyMem_Calloc((size_t)n + 1, sizeof *src);
+    if (!vals || !ids || !src) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1768,45 +1797,22 @@ read_texts(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    PageError why = NULL;
+    PageError why;
     Py_ssize_t failed = -1;
-#define COPY_SPILLED                                                                              \
-    {                                                                                             \
-        uint64_t at = 0;                                                                          \
-        for (Py_ssize_t i = 0; i < n && !why; i++) {                                              \
-            const DbValue *v = &vals[i];                                                          \
-            if (v->at + v->len <= v->n_local)                                                     \
-                continue;                                                                         \
-            why = db_copy_payload(&db, v->local, v->n_local, v->payload, v->ovfl, v->at, v->len, \
-                                  bytes + at);                                                    \
-            failed = i;                                                                           \
-            at += v->len;                                                                         \
-        }                                                                                         \
-    }
     if (spilled >= NOGIL_MIN_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        COPY_SPILLED
+        why = text_sources(&db, vals, n, bytes, src, &failed);
         Py_END_ALLOW_THREADS
     } else {
-        COPY_SPILLED
+        why = text_sources(&db, vals, n, bytes, src, &failed);
     }
-#undef COPY_SPILLED
     if (why) {
         PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[failed], why);
         goto done;
     }
     result = PyList_New(n);
-    uint64_t at = 0;
     for (Py_ssize_t i = 0; result && i < n; i++) {
-        const DbValue *v = &vals[i];
-        const char *src;
-        if (v->at + v->len <= v->n_local) {
-            src = (const char *)v->local + v->at;
-        } else {
-            src = (const char *)bytes + at;
-            at += v->len;
-        }
-        PyObject *text = PyUnicode_DecodeUTF8(src, (Py_ssize_t)v->len, "strict");
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)src[i], (Py_ssize_t)vals[i].len, "strict");
         if (!text) {
             Py_CLEAR(result);
             break;
@@ -1817,6 +1823,7 @@ done:
     PyMem_Free(bytes);
     PyMem_Free(vals);
     PyMem_Free(ids);
+    PyMem_Free(src);
     Py_XDECREF(rowids);
     PyBuffer_Release(&file);
     return result;
@@ -2796,27 +2803,20 @@ static void
 text_work(TextWork *w)
 {
     w->copy = PyMem_RawMalloc(w->spilled ? w->spilled : 1);
-    if (!w->copy) {
+    const unsigned char **src = PyMem_RawMalloc(sizeof *src * ((size_t)w->n + 1));
+    if (!w->copy || !src) {
+        PyMem_RawFree(src);
         w->nomem = 1;
         return;
     }
-    uint64_t at = 0;
-    for (Py_ssize_t i = 0; i < w->n; i++) {
-        const DbValue *v = &w->vals[i];
-        if (v->at + v->len <= v->n_local) {
-            w->parts[i].src = v->local + v->at;
-        } else {
-            w->why = db_copy_payload(w->db, v->local, v->n_local, v->payload, v->ovfl, v->at,
-                                     v->len, w->copy + at);
-            if (w->why) {
-                w->failed = i;
-                return;
-            }
-            w->parts[i].src = w->copy + at;
-            at += v->len;
-        }
-        w->parts[i].len = v->len;
+    w->why = text_sources(w->db, w->vals, w->n, w->copy, src, &w->failed);
+    for (Py_ssize_t i = 0; !w->why && i < w->n; i++) {
+        w->parts[i].src = src[i];
+        w->parts[i].len = w->vals[i].len;
     }
+    PyMem_RawFree(src);
+    if (w->why)
+        return;
     size_t decoded = 0;
     Py_ssize_t longest = 0;
     for (Py_ssize_t i = 0; i < w->n; i++) {

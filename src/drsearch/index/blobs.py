@@ -161,43 +161,46 @@ class MappedColumn:
         self.page_size = file.page_size
         self.usable = file.usable
 
+    def _call(self, name: str, *args: Any) -> Any:
+        """Kernel function ``name`` on this column (the file's pages, geometry, table and
+        column, then ``args``): its ValueError as IncompatibleIndexError naming the table (a
+        UnicodeDecodeError, bytes that are not UTF-8, as it is)."""
+        f = self.file
+        try:
+            return getattr(f._kernels, name)(f._pages, f.page_size, f.usable, self.root,
+                                             self.column, *args)
+        except UnicodeDecodeError:
+            raise
+        except ValueError as e:
+            raise IncompatibleIndexError(f"{self.table} {e}") from e
+
+    def _check_utf8(self) -> None:
+        if not self.file.utf8:
+            raise IncompatibleIndexError(f"{self.file.name}: text encoding is not UTF-8")
+
     def read_into(self, rowids: Sequence[int], outs: Sequence[Any]) -> None:
         """Copy the BLOB of each row ``rowids[i]`` into ``outs[i]`` (writable, exactly the
         BLOB's length). Raises IncompatibleIndexError naming the row (missing, another
         length, or a damaged page)."""
-        f = self.file
-        try:
-            f._kernels.read_blobs(f._pages, f.page_size, f.usable, self.root, self.column, rowids,
-                                  outs)
-        except ValueError as e:
-            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        self._call("read_blobs", rowids, outs)
 
-    def pieces(self, rowid: int) -> bytes:
+    def pieces(self, rowid: int, nbytes: int | None = None) -> bytes:
         """Where the BLOB of row ``rowid`` lies in the file: ``_kernels.blob_pieces``' table.
-        Raises IncompatibleIndexError naming the row (missing, not a BLOB, a damaged page)."""
-        f = self.file
-        try:
-            table: bytes = f._kernels.blob_pieces(f._pages, f.page_size, f.usable, self.root,
-                                                  self.column, rowid)
-        except ValueError as e:
-            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        Raises IncompatibleIndexError naming the row (missing, not a BLOB, a damaged page, or
+        not ``nbytes`` long when given)."""
+        table: bytes = self._call("blob_pieces", rowid)
+        got = int.from_bytes(table[:8], "little", signed=True)
+        if nbytes is not None and got != nbytes:
+            raise IncompatibleIndexError(f"{self.table} row {rowid}: {got} bytes, expected {nbytes} bytes")
         return table
 
     def read_texts(self, rowids: Sequence[int]) -> list[str]:
         """The TEXT of each row ``rowids[i]``. Raises IncompatibleIndexError naming the row
         (missing, not TEXT, a damaged page), or for a file whose text is not UTF-8, and
         UnicodeDecodeError for bytes that are not UTF-8."""
-        f = self.file
-        if not f.utf8:
-            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
-        try:
-            texts: list[str] = f._kernels.read_texts(f._pages, f.page_size, f.usable, self.root,
-                                                     self.column, rowids)
-            return texts
-        except UnicodeDecodeError:
-            raise
-        except ValueError as e:
-            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        self._check_utf8()
+        texts: list[str] = self._call("read_texts", rowids)
+        return texts
 
     def read_texts_snippets(self, rowids: Sequence[int], stems: Sequence[str], weights: Sequence[float],
                             width: int, deadline: float) -> tuple[list[str], list[str | None]] | None:
@@ -205,18 +208,10 @@ class MappedColumn:
         (``_kernels.texts_snippets``: copied, decoded and searched without the GIL), for
         :meth:`SnippetMaker.of_rows <drsearch.index.snippet.SnippetMaker.of_rows>`. None when
         ``deadline`` passed. The errors of read_texts."""
-        f = self.file
-        if not f.utf8:
-            raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
-        try:
-            got: tuple[list[str], list[str | None]] | None = f._kernels.texts_snippets(
-                f._pages, f.page_size, f.usable, self.root, self.column, rowids, stems, weights,
-                width, deadline)
-            return got
-        except UnicodeDecodeError:
-            raise
-        except ValueError as e:
-            raise IncompatibleIndexError(f"{self.table} {e}") from e
+        self._check_utf8()
+        got: tuple[list[str], list[str | None]] | None = self._call(
+            "texts_snippets", rowids, stems, weights, width, deadline)
+        return got
 
 
 class MappedRows:

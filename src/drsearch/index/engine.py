@@ -424,10 +424,7 @@ class Engine:
         table = self._pieces.get(tid)
         if table is None:
             assert self._pages is not None
-            table = self._pages.pieces(tid)
-            got = int.from_bytes(table[:8], "little", signed=True)
-            if got != nbytes:
-                raise IncompatibleIndexError(f"postings.data row {tid}: {got} bytes, expected {nbytes} bytes")
+            table = self._pages.pieces(tid, nbytes)
             with self._lock:  # (dict operations are atomic; the byte count is not)
                 self._pieces_bytes += len(table) + _PIECES_ENTRY_BYTES
                 if self._pieces_bytes > _PIECES_CACHE_BYTES:
@@ -443,10 +440,7 @@ class Engine:
         table = self._dense_tables.get(tid)
         if table is None:
             assert self._dense_tfs is not None
-            table = self._dense_tfs.pieces(tid)
-            got, nbytes = int.from_bytes(table[:8], "little", signed=True), 2 * (self.scorer.n_rows + 1)
-            if got != nbytes:
-                raise IncompatibleIndexError(f"dense_tfs.tfs row {tid}: {got} bytes, expected {nbytes}")
+            table = self._dense_tfs.pieces(tid, 2 * (self.scorer.n_rows + 1))
             self._dense_tables[tid] = table
         return table
 

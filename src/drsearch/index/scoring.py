@@ -48,7 +48,8 @@ from .schema import BLOCK_POSTINGS, block_count
 # 5 = fts5_doclists (the build reads its postings from FTS5's index), 6 = blob_pieces (document
 # fields read from the file's pages), 7 = the ranking kernels' `paged` lists (posting lists
 # ranked where they lie in the file's pages), 8 = texts_snippets (a complete search's chunk texts
-# and snippets in one call without the GIL). A kernel built from an older _kernels.c
+# and snippets in one call without the GIL), make_hits' texts and snippets, and rescore (the
+# exact rescoring beside clamped terms). A kernel built from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
 KERNEL_ABI = 8
@@ -562,9 +563,8 @@ class Scorer:
             else:
                 rows = cand.copy() if rows is None else rows
                 spec.append((3, np.ascontiguousarray(t.tfs_at(rows, self.n_rows), dtype=np.uint16)))
-        if any(f is not files[0] for f in files):  # one mapped file per engine: never, but exact
-            keys = cand.copy()
-            return self._finish(keys, self._rescore(keys, terms), k)
+        if any(f is not files[0] for f in files):  # the kernel reads one file (an engine's)
+            raise ValueError("terms left in more than one file")
         got: list[tuple[int, float]] = _kernels.rescore(
             cand.astype(np.uint32), spec, files[0] if files else b"", self._chunk_len32, self.k1,
             self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
