@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from drsearch.index import BlockList, Engine, IncompatibleIndexError
-from drsearch.index.scoring import PagedTerm, native_kernels
+from drsearch.index.scoring import PagedTerm, SparseTerm, native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 from .test_page_reader import LAYOUTS, laid_out
@@ -68,28 +68,65 @@ def test_paged_lists_with_a_blocklist_and_complete_search(cran_small_chunks: Pat
             assert not {h.docid for h in paged.hits} & set(docids)
 
 
-def test_the_pieces_cache_is_bounded_and_answers_do_not_change(cran_small_chunks: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kept_terms_are_bounded_and_answers_do_not_change(cran_small_chunks: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import drsearch.index.engine as engine_mod
 
     with Engine.open(cran_small_chunks) as e:
         e.paged_list_bytes = 0
         want = [e.rank(q, 10) for q in QUERIES]
-        assert e._pieces and e._pieces_bytes <= engine_mod._PIECES_CACHE_BYTES
-    monkeypatch.setattr(engine_mod, "_PIECES_CACHE_BYTES", 600)  # a few entries at most
+        assert e._kept_terms and e._kept_bytes <= engine_mod._KEPT_TERMS_BYTES
+        # a kept term is the same object query after query (no lookup, nothing made)
+        kept = dict(e._kept_terms)
+        assert [e.rank(q, 10) for q in QUERIES] == want
+        assert all(e._kept_terms[name] is t for name, t in kept.items())
+        e.paged_list_bytes = 1 << 62  # chosen by the old threshold: forgotten
+        assert not e._kept_terms and e._kept_bytes == 0
+        assert [e.rank(q, 10) for q in QUERIES] == want
+        assert e._kept_terms  # clamped terms' rows (the query's own DenseTerm made from them)
+        assert not any(isinstance(t, PagedTerm) for t in e._kept_terms.values())
+    monkeypatch.setattr(engine_mod, "_KEPT_TERMS_BYTES", 1200)  # a few entries at most
     with Engine.open(cran_small_chunks) as e:
         e.paged_list_bytes = 0
         assert [e.rank(q, 10) for q in QUERIES] == want
-        assert e._pieces_bytes <= 600 or len(e._pieces) == 1
+        assert e._kept_bytes <= 1200 or len(e._kept_terms) == 1
+
+
+def test_terms_are_kept_only_when_their_rows_come_from_the_pages(cran_small_chunks: Path) -> None:
+    with Engine.open(cran_small_chunks) as e:
+        e.paged_list_bytes = 0
+        e._term_rows = None  # the rows by SQL: every query looks its terms up
+        want = e.search("flow boundary layer of the", 10)
+        assert not e._kept_terms
+    with Engine.open(cran_small_chunks) as e:
+        e.paged_list_bytes = 0
+        assert e.search("flow boundary layer of the", 10) == want
+        assert e.search("flow boundary layer of the", 10) == want  # from the kept terms
+        assert isinstance(e._kept_terms["flow"], PagedTerm) and type(e._kept_terms["the"]) is tuple
+
+
+def test_a_paged_terms_copy_is_its_list(cran_small_chunks: Path) -> None:
+    with Engine.open(cran_small_chunks) as e:
+        e.paged_list_bytes = 0
+        term = next(t for t in e._postings(e.parse("flow"), 1e18) if isinstance(t, PagedTerm))
+        e.paged_list_bytes = 1 << 62
+        copied = next(t for t in e._postings(e.parse("flow"), 1e18) if t is not None)
+        assert isinstance(copied, SparseTerm)
+        got = term.read()
+        assert got.df == copied.df and got.max_impact == copied.max_impact
+        assert np.array_equal(got.chunks, copied.chunks) and np.array_equal(got.impacts, copied.impacts)
+        assert np.array_equal(got.block_max, copied.block_max)
 
 
 def test_a_pieces_table_of_another_length_names_the_row(cran_small_chunks: Path) -> None:
     with Engine.open(cran_small_chunks) as e:
         e.paged_list_bytes = 0
         term = next(t for t in e._postings(e.parse("flow"), 1e18) if isinstance(t, PagedTerm))
-        tid = next(i for i, table in e._pieces.items() if table == term.pieces)
+        assert e._term_rows is not None
+        (row,) = e._term_rows.find(["flow"])
+        assert row is not None
+        tid = row[0]
         nbytes = int.from_bytes(term.pieces[:8], "little")
-        e._pieces.clear()
         with pytest.raises(IncompatibleIndexError, match=f"row {tid}: {nbytes} bytes, expected {nbytes + 8}"):
             e._list_pieces(tid, nbytes + 8)  # another expected length
         assert e._list_pieces(tid, nbytes) == term.pieces

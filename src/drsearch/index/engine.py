@@ -11,6 +11,7 @@ for either. The engine never writes to the file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -72,12 +73,17 @@ _PLACEHOLDER_TERMS = 32
 # With the C kernel, a posting list of more than a page's bytes is ranked where it lies in the
 # file's pages (PagedTerm), not copied: copying a query's lists (1.95 MB at DR-256 scale) took
 # ~40% of a ranked query. Where each list's pieces lie is found once (walking its overflow
-# chain) and kept, 8 bytes per page of list plus the entry, up to _PIECES_CACHE_BYTES per
-# engine (then the cache starts over: bounded memory, never a different answer). Shorter lists
-# are copied (a few KB: cheaper than a table each).
+# chain) and kept with the term, by name, as its PagedTerm (nothing of it changes in a frozen
+# file), and so is a clamped term's row: a query whose terms are all kept needs no term lookup
+# and makes no sparse term's object, the Python a search runs with the GIL held (docs/ENGINE.md,
+# "Threads"). 8 bytes per page of list plus the entry, up to _KEPT_TERMS_BYTES per engine (then the cache starts over: bounded
+# memory, never a different answer). Shorter lists are copied (a few KB: cheaper than a table
+# each).
 PAGED_LIST_BYTES = 4096
-_PIECES_CACHE_BYTES = 16 << 20
-_PIECES_ENTRY_BYTES = 128  # a cache entry's own cost, beside its table (a bytes and a dict slot)
+_KEPT_TERMS_BYTES = 16 << 20
+# an entry's own cost beside its table: the PagedTerm, its reader (a partial and its
+# arguments), the name and a dict slot (sys.getsizeof: ~450 bytes for a 10-letter term)
+_KEPT_ENTRY_BYTES = 512
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
     "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
@@ -143,6 +149,13 @@ def _connect(path: Path) -> apsw.Connection:
     return conn
 
 
+def _sparse(name: str, df: int, top: float, buf: Any, nbytes: int) -> SparseTerm:
+    """A posting BLOB's bytes (df float64 impacts, df uint32 rowids, its block maxima) as a
+    SparseTerm of views into them."""
+    return SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df), np.frombuffer(buf, "<f8", df), top,
+                      np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df))
+
+
 class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
@@ -197,11 +210,10 @@ class Engine:
         # With the kernel, clamped terms' tfs are read from the file's pages when rescoring
         # (tests turn it off to pick or load them by blob I/O, the path without the kernel).
         self.paged_dense = True
-        # Lists of more than this many bytes are ranked in the file's pages (PAGED_LIST_BYTES;
-        # tests and probes move it: 0 pages every list the kernel can take, a huge value none).
-        self.paged_list_bytes = PAGED_LIST_BYTES
-        self._pieces: dict[int, bytes] = {}  # posting list rowid -> its pieces (PAGED_LIST_BYTES)
-        self._pieces_bytes = 0
+        # term -> its PagedTerm, or a clamped term's (row, df) (PAGED_LIST_BYTES)
+        self._kept_terms: dict[str, PagedTerm | tuple[int, int]] = {}
+        self._kept_bytes = 0
+        self._paged_list_bytes = PAGED_LIST_BYTES
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
             _, data, rowid, nbytes = raw["doc_fields"]
@@ -270,6 +282,20 @@ class Engine:
             return self.tokenizer
         self._db()
         return self._local.tokenizer  # type: ignore[no-any-return]
+
+    @property
+    def paged_list_bytes(self) -> int:
+        """Lists of more than this many bytes are ranked in the file's pages (PAGED_LIST_BYTES;
+        tests and probes move it: 0 pages every list the kernel can take, a huge value none).
+        Setting it forgets the terms kept in the pages (they were chosen by the old value)."""
+        return self._paged_list_bytes
+
+    @paged_list_bytes.setter
+    def paged_list_bytes(self, value: int) -> None:
+        with self._lock:
+            self._paged_list_bytes = value
+            self._kept_terms = {}
+            self._kept_bytes = 0
 
     def __enter__(self) -> Engine:
         return self
@@ -347,52 +373,73 @@ class Engine:
         valid until this thread's next query. Raises IncompatibleIndexError for a list of
         the wrong size or a missing one.
         """
-        db = self._db()
         names = [qt.term for qt in parsed.terms]
-        inline = self.inline_postings
         pages = self._pages
+        paged = pages is not None and self.scorer.native
         # The term rows from the file's pages in one C call (no SQL statement, whose every step
         # releases the GIL), and then every list by the page reader; SQLite when that is not
-        # built, or when a key's cell spills (a term of ~1,000 bytes).
-        c_rows = None if self._term_rows is None or pages is None else self._term_rows.find(names)
-        if c_rows is not None:
-            inline = -1  # no list came with its row
-            found = {name: (name, *row, None) for name, row in zip(names, c_rows, strict=True)
-                     if row is not None}
-        elif len(names) <= _PLACEHOLDER_TERMS:
-            found = {row[0]: row for row in db.execute(_TERMS_SQL[len(names)], [inline, *names])}
+        # built, or when a key's cell spills (a term of ~1,000 bytes). Terms ranked in the pages
+        # and clamped terms' rows are kept (_KEPT_TERMS_BYTES): only the others are looked up.
+        from_pages = paged and self._term_rows is not None
+        out: list[Term | None]
+        if from_pages:
+            kept = self._kept_terms
+            out, todo = [], []
+            for name in names:
+                t = kept.get(name)
+                if type(t) is tuple:  # a clamped term's (row, df): its loaded tfs are the query's
+                    t = self._dense_term(name, *t)
+                elif t is None:
+                    todo.append(name)
+                out.append(t)
         else:
-            found = {row[0]: row for row in db.execute(_TERMS_SQL_JSON, (inline, json.dumps(names)))}
-        if time.monotonic() > deadline:
-            raise QueryTimeoutError("query ran past its time limit")
+            out, todo = [None] * len(names), names
         # Reset once per query, whatever the query holds: the dense loader (a clamped term's
         # whole tf array, at rank time) takes from this arena too, so resetting only for long
         # sparse lists let it grow query after query (each 2 bytes per chunk more).
         arena = self._arena()
         arena.reset()
+        if todo:
+            self._look_up(todo, names, out, from_pages, arena, deadline)
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError("query ran past its time limit")
+        return out
+
+    def _look_up(self, todo: list[str], names: list[str], out: list[Term | None], from_pages: bool,
+                 arena: Arena, deadline: float) -> None:
+        """``_postings`` of the terms ``todo`` (of ``names``, in order): each found term's
+        postings into its place in ``out``."""
+        db = self._db()
+        inline = self.inline_postings
+        pages = self._pages
+        c_rows = self._term_rows.find(todo) if from_pages and self._term_rows is not None else None
+        if c_rows is not None:
+            inline = -1  # no list came with its row
+            found = {name: (name, *row, None) for name, row in zip(todo, c_rows, strict=True)
+                     if row is not None}
+        elif len(todo) <= _PLACEHOLDER_TERMS:
+            found = {row[0]: row for row in db.execute(_TERMS_SQL[len(todo)], [inline, *todo])}
+        else:
+            found = {row[0]: row for row in db.execute(_TERMS_SQL_JSON, (inline, json.dumps(todo)))}
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError("query ran past its time limit")
         bp = self.block_postings
         long_ids: list[int] = []
         long_bufs: list[Any] = []
-        out: list[Term | None] = []
         paged = pages is not None and self.scorer.native
-        for name in names:
+        for i, name in enumerate(names):
             row = found.get(name)
             if row is None:
-                out.append(None)
                 continue
             _, tid, df, dense, top, data = row
-            if dense:  # with the kernel, its tfs are read from the pages when rescoring
-                at = None
-                if paged and self.paged_dense:
-                    assert pages is not None
-                    at = (pages.file.pages, self._dense_pieces(tid))
-                out.append(DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at))
+            if dense:
+                out[i] = self._dense_term(name, tid, df)
+                if from_pages:
+                    self._keep(name, (tid, df), _KEPT_ENTRY_BYTES)
                 continue
             nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
-            if paged and nbytes > self.paged_list_bytes:
-                assert pages is not None
-                out.append(PagedTerm(name, df, top, pages.file.pages, self._list_pieces(tid, nbytes),
-                                     self._list_reader(name, tid, df, top, nbytes)))
+            if paged and nbytes > self._paged_list_bytes:
+                out[i] = self._paged_term(name, tid, df, top, nbytes, keep=from_pages)
                 continue
             if df > inline and pages is not None:  # filled below, with the others
                 buf: Any = arena.take(nbytes)
@@ -408,30 +455,55 @@ class Engine:
                 got = "no row" if data is None else f"{len(data)} bytes" if isinstance(data, bytes) \
                     else f"a {type(data).__name__}"
                 raise IncompatibleIndexError(f"postings.data row {tid}: {got}, expected {nbytes} bytes")
-            out.append(SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df),
-                                  np.frombuffer(buf, "<f8", df), top,
-                                  np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df)))
+            out[i] = _sparse(name, df, top, buf, nbytes)
         if long_ids:
             assert pages is not None
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             pages.read_into(long_ids, long_bufs)
-        return out
+
+    def _paged_term(self, name: str, tid: int, df: int, top: float, nbytes: int, keep: bool) -> PagedTerm:
+        """Term ``name``'s list (row ``tid``, ``nbytes`` long) ranked where it lies in the
+        file's pages; with ``keep``, kept for later queries (_KEPT_TERMS_BYTES)."""
+        assert self._pages is not None
+        term = PagedTerm(name, df, top, self._pages.file.pages, self._list_pieces(tid, nbytes),
+                         functools.partial(self._read_paged, name, tid, df, top, nbytes))
+        if keep:
+            self._keep(name, term, len(term.pieces) + _KEPT_ENTRY_BYTES)
+        return term
+
+    def _keep(self, name: str, entry: PagedTerm | tuple[int, int], cost: int) -> None:
+        """Keep term ``name``'s ``entry`` (costing ``cost`` bytes) for later queries: its
+        PagedTerm, or a clamped term's (row, df)."""
+        with self._lock:  # (dict operations are atomic; the byte count is not)
+            self._kept_bytes += cost
+            if self._kept_bytes > _KEPT_TERMS_BYTES:
+                self._kept_terms = {}
+                self._kept_bytes = cost
+            self._kept_terms[name] = entry
+
+    def _dense_term(self, name: str, tid: int, df: int) -> DenseTerm:
+        """Clamped term ``name`` (row ``tid``) for one query: with the kernel, its tfs are read
+        from the pages when rescoring, else picked or loaded (by blob I/O) into the query's
+        arena."""
+        at = None
+        if self._pages is not None and self.scorer.native and self.paged_dense:
+            at = (self._pages.file.pages, self._dense_pieces(tid))
+        return DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at)
 
     def _list_pieces(self, tid: int, nbytes: int) -> bytes:
-        """Where posting list ``tid`` (``nbytes`` long) lies in the file's pages, found once
-        and kept. Raises IncompatibleIndexError for a missing row or one of another length."""
-        table = self._pieces.get(tid)
-        if table is None:
-            assert self._pages is not None
-            table = self._pages.pieces(tid, nbytes)
-            with self._lock:  # (dict operations are atomic; the byte count is not)
-                self._pieces_bytes += len(table) + _PIECES_ENTRY_BYTES
-                if self._pieces_bytes > _PIECES_CACHE_BYTES:
-                    self._pieces = {}
-                    self._pieces_bytes = len(table) + _PIECES_ENTRY_BYTES
-                self._pieces[tid] = table
-        return table
+        """Where posting list ``tid`` (``nbytes`` long) lies in the file's pages. Raises
+        IncompatibleIndexError for a missing row or one of another length."""
+        assert self._pages is not None
+        return self._pages.pieces(tid, nbytes)
+
+    def _read_paged(self, name: str, tid: int, df: int, top: float, nbytes: int) -> SparseTerm:
+        """A paged list's arrays, for the paths that need them (``PagedTerm.read``): copied
+        into this thread's arena, valid until its next query."""
+        assert self._pages is not None
+        buf = self._arena().take(nbytes)
+        self._pages.read_into([tid], [buf])
+        return _sparse(name, df, top, buf, nbytes)
 
     def _dense_pieces(self, tid: int) -> bytes:
         """Where clamped term ``tid``'s tf array (its dense_tfs BLOB) lies in the file's pages,
@@ -443,23 +515,6 @@ class Engine:
             table = self._dense_tfs.pieces(tid, 2 * (self.scorer.n_rows + 1))
             self._dense_tables[tid] = table
         return table
-
-    def _list_reader(self, name: str, tid: int, df: int, top: float, nbytes: int) -> Callable[[], SparseTerm]:
-        """A paged list's arrays for the paths that need them: copied into this thread's arena
-        on first use (valid until its next query), then kept for the query."""
-        done: list[SparseTerm] = []
-
-        def read() -> SparseTerm:
-            if not done:
-                assert self._pages is not None
-                buf = self._arena().take(nbytes)
-                self._pages.read_into([tid], [buf])
-                done.append(SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df),
-                                       np.frombuffer(buf, "<f8", df), top,
-                                       np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df)))
-            return done[0]
-
-        return read
 
     def _dense_loader(self, tid: int) -> Callable[[], npt.NDArray[np.uint16]]:
         def load() -> npt.NDArray[np.uint16]:
@@ -594,10 +649,10 @@ class Engine:
                     self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
 
     def _snippets(self, parsed: ParsedQuery, terms: list[Term | None], deadline: float) -> SnippetMaker:
-        return SnippetMaker(
-            ((qt.term, qt.surface, bm25_idf(self.scorer.n_rows, t.df))
-             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None),
-            deadline=deadline)
+        n_rows = self.scorer.n_rows
+        return SnippetMaker([(qt.term, qt.surface, bm25_idf(n_rows, t.df))
+                             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None],
+                            deadline=deadline)
 
     def _texts(self, chunk_ids: list[int]) -> list[str]:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""

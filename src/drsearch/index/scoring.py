@@ -167,9 +167,10 @@ class PagedTerm:
     """A sparse query term whose posting list stays in the index file's pages: the C kernel
     ranks it where it lies, with no copy. ``pieces`` is ``_kernels.blob_pieces``' table of
     its posting BLOB (df impacts, df rowids, its block maxima) in ``file`` (the mapped file's
-    whole pages); ``read()`` returns it as a :class:`SparseTerm` (copied once per query) for
-    the paths that need arrays: numpy, the exact rescoring beside clamped terms, the one-term
-    pass."""
+    whole pages); ``read()`` returns it as a :class:`SparseTerm` (copied into the calling
+    thread's arena at each call, valid until its next query) for the paths that need arrays:
+    numpy and the one-term pass. Nothing in it belongs to one query: an engine keeps it across
+    queries."""
 
     term: str
     df: int

@@ -48,16 +48,15 @@ class SnippetMaker:
         self.width = width
         self.deadline = deadline
         weights: dict[str, float] = {}
-        triples = list(terms)
-        informative = [t for t in triples if t[2] > IDF_FLOOR]
-        for term, surface, weight in informative or triples:
+        triples = terms if type(terms) is list else list(terms)
+        for term, surface, weight in [t for t in triples if t[2] > IDF_FLOOR] or triples:
             stem = _common_prefix(term, surface.lower())
             if len(stem) < min(len(term), 3):  # e.g. 'İ'.lower() is two characters: use the term
                 stem = term
             if stem and weights.get(stem, -1.0) < weight:
                 weights[stem] = weight
         # Longest first, so the regex prefers the most specific alternative.
-        stems = sorted(weights, key=lambda s: (-len(s), s))
+        stems = sorted(weights, key=_longest_first) if len(weights) > 1 else list(weights)
         self._weights = weights
         self._stems = stems
         self._stem_weights = [weights[s] for s in stems]  # the kernel's order, made once
@@ -155,6 +154,10 @@ class SnippetMaker:
                     taken[pos] = weight
                 pos = low.find(stem, pos + 1)
         return sorted(taken.items())
+
+
+def _longest_first(stem: str) -> tuple[int, str]:
+    return -len(stem), stem
 
 
 def _common_prefix(a: str, b: str) -> str:
