@@ -22,9 +22,10 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
   that has them);
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
-  ranked search, a complete search with texts and snippets, and the same with the texts read
-  and their snippets made in two calls, the GIL held to decode the texts, as before
-  ``texts_snippets``): operations per second, the
+  ranked search, a complete search with texts and snippets (made in the ranking's kernel call,
+  ``Engine.texts_with_ranking``), the same with them read in one call after the ranking (as
+  before it), and with the texts read and their snippets made in two calls, the GIL held to
+  decode the texts, as before ``texts_snippets``): operations per second, the
   ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
   cost; Linux ``/proc/thread-self``).
 
@@ -395,13 +396,17 @@ def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
                 lambda i: e.scorer.rank(lists[i], 10, None, e._scratch(), _far())),
                ("ranked search", lambda i: e.search(queries[i], 10, with_text=False)),
                ("complete search", lambda i: e.search(queries[i], 10)),
+               ("complete search, texts after", lambda i: e.search(queries[i], 10)),
                ("complete search, 2 calls", lambda i: e.search(queries[i], 10))]
     print(f"threads: one engine, {seconds:g} s per run, 1 then 2 threads "
           "(ops/s, CPU s per wall s, context switches)")
     for name, fn in stages:
+        # the controls read the texts after the ranking (as before texts_with_ranking)
+        e.texts_with_ranking = not name.endswith(("texts after", "2 calls"))
         with _two_calls(name.endswith("2 calls")):
             one = _run(fn, len(parsed), 1, seconds)
             two = _run(fn, len(parsed), 2, seconds)
+        e.texts_with_ranking = True
         e._term_rows, e._pages = term_rows, pages
         print(f"  {name:<26} 1 thread {one[0]:8.0f}/s ({one[1]:.2f}, {one[2]:>6})   2 threads "
               f"{two[0]:8.0f}/s ({two[1]:.2f}, {two[2]:>6})   ratio {two[0] / one[0]:.2f}x")

@@ -168,7 +168,7 @@ def test_clamped_terms_rank_as_fts5_read_from_the_pages(engine: Engine, monkeypa
     rescored: list[int] = []
     real = engine.scorer._rescore_native
     monkeypatch.setattr(engine.scorer, "_rescore_native",
-                        lambda cand, terms, k: rescored.append(len(cand)) or real(cand, terms, k))
+                        lambda cand, terms, k, *texts: rescored.append(len(cand)) or real(cand, terms, k, *texts))
     for q in ["the of a", "the flow", "a theory of the boundary layer", "is the and of", *QUERIES[:20]]:
         for k in (1, 10, 100):
             assert engine.rank(q, k) == best_chunk_per_doc(engine, fts5_oracle(engine, q), k), (q, k)

@@ -97,15 +97,16 @@ def test_gate_fails_when_the_scorer_order_is_shuffled(
         collection: str, tokenizer: str, collections: dict[str, Any],
         baseline: dict[str, Any], workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same documents, random order: nDCG@10 and MAP@100 drop below their floors."""
-    real_rank = Scorer.rank
+    real_rank = Scorer.rank_texts  # (Scorer.rank calls it too)
     rng = random.Random(1234)
 
-    def shuffled_rank(self: Scorer, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
-        ranked = real_rank(self, *args, **kwargs)
-        rng.shuffle(ranked)
-        return ranked
+    def shuffled_rank(self: Scorer, *args: Any, **kwargs: Any) -> tuple[list[tuple[int, float]], Any]:
+        ranked, made = real_rank(self, *args, **kwargs)
+        order = list(range(len(ranked)))
+        rng.shuffle(order)  # the texts made with the ranking (if any) follow their chunks
+        return [ranked[i] for i in order], made and tuple([part[i] for i in order] for part in made)
 
-    monkeypatch.setattr(Scorer, "rank", shuffled_rank)
+    monkeypatch.setattr(Scorer, "rank_texts", shuffled_rank)
     coll = collections[collection]
     metrics = quality.evaluate(quality.run_drsearch(coll, tokenizer, workdir), coll)
     failed = {line.split(":")[0] for line in

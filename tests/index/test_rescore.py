@@ -66,7 +66,7 @@ def test_every_kind_of_term_scores_and_orders_as_numpy(k: int) -> None:
         assert got == want  # the same floats, bit for bit, and the same order
     # through the scorer: a paged clamped term, a list in the pages, arrays
     paged_dense = DenseTerm("d", dense.df, dense.load, None, (c["file"], c["tfs_table"]))
-    assert scorer._rescore_native(cand, [paged, paged_dense, sparse, dense], k) == want
+    assert scorer._rescore_native(cand, [paged, paged_dense, sparse, dense], k) == (want, None)
     assert kernels.rescore(np.empty(0, np.uint32), specs[1], c["file"], *_args(c, scorer), k) == []
     # the kernel reads one file: terms left in two are refused, not read from the wrong one
     elsewhere = DenseTerm("d", dense.df, dense.load, None, (memoryview(bytes(c["file"])), c["tfs_table"]))

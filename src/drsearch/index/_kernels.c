@@ -48,6 +48,14 @@
 #define NOGIL_MIN_BYTES (256 << 10)
 #endif
 
+/* Every buffer here comes from the raw allocator (PyMem_Raw*: the C library's, whose threads
+   get arenas of their own), never from PyMem_Malloc: CPython's small-block allocator serves
+   every thread from the same pools, so a kernel's hot scratch (its top-k heap, the list
+   cursors) shared cache lines with the Python objects another thread was working on, and two
+   threads serving searches slowed each other (measured: +22 us of kernel CPU and +12-27 us of
+   Python a query with two threads; +6 and +5 us with the raw allocator; docs/ENGINE.md,
+   "Threads"). It also needs no GIL. */
+
 /* A buffer of whole `itemsize`-byte items. `aligned`: the loop reads it through a typed
    pointer, so its start must be aligned for the type (forming or reading a misaligned one is
    undefined behaviour, even where the hardware allows it); a misaligned one is refused rather
@@ -393,24 +401,36 @@ typedef struct {
     uint8_t *ess, *loc;
     uint64_t *bits; /* one bit per chunk of the buffer */
     Best *heap;     /* k */
+    struct TextsRun *texts; /* the optional `texts` argument (with margin < 0), or NULL */
 } Query;
+
+/* A complete search's chunk texts and snippets, made in the same GIL-free stretch as the
+   ranking that picks the chunks (the optional `texts` argument of rank_blocks, rank_maxscore
+   and rescore): a second thread then takes the GIL once a query rather than after each call
+   (docs/ENGINE.md, "Threads"). Defined with texts_snippets, below. */
+typedef struct TextsRun TextsRun;
+static TextsRun *texts_run_from_spec(PyObject *spec, Py_ssize_t max_rows);
+static void texts_run_work(TextsRun *r, const int64_t *ids, Py_ssize_t n);
+static PyObject *texts_run_made(TextsRun *r);
+static void texts_run_free(TextsRun *r);
 
 static void
 query_release(Query *q)
 {
     for (Py_ssize_t i = 0; i < q->n_tb; i++)
         PyBuffer_Release(&q->tb[i]);
-    PyMem_Free(q->tb);
-    PyMem_Free(q->L);
+    PyMem_RawFree(q->tb);
+    PyMem_RawFree(q->L);
     void *scratch[] = {q->pos, q->rc, q->wa, q->wb, q->act, q->wmax, q->pre, q->lpre, q->ord,
                        q->lord, q->ess, q->loc, q->bits, q->heap};
     for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
-        PyMem_Free(scratch[i]);
+        PyMem_RawFree(scratch[i]);
     Py_XDECREF(q->ids_fast);
     Py_XDECREF(q->imps_fast);
     Py_XDECREF(q->bmax_fast);
     Py_XDECREF(q->tables_fast);
-    PyMem_Free(q->G);
+    PyMem_RawFree(q->G);
+    texts_run_free(q->texts);
     Py_buffer *held[] = {&q->docs, &q->buf, &q->out_ids, &q->out_scores, &q->blocked, &q->bounds,
                          &q->counts, &q->file};
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
@@ -583,22 +603,22 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
     const Py_ssize_t span_cap = n_terms == 1 ? PRUNE_SPAN_ONE : PRUNE_SPAN_MAX;
     q->span_max = q->prune && block > span_cap ? span_cap : block;
     const size_t nt = (size_t)n_terms + 1;
-    q->tb = PyMem_Calloc(3 * nt, sizeof(Py_buffer));
-    q->L = PyMem_Calloc(nt, sizeof(List));
-    q->pos = PyMem_Calloc(nt, sizeof(Py_ssize_t));
-    q->rc = PyMem_Calloc(nt, sizeof(Py_ssize_t));
-    q->wa = PyMem_Calloc(nt, sizeof(Py_ssize_t));
-    q->wb = PyMem_Calloc(nt, sizeof(Py_ssize_t));
-    q->act = PyMem_Calloc(nt, sizeof(Py_ssize_t));
-    q->wmax = PyMem_Calloc(nt, sizeof(double));
-    q->pre = PyMem_Calloc(nt, sizeof(double));
-    q->lpre = PyMem_Calloc(nt, sizeof(double));
-    q->ord = PyMem_Calloc(nt, sizeof(ByBound));
-    q->lord = PyMem_Calloc(nt, sizeof(ByBound));
-    q->ess = PyMem_Calloc(nt, 1);
-    q->loc = PyMem_Calloc(nt, 1);
-    q->bits = PyMem_Calloc((size_t)((block + 63) / 64), sizeof(uint64_t));
-    q->heap = PyMem_Malloc(sizeof(Best) * (size_t)q->k);
+    q->tb = PyMem_RawCalloc(3 * nt, sizeof(Py_buffer));
+    q->L = PyMem_RawCalloc(nt, sizeof(List));
+    q->pos = PyMem_RawCalloc(nt, sizeof(Py_ssize_t));
+    q->rc = PyMem_RawCalloc(nt, sizeof(Py_ssize_t));
+    q->wa = PyMem_RawCalloc(nt, sizeof(Py_ssize_t));
+    q->wb = PyMem_RawCalloc(nt, sizeof(Py_ssize_t));
+    q->act = PyMem_RawCalloc(nt, sizeof(Py_ssize_t));
+    q->wmax = PyMem_RawCalloc(nt, sizeof(double));
+    q->pre = PyMem_RawCalloc(nt, sizeof(double));
+    q->lpre = PyMem_RawCalloc(nt, sizeof(double));
+    q->ord = PyMem_RawCalloc(nt, sizeof(ByBound));
+    q->lord = PyMem_RawCalloc(nt, sizeof(ByBound));
+    q->ess = PyMem_RawCalloc(nt, 1);
+    q->loc = PyMem_RawCalloc(nt, 1);
+    q->bits = PyMem_RawCalloc((size_t)((block + 63) / 64), sizeof(uint64_t));
+    q->heap = PyMem_RawMalloc(sizeof(Best) * (size_t)q->k);
     if (!q->tb || !q->L || !q->pos || !q->rc || !q->wa || !q->wb || !q->act || !q->wmax || !q->pre ||
         !q->lpre || !q->ord || !q->lord || !q->ess || !q->loc || !q->bits || !q->heap) {
         PyErr_NoMemory();
@@ -617,7 +637,7 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
             PyErr_SetString(PyExc_ValueError, "one paged entry (or None) per term");
             return -1;
         }
-        if (!(q->G = PyMem_Calloc(nt, sizeof(Paged)))) {
+        if (!(q->G = PyMem_RawCalloc(nt, sizeof(Paged)))) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1147,12 +1167,14 @@ query_run(Query *q)
     Py_ssize_t total = 0;
     for (Py_ssize_t t = 0; t < q->n_terms; t++)
         total += q->L[t].len;
-    if (total >= NOGIL_MIN_POSTINGS) {
+    if (total >= NOGIL_MIN_POSTINGS || q->texts) {
         Py_BEGIN_ALLOW_THREADS
         if (q->prune)
             rank_core_prune(q, &o);
         else
             rank_core_blocks(q, &o);
+        if (q->texts && !o.bad && !o.late)
+            texts_run_work(q->texts, (const int64_t *)q->out_ids.buf, o.n_out);
         Py_END_ALLOW_THREADS
     } else if (q->prune) {
         rank_core_prune(q, &o);
@@ -1171,8 +1193,28 @@ query_run(Query *q)
         return NULL;
     }
     if (o.late)
-        return Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
-    return Py_BuildValue("(nnd)", o.n_out, o.n_full, o.cut);
+        return q->texts ? Py_BuildValue("(nndO)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0, Py_None)
+                        : Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
+    if (!q->texts)
+        return Py_BuildValue("(nnd)", o.n_out, o.n_full, o.cut);
+    PyObject *made = texts_run_made(q->texts);
+    if (!made)
+        return NULL;
+    return Py_BuildValue("(nndN)", o.n_out, o.n_full, o.cut, made);
+}
+
+/* The optional `texts` argument of rank_blocks and rank_maxscore into q (None: none). */
+static int
+query_texts(Query *q, PyObject *texts)
+{
+    if (texts == Py_None)
+        return 0;
+    if (q->margin >= 0.0) {
+        PyErr_SetString(PyExc_ValueError, "texts: only with margin < 0 (the final ranking)");
+        return -1;
+    }
+    q->texts = texts_run_from_spec(texts, q->k);
+    return q->texts ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -1195,7 +1237,13 @@ PyDoc_STRVAR(rank_blocks_doc,
 "mapped file) as blob_pieces describes it: df float64 impacts, df uint32 rowids, then nothing\n"
 "or its block maxima; the term's chunks/impacts (and block_max) entries are then ignored.\n"
 "Every piece is checked to lie within file and the pieces to add up to 12*df bytes (+ 8 per\n"
-"block maximum): a ValueError otherwise.");
+"block maximum): a ValueError otherwise.\n"
+"texts (None: none; margin < 0 only, else ValueError): texts_snippets' arguments but the\n"
+"rowids, as a tuple (file, page_size, usable, root, column, stems, weights, width, deadline):\n"
+"the chunks written out are read and their snippets made in the same call, without the GIL,\n"
+"and the result is (n_out, n_full, cut, made): made is texts_snippets' (texts, snippets), None\n"
+"when its deadline (or time_budget) passed, or False when reading them failed (no exception:\n"
+"the caller reads them by texts_snippets, which reports the failure).");
 
 static PyObject *
 rank_blocks(PyObject *self, PyObject *args)
@@ -1205,12 +1253,13 @@ rank_blocks(PyObject *self, PyObject *args)
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
-    PyObject *paged = Py_None;
-    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d|O:rank_blocks", &ids_seq, &imps_seq, &n_rows,
+    PyObject *paged = Py_None, *texts = Py_None;
+    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d|OO:rank_blocks", &ids_seq, &imps_seq, &n_rows,
                           &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf, &q.out_ids,
-                          &q.out_scores, &q.budget, &paged))
+                          &q.out_scores, &q.budget, &paged, &texts))
         return NULL;
-    if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows, paged) == 0)
+    if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows, paged) == 0 &&
+        query_texts(&q, texts) == 0)
         result = query_run(&q);
     query_release(&q);
     return result;
@@ -1235,15 +1284,15 @@ rank_maxscore(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *ids_seq, *imps_seq, *blocked_obj, *counts_obj = Py_None, *bmax_obj = Py_None;
-    PyObject *result = NULL, *paged = Py_None;
+    PyObject *result = NULL, *paged = Py_None, *texts = Py_None;
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
     q.prune = 1;
-    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOnO:rank_maxscore", &ids_seq, &imps_seq,
+    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOnOO:rank_maxscore", &ids_seq, &imps_seq,
                           &q.bounds, &n_rows, &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf,
                           &q.out_ids, &q.out_scores, &q.budget, &counts_obj, &bmax_obj, &q.bp,
-                          &paged))
+                          &paged, &texts))
         return NULL;
     if (counts_obj != Py_None &&
         PyObject_GetBuffer(counts_obj, &q.counts, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0) {
@@ -1251,7 +1300,7 @@ rank_maxscore(PyObject *self, PyObject *args)
         return NULL;
     }
     if (query_prepare(&q, ids_seq, imps_seq, bmax_obj == Py_None ? NULL : bmax_obj, blocked_obj,
-                      n_rows, paged) == 0)
+                      n_rows, paged) == 0 && query_texts(&q, texts) == 0)
         result = query_run(&q);
     query_release(&q);
     return result;
@@ -1306,13 +1355,13 @@ done:
 }
 
 PyDoc_STRVAR(rescore_doc,
-"rescore(cands, terms, file, chunk_len, k1, b, avgdl, k1p1, idf, chunk_doc, k)\n"
-"-> list[tuple[int, float]]\n\n"
+"rescore(cands, terms, file, chunk_len, k1, b, avgdl, k1p1, idf, chunk_doc, k[, texts])\n"
+"-> list[tuple[int, float]] | tuple[list[tuple[int, float]], made]\n\n"
 "The exact rescoring beside clamped-IDF terms, and its top k: each candidate chunk rowid of\n"
 "`cands` (uint32, ascending) scored by every term of `terms` in phrase order (FTS5's sum:\n"
 "0.0, then each term's impact, +0.0 where it has none), then ordered by score descending and\n"
 "lower rowid, each document's first, the first k as (rowid, score). What Scorer._rescore and\n"
-"_finish compute with numpy, bit for bit, with the GIL held (a few hundred candidates). A term\n"
+"_finish compute with numpy, bit for bit, without a numpy call per term. A term\n"
 "is (0, df, pieces): a posting list left in `file`'s pages (as rank_blocks' paged); (1,\n"
 "chunks, impacts): a posting list as arrays (uint32 ascending, float64); (2, pieces): a\n"
 "clamped term's tf array (uint16 per chunk rowid, index 0 unused: its dense_tfs BLOB) left in\n"
@@ -1320,7 +1369,9 @@ PyDoc_STRVAR(rescore_doc,
 "clamped term's impact is idf * ((tf * k1p1) / (tf + norm)) with norm = k1 * ((1 - b) +\n"
 "(b * chunk_len[rowid]) / avgdl) (chunk_len: int32 per rowid), chunk_doc (int32 per rowid)\n"
 "names each chunk's document. Raises ValueError for inconsistent arguments, candidates not\n"
-"ascending or out of range, or a table that is not within the file.");
+"ascending or out of range, or a table that is not within the file. texts: as rank_blocks'\n"
+"(the k chunks' texts and snippets made in the same call): the result is (ranked, made).\n"
+"The GIL is released for the scoring (and texts) but where the work is a few candidates.");
 
 typedef struct {
     int kind;
@@ -1350,7 +1401,7 @@ rescore(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_buffer cands, file, lens, docs;
-    PyObject *terms_obj, *terms = NULL, *out = NULL;
+    PyObject *terms_obj, *terms = NULL, *out = NULL, *texts_obj = Py_None, *made = NULL;
     double k1, b, avgdl, k1p1, idf;
     Py_ssize_t k;
     RescoreTerm *T = NULL;
@@ -1358,8 +1409,10 @@ rescore(PyObject *self, PyObject *args)
     Py_ssize_t n_held = 0, n_terms = 0;
     Scored *sc = NULL;
     int32_t *seen = NULL;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*dddddy*n:rescore", &cands, &terms_obj, &file, &lens, &k1,
-                          &b, &avgdl, &k1p1, &idf, &docs, &k))
+    int64_t *picked = NULL;
+    TextsRun *texts = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*dddddy*n|O:rescore", &cands, &terms_obj, &file, &lens, &k1,
+                          &b, &avgdl, &k1p1, &idf, &docs, &k, &texts_obj))
         return NULL;
     if (check_buffer(&cands, 4, "cands") || check_buffer(&lens, 4, "chunk_len") ||
         check_buffer(&docs, 4, "chunk_doc"))
@@ -1380,9 +1433,9 @@ rescore(PyObject *self, PyObject *args)
     if (!terms)
         goto done;
     n_terms = PySequence_Fast_GET_SIZE(terms);
-    T = PyMem_Calloc((size_t)n_terms + 1, sizeof *T);
-    held = PyMem_Calloc(2 * (size_t)n_terms + 1, sizeof *held);
-    sc = PyMem_Malloc(sizeof *sc * ((size_t)n + 1));
+    T = PyMem_RawCalloc((size_t)n_terms + 1, sizeof *T);
+    held = PyMem_RawCalloc(2 * (size_t)n_terms + 1, sizeof *held);
+    sc = PyMem_RawMalloc(sizeof *sc * ((size_t)n + 1));
     if (!T || !held || !sc) {
         PyErr_NoMemory();
         goto done;
@@ -1445,12 +1498,26 @@ rescore(PyObject *self, PyObject *args)
             r->tfs = (const uint16_t *)bx->buf;
         }
     }
+    /* each document's first chunk in score order, the first k documents: an open-addressing
+       set of the documents taken (at most k of them) */
+    Py_ssize_t cap = 16;
+    while (cap < 2 * (k < n ? k : n) + 2)
+        cap *= 2;
+    seen = PyMem_RawMalloc(sizeof *seen * (size_t)cap);
+    picked = PyMem_RawMalloc(sizeof *picked * ((size_t)(k < n ? k : n) + 1));
+    if (!seen || !picked) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (texts_obj != Py_None && !(texts = texts_run_from_spec(texts_obj, k < n ? k : n)))
+        goto done;
     const int32_t *len_of = (const int32_t *)lens.buf, *doc_of = (const int32_t *)docs.buf;
     const double omb = 1.0 - b;
-    /* The GIL released for the scoring and its sort (each candidate galloped into every list
-       where it lies in the file's pages: cache misses, ~16 us for a dozen candidates and seven
-       terms), kept where the work is a few hundred nanoseconds (a hand-off would cost more). */
-    PyThreadState *save = n * n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
+    /* The GIL released for the scoring, its sort and the texts (each candidate galloped into
+       every list where it lies in the file's pages: cache misses, ~16 us for a dozen
+       candidates and seven terms), kept where the work is a few hundred nanoseconds (a
+       hand-off would cost more). */
+    PyThreadState *save = texts || n * n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         const uint32_t c = cand[i];
         double score = 0.0;
@@ -1475,21 +1542,6 @@ rescore(PyObject *self, PyObject *args)
         sc[i].score = score;
     }
     qsort(sc, (size_t)n, sizeof *sc, scored_cmp);
-    if (save)
-        PyEval_RestoreThread(save);
-    /* each document's first chunk in that order, the first k documents: an open-addressing
-       set of the documents taken (at most k of them) */
-    Py_ssize_t cap = 16;
-    while (cap < 2 * (k < n ? k : n) + 2)
-        cap *= 2;
-    seen = PyMem_Malloc(sizeof *seen * (size_t)cap);
-    out = PyList_New(0);
-    if (!seen || !out) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        Py_CLEAR(out);
-        goto done;
-    }
     for (Py_ssize_t j = 0; j < cap; j++)
         seen[j] = -1;
     Py_ssize_t taken = 0;
@@ -1501,22 +1553,38 @@ rescore(PyObject *self, PyObject *args)
         if (seen[h] == d)
             continue;
         seen[h] = d;
-        taken++;
+        sc[taken++] = sc[i]; /* taken <= i: the kept ones packed in order */
+    }
+    for (Py_ssize_t i = 0; texts && i < taken; i++)
+        picked[i] = sc[i].chunk;
+    if (texts)
+        texts_run_work(texts, picked, taken);
+    if (save)
+        PyEval_RestoreThread(save);
+    out = PyList_New(taken);
+    for (Py_ssize_t i = 0; out && i < taken; i++) {
         PyObject *pair = Py_BuildValue("(kd)", (unsigned long)sc[i].chunk, sc[i].score);
-        if (!pair || PyList_Append(out, pair) < 0) {
-            Py_XDECREF(pair);
+        if (!pair) {
             Py_CLEAR(out);
             goto done;
         }
-        Py_DECREF(pair);
+        PyList_SET_ITEM(out, i, pair);
+    }
+    if (out && texts) {
+        made = texts_run_made(texts);
+        PyObject *both = made ? PyTuple_Pack(2, out, made) : NULL;
+        Py_SETREF(out, both);
     }
 done:
     for (Py_ssize_t j = 0; j < n_held; j++)
         PyBuffer_Release(&held[j]);
-    PyMem_Free(held);
-    PyMem_Free(T);
-    PyMem_Free(sc);
-    PyMem_Free(seen);
+    PyMem_RawFree(held);
+    PyMem_RawFree(T);
+    PyMem_RawFree(sc);
+    PyMem_RawFree(seen);
+    PyMem_RawFree(picked);
+    texts_run_free(texts);
+    Py_XDECREF(made);
     Py_XDECREF(terms);
     PyBuffer_Release(&cands);
     PyBuffer_Release(&file);
@@ -1555,7 +1623,7 @@ rank_one(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "rank_one: inconsistent arguments");
         goto done;
     }
-    heap = PyMem_Malloc(sizeof(Best) * (size_t)k);
+    heap = PyMem_RawMalloc(sizeof(Best) * (size_t)k);
     if (!heap) {
         PyErr_NoMemory();
         goto done;
@@ -1600,7 +1668,7 @@ rank_one(PyObject *self, PyObject *args)
             PyList_SET_ITEM(out, i, pair);
     }
 done:
-    PyMem_Free(heap);
+    PyMem_RawFree(heap);
     if (blocked.obj)
         PyBuffer_Release(&blocked);
     PyBuffer_Release(&ids);
@@ -1657,8 +1725,8 @@ read_blobs(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "read_blobs: rowids and outs differ in length");
         goto done;
     }
-    bufs = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
-    ids = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    bufs = PyMem_RawCalloc((size_t)n + 1, sizeof(Py_buffer));
+    ids = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
     if (!bufs || !ids) {
         PyErr_NoMemory();
         goto done;
@@ -1695,12 +1763,35 @@ read_blobs(PyObject *self, PyObject *args)
 done:
     for (Py_ssize_t j = 0; j < got; j++)
         PyBuffer_Release(&bufs[j]);
-    PyMem_Free(bufs);
-    PyMem_Free(ids);
+    PyMem_RawFree(bufs);
+    PyMem_RawFree(ids);
     Py_XDECREF(rowids);
     Py_XDECREF(outs);
     PyBuffer_Release(&file);
     return result;
+}
+
+/* Where the TEXT value of each of the n rowids `ids` lies in column `column` of the table at
+   page `root`: vals[i] (a b-tree descent each: cheap). *spilled: the bytes of the values that
+   continue on overflow pages, *total: all their bytes. Plain C (runs without the GIL). NULL,
+   or the first failing row's reason with *failed its index. */
+static PageError
+text_find(const DbFile *db, Py_ssize_t root, Py_ssize_t column, const int64_t *ids, Py_ssize_t n,
+          DbValue *vals, uint64_t *spilled, uint64_t *total, Py_ssize_t *failed)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PageError why = db_value(db, (uint32_t)root, ids[i], (int)column, &vals[i]);
+        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
+            why = "record column is not TEXT";
+        if (why) {
+            *failed = i;
+            return why;
+        }
+        if (vals[i].at + vals[i].len > vals[i].n_local)
+            *spilled += vals[i].len;
+        *total += vals[i].len;
+    }
+    return NULL;
 }
 
 /* Where the TEXT value of each of the n rowids of `rowids` (from PySequence_Fast) lies in
@@ -1715,16 +1806,12 @@ text_values(const DbFile *db, Py_ssize_t root, Py_ssize_t column, PyObject *rowi
         ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
         if (ids[i] == -1 && PyErr_Occurred())
             return -1;
-        PageError why = db_value(db, (uint32_t)root, ids[i], (int)column, &vals[i]);
-        if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0))
-            why = "record column is not TEXT";
-        if (why) {
-            PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[i], why);
-            return -1;
-        }
-        if (vals[i].at + vals[i].len > vals[i].n_local)
-            *spilled += vals[i].len;
-        *total += vals[i].len;
+    }
+    Py_ssize_t failed = -1;
+    PageError why = text_find(db, root, column, ids, n, vals, spilled, total, &failed);
+    if (why) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[failed], why);
+        return -1;
     }
     return 0;
 }
@@ -1786,9 +1873,9 @@ read_texts(PyObject *self, PyObject *args)
     if (!rowids)
         goto done;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
-    vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
-    ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
-    src = PyMem_Calloc((size_t)n + 1, sizeof *src);
+    vals = PyMem_RawCalloc((size_t)n + 1, sizeof *vals);
+    ids = PyMem_RawCalloc((size_t)n + 1, sizeof *ids);
+    src = PyMem_RawCalloc((size_t)n + 1, sizeof *src);
     if (!vals || !ids || !src) {
         PyErr_NoMemory();
         goto done;
@@ -1801,7 +1888,7 @@ read_texts(PyObject *self, PyObject *args)
     uint64_t spilled = 0, total = 0;
     if (text_values(&db, root, column, rowids, n, vals, ids, &spilled, &total) < 0)
         goto done;
-    bytes = PyMem_Malloc(spilled ? spilled : 1);
+    bytes = PyMem_RawMalloc(spilled ? spilled : 1);
     if (!bytes) {
         PyErr_NoMemory();
         goto done;
@@ -1829,10 +1916,10 @@ read_texts(PyObject *self, PyObject *args)
         PyList_SET_ITEM(result, i, text);
     }
 done:
-    PyMem_Free(bytes);
-    PyMem_Free(vals);
-    PyMem_Free(ids);
-    PyMem_Free(src);
+    PyMem_RawFree(bytes);
+    PyMem_RawFree(vals);
+    PyMem_RawFree(ids);
+    PyMem_RawFree(src);
     Py_XDECREF(rowids);
     PyBuffer_Release(&file);
     return result;
@@ -2060,7 +2147,7 @@ paged_field(const char *file, Py_ssize_t file_len, const int64_t *pc, Py_ssize_t
         if (at == a && m == b - a) /* wholly in one piece: no copy */
             return PyUnicode_DecodeUTF8(src, (Py_ssize_t)m, "strict");
         if (!dst) {
-            if (b - a > (int64_t)sizeof(small) && !(buf = PyMem_Malloc((size_t)(b - a))))
+            if (b - a > (int64_t)sizeof(small) && !(buf = PyMem_RawMalloc((size_t)(b - a))))
                 return PyErr_NoMemory();
             dst = buf;
         }
@@ -2071,7 +2158,7 @@ paged_field(const char *file, Py_ssize_t file_len, const int64_t *pc, Py_ssize_t
     v = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)(b - a), "strict");
 done:
     if (buf != small)
-        PyMem_Free(buf);
+        PyMem_RawFree(buf);
     return v;
 }
 
@@ -2452,7 +2539,7 @@ static int
 snip_stems_make(PyObject *stems_seq, PyObject *weights, Py_ssize_t n, SnipStem **out,
                 SnipBuckets *buckets)
 {
-    SnipStem *stems = PyMem_Calloc((size_t)(n ? n : 1), sizeof *stems);
+    SnipStem *stems = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof *stems);
     if (!stems) {
         PyErr_NoMemory();
         return -1;
@@ -2467,16 +2554,24 @@ snip_stems_make(PyObject *stems_seq, PyObject *weights, Py_ssize_t n, SnipStem *
             PyErr_SetString(PyExc_ValueError, "snippets: a stem is not a non-empty str");
             break;
         }
-        stems[filled].chars = PyUnicode_AsUCS4Copy(s);
-        if (!stems[filled].chars)
+        const Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+        Py_UCS4 *chars = PyMem_RawMalloc(sizeof *chars * (size_t)len);
+        if (!chars) {
+            PyErr_NoMemory();
             break;
-        stems[filled].len = PyUnicode_GET_LENGTH(s);
+        }
+        if (!PyUnicode_AsUCS4(s, chars, len, 0)) {
+            PyMem_RawFree(chars);
+            break;
+        }
+        stems[filled].chars = chars;
+        stems[filled].len = len;
         stems[filled].weight = w;
     }
     if (filled < n) {
         for (Py_ssize_t i = 0; i < filled; i++)
-            PyMem_Free(stems[i].chars);
-        PyMem_Free(stems);
+            PyMem_RawFree(stems[i].chars);
+        PyMem_RawFree(stems);
         return -1;
     }
     Py_ssize_t tail[256];
@@ -2531,8 +2626,8 @@ static void
 snip_stems_free(SnipStem *stems, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; stems && i < n; i++)
-        PyMem_Free(stems[i].chars);
-    PyMem_Free(stems);
+        PyMem_RawFree(stems[i].chars);
+    PyMem_RawFree(stems);
 }
 
 /* The snippet snip_one described for `text` (a new reference; None for the Python code),
@@ -2599,9 +2694,9 @@ snippets(PyObject *self, PyObject *args)
         longest = len > longest ? len : longest;
         total += len;
     }
-    spans = PyMem_Calloc((size_t)(n_texts ? n_texts : 1), sizeof *spans);
-    weight = PyMem_Malloc(sizeof *weight * (size_t)(longest + 1));
-    pos = PyMem_Malloc(sizeof *pos * (size_t)(longest + 1));
+    spans = PyMem_RawCalloc((size_t)(n_texts ? n_texts : 1), sizeof *spans);
+    weight = PyMem_RawMalloc(sizeof *weight * (size_t)(longest + 1));
+    pos = PyMem_RawMalloc(sizeof *pos * (size_t)(longest + 1));
     if (!spans || !weight || !pos) {
         PyErr_NoMemory();
         goto done;
@@ -2612,7 +2707,7 @@ snippets(PyObject *self, PyObject *args)
     for (Py_ssize_t t = 0; t < n_texts; t++)
         Py_INCREF(PySequence_Fast_GET_ITEM(texts, t));
     PyObject **items = PySequence_Fast_ITEMS(texts);
-    PyObject **held = PyMem_Malloc(sizeof *held * (size_t)(n_texts ? n_texts : 1));
+    PyObject **held = PyMem_RawMalloc(sizeof *held * (size_t)(n_texts ? n_texts : 1));
     if (!held) {
         for (Py_ssize_t t = 0; t < n_texts; t++)
             Py_DECREF(items[t]);
@@ -2651,12 +2746,12 @@ snippets(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t t = 0; t < n_texts; t++)
         Py_DECREF(held[t]);
-    PyMem_Free(held);
+    PyMem_RawFree(held);
 done:
     snip_stems_free(stems, n_stems);
-    PyMem_Free(spans);
-    PyMem_Free(weight);
-    PyMem_Free(pos);
+    PyMem_RawFree(spans);
+    PyMem_RawFree(weight);
+    PyMem_RawFree(pos);
     Py_XDECREF(ellipsis);
     Py_XDECREF(texts);
     return result;
@@ -2876,90 +2971,169 @@ PyDoc_STRVAR(texts_snippets_doc,
 "passed. The texts are copied, decoded and searched without the GIL when they are 16,384\n"
 "bytes or more in all (read_texts keeps it for its decoding).");
 
-static PyObject *
-texts_snippets(PyObject *self, PyObject *args)
+struct TextsRun {
+    Py_buffer file;
+    DbFile db;
+    Py_ssize_t root, column, max_rows;
+    SnipStem *stems;
+    Py_ssize_t n_stems;
+    SnipBuckets buckets;
+    PyObject *ellipsis;
+    DbValue *vals;
+    int64_t *ids;
+    uint64_t total;
+    PageError why_find; /* a row not found (or not TEXT): row ids[failed_find] */
+    Py_ssize_t failed_find;
+    TextWork w;
+};
+
+static void
+texts_run_free(TextsRun *r)
 {
-    (void)self;
+    if (!r)
+        return;
+    PyMem_RawFree(r->w.copy);
+    PyMem_RawFree(r->w.decoded);
+    PyMem_RawFree(r->w.parts);
+    PyMem_RawFree(r->w.spans);
+    PyMem_RawFree(r->vals);
+    PyMem_RawFree(r->ids);
+    snip_stems_free(r->stems, r->n_stems);
+    Py_XDECREF(r->ellipsis);
+    if (r->file.obj)
+        PyBuffer_Release(&r->file);
+    PyMem_RawFree(r);
+}
+
+/* A run of up to max_rows texts of the TEXT column `column` of the table at `root` in the
+   mapped `file` (its buffer taken over: released by texts_run_free), with their snippets for
+   (stems, weights) in `width` characters by `deadline` (<= 0: none). NULL with an exception
+   set (the buffer released). */
+static TextsRun *
+texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize_t root,
+              Py_ssize_t column, PyObject *stems_obj, PyObject *weights_obj, Py_ssize_t width,
+              double deadline, Py_ssize_t max_rows, const char *who)
+{
+    TextsRun *r = PyMem_RawCalloc(1, sizeof *r);
+    if (!r) {
+        PyBuffer_Release(file);
+        return (TextsRun *)PyErr_NoMemory();
+    }
+    r->file = *file;
+    if (!db_geometry_ok(file, page_size, usable, root, column)) {
+        PyErr_Format(PyExc_ValueError, "%s: invalid file geometry or table", who);
+        goto fail;
+    }
+    r->db = (DbFile){(const unsigned char *)file->buf, (uint64_t)file->len, (uint32_t)page_size,
+                     (uint32_t)usable, (uint32_t)(file->len / page_size)};
+    r->root = root;
+    r->column = column;
+    r->max_rows = max_rows;
+    r->ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
+    if (!r->ellipsis ||
+        snip_args(stems_obj, weights_obj, width, &r->stems, &r->n_stems, &r->buckets) < 0)
+        goto fail;
+    const size_t m = (size_t)(max_rows > 0 ? max_rows : 0) + 1;
+    r->vals = PyMem_RawCalloc(m, sizeof *r->vals);
+    r->ids = PyMem_RawCalloc(m, sizeof *r->ids);
+    r->w.parts = PyMem_RawCalloc(m, sizeof *r->w.parts);
+    r->w.spans = PyMem_RawCalloc(m, sizeof *r->w.spans);
+    if (!r->vals || !r->ids || !r->w.parts || !r->w.spans) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    r->w.db = &r->db;
+    r->w.vals = r->vals;
+    r->w.stems = r->stems;
+    r->w.buckets = &r->buckets;
+    r->w.width = width;
+    r->w.deadline = deadline;
+    r->w.failed = -1;
+    r->w.bad_utf8 = -1;
+    r->failed_find = -1;
+    return r;
+fail:
+    texts_run_free(r);
+    return NULL;
+}
+
+/* The `texts` argument of rank_blocks, rank_maxscore and rescore: (file, page_size, usable,
+   root, column, stems, weights, width, deadline), texts_snippets' arguments but the rowids. */
+static TextsRun *
+texts_run_from_spec(PyObject *spec, Py_ssize_t max_rows)
+{
     Py_buffer file;
     Py_ssize_t page_size, usable, root, column, width;
     double deadline;
-    PyObject *rowids_obj, *stems_obj, *weights_obj;
-    PyObject *rowids = NULL, *ellipsis = NULL;
-    PyObject *texts = NULL, *snips = NULL, *result = NULL;
-    DbValue *vals = NULL;
-    int64_t *ids = NULL;
-    SnipStem *stems = NULL;
-    SnipBuckets buckets;
-    Py_ssize_t n_stems = 0;
-    TextWork w;
-    memset(&w, 0, sizeof w);
-    if (!PyArg_ParseTuple(args, "y*nnnnOOOnd:texts_snippets", &file, &page_size, &usable, &root,
-                          &column, &rowids_obj, &stems_obj, &weights_obj, &width, &deadline))
+    PyObject *stems, *weights;
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "texts: a tuple (file, page_size, usable, root, column, "
+                                         "stems, weights, width, deadline)");
         return NULL;
-    if (!db_geometry_ok(&file, page_size, usable, root, column)) {
-        PyErr_SetString(PyExc_ValueError, "texts_snippets: invalid file geometry or table");
-        goto done;
     }
-    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
-    ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
-    if (!rowids || !ellipsis || snip_args(stems_obj, weights_obj, width, &stems, &n_stems, &buckets) < 0)
-        goto done;
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
-    vals = PyMem_Calloc((size_t)n + 1, sizeof *vals);
-    ids = PyMem_Calloc((size_t)n + 1, sizeof *ids);
-    w.parts = PyMem_Calloc((size_t)n + 1, sizeof *w.parts);
-    w.spans = PyMem_Calloc((size_t)n + 1, sizeof *w.spans);
-    if (!vals || !ids || !w.parts || !w.spans) {
-        PyErr_NoMemory();
-        goto done;
+    if (!PyArg_ParseTuple(spec, "y*nnnnOOnd:texts", &file, &page_size, &usable, &root, &column,
+                          &stems, &weights, &width, &deadline))
+        return NULL;
+    return texts_run_new(&file, page_size, usable, root, column, stems, weights, width, deadline,
+                         max_rows, "texts");
+}
+
+/* Find the rows' values (r->ids[0..n), at most max_rows), then copy, decode and search them:
+   plain C, without the GIL or with it. */
+static void
+texts_run_find(TextsRun *r, Py_ssize_t n)
+{
+    r->w.n = n;
+    r->why_find = text_find(&r->db, r->root, r->column, r->ids, n, r->vals, &r->w.spilled,
+                            &r->total, &r->failed_find);
+}
+
+static void
+texts_run_work(TextsRun *r, const int64_t *ids, Py_ssize_t n)
+{
+    if (n > r->max_rows) { /* a caller's defect: nothing read beyond the arrays */
+        r->w.nomem = 1;
+        return;
     }
-    const DbFile db = {(const unsigned char *)file.buf, (uint64_t)file.len, (uint32_t)page_size,
-                       (uint32_t)usable, (uint32_t)(file.len / page_size)};
-    uint64_t total = 0;
-    if (text_values(&db, root, column, rowids, n, vals, ids, &w.spilled, &total) < 0)
-        goto done;
-    w.db = &db;
-    w.vals = vals;
-    w.n = n;
-    w.stems = stems;
-    w.buckets = &buckets;
-    w.width = width;
-    w.deadline = deadline;
-    w.failed = -1;
-    w.bad_utf8 = -1;
-    if (total >= 16384) {
-        Py_BEGIN_ALLOW_THREADS
-        text_work(&w);
-        Py_END_ALLOW_THREADS
-    } else {
-        text_work(&w);
+    memcpy(r->ids, ids, sizeof *ids * (size_t)n);
+    texts_run_find(r, n);
+    if (!r->why_find)
+        text_work(&r->w);
+}
+
+/* The run's (texts, snippets) (a snippet None where the Python code must make it), None when
+   the deadline passed, or NULL with the exception of its first failure: a row not found or not
+   TEXT (ValueError naming the row), no memory, a damaged page (ValueError naming the row), a
+   text that is not UTF-8 (UnicodeDecodeError, CPython's own). */
+static PyObject *
+texts_run_result(TextsRun *r)
+{
+    TextWork *w = &r->w;
+    if (r->why_find) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)r->ids[r->failed_find], r->why_find);
+        return NULL;
     }
-    if (w.nomem) {
-        PyErr_NoMemory();
-        goto done;
+    if (w->nomem)
+        return PyErr_NoMemory();
+    if (w->why) {
+        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)r->ids[w->failed], w->why);
+        return NULL;
     }
-    if (w.why) {
-        PyErr_Format(PyExc_ValueError, "row %lld: %s", (long long)ids[w.failed], w.why);
-        goto done;
-    }
-    if (w.bad_utf8 >= 0) { /* CPython's own decoder names the bytes (UnicodeDecodeError) */
-        const TextPart *p = &w.parts[w.bad_utf8];
+    if (w->bad_utf8 >= 0) { /* CPython's own decoder names the bytes (UnicodeDecodeError) */
+        const TextPart *p = &w->parts[w->bad_utf8];
         PyObject *t = PyUnicode_DecodeUTF8((const char *)p->src, (Py_ssize_t)p->len, "strict");
         if (t) { /* it took what utf8_scan refused: a defect here, never a wrong text */
             Py_DECREF(t);
             PyErr_Format(PyExc_SystemError, "texts_snippets: row %lld: UTF-8 misread",
-                         (long long)ids[w.bad_utf8]);
+                         (long long)r->ids[w->bad_utf8]);
         }
-        goto done;
+        return NULL;
     }
-    if (w.late) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    texts = PyList_New(n);
-    snips = PyList_New(n);
-    for (Py_ssize_t i = 0; texts && snips && i < n; i++) {
-        const TextPart *p = &w.parts[i];
+    if (w->late)
+        return Py_NewRef(Py_None);
+    PyObject *texts = PyList_New(w->n), *snips = PyList_New(w->n), *result = NULL;
+    for (Py_ssize_t i = 0; texts && snips && i < w->n; i++) {
+        const TextPart *p = &w->parts[i];
         PyObject *t = PyUnicode_New(p->chars, p->maxchar);
         if (!t)
             goto done;
@@ -2969,26 +3143,69 @@ texts_snippets(PyObject *self, PyObject *args)
             goto done;
         }
         memcpy(PyUnicode_DATA(t), p->data, (size_t)p->chars * (size_t)p->kind);
-        PyObject *s = snip_result(t, &w.spans[i], ellipsis);
-        if (!s)
+        PyObject *sn = snip_result(t, &w->spans[i], r->ellipsis);
+        if (!sn)
             goto done;
-        PyList_SET_ITEM(snips, i, s);
+        PyList_SET_ITEM(snips, i, sn);
     }
     if (texts && snips)
         result = PyTuple_Pack(2, texts, snips);
 done:
-    PyMem_RawFree(w.copy);
-    PyMem_RawFree(w.decoded);
-    PyMem_Free(w.parts);
-    PyMem_Free(w.spans);
-    PyMem_Free(vals);
-    PyMem_Free(ids);
-    snip_stems_free(stems, n_stems);
     Py_XDECREF(texts);
     Py_XDECREF(snips);
-    Py_XDECREF(ellipsis);
+    return result;
+}
+
+/* texts_run_result for the calls that rank and read the texts at once: False (no exception)
+   where it would fail, so that the caller reads the texts again by texts_snippets and reports
+   the failure as a failure to read them (a damaged text, not a damaged posting list). */
+static PyObject *
+texts_run_made(TextsRun *r)
+{
+    if (r->why_find || r->w.nomem || r->w.why || r->w.bad_utf8 >= 0)
+        return Py_NewRef(Py_False);
+    return texts_run_result(r);
+}
+
+static PyObject *
+texts_snippets(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer file;
+    Py_ssize_t page_size, usable, root, column, width;
+    double deadline;
+    PyObject *rowids_obj, *stems_obj, *weights_obj, *rowids = NULL, *result = NULL;
+    TextsRun *r = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnnOOOnd:texts_snippets", &file, &page_size, &usable, &root,
+                          &column, &rowids_obj, &stems_obj, &weights_obj, &width, &deadline))
+        return NULL;
+    rowids = PySequence_Fast(rowids_obj, "rowids must be a sequence");
+    if (!rowids) {
+        PyBuffer_Release(&file);
+        return NULL;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(rowids);
+    r = texts_run_new(&file, page_size, usable, root, column, stems_obj, weights_obj, width,
+                      deadline, n, "texts_snippets");
+    if (!r)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        r->ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rowids, i));
+        if (r->ids[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    texts_run_find(r, n); /* with the GIL: cheap, and how many bytes follow */
+    if (!r->why_find && r->total >= 16384) {
+        Py_BEGIN_ALLOW_THREADS
+        text_work(&r->w);
+        Py_END_ALLOW_THREADS
+    } else if (!r->why_find) {
+        text_work(&r->w);
+    }
+    result = texts_run_result(r);
+done:
+    texts_run_free(r);
     Py_XDECREF(rowids);
-    PyBuffer_Release(&file);
     return result;
 }
 
@@ -3009,7 +3226,7 @@ snippet_chars(PyObject *self, PyObject *args)
     const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_UCS4 *low = PyMem_Malloc(sizeof *low * (size_t)(n ? n : 1));
+    Py_UCS4 *low = PyMem_RawMalloc(sizeof *low * (size_t)(n ? n : 1));
     PyObject *alnum = PyBytes_FromStringAndSize(NULL, n), *space = PyBytes_FromStringAndSize(NULL, n);
     PyObject *lowered = NULL, *result = NULL;
     if (!low || !alnum || !space) {
@@ -3028,7 +3245,7 @@ snippet_chars(PyObject *self, PyObject *args)
     if (lowered)
         result = PyTuple_Pack(3, lowered, alnum, space);
 done:
-    PyMem_Free(low);
+    PyMem_RawFree(low);
     Py_XDECREF(lowered);
     Py_XDECREF(alnum);
     Py_XDECREF(space);
@@ -3047,11 +3264,11 @@ text_words(PyObject *text, Py_ssize_t **bounds_out, Py_UCS4 **maxes_out)
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     const Py_ssize_t cap = n / 2 + 1; /* a word and a separator: 2 code points at least, but one */
-    Py_ssize_t *bounds = PyMem_Malloc(sizeof *bounds * 2 * (size_t)cap);
-    Py_UCS4 *maxes = PyMem_Malloc(sizeof *maxes * (size_t)cap);
+    Py_ssize_t *bounds = PyMem_RawMalloc(sizeof *bounds * 2 * (size_t)cap);
+    Py_UCS4 *maxes = PyMem_RawMalloc(sizeof *maxes * (size_t)cap);
     if (!bounds || !maxes) {
-        PyMem_Free(bounds);
-        PyMem_Free(maxes);
+        PyMem_RawFree(bounds);
+        PyMem_RawFree(maxes);
         PyErr_NoMemory();
         return -1;
     }
@@ -3177,8 +3394,8 @@ join_words(PyObject *self, PyObject *args)
 fail:
     Py_CLEAR(result);
 done:
-    PyMem_Free(bounds);
-    PyMem_Free(maxes);
+    PyMem_RawFree(bounds);
+    PyMem_RawFree(maxes);
     Py_XDECREF(spans);
     return result;
 }
@@ -3237,9 +3454,9 @@ fts5_doclists(PyObject *self, PyObject *args)
     if (!pages)
         goto done;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(pages);
-    ptrs = PyMem_Calloc((size_t)n + 1, sizeof *ptrs);
-    lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
-    key = PyMem_Malloc(FTS5_MAX_KEY);
+    ptrs = PyMem_RawCalloc((size_t)n + 1, sizeof *ptrs);
+    lens = PyMem_RawCalloc((size_t)n + 1, sizeof *lens);
+    key = PyMem_RawMalloc(FTS5_MAX_KEY);
     if (!ptrs || !lens || !key) {
         PyErr_NoMemory();
         goto done;
@@ -3265,9 +3482,9 @@ done:
     Py_XDECREF(out.terms);
     Py_XDECREF(out.dfs);
     Py_XDECREF(pages);
-    PyMem_Free(ptrs);
-    PyMem_Free(lens);
-    PyMem_Free(key);
+    PyMem_RawFree(ptrs);
+    PyMem_RawFree(lens);
+    PyMem_RawFree(key);
     if (chunks.obj)
         PyBuffer_Release(&chunks);
     if (tfs.obj)
@@ -3310,9 +3527,10 @@ static struct PyModuleDef module = {
    read from the file's pages); 7 = rank_blocks' and rank_maxscore's `paged` and paged_pick
    (posting lists ranked where they lie in the file's pages); 8 = texts_snippets (a complete
    search's texts and snippets in one call without the GIL; make_hits' texts and snippets;
-   rescore, the exact rescoring beside clamped terms).
+   rescore, the exact rescoring beside clamped terms); 9 = the `texts` argument of rank_blocks,
+   rank_maxscore and rescore (the texts and snippets made in the ranking's call).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 8
+#define KERNELS_ABI 9
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

@@ -18,7 +18,7 @@ def rank_blocks(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt
                 n_rows: int, blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
                 margin: float, buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any],
                 out_scores: npt.NDArray[Any], time_budget: float, paged: Paged | None = ...,
-                /) -> tuple[int, int, float]: ...
+                texts: tuple[Any, ...] | None = ..., /) -> tuple[Any, ...]: ...
 
 def rank_maxscore(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt.NDArray[Any] | None],
                   bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
@@ -27,7 +27,7 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[n
                   time_budget: float, counts: npt.NDArray[Any] | None = ...,
                   block_max: Sequence[npt.NDArray[Any] | None] | None = ...,
                   block_postings: int = ..., paged: Paged | None = ...,
-                  /) -> tuple[int, int, float]: ...
+                  texts: tuple[Any, ...] | None = ..., /) -> tuple[Any, ...]: ...
 
 def read_blobs(file: Any, page_size: int, usable: int, root: int, column: int,
                rowids: Sequence[int], outs: Sequence[Any], /) -> None: ...
@@ -38,7 +38,8 @@ def rank_one(chunks: npt.NDArray[Any], impacts: npt.NDArray[Any], n_rows: int,
 
 def rescore(cands: npt.NDArray[Any], terms: Sequence[tuple[Any, ...]], file: Any,
             chunk_len: npt.NDArray[Any], k1: float, b: float, avgdl: float, k1p1: float, idf: float,
-            chunk_doc: npt.NDArray[Any], k: int, /) -> list[tuple[int, float]]: ...
+            chunk_doc: npt.NDArray[Any], k: int, texts: tuple[Any, ...] | None = ...,
+            /) -> Any: ...
 
 def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
               chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],

@@ -202,6 +202,14 @@ class MappedColumn:
         texts: list[str] = self._call("read_texts", rowids)
         return texts
 
+    def text_geometry(self) -> tuple[Any, ...]:
+        """(the file's pages, page size, usable bytes, root page, column): how the kernel finds
+        this TEXT column's values (the ``texts`` argument of the ranking kernels). Raises
+        IncompatibleIndexError for a file whose text encoding is not UTF-8."""
+        self._check_utf8()
+        f = self.file
+        return f._pages, f.page_size, f.usable, self.root, self.column
+
     def read_texts_snippets(self, rowids: Sequence[int], stems: Sequence[str], weights: Sequence[float],
                             width: int, deadline: float) -> tuple[list[str], list[str | None]] | None:
         """:meth:`read_texts` and the C snippets of those texts in one call

@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import apsw
@@ -76,9 +76,9 @@ _PLACEHOLDER_TERMS = 32
 # chain) and kept with the term, by name, as its PagedTerm (nothing of it changes in a frozen
 # file), and so is a clamped term's row: a query whose terms are all kept needs no term lookup
 # and makes no sparse term's object, the Python a search runs with the GIL held (docs/ENGINE.md,
-# "Threads"). 8 bytes per page of list plus the entry, up to _KEPT_TERMS_BYTES per engine (then the cache starts over: bounded
-# memory, never a different answer). Shorter lists are copied (a few KB: cheaper than a table
-# each).
+# "Threads"). 8 bytes per page of list plus the entry, up to _KEPT_TERMS_BYTES per engine (then
+# the cache starts over: bounded memory, never a different answer). Shorter lists are copied (a
+# few KB: cheaper than a table each).
 PAGED_LIST_BYTES = 4096
 _KEPT_TERMS_BYTES = 16 << 20
 # an entry's own cost beside its table: the PagedTerm, its reader (a partial and its
@@ -210,6 +210,9 @@ class Engine:
         # With the kernel, clamped terms' tfs are read from the file's pages when rescoring
         # (tests turn it off to pick or load them by blob I/O, the path without the kernel).
         self.paged_dense = True
+        # With the kernel, a complete search's chunk texts and snippets are made in the call
+        # that ranks them (Scorer.rank_texts; tests and probes turn it off: one call after it).
+        self.texts_with_ranking = True
         # term -> its PagedTerm, or a clamped term's (row, df) (PAGED_LIST_BYTES)
         self._kept_terms: dict[str, PagedTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
@@ -386,12 +389,13 @@ class Engine:
             kept = self._kept_terms
             out, todo = [], []
             for name in names:
-                t = kept.get(name)
-                if type(t) is tuple:  # a clamped term's (row, df): its loaded tfs are the query's
-                    t = self._dense_term(name, *t)
-                elif t is None:
+                entry = kept.get(name)
+                if type(entry) is tuple:  # a clamped term's (row, df): its loaded tfs are the query's
+                    out.append(self._dense_term(name, *entry))
+                    continue
+                if entry is None:
                     todo.append(name)
-                out.append(t)
+                out.append(cast("PagedTerm | None", entry))
         else:
             out, todo = [None] * len(names), names
         # Reset once per query, whatever the query holds: the dense loader (a clamped term's
@@ -612,7 +616,15 @@ class Engine:
     def _search(self, query: str, k: int, parsed: ParsedQuery, with_text: bool,
                 deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
-        ranked = self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
+        maker = spec = None
+        if with_text and self._kernels is not None:
+            maker = self._snippets(parsed, terms, deadline)
+            if self._chunk_texts is not None and self.texts_with_ranking:
+                spec = maker.texts_args(self._chunk_texts)
+        # With `spec`, the C ranking reads the chunks' texts and makes their snippets in the
+        # same call, without the GIL (made: None where it did not)
+        ranked, made = self.scorer.rank_texts(terms, k, self._blocked_chunks, self._scratch(), deadline,
+                                              spec)
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
@@ -622,8 +634,10 @@ class Engine:
             offsets, fields, pieces = self._doc_table().fields()
             texts: tuple[list[str], list[str]] | tuple[()] = ()
             if with_text:
-                maker = self._snippets(parsed, terms, deadline)
-                if self._chunk_texts is not None:  # texts and snippets in one call without the GIL
+                assert maker is not None
+                if made is not None:
+                    texts = maker.finish(made)
+                elif self._chunk_texts is not None:  # texts and snippets in one call without the GIL
                     texts = maker.of_rows(self._chunk_texts, chunk_ids)
                 else:
                     chunk_texts = self._texts(chunk_ids)

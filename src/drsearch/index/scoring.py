@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -49,10 +49,12 @@ from .schema import BLOCK_POSTINGS, block_count
 # fields read from the file's pages), 7 = the ranking kernels' `paged` lists (posting lists
 # ranked where they lie in the file's pages), 8 = texts_snippets (a complete search's chunk texts
 # and snippets in one call without the GIL), make_hits' texts and snippets, and rescore (the
-# exact rescoring beside clamped terms). A kernel built from an older _kernels.c
+# exact rescoring beside clamped terms), 9 = the ranking kernels' and rescore's `texts` (a
+# complete search's chunk texts and snippets made in the call that ranks them). A kernel built
+# from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 8
+KERNEL_ABI = 9
 
 
 def kernel_problem(module: object) -> str | None:
@@ -215,6 +217,17 @@ class DenseTerm:
 
 Term = SparseTerm | PagedTerm | DenseTerm
 ListTerm = SparseTerm | PagedTerm  # a term with a posting list (not clamped)
+# A ranking's chunk texts and snippets made by the kernel with it (Scorer.rank_texts), or None.
+Made = tuple[list[str], list[str | None]] | None
+
+
+def _made(got: Any) -> Made:
+    """The kernel's texts and snippets made with a ranking: None when the deadline passed (or
+    the ranking's: QueryTimeoutError), False when reading them failed (a damaged text: None,
+    and the caller reads them again by ``texts_snippets``, which reports it as such)."""
+    if got is None:
+        raise QueryTimeoutError("query ran past its time limit")
+    return None if got is False else cast(Made, got)
 
 
 def _arrays(t: Term) -> SparseTerm | DenseTerm:
@@ -310,19 +323,30 @@ class Scorer:
         back zeroed. ``blocked`` marks chunk rowids that must not be returned.
         Raises QueryTimeoutError.
         """
+        return self.rank_texts(terms, k, blocked, scratch, deadline, None)[0]
+
+    def rank_texts(self, terms: Sequence[Term | None], k: int, blocked: Bools | None, scratch: Scratch,
+                   deadline: float, texts: tuple[Any, ...] | None) -> tuple[list[tuple[int, float]], Made]:
+        """:meth:`rank`, and with ``texts`` (the kernel's ``texts`` argument: the mapped file,
+        its chunk text column and the snippets' stems, SnippetMaker.texts_args) the ranked
+        chunks' texts and snippets (a snippet None where the Python code must make it), made
+        in the kernel call that ranks them, without the GIL: a thread serving complete
+        searches then takes the GIL back once a query, not after each call. None for them
+        where another path ranked (numpy, a one-term query): the caller reads them.
+        Raises QueryTimeoutError."""
         present = [t for t in terms if t is not None]
         if not present:
-            return []
+            return [], None
         if len(present) == 1:
             one = present[0]
             if isinstance(one, SparseTerm | PagedTerm) and one.df <= self.single_term_postings:
                 one = _arrays(one)
                 assert isinstance(one, SparseTerm)
-                return self._rank_one(one, k, blocked)
+                return self._rank_one(one, k, blocked), None
         if self._native:
             lists = [t for t in present if isinstance(t, SparseTerm | PagedTerm)]
-            return self._rank_native(present, lists, k, blocked, scratch, deadline)
-        return self._rank_numpy([_arrays(t) for t in present], k, blocked, scratch, deadline)
+            return self._rank_native(present, lists, k, blocked, scratch, deadline, texts)
+        return self._rank_numpy([_arrays(t) for t in present], k, blocked, scratch, deadline), None
 
     def _rank_numpy(self, present: Sequence[SparseTerm | DenseTerm], k: int, blocked: Bools | None,
                     scratch: Scratch, deadline: float) -> list[tuple[int, float]]:
@@ -353,30 +377,32 @@ class Scorer:
             acc.fill(0.0)  # hand the scratch array back clean, even on timeout
 
     def _rank_native(self, present: Sequence[Term], sparse: Sequence[ListTerm], k: int,
-                     blocked: Bools | None, scratch: Scratch,
-                     deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` in C, window by window in an L2-sized score buffer (``rank_maxscore``
-        or ``rank_blocks``), paged lists read where they lie."""
+                     blocked: Bools | None, scratch: Scratch, deadline: float,
+                     texts: tuple[Any, ...] | None) -> tuple[list[tuple[int, float]], Made]:
+        """:meth:`rank_texts` in C, window by window in an L2-sized score buffer
+        (``rank_maxscore`` or ``rank_blocks``), paged lists read where they lie."""
         out_c, out_s = scratch.out_chunks, scratch.out_scores
         if len(sparse) == len(present):  # the usual case: the lists as stored, in one pass
-            n, _, _ = self._run(sparse, k, -1.0, blocked, scratch, deadline)
-            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+            n, _, _, made = self._run(sparse, k, -1.0, blocked, scratch, deadline, texts)
+            return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True)), made
         if sparse:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
             # rounding) of the k-th document's first-pass score, then rescore those exactly.
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut = self._run(sparse, k, bound, blocked, scratch, deadline)
+            n, n_full, cut, _ = self._run(sparse, k, bound, blocked, scratch, deadline, None)
             if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
-                return self._rescore_native(out_c[:n], present, k)
+                return self._rescore_native(out_c[:n], present, k, texts)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
         lists = [t if isinstance(t, PagedTerm) else self._as_list(t) for t in present]
-        n, _, _ = self._run(lists, k, -1.0, blocked, scratch, deadline)
-        return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True))
+        n, _, _, made = self._run(lists, k, -1.0, blocked, scratch, deadline, texts)
+        return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True)), made
 
     def _run(self, lists: Sequence[ListTerm], k: int, margin: float, blocked: Bools | None,
-             scratch: Scratch, deadline: float) -> tuple[int, int, float]:
+             scratch: Scratch, deadline: float,
+             texts: tuple[Any, ...] | None = None) -> tuple[int, int, float, Made]:
         """One kernel call over these lists (phrase order): (chunks out, of them the k best
-        documents' own, the k-th document's score). Raises QueryTimeoutError."""
+        documents' own, the k-th document's score, with ``texts`` (margin < 0 only) the
+        chunks' texts and snippets). Raises QueryTimeoutError."""
         assert _kernels is not None
         budget = deadline - time.monotonic()
         if budget <= 0.0:
@@ -401,17 +427,19 @@ class Scorer:
         paged = None if file is None else (file, tables)
         if self._prunes(sum(t.df for t in lists), k):
             bounds = np.array([t.max_impact for t in lists], dtype=np.float64)
-            n, n_full, cut = _kernels.rank_maxscore(
+            got = _kernels.rank_maxscore(
                 chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
                 scratch.block, scratch.out_chunks, scratch.out_scores, budget, None,
-                block_max if self.block_postings else None, self.block_postings or 0, paged)
+                block_max if self.block_postings else None, self.block_postings or 0, paged, texts)
         else:
-            n, n_full, cut = _kernels.rank_blocks(
+            got = _kernels.rank_blocks(
                 chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
-                scratch.out_chunks, scratch.out_scores, budget, paged)
+                scratch.out_chunks, scratch.out_scores, budget, paged, texts)
+        n, n_full, cut = got[:3]
+        made = None if texts is None else _made(got[3])
         if n < 0:
             raise QueryTimeoutError("query ran past its time limit")
-        return n, n_full, cut
+        return n, n_full, cut, made
 
     def _rank_one(self, t: SparseTerm, k: int, blocked: Bools | None) -> list[tuple[int, float]]:
         """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact
@@ -543,11 +571,12 @@ class Scorer:
                 return sel, len(first)
             m = min(m_all, m * 4)
 
-    def _rescore_native(self, cand: I64, terms: Sequence[Term], k: int) -> list[tuple[int, float]]:
+    def _rescore_native(self, cand: I64, terms: Sequence[Term], k: int,
+                        texts: tuple[Any, ...] | None = None) -> tuple[list[tuple[int, float]], Made]:
         """``_finish(cand, _rescore(cand, terms), k)`` in one C call (``_kernels.rescore``: the
         same scores and order, bit for bit, without a numpy call per term): lists read where
         they lie, clamped terms' tfs from their BLOB's pages (else picked here). ``cand``:
-        ascending chunk rowids."""
+        ascending chunk rowids. With ``texts``, the chunks' texts and snippets too."""
         assert _kernels is not None
         spec: list[tuple[Any, ...]] = []
         files: list[Any] = []
@@ -566,10 +595,12 @@ class Scorer:
                 spec.append((3, np.ascontiguousarray(t.tfs_at(rows, self.n_rows), dtype=np.uint16)))
         if any(f is not files[0] for f in files):  # the kernel reads one file (an engine's)
             raise ValueError("terms left in more than one file")
-        got: list[tuple[int, float]] = _kernels.rescore(
-            cand.astype(np.uint32), spec, files[0] if files else b"", self._chunk_len32, self.k1,
-            self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
-        return got
+        args = (cand.astype(np.uint32), spec, files[0] if files else b"", self._chunk_len32, self.k1,
+                self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
+        if texts is None:
+            return _kernels.rescore(*args), None
+        ranked, made = _kernels.rescore(*args, texts)
+        return ranked, _made(made)
 
     def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
         """Exact scores of candidate chunks (ascending): every term, in phrase order."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import QueryTimeoutError
 from .scoring import IDF_FLOOR, native_kernels
@@ -92,6 +92,21 @@ class SnippetMaker:
         if got is None:
             raise QueryTimeoutError("query ran past its time limit")
         texts, snippets = got
+        return texts, self._finish(texts, snippets)
+
+    def texts_args(self, column: MappedColumn) -> tuple[Any, ...] | None:
+        """The kernel's ``texts`` argument for texts of ``column`` and their snippets made in
+        the call that ranks them (``Scorer.rank_texts``); :meth:`finish` takes what it made.
+        None where :func:`native_kernels` gives no kernel (as :meth:`of_rows`)."""
+        if native_kernels() is None:
+            return None
+        return (*column.text_geometry(), self._stems, self._stem_weights, self.width,
+                0.0 if self.deadline is None else self.deadline)
+
+    def finish(self, made: tuple[list[str], list[str | None]]) -> tuple[list[str], list[str]]:
+        """The texts and the kernel's snippets it made for :meth:`texts_args`, the snippets it
+        left (None) made here: what :meth:`of_rows` returns."""
+        texts, snippets = made
         return texts, self._finish(texts, snippets)
 
     def _finish(self, texts: list[str], got: list[str | None] | None) -> list[str]:

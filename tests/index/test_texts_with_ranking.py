@@ -1,0 +1,173 @@
+"""A complete search's chunk texts and snippets made in the kernel call that ranks its chunks
+(the ``texts`` argument of ``rank_blocks``, ``rank_maxscore`` and ``rescore``;
+``Scorer.rank_texts``) against the same search with them read after the ranking
+(``SnippetMaker.of_rows``, ``Engine.texts_with_ranking = False``): the same results, texts and
+snippets on every path that ranks in C (lists alone, beside clamped terms, blocklists, k 1 to
+100, real web pages and Cranfield), and the outcomes that are not texts: a deadline, a row that
+cannot be read, a refused argument."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from drsearch.index import BlockList, CorruptIndexError, Engine, QueryTimeoutError
+from drsearch.index.scoring import Scorer, SparseTerm, native_kernels
+from drsearch.index.snippet import SnippetMaker
+
+from ..helpers import cranfield_queries
+
+kernels = native_kernels()
+pytestmark = pytest.mark.skipif(kernels is None, reason="C kernel not built")
+
+SAMPLE_QUERIES = ["video game streaming subscription", "Stadia launch price", "black friday deals",
+                  "pokemon sword shield review", "the", "2019 release date", "Google Microsoft Sony",
+                  "price €", "Москва", "東京", "the of a and"]
+CRAN_QUERIES = [*cranfield_queries()[:40], "the of a flow", "of the", "pressure distribution"]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many rankings made their texts, by path: lists alone or the rescoring beside clamped
+    terms (what the equality tests must have covered)."""
+    made = {"lists": 0, "rescored": 0}
+    real_run, real_rescore = Scorer._run, Scorer._rescore_native
+
+    def run(self: Scorer, *args: Any, **kwargs: Any) -> Any:
+        got = real_run(self, *args, **kwargs)
+        made["lists"] += got[3] is not None
+        return got
+
+    def rescore(self: Scorer, *args: Any, **kwargs: Any) -> Any:
+        got = real_rescore(self, *args, **kwargs)
+        made["rescored"] += got[1] is not None
+        return got
+
+    monkeypatch.setattr(Scorer, "_run", run)
+    monkeypatch.setattr(Scorer, "_rescore_native", rescore)
+    return made
+
+
+@pytest.mark.parametrize("which", ["sample", "cran"])
+def test_texts_made_with_the_ranking_are_those_read_after_it(which: str, sample_index: Path, cran_index: Path,
+                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, queries = (sample_index, SAMPLE_QUERIES) if which == "sample" else (cran_index, CRAN_QUERIES)
+    with Engine.open(path) as e:
+        docids = sorted({h.docid for q in queries[:6] for h in e.search(q, 2, with_text=False).hits})
+    blocked = tmp_path / "block.txt"
+    blocked.write_text("".join(f"{d}\n" for d in docids[::2]))
+    made = _counting(monkeypatch)
+    for blocklist in (None, BlockList.from_file(blocked)):
+        with Engine.open(path, blocklist=blocklist) as e:
+            for q in queries:
+                for k in (1, 10, 100):
+                    e.texts_with_ranking = False
+                    want = e.search(q, k)
+                    e.texts_with_ranking = True
+                    assert e.search(q, k) == want, (q, k)
+                    assert all(h.chunk_text and h.snippet for h in want.hits)
+    # (the sample's few pages rank no query beside clamped terms by the rescoring)
+    assert made["lists"] >= 10 and made["rescored"] >= (10 if which == "cran" else 0), made
+
+
+def test_the_ranked_chunks_texts_are_theirs(cran_index: Path) -> None:
+    """Scorer.rank_texts directly: the texts of exactly the chunks it ranked, in order, and the
+    snippets SnippetMaker makes of them."""
+    with Engine.open(cran_index) as e:
+        assert e._chunk_texts is not None
+        for q in CRAN_QUERIES[:20]:
+            parsed = e.parse(q)
+            terms = e._postings(parsed, time.monotonic() + 60)
+            maker = e._snippets(parsed, terms, time.monotonic() + 60)
+            spec = maker.texts_args(e._chunk_texts)
+            ranked, made = e.scorer.rank_texts(terms, 10, None, e._scratch(), time.monotonic() + 60, spec)
+            assert made is not None and ranked == e.scorer.rank(terms, 10, None, e._scratch(), time.monotonic() + 60)
+            ids = [c for c, _ in ranked]
+            texts, snippets = maker.finish(made)
+            assert texts == e._chunk_texts.read_texts(ids)
+            assert snippets == maker.many(texts, native=False)
+
+
+def test_a_deadline_passed_while_making_texts_is_a_timeout(cran_index: Path) -> None:
+    with Engine.open(cran_index) as e:
+        assert e._chunk_texts is not None
+        q = "pressure distribution of the flow"
+        parsed = e.parse(q)
+        terms = e._postings(parsed, time.monotonic() + 60)
+        late = SnippetMaker([("pressur", "pressure", 2.0)], deadline=1.0)  # long past
+        spec = late.texts_args(e._chunk_texts)
+        with pytest.raises(QueryTimeoutError):
+            e.scorer.rank_texts(terms, 10, None, e._scratch(), time.monotonic() + 60, spec)
+        lists = [t for t in terms if t is not None and not hasattr(t, "load")]
+        with pytest.raises(QueryTimeoutError):
+            e.scorer._run(lists, 10, -1.0, None, e._scratch(), time.monotonic() + 60, spec)
+
+
+def _kernel_args(e: Engine, q: str) -> tuple[Any, ...]:
+    """rank_blocks' arguments for query q's lists on engine e (the lists copied as arrays)."""
+    e.paged_list_bytes = 1 << 62
+    terms = [t for t in e._postings(e.parse(q), time.monotonic() + 60) if isinstance(t, SparseTerm)]
+    assert terms
+    s = e._scratch()
+    return ([t.chunks for t in terms], [t.impacts for t in terms], e.scorer.n_rows, None,
+            e.scorer._chunk_doc32, 10, -1.0, s.block, s.out_chunks, s.out_scores, 60.0, None)
+
+
+def test_the_kernels_refuse_texts_they_cannot_make_and_fail_soft_on_a_row(cran_index: Path) -> None:
+    assert kernels is not None
+    with Engine.open(cran_index) as e:
+        assert e._chunk_texts is not None
+        maker = SnippetMaker([("flow", "flow", 1.0)])
+        spec = maker.texts_args(e._chunk_texts)
+        args = _kernel_args(e, "pressure distribution boundary layer")
+        n, _, _ = kernels.rank_blocks(*args)
+        got = kernels.rank_blocks(*args, spec)
+        assert got[0] == n and got[3][0] == e._chunk_texts.read_texts(args[8][:n].tolist())
+        bad_margin = (*args[:6], 0.5, *args[7:])
+        with pytest.raises(ValueError, match="margin < 0"):
+            kernels.rank_blocks(*bad_margin, spec)
+        with pytest.raises(TypeError, match="texts: a tuple"):
+            kernels.rank_blocks(*args, list(spec))
+        with pytest.raises(ValueError, match="invalid file geometry"):
+            kernels.rank_blocks(*args, (spec[0], 1000, *spec[2:]))
+        with pytest.raises(ValueError, match="stems"):
+            kernels.rank_blocks(*args, (*spec[:5], ["flow"], [], *spec[7:]))
+        # column 1 (the chunk's document) is not TEXT: no exception from the ranking, False for
+        # the texts (the caller reads them by texts_snippets, which says why)
+        not_text = (*spec[:4], 1, *spec[5:])
+        assert kernels.rank_blocks(*args, not_text)[3] is False
+        cand = np.unique(args[8][:n]).astype(np.uint32)
+        rescore = (cand, [(1, t_c, t_i) for t_c, t_i in zip(args[0], args[1], strict=True)], b"",
+                   e.scorer._chunk_len32, e.scorer.k1, e.scorer.b, e.scorer._avgdl, e.scorer.k1p1,
+                   1e-6, e.scorer._chunk_doc32, 10)
+        ranked = kernels.rescore(*rescore)
+        assert kernels.rescore(*rescore, spec)[0] == ranked
+        assert kernels.rescore(*rescore, not_text) == (ranked, False)
+        assert kernels.rescore(*rescore, (*spec[:8], 1.0)) == (ranked, None)  # deadline long past
+
+
+def test_a_damaged_text_is_reported_as_without_the_ranking(cran_small_chunks: Path, tmp_path: Path) -> None:
+    """A chunk text that is not UTF-8: the ranking's call hands back False, and the texts read
+    again after it raise as they do without it (CorruptIndexError naming the row)."""
+    import apsw
+
+    crafted = tmp_path / "crafted.sqlite3"
+    crafted.write_bytes(cran_small_chunks.read_bytes())
+    with Engine.open(crafted) as e:
+        hit = e.search("flow", 1, with_text=False).hits[0]
+        chunk = e._db().execute("SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc "
+                                "WHERE d.docid = ? AND c.ordinal = ?", (hit.docid, hit.chunk_ordinal)).fetchone()[0]
+    conn = apsw.Connection(str(crafted))
+    conn.execute("UPDATE chunks SET text = CAST(X'666C6F77FF' AS TEXT) WHERE id = ?", (chunk,))
+    conn.close()
+    errors = []
+    for fused in (True, False):
+        with Engine.open(crafted) as e:
+            e.texts_with_ranking = fused
+            with pytest.raises(CorruptIndexError) as info:
+                e.search("flow", 1)
+            errors.append(str(info.value))
+    assert errors[0] == errors[1]
