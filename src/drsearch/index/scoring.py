@@ -412,18 +412,24 @@ class Scorer:
         block_max: list[F64 | None] = []
         tables: list[tuple[int, bytes] | None] = []
         file = None
-        for t in lists:
-            if isinstance(t, PagedTerm):
-                chunks.append(None)
-                impacts.append(None)
-                block_max.append(None)
-                tables.append((t.df, t.pieces))
-                file = t.file
-            else:
-                chunks.append(t.chunks)
-                impacts.append(t.impacts)
-                block_max.append(t.block_max)
-                tables.append(None)
+        if all(type(t) is PagedTerm for t in lists):  # the usual case, in fewer steps (GIL held)
+            on_pages = cast("list[PagedTerm]", lists)
+            tables = [(t.df, t.pieces) for t in on_pages]
+            chunks, impacts, block_max = [None] * len(lists), [None] * len(lists), [None] * len(lists)
+            file = on_pages[0].file if on_pages else None
+        else:
+            for t in lists:
+                if isinstance(t, PagedTerm):
+                    chunks.append(None)
+                    impacts.append(None)
+                    block_max.append(None)
+                    tables.append((t.df, t.pieces))
+                    file = t.file
+                else:
+                    chunks.append(t.chunks)
+                    impacts.append(t.impacts)
+                    block_max.append(t.block_max)
+                    tables.append(None)
         paged = None if file is None else (file, tables)
         if self._prunes(sum(t.df for t in lists), k):
             bounds = np.array([t.max_impact for t in lists], dtype=np.float64)
