@@ -10,10 +10,11 @@ disk, from ``getrusage``) each stage on its own:
 - ``import``: ``from drsearch.index import Engine``;
 - the open's parts (``Engine.open``): the meta table, the tokenizer, the per-chunk arrays,
   the scorer's set-up, the file's mapping and its readers, whatever else (``open, rest``);
-- the first query's parts: parsing, the postings (term rows and lists), ranking, the
-  document table, the chunk texts (with their snippets where the C kernel reads and makes
-  both in one call, ``SnippetMaker.of_rows``), the rest of the snippets and the hits
-  (``search, rest``).
+- the first query's parts: parsing, the postings (term rows and lists), ranking (with the
+  kernel, the chunk texts and their snippets are made in the same call,
+  ``Scorer.rank_texts``), the document table, the chunk texts where they are read after the
+  ranking (``SnippetMaker.of_rows``; without the kernel, ``Engine._texts``), the rest of the
+  snippets and the hits (``search, rest``).
 
 Each query of ``--runs`` runs is a fresh interpreter on a freshly evicted file; the table
 shows the median per stage, and the parent's wall for the whole child (as search_bench's).
@@ -75,7 +76,7 @@ timed(engine_mod.MappedFile, "column", "open: mapping")
 timed(engine_mod.MappedFile, "rows", "open: mapping")
 timed(Engine, "parse", "search: parse")
 timed(Engine, "_postings", "search: postings")
-timed(engine_mod.Scorer, "rank", "search: rank")
+timed(engine_mod.Scorer, "rank_texts", "search: rank")  # with the texts where the C kernel makes them
 timed(Engine, "_doc_table", "search: doc table")
 timed(Engine, "_texts", "search: texts")
 timed(engine_mod.SnippetMaker, "of_rows", "search: texts")  # texts + snippets in one C call

@@ -34,8 +34,10 @@ def test_cold_probe_times_every_stage(sample_index: Path, capsys: pytest.Capture
     report = json.loads(out.strip().splitlines()[-1])
     stages = report["stages"]
     for stage in ("import", "open: arrays", "open: scorer", "open: rest", "search: parse",
-                  "search: postings", "search: rank", "search: texts", "search: rest"):
+                  "search: postings", "search: rank", "search: rest"):
         assert stage in stages and stages[stage]["ms"] >= 0, stage
+    # ("search: texts" only where they are read after the ranking: without the kernel, or
+    # a query the kernel does not rank with its texts, e.g. of one short list)
     assert report["wall_ms"] >= report["child_ms"] > 0
 
 
