@@ -165,10 +165,19 @@ def test_clamped_terms_rank_as_fts5_read_from_the_pages(engine: Engine, monkeypa
     used: list[int] = []
     real_pick = engine._dense_picker
     monkeypatch.setattr(engine, "_dense_picker", lambda tid: lambda rows: used.append(1) or real_pick(tid)(rows))
-    rescored: list[int] = []
+    rescored: list[int] = []  # rescorings in C: in the ranking's call, or after it
     real = engine.scorer._rescore_native
     monkeypatch.setattr(engine.scorer, "_rescore_native",
                         lambda cand, terms, k, *texts: rescored.append(len(cand)) or real(cand, terms, k, *texts))
+    real_run = engine.scorer._run_rescored
+
+    def run_rescored(*args: Any) -> Any:
+        got = real_run(*args)
+        if got is not None:
+            rescored.append(len(got[0]))
+        return got
+
+    monkeypatch.setattr(engine.scorer, "_run_rescored", run_rescored)
     for q in ["the of a", "the flow", "a theory of the boundary layer", "is the and of", *QUERIES[:20]]:
         for k in (1, 10, 100):
             assert engine.rank(q, k) == best_chunk_per_doc(engine, fts5_oracle(engine, q), k), (q, k)

@@ -31,23 +31,24 @@ CRAN_QUERIES = [*cranfield_queries()[:40], "the of a flow", "of the", "pressure 
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How many rankings made their texts, by path: lists alone or the rescoring beside clamped
-    terms (what the equality tests must have covered)."""
+    """How many rankings made their texts, by path: lists alone, or the rescoring beside clamped
+    terms in the ranking's call (what the equality tests must have covered)."""
     made = {"lists": 0, "rescored": 0}
-    real_run, real_rescore = Scorer._run, Scorer._rescore_native
+    real_run, real_rescored = Scorer._run, Scorer._run_rescored
 
     def run(self: Scorer, *args: Any, **kwargs: Any) -> Any:
         got = real_run(self, *args, **kwargs)
-        made["lists"] += got[3] is not None
+        if len(args) < 8 or args[7] is None:  # (with `rescore`, _run_rescored counts)
+            made["lists"] += got[3] is not None
         return got
 
-    def rescore(self: Scorer, *args: Any, **kwargs: Any) -> Any:
-        got = real_rescore(self, *args, **kwargs)
-        made["rescored"] += got[1] is not None
+    def rescored(self: Scorer, *args: Any, **kwargs: Any) -> Any:
+        got = real_rescored(self, *args, **kwargs)
+        made["rescored"] += got is not None and got[1] is not None
         return got
 
     monkeypatch.setattr(Scorer, "_run", run)
-    monkeypatch.setattr(Scorer, "_rescore_native", rescore)
+    monkeypatch.setattr(Scorer, "_run_rescored", rescored)
     return made
 
 
@@ -171,3 +172,55 @@ def test_a_damaged_text_is_reported_as_without_the_ranking(cran_small_chunks: Pa
                 e.search("flow", 1)
             errors.append(str(info.value))
     assert errors[0] == errors[1]
+
+
+def test_the_rescoring_in_the_rankings_call_is_the_two_calls(cran_index: Path) -> None:
+    """rank_blocks / rank_maxscore with `rescore` (the candidates beside clamped terms rescored in
+    the same call) against the same ranking with margin, then `rescore` on its candidates: the
+    same ranked chunks and scores, and texts; None for both when the candidates do not settle
+    the top k; refusals."""
+    assert kernels is not None
+    with Engine.open(cran_index) as e:
+        assert e._chunk_texts is not None
+        sc = e.scorer
+        compared = 0
+        for q in ["the of a flow", "of the pressure distribution", "a theory of the boundary layer",
+                  *CRAN_QUERIES[:20]]:
+            terms = [t for t in e._postings(e.parse(q), time.monotonic() + 60) if t is not None]
+            lists = [t for t in terms if not hasattr(t, "load")]
+            if len(lists) == len(terms) or not lists:
+                continue
+            bound = (len(terms) - len(lists)) * 1e-6 * sc.k1p1
+            got = sc._rescore_terms(terms, None)
+            assert got is not None
+            spec, file = got
+            rescore = (spec, file, sc._chunk_len32, sc.k1, sc.b, sc._avgdl, sc.k1p1, 1e-6, sc._chunk_doc32)
+            texts = SnippetMaker([("pressur", "pressure", 2.0)]).texts_args(e._chunk_texts)
+            for k in (1, 10, 100):
+                n, n_full, cut, _ = sc._run(lists, k, bound, None, e._scratch(), time.monotonic() + 60)
+                cand = e._scratch().out_chunks[:n].copy()
+                _, _, _, (ranked, made) = sc._run(lists, k, bound, None, e._scratch(), time.monotonic() + 60,
+                                                  texts, rescore)
+                if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
+                    want = kernels.rescore(cand.astype(np.uint32), spec, file, sc._chunk_len32, sc.k1, sc.b,
+                                           sc._avgdl, sc.k1p1, 1e-6, sc._chunk_doc32, k, texts)
+                    assert (ranked, made) == want, (q, k)
+                    assert made[0] == e._chunk_texts.read_texts([c for c, _ in ranked])
+                    compared += 1
+                else:
+                    assert ranked is None and made is None
+        assert compared >= 20
+        # refusals
+        args = _kernel_args(e, "pressure distribution boundary layer")
+        with pytest.raises(ValueError, match="margin >= 0"):
+            kernels.rank_blocks(*args, None, rescore)
+        with_margin = (*args[:6], 0.5, *args[7:])
+        with pytest.raises(TypeError, match="rescore: a tuple"):
+            kernels.rank_blocks(*with_margin, None, list(rescore))
+        kind3 = ([*spec, (3, np.zeros(4, dtype=np.uint16))], *rescore[1:])
+        with pytest.raises(ValueError, match="kind 3"):
+            kernels.rank_blocks(*with_margin, None, kind3)
+        settled = kernels.rank_blocks(*with_margin, None, rescore)
+        assert len(settled) == 5 and isinstance(settled[3], list) and settled[4] is None  # no texts
+        unsettled = (*with_margin[:5], 10**5, *with_margin[6:])  # more documents than there are
+        assert kernels.rank_blocks(*unsettled, None, rescore)[3:] == (None, None)

@@ -401,7 +401,8 @@ typedef struct {
     uint8_t *ess, *loc;
     uint64_t *bits; /* one bit per chunk of the buffer */
     Best *heap;     /* k */
-    struct TextsRun *texts; /* the optional `texts` argument (with margin < 0), or NULL */
+    struct TextsRun *texts; /* the optional `texts` argument, or NULL */
+    struct Rescore *rescore; /* the optional `rescore` argument (with margin >= 0), or NULL */
 } Query;
 
 /* A complete search's chunk texts and snippets, made in the same GIL-free stretch as the
@@ -413,6 +414,19 @@ static TextsRun *texts_run_from_spec(PyObject *spec, Py_ssize_t max_rows);
 static void texts_run_work(TextsRun *r, const int64_t *ids, Py_ssize_t n);
 static PyObject *texts_run_made(TextsRun *r);
 static void texts_run_free(TextsRun *r);
+
+/* The exact rescoring beside clamped terms (rescore), which rank_maxscore and rank_blocks run
+   on their candidates in the same GIL-free stretch when given its arguments (`rescore`).
+   Defined with rescore, below. */
+typedef struct Rescore Rescore;
+static int rescore_prepare(Rescore *r, PyObject *terms_obj);
+static void rescore_run(Rescore *r, const uint32_t *cand, Py_ssize_t n);
+static void rescore_texts(Rescore *r, TextsRun *texts);
+static PyObject *rescore_result(Rescore *r);
+static void rescore_release(Rescore *r);
+static Rescore *rescore_from_spec(PyObject *spec, Py_ssize_t k);
+static void rescore_candidates(Rescore *r, const int64_t *ids, Py_ssize_t n, TextsRun *texts);
+static void rescore_free(Rescore *r);
 
 static void
 query_release(Query *q)
@@ -431,6 +445,7 @@ query_release(Query *q)
     Py_XDECREF(q->tables_fast);
     PyMem_RawFree(q->G);
     texts_run_free(q->texts);
+    rescore_free(q->rescore);
     Py_buffer *held[] = {&q->docs, &q->buf, &q->out_ids, &q->out_scores, &q->blocked, &q->bounds,
                          &q->counts, &q->file};
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
@@ -1160,21 +1175,42 @@ rank_core_prune(Query *q, Outcome *o)
 }
 
 /* Run a prepared query without the GIL; build the result tuple. */
+/* With a `rescore` argument: whether the candidates collected beside clamped terms settle
+   the top k (Scorer._rank_native's test, the same IEEE operations): k documents scored, and
+   the k-th's score above what the clamped terms can add (the margin) plus rounding. */
+static int
+query_settled(const Query *q, const Outcome *o)
+{
+    return o->n_full >= q->k && o->cut > q->margin + 2.0 * (fabs(o->cut) * 1e-9);
+}
+
+
+/* Run a prepared query without the GIL; build the result tuple: (n_out, n_full, cut), plus
+   made with `texts` (texts_run_made), or plus (ranked, made) with `rescore` (both None when
+   the candidates did not settle the top k, or the time ran out). */
 static PyObject *
 query_run(Query *q)
 {
     Outcome o;
     Py_ssize_t total = 0;
+    int rescored = 0;
     for (Py_ssize_t t = 0; t < q->n_terms; t++)
         total += q->L[t].len;
-    if (total >= NOGIL_MIN_POSTINGS || q->texts) {
+    if (total >= NOGIL_MIN_POSTINGS || q->texts || q->rescore) {
         Py_BEGIN_ALLOW_THREADS
         if (q->prune)
             rank_core_prune(q, &o);
         else
             rank_core_blocks(q, &o);
-        if (q->texts && !o.bad && !o.late)
-            texts_run_work(q->texts, (const int64_t *)q->out_ids.buf, o.n_out);
+        if (!o.bad && !o.late) {
+            if (q->rescore) {
+                if ((rescored = query_settled(q, &o)))
+                    rescore_candidates(q->rescore, (const int64_t *)q->out_ids.buf, o.n_out,
+                                       q->texts);
+            } else if (q->texts) {
+                texts_run_work(q->texts, (const int64_t *)q->out_ids.buf, o.n_out);
+            }
+        }
         Py_END_ALLOW_THREADS
     } else if (q->prune) {
         rank_core_prune(q, &o);
@@ -1192,15 +1228,42 @@ query_run(Query *q)
         PyErr_SetString(PyExc_ValueError, BAD_LIST);
         return NULL;
     }
-    if (o.late)
-        return q->texts ? Py_BuildValue("(nndO)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0, Py_None)
-                        : Py_BuildValue("(nnd)", (Py_ssize_t)-1, (Py_ssize_t)0, 0.0);
+    if (o.late) {
+        o.n_out = -1;
+        o.n_full = 0;
+        o.cut = 0.0;
+    }
+    if (q->rescore) {
+        if (!rescored)
+            return Py_BuildValue("(nndOO)", o.n_out, o.n_full, o.cut, Py_None, Py_None);
+        PyObject *ranked = rescore_result(q->rescore);
+        PyObject *made = !ranked ? NULL : q->texts ? texts_run_made(q->texts) : Py_NewRef(Py_None);
+        if (!made) {
+            Py_XDECREF(ranked);
+            return NULL;
+        }
+        return Py_BuildValue("(nndNN)", o.n_out, o.n_full, o.cut, ranked, made);
+    }
     if (!q->texts)
         return Py_BuildValue("(nnd)", o.n_out, o.n_full, o.cut);
-    PyObject *made = texts_run_made(q->texts);
+    PyObject *made = o.late ? Py_NewRef(Py_None) : texts_run_made(q->texts);
     if (!made)
         return NULL;
     return Py_BuildValue("(nndN)", o.n_out, o.n_full, o.cut, made);
+}
+
+/* The optional `rescore` argument of rank_blocks and rank_maxscore into q (None: none). */
+static int
+query_rescore_arg(Query *q, PyObject *spec)
+{
+    if (spec == Py_None)
+        return 0;
+    if (q->margin < 0.0) {
+        PyErr_SetString(PyExc_ValueError, "rescore: only with margin >= 0 (the candidates)");
+        return -1;
+    }
+    q->rescore = rescore_from_spec(spec, q->k);
+    return q->rescore ? 0 : -1;
 }
 
 /* The optional `texts` argument of rank_blocks and rank_maxscore into q (None: none). */
@@ -1209,8 +1272,9 @@ query_texts(Query *q, PyObject *texts)
 {
     if (texts == Py_None)
         return 0;
-    if (q->margin >= 0.0) {
-        PyErr_SetString(PyExc_ValueError, "texts: only with margin < 0 (the final ranking)");
+    if (q->margin >= 0.0 && !q->rescore) {
+        PyErr_SetString(PyExc_ValueError, "texts: only with margin < 0 (the final ranking) "
+                                          "or with rescore");
         return -1;
     }
     q->texts = texts_run_from_spec(texts, q->k);
@@ -1253,13 +1317,13 @@ rank_blocks(PyObject *self, PyObject *args)
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
-    PyObject *paged = Py_None, *texts = Py_None;
-    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d|OO:rank_blocks", &ids_seq, &imps_seq, &n_rows,
+    PyObject *paged = Py_None, *texts = Py_None, *resc = Py_None;
+    if (!PyArg_ParseTuple(args, "OOnOy*ndw*w*w*d|OOO:rank_blocks", &ids_seq, &imps_seq, &n_rows,
                           &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf, &q.out_ids,
-                          &q.out_scores, &q.budget, &paged, &texts))
+                          &q.out_scores, &q.budget, &paged, &texts, &resc))
         return NULL;
     if (query_prepare(&q, ids_seq, imps_seq, NULL, blocked_obj, n_rows, paged) == 0 &&
-        query_texts(&q, texts) == 0)
+        query_rescore_arg(&q, resc) == 0 && query_texts(&q, texts) == 0)
         result = query_run(&q);
     query_release(&q);
     return result;
@@ -1284,15 +1348,15 @@ rank_maxscore(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *ids_seq, *imps_seq, *blocked_obj, *counts_obj = Py_None, *bmax_obj = Py_None;
-    PyObject *result = NULL, *paged = Py_None, *texts = Py_None;
+    PyObject *result = NULL, *paged = Py_None, *texts = Py_None, *resc = Py_None;
     Py_ssize_t n_rows;
     Query q;
     memset(&q, 0, sizeof(q));
     q.prune = 1;
-    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOnOO:rank_maxscore", &ids_seq, &imps_seq,
+    if (!PyArg_ParseTuple(args, "OOy*nOy*ndw*w*w*d|OOnOOO:rank_maxscore", &ids_seq, &imps_seq,
                           &q.bounds, &n_rows, &blocked_obj, &q.docs, &q.k, &q.margin, &q.buf,
                           &q.out_ids, &q.out_scores, &q.budget, &counts_obj, &bmax_obj, &q.bp,
-                          &paged, &texts))
+                          &paged, &texts, &resc))
         return NULL;
     if (counts_obj != Py_None &&
         PyObject_GetBuffer(counts_obj, &q.counts, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0) {
@@ -1300,7 +1364,8 @@ rank_maxscore(PyObject *self, PyObject *args)
         return NULL;
     }
     if (query_prepare(&q, ids_seq, imps_seq, bmax_obj == Py_None ? NULL : bmax_obj, blocked_obj,
-                      n_rows, paged) == 0 && query_texts(&q, texts) == 0)
+                      n_rows, paged) == 0 && query_rescore_arg(&q, resc) == 0 &&
+        query_texts(&q, texts) == 0)
         result = query_run(&q);
     query_release(&q);
     return result;
@@ -1396,143 +1461,160 @@ scored_cmp(const void *a, const void *b)
     return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
 }
 
-static PyObject *
-rescore(PyObject *self, PyObject *args)
-{
-    (void)self;
-    Py_buffer cands, file, lens, docs;
-    PyObject *terms_obj, *terms = NULL, *out = NULL, *texts_obj = Py_None, *made = NULL;
+/* The exact rescoring's terms and arrays, prepared with the GIL (rescore_prepare), run with or
+   without it (rescore_run: plain C and the raw allocator), its result made with it. */
+struct Rescore {
+    Py_buffer file, lens, docs; /* held (obj NULL: not) */
+    PyObject *terms;            /* PySequence_Fast of the terms */
+    RescoreTerm *T;
+    Py_buffer *held;
+    Py_ssize_t n_held, n_terms, n_rows, k, n_tfs; /* n_tfs: a kind-3 term's tf count, -1 none */
     double k1, b, avgdl, k1p1, idf;
-    Py_ssize_t k;
-    RescoreTerm *T = NULL;
-    Py_buffer *held = NULL;
-    Py_ssize_t n_held = 0, n_terms = 0;
-    Scored *sc = NULL;
-    int32_t *seen = NULL;
-    int64_t *picked = NULL;
-    TextsRun *texts = NULL;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*dddddy*n|O:rescore", &cands, &terms_obj, &file, &lens, &k1,
-                          &b, &avgdl, &k1p1, &idf, &docs, &k, &texts_obj))
-        return NULL;
-    if (check_buffer(&cands, 4, "cands") || check_buffer(&lens, 4, "chunk_len") ||
-        check_buffer(&docs, 4, "chunk_doc"))
-        goto done;
-    const Py_ssize_t n = cands.len / 4, n_rows = lens.len / 4; /* rowids 1 .. n_rows - 1 */
-    if (k < 1 || docs.len != lens.len || !(avgdl > 0.0)) {
+    /* a run's */
+    Scored *sc;
+    Py_ssize_t taken;
+    int nomem;
+};
+
+static void
+rescore_release(Rescore *r)
+{
+    for (Py_ssize_t j = 0; j < r->n_held; j++)
+        PyBuffer_Release(&r->held[j]);
+    PyMem_RawFree(r->held);
+    PyMem_RawFree(r->T);
+    PyMem_RawFree(r->sc);
+    Py_XDECREF(r->terms);
+    Py_buffer *bufs[] = {&r->file, &r->lens, &r->docs};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        if (bufs[i]->obj)
+            PyBuffer_Release(bufs[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* Check and hold the terms and arrays (r->file, r->lens, r->docs already held). 0, or -1 with
+   an exception set (r released by the caller). */
+static int
+rescore_prepare(Rescore *r, PyObject *terms_obj)
+{
+    r->n_tfs = -1;
+    if (check_buffer(&r->lens, 4, "chunk_len") || check_buffer(&r->docs, 4, "chunk_doc"))
+        return -1;
+    r->n_rows = r->lens.len / 4; /* rowids 1 .. n_rows - 1 */
+    if (r->k < 1 || r->docs.len != r->lens.len || !(r->avgdl > 0.0)) {
         PyErr_SetString(PyExc_ValueError, "rescore: inconsistent arguments");
-        goto done;
+        return -1;
     }
-    const uint32_t *cand = (const uint32_t *)cands.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if ((i && cand[i] <= cand[i - 1]) || cand[i] < 1 || (Py_ssize_t)cand[i] >= n_rows) {
-            PyErr_SetString(PyExc_ValueError, "rescore: candidates not ascending within the rowids");
-            goto done;
-        }
-    }
-    terms = PySequence_Fast(terms_obj, "terms must be a sequence");
-    if (!terms)
-        goto done;
-    n_terms = PySequence_Fast_GET_SIZE(terms);
-    T = PyMem_RawCalloc((size_t)n_terms + 1, sizeof *T);
-    held = PyMem_RawCalloc(2 * (size_t)n_terms + 1, sizeof *held);
-    sc = PyMem_RawMalloc(sizeof *sc * ((size_t)n + 1));
-    if (!T || !held || !sc) {
+    r->terms = PySequence_Fast(terms_obj, "terms must be a sequence");
+    if (!r->terms)
+        return -1;
+    const Py_ssize_t n_terms = r->n_terms = PySequence_Fast_GET_SIZE(r->terms);
+    r->T = PyMem_RawCalloc((size_t)n_terms + 1, sizeof *r->T);
+    r->held = PyMem_RawCalloc(2 * (size_t)n_terms + 1, sizeof *r->held);
+    if (!r->T || !r->held) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (Py_ssize_t t = 0; t < n_terms; t++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(terms, t), *x = NULL, *y = NULL;
+        PyObject *item = PySequence_Fast_GET_ITEM(r->terms, t), *x = NULL, *y = NULL;
         Py_ssize_t df = 0;
-        RescoreTerm *r = &T[t];
+        RescoreTerm *rt = &r->T[t];
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 2 ||
-            (r->kind = PyLong_AsLong(PyTuple_GET_ITEM(item, 0))) < 0 || r->kind > 3) {
+            (rt->kind = PyLong_AsLong(PyTuple_GET_ITEM(item, 0))) < 0 || rt->kind > 3) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "rescore: a term is (kind 0-3, ...)");
-            goto done;
+            return -1;
         }
-        if (r->kind == 0 && !PyArg_ParseTuple(item, "inO;a paged list is (0, df, pieces)", &r->kind,
-                                              &df, &x))
-            goto done;
-        if (r->kind == 1 && !PyArg_ParseTuple(item, "iOO;a list is (1, chunks, impacts)", &r->kind,
-                                              &x, &y))
-            goto done;
-        if (r->kind >= 2 && !PyArg_ParseTuple(item, "iO;a clamped term is (2, pieces) or (3, tfs)",
-                                              &r->kind, &x))
-            goto done;
-        Py_buffer *bx = &held[n_held];
+        if (rt->kind == 0 && !PyArg_ParseTuple(item, "inO;a paged list is (0, df, pieces)", &rt->kind,
+                                               &df, &x))
+            return -1;
+        if (rt->kind == 1 && !PyArg_ParseTuple(item, "iOO;a list is (1, chunks, impacts)", &rt->kind,
+                                               &x, &y))
+            return -1;
+        if (rt->kind >= 2 && !PyArg_ParseTuple(item, "iO;a clamped term is (2, pieces) or (3, tfs)",
+                                               &rt->kind, &x))
+            return -1;
+        Py_buffer *bx = &r->held[r->n_held];
         if (PyObject_GetBuffer(x, bx, PyBUF_SIMPLE) < 0)
-            goto done;
-        n_held++;
-        if (r->kind == 0) {
-            if (paged_init(&r->g, &r->l, &file, bx, df, 0, 1) < 0)
-                goto done;
-        } else if (r->kind == 1) {
-            Py_buffer *by = &held[n_held];
+            return -1;
+        r->n_held++;
+        if (rt->kind == 0) {
+            if (paged_init(&rt->g, &rt->l, &r->file, bx, df, 0, 1) < 0)
+                return -1;
+        } else if (rt->kind == 1) {
+            Py_buffer *by = &r->held[r->n_held];
             if (PyObject_GetBuffer(y, by, PyBUF_SIMPLE) < 0)
-                goto done;
-            n_held++;
+                return -1;
+            r->n_held++;
             if (check_buffer(bx, 4, "chunks") || check_buffer(by, 8, "impacts"))
-                goto done;
+                return -1;
             if (bx->len / 4 != by->len / 8) {
                 PyErr_SetString(PyExc_ValueError, "rescore: a list's chunks and impacts differ in length");
-                goto done;
+                return -1;
             }
-            r->l.id = (const uint32_t *)bx->buf;
-            r->l.im = (const double *)by->buf;
-            r->l.len = bx->len / 4;
-        } else if (r->kind == 2) {
-            if (paged_blob(&r->g, &file, bx) < 0)
-                goto done;
-            if (r->g.len != 2 * (int64_t)n_rows) {
+            rt->l.id = (const uint32_t *)bx->buf;
+            rt->l.im = (const double *)by->buf;
+            rt->l.len = bx->len / 4;
+        } else if (rt->kind == 2) {
+            if (paged_blob(&rt->g, &r->file, bx) < 0)
+                return -1;
+            if (rt->g.len != 2 * (int64_t)r->n_rows) {
                 PyErr_Format(PyExc_ValueError, "rescore: a tf BLOB of %lld bytes for %zd chunk rowids",
-                             (long long)r->g.len, n_rows);
-                goto done;
+                             (long long)rt->g.len, r->n_rows);
+                return -1;
             }
         } else {
             if (check_buffer(bx, 2, "tfs"))
-                goto done;
-            if (bx->len / 2 != n) {
+                return -1;
+            if (r->n_tfs >= 0 && bx->len / 2 != r->n_tfs) {
                 PyErr_SetString(PyExc_ValueError, "rescore: one tf per candidate");
-                goto done;
+                return -1;
             }
-            r->tfs = (const uint16_t *)bx->buf;
+            r->n_tfs = bx->len / 2;
+            rt->tfs = (const uint16_t *)bx->buf;
         }
     }
-    /* each document's first chunk in score order, the first k documents: an open-addressing
-       set of the documents taken (at most k of them) */
-    Py_ssize_t cap = 16;
+    return 0;
+}
+
+/* Score the n candidates (ascending rowids), sort them in FTS5's order and keep each
+   document's first, the first k: r->sc[0 .. r->taken). Plain C (the raw allocator: it runs
+   without the GIL); r->nomem when memory ran out. */
+static void
+rescore_run(Rescore *r, const uint32_t *cand, Py_ssize_t n)
+{
+    const Py_ssize_t k = r->k, n_terms = r->n_terms;
+    r->taken = 0;
+    Py_ssize_t cap = 16; /* an open-addressing set of the documents taken (at most k) */
     while (cap < 2 * (k < n ? k : n) + 2)
         cap *= 2;
-    seen = PyMem_RawMalloc(sizeof *seen * (size_t)cap);
-    picked = PyMem_RawMalloc(sizeof *picked * ((size_t)(k < n ? k : n) + 1));
-    if (!seen || !picked) {
-        PyErr_NoMemory();
-        goto done;
+    Scored *sc = r->sc = PyMem_RawMalloc(sizeof *sc * ((size_t)n + 1));
+    int32_t *seen = PyMem_RawMalloc(sizeof *seen * (size_t)cap);
+    if (!sc || !seen) {
+        PyMem_RawFree(seen);
+        r->nomem = 1;
+        return;
     }
-    if (texts_obj != Py_None && !(texts = texts_run_from_spec(texts_obj, k < n ? k : n)))
-        goto done;
-    const int32_t *len_of = (const int32_t *)lens.buf, *doc_of = (const int32_t *)docs.buf;
+    const int32_t *len_of = (const int32_t *)r->lens.buf, *doc_of = (const int32_t *)r->docs.buf;
+    const double k1 = r->k1, b = r->b, avgdl = r->avgdl, k1p1 = r->k1p1, idf = r->idf;
     const double omb = 1.0 - b;
-    /* The GIL released for the scoring, its sort and the texts (each candidate galloped into
-       every list where it lies in the file's pages: cache misses, ~16 us for a dozen
-       candidates and seven terms), kept where the work is a few hundred nanoseconds (a
-       hand-off would cost more). */
-    PyThreadState *save = texts || n * n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t t = 0; t < n_terms; t++)
+        r->T[t].p = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const uint32_t c = cand[i];
         double score = 0.0;
         for (Py_ssize_t t = 0; t < n_terms; t++) {
-            RescoreTerm *r = &T[t];
-            if (r->kind <= 1) { /* +0.0 where the list does not hold it: exact */
-                r->p = gallop(&r->l, r->p, r->l.len, c);
-                score += r->p < r->l.len && l_id(&r->l, r->p) == c ? l_im(&r->l, r->p) : 0.0;
+            RescoreTerm *rt = &r->T[t];
+            if (rt->kind <= 1) { /* +0.0 where the list does not hold it: exact */
+                rt->p = gallop(&rt->l, rt->p, rt->l.len, c);
+                score += rt->p < rt->l.len && l_id(&rt->l, rt->p) == c ? l_im(&rt->l, rt->p) : 0.0;
                 continue;
             }
             uint16_t tf16;
-            if (r->kind == 2)
-                pg_gather(&r->g, 2 * (int64_t)c, (unsigned char *)&tf16, 2);
+            if (rt->kind == 2)
+                pg_gather(&rt->g, 2 * (int64_t)c, (unsigned char *)&tf16, 2);
             else
-                tf16 = r->tfs[i];
+                tf16 = rt->tfs[i];
             /* numpy's elementwise order (Scorer.norms, term_impacts): no contraction */
             const double tf = (double)tf16;
             const double norm = k1 * (omb + (b * (double)len_of[c]) / avgdl);
@@ -1555,41 +1637,150 @@ rescore(PyObject *self, PyObject *args)
         seen[h] = d;
         sc[taken++] = sc[i]; /* taken <= i: the kept ones packed in order */
     }
-    for (Py_ssize_t i = 0; texts && i < taken; i++)
-        picked[i] = sc[i].chunk;
-    if (texts)
-        texts_run_work(texts, picked, taken);
-    if (save)
-        PyEval_RestoreThread(save);
-    out = PyList_New(taken);
-    for (Py_ssize_t i = 0; out && i < taken; i++) {
-        PyObject *pair = Py_BuildValue("(kd)", (unsigned long)sc[i].chunk, sc[i].score);
+    PyMem_RawFree(seen);
+    r->taken = taken;
+}
+
+/* The texts of the rescored chunks (r->sc[0 .. r->taken)), in order. Plain C. */
+static void
+rescore_texts(Rescore *r, TextsRun *texts)
+{
+    int64_t *picked = PyMem_RawMalloc(sizeof *picked * ((size_t)r->taken + 1));
+    if (!picked) {
+        r->nomem = 1;
+        return;
+    }
+    for (Py_ssize_t i = 0; i < r->taken; i++)
+        picked[i] = r->sc[i].chunk;
+    texts_run_work(texts, picked, r->taken);
+    PyMem_RawFree(picked);
+}
+
+/* The run's [(rowid, score)] (a new reference), NULL with an exception set. */
+static PyObject *
+rescore_result(Rescore *r)
+{
+    if (r->nomem)
+        return PyErr_NoMemory();
+    PyObject *out = PyList_New(r->taken);
+    for (Py_ssize_t i = 0; out && i < r->taken; i++) {
+        PyObject *pair = Py_BuildValue("(kd)", (unsigned long)r->sc[i].chunk, r->sc[i].score);
         if (!pair) {
             Py_CLEAR(out);
-            goto done;
+            break;
         }
         PyList_SET_ITEM(out, i, pair);
     }
+    return out;
+}
+
+/* The exact rescoring of a ranking's candidates (n ascending rowids, as it writes them out),
+   then the texts of the chunks it keeps: plain C, run in the ranking's GIL-free stretch. */
+static void
+rescore_candidates(Rescore *r, const int64_t *ids, Py_ssize_t n, TextsRun *texts)
+{
+    uint32_t *cand = PyMem_RawMalloc(sizeof *cand * ((size_t)n + 1));
+    if (!cand) {
+        r->nomem = 1;
+        return;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        cand[i] = (uint32_t)ids[i];
+    rescore_run(r, cand, n);
+    PyMem_RawFree(cand);
+    if (texts && !r->nomem)
+        rescore_texts(r, texts);
+}
+
+static void
+rescore_free(Rescore *r)
+{
+    if (!r)
+        return;
+    rescore_release(r);
+    PyMem_RawFree(r);
+}
+
+/* The `rescore` argument of rank_blocks and rank_maxscore: rescore's arguments but the
+   candidates and k, (terms, file, chunk_len, k1, b, avgdl, k1p1, idf, chunk_doc); no term of
+   kind 3 (its tfs are the candidates', unknown before the ranking). NULL with an exception. */
+static Rescore *
+rescore_from_spec(PyObject *spec, Py_ssize_t k)
+{
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "rescore: a tuple (terms, file, chunk_len, k1, b, avgdl, "
+                                         "k1p1, idf, chunk_doc)");
+        return NULL;
+    }
+    Rescore *r = PyMem_RawCalloc(1, sizeof *r);
+    if (!r)
+        return (Rescore *)PyErr_NoMemory();
+    PyObject *terms;
+    r->k = k;
+    if (!PyArg_ParseTuple(spec, "Oy*y*dddddy*:rescore", &terms, &r->file, &r->lens, &r->k1, &r->b,
+                          &r->avgdl, &r->k1p1, &r->idf, &r->docs) ||
+        rescore_prepare(r, terms) < 0)
+        goto fail;
+    if (r->n_tfs >= 0) {
+        PyErr_SetString(PyExc_ValueError, "rescore: a term of kind 3 (tfs per candidate) needs "
+                                          "the candidates: call rescore()");
+        goto fail;
+    }
+    return r;
+fail:
+    rescore_free(r);
+    return NULL;
+}
+
+static PyObject *
+rescore(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer cands;
+    PyObject *terms_obj, *out = NULL, *texts_obj = Py_None;
+    Rescore r;
+    memset(&r, 0, sizeof r);
+    TextsRun *texts = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*dddddy*n|O:rescore", &cands, &terms_obj, &r.file, &r.lens,
+                          &r.k1, &r.b, &r.avgdl, &r.k1p1, &r.idf, &r.docs, &r.k, &texts_obj))
+        return NULL;
+    if (check_buffer(&cands, 4, "cands") || rescore_prepare(&r, terms_obj) < 0)
+        goto done;
+    const Py_ssize_t n = cands.len / 4;
+    const uint32_t *cand = (const uint32_t *)cands.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((i && cand[i] <= cand[i - 1]) || cand[i] < 1 || (Py_ssize_t)cand[i] >= r.n_rows) {
+            PyErr_SetString(PyExc_ValueError, "rescore: candidates not ascending within the rowids");
+            goto done;
+        }
+    }
+    if (r.n_tfs >= 0 && r.n_tfs != n) {
+        PyErr_SetString(PyExc_ValueError, "rescore: one tf per candidate");
+        goto done;
+    }
+    if (texts_obj != Py_None && !(texts = texts_run_from_spec(texts_obj, r.k < n ? r.k : n)))
+        goto done;
+    /* The GIL released for the scoring, its sort and the texts (each candidate galloped into
+       every list where it lies in the file's pages: cache misses, ~16 us for a dozen
+       candidates and seven terms), kept where the work is a few hundred nanoseconds (a
+       hand-off would cost more). */
+    PyThreadState *save = texts || n * r.n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
+    rescore_run(&r, cand, n);
+    if (texts && !r.nomem)
+        rescore_texts(&r, texts);
+    if (save)
+        PyEval_RestoreThread(save);
+    out = rescore_result(&r);
     if (out && texts) {
-        made = texts_run_made(texts);
+        PyObject *made = texts_run_made(texts);
         PyObject *both = made ? PyTuple_Pack(2, out, made) : NULL;
+        Py_XDECREF(made);
         Py_SETREF(out, both);
     }
 done:
-    for (Py_ssize_t j = 0; j < n_held; j++)
-        PyBuffer_Release(&held[j]);
-    PyMem_RawFree(held);
-    PyMem_RawFree(T);
-    PyMem_RawFree(sc);
-    PyMem_RawFree(seen);
-    PyMem_RawFree(picked);
     texts_run_free(texts);
-    Py_XDECREF(made);
-    Py_XDECREF(terms);
+    rescore_release(&r);
     PyBuffer_Release(&cands);
-    PyBuffer_Release(&file);
-    PyBuffer_Release(&lens);
-    PyBuffer_Release(&docs);
     return out;
 }
 

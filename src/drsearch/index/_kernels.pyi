@@ -18,7 +18,8 @@ def rank_blocks(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt
                 n_rows: int, blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
                 margin: float, buf: npt.NDArray[Any], out_chunks: npt.NDArray[Any],
                 out_scores: npt.NDArray[Any], time_budget: float, paged: Paged | None = ...,
-                texts: tuple[Any, ...] | None = ..., /) -> tuple[Any, ...]: ...
+                texts: tuple[Any, ...] | None = ..., rescore: tuple[Any, ...] | None = ...,
+                /) -> tuple[Any, ...]: ...
 
 def rank_maxscore(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[npt.NDArray[Any] | None],
                   bounds: npt.NDArray[Any], n_rows: int, blocked: npt.NDArray[Any] | None,
@@ -27,7 +28,8 @@ def rank_maxscore(chunks: Sequence[npt.NDArray[Any] | None], impacts: Sequence[n
                   time_budget: float, counts: npt.NDArray[Any] | None = ...,
                   block_max: Sequence[npt.NDArray[Any] | None] | None = ...,
                   block_postings: int = ..., paged: Paged | None = ...,
-                  texts: tuple[Any, ...] | None = ..., /) -> tuple[Any, ...]: ...
+                  texts: tuple[Any, ...] | None = ..., rescore: tuple[Any, ...] | None = ...,
+                  /) -> tuple[Any, ...]: ...
 
 def read_blobs(file: Any, page_size: int, usable: int, root: int, column: int,
                rowids: Sequence[int], outs: Sequence[Any], /) -> None: ...

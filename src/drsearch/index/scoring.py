@@ -387,22 +387,76 @@ class Scorer:
             return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True)), made
         if sparse:
             # With clamped-IDF (dense) terms, collect every chunk within their bound (+
-            # rounding) of the k-th document's first-pass score, then rescore those exactly.
+            # rounding) of the k-th document's first-pass score, then rescore those exactly:
+            # in the same kernel call when every term can be read there (the tfs of clamped
+            # terms in the pages), the test below made by the kernel (query_settled).
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            n, n_full, cut, _ = self._run(sparse, k, bound, blocked, scratch, deadline, None)
-            if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
-                return self._rescore_native(out_c[:n], present, k, texts)
+            terms = self._rescore_terms(present, None)
+            if terms is not None:
+                got = self._run_rescored(sparse, k, bound, blocked, scratch, deadline, texts, terms)
+                if got is not None:
+                    return got
+            else:
+                n, n_full, cut, _ = self._run(sparse, k, bound, blocked, scratch, deadline, None)
+                if n_full >= k and cut > bound + 2 * (abs(cut) * 1e-9):
+                    return self._rescore_native(out_c[:n], present, k, texts)
         # Every term, in phrase order (with dense terms: scores so low that they matter).
         lists = [t if isinstance(t, PagedTerm) else self._as_list(t) for t in present]
         n, _, _, made = self._run(lists, k, -1.0, blocked, scratch, deadline, texts)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True)), made
 
+    def _rescore_terms(self, terms: Sequence[Term], cand: I64 | None) -> tuple[list[Any], Any] | None:
+        """The kernel's rescoring terms (``_kernels.rescore``'s spec) and the file they are left
+        in: lists where they lie, clamped terms' tfs from their BLOB's pages, else (their tfs
+        picked or loaded here) the candidates' tfs, which need ``cand`` (None then: no spec).
+        Raises ValueError for terms left in more than one file."""
+        spec: list[tuple[Any, ...]] = []
+        files: list[Any] = []
+        rows: I64 | None = None
+        for t in terms:
+            if isinstance(t, PagedTerm):
+                spec.append((0, t.df, t.pieces))
+                files.append(t.file)
+            elif isinstance(t, SparseTerm):
+                spec.append((1, t.chunks, t.impacts))
+            elif t.paged is not None and t._tfs is None:
+                spec.append((2, t.paged[1]))
+                files.append(t.paged[0])
+            elif cand is None:
+                return None
+            else:
+                rows = cand.copy() if rows is None else rows
+                spec.append((3, np.ascontiguousarray(t.tfs_at(rows, self.n_rows), dtype=np.uint16)))
+        if any(f is not files[0] for f in files):  # the kernel reads one file (an engine's)
+            raise ValueError("terms left in more than one file")
+        return spec, files[0] if files else b""
+
+    def _run_rescored(self, lists: Sequence[ListTerm], k: int, bound: float, blocked: Bools | None,
+                      scratch: Scratch, deadline: float, texts: tuple[Any, ...] | None,
+                      terms: tuple[list[Any], Any]) -> tuple[list[tuple[int, float]], Made] | None:
+        """The candidates within ``bound`` of the k-th document's first-pass score over
+        ``lists``, rescored exactly by every term (``terms``: :meth:`_rescore_terms`) in the
+        same kernel call, and with ``texts`` the texts of the k chunks it keeps: the ranking
+        and its texts, or None when the candidates do not settle the top k (the kernel's
+        ``query_settled``, the test of :meth:`_rank_native`). Raises QueryTimeoutError."""
+        spec, file = terms
+        rescore = (spec, file, self._chunk_len32, self.k1, self.b, self._avgdl, self.k1p1, IDF_FLOOR,
+                   self._chunk_doc32)
+        _, _, _, got = self._run(lists, k, bound, blocked, scratch, deadline, texts, rescore)
+        assert isinstance(got, tuple)
+        ranked, made = got
+        if ranked is None:
+            return None
+        return ranked, None if texts is None else _made(made)
+
     def _run(self, lists: Sequence[ListTerm], k: int, margin: float, blocked: Bools | None,
-             scratch: Scratch, deadline: float,
-             texts: tuple[Any, ...] | None = None) -> tuple[int, int, float, Made]:
+             scratch: Scratch, deadline: float, texts: tuple[Any, ...] | None = None,
+             rescore: tuple[Any, ...] | None = None) -> tuple[int, int, float, Any]:
         """One kernel call over these lists (phrase order): (chunks out, of them the k best
-        documents' own, the k-th document's score, with ``texts`` (margin < 0 only) the
-        chunks' texts and snippets). Raises QueryTimeoutError."""
+        documents' own, the k-th document's score, with ``texts`` (margin < 0) the chunks'
+        texts and snippets (:data:`Made`); with ``rescore`` (margin >= 0) instead the kernel's
+        (ranked, made) of the exact rescoring, as they come (:meth:`_run_rescored`)).
+        Raises QueryTimeoutError."""
         assert _kernels is not None
         budget = deadline - time.monotonic()
         if budget <= 0.0:
@@ -436,16 +490,18 @@ class Scorer:
             got = _kernels.rank_maxscore(
                 chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
                 scratch.block, scratch.out_chunks, scratch.out_scores, budget, None,
-                block_max if self.block_postings else None, self.block_postings or 0, paged, texts)
+                block_max if self.block_postings else None, self.block_postings or 0, paged, texts,
+                rescore)
         else:
             got = _kernels.rank_blocks(
                 chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
-                scratch.out_chunks, scratch.out_scores, budget, paged, texts)
+                scratch.out_chunks, scratch.out_scores, budget, paged, texts, rescore)
         n, n_full, cut = got[:3]
-        made = None if texts is None else _made(got[3])
         if n < 0:
             raise QueryTimeoutError("query ran past its time limit")
-        return n, n_full, cut, made
+        if rescore is not None:
+            return n, n_full, cut, got[3:]
+        return n, n_full, cut, None if texts is None else _made(got[3])
 
     def _rank_one(self, t: SparseTerm, k: int, blocked: Bools | None) -> list[tuple[int, float]]:
         """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact
@@ -584,24 +640,10 @@ class Scorer:
         they lie, clamped terms' tfs from their BLOB's pages (else picked here). ``cand``:
         ascending chunk rowids. With ``texts``, the chunks' texts and snippets too."""
         assert _kernels is not None
-        spec: list[tuple[Any, ...]] = []
-        files: list[Any] = []
-        rows: I64 | None = None
-        for t in terms:
-            if isinstance(t, PagedTerm):
-                spec.append((0, t.df, t.pieces))
-                files.append(t.file)
-            elif isinstance(t, SparseTerm):
-                spec.append((1, t.chunks, t.impacts))
-            elif t.paged is not None and t._tfs is None:
-                spec.append((2, t.paged[1]))
-                files.append(t.paged[0])
-            else:
-                rows = cand.copy() if rows is None else rows
-                spec.append((3, np.ascontiguousarray(t.tfs_at(rows, self.n_rows), dtype=np.uint16)))
-        if any(f is not files[0] for f in files):  # the kernel reads one file (an engine's)
-            raise ValueError("terms left in more than one file")
-        args = (cand.astype(np.uint32), spec, files[0] if files else b"", self._chunk_len32, self.k1,
+        got = self._rescore_terms(terms, cand)
+        assert got is not None
+        spec, file = got
+        args = (cand.astype(np.uint32), spec, file, self._chunk_len32, self.k1,
                 self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
         if texts is None:
             return _kernels.rescore(*args), None
