@@ -1307,7 +1307,14 @@ PyDoc_STRVAR(rank_blocks_doc,
 "the chunks written out are read and their snippets made in the same call, without the GIL,\n"
 "and the result is (n_out, n_full, cut, made): made is texts_snippets' (texts, snippets), None\n"
 "when its deadline (or time_budget) passed, or False when reading them failed (no exception:\n"
-"the caller reads them by texts_snippets, which reports the failure).");
+"the caller reads them by texts_snippets, which reports the failure).\n"
+"rescore (None: none; margin >= 0 only, else ValueError): rescore's arguments but the\n"
+"candidates and k, as a tuple (terms, file, chunk_len, k1, b, avgdl, k1p1, idf, chunk_doc), no\n"
+"term of kind 3: when k documents are scored and the k-th's score exceeds margin + 2e-9*|cut|\n"
+"(the candidates settle the top k), the chunks written out are rescored in the same call\n"
+"(and with texts, the kept chunks' texts made), and the result is (n_out, n_full, cut, ranked,\n"
+"made): rescore's ranking and made as above (None without texts); both None when the\n"
+"candidates did not settle the top k or the time ran out.");
 
 static PyObject *
 rank_blocks(PyObject *self, PyObject *args)
@@ -3719,9 +3726,10 @@ static struct PyModuleDef module = {
    (posting lists ranked where they lie in the file's pages); 8 = texts_snippets (a complete
    search's texts and snippets in one call without the GIL; make_hits' texts and snippets;
    rescore, the exact rescoring beside clamped terms); 9 = the `texts` argument of rank_blocks,
-   rank_maxscore and rescore (the texts and snippets made in the ranking's call).
+   rank_maxscore and rescore (the texts and snippets made in the ranking's call); 10 = their
+   `rescore` argument (the rescoring beside clamped terms in the ranking's call).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 9
+#define KERNELS_ABI 10
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

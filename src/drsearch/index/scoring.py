@@ -50,11 +50,12 @@ from .schema import BLOCK_POSTINGS, block_count
 # ranked where they lie in the file's pages), 8 = texts_snippets (a complete search's chunk texts
 # and snippets in one call without the GIL), make_hits' texts and snippets, and rescore (the
 # exact rescoring beside clamped terms), 9 = the ranking kernels' and rescore's `texts` (a
-# complete search's chunk texts and snippets made in the call that ranks them). A kernel built
+# complete search's chunk texts and snippets made in the call that ranks them), 10 = their
+# `rescore` (the rescoring beside clamped terms in the ranking's call). A kernel built
 # from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 9
+KERNEL_ABI = 10
 
 
 def kernel_problem(module: object) -> str | None:
