@@ -904,14 +904,27 @@ def _burn_nogil(_: str) -> bytes:
 
 def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> Callable[[str], object]:
     if kind == "ours":
-        from drsearch.index import Engine
-
-        e = Engine.open(index)  # thread-safe: each thread gets its own connection and arena
+        e = _open_ours(index)  # thread-safe: each thread gets its own connection and arena
         return lambda q: e.search(q, 10)
     if kind == "tantivy":
         t = Tantivy(Path(extra["dir"]), extra["tokenizer"], Meta(Path(index)))
         return lambda q: t.complete(q, 10)
     return {"burn": _burn, "burn_nogil": _burn_nogil}[kind]
+
+
+def _open_ours(index: str) -> Any:
+    from drsearch.index import Engine
+
+    return Engine.open(index)
+
+
+def _scorer_kind(kind: str, index: str) -> str | None:
+    """The scorer ours ranks with in this process (``Scorer.kind``: the C kernel or numpy);
+    None for the other kinds."""
+    if kind != "ours":
+        return None
+    with _open_ours(index) as e:
+        return str(e.scorer.kind)
 
 
 def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], duration: float,
@@ -945,7 +958,8 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
     for t in pool:
         t.join()
     out.put({"queries": sum(counts), "seconds": max(ends) - state["t0"],
-             "cpu_seconds": time.process_time() - state["c0"], "smaps": state["smaps"]})
+             "cpu_seconds": time.process_time() - state["c0"], "smaps": state["smaps"],
+             "scorer": _scorer_kind(kind, index)})
 
 
 def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str], procs: int,
@@ -962,6 +976,13 @@ def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str]
     results = [out.get() for _ in ps]
     for p in ps:
         p.join()
+    # A serving process must rank as this one does: one whose kernel was refused (the code or
+    # the kernel changed during the run: another KERNEL_ABI) would measure numpy, silently.
+    want = _scorer_kind(kind, str(index))
+    got = sorted({str(r["scorer"]) for r in results if r["scorer"] != want})
+    if got:
+        raise SystemExit(f"search_bench: a serving process ranked with scorer {got[0]}, this process "
+                         f"with {want} (was the code or the C kernel changed during the run?)")
     total = sum(r["queries"] for r in results)
     qps = total / max(r["seconds"] for r in results)
     private = [r["smaps"].get("Private_Clean", 0) + r["smaps"].get("Private_Dirty", 0)
@@ -972,7 +993,7 @@ def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str]
     # CPU seconds per wall second: the cores the run got (threads waiting for the GIL, or for
     # a core another job holds, use none).
     cores = sum(r["cpu_seconds"] for r in results) / max(r["seconds"] for r in results)
-    return {"procs": procs, "threads": threads, "qps": qps, "cpu_qps": cpu_qps,
+    return {"procs": procs, "threads": threads, "qps": qps, "cpu_qps": cpu_qps, "scorer": want,
             "cores_busy": cores, "queries": total, "private_bytes": private,
             "anonymous_bytes": [r["smaps"].get("Anonymous", 0) for r in results],
             "rss_bytes": [r["smaps"].get("Rss", 0) for r in results],

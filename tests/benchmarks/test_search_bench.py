@@ -102,6 +102,17 @@ def test_threads_share_one_engine_and_every_thread_serves(sample_index: Path) ->
     assert len(two["private_bytes"]) == 1  # one process
     ctl = sb.throughput("burn_nogil", sample_index, {}, queries, 1, 0.2, threads=2)
     assert ctl["threads"] == 2 and ctl["queries"] > 0
+    assert two["scorer"] == sb._scorer_kind("ours", str(sample_index)) and ctl["scorer"] is None
+
+
+def test_a_serving_process_that_ranks_otherwise_stops_the_run(sample_index: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serving process whose scorer is not this process's (its C kernel refused: the code or
+    the kernel changed during the run) must not pass for a throughput result."""
+    real = sb._scorer_kind("ours", str(sample_index))
+    monkeypatch.setattr(sb, "_scorer_kind", lambda kind, index: "other" if kind == "ours" else None)
+    with pytest.raises(SystemExit, match=f"ranked with scorer {real}, this process with other"):
+        sb.throughput("ours", sample_index, {}, ["climate change"], 1, 0.2)
 
 
 @pytest.mark.parametrize("argv", [["--docs", "100,x"], ["--docs", "0"], ["--docs", "100,100"],
