@@ -902,20 +902,17 @@ def _burn_nogil(_: str) -> bytes:
     return hashlib.sha256(_BURN_BUFFER).digest()
 
 
-def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> Callable[[str], object]:
+def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> tuple[Callable[[str], object], str | None]:
+    """What a serving process calls per query, and the scorer it ranks with (ours only)."""
     if kind == "ours":
-        e = _open_ours(index)  # thread-safe: each thread gets its own connection and arena
-        return lambda q: e.search(q, 10)
+        from drsearch.index import Engine
+
+        e = Engine.open(index)  # thread-safe: each thread gets its own connection and arena
+        return (lambda q: e.search(q, 10)), str(e.scorer.kind)
     if kind == "tantivy":
         t = Tantivy(Path(extra["dir"]), extra["tokenizer"], Meta(Path(index)))
-        return lambda q: t.complete(q, 10)
-    return {"burn": _burn, "burn_nogil": _burn_nogil}[kind]
-
-
-def _open_ours(index: str) -> Any:
-    from drsearch.index import Engine
-
-    return Engine.open(index)
+        return (lambda q: t.complete(q, 10)), None
+    return {"burn": _burn, "burn_nogil": _burn_nogil}[kind], None
 
 
 def _scorer_kind(kind: str, index: str) -> str | None:
@@ -923,7 +920,9 @@ def _scorer_kind(kind: str, index: str) -> str | None:
     None for the other kinds."""
     if kind != "ours":
         return None
-    with _open_ours(index) as e:
+    from drsearch.index import Engine
+
+    with Engine.open(index) as e:
         return str(e.scorer.kind)
 
 
@@ -932,7 +931,7 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
     """A serving process with ``threads`` threads sharing one engine: open; every thread
     answers every query once; then all threads answer as many as they can in ``duration``
     (each thread starting at its own offset in the query list)."""
-    fn = _serving_fn(kind, index, extra)
+    fn, scorer = _serving_fn(kind, index, extra)
     local = threading.Barrier(threads)
     state: dict[str, Any] = {}
     counts, ends = [0] * threads, [0.0] * threads
@@ -959,7 +958,7 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
         t.join()
     out.put({"queries": sum(counts), "seconds": max(ends) - state["t0"],
              "cpu_seconds": time.process_time() - state["c0"], "smaps": state["smaps"],
-             "scorer": _scorer_kind(kind, index)})
+             "scorer": scorer})
 
 
 def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str], procs: int,

@@ -127,11 +127,12 @@ def test_a_pieces_table_of_another_length_names_the_row(cran_small_chunks: Path)
         assert row is not None
         tid = row[0]
         nbytes = int.from_bytes(term.pieces[:8], "little")
+        assert e._pages is not None
         with pytest.raises(IncompatibleIndexError, match=f"row {tid}: {nbytes} bytes, expected {nbytes + 8}"):
-            e._list_pieces(tid, nbytes + 8)  # another expected length
-        assert e._list_pieces(tid, nbytes) == term.pieces
+            e._pages.pieces(tid, nbytes + 8)  # another expected length
+        assert e._pages.pieces(tid, nbytes) == term.pieces
         with pytest.raises(IncompatibleIndexError, match=r"postings\.data"):
-            e._list_pieces(10**9, 4096)  # no such row
+            e._pages.pieces(10**9, 4096)  # no such row
 
 
 def _call(table: np.ndarray, file: bytes, df: int, with_bmax: bool = False, bp: int = 64) -> object:

@@ -52,9 +52,9 @@
    get arenas of their own), never from PyMem_Malloc: CPython's small-block allocator serves
    every thread from the same pools, so a kernel's hot scratch (its top-k heap, the list
    cursors) shared cache lines with the Python objects another thread was working on, and two
-   threads serving searches slowed each other (measured: +22 us of kernel CPU and +12-27 us of
-   Python a query with two threads; +6 and +5 us with the raw allocator; docs/ENGINE.md,
-   "Threads"). It also needs no GIL. */
+   threads serving searches slowed each other (an ad-hoc per-thread timing: +22 us of kernel
+   CPU and +12-27 us of Python a query with two threads; +6 and +5 us with the raw allocator;
+   docs/ENGINE.md, "Threads"). It also needs no GIL. */
 
 /* A buffer of whole `itemsize`-byte items. `aligned`: the loop reads it through a typed
    pointer, so its start must be aligned for the type (forming or reading a misaligned one is
@@ -428,12 +428,20 @@ static Rescore *rescore_from_spec(PyObject *spec, Py_ssize_t k);
 static void rescore_candidates(Rescore *r, const int64_t *ids, Py_ssize_t n, TextsRun *texts);
 static void rescore_free(Rescore *r);
 
+/* Release the n buffers of array b (those acquired: a no-op on one never acquired, obj NULL),
+   then free the array. */
+static void
+buffers_free(Py_buffer *b, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; b && i < n; i++)
+        PyBuffer_Release(&b[i]);
+    PyMem_RawFree(b);
+}
+
 static void
 query_release(Query *q)
 {
-    for (Py_ssize_t i = 0; i < q->n_tb; i++)
-        PyBuffer_Release(&q->tb[i]);
-    PyMem_RawFree(q->tb);
+    buffers_free(q->tb, q->n_tb);
     PyMem_RawFree(q->L);
     void *scratch[] = {q->pos, q->rc, q->wa, q->wb, q->act, q->wmax, q->pre, q->lpre, q->ord,
                        q->lord, q->ess, q->loc, q->bits, q->heap};
@@ -1486,17 +1494,13 @@ struct Rescore {
 static void
 rescore_release(Rescore *r)
 {
-    for (Py_ssize_t j = 0; j < r->n_held; j++)
-        PyBuffer_Release(&r->held[j]);
-    PyMem_RawFree(r->held);
+    buffers_free(r->held, r->n_held);
     PyMem_RawFree(r->T);
     PyMem_RawFree(r->sc);
     Py_XDECREF(r->terms);
-    Py_buffer *bufs[] = {&r->file, &r->lens, &r->docs};
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-        if (bufs[i]->obj)
-            PyBuffer_Release(bufs[i]);
-    memset(r, 0, sizeof *r);
+    PyBuffer_Release(&r->file); /* (a no-op on a buffer never acquired) */
+    PyBuffer_Release(&r->lens);
+    PyBuffer_Release(&r->docs);
 }
 
 /* Check and hold the terms and arrays (r->file, r->lens, r->docs already held). 0, or -1 with
@@ -1959,9 +1963,7 @@ read_blobs(PyObject *self, PyObject *args)
     else
         result = Py_NewRef(Py_None);
 done:
-    for (Py_ssize_t j = 0; j < got; j++)
-        PyBuffer_Release(&bufs[j]);
-    PyMem_RawFree(bufs);
+    buffers_free(bufs, got);
     PyMem_RawFree(ids);
     Py_XDECREF(rowids);
     Py_XDECREF(outs);
@@ -2830,9 +2832,13 @@ snip_stems_free(SnipStem *stems, Py_ssize_t n)
 
 /* The snippet snip_one described for `text` (a new reference; None for the Python code),
    NULL with an exception set. */
+/* "…", made once at import (every snippet cut at either end takes it). */
+static PyObject *ELLIPSIS;
+
 static PyObject *
-snip_result(PyObject *text, const SnipSpan *sp, PyObject *ellipsis)
+snip_result(PyObject *text, const SnipSpan *sp)
 {
+    PyObject *ellipsis = ELLIPSIS;
     if (sp->python)
         return Py_NewRef(Py_None);
     if (sp->whole)
@@ -2864,7 +2870,6 @@ snippets(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *texts_obj, *stems_obj, *weights_obj, *texts = NULL, *result = NULL;
-    PyObject *ellipsis = NULL;
     Py_ssize_t width;
     double deadline;
     SnipStem *stems = NULL;
@@ -2877,8 +2882,7 @@ snippets(PyObject *self, PyObject *args)
                           &deadline))
         return NULL;
     texts = PySequence_Fast(texts_obj, "texts must be a sequence");
-    ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
-    if (!texts || !ellipsis || snip_args(stems_obj, weights_obj, width, &stems, &n_stems, &buckets) < 0)
+    if (!texts || snip_args(stems_obj, weights_obj, width, &stems, &n_stems, &buckets) < 0)
         goto done;
     const Py_ssize_t n_texts = PySequence_Fast_GET_SIZE(texts);
     Py_ssize_t longest = 0, total = 0;
@@ -2934,7 +2938,7 @@ snippets(PyObject *self, PyObject *args)
     } else {
         result = PyList_New(n_texts);
         for (Py_ssize_t t = 0; result && t < n_texts; t++) {
-            PyObject *v = snip_result(held[t], &spans[t], ellipsis);
+            PyObject *v = snip_result(held[t], &spans[t]);
             if (!v) {
                 Py_CLEAR(result);
                 break;
@@ -2950,7 +2954,6 @@ done:
     PyMem_RawFree(spans);
     PyMem_RawFree(weight);
     PyMem_RawFree(pos);
-    Py_XDECREF(ellipsis);
     Py_XDECREF(texts);
     return result;
 }
@@ -3176,7 +3179,6 @@ struct TextsRun {
     SnipStem *stems;
     Py_ssize_t n_stems;
     SnipBuckets buckets;
-    PyObject *ellipsis;
     DbValue *vals;
     int64_t *ids;
     uint64_t total;
@@ -3197,9 +3199,7 @@ texts_run_free(TextsRun *r)
     PyMem_RawFree(r->vals);
     PyMem_RawFree(r->ids);
     snip_stems_free(r->stems, r->n_stems);
-    Py_XDECREF(r->ellipsis);
-    if (r->file.obj)
-        PyBuffer_Release(&r->file);
+    PyBuffer_Release(&r->file); /* (a no-op on a buffer never acquired) */
     PyMem_RawFree(r);
 }
 
@@ -3227,9 +3227,7 @@ texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize
     r->root = root;
     r->column = column;
     r->max_rows = max_rows;
-    r->ellipsis = PyUnicode_FromString("\xe2\x80\xa6");
-    if (!r->ellipsis ||
-        snip_args(stems_obj, weights_obj, width, &r->stems, &r->n_stems, &r->buckets) < 0)
+    if (snip_args(stems_obj, weights_obj, width, &r->stems, &r->n_stems, &r->buckets) < 0)
         goto fail;
     const size_t m = (size_t)(max_rows > 0 ? max_rows : 0) + 1;
     r->vals = PyMem_RawCalloc(m, sizeof *r->vals);
@@ -3341,7 +3339,7 @@ texts_run_result(TextsRun *r)
             goto done;
         }
         memcpy(PyUnicode_DATA(t), p->data, (size_t)p->chars * (size_t)p->kind);
-        PyObject *sn = snip_result(t, &w->spans[i], r->ellipsis);
+        PyObject *sn = snip_result(t, &w->spans[i]);
         if (!sn)
             goto done;
         PyList_SET_ITEM(snips, i, sn);
@@ -3739,6 +3737,8 @@ PyInit__kernels(void)
                                            "Latin-1 in this Python's Unicode tables");
         return NULL;
     }
+    if (!ELLIPSIS && !(ELLIPSIS = PyUnicode_FromString("\xe2\x80\xa6")))
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
         Py_DECREF(m);

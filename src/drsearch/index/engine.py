@@ -404,15 +404,16 @@ class Engine:
         arena = self._arena()
         arena.reset()
         if todo:
-            self._look_up(todo, names, out, from_pages, arena, deadline)
+            self._look_up(todo, names, out, paged, from_pages, arena, deadline)
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
         return out
 
-    def _look_up(self, todo: list[str], names: list[str], out: list[Term | None], from_pages: bool,
-                 arena: Arena, deadline: float) -> None:
+    def _look_up(self, todo: list[str], names: list[str], out: list[Term | None], paged: bool,
+                 from_pages: bool, arena: Arena, deadline: float) -> None:
         """``_postings`` of the terms ``todo`` (of ``names``, in order): each found term's
-        postings into its place in ``out``."""
+        postings into its place in ``out`` (``paged``: long lists ranked in the pages;
+        ``from_pages``: the term rows read from them, and the terms kept)."""
         db = self._db()
         inline = self.inline_postings
         pages = self._pages
@@ -430,7 +431,6 @@ class Engine:
         bp = self.block_postings
         long_ids: list[int] = []
         long_bufs: list[Any] = []
-        paged = pages is not None and self.scorer.native
         for i, name in enumerate(names):
             row = found.get(name)
             if row is None:
@@ -470,7 +470,8 @@ class Engine:
         """Term ``name``'s list (row ``tid``, ``nbytes`` long) ranked where it lies in the
         file's pages; with ``keep``, kept for later queries (_KEPT_TERMS_BYTES)."""
         assert self._pages is not None
-        term = PagedTerm(name, df, top, self._pages.file.pages, self._list_pieces(tid, nbytes),
+        # (pieces: IncompatibleIndexError for a missing row or one of another length)
+        term = PagedTerm(name, df, top, self._pages.file.pages, self._pages.pieces(tid, nbytes),
                          functools.partial(self._read_paged, name, tid, df, top, nbytes))
         if keep:
             self._keep(name, term, len(term.pieces) + _KEPT_ENTRY_BYTES)
@@ -494,12 +495,6 @@ class Engine:
         if self._pages is not None and self.scorer.native and self.paged_dense:
             at = (self._pages.file.pages, self._dense_pieces(tid))
         return DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at)
-
-    def _list_pieces(self, tid: int, nbytes: int) -> bytes:
-        """Where posting list ``tid`` (``nbytes`` long) lies in the file's pages. Raises
-        IncompatibleIndexError for a missing row or one of another length."""
-        assert self._pages is not None
-        return self._pages.pieces(tid, nbytes)
 
     def _read_paged(self, name: str, tid: int, df: int, top: float, nbytes: int) -> SparseTerm:
         """A paged list's arrays, for the paths that need them (``PagedTerm.read``): copied
