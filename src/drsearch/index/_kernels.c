@@ -1295,7 +1295,7 @@ query_texts(Query *q, PyObject *texts)
 
 PyDoc_STRVAR(rank_blocks_doc,
 "rank_blocks(chunks, impacts, n_rows, blocked, chunk_doc, k, margin, buf, out_chunks,\n"
-"            out_scores, time_budget[, paged]) -> (n_out, n_full, cut)\n\n"
+"            out_scores, time_budget[, paged[, texts[, rescore]]]) -> (n_out, n_full, cut[, ...])\n\n"
 "chunks/impacts: sequences of uint32 / float64 buffers, one pair per term in phrase order\n"
 "(rowids ascending, all < n_rows + 1). buf: a float64 buffer of zeros (its length is the\n"
 "block size; handed back zeroed). Documents' chunks must be consecutive rowids.\n"
@@ -1347,7 +1347,7 @@ rank_blocks(PyObject *self, PyObject *args)
 PyDoc_STRVAR(rank_maxscore_doc,
 "rank_maxscore(chunks, impacts, bounds, n_rows, blocked, chunk_doc, k, margin, buf,\n"
 "              out_chunks, out_scores, time_budget[, counts[, block_max, block_postings\n"
-"              [, paged]]]) -> (n_out, n_full, cut)\n\n"
+"              [, paged[, texts[, rescore]]]]]) -> (n_out, n_full, cut[, ...])\n\n"
 "rank_blocks with exact MaxScore and block-max pruning: the same arguments plus bounds, a\n"
 "float64 buffer with one upper bound per term (>= every impact of its list), and bit for\n"
 "bit the same results. block_max (None: none): one float64 buffer per term, empty or holding\n"
@@ -1355,8 +1355,9 @@ PyDoc_STRVAR(rank_maxscore_doc,
 "[j*block_postings, (j+1)*block_postings). Only the postings it visits are checked: a list\n"
 "whose last rowid is beyond the last chunk raises ValueError, as does a visited rowid out of\n"
 "order. counts: an optional int64 buffer (or None) of 2 or 3, set to (postings accumulated,\n"
-"chunks rescored[, windows skipped by their block maxima]): what pruning left. paged: as\n"
-"rank_blocks' (a paged list's block maxima are its BLOB's, when block_max is not None).");
+"chunks rescored[, windows skipped by their block maxima]): what pruning left. paged, texts,\n"
+"rescore: as rank_blocks' (a paged list's block maxima are its BLOB's, when block_max is not\n"
+"None).");
 
 static PyObject *
 rank_maxscore(PyObject *self, PyObject *args)
