@@ -74,3 +74,17 @@ def test_think_inside_a_tool_call_argument_is_text_not_a_think_block() -> None:
     assert (call.name, call.arguments, call.error) == ("search", {"query": "<think>", "k": 1}, None)
     hidden = '<think>maybe <tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call></think>done'
     assert parse_tool_calls({"role": "assistant", "content": hidden}, 0, DR256) == []
+
+
+def test_a_closing_tag_inside_a_tool_call_argument_is_text() -> None:
+    # Found by the round-trip property test (unseeded): a query holding "</tool_call>" ended the
+    # block inside its JSON string (not valid JSON, then an unbalanced tag).
+    for query in ["</tool_call>", "a </tool_call><think> b", "<tool_call>x</tool_call>"]:
+        body = json.dumps({"name": "search", "arguments": {"query": query, "k": 1}})
+        content = f"<think>plan</think>ok <tool_call> {body} </tool_call><tool_call>{body}</tool_call>"
+        calls = parse_tool_calls({"role": "assistant", "content": content}, 0, DR256)
+        assert [(c.name, c.arguments, c.error) for c in calls] == [
+            ("search", {"query": query, "k": 1}, None)] * 2, query
+    # a body that is not one JSON value before the closing tag still ends at the first one
+    calls = parse_tool_calls({"content": '<tool_call>{"name": "search"} x</tool_call>'}, 0, DR256)
+    assert len(calls) == 1 and "not valid JSON" in (calls[0].error or "")

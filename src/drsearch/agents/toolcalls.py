@@ -17,10 +17,44 @@ from typing import Any, Literal
 from .preset import Preset
 from .tools import validate_arguments
 
-TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-# Left to right: a complete tool-call block is kept whole (its JSON may contain "<think>"),
-# a think block (to </think> or the end) is dropped, tool-call tags inside it included.
-THINK = re.compile(r"(<tool_call>.*?</tool_call>)|<think>.*?(?:</think>|\Z)", re.S)
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+_SPACE = re.compile(r"\s*")
+_JSON = json.JSONDecoder()
+
+
+def _block_end(text: str, start: int) -> tuple[int, str] | None:
+    """The tool-call block opened at ``start`` (a ``<tool_call>`` tag): where it ends and its
+    body. A body that is one JSON value followed by the closing tag ends there, whatever its
+    strings hold (a query may contain "</tool_call>" or "<think>"); any other body ends at the
+    first closing tag. None: the tag is never closed."""
+    at = start + len(OPEN)
+    try:
+        _, end = _JSON.raw_decode(text, _SPACE.match(text, at).end())  # type: ignore[union-attr]
+    except json.JSONDecodeError:
+        pass
+    else:
+        close = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+        if text.startswith(CLOSE, close):
+            return close + len(CLOSE), text[at:close]
+    close = text.find(CLOSE, at)
+    return None if close < 0 else (close + len(CLOSE), text[at:close])
+
+
+def _blocks(text: str) -> tuple[list[str], str]:
+    """The bodies of ``text``'s tool-call blocks, left to right, and the text outside them."""
+    bodies: list[str] = []
+    outside: list[str] = []
+    at = 0
+    while (start := text.find(OPEN, at)) >= 0:
+        block = _block_end(text, start)
+        if block is None:
+            break
+        outside.append(text[at:start])
+        at, body = block
+        bodies.append(body)
+    outside.append(text[at:])
+    return bodies, "".join(outside)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +70,26 @@ class ParsedCall:
 
 
 def strip_think(text: str) -> str:
-    """``text`` without its ``<think>`` blocks (those inside a tool-call block are text)."""
-    return THINK.sub(lambda m: m.group(1) or "", text)
+    """``text`` without its ``<think>`` blocks (those inside a tool-call block are text). Left
+    to right: a complete tool-call block is kept whole, a think block (to ``</think>`` or the
+    end) is dropped, tool-call tags inside it included."""
+    out: list[str] = []
+    at = 0
+    while True:
+        think, call = text.find(THINK_OPEN, at), text.find(OPEN, at)
+        if think < 0 and call < 0:
+            break
+        if call >= 0 and (think < 0 or call < think):
+            block = _block_end(text, call)
+            end = call + len(OPEN) if block is None else block[0]  # (a tag never closed is text)
+            out.append(text[at:end])
+            at = end
+            continue
+        out.append(text[at:think])
+        close = text.find(THINK_CLOSE, think)
+        at = len(text) if close < 0 else close + len(THINK_CLOSE)
+    out.append(text[at:])
+    return "".join(out)
 
 
 def _check(call_id: str, name: object, args: object, raw: str, dialect: Literal["native", "text"],
@@ -69,10 +121,10 @@ def _native(message: dict[str, Any], turn: int, preset: Preset) -> list[ParsedCa
 
 
 def _text(content: str, turn: int, preset: Preset) -> list[ParsedCall]:
-    visible = strip_think(content)
+    bodies, leftover = _blocks(strip_think(content))
     calls = []
-    for i, m in enumerate(TAG.finditer(visible)):
-        call_id, raw = f"call_{turn}_{i}", m.group(1)
+    for i, raw in enumerate(bodies):
+        call_id = f"call_{turn}_{i}"
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
@@ -83,8 +135,7 @@ def _text(content: str, turn: int, preset: Preset) -> list[ParsedCall]:
                                     'a tool call must be {"name": ..., "arguments": {...}}'))
             continue
         calls.append(_check(call_id, obj.get("name"), obj.get("arguments", {}), raw, "text", preset))
-    leftover = TAG.sub("", visible)
-    if "<tool_call>" in leftover or "</tool_call>" in leftover:
+    if OPEN in leftover or CLOSE in leftover:
         calls.append(ParsedCall(f"call_{turn}_{len(calls)}", "", None, leftover.strip()[:500], "text",
                                 "unbalanced <tool_call> tag"))
     return calls
