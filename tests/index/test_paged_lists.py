@@ -83,7 +83,7 @@ def test_the_kept_terms_are_bounded_and_answers_do_not_change(cran_small_chunks:
         e.paged_list_bytes = 1 << 62  # chosen by the old threshold: forgotten
         assert not e._kept_terms and e._kept_bytes == 0
         assert [e.rank(q, 10) for q in QUERIES] == want
-        assert e._kept_terms  # clamped terms' rows (the query's own DenseTerm made from them)
+        assert e._kept_terms  # clamped terms' rows and short lists' copies
         assert not any(isinstance(t, PagedTerm) for t in e._kept_terms.values())
     monkeypatch.setattr(engine_mod, "_KEPT_TERMS_BYTES", 1200)  # a few entries at most
     with Engine.open(cran_small_chunks) as e:
@@ -103,6 +103,35 @@ def test_terms_are_kept_only_when_their_rows_come_from_the_pages(cran_small_chun
         assert e.search("flow boundary layer of the", 10) == want
         assert e.search("flow boundary layer of the", 10) == want  # from the kept terms
         assert isinstance(e._kept_terms["flow"], PagedTerm) and type(e._kept_terms["the"]) is tuple
+
+
+def test_a_short_lists_copy_is_kept_read_only_and_ranks_as_a_fresh_read(cran_small_chunks: Path) -> None:
+    import drsearch.index.engine as engine_mod
+
+    with Engine.open(cran_small_chunks) as fresh:
+        fresh._term_rows = None  # the rows by SQL: nothing kept, every list read again
+        # rare terms (a list shorter than a page), alone (the one-term pass) and with others
+        queries = [q for q in QUERIES if len(q.split()) > 1][:20]
+        rare = [t.term for t in fresh._postings(fresh.parse(" ".join(queries)), 1e18)
+                if isinstance(t, SparseTerm)
+                and 12 * t.df + 8 * len(t.block_max) <= engine_mod._KEPT_LIST_BYTES][:8]
+        assert len(rare) == 8
+        asked = [*rare, *(f"{r} flow pressure" for r in rare), *queries]
+        want = [fresh.search(q, 10) for q in asked]
+        assert not fresh._kept_terms
+    with Engine.open(cran_small_chunks) as e:
+        assert [e.search(q, 10) for q in asked] == want
+        kept = {name: t for name, t in e._kept_terms.items() if isinstance(t, SparseTerm)}
+        assert set(rare) <= set(kept)
+        for t in kept.values():  # its own bytes, shared by every later query: never writable
+            assert 12 * t.df <= engine_mod._KEPT_LIST_BYTES
+            assert not (t.chunks.flags.writeable or t.impacts.flags.writeable or t.block_max.flags.writeable)
+            with pytest.raises(ValueError):
+                t.impacts[0] = 0.0
+        assert [e.search(q, 10) for q in asked] == want  # the kept copies: the same answers
+        assert all(e._kept_terms[name] is t for name, t in kept.items())  # not read again
+        got = e._postings(e.parse(rare[0]), 1e18)[0]
+        assert got is kept[rare[0]]
 
 
 def test_a_paged_terms_copy_is_its_list(cran_small_chunks: Path) -> None:

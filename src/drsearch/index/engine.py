@@ -45,6 +45,7 @@ from .query import ParsedQuery, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
     DenseTerm,
+    ListTerm,
     PagedTerm,
     Pruning,
     Scorer,
@@ -78,12 +79,18 @@ _PLACEHOLDER_TERMS = 32
 # and makes no sparse term's object, the Python a search runs with the GIL held (docs/ENGINE.md,
 # "Threads"). 8 bytes per page of list plus the entry, up to _KEPT_TERMS_BYTES per engine (then
 # the cache starts over: bounded memory, never a different answer). Shorter lists are copied (a
-# few KB: cheaper than a table each).
+# few KB: cheaper than a table each), and a copy of at most _KEPT_LIST_BYTES is kept too, as its
+# SparseTerm over read-only arrays: a rare name (df ~10, agents' queries carry names and repeat
+# them) then costs no term lookup, no read and no arrays after its first query.
 PAGED_LIST_BYTES = 4096
 _KEPT_TERMS_BYTES = 16 << 20
+_KEPT_LIST_BYTES = 4096
 # an entry's own cost beside its table: the PagedTerm, its reader (a partial and its
 # arguments), the name and a dict slot (sys.getsizeof: ~450 bytes for a 10-letter term)
 _KEPT_ENTRY_BYTES = 512
+# a kept copy's cost beside its bytes: the SparseTerm, its buffer's array and the three views
+# into it (sys.getsizeof: ~700 bytes), the name and a dict slot
+_KEPT_COPY_BYTES = 1024
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
     "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
@@ -213,8 +220,9 @@ class Engine:
         # With the kernel, a complete search's chunk texts and snippets are made in the call
         # that ranks them (Scorer.rank_texts; tests and probes turn it off: one call after it).
         self.texts_with_ranking = True
-        # term -> its PagedTerm, or a clamped term's (row, df) (PAGED_LIST_BYTES)
-        self._kept_terms: dict[str, PagedTerm | tuple[int, int]] = {}
+        # term -> its PagedTerm, a short list's SparseTerm, or a clamped term's (row, df)
+        # (PAGED_LIST_BYTES)
+        self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
         self._paged_list_bytes = PAGED_LIST_BYTES
         self._docs: DocTable | None = None
@@ -372,8 +380,9 @@ class Engine:
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
         """Each query term's postings (None if not in the index), in phrase order.
 
-        Sparse lists are views into this thread's arena or into the bytes SQLite returned:
-        valid until this thread's next query. Raises IncompatibleIndexError for a list of
+        Sparse lists are views into this thread's arena or into the bytes SQLite returned,
+        valid until this thread's next query, or (a kept short list) into read-only bytes of
+        their own. Raises IncompatibleIndexError for a list of
         the wrong size or a missing one.
         """
         names = [qt.term for qt in parsed.terms]
@@ -381,8 +390,9 @@ class Engine:
         paged = pages is not None and self.scorer.native
         # The term rows from the file's pages in one C call (no SQL statement, whose every step
         # releases the GIL), and then every list by the page reader; SQLite when that is not
-        # built, or when a key's cell spills (a term of ~1,000 bytes). Terms ranked in the pages
-        # and clamped terms' rows are kept (_KEPT_TERMS_BYTES): only the others are looked up.
+        # built, or when a key's cell spills (a term of ~1,000 bytes). Terms ranked in the pages,
+        # short lists' copies and clamped terms' rows are kept (_KEPT_TERMS_BYTES): only the
+        # others are looked up.
         from_pages = paged and self._term_rows is not None
         out: list[Term | None]
         if from_pages:
@@ -395,7 +405,7 @@ class Engine:
                     continue
                 if entry is None:
                     todo.append(name)
-                out.append(cast("PagedTerm | None", entry))
+                out.append(cast("ListTerm | None", entry))
         else:
             out, todo = [None] * len(names), names
         # Reset once per query, whatever the query holds: the dense loader (a clamped term's
@@ -431,6 +441,7 @@ class Engine:
         bp = self.block_postings
         long_ids: list[int] = []
         long_bufs: list[Any] = []
+        copies: list[tuple[int, str, int, float, Any, int]] = []  # kept once read (below)
         for i, name in enumerate(names):
             row = found.get(name)
             if row is None:
@@ -446,7 +457,11 @@ class Engine:
                 out[i] = self._paged_term(name, tid, df, top, nbytes, keep=from_pages)
                 continue
             if df > inline and pages is not None:  # filled below, with the others
-                buf: Any = arena.take(nbytes)
+                if from_pages and nbytes <= _KEPT_LIST_BYTES:  # a copy of its own, then kept
+                    buf: Any = np.empty(nbytes, np.uint8)
+                    copies.append((i, name, df, top, buf, nbytes))
+                else:
+                    buf = arena.take(nbytes)
                 long_ids.append(tid)
                 long_bufs.append(buf)
             elif df > inline:
@@ -465,6 +480,11 @@ class Engine:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             pages.read_into(long_ids, long_bufs)
+        for i, name, df, top, buf, nbytes in copies:
+            # Read-only before any view is made: every later query of every thread shares it.
+            buf.flags.writeable = False
+            term = out[i] = _sparse(name, df, top, buf, nbytes)
+            self._keep(name, term, nbytes + _KEPT_COPY_BYTES)
 
     def _paged_term(self, name: str, tid: int, df: int, top: float, nbytes: int, keep: bool) -> PagedTerm:
         """Term ``name``'s list (row ``tid``, ``nbytes`` long) ranked where it lies in the
@@ -477,9 +497,10 @@ class Engine:
             self._keep(name, term, len(term.pieces) + _KEPT_ENTRY_BYTES)
         return term
 
-    def _keep(self, name: str, entry: PagedTerm | tuple[int, int], cost: int) -> None:
+    def _keep(self, name: str, entry: ListTerm | tuple[int, int], cost: int) -> None:
         """Keep term ``name``'s ``entry`` (costing ``cost`` bytes) for later queries: its
-        PagedTerm, or a clamped term's (row, df)."""
+        PagedTerm, a short list's SparseTerm over read-only arrays of its own, or a clamped
+        term's (row, df)."""
         with self._lock:  # (dict operations are atomic; the byte count is not)
             self._kept_bytes += cost
             if self._kept_bytes > _KEPT_TERMS_BYTES:
