@@ -79,12 +79,11 @@ _PLACEHOLDER_TERMS = 32
 # and makes no sparse term's object, the Python a search runs with the GIL held (docs/ENGINE.md,
 # "Threads"). 8 bytes per page of list plus the entry, up to _KEPT_TERMS_BYTES per engine (then
 # the cache starts over: bounded memory, never a different answer). Shorter lists are copied (a
-# few KB: cheaper than a table each), and a copy of at most _KEPT_LIST_BYTES is kept too, as its
+# few KB: cheaper than a table each), and a copy of at most PAGED_LIST_BYTES is kept too, as its
 # SparseTerm over read-only arrays: a rare name (df ~10, agents' queries carry names and repeat
 # them) then costs no term lookup, no read and no arrays after its first query.
 PAGED_LIST_BYTES = 4096
 _KEPT_TERMS_BYTES = 16 << 20
-_KEPT_LIST_BYTES = 4096
 # an entry's own cost beside its table: the PagedTerm, its reader (a partial and its
 # arguments), the name and a dict slot (sys.getsizeof: ~450 bytes for a 10-letter term)
 _KEPT_ENTRY_BYTES = 512
@@ -441,7 +440,7 @@ class Engine:
         bp = self.block_postings
         long_ids: list[int] = []
         long_bufs: list[Any] = []
-        copies: list[tuple[int, str, int, float, Any, int]] = []  # kept once read (below)
+        copies: list[tuple[int, str, int, float, Any]] = []  # kept once read (below)
         for i, name in enumerate(names):
             row = found.get(name)
             if row is None:
@@ -457,9 +456,9 @@ class Engine:
                 out[i] = self._paged_term(name, tid, df, top, nbytes, keep=from_pages)
                 continue
             if df > inline and pages is not None:  # filled below, with the others
-                if from_pages and nbytes <= _KEPT_LIST_BYTES:  # a copy of its own, then kept
+                if from_pages and nbytes <= PAGED_LIST_BYTES:  # a copy of its own, then kept
                     buf: Any = np.empty(nbytes, np.uint8)
-                    copies.append((i, name, df, top, buf, nbytes))
+                    copies.append((i, name, df, top, buf))
                 else:
                     buf = arena.take(nbytes)
                 long_ids.append(tid)
@@ -480,11 +479,11 @@ class Engine:
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             pages.read_into(long_ids, long_bufs)
-        for i, name, df, top, buf, nbytes in copies:
+        for i, name, df, top, buf in copies:
             # Read-only before any view is made: every later query of every thread shares it.
             buf.flags.writeable = False
-            term = out[i] = _sparse(name, df, top, buf, nbytes)
-            self._keep(name, term, nbytes + _KEPT_COPY_BYTES)
+            term = out[i] = _sparse(name, df, top, buf, buf.nbytes)
+            self._keep(name, term, buf.nbytes + _KEPT_COPY_BYTES)
 
     def _paged_term(self, name: str, tid: int, df: int, top: float, nbytes: int, keep: bool) -> PagedTerm:
         """Term ``name``'s list (row ``tid``, ``nbytes`` long) ranked where it lies in the
