@@ -150,6 +150,44 @@ def test_the_kernels_refuse_texts_they_cannot_make_and_fail_soft_on_a_row(cran_i
         assert kernels.rescore(*rescore, (*spec[:8], 1.0)) == (ranked, None)  # deadline long past
 
 
+@pytest.mark.parametrize("which", ["sample", "cran"])
+def test_the_hits_read_with_the_ranking_change_nothing(which: str, sample_index: Path, cran_index: Path) -> None:
+    """The texts argument's `hits` (make_hits' buffers, read into the cache without the GIL):
+    the same result with them as without, also with buffers whose values point anywhere (read
+    nowhere outside them: never a crash, never another result), and a TypeError for one that
+    is not make_hits' buffers."""
+    assert kernels is not None
+    with Engine.open(sample_index if which == "sample" else cran_index) as e:
+        assert e._chunk_texts is not None
+        maker = SnippetMaker([("flow", "flow", 1.0), ("video", "video", 2.0)])
+        hits = e._hit_buffers()
+        cd, co, offs, fields, pieces = hits
+        args = _kernel_args(e, "pressure distribution boundary layer video game streaming")
+        want = kernels.rank_blocks(*args, maker.texts_args(e._chunk_texts))
+        assert want[0] > 0 and want[3]
+        assert kernels.rank_blocks(*args, maker.texts_args(e._chunk_texts, hits)) == want
+        rng = np.random.default_rng(11)
+
+        def wild(a: Any, dtype: Any) -> Any:
+            info = np.iinfo(dtype)
+            return rng.integers(info.min, info.max, len(a), dtype=dtype, endpoint=True)
+
+        n_pc = 0 if pieces is None else len(pieces) // 8
+        wild_pieces = [None] if pieces is None else [
+            wild(np.zeros(n_pc), np.int64).tobytes(),
+            np.array([1 << 40, 1, 1, *([len(fields) - 1] * (n_pc - 3))], dtype=np.int64).tobytes(),
+            pieces[:16]]
+        for bad in [(np.full_like(cd, -5), co, offs, fields, pieces), (wild(cd, np.int32), co, offs, fields, pieces),
+                    (cd, wild(co, np.int32), wild(offs, np.int64), fields, pieces),
+                    (cd, co, np.full_like(offs, len(fields) - 1), fields, pieces),
+                    (cd[:3], co[:2], offs[:4], b"", None), (cd, co, offs, fields[:100], pieces),
+                    *((cd, co, offs, fields, p) for p in wild_pieces)]:
+            assert kernels.rank_blocks(*args, maker.texts_args(e._chunk_texts, bad)) == want
+        for malformed in [(cd, co, offs, fields), [cd, co, offs, fields, pieces], (cd, co, offs, fields, 3)]:
+            with pytest.raises(TypeError):
+                kernels.rank_blocks(*args, maker.texts_args(e._chunk_texts, malformed))  # type: ignore[arg-type]
+
+
 def test_a_damaged_text_is_reported_as_without_the_ranking(cran_small_chunks: Path, tmp_path: Path) -> None:
     """A chunk text that is not UTF-8: the ranking's call hands back False, and the texts read
     again after it raise as they do without it (CorruptIndexError naming the row)."""

@@ -1311,8 +1311,10 @@ PyDoc_STRVAR(rank_blocks_doc,
 "Every piece is checked to lie within file and the pieces to add up to 12*df bytes (+ 8 per\n"
 "block maximum): a ValueError otherwise.\n"
 "texts (None: none; margin < 0 only, else ValueError): texts_snippets' arguments but the\n"
-"rowids, as a tuple (file, page_size, usable, root, column, stems, weights, width, deadline):\n"
-"the chunks written out are read and their snippets made in the same call, without the GIL,\n"
+"rowids, as a tuple (file, page_size, usable, root, column, stems, weights, width, deadline\n"
+"[, hits]): the chunks written out are read and their snippets made in the same call, without\n"
+"the GIL (with hits, (chunk_doc, chunk_ordinal, field_offsets, fields, pieces) as make_hits\n"
+"takes them, what make_hits will read of those chunks is read too, into the cache),\n"
 "and the result is (n_out, n_full, cut, made): made is texts_snippets' (texts, snippets), None\n"
 "when its deadline (or time_budget) passed, or False when reading them failed (no exception:\n"
 "the caller reads them by texts_snippets, which reports the failure).\n"
@@ -3186,6 +3188,10 @@ struct TextsRun {
     PageError why_find; /* a row not found (or not TEXT): row ids[failed_find] */
     Py_ssize_t failed_find;
     TextWork w;
+    /* the texts spec's optional `hits`: what make_hits reads of each hit (hits_warm) */
+    Py_buffer hit_doc, hit_ordinal, hit_offsets, hit_fields, hit_pieces;
+    int warm;
+    unsigned warmed; /* what hits_warm read, kept so that its reads are not optimised away */
 };
 
 static void
@@ -3201,6 +3207,11 @@ texts_run_free(TextsRun *r)
     PyMem_RawFree(r->ids);
     snip_stems_free(r->stems, r->n_stems);
     PyBuffer_Release(&r->file); /* (a no-op on a buffer never acquired) */
+    PyBuffer_Release(&r->hit_doc);
+    PyBuffer_Release(&r->hit_ordinal);
+    PyBuffer_Release(&r->hit_offsets);
+    PyBuffer_Release(&r->hit_fields);
+    PyBuffer_Release(&r->hit_pieces);
     PyMem_RawFree(r);
 }
 
@@ -3255,24 +3266,92 @@ fail:
 }
 
 /* The `texts` argument of rank_blocks, rank_maxscore and rescore: (file, page_size, usable,
-   root, column, stems, weights, width, deadline), texts_snippets' arguments but the rowids. */
+   root, column, stems, weights, width, deadline[, hits]), texts_snippets' arguments but the
+   rowids; hits (None: none) is (chunk_doc, chunk_ordinal, field_offsets, fields, pieces),
+   make_hits' buffers (pieces None where the fields are not in the file's pages). */
 static TextsRun *
 texts_run_from_spec(PyObject *spec, Py_ssize_t max_rows)
 {
     Py_buffer file;
     Py_ssize_t page_size, usable, root, column, width;
     double deadline;
-    PyObject *stems, *weights;
+    PyObject *stems, *weights, *hits = Py_None, *pieces = Py_None;
     if (!PyTuple_Check(spec)) {
         PyErr_SetString(PyExc_TypeError, "texts: a tuple (file, page_size, usable, root, column, "
-                                         "stems, weights, width, deadline)");
+                                         "stems, weights, width, deadline[, hits])");
         return NULL;
     }
-    if (!PyArg_ParseTuple(spec, "y*nnnnOOnd:texts", &file, &page_size, &usable, &root, &column,
-                          &stems, &weights, &width, &deadline))
+    if (!PyArg_ParseTuple(spec, "y*nnnnOOnd|O:texts", &file, &page_size, &usable, &root, &column,
+                          &stems, &weights, &width, &deadline, &hits))
         return NULL;
-    return texts_run_new(&file, page_size, usable, root, column, stems, weights, width, deadline,
-                         max_rows, "texts");
+    TextsRun *r = texts_run_new(&file, page_size, usable, root, column, stems, weights, width,
+                                deadline, max_rows, "texts");
+    if (!r || hits == Py_None)
+        return r;
+    if (!PyTuple_Check(hits) ||
+        !PyArg_ParseTuple(hits, "y*y*y*y*O:hits", &r->hit_doc, &r->hit_ordinal, &r->hit_offsets,
+                          &r->hit_fields, &pieces) ||
+        (pieces != Py_None && PyObject_GetBuffer(pieces, &r->hit_pieces, PyBUF_SIMPLE) < 0)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "texts: hits is a tuple (chunk_doc, chunk_ordinal, "
+                                             "field_offsets, fields, pieces)");
+        texts_run_free(r);
+        return NULL;
+    }
+    r->warm = 1;
+    return r;
+}
+
+/* Read (nothing more) what make_hits will read of these hits: their chunk's document and
+   ordinal, the document's field offsets and the fields' bytes, one byte a cache line. Done
+   without the GIL after the ranking and the texts, which have evicted them: make_hits, which
+   holds the GIL, then finds them in the cache instead of waiting on memory for each (~1 µs a
+   hit on a serving thread; the other thread waits for the GIL meanwhile). Out-of-range values
+   are skipped, never read: make_hits reports them. */
+static void
+hits_warm(TextsRun *r, const int64_t *ids, Py_ssize_t n)
+{
+    if (!r->warm)
+        return;
+    const int32_t *doc_of = (const int32_t *)r->hit_doc.buf, *ord_of = (const int32_t *)r->hit_ordinal.buf;
+    const Py_ssize_t n_doc = r->hit_doc.len / 4, n_ord = r->hit_ordinal.len / 4;
+    const int64_t *o = (const int64_t *)r->hit_offsets.buf;
+    const Py_ssize_t n_offs = r->hit_offsets.len / 8;
+    const unsigned char *data = (const unsigned char *)r->hit_fields.buf;
+    const int64_t n_data = (int64_t)r->hit_fields.len;
+    const int64_t *pc = (const int64_t *)r->hit_pieces.buf;
+    const Py_ssize_t n_pc = r->hit_pieces.len / 8;
+    unsigned acc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t c = ids[i];
+        if (c < 1 || c >= n_doc || c >= n_ord)
+            continue;
+        const int64_t d = doc_of[c];
+        acc += (unsigned)ord_of[c];
+        if (d < 1 || 3 * d + 3 >= n_offs)
+            continue;
+        const int64_t a = o[3 * d], b = o[3 * d + 3];
+        if (a < 0 || b <= a || a > n_data) /* (a field table lies within the file) */
+            continue;
+        /* a hit's fields are short (a docid, a URL, a title): their first 4 KB at most */
+        const int64_t span = b - a < 4096 ? b - a : 4096;
+        if (!pc) { /* the fields in memory */
+            for (int64_t at = a; at < a + span && at < n_data; at += 64)
+                acc += data[at];
+            continue;
+        }
+        if (n_pc < 3 || b > pc[0] || pc[1] <= 0 || pc[2] <= 0)
+            continue;
+        const int64_t first = pc[1], per = pc[2];
+        for (int64_t at = a; at < a + span; at += 64) { /* paged_field's arithmetic */
+            const int64_t k = at < first ? 0 : 1 + (at - first) / per;
+            const int64_t skip = at < first ? at : (at - first) % per;
+            if (3 + k >= n_pc || pc[3 + k] < 0 || skip >= n_data || pc[3 + k] >= n_data - skip)
+                break;
+            acc += data[pc[3 + k] + skip];
+        }
+    }
+    *(volatile unsigned *)&r->warmed = acc;
 }
 
 /* Find the rows' values (r->ids[0..n), at most max_rows), then copy, decode and search them:
@@ -3296,6 +3375,7 @@ texts_run_work(TextsRun *r, const int64_t *ids, Py_ssize_t n)
     texts_run_find(r, n);
     if (!r->why_find)
         text_work(&r->w);
+    hits_warm(r, ids, n);
 }
 
 /* The run's (texts, snippets) (a snippet None where the Python code must make it), None when
@@ -3726,9 +3806,10 @@ static struct PyModuleDef module = {
    search's texts and snippets in one call without the GIL; make_hits' texts and snippets;
    rescore, the exact rescoring beside clamped terms); 9 = the `texts` argument of rank_blocks,
    rank_maxscore and rescore (the texts and snippets made in the ranking's call); 10 = their
-   `rescore` argument (the rescoring beside clamped terms in the ranking's call).
+   `rescore` argument (the rescoring beside clamped terms in the ranking's call); 11 = the
+   `texts` argument's optional `hits` (make_hits' buffers, read in the ranking's call).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 10
+#define KERNELS_ABI 11
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

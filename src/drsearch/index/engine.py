@@ -41,7 +41,7 @@ from .errors import (
     QueryTimeoutError,
 )
 from .models import Document, Hit, SearchResult
-from .query import ParsedQuery, parse_query
+from .query import ParsedQuery, QueryTerm, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
     DenseTerm,
@@ -55,7 +55,7 @@ from .scoring import (
     bm25_idf,
     native_kernels,
 )
-from .snippet import SnippetMaker
+from .snippet import SnippetMaker, stem_of
 from .text import Tokenizer
 from .urls import canonicalize_url
 
@@ -90,6 +90,11 @@ _KEPT_ENTRY_BYTES = 512
 # a kept copy's cost beside its bytes: the SparseTerm, its buffer's array and the three views
 # into it (sys.getsizeof: ~700 bytes), the name and a dict slot
 _KEPT_COPY_BYTES = 1024
+# Each query term's (snippet stem, weight) (stem_of, its IDF), kept for the terms' next
+# queries: the snippets' set-up then costs a dict lookup a term, time a search thread holds the
+# GIL. A term's df is the frozen file's, so an entry never changes; at this many entries the
+# dict starts over (bounded memory, never a different snippet).
+_SNIPPET_STEMS_MAX = 1 << 16
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
     "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
@@ -223,6 +228,8 @@ class Engine:
         # (PAGED_LIST_BYTES)
         self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
+        self._snippet_stems: dict[QueryTerm, tuple[str, float]] = {}
+        self._hit_buffers_made: tuple[Any, ...] | None = None
         self._paged_list_bytes = PAGED_LIST_BYTES
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -635,7 +642,7 @@ class Engine:
         if with_text and self._kernels is not None:
             maker = self._snippets(parsed, terms, deadline)
             if self._chunk_texts is not None and self.texts_with_ranking:
-                spec = maker.texts_args(self._chunk_texts)
+                spec = maker.texts_args(self._chunk_texts, self._hit_buffers())
         # With `spec`, the C ranking reads the chunks' texts and makes their snippets in the
         # same call, without the GIL (made: None where it did not)
         ranked, made = self.scorer.rank_texts(terms, k, self._blocked_chunks, self._scratch(), deadline,
@@ -646,7 +653,7 @@ class Engine:
         if self._kernels is not None:  # the hits made in C (make_hits), with their texts
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
-            offsets, fields, pieces = self._doc_table().fields()
+            _, _, offsets, fields, pieces = self._hit_buffers()
             texts: tuple[list[str], list[str]] | tuple[()] = ()
             if with_text:
                 assert maker is not None
@@ -677,11 +684,32 @@ class Engine:
                 zip(ranked, docs, ordinals, chunk_texts,
                     self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
 
+    def _hit_buffers(self) -> tuple[Any, ...]:
+        """What ``make_hits`` reads of a hit (chunk_doc, chunk_ordinal, and the document
+        fields as ``DocTable.fields`` holds them): the ranking's kernel call reads them after
+        it has ranked, without the GIL, so that make_hits finds them in the cache."""
+        got: tuple[Any, ...] | None = self._hit_buffers_made
+        if got is None:
+            got = self._hit_buffers_made = (self._chunk_doc, self._chunk_ordinal,
+                                            *self._doc_table().fields())
+        return got
+
     def _snippets(self, parsed: ParsedQuery, terms: list[Term | None], deadline: float) -> SnippetMaker:
-        n_rows = self.scorer.n_rows
-        return SnippetMaker([(qt.term, qt.surface, bm25_idf(n_rows, t.df))
-                             for qt, t in zip(parsed.terms, terms, strict=True) if t is not None],
-                            deadline=deadline)
+        """The query's SnippetMaker: each present term's (stem, weight), from
+        ``_snippet_stems`` where a query had the term (same spelling) before."""
+        kept = self._snippet_stems
+        stems = []
+        for qt, t in zip(parsed.terms, terms, strict=True):
+            if t is None:
+                continue
+            got = kept.get(qt)
+            if got is None:
+                got = (stem_of(qt.term, qt.surface), bm25_idf(self.scorer.n_rows, t.df))
+                if len(kept) >= _SNIPPET_STEMS_MAX:  # a new dict, not clear(): another thread reads
+                    kept = self._snippet_stems = {}
+                kept[qt] = got
+            stems.append(got)
+        return SnippetMaker.of_stems(stems, deadline=deadline)
 
     def _texts(self, chunk_ids: list[int]) -> list[str]:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""

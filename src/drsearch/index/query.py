@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .contract import MAX_QUERY_TERMS, check_query, too_many_terms
-from .text import Tokenizer, indexed_term, normalize_text
+from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term, normalize_text
 
 
 class QueryTerm(NamedTuple):
@@ -21,6 +21,12 @@ class QueryTerm(NamedTuple):
 
     term: str  # as indexed (e.g. stemmed)
     surface: str  # the query's own spelling of it
+
+
+# QueryTerm's own __new__ without its Python frame (half its cost; every term of every search)
+_new_term = tuple.__new__
+# a token this short is its own indexed term (at most 4 UTF-8 bytes a character: indexed_term)
+_SHORT_TOKEN = MAX_TOKEN_BYTES // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +47,19 @@ def parse_query(query: str, tokenizer: Tokenizer, max_terms: int = MAX_QUERY_TER
     """
     text = normalize_text(check_query(query))
     utf8 = text.encode("utf-8")
+    # ASCII text: a span's byte offsets are its character offsets (no bytes object to decode)
+    same_offsets = len(utf8) == len(text)
     seen: set[str] = set()
     terms: list[QueryTerm] = []
     for start, end, token in tokenizer.spans(utf8, query=True):
-        term = indexed_term(token)
+        term = token if len(token) <= _SHORT_TOKEN else indexed_term(token)
         if term in seen:
             continue
         if len(seen) == max_terms:
             raise too_many_terms(max_terms)
         seen.add(term)
-        terms.append(QueryTerm(term, utf8[start:end].decode("utf-8", "replace")))
+        surface = text[start:end] if same_offsets else utf8[start:end].decode("utf-8", "replace")
+        terms.append(_new_term(QueryTerm, (term, surface)))
     return ParsedQuery(text, tuple(terms))
 
 

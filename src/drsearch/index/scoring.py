@@ -55,7 +55,7 @@ from .schema import BLOCK_POSTINGS, block_count
 # from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 10
+KERNEL_ABI = 11
 
 
 def kernel_problem(module: object) -> str | None:

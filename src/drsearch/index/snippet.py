@@ -45,21 +45,32 @@ class SnippetMaker:
         raises QueryTimeoutError (a query of many short terms makes matching the slowest
         part of a search).
         """
+        self._plan([(stem_of(term, surface), weight) for term, surface, weight in terms], width,
+                   deadline)
+
+    @classmethod
+    def of_stems(cls, stems: list[tuple[str, float]], width: int = SNIPPET_CHARS,
+                 deadline: float | None = None) -> SnippetMaker:
+        """The maker of ``SnippetMaker(terms)`` from each term's (:func:`stem_of`, weight)
+        pair, in the terms' order: for a caller that keeps the pairs of the terms it has seen
+        (the engine: a search thread holds the GIL for this set-up)."""
+        maker = cls.__new__(cls)
+        maker._plan(stems, width, deadline)
+        return maker
+
+    def _plan(self, stems: list[tuple[str, float]], width: int, deadline: float | None) -> None:
         self.width = width
         self.deadline = deadline
         weights: dict[str, float] = {}
-        triples = terms if type(terms) is list else list(terms)
-        for term, surface, weight in [t for t in triples if t[2] > IDF_FLOOR] or triples:
-            stem = _common_prefix(term, surface.lower())
-            if len(stem) < min(len(term), 3):  # e.g. 'İ'.lower() is two characters: use the term
-                stem = term
+        # Terms in most chunks (clamped IDF) only where the query has nothing else.
+        for stem, weight in [p for p in stems if p[1] > IDF_FLOOR] or stems:
             if stem and weights.get(stem, -1.0) < weight:
                 weights[stem] = weight
         # Longest first, so the regex prefers the most specific alternative.
-        stems = sorted(weights, key=_longest_first) if len(weights) > 1 else list(weights)
+        ordered = sorted(weights, key=_longest_first) if len(weights) > 1 else list(weights)
         self._weights = weights
-        self._stems = stems
-        self._stem_weights = [weights[s] for s in stems]  # the kernel's order, made once
+        self._stems = ordered
+        self._stem_weights = [weights[s] for s in ordered]  # the kernel's order, made once
 
     def many(self, texts: list[str], *, native: bool = True) -> list[str]:
         """The snippet of each text (``native=False``: the Python code only). Raises
@@ -94,14 +105,16 @@ class SnippetMaker:
         texts, snippets = got
         return texts, self._finish(texts, snippets)
 
-    def texts_args(self, column: MappedColumn) -> tuple[Any, ...] | None:
+    def texts_args(self, column: MappedColumn, hits: tuple[Any, ...] | None = None) -> tuple[Any, ...] | None:
         """The kernel's ``texts`` argument for texts of ``column`` and their snippets made in
         the call that ranks them (``Scorer.rank_texts``); :meth:`finish` takes what it made.
-        None where :func:`native_kernels` gives no kernel (as :meth:`of_rows`)."""
+        ``hits``: make_hits' buffers (chunk_doc, chunk_ordinal, field_offsets, fields,
+        pieces), read in that call too (into the cache, for make_hits). None where
+        :func:`native_kernels` gives no kernel (as :meth:`of_rows`)."""
         if native_kernels() is None:
             return None
         return (*column.text_geometry(), self._stems, self._stem_weights, self.width,
-                0.0 if self.deadline is None else self.deadline)
+                0.0 if self.deadline is None else self.deadline, hits)
 
     def finish(self, made: tuple[list[str], list[str | None]]) -> tuple[list[str], list[str]]:
         """The texts and the kernel's snippets it made for :meth:`texts_args`, the snippets it
@@ -175,6 +188,15 @@ def _longest_first(stem: str) -> tuple[int, str]:
     return -len(stem), stem
 
 
+def stem_of(term: str, surface: str) -> str:
+    """What a snippet matches of a query term at a word start: the longest common prefix of
+    its indexed form and its query spelling lower-cased (``boundari``, ``Boundary`` →
+    ``boundar``); the indexed form where that is shorter than 3 characters and than the term
+    (e.g. 'İ'.lower() is two characters)."""
+    stem = _common_prefix(term, surface.lower())
+    return term if len(stem) < min(len(term), 3) else stem
+
+
 def _common_prefix(a: str, b: str) -> str:
     if b.startswith(a):  # the usual case: the indexed term is a prefix of the spelling
         return a
@@ -186,4 +208,4 @@ def _common_prefix(a: str, b: str) -> str:
     return a[:n]
 
 
-__all__ = ["SNIPPET_CHARS", "SnippetMaker"]
+__all__ = ["SNIPPET_CHARS", "SnippetMaker", "stem_of"]
