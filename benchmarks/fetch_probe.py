@@ -27,12 +27,15 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
   before it), and with the texts read and their snippets made in two calls, the GIL held to
   decode the texts, as before ``texts_snippets``): operations per second, the
   ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
-  cost; Linux ``/proc/thread-self``).
+  cost; Linux ``/proc/thread-self``);
+- ``stages``: a complete search's stages in turn (parse, postings, snippet maker, the ranking's
+  call with its texts, finish, make_hits), µs per query, with make_hits' buffers read in the
+  ranking's call and without: the GIL-held time two threads take in turn.
 
 Usage::
 
     python benchmarks/fetch_probe.py --index PATH/ours.sqlite3 --queries QUERIES.json \\
-        [--probe fetch,copy,paged,one-term,threads,snippets] [--limit 150] [--seconds 3]
+        [--probe fetch,copy,paged,one-term,threads,snippets,stages] [--limit 150] [--seconds 3]
 
 ``--queries``: a JSON list of queries, or an object of classes (all are used). The index is
 opened read-only.
@@ -52,7 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-PROBES = ("fetch", "copy", "paged", "one-term", "threads", "snippets")
+PROBES = ("fetch", "copy", "paged", "one-term", "threads", "snippets", "stages")
 # df classes of the one-term probe: (lowest, highest) postings
 DF_CLASSES = [(10, 20), (200, 300), (900, 1100), (3500, 4500), (15000, 17000), (60000, 70000)]
 
@@ -279,6 +282,62 @@ def snippets_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
           f"{best['texts_snippets'] / (best['read_texts'] + best['snippets']):.2f}x")
 
 
+def stages_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
+    """A complete search's stages one after another, as ``Engine._search`` runs them, each
+    query's right after the previous query's ranking (so the caches are as a serving thread
+    finds them, not warmed by a loop over one stage): µs per query, the mean over the queries,
+    the best of ``rounds`` passes. Every stage but the ranking holds the GIL: their sum is what
+    two threads of one process take in turn. The ranking's call runs with make_hits' buffers
+    read in it (``hits``, as the engine does) on even passes and without on odd ones, to show
+    what that read saves make_hits."""
+    from drsearch.index.models import Hit
+
+    kernels = e._kernels
+    if kernels is None or e._chunk_texts is None:
+        print("stages: not available (kernel not built, or chunk texts not in the pages)")
+        return
+    names = ["parse", "postings", "snippet maker", "ranking (GIL-free, + its set-up)", "finish",
+             "make_hits", "make_hits without hits read"]
+    best = dict.fromkeys(names, float("inf"))
+    pc = time.perf_counter_ns
+    for r in range(2 * rounds):
+        warm = r % 2 == 0
+        acc = dict.fromkeys(names, 0)
+        n = 0
+        for q in queries:
+            t0 = pc()
+            parsed = e.parse(q)
+            t1 = pc()
+            terms = e._postings(parsed, _far())
+            t2 = pc()
+            maker = e._snippets(parsed, terms, _far())
+            t3 = pc()
+            spec = maker.texts_args(e._chunk_texts, e._hit_buffers() if warm else None)
+            ranked, made = e.scorer.rank_texts(terms, 10, e._blocked_chunks, e._scratch(), _far(), spec)
+            t4 = pc()
+            if made is None:  # (no texts made in the call: a one-term or numpy path)
+                continue
+            texts = maker.finish(made)
+            t5 = pc()
+            _, _, offsets, fields, pieces = e._hit_buffers()
+            kernels.make_hits(Hit, [c for c, _ in ranked], [s for _, s in ranked], e._chunk_doc,
+                              e._chunk_ordinal, offsets, fields, pieces, *texts)
+            t6 = pc()
+            n += 1
+            for name, a, b in zip(names[:5], (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5), strict=True):
+                acc[name] += b - a
+            acc["make_hits" if warm else "make_hits without hits read"] += t6 - t5
+        # the other stages from the passes that run as the engine does (hits read)
+        for name in names[:6] if warm else names[6:]:
+            best[name] = min(best[name], acc[name] / max(n, 1))
+    print(f"stages: a complete search's stages in turn, {len(queries)} queries, µs per query "
+          f"(mean), best of {rounds} passes")
+    for name in names:
+        print(f"  {name:<34} {best[name] / 1e3:8.1f}")
+    held = sum(best[x] for x in ("parse", "postings", "snippet maker", "finish", "make_hits"))
+    print(f"  GIL held (all but the ranking)     {held / 1e3:8.1f}")
+
+
 def one_term_probe(e: Any) -> None:
     scorer = e.scorer
     default = scorer.single_term_postings
@@ -453,6 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads_probe(e, queries, args.seconds)
         if "snippets" in probes:
             snippets_probe(e, queries)
+        if "stages" in probes:
+            stages_probe(e, queries)
     return 0
 
 
