@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import QueryTimeoutError
 from .scoring import IDF_FLOOR, native_kernels
@@ -127,6 +127,8 @@ class SnippetMaker:
         deadline passed."""
         if got is None:
             raise QueryTimeoutError("query ran past its time limit")
+        if len(got) == len(texts) and None not in got:  # the usual case: the kernel made them all
+            return cast("list[str]", got)
         return [self(text) if snippet is None else snippet for text, snippet in zip(texts, got, strict=True)]
 
     def __call__(self, text: str) -> str:
