@@ -167,3 +167,25 @@ def test_real_chunks_give_the_same_snippets(sample_index: Path, cran_index: Path
                       "Google Microsoft Sony", "price €", "Москва", "東京"]
     assert _compare_searches(sample_index, sample_queries, monkeypatch) >= 100
     assert _compare_searches(cran_index, cranfield_queries()[:60], monkeypatch) >= 600
+
+
+def test_the_engines_kept_stems_make_the_makers_snippet_plan(sample_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engine._snippets keeps each (term, spelling)'s (stem, weight): the plan it makes, from
+    fresh pairs and from kept ones, and after the kept dict starts over at its bound, is the
+    one SnippetMaker makes from the (term, spelling, IDF) triples."""
+    from drsearch.index import engine as engine_module
+    from drsearch.index.scoring import bm25_idf
+
+    queries = ["Stadia launch price", "STADIA Launches prices", "the of a and", "Москва price", "東京 2019"]
+    monkeypatch.setattr(engine_module, "_SNIPPET_STEMS_MAX", 4)  # starts over within these queries
+    with Engine.open(sample_index) as e:
+        for _ in range(2):  # fresh pairs, then kept ones
+            for q in queries:
+                parsed = e.parse(q)
+                terms = e._postings(parsed, time.monotonic() + 60)
+                want = SnippetMaker([(qt.term, qt.surface, bm25_idf(e.scorer.n_rows, t.df))
+                                     for qt, t in zip(parsed.terms, terms, strict=True) if t is not None])
+                got = e._snippets(parsed, terms, time.monotonic() + 60)
+                assert (got._stems, got._stem_weights, got._weights) == (
+                    want._stems, want._stem_weights, want._weights), q
+                assert len(e._snippet_stems) <= 4
