@@ -885,6 +885,30 @@ def _smaps() -> dict[str, int]:
     return out
 
 
+# What getrusage(RUSAGE_SELF) says of a serving process over the timed window (every thread
+# of it): CPU seconds, voluntary context switches (a thread that sleeps: in the threads mode
+# mostly a wait for the GIL), involuntary ones (preempted), minor page faults.
+_RUSAGE_FIELDS = (("user_s", "ru_utime"), ("sys_s", "ru_stime"), ("waits", "ru_nvcsw"),
+                  ("preempted", "ru_nivcsw"), ("faults", "ru_minflt"))
+
+
+def _rusage_delta(a: Any, b: Any) -> dict[str, float]:
+    return {name: float(getattr(b, f) - getattr(a, f)) for name, f in _RUSAGE_FIELDS}
+
+
+def per_query_costs(results: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The serving processes' rusage over their timed windows, per query served: CPU µs
+    (user, system, both), voluntary and involuntary context switches, minor faults. Where the
+    threads mode's q/s falls short of one thread's times T, this says whether the threads
+    spent more CPU per query (shared cache lines, hand-offs) or waited (for the GIL)."""
+    total = sum(r["queries"] for r in results)
+    got = {name: sum(r["rusage"][name] for r in results) / max(total, 1) for name, _ in _RUSAGE_FIELDS}
+    return {"user_us_per_query": got["user_s"] * 1e6, "sys_us_per_query": got["sys_s"] * 1e6,
+            "cpu_us_per_query": (got["user_s"] + got["sys_s"]) * 1e6,
+            "waits_per_query": got["waits"], "preempted_per_query": got["preempted"],
+            "faults_per_query": got["faults"]}
+
+
 def _burn(_: str) -> int:
     """Pure-Python CPU work of about one query's size: the machine's own scaling ceiling."""
     x = 0
@@ -944,6 +968,7 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
             state["smaps"] = _smaps()
             barrier.wait()
             state["t0"], state["c0"] = time.perf_counter(), time.process_time()
+            state["ru0"] = resource.getrusage(resource.RUSAGE_SELF)
         local.wait()
         t0, n, i = state["t0"], 0, j * len(queries) // threads
         while time.perf_counter() - t0 < duration:
@@ -958,6 +983,7 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
         t.join()
     out.put({"queries": sum(counts), "seconds": max(ends) - state["t0"],
              "cpu_seconds": time.process_time() - state["c0"], "smaps": state["smaps"],
+             "rusage": _rusage_delta(state["ru0"], resource.getrusage(resource.RUSAGE_SELF)),
              "scorer": scorer})
 
 
@@ -993,7 +1019,8 @@ def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str]
     # a core another job holds, use none).
     cores = sum(r["cpu_seconds"] for r in results) / max(r["seconds"] for r in results)
     return {"procs": procs, "threads": threads, "qps": qps, "cpu_qps": cpu_qps, "scorer": want,
-            "cores_busy": cores, "queries": total, "private_bytes": private,
+            "cores_busy": cores, "queries": total, **per_query_costs(results),
+            "private_bytes": private,
             "anonymous_bytes": [r["smaps"].get("Anonymous", 0) for r in results],
             "rss_bytes": [r["smaps"].get("Rss", 0) for r in results],
             "pss_bytes": [r["smaps"].get("Pss", 0) for r in results]}
@@ -1196,6 +1223,9 @@ def report(r: dict[str, Any]) -> str:
                      f" cores busy: {busy or '?'})")
         lines.append(f"q/s per core: 1 thread {t1['qps']:.0f}, {n} threads "
                      f"{tt['qps'] / n:.0f}, 2 procs {t2['qps'] / 2:.0f}")
+    costs = cost_line(tp["ours"])
+    if costs:
+        lines.append(costs)
     for cls, agree in _in_class_order(r.get("fts5_by_class", {"normal": r["fts5"]})).items():
         need = _fts5_need(agree["queries"])
         lines.append(
@@ -1227,6 +1257,49 @@ def report(r: dict[str, Any]) -> str:
         f"{_fmt_bytes(max(t2['private_bytes']))}; RSS "
         f"{_fmt_bytes(max(t2['rss_bytes']))}, mostly the shared mmap of the file)",
     ]
+    return "\n".join(lines)
+
+
+_MODE_LABELS = (("1", "1 thread"), ("threads", "T threads"), ("2", "2 procs"))
+
+
+def _cost(mode: dict[str, Any], one: dict[str, Any]) -> str | None:
+    """A mode's CPU µs per query (and its change from one thread's) and voluntary context
+    switches per query; None for a run recorded before they were (no rusage)."""
+    if "cpu_us_per_query" not in mode or "cpu_us_per_query" not in one:
+        return None
+    cpu = mode["cpu_us_per_query"]
+    delta = "" if mode is one else f" ({cpu / one['cpu_us_per_query'] - 1:+.0%})"
+    return f"{cpu:.0f}{delta} / {mode['waits_per_query']:.2f}"
+
+
+def cost_line(ours: dict[str, Any]) -> str | None:
+    """The report's line of per-query costs by mode (``per_query_costs``), or None."""
+    cells = []
+    for m, label in _MODE_LABELS:
+        got = _cost(ours[m], ours["1"]) if m in ours else None
+        if got is not None:
+            cells.append(f"{label.replace('T', str(ours[m].get('threads', 'T')))} {got}")
+    if not cells:
+        return None
+    return ("CPU µs per query (user + system, change from one thread) / voluntary context switches "
+            "per query (threads: mostly waits for the GIL): " + ", ".join(cells))
+
+
+def cost_table(runs: Sequence[dict[str, Any]]) -> str:
+    """Per configuration, each throughput mode's CPU µs per query (user + system, its change
+    from one thread's) / voluntary context switches per query: where a mode's q/s falls short
+    of one thread's times its cores, whether it spent more CPU a query or waited. Runs
+    recorded before these were measured show '-'."""
+    w = 22
+    lines = ["CPU µs per query (change from 1 thread) / voluntary context switches per query "
+             "(threads: mostly waits for the GIL)",
+             f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
+    for r in runs:
+        ours = r["throughput"]["ours"]
+        cells = [(_cost(ours[m], ours["1"]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
+        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
+                     + "".join(f"{c:>{w}}" for c in cells))
     return "\n".join(lines)
 
 
@@ -1548,17 +1621,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"pisa skipped: {pisa_missing}")
             engines.discard("pisa")
             skipped["pisa"] = pisa_missing
-    runs = []
+    runs: list[dict[str, Any]] = []
+    planned = len(docs_list) * len(vocabs)
     for docs in docs_list:
         for name in vocabs:
             vocab = corpus_gen.Vocabulary(name, args.entity_types, args.entity_rate)
             log(f"configuration {docs:,} docs, vocabulary {name}")
             runs.append(run_config(args, docs, vocab, engines, source, skipped, log))
             print(report(runs[-1]) + "\n", flush=True)
+            if args.json:  # after every configuration: a run cut short keeps what it measured
+                write_results(args.json, runs, planned)
     print(scale_table(runs))
-    if args.json:
-        args.json.write_text(json.dumps({"runs": runs}, indent=2, sort_keys=True) + "\n")
+    print("\n" + cost_table(runs))
     return 0
+
+
+def write_results(path: Path, runs: Sequence[dict[str, Any]], planned: int) -> None:
+    """``{"runs": [...], "configurations": planned}``, replaced whole (a reader never sees
+    half a file): written after each configuration, so that a run stopped part way (the
+    machine taken back, a 2-hour run cut off) keeps the configurations it finished, and says
+    how many of the planned ones those are."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"runs": list(runs), "configurations": planned}, indent=2,
+                              sort_keys=True) + "\n")
+    os.replace(tmp, path)
 
 
 def _source_state() -> dict[str, str]:

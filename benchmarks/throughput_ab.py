@@ -45,7 +45,8 @@ _RUN = (
     "queries = json.loads(Path(sys.argv[2]).read_text())\n"
     "r = search_bench.throughput('ours', Path(sys.argv[3]), {}, queries, int(sys.argv[4]),\n"
     "                            float(sys.argv[5]), int(sys.argv[6]))\n"
-    "print(json.dumps({'qps': r['qps'], 'cores_busy': r['cores_busy'], 'scorer': r['scorer']}))\n"
+    "print(json.dumps({key: r[key] for key in ('qps', 'cores_busy', 'scorer', 'cpu_us_per_query',\n"
+    "                                         'waits_per_query')}))\n"
 )
 
 
@@ -95,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         for t, m in jobs[r % len(jobs):] + jobs[:r % len(jobs)]:
             got = run_once(trees[t], args.index, args.queries, *modes[m], args.seconds)
             runs[t][m].append(got)
-            print(f"round {r + 1}: {t:<6} {m:<10} {got['qps']:8.0f} q/s (cores busy {got['cores_busy']:.2f})",
-                  flush=True)
+            print(f"round {r + 1}: {t:<6} {m:<10} {got['qps']:8.0f} q/s (cores busy {got['cores_busy']:.2f}, "
+                  f"CPU {got['cpu_us_per_query']:.0f} µs a query, {got['waits_per_query']:.2f} "
+                  "voluntary switches a query)", flush=True)
     print(f"\n{args.rounds} rounds of {args.seconds:g} s; q/s median (best); ratios to one thread "
           "median/median (best/best)")
     summary: dict[str, dict[str, Any]] = {}
@@ -112,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                          f"({max(v) / max(one):.3f}x)")
             cells.append(cell)
         print(f"  {t:<6} {trees[t]}: " + "; ".join(cells))
+    print("  CPU µs a query, median (threads: more than one thread's = CPU lost to sharing; "
+          "switches = mostly GIL waits): " + "; ".join(
+              f"{t} {m} {statistics.median(x['cpu_us_per_query'] for x in runs[t][m]):.0f} / "
+              f"{statistics.median(x['waits_per_query'] for x in runs[t][m]):.2f}"
+              for t in trees for m in modes))
     print("  after / before, median: " + "; ".join(
         f"{m} {summary['after'][m]['median'] / summary['before'][m]['median']:.3f}" for m in modes))
     if args.json:

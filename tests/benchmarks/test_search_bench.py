@@ -103,6 +103,47 @@ def test_threads_share_one_engine_and_every_thread_serves(sample_index: Path) ->
     ctl = sb.throughput("burn_nogil", sample_index, {}, queries, 1, 0.2, threads=2)
     assert ctl["threads"] == 2 and ctl["queries"] > 0
     assert two["scorer"] == sb._scorer_kind("ours", str(sample_index)) and ctl["scorer"] is None
+    # what the timed window cost, per query: the process's CPU (every thread's), its switches
+    assert two["cpu_us_per_query"] == pytest.approx(two["user_us_per_query"] + two["sys_us_per_query"])
+    window_cpu_s = two["cpu_us_per_query"] * two["queries"] / 1e6
+    assert 0 < window_cpu_s <= 2 * 0.3 * 2  # two threads' CPU over a ~0.3 s window, with slack
+    assert min(two[f"{k}_per_query"] for k in ("waits", "preempted", "faults")) >= 0
+
+
+def test_per_query_costs_sum_the_processes_and_divide_by_every_query() -> None:
+    def proc(queries: int, user: float, sys_s: float, waits: int) -> dict[str, Any]:
+        return {"queries": queries, "rusage": {"user_s": user, "sys_s": sys_s, "waits": waits,
+                                               "preempted": 1, "faults": 4}}
+    got = sb.per_query_costs([proc(100, 0.05, 0.01, 30), proc(300, 0.15, 0.03, 10)])
+    assert got["user_us_per_query"] == pytest.approx(500.0)
+    assert got["sys_us_per_query"] == pytest.approx(100.0)
+    assert got["cpu_us_per_query"] == pytest.approx(600.0)
+    assert (got["waits_per_query"], got["preempted_per_query"], got["faults_per_query"]) == \
+        (pytest.approx(0.1), pytest.approx(0.005), pytest.approx(0.02))
+
+
+def test_the_cost_table_gives_each_mode_its_cpu_change_and_waits_and_dashes_for_old_runs() -> None:
+    run = _run(1000, "normal", {"normal": _lat((0.9, 1.4), None, 1.6, None)},
+               {"normal": (300, 300)}, {"1": 100.0, "threads": 190.0, "2": 196.0})
+    for m, cpu, waits in (("1", 500.0, 0.0), ("threads", 540.0, 0.19), ("2", 505.0, 0.01)):
+        run["throughput"]["ours"][m].update(cpu_us_per_query=cpu, waits_per_query=waits)
+    old = _run(4000, "large", {"normal": _lat((0.9, 1.4), None, 1.6, None)},
+               {"normal": (300, 300)}, {"1": 100.0, "threads": 190.0, "2": 196.0})
+    rows = [r for r in _rows(sb.cost_table([run, old])) if r and r[0].replace(",", "").isdigit()]
+    assert rows[0] == ["1,000", "normal", "500", "/", "0.00", "540", "(+8%)", "/", "0.19",
+                       "505", "(+1%)", "/", "0.01"]
+    assert rows[1] == ["4,000", "large", "-", "-", "-"]
+    line = sb.cost_line(run["throughput"]["ours"])
+    assert line is not None and "1 thread 500 / 0.00, 2 threads 540 (+8%) / 0.19, 2 procs 505 (+1%)" in line
+    assert sb.cost_line(old["throughput"]["ours"]) is None
+
+
+def test_results_are_written_whole_after_each_configuration(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    out.write_text("{}")
+    sb.write_results(out, [{"corpus": {"documents": 1}}], 4)
+    assert json.loads(out.read_text()) == {"configurations": 4, "runs": [{"corpus": {"documents": 1}}]}
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left
 
 
 def test_a_serving_process_that_ranks_otherwise_stops_the_run(sample_index: Path,
