@@ -939,6 +939,35 @@ def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> tuple[Callable[
     return {"burn": _burn, "burn_nogil": _burn_nogil}[kind], None
 
 
+def _gil_stats_fn(kind: str) -> Callable[[], tuple[float, float, int]] | None:
+    """ours: the C kernel's per-thread GIL account (``_kernels.gil_stats``: seconds without the
+    GIL, seconds waiting to take it back, releases); None for the other kinds, or where the
+    engine ranks without the kernel."""
+    if kind != "ours":
+        return None
+    from drsearch.index import scoring
+
+    kernels = scoring._kernels
+    return None if kernels is None else kernels.gil_stats  # type: ignore[no-any-return]
+
+
+def gil_account(results: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+    """The serving threads' time per query, split by the kernel's GIL account: the GIL-free
+    work, the waits to take the GIL back, and the rest — the GIL held (Python, the kernel's
+    GIL-held parts, and any wait for the GIL outside the kernel). The held part is the serial
+    part: two threads cannot both be in it. None without the account (not ours, no kernel)."""
+    if any(r.get("gil") is None for r in results):
+        return None
+    queries = max(sum(r["queries"] for r in results), 1)
+    free = sum(r["gil"][0] for r in results)
+    wait = sum(r["gil"][1] for r in results)
+    releases = sum(r["gil"][2] for r in results)
+    held = sum(r["thread_seconds"] for r in results) - free - wait
+    return {"gil_held_us_per_query": held / queries * 1e6, "nogil_us_per_query": free / queries * 1e6,
+            "gil_wait_us_per_query": wait / queries * 1e6, "gil_releases_per_query": releases / queries,
+            "gil_held_share": held / max(held + free + wait, 1e-12)}
+
+
 def _scorer_kind(kind: str, index: str) -> str | None:
     """The scorer ours ranks with in this process (``Scorer.kind``: the C kernel or numpy);
     None for the other kinds."""
@@ -956,9 +985,11 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
     answers every query once; then all threads answer as many as they can in ``duration``
     (each thread starting at its own offset in the query list)."""
     fn, scorer = _serving_fn(kind, index, extra)
+    gil = _gil_stats_fn(kind)
     local = threading.Barrier(threads)
     state: dict[str, Any] = {}
     counts, ends = [0] * threads, [0.0] * threads
+    gil_used = [(0.0, 0.0, 0)] * threads
 
     def work(j: int) -> None:
         for q in queries:
@@ -970,11 +1001,15 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
             state["t0"], state["c0"] = time.perf_counter(), time.process_time()
             state["ru0"] = resource.getrusage(resource.RUSAGE_SELF)
         local.wait()
+        g0 = gil() if gil else (0.0, 0.0, 0)
         t0, n, i = state["t0"], 0, j * len(queries) // threads
         while time.perf_counter() - t0 < duration:
             fn(queries[(i + n) % len(queries)])
             n += 1
         counts[j], ends[j] = n, time.perf_counter()
+        if gil:
+            g1 = gil()
+            gil_used[j] = (g1[0] - g0[0], g1[1] - g0[1], g1[2] - g0[2])
 
     pool = [threading.Thread(target=work, args=(j,)) for j in range(threads)]
     for t in pool:
@@ -984,6 +1019,9 @@ def _serve(kind: str, index: str, extra: dict[str, Any], queries: list[str], dur
     out.put({"queries": sum(counts), "seconds": max(ends) - state["t0"],
              "cpu_seconds": time.process_time() - state["c0"], "smaps": state["smaps"],
              "rusage": _rusage_delta(state["ru0"], resource.getrusage(resource.RUSAGE_SELF)),
+             # each thread's time in the window, and the kernel's GIL account of it (ours)
+             "thread_seconds": sum(e - state["t0"] for e in ends),
+             "gil": [sum(g[x] for g in gil_used) for x in range(3)] if gil else None,
              "scorer": scorer})
 
 
@@ -1020,6 +1058,7 @@ def throughput(kind: str, index: Path, extra: dict[str, Any], queries: list[str]
     cores = sum(r["cpu_seconds"] for r in results) / max(r["seconds"] for r in results)
     return {"procs": procs, "threads": threads, "qps": qps, "cpu_qps": cpu_qps, "scorer": want,
             "cores_busy": cores, "queries": total, **per_query_costs(results),
+            **(gil_account(results) or {}),
             "private_bytes": private,
             "anonymous_bytes": [r["smaps"].get("Anonymous", 0) for r in results],
             "rss_bytes": [r["smaps"].get("Rss", 0) for r in results],
@@ -1282,8 +1321,21 @@ def cost_line(ours: dict[str, Any]) -> str | None:
             cells.append(f"{label.replace('T', str(ours[m].get('threads', 'T')))} {got}")
     if not cells:
         return None
-    return ("CPU µs per query (user + system, change from one thread) / voluntary context switches "
+    line = ("CPU µs per query (user + system, change from one thread) / voluntary context switches "
             "per query (threads: mostly waits for the GIL): " + ", ".join(cells))
+    gil = [f"{label.replace('T', str(ours[m].get('threads', 'T')))} {_gil_cell(ours[m])}"
+           for m, label in _MODE_LABELS if m in ours and _gil_cell(ours[m])]
+    if gil:
+        line += ("\nthe kernel's GIL account, µs per query: held (share of a thread's time) / "
+                 "without it in the kernel / waiting to take it back: " + ", ".join(gil))
+    return line
+
+
+def _gil_cell(mode: dict[str, Any]) -> str | None:
+    if "gil_held_us_per_query" not in mode:
+        return None
+    return (f"{mode['gil_held_us_per_query']:.0f} ({mode['gil_held_share']:.0%}) / "
+            f"{mode['nogil_us_per_query']:.0f} / {mode['gil_wait_us_per_query']:.1f}")
 
 
 def cost_table(runs: Sequence[dict[str, Any]]) -> str:
@@ -1298,6 +1350,15 @@ def cost_table(runs: Sequence[dict[str, Any]]) -> str:
     for r in runs:
         ours = r["throughput"]["ours"]
         cells = [(_cost(ours[m], ours["1"]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
+        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
+                     + "".join(f"{c:>{w}}" for c in cells))
+    w = 26
+    lines += ["", "the kernel's GIL account, µs per query: held (share of a thread's time: the serial "
+              "part) / without the GIL in the kernel / waiting to take it back",
+              f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
+    for r in runs:
+        ours = r["throughput"]["ours"]
+        cells = [(_gil_cell(ours[m]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
         lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
                      + "".join(f"{c:>{w}}" for c in cells))
     return "\n".join(lines)

@@ -108,6 +108,13 @@ def test_threads_share_one_engine_and_every_thread_serves(sample_index: Path) ->
     window_cpu_s = two["cpu_us_per_query"] * two["queries"] / 1e6
     assert 0 < window_cpu_s <= 2 * 0.3 * 2  # two threads' CPU over a ~0.3 s window, with slack
     assert min(two[f"{k}_per_query"] for k in ("waits", "preempted", "faults")) >= 0
+    # the kernel's GIL account: a complete search lets the GIL go about once; the rest of a
+    # thread's time is the GIL held (not for the loops, which are not ours)
+    if two["scorer"].startswith("c"):
+        assert two["gil_releases_per_query"] > 0.5 and two["nogil_us_per_query"] > 0
+        assert 0 < two["gil_held_share"] < 1 and two["gil_held_us_per_query"] > 0
+        assert two["gil_wait_us_per_query"] >= 0
+    assert "gil_held_share" not in ctl
 
 
 def test_per_query_costs_sum_the_processes_and_divide_by_every_query() -> None:
@@ -127,15 +134,34 @@ def test_the_cost_table_gives_each_mode_its_cpu_change_and_waits_and_dashes_for_
                {"normal": (300, 300)}, {"1": 100.0, "threads": 190.0, "2": 196.0})
     for m, cpu, waits in (("1", 500.0, 0.0), ("threads", 540.0, 0.19), ("2", 505.0, 0.01)):
         run["throughput"]["ours"][m].update(cpu_us_per_query=cpu, waits_per_query=waits)
+    run["throughput"]["ours"]["threads"].update(gil_held_us_per_query=100.0, gil_held_share=0.18,
+                                                nogil_us_per_query=430.0, gil_wait_us_per_query=22.5)
     old = _run(4000, "large", {"normal": _lat((0.9, 1.4), None, 1.6, None)},
                {"normal": (300, 300)}, {"1": 100.0, "threads": 190.0, "2": 196.0})
     rows = [r for r in _rows(sb.cost_table([run, old])) if r and r[0].replace(",", "").isdigit()]
     assert rows[0] == ["1,000", "normal", "500", "/", "0.00", "540", "(+8%)", "/", "0.19",
                        "505", "(+1%)", "/", "0.01"]
     assert rows[1] == ["4,000", "large", "-", "-", "-"]
+    # the GIL account's table: only the mode that has one gets cells
+    assert rows[2] == ["1,000", "normal", "-", "100", "(18%)", "/", "430", "/", "22.5", "-"]
+    assert rows[3] == ["4,000", "large", "-", "-", "-"]
     line = sb.cost_line(run["throughput"]["ours"])
     assert line is not None and "1 thread 500 / 0.00, 2 threads 540 (+8%) / 0.19, 2 procs 505 (+1%)" in line
+    assert "waiting to take it back: 2 threads 100 (18%) / 430 / 22.5" in line
     assert sb.cost_line(old["throughput"]["ours"]) is None
+
+
+def test_the_gil_account_splits_each_threads_time_per_query() -> None:
+    def proc(queries: int, seconds: float, free: float, wait: float, releases: int) -> dict[str, Any]:
+        return {"queries": queries, "thread_seconds": seconds, "gil": [free, wait, releases]}
+    got = sb.gil_account([proc(1000, 1.0, 0.7, 0.05, 950), proc(1000, 1.0, 0.75, 0.0, 1000)])
+    assert got is not None
+    assert got["gil_held_us_per_query"] == pytest.approx(250.0)  # (2 s - 1.45 - 0.05) / 2000
+    assert got["nogil_us_per_query"] == pytest.approx(725.0)
+    assert got["gil_wait_us_per_query"] == pytest.approx(25.0)
+    assert got["gil_releases_per_query"] == pytest.approx(0.975)
+    assert got["gil_held_share"] == pytest.approx(0.25)
+    assert sb.gil_account([{"queries": 1, "thread_seconds": 1.0, "gil": None}]) is None
 
 
 def test_results_are_written_whole_after_each_configuration(tmp_path: Path) -> None:

@@ -131,6 +131,52 @@ now_s(void)
 #define HAVE_CLOCK 0
 #endif
 
+/* The GIL's account of this thread (gil_stats): how long the kernel worked without the GIL,
+   how long it then waited to take it back (another thread held it), and how many times it
+   let it go. A complete search lets the GIL go about once, so on a thread serving searches
+   the rest of its time is the GIL held: the serial part that bounds how threads scale (the
+   benchmark's threads mode), measured where it happens rather than inferred from q/s on a
+   machine whose speed drifts. Thread-local: two threads never write the same line. */
+#if defined(_MSC_VER)
+#define THREAD_LOCAL __declspec(thread)
+#else
+#define THREAD_LOCAL _Thread_local
+#endif
+static THREAD_LOCAL int64_t gil_free_ns, gil_wait_ns, gil_releases;
+
+static inline int64_t
+gil_clock_ns(void)
+{
+#if HAVE_CLOCK
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+#else
+    return 0;
+#endif
+}
+
+/* Py_BEGIN/END_ALLOW_THREADS, accounted: the work between them, then the wait in taking the
+   GIL back (three clock reads, ~60 ns a release). */
+#define NOGIL_BEGIN                                                                              \
+    {                                                                                            \
+        const int64_t gil_t0_ = gil_clock_ns();                                                  \
+        int64_t gil_t1_;                                                                         \
+        Py_BEGIN_ALLOW_THREADS
+#define NOGIL_END                                                                                \
+        gil_t1_ = gil_clock_ns();                                                                \
+        Py_END_ALLOW_THREADS                                                                     \
+        gil_account(gil_t0_, gil_t1_);                                                           \
+    }
+
+static inline void
+gil_account(int64_t t0, int64_t t1)
+{
+    gil_free_ns += t1 - t0;
+    gil_wait_ns += gil_clock_ns() - t1;
+    gil_releases++;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Selection: each document's best chunk, and a size-k heap of the best documents.
  * ------------------------------------------------------------------------------------------ */
@@ -1205,7 +1251,7 @@ query_run(Query *q)
     for (Py_ssize_t t = 0; t < q->n_terms; t++)
         total += q->L[t].len;
     if (total >= NOGIL_MIN_POSTINGS || q->texts || q->rescore) {
-        Py_BEGIN_ALLOW_THREADS
+        NOGIL_BEGIN
         if (q->prune)
             rank_core_prune(q, &o);
         else
@@ -1219,7 +1265,7 @@ query_run(Query *q)
                 texts_run_work(q->texts, (const int64_t *)q->out_ids.buf, o.n_out);
             }
         }
-        Py_END_ALLOW_THREADS
+        NOGIL_END
     } else if (q->prune) {
         rank_core_prune(q, &o);
     } else {
@@ -1778,12 +1824,16 @@ rescore(PyObject *self, PyObject *args)
        every list where it lies in the file's pages: cache misses, ~16 us for a dozen
        candidates and seven terms), kept where the work is a few hundred nanoseconds (a
        hand-off would cost more). */
+    const int64_t gil_t0 = gil_clock_ns();
     PyThreadState *save = texts || n * r.n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
     rescore_run(&r, cand, n);
     if (texts && !r.nomem)
         rescore_texts(&r, texts);
-    if (save)
+    if (save) {
+        const int64_t gil_t1 = gil_clock_ns();
         PyEval_RestoreThread(save);
+        gil_account(gil_t0, gil_t1);
+    }
     out = rescore_result(&r);
     if (out && texts) {
         PyObject *made = texts_run_made(texts);
@@ -1951,11 +2001,11 @@ read_blobs(PyObject *self, PyObject *args)
     PageError why = NULL;
     Py_ssize_t i = 0;
     if (bytes >= NOGIL_MIN_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
+        NOGIL_BEGIN
         for (; i < n && !why; i++)
             why = db_read_blob(&db, (uint32_t)root, ids[i], (int)column, (uint64_t)bufs[i].len,
                                bufs[i].buf);
-        Py_END_ALLOW_THREADS
+        NOGIL_END
     } else {
         for (; i < n && !why; i++)
             why = db_read_blob(&db, (uint32_t)root, ids[i], (int)column, (uint64_t)bufs[i].len,
@@ -2099,9 +2149,9 @@ read_texts(PyObject *self, PyObject *args)
     PageError why;
     Py_ssize_t failed = -1;
     if (spilled >= NOGIL_MIN_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
+        NOGIL_BEGIN
         why = text_sources(&db, vals, n, bytes, src, &failed);
-        Py_END_ALLOW_THREADS
+        NOGIL_END
     } else {
         why = text_sources(&db, vals, n, bytes, src, &failed);
     }
@@ -2929,9 +2979,9 @@ snippets(PyObject *self, PyObject *args)
                         PyUnicode_GET_LENGTH(held[t]), stems, &buckets, width, deadline,        \
                         weight, pos, &spans[t]) < 0;
     if (total >= 16384) {
-        Py_BEGIN_ALLOW_THREADS
+        NOGIL_BEGIN
         SNIP_LOOP
-        Py_END_ALLOW_THREADS
+        NOGIL_END
     } else {
         SNIP_LOOP
     }
@@ -3473,9 +3523,9 @@ texts_snippets(PyObject *self, PyObject *args)
     }
     texts_run_find(r, n); /* with the GIL: cheap, and how many bytes follow */
     if (!r->why_find && r->total >= 16384) {
-        Py_BEGIN_ALLOW_THREADS
+        NOGIL_BEGIN
         text_work(&r->w);
-        Py_END_ALLOW_THREADS
+        NOGIL_END
     } else if (!r->why_find) {
         text_work(&r->w);
     }
@@ -3771,7 +3821,24 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(gil_stats_doc,
+"gil_stats() -> (free_seconds, wait_seconds, releases)\n\n"
+"This thread's account of the GIL in the kernel since the thread started: the seconds its\n"
+"calls worked without the GIL, the seconds they then waited to take it back (another thread\n"
+"held it), and how many times they let it go. Callers take differences. Without a monotonic\n"
+"clock the seconds stay 0.0.");
+
+static PyObject *
+gil_stats(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return Py_BuildValue("(ddL)", 1e-9 * (double)gil_free_ns, 1e-9 * (double)gil_wait_ns,
+                         (long long)gil_releases);
+}
+
 static PyMethodDef methods[] = {
+    {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
     {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
     {"word_count", word_count, METH_VARARGS, word_count_doc},
     {"join_words", join_words, METH_VARARGS, join_words_doc},
@@ -3807,9 +3874,10 @@ static struct PyModuleDef module = {
    rescore, the exact rescoring beside clamped terms); 9 = the `texts` argument of rank_blocks,
    rank_maxscore and rescore (the texts and snippets made in the ranking's call); 10 = their
    `rescore` argument (the rescoring beside clamped terms in the ranking's call); 11 = the
-   `texts` argument's optional `hits` (make_hits' buffers, read in the ranking's call).
+   `texts` argument's optional `hits` (make_hits' buffers, read in the ranking's call); 12 =
+   gil_stats (each thread's time without the GIL, and waiting to take it back).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 11
+#define KERNELS_ABI 12
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

@@ -51,11 +51,13 @@ from .schema import BLOCK_POSTINGS, block_count
 # and snippets in one call without the GIL), make_hits' texts and snippets, and rescore (the
 # exact rescoring beside clamped terms), 9 = the ranking kernels' and rescore's `texts` (a
 # complete search's chunk texts and snippets made in the call that ranks them), 10 = their
-# `rescore` (the rescoring beside clamped terms in the ranking's call). A kernel built
+# `rescore` (the rescoring beside clamped terms in the ranking's call), 11 = their `texts`'
+# optional `hits` (make_hits' buffers), 12 = gil_stats (a thread's time without the GIL and
+# waiting to take it back: the benchmark's account of the serial part). A kernel built
 # from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 11
+KERNEL_ABI = 12
 
 
 def kernel_problem(module: object) -> str | None:
