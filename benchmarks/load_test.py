@@ -224,6 +224,9 @@ async def killer(run: Run, start: float, at: float, deadline: float, server_pid:
         return
     victim = max(live)
     before = set(live)
+    # A replacement is a worker alive at none of these: a worker that was up but had not yet
+    # answered (seen holds only pids that answered) is not the one uvicorn started after it.
+    known = seen | before
     os.kill(victim, signal.SIGKILL)
     t_kill = time.perf_counter()
     killed_at = t_kill - start
@@ -237,7 +240,7 @@ async def killer(run: Run, start: float, at: float, deadline: float, server_pid:
             if new:
                 run.kill["replacement_pid"] = new[0]
                 run.kill["replacement_started_after_s"] = round(now - killed_at, 3)
-        fresh = [r for r in run.records if r.worker and r.worker not in seen and r.t >= killed_at]
+        fresh = [r for r in run.records if r.worker and r.worker not in known and r.t >= killed_at]
         if fresh:
             run.kill.setdefault("replacement_pid", fresh[0].worker)
             run.kill["replacement_answered_after_s"] = round(fresh[0].t - killed_at, 3)
@@ -250,7 +253,7 @@ async def killer(run: Run, start: float, at: float, deadline: float, server_pid:
                 status, worker = 0, 0
             finally:
                 conn.close()
-            if status == 200 and worker and worker not in seen and worker != victim:
+            if status == 200 and worker and worker not in known:
                 run.kill.setdefault("replacement_pid", worker)
                 run.kill["replacement_answered_after_s"] = round(time.perf_counter() - t_kill, 3)
                 run.kill["answered_first_to"] = "probe after the load"
