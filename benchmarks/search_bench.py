@@ -1314,17 +1314,16 @@ def _cost(mode: dict[str, Any], one: dict[str, Any]) -> str | None:
 
 def cost_line(ours: dict[str, Any]) -> str | None:
     """The report's line of per-query costs by mode (``per_query_costs``), or None."""
-    cells = []
-    for m, label in _MODE_LABELS:
-        got = _cost(ours[m], ours["1"]) if m in ours else None
-        if got is not None:
-            cells.append(f"{label.replace('T', str(ours[m].get('threads', 'T')))} {got}")
-    if not cells:
+    def cells(cell: Callable[[dict[str, Any]], str | None]) -> list[str]:
+        return [f"{label.replace('T', str(ours[m].get('threads', 'T')))} {got}"
+                for m, label in _MODE_LABELS if m in ours and (got := cell(ours[m])) is not None]
+
+    costs = cells(lambda mode: _cost(mode, ours["1"]))
+    if not costs:
         return None
     line = ("CPU µs per query (user + system, change from one thread) / voluntary context switches "
-            "per query (threads: mostly waits for the GIL): " + ", ".join(cells))
-    gil = [f"{label.replace('T', str(ours[m].get('threads', 'T')))} {_gil_cell(ours[m])}"
-           for m, label in _MODE_LABELS if m in ours and _gil_cell(ours[m])]
+            "per query (threads: mostly waits for the GIL): " + ", ".join(costs))
+    gil = cells(_gil_cell)
     if gil:
         line += ("\nthe kernel's GIL account, µs per query: held (share of a thread's time) / "
                  "without it in the kernel / waiting to take it back: " + ", ".join(gil))
@@ -1343,25 +1342,22 @@ def cost_table(runs: Sequence[dict[str, Any]]) -> str:
     from one thread's) / voluntary context switches per query: where a mode's q/s falls short
     of one thread's times its cores, whether it spent more CPU a query or waited. Runs
     recorded before these were measured show '-'."""
-    w = 22
-    lines = ["CPU µs per query (change from 1 thread) / voluntary context switches per query "
-             "(threads: mostly waits for the GIL)",
-             f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
-    for r in runs:
-        ours = r["throughput"]["ours"]
-        cells = [(_cost(ours[m], ours["1"]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
-        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
-                     + "".join(f"{c:>{w}}" for c in cells))
-    w = 26
-    lines += ["", "the kernel's GIL account, µs per query: held (share of a thread's time: the serial "
-              "part) / without the GIL in the kernel / waiting to take it back",
-              f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
-    for r in runs:
-        ours = r["throughput"]["ours"]
-        cells = [(_gil_cell(ours[m]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
-        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
-                     + "".join(f"{c:>{w}}" for c in cells))
-    return "\n".join(lines)
+    def block(title: str, w: int, cell: Callable[[dict[str, Any], dict[str, Any]], str | None]) -> list[str]:
+        lines = [title, f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
+        for r in runs:
+            ours = r["throughput"]["ours"]
+            cells = [(cell(ours[m], ours["1"]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
+            lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
+                         + "".join(f"{c:>{w}}" for c in cells))
+        return lines
+
+    return "\n".join([
+        *block("CPU µs per query (change from 1 thread) / voluntary context switches per query "
+               "(threads: mostly waits for the GIL)", 22, _cost),
+        "",
+        *block("the kernel's GIL account, µs per query: held (share of a thread's time: the serial "
+               "part) / without the GIL in the kernel / waiting to take it back", 26,
+               lambda mode, _one: _gil_cell(mode))])
 
 
 def _cell(x: float | None, width: int, fmt: str = ".2f") -> str:

@@ -1824,8 +1824,9 @@ rescore(PyObject *self, PyObject *args)
        every list where it lies in the file's pages: cache misses, ~16 us for a dozen
        candidates and seven terms), kept where the work is a few hundred nanoseconds (a
        hand-off would cost more). */
-    const int64_t gil_t0 = gil_clock_ns();
-    PyThreadState *save = texts || n * r.n_terms >= RESCORE_NOGIL_MIN ? PyEval_SaveThread() : NULL;
+    const int release = texts || n * r.n_terms >= RESCORE_NOGIL_MIN;
+    const int64_t gil_t0 = release ? gil_clock_ns() : 0; /* (no clock read where it keeps the GIL) */
+    PyThreadState *save = release ? PyEval_SaveThread() : NULL;
     rescore_run(&r, cand, n);
     if (texts && !r.nomem)
         rescore_texts(&r, texts);
