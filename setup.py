@@ -10,11 +10,11 @@ setup(
     ext_modules=[
         Extension(
             "drsearch.index._kernels",
-            sources=["src/drsearch/index/_kernels.c"],
+            sources=["src/drsearch/index/_kernels.c", "src/drsearch/index/_gil.c"],
             # headers: the top-k heap (shared with benchmarks' C probes), the page reader, the
-            # FTS5 leaf decoder
+            # FTS5 leaf decoder, the GIL's lock word (_gil.c)
             depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h",
-                     "src/drsearch/index/_fts5.h"],
+                     "src/drsearch/index/_fts5.h", "src/drsearch/index/_gil.h"],
             optional=True,
             # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
             extra_compile_args=["-O3", "-ffp-contract=off"],

@@ -5,13 +5,16 @@ when another thread holds the GIL."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from drsearch.index import Engine
+from drsearch.index import Engine, gil_poll_ns
 from drsearch.index.scoring import native_kernels
 
 kernels = native_kernels()
@@ -94,3 +97,95 @@ def test_a_thread_waits_to_take_the_gil_back_while_another_holds_it(sample_index
     # each time the searching thread came back from the kernel this thread held the GIL, for
     # up to the interpreter's switch interval (5 ms): far more than uncontended take-backs
     assert wait > 0.001
+
+
+@pytest.fixture()
+def spin_bound() -> Iterator[int]:
+    """The kernel's spin bound, set back after the test."""
+    assert kernels is not None
+    before = kernels.gil_spin()
+    yield before
+    kernels.gil_spin(before)
+
+
+def test_the_poll_bound_is_200_us_in_a_fresh_process() -> None:
+    """(A fresh process: a server app made earlier in this one sets it to 0.)"""
+    got = subprocess.run([sys.executable, "-c", "from drsearch.index import gil_poll_ns; print(gil_poll_ns())"],
+                         capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "200000"
+
+
+def test_the_poll_bound_is_read_and_set_for_every_thread(spin_bound: int) -> None:
+    assert kernels is not None
+    if spin_bound < 0:
+        pytest.skip("this CPython's GIL cannot be read: no polling")
+    assert gil_poll_ns(0) == spin_bound and gil_poll_ns() == 0 and kernels.gil_spin() == 0
+    seen: list[int] = []
+    t = threading.Thread(target=lambda: seen.append(gil_poll_ns(5_000)))
+    t.start()
+    t.join()
+    assert seen == [0] and gil_poll_ns() == 5_000  # one bound, whatever thread sets it
+    with pytest.raises(ValueError, match="negative"):
+        gil_poll_ns(-1)
+    with pytest.raises(TypeError):
+        kernels.gil_spin("1")
+
+
+@pytest.mark.parametrize("bound", [0, 200_000, 50_000_000])
+def test_threads_searching_together_get_one_threads_answers(sample_index: Path, spin_bound: int,
+                                                             bound: int) -> None:
+    assert kernels is not None
+    gil_poll_ns(bound)
+    with Engine.open(sample_index) as e:
+        want = [e.search(q, 10) for q in QUERIES]
+        got: dict[int, list[object]] = {}
+
+        def serve(i: int) -> None:
+            got[i] = [e.search(q, 10) for _ in range(20) for q in QUERIES]
+
+        threads = [threading.Thread(target=serve, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads)  # no thread left spinning or waiting
+    assert all(got[i] == want * 20 for i in range(3))
+
+
+def test_a_thread_spins_at_most_the_bound_for_another_kernel_threads_python(sample_index: Path,
+                                                                          spin_bound: int) -> None:
+    """Thread B searches, then runs pure Python for a second holding the GIL: it is the kernel
+    thread in its Python stretch all that time. Thread A's search comes back from the kernel
+    then, polls for the bound (20 ms), then waits in CPython, which makes B let the GIL go
+    within its switch interval: A waits at least the bound, and far less than B's second."""
+    assert kernels is not None
+    if spin_bound < 0:
+        pytest.skip("this CPython's GIL cannot be read: no polling")
+    gil_poll_ns(20_000_000)
+    got: dict[str, tuple[float, float, int]] = {}
+    searched = threading.Event()
+    with Engine.open(sample_index) as e:
+        for q in QUERIES:
+            e.search(q, 10)
+
+        def hog() -> None:
+            e.search(QUERIES[0], 10)
+            searched.set()
+            end = time.perf_counter() + 1.0
+            while time.perf_counter() < end:
+                pass
+
+        def search() -> None:
+            searched.wait()
+            start = kernels.gil_stats()
+            e.search(QUERIES[1], 10)
+            got["delta"] = _delta(start, kernels.gil_stats())
+
+        b, a = threading.Thread(target=hog), threading.Thread(target=search)
+        b.start()
+        a.start()
+        a.join()
+        b.join()
+    _, wait, releases = got["delta"]
+    assert releases >= 1
+    assert 0.02 <= wait < 0.5

@@ -6,6 +6,7 @@ import drsearch.index
 
 EXPECTED_INDEX_API = {
     "CorpusInfo", "Searcher", "ToolResponse", "error_body", "TokenizerPreset", "IDENTITY_HEADER", "fleet_identity",
+    "gil_poll_ns",  # the kernel's poll for the GIL (docs/ENGINE.md, "Threads")
     # the request contract (drsearch.index.contract)
     "DEFAULT_K", "DEFAULT_LIMITS", "DEFAULT_TIME_LIMIT_S", "MAX_JSON_INT", "MAX_MESSAGE_CHARS", "OPEN_TOOL",
     "SEARCH_TOOL", "Limits", "OpenRequest", "SearchRequest", "canonical_bytes", "canonical_json", "check_query",

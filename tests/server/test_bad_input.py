@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from drsearch.index import Engine, QueryTimeoutError
+from drsearch.index import Engine, QueryTimeoutError, gil_poll_ns
 from drsearch.server import ServerSettings, create_app
 
 from .conftest import Client, error_of, make_client
@@ -244,3 +244,17 @@ def test_query_timeout_is_503_with_retry_after(sample_index: Path) -> None:
 def test_long_messages_are_cut(client: Client) -> None:
     status, etype, message = error_of(client.post("/open", {"docid": "d" * 10_000}))
     assert (status, etype) == (404, "not_found") and len(message) <= 500
+
+
+def test_a_server_app_turns_the_gil_poll_off(sample_index: Path) -> None:
+    """A server process's event loop holds the GIL between the engine's calls, and its cores
+    are the other workers' too: the kernel's poll for the GIL is off there."""
+    before = gil_poll_ns()
+    try:
+        gil_poll_ns(100_000)
+        with Engine.open(sample_index) as engine:
+            create_app(engine)
+        assert gil_poll_ns() in (0, -1)  # (-1: no kernel or no poll in this build)
+    finally:
+        if before >= 0:
+            gil_poll_ns(before)

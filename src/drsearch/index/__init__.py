@@ -82,6 +82,7 @@ from .integrity import (
 )
 from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, parse_query
+from .scoring import gil_poll_ns
 from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet_identity
 from .urls import canonicalize_url
 
@@ -153,6 +154,7 @@ __all__ = [
     "error_body",
     "fleet_identity",
     "fts5_integrity_check",
+    "gil_poll_ns",
     "header_problems",
     "hit_passage",
     "json_integer",

@@ -156,15 +156,112 @@ gil_clock_ns(void)
 #endif
 }
 
+/* Taking the GIL back, polling first. A thread that finds the GIL held sleeps in CPython until
+   it is handed over: on this kind of VM the wake-up alone (an idle vCPU woken by an
+   interrupt) costs tens of microseconds, often more than the rest of the other thread's
+   Python stretch it waited for, and the scheduler may then run the sleeper on the other core,
+   where its scratch (the L2-sized score buffer) is cold. So a kernel thread coming back from
+   its GIL-free work polls the GIL's lock word (_gil.c: CPython's internal state, read only)
+   for up to `gil_spin_ns` while it is held, and takes it once it is free, without sleeping.
+   One thread polls at a time (`gil_spinner`), and only while a core is left for it: the
+   GIL's holder and the threads of this process working without the GIL (`gil_working`) take
+   one each, so with more threads than cores nobody polls and no kernel work waits for a core
+   a poller holds. The others, and a wait past the bound, sleep in CPython as before. Where
+   _gil.c does not know CPython's layout there is no poll. gil_spin() reads and sets the bound
+   (0: never poll; the server's processes, whose event loop holds the GIL between requests,
+   never do). */
+#if HAVE_CLOCK && !defined(_MSC_VER) && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sched.h> /* sched_getaffinity (Python.h defines _GNU_SOURCE) */
+#endif
+#include "_gil.h"
+#define HAVE_GIL_SPIN 1
+static const _Atomic int *gil_word;   /* the GIL's lock word, or NULL: set at import */
+static atomic_int gil_spinner;        /* a thread is polling */
+static atomic_int gil_working;        /* threads between NOGIL_BEGIN and NOGIL_END */
+static int gil_cores;                 /* cores this process may run on (at import) */
+static _Atomic(int64_t) gil_spin_ns = 200000;
+
+static inline void
+gil_pause(void)
+{
+#if defined(__SSE2__)
+    _mm_pause();
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/* Before taking the GIL back (t1: now): poll while it is held, at most gil_spin_ns. */
+static inline void
+gil_spin(int64_t t1)
+{
+    const _Atomic int *w = gil_word;
+    if (!w || !atomic_load_explicit(w, memory_order_relaxed))
+        return;
+    const int64_t bound = atomic_load_explicit(&gil_spin_ns, memory_order_relaxed);
+    if (bound <= 0 || atomic_load_explicit(&gil_working, memory_order_relaxed) + 2 > gil_cores)
+        return; /* no core to spare: sleep in CPython */
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&gil_spinner, &idle, 1))
+        return; /* another thread polls */
+    for (unsigned i = 1; atomic_load_explicit(w, memory_order_relaxed); i++) {
+        gil_pause();
+        if (i % 64 == 0 && gil_clock_ns() - t1 > bound)
+            break;
+    }
+    atomic_store(&gil_spinner, 0);
+}
+
+/* At import, with the GIL held: the lock word must say so, or its address is not trusted. */
+static void
+gil_spin_init(void)
+{
+    const _Atomic int *w = (const _Atomic int *)drs_gil_word();
+    gil_word = w && atomic_load(w) == 1 ? w : NULL;
+    gil_cores = 1;
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        gil_cores = CPU_COUNT(&set);
+#elif defined(_SC_NPROCESSORS_ONLN)
+    gil_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+}
+
+static inline void
+gil_work_begins(void)
+{
+    atomic_fetch_add_explicit(&gil_working, 1, memory_order_relaxed);
+}
+
+static inline void
+gil_work_ends(void)
+{
+    atomic_fetch_sub_explicit(&gil_working, 1, memory_order_relaxed);
+}
+#else
+#define HAVE_GIL_SPIN 0
+static inline void gil_spin(int64_t t1) { (void)t1; }
+static inline void gil_spin_init(void) {}
+static inline void gil_work_begins(void) {}
+static inline void gil_work_ends(void) {}
+#endif
+
 /* Py_BEGIN/END_ALLOW_THREADS, accounted: the work between them, then the wait in taking the
-   GIL back (three clock reads, ~60 ns a release). */
+   GIL back (three clock reads, ~60 ns a release), spinning first (gil_spin). */
 #define NOGIL_BEGIN                                                                              \
     {                                                                                            \
         const int64_t gil_t0_ = gil_clock_ns();                                                  \
         int64_t gil_t1_;                                                                         \
-        Py_BEGIN_ALLOW_THREADS
+        Py_BEGIN_ALLOW_THREADS                                                                   \
+        gil_work_begins();
 #define NOGIL_END                                                                                \
         gil_t1_ = gil_clock_ns();                                                                \
+        gil_work_ends();                                                                         \
+        gil_spin(gil_t1_);                                                                       \
         Py_END_ALLOW_THREADS                                                                     \
         gil_account(gil_t0_, gil_t1_);                                                           \
     }
@@ -716,11 +813,7 @@ query_prepare(Query *q, PyObject *ids_seq, PyObject *imps_seq, PyObject *bmax_se
         PyObject *pt = q->tables_fast ? PySequence_Fast_GET_ITEM(q->tables_fast, t) : Py_None;
         List *l = &q->L[t];
         if (pt != Py_None ? list_paged(q, t, pt) : list_flat(q, t))
-            return -1;
-        if (l->len && (Py_ssize_t)l_id(l, l->len - 1) >= n) {
-            PyErr_SetString(PyExc_ValueError, BAD_LIST);
-            return -1;
-        }
+            return -1; /* (its last rowid is checked by query_run: query_lists_in_range) */
         if (q->prune) {
             l->bound = bounds[t];
             if (!(l->bound >= 0.0)) {
@@ -1239,6 +1332,21 @@ query_settled(const Query *q, const Outcome *o)
 }
 
 
+/* Whether every list's last rowid is a chunk of the buffers (< q->n), which the rank cores
+   trust (a list's order they check as they go). In query_run, not query_prepare: a paged
+   list's last rowid lies in the file's mapping, one cache (or page) miss a list, ~4 us of a
+   query with the GIL held when read there, and none here where query_run has let it go. */
+static int
+query_lists_in_range(Query *q)
+{
+    for (Py_ssize_t t = 0; t < q->n_terms; t++) {
+        List *l = &q->L[t]; /* (l_id moves a paged list's piece cursor) */
+        if (l->len && (Py_ssize_t)l_id(l, l->len - 1) >= q->n)
+            return 0;
+    }
+    return 1;
+}
+
 /* Run a prepared query without the GIL; build the result tuple: (n_out, n_full, cut), plus
    made with `texts` (texts_run_made), or plus (ranked, made) with `rescore` (both None when
    the candidates did not settle the top k, or the time ran out). */
@@ -1246,13 +1354,16 @@ static PyObject *
 query_run(Query *q)
 {
     Outcome o;
+    memset(&o, 0, sizeof(o));
     Py_ssize_t total = 0;
     int rescored = 0;
     for (Py_ssize_t t = 0; t < q->n_terms; t++)
         total += q->L[t].len;
     if (total >= NOGIL_MIN_POSTINGS || q->texts || q->rescore) {
         NOGIL_BEGIN
-        if (q->prune)
+        if (!query_lists_in_range(q))
+            o.bad = 1;
+        else if (q->prune)
             rank_core_prune(q, &o);
         else
             rank_core_blocks(q, &o);
@@ -1266,6 +1377,8 @@ query_run(Query *q)
             }
         }
         NOGIL_END
+    } else if (!query_lists_in_range(q)) {
+        o.bad = 1;
     } else if (q->prune) {
         rank_core_prune(q, &o);
     } else {
@@ -3838,8 +3951,35 @@ gil_stats(PyObject *self, PyObject *args)
                          (long long)gil_releases);
 }
 
+PyDoc_STRVAR(gil_spin_doc,
+"gil_spin(ns=-1) -> int\n\n"
+"The longest a kernel thread polls for another kernel thread's Python stretch to end before\n"
+"it sleeps in CPython's wait for the GIL, in nanoseconds (default 200,000; 0: never poll), and\n"
+"with ns >= 0 set it for every thread; returns the bound before the call. -1 where there is\n"
+"no polling (a CPython whose GIL this build cannot read, or no C11 atomics).");
+
+static PyObject *
+gil_spin_bound(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long ns = -1;
+    if (!PyArg_ParseTuple(args, "|L:gil_spin", &ns))
+        return NULL;
+#if HAVE_GIL_SPIN
+    if (!gil_word)
+        return PyLong_FromLong(-1);
+    const int64_t before = atomic_load(&gil_spin_ns);
+    if (ns >= 0)
+        atomic_store(&gil_spin_ns, (int64_t)ns);
+    return PyLong_FromLongLong((long long)before);
+#else
+    return PyLong_FromLong(-1);
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
+    {"gil_spin", gil_spin_bound, METH_VARARGS, gil_spin_doc},
     {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
     {"word_count", word_count, METH_VARARGS, word_count_doc},
     {"join_words", join_words, METH_VARARGS, join_words_doc},
@@ -3876,9 +4016,10 @@ static struct PyModuleDef module = {
    rank_maxscore and rescore (the texts and snippets made in the ranking's call); 10 = their
    `rescore` argument (the rescoring beside clamped terms in the ranking's call); 11 = the
    `texts` argument's optional `hits` (make_hits' buffers, read in the ranking's call); 12 =
-   gil_stats (each thread's time without the GIL, and waiting to take it back).
+   gil_stats (each thread's time without the GIL, and waiting to take it back); 13 = gil_spin
+   (a thread back from its GIL-free work polls the GIL before it sleeps).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 12
+#define KERNELS_ABI 13
 
 PyMODINIT_FUNC
 PyInit__kernels(void)
@@ -3890,6 +4031,7 @@ PyInit__kernels(void)
     }
     if (!ELLIPSIS && !(ELLIPSIS = PyUnicode_FromString("\xe2\x80\xa6")))
         return NULL;
+    gil_spin_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
         Py_DECREF(m);

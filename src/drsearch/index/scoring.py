@@ -53,11 +53,12 @@ from .schema import BLOCK_POSTINGS, block_count
 # complete search's chunk texts and snippets made in the call that ranks them), 10 = their
 # `rescore` (the rescoring beside clamped terms in the ranking's call), 11 = their `texts`'
 # optional `hits` (make_hits' buffers), 12 = gil_stats (a thread's time without the GIL and
-# waiting to take it back: the benchmark's account of the serial part). A kernel built
+# waiting to take it back: the benchmark's account of the serial part), 13 = gil_spin (a
+# thread back from its GIL-free work polls the GIL before it sleeps). A kernel built
 # from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 12
+KERNEL_ABI = 13
 
 
 def kernel_problem(module: object) -> str | None:
@@ -84,6 +85,20 @@ else:
 def native_kernels() -> Any | None:
     """The compiled ``_kernels`` module this code can call, or None (not built, or stale)."""
     return _kernels
+
+
+def gil_poll_ns(ns: int | None = None) -> int:
+    """The longest a thread back from the kernel's GIL-free work polls for the GIL before it
+    sleeps in CPython's wait (nanoseconds; default 200,000), and with ``ns`` set it for every
+    thread of the process (0: never poll). Returns the bound before the call; -1 where there is
+    no polling (no kernel, or a CPython whose GIL the kernel cannot read). Why: docs/ENGINE.md,
+    "Threads". Raises ValueError for a negative ``ns``."""
+    if ns is not None and ns < 0:
+        raise ValueError(f"gil_poll_ns: {ns} ns is negative")
+    kernels = native_kernels()
+    if kernels is None:
+        return -1
+    return int(kernels.gil_spin(-1 if ns is None else ns))
 
 
 Pruning = Literal["auto", "always", "never"]
@@ -681,4 +696,5 @@ class Scorer:
 
 
 __all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "ListTerm", "PagedTerm", "Pruning",
-           "Scorer", "Scratch", "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]
+           "Scorer", "Scratch", "SparseTerm", "Term", "bm25_idf", "chunk_norms", "gil_poll_ns",
+           "term_impacts"]

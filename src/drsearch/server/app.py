@@ -35,6 +35,7 @@ from ..index import (
     QueryTimeoutError,
     SearchResult,
     fleet_identity,
+    gil_poll_ns,
 )
 from .encoding import canonical_bytes, document_json, retrieve_json, search_json
 from .errors import JSON, error_response, from_http_exception
@@ -208,6 +209,10 @@ def create_app(engine: Engine, settings: ServerSettings | None = None, *,
     ``release_blocklist_sha256`` (see ``ServeConfig``) are reported in ``/health``.
     """
     settings = settings or ServerSettings()
+    # No polling for the GIL in a server process (the kernel's default for threads of one
+    # process, docs/ENGINE.md "Threads"): here the event loop holds the GIL between the engine's
+    # calls, and the cores are shared with the other workers, whose work a poller would take.
+    gil_poll_ns(0)
     metrics = MetricsStore(settings.metrics_dir)
     if blocklist_origin is None:
         blocklist_origin = "file" if blocklist_enabled(engine) else "none"
