@@ -931,6 +931,11 @@ def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> tuple[Callable[
     if kind == "ours":
         from drsearch.index import Engine
 
+        if "gil_poll_ns" in extra:  # the kernel's poll for the GIL (throughput_ab.py's A/B)
+            from drsearch.index import gil_poll_ns
+
+            if gil_poll_ns(int(extra["gil_poll_ns"])) < 0:
+                raise SystemExit("search_bench: this kernel cannot poll for the GIL (gil_poll_ns -1)")
         e = Engine.open(index)  # thread-safe: each thread gets its own connection and arena
         return (lambda q: e.search(q, 10)), str(e.scorer.kind)
     if kind == "tantivy":

@@ -21,6 +21,14 @@ source) fails the script. For example::
         --queries QUERIES.json [--after .] [--rounds 4] [--seconds 8] [--threads 2] [--json F]
 
 ``--queries``: a JSON list of queries (``search_bench.py``'s ``queries-*.json``).
+
+``--before-gil-poll-ns`` / ``--after-gil-poll-ns`` set a tree's kernel poll for the GIL
+(``drsearch.index.gil_poll_ns``: how long a thread back from its GIL-free work polls before it
+sleeps in CPython's wait; 0: never) in its serving processes; with ``--before . --after .``
+the A/B of the poll alone::
+
+    python benchmarks/throughput_ab.py --before . --after . --before-gil-poll-ns 0 \\
+        --index PATH/ours.sqlite3 --queries QUERIES.json --rounds 8 --seconds 5
 """
 
 from __future__ import annotations
@@ -43,19 +51,23 @@ _RUN = (
     "sys.path.insert(0, sys.argv[1])\n"
     "import search_bench\n"
     "queries = json.loads(Path(sys.argv[2]).read_text())\n"
-    "r = search_bench.throughput('ours', Path(sys.argv[3]), {}, queries, int(sys.argv[4]),\n"
-    "                            float(sys.argv[5]), int(sys.argv[6]))\n"
-    "print(json.dumps({key: r[key] for key in ('qps', 'cores_busy', 'scorer', 'cpu_us_per_query',\n"
-    "                                         'waits_per_query')}))\n"
+    "r = search_bench.throughput('ours', Path(sys.argv[3]), json.loads(sys.argv[7]), queries,\n"
+    "                            int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]))\n"
+    "print(json.dumps({key: r.get(key) for key in ('qps', 'cores_busy', 'scorer', 'cpu_us_per_query',\n"
+    "                                             'waits_per_query', 'gil_held_us_per_query',\n"
+    "                                             'gil_wait_us_per_query')}))\n"
 )
 
 
 def run_once(tree: Path, index: Path, queries: Path, procs: int, threads: int,
-             seconds: float) -> dict[str, Any]:
-    """One throughput run of ``tree``'s engine (``procs`` processes of ``threads`` threads)."""
+             seconds: float, gil_poll_ns: int | None = None) -> dict[str, Any]:
+    """One throughput run of ``tree``'s engine (``procs`` processes of ``threads`` threads;
+    ``gil_poll_ns``: the kernel's poll bound there, None: its default)."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    extra = {} if gil_poll_ns is None else {"gil_poll_ns": gil_poll_ns}
     out = subprocess.run([sys.executable, "-c", _RUN, str(HERE), str(queries), str(index), str(procs),
-                          str(seconds), str(threads)], cwd=tree, env=env, capture_output=True, text=True)
+                          str(seconds), str(threads), json.dumps(extra)], cwd=tree, env=env,
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"throughput_ab: a run in {tree} failed: {out.stderr.strip().splitlines()[-1:]}")
     got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -63,6 +75,13 @@ def run_once(tree: Path, index: Path, queries: Path, procs: int, threads: int,
         raise SystemExit(f"throughput_ab: {tree} ranks with scorer {got['scorer']}, not the C kernel "
                          "(build it there: python setup.py build_ext --inplace)")
     return got
+
+
+def _gil_cell(got: dict[str, Any]) -> str:
+    """The run's GIL account per query (held, waited), where the tree's kernel keeps one."""
+    if got.get("gil_held_us_per_query") is None:
+        return ""
+    return f"; GIL held {got['gil_held_us_per_query']:.0f} µs, waited {got['gil_wait_us_per_query']:.1f} µs"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=8.0, help="each run")
     ap.add_argument("--threads", type=int, default=2, help="T of the threads mode, P of the processes'")
     ap.add_argument("--json", type=Path, help="also write every run here")
+    for t in ("before", "after"):
+        ap.add_argument(f"--{t}-gil-poll-ns", type=int, metavar="NS",
+                        help=f"the kernel's poll for the GIL in the {t} tree (drsearch.index.gil_poll_ns; "
+                             "0: never; default: its own)")
     args = ap.parse_args(argv)
     for tree in (args.before, args.after):
         if not (tree / "src" / "drsearch").is_dir():
@@ -87,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.seconds <= 0 or args.threads < 2:
         print("throughput_ab: --rounds >= 1, --seconds > 0 and --threads >= 2", file=sys.stderr)
         return 2
+    polls = {"before": args.before_gil_poll_ns, "after": args.after_gil_poll_ns}
+    if any(p is not None and p < 0 for p in polls.values()):
+        print("throughput_ab: a --*-gil-poll-ns is >= 0", file=sys.stderr)
+        return 2
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     modes = {"1 thread": (1, 1), f"{args.threads} threads": (1, args.threads),
              f"{args.threads} procs": (args.threads, 1)}
@@ -94,11 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {t: {m: [] for m in modes} for t in trees}
     for r in range(args.rounds):
         for t, m in jobs[r % len(jobs):] + jobs[:r % len(jobs)]:
-            got = run_once(trees[t], args.index, args.queries, *modes[m], args.seconds)
+            got = run_once(trees[t], args.index, args.queries, *modes[m], args.seconds, polls[t])
             runs[t][m].append(got)
             print(f"round {r + 1}: {t:<6} {m:<10} {got['qps']:8.0f} q/s (cores busy {got['cores_busy']:.2f}, "
                   f"CPU {got['cpu_us_per_query']:.0f} µs a query, {got['waits_per_query']:.2f} "
-                  "voluntary switches a query)", flush=True)
+                  f"voluntary switches a query{_gil_cell(got)})", flush=True)
     print(f"\n{args.rounds} rounds of {args.seconds:g} s; q/s median (best); ratios to one thread "
           "median/median (best/best)")
     summary: dict[str, dict[str, Any]] = {}
@@ -122,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  after / before, median: " + "; ".join(
         f"{m} {summary['after'][m]['median'] / summary['before'][m]['median']:.3f}" for m in modes))
     if args.json:
-        args.json.write_text(json.dumps({"trees": {t: str(p) for t, p in trees.items()},
+        args.json.write_text(json.dumps({"trees": {t: str(p) for t, p in trees.items()}, "gil_poll_ns": polls,
                                          "seconds": args.seconds, "rounds": args.rounds,
                                          "summary": summary, "runs": runs}, indent=1, sort_keys=True))
     return 0
