@@ -154,38 +154,42 @@ def test_threads_searching_together_get_one_threads_answers(sample_index: Path, 
 
 def test_a_thread_spins_at_most_the_bound_for_another_kernel_threads_python(sample_index: Path,
                                                                           spin_bound: int) -> None:
-    """Thread B searches, then runs pure Python for a second holding the GIL: it is the kernel
-    thread in its Python stretch all that time. Thread A's search comes back from the kernel
-    then, polls for the bound (20 ms), then waits in CPython, which makes B let the GIL go
-    within its switch interval: A waits at least the bound, and far less than B's second."""
+    """Thread B runs pure Python for a second, holding the GIL but when made to let it go.
+    Thread A searches meanwhile; each time A comes back from the kernel and finds the GIL held
+    (B took it back while A worked), it polls for the bound (20 ms), then waits in CPython,
+    which makes B let the GIL go within its switch interval (5 ms): such a wait is at least the
+    bound, and far less than B's second. (A wait may also be short: B had not yet taken the GIL
+    back when A came back.)"""
     assert kernels is not None
     if spin_bound < 0:
         pytest.skip("this CPython's GIL cannot be read: no polling")
     gil_poll_ns(20_000_000)
-    got: dict[str, tuple[float, float, int]] = {}
-    searched = threading.Event()
+    waits: list[float] = []
+    started, done = threading.Event(), threading.Event()
     with Engine.open(sample_index) as e:
         for q in QUERIES:
             e.search(q, 10)
 
         def hog() -> None:
-            e.search(QUERIES[0], 10)
-            searched.set()
+            started.set()
             end = time.perf_counter() + 1.0
             while time.perf_counter() < end:
                 pass
+            done.set()
 
         def search() -> None:
-            searched.wait()
-            start = kernels.gil_stats()
-            e.search(QUERIES[1], 10)
-            got["delta"] = _delta(start, kernels.gil_stats())
+            started.wait()
+            while not done.is_set():
+                before = kernels.gil_stats()
+                e.search(QUERIES[1], 10)
+                _, wait, releases = _delta(before, kernels.gil_stats())
+                if releases:
+                    waits.append(wait)
 
         b, a = threading.Thread(target=hog), threading.Thread(target=search)
         b.start()
         a.start()
         a.join()
         b.join()
-    _, wait, releases = got["delta"]
-    assert releases >= 1
-    assert 0.02 <= wait < 0.5
+    assert waits
+    assert 0.02 <= max(waits) < 0.5

@@ -1940,11 +1940,15 @@ rescore(PyObject *self, PyObject *args)
     const int release = texts || n * r.n_terms >= RESCORE_NOGIL_MIN;
     const int64_t gil_t0 = release ? gil_clock_ns() : 0; /* (no clock read where it keeps the GIL) */
     PyThreadState *save = release ? PyEval_SaveThread() : NULL;
+    if (save)
+        gil_work_begins();
     rescore_run(&r, cand, n);
     if (texts && !r.nomem)
         rescore_texts(&r, texts);
-    if (save) {
+    if (save) { /* (NOGIL_END's steps) */
         const int64_t gil_t1 = gil_clock_ns();
+        gil_work_ends();
+        gil_spin(gil_t1);
         PyEval_RestoreThread(save);
         gil_account(gil_t0, gil_t1);
     }
