@@ -112,6 +112,8 @@ def test_the_poll_bound_is_200_us_in_a_fresh_process() -> None:
     """(A fresh process: a server app made earlier in this one sets it to 0.)"""
     got = subprocess.run([sys.executable, "-c", "from drsearch.index import gil_poll_ns; print(gil_poll_ns())"],
                          capture_output=True, text=True, check=True)
+    if got.stdout.strip() == "-1":
+        pytest.skip("this CPython's GIL cannot be read: no polling")
     assert got.stdout.strip() == "200000"
 
 
