@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(args.gap)
             ns = lib.round_trip_ns(a, b, args.trips)
             if ns < 0:
-                print("vcpu_probe: the second thread did not start", file=sys.stderr)
+                print("vcpu_probe: a probe thread did not start", file=sys.stderr)
                 return 1
             got.append(ns)
             print(f"sample {i + 1}: {ns:7.1f} ns a round trip (CPUs {a} and {b})", flush=True)

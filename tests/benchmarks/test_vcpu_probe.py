@@ -19,6 +19,7 @@ def test_the_probe_prints_each_sample_and_their_spread(capsys: pytest.CaptureFix
     rc = vcpu_probe.main(["--samples", "2", "--gap", "0", "--trips", "20000", "--cpus", f"{CPUS[0]},{CPUS[1]}"])
     out = capsys.readouterr().out
     assert rc == 0, out
+    assert sorted(os.sched_getaffinity(0)) == CPUS  # the probe pins threads of its own, never the caller
     samples = [float(x) for x in re.findall(r"sample \d: +([0-9.]+) ns a round trip", out)]
     assert len(samples) == 2 and all(0 < x < 1e6 for x in samples)
     assert re.search(r"2 samples: min [0-9.]+, median [0-9.]+, max [0-9.]+ ns; [0-2] of them over twice", out)

@@ -6,8 +6,11 @@
 
 #include <patchlevel.h>
 
-/* 3.11: one GIL for the runtime, _PyRuntime.ceval.gil (internal/pycore_runtime.h). */
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && defined(__has_include)
+/* 3.11: one GIL for the runtime, _PyRuntime.ceval.gil (internal/pycore_runtime.h). Only where
+   _kernels.c polls at all (C11 atomics, a POSIX clock; not MSVC): elsewhere the internal
+   headers are never included, so that they cannot fail the extension's build. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && defined(__has_include) &&             \
+    !defined(_MSC_VER) && !defined(__STDC_NO_ATOMICS__) && (defined(__unix__) || defined(__APPLE__))
 #if __has_include(<internal/pycore_runtime.h>)
 #define DRS_GIL_WORD 1
 #endif

@@ -164,13 +164,16 @@ gil_clock_ns(void)
    its GIL-free work polls the GIL's lock word (_gil.c: CPython's internal state, read only)
    for up to `gil_spin_ns` while it is held, and takes it once it is free, without sleeping.
    One thread polls at a time (`gil_spinner`), and only while a core is left for it: the
-   GIL's holder and the threads of this process working without the GIL (`gil_working`) take
-   one each, so with more threads than cores nobody polls and no kernel work waits for a core
-   a poller holds. The others, and a wait past the bound, sleep in CPython as before. Where
+   GIL's holder and this process's threads in the kernel's GIL-free work (`gil_working`) take
+   one each, so with more such threads than cores nobody polls and no kernel work waits for a
+   core a poller holds. (Not counted: threads working without the GIL elsewhere, in SQLite,
+   numpy or I/O; other processes; a cgroup's CPU quota: the cores are sched_getaffinity's, read
+   at import.) A poll costs at most the bound a release, even when the holder stays in Python. The others, and a wait past the bound, sleep in CPython as before. Where
    _gil.c does not know CPython's layout there is no poll. gil_spin() reads and sets the bound
-   (0: never poll; the server's processes, whose event loop holds the GIL between requests,
+   (0: never poll; the HTTP server's processes, whose event loop holds the GIL between requests,
    never do). */
 #if HAVE_CLOCK && !defined(_MSC_VER) && !defined(__STDC_NO_ATOMICS__)
+#include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -183,12 +186,18 @@ static atomic_int gil_spinner;        /* a thread is polling */
 static atomic_int gil_working;        /* threads between NOGIL_BEGIN and NOGIL_END */
 static int gil_cores;                 /* cores this process may run on (at import) */
 static _Atomic(int64_t) gil_spin_ns = 200000;
+/* The longest bound: a poller does not ask the GIL's holder to let it go (CPython's forced
+   switch comes only to a thread waiting in CPython, after its switch interval, 5 ms), so a
+   long bound lets a thread in pure Python keep the GIL that much longer. */
+#define GIL_SPIN_MAX_NS 100000000
 
 static inline void
 gil_pause(void)
 {
 #if defined(__SSE2__)
     _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
 #else
     atomic_signal_fence(memory_order_seq_cst);
 #endif
@@ -215,10 +224,19 @@ gil_spin(int64_t t1)
     atomic_store(&gil_spinner, 0);
 }
 
+/* A forked child has one thread: none polling, none working (the parent's may have been). */
+static void
+gil_after_fork(void)
+{
+    atomic_store(&gil_spinner, 0);
+    atomic_store(&gil_working, 0);
+}
+
 /* At import, with the GIL held: the lock word must say so, or its address is not trusted. */
 static void
 gil_spin_init(void)
 {
+    pthread_atfork(NULL, NULL, gil_after_fork);
     const _Atomic int *w = (const _Atomic int *)drs_gil_word();
     gil_word = w && atomic_load(w) == 1 ? w : NULL;
     gil_cores = 1;
@@ -3973,6 +3991,11 @@ gil_spin_bound(PyObject *self, PyObject *args)
     if (!gil_word)
         return PyLong_FromLong(-1);
     const int64_t before = atomic_load(&gil_spin_ns);
+    if (ns > GIL_SPIN_MAX_NS) {
+        PyErr_Format(PyExc_ValueError, "gil_spin: %lld ns is more than %lld (a poller never asks "
+                     "the GIL's holder to switch)", ns, (long long)GIL_SPIN_MAX_NS);
+        return NULL;
+    }
     if (ns >= 0)
         atomic_store(&gil_spin_ns, (int64_t)ns);
     return PyLong_FromLongLong((long long)before);

@@ -90,11 +90,12 @@ def native_kernels() -> Any | None:
 def gil_poll_ns(ns: int | None = None) -> int:
     """The longest a thread back from the kernel's GIL-free work polls for the GIL before it
     sleeps in CPython's wait (nanoseconds; default 200,000), and with ``ns`` set it for every
-    thread of the process (0: never poll). Returns the bound before the call; -1 where there is
-    no polling (no kernel, or a CPython whose GIL the kernel cannot read). Why: docs/ENGINE.md,
-    "Threads". Raises ValueError for a negative ``ns``."""
-    if ns is not None and ns < 0:
-        raise ValueError(f"gil_poll_ns: {ns} ns is negative")
+    thread of the process (0: never poll; at most 100 ms, since a poller does not ask the GIL's
+    holder to switch). Returns the bound before the call; -1 where there is no polling (no
+    kernel, or a CPython whose GIL the kernel cannot read). Why: docs/ENGINE.md, "Threads".
+    Raises ValueError for a negative ``ns`` or one over 100 ms."""
+    if ns is not None and not 0 <= ns <= 100_000_000:
+        raise ValueError(f"gil_poll_ns: {ns} ns is not within 0 and 100,000,000 (100 ms)")
     kernels = native_kernels()
     if kernels is None:
         return -1
