@@ -1078,10 +1078,38 @@ THROUGHPUT_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("burn_nogil", ("1", "threads")))
 
 
+_VCPU: dict[str, Any] = {}
+
+
+def vcpu_round_trip_ns() -> float | None:
+    """A cache line's round trip between CPUs 0 and 1 now (``vcpu_probe.py``'s probe, 100,000
+    trips, a few ms), or None where it cannot be measured (no C compiler, one CPU). Taken
+    before each of ours' throughput runs: the threads mode's cost a query depends on it (a VM's
+    host may place the two vCPUs on cores that share a cache or not, and move them; see
+    docs/BENCHMARKS.md, "Why the threads ratio flips between runs")."""
+    if "lib" not in _VCPU:
+        _VCPU["lib"] = None
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+        if {0, 1} <= cpus:
+            import tempfile
+
+            import vcpu_probe
+
+            tmp = Path(tempfile.mkdtemp(prefix="vcpu_probe-"))
+            with contextlib.suppress(SystemExit):  # no compiler: no samples
+                _VCPU["lib"] = vcpu_probe.compile_probe(tmp)
+    lib = _VCPU["lib"]
+    if lib is None:
+        return None
+    ns = float(lib.round_trip_ns(0, 1, 100_000))
+    return ns if ns > 0 else None
+
+
 def measure_throughput(index: Path, extra: dict[str, Any], queries: list[str], duration: float,
                        repeats: int, threads: int) -> dict[str, dict[str, Any]]:
     """Every THROUGHPUT_KINDS run, ``repeats`` times with the modes alternating (interference
-    hits each mode alike); the best run of each is kept, with all runs' q/s."""
+    hits each mode alike); the best run of each is kept, with all runs' q/s (and, for ours,
+    the CPUs' cache-line round trip sampled before each run: ``vcpu_round_trip_ns``)."""
     shape = {"1": (1, 1), "2": (2, 1), "threads": (1, threads)}
     tp: dict[str, dict[str, Any]] = {}
     for kind, modes in THROUGHPUT_KINDS:
@@ -1089,10 +1117,30 @@ def measure_throughput(index: Path, extra: dict[str, Any], queries: list[str], d
         for _ in range(repeats):
             for m in modes:
                 procs, t = shape[m]
-                runs[m].append(throughput(kind, index, extra, queries, procs, duration, t))
-        tp[kind] = {m: {**max(rs, key=lambda x: x["qps"]), "all_qps": [x["qps"] for x in rs]}
+                placement = vcpu_round_trip_ns() if kind == "ours" else None
+                got = throughput(kind, index, extra, queries, procs, duration, t)
+                if placement is not None:
+                    got["vcpu_round_trip_ns"] = placement
+                runs[m].append(got)
+        tp[kind] = {m: {**max(rs, key=lambda x: x["qps"]), "all_qps": [x["qps"] for x in rs],
+                        **({"all_vcpu_round_trip_ns": [x["vcpu_round_trip_ns"] for x in rs]}
+                           if all("vcpu_round_trip_ns" in x for x in rs) else {})}
                     for m, rs in runs.items()}
     return tp
+
+
+def placement_line(ours: dict[str, Any]) -> str | None:
+    """The CPUs' cache-line round trip before each of ours' throughput runs, by mode (None
+    without samples)."""
+    n = ours.get("threads", {}).get("threads", 2)
+    label = {"1": "1 thread", "threads": f"{n} threads", "2": "2 procs"}
+    cells = [f"{label[m]} " + " / ".join(f"{x:.0f}" for x in ours[m]["all_vcpu_round_trip_ns"])
+             for m in label if "all_vcpu_round_trip_ns" in ours.get(m, {})]
+    if not cells:
+        return None
+    return ("the two CPUs' cache-line round trip before each run, ns (benchmarks/vcpu_probe.py; "
+            "~100 when they share a cache, several times that when the host places them apart): "
+            + "; ".join(cells))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1270,6 +1318,9 @@ def report(r: dict[str, Any]) -> str:
     costs = cost_line(tp["ours"])
     if costs:
         lines.append(costs)
+    placement = placement_line(tp["ours"])
+    if placement:
+        lines.append(placement)
     for cls, agree in _in_class_order(r.get("fts5_by_class", {"normal": r["fts5"]})).items():
         need = _fts5_need(agree["queries"])
         lines.append(

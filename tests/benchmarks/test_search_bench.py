@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -224,6 +225,20 @@ def test_a_tiny_run_prints_every_configuration_and_the_table(tmp_path: Path) -> 
                    for line in table.splitlines() if len(line.split()) > 4), (docs, vocab, cls)
     assert "throughput (complete k=10, q/s)" in table
     assert (tmp_path / "cache").is_dir()
+    # the CPUs' placement sampled before each of ours' throughput runs (where it can be)
+    if shutil.which("cc") and {0, 1} <= os.sched_getaffinity(0):
+        ours = runs[0]["throughput"]["ours"]
+        assert all(len(ours[m]["all_vcpu_round_trip_ns"]) == 1 and ours[m]["vcpu_round_trip_ns"] > 0
+                   for m in ("1", "threads", "2"))
+        assert "the two CPUs' cache-line round trip before each run, ns" in proc.stdout
+
+
+def test_the_placement_line_lists_each_modes_samples_and_none_without() -> None:
+    ours = {"1": {"all_vcpu_round_trip_ns": [101.2, 99.0]}, "threads": {"threads": 2, "all_vcpu_round_trip_ns": [430.0, 98.6]},
+            "2": {"all_vcpu_round_trip_ns": [97.0, 410.4]}}
+    line = sb.placement_line(ours)
+    assert line is not None and line.endswith("1 thread 101 / 99; 2 threads 430 / 99; 2 procs 97 / 410")
+    assert sb.placement_line({"1": {}, "threads": {"threads": 2}, "2": {}}) is None
 
 
 def test_build_time_and_file_size_are_judged_at_dr256_scale_only() -> None:
