@@ -48,10 +48,7 @@ import argparse
 import ctypes
 import json
 import math
-import shutil
-import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cprobe import compile_shared
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
@@ -76,17 +74,7 @@ class _Best(ctypes.Structure):
 
 def compile_probe(tmp: Path) -> ctypes.CDLL:
     """format_probe.c as a shared library: setup.py's flags (-O3 -ffp-contract=off) plus -fPIC."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        raise SystemExit("format_probe: no C compiler (cc, gcc or clang) on PATH")
-    cflags = sysconfig.get_config_var("CFLAGS") or ""
-    so = tmp / "format_probe.so"
-    cmd = [cc, *cflags.split(), "-O3", "-ffp-contract=off", "-fPIC", "-shared", f"-I{KERNEL_DIR}",
-           str(C_SOURCE), "-o", str(so)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise SystemExit(f"format_probe: {cc} failed: {p.stderr.strip()[-300:]}")
-    lib = ctypes.CDLL(str(so))
+    lib = compile_shared("format_probe", C_SOURCE, ["-O3", "-ffp-contract=off", f"-I{KERNEL_DIR}"], tmp)
     vp, i64, f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
     lib.probe_rank.restype = i64
     lib.probe_rank.argtypes = [ctypes.c_int, i64, vp, vp, vp, vp, vp, f64, vp, i64, vp, i64, vp, vp, vp, vp,

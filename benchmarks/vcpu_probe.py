@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
+
+from cprobe import compile_shared
 
 HERE = Path(__file__).resolve().parent
 C_SOURCE = HERE / "vcpu_probe.c"
@@ -33,16 +32,7 @@ C_SOURCE = HERE / "vcpu_probe.c"
 
 def compile_probe(tmp: Path) -> ctypes.CDLL:
     """The probe as a shared library. SystemExit (one line) without a C compiler or on its error."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        raise SystemExit("vcpu_probe: no C compiler (cc, gcc or clang) on PATH")
-    cflags = sysconfig.get_config_var("CFLAGS") or ""
-    so = tmp / "vcpu_probe.so"
-    cmd = [cc, *cflags.split(), "-O2", "-fPIC", "-shared", "-pthread", str(C_SOURCE), "-o", str(so)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise SystemExit(f"vcpu_probe: {cc} failed: {p.stderr.strip()[-300:]}")
-    lib = ctypes.CDLL(str(so))
+    lib = compile_shared("vcpu_probe", C_SOURCE, ["-O2", "-pthread"], tmp)
     lib.round_trip_ns.restype = ctypes.c_double
     lib.round_trip_ns.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
     return lib
