@@ -168,8 +168,9 @@ gil_clock_ns(void)
    one each, so with more such threads than cores nobody polls and no kernel work waits for a
    core a poller holds. (Not counted: threads working without the GIL elsewhere, in SQLite,
    numpy or I/O; other processes; a cgroup's CPU quota: the cores are sched_getaffinity's, read
-   at import.) A poll costs at most the bound a release, even when the holder stays in Python. The others, and a wait past the bound, sleep in CPython as before. Where
-   _gil.c does not know CPython's layout there is no poll. gil_spin() reads and sets the bound
+   at import.) A poll costs at most the bound a release, even when the holder stays in
+   Python. The others, and a wait past the bound, sleep in CPython as before. Where _gil.c
+   does not know CPython's layout there is no poll. gil_spin() reads and sets the bound
    (0: never poll; the HTTP server's processes, whose event loop holds the GIL between requests,
    never do). */
 #if HAVE_CLOCK && !defined(_MSC_VER) && !defined(__STDC_NO_ATOMICS__)
@@ -268,29 +269,43 @@ static inline void gil_work_begins(void) {}
 static inline void gil_work_ends(void) {}
 #endif
 
-/* Py_BEGIN/END_ALLOW_THREADS, accounted: the work between them, then the wait in taking the
-   GIL back (three clock reads, ~60 ns a release), spinning first (gil_spin). */
-#define NOGIL_BEGIN                                                                              \
-    {                                                                                            \
-        const int64_t gil_t0_ = gil_clock_ns();                                                  \
-        int64_t gil_t1_;                                                                         \
-        Py_BEGIN_ALLOW_THREADS                                                                   \
-        gil_work_begins();
-#define NOGIL_END                                                                                \
-        gil_t1_ = gil_clock_ns();                                                                \
-        gil_work_ends();                                                                         \
-        gil_spin(gil_t1_);                                                                       \
-        Py_END_ALLOW_THREADS                                                                     \
-        gil_account(gil_t0_, gil_t1_);                                                           \
-    }
+/* Letting the GIL go and taking it back, accounted: the work between them, then the wait in
+   taking it back (three clock reads, ~60 ns a release), polling first (gil_spin). Every
+   release in this file goes through these two (the NOGIL_ macros, or rescore's conditional
+   release directly). */
+typedef struct {
+    PyThreadState *save; /* NULL: the GIL was kept */
+    int64_t t0;
+} GilRelease;
+
+static inline GilRelease
+gil_release(void)
+{
+    GilRelease g;
+    g.t0 = gil_clock_ns();
+    g.save = PyEval_SaveThread();
+    gil_work_begins();
+    return g;
+}
 
 static inline void
-gil_account(int64_t t0, int64_t t1)
+gil_retake(GilRelease g)
 {
-    gil_free_ns += t1 - t0;
+    const int64_t t1 = gil_clock_ns();
+    gil_work_ends();
+    gil_spin(t1);
+    PyEval_RestoreThread(g.save);
+    gil_free_ns += t1 - g.t0;
     gil_wait_ns += gil_clock_ns() - t1;
     gil_releases++;
 }
+
+#define NOGIL_BEGIN                                                                              \
+    {                                                                                            \
+        const GilRelease gil_r_ = gil_release();
+#define NOGIL_END                                                                                \
+        gil_retake(gil_r_);                                                                      \
+    }
 
 /* ------------------------------------------------------------------------------------------
  * Selection: each document's best chunk, and a size-k heap of the best documents.
@@ -1955,21 +1970,14 @@ rescore(PyObject *self, PyObject *args)
        every list where it lies in the file's pages: cache misses, ~16 us for a dozen
        candidates and seven terms), kept where the work is a few hundred nanoseconds (a
        hand-off would cost more). */
-    const int release = texts || n * r.n_terms >= RESCORE_NOGIL_MIN;
-    const int64_t gil_t0 = release ? gil_clock_ns() : 0; /* (no clock read where it keeps the GIL) */
-    PyThreadState *save = release ? PyEval_SaveThread() : NULL;
-    if (save)
-        gil_work_begins();
+    GilRelease g = {NULL, 0}; /* (no clock read where it keeps the GIL) */
+    if (texts || n * r.n_terms >= RESCORE_NOGIL_MIN)
+        g = gil_release();
     rescore_run(&r, cand, n);
     if (texts && !r.nomem)
         rescore_texts(&r, texts);
-    if (save) { /* (NOGIL_END's steps) */
-        const int64_t gil_t1 = gil_clock_ns();
-        gil_work_ends();
-        gil_spin(gil_t1);
-        PyEval_RestoreThread(save);
-        gil_account(gil_t0, gil_t1);
-    }
+    if (g.save)
+        gil_retake(g);
     out = rescore_result(&r);
     if (out && texts) {
         PyObject *made = texts_run_made(texts);
