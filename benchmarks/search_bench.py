@@ -1091,11 +1091,13 @@ def vcpu_round_trip_ns() -> float | None:
         _VCPU["lib"] = None
         cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
         if {0, 1} <= cpus:
+            import atexit
             import tempfile
 
             import vcpu_probe
 
             tmp = Path(tempfile.mkdtemp(prefix="vcpu_probe-"))
+            atexit.register(shutil.rmtree, tmp, True)
             with contextlib.suppress(SystemExit):  # no compiler: no samples
                 _VCPU["lib"] = vcpu_probe.compile_probe(tmp)
     lib = _VCPU["lib"]
@@ -1132,10 +1134,9 @@ def measure_throughput(index: Path, extra: dict[str, Any], queries: list[str], d
 def placement_line(ours: dict[str, Any]) -> str | None:
     """The CPUs' cache-line round trip before each of ours' throughput runs, by mode (None
     without samples)."""
-    n = ours.get("threads", {}).get("threads", 2)
-    label = {"1": "1 thread", "threads": f"{n} threads", "2": "2 procs"}
-    cells = [f"{label[m]} " + " / ".join(f"{x:.0f}" for x in ours[m]["all_vcpu_round_trip_ns"])
-             for m in label if "all_vcpu_round_trip_ns" in ours.get(m, {})]
+    cells = [f"{label.replace('T', str(ours[m].get('threads', 'T')))} "
+             + " / ".join(f"{x:.0f}" for x in ours[m]["all_vcpu_round_trip_ns"])
+             for m, label in _MODE_LABELS if "all_vcpu_round_trip_ns" in ours.get(m, {})]
     if not cells:
         return None
     return ("the two CPUs' cache-line round trip before each run, ns (benchmarks/vcpu_probe.py; "
