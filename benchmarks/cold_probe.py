@@ -12,7 +12,8 @@ disk, from ``getrusage``) each stage on its own:
   the scorer's set-up, the file's mapping and its readers, whatever else (``open, rest``);
 - the first query's parts: parsing, the postings (term rows and lists), ranking (with the
   kernel, the chunk texts and their snippets are made in the same call,
-  ``Scorer.rank_texts``), the document table, the chunk texts where they are read after the
+  ``Scorer.rank_texts``; for a query of posting lists the hits too, ``Engine._search_hits``),
+  the document table, the chunk texts where they are read after the
   ranking (``SnippetMaker.of_rows``; without the kernel, ``Engine._texts``), the rest of the
   snippets and the hits (``search, rest``).
 
@@ -77,6 +78,7 @@ timed(engine_mod.MappedFile, "rows", "open: mapping")
 timed(Engine, "parse", "search: parse")
 timed(Engine, "_postings", "search: postings")
 timed(engine_mod.Scorer, "rank_texts", "search: rank")  # with the texts where the C kernel makes them
+timed(Engine, "_search_hits", "search: rank")  # ranking, texts, snippets and hits in one C call
 timed(Engine, "_doc_table", "search: doc table")
 timed(Engine, "_texts", "search: texts")
 timed(engine_mod.SnippetMaker, "of_rows", "search: texts")  # texts + snippets in one C call

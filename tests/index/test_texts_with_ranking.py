@@ -63,6 +63,7 @@ def test_texts_made_with_the_ranking_are_those_read_after_it(which: str, sample_
     made = _counting(monkeypatch)
     for blocklist in (None, BlockList.from_file(blocked)):
         with Engine.open(path, blocklist=blocklist) as e:
+            e.search_in_one_call = False  # (the ranking's call then the hits': test_search_hits)
             for q in queries:
                 for k in (1, 10, 100):
                     e.texts_with_ranking = False

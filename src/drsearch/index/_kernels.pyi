@@ -43,6 +43,10 @@ def rescore(cands: npt.NDArray[Any], terms: Sequence[tuple[Any, ...]], file: Any
             chunk_doc: npt.NDArray[Any], k: int, texts: tuple[Any, ...] | None = ...,
             /) -> Any: ...
 
+def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[tuple[str, float]],
+                k: int, time_budget: float, deadline: float, rescore: tuple[Any, ...] | None = ...,
+                margin: float = ..., /) -> Any: ...
+
 def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
               chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],
               field_offsets: npt.NDArray[Any], fields: Any, pieces: bytes | None = ...,

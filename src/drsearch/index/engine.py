@@ -44,6 +44,7 @@ from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, QueryTerm, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
+    IDF_FLOOR,
     DenseTerm,
     ListTerm,
     PagedTerm,
@@ -55,7 +56,7 @@ from .scoring import (
     bm25_idf,
     native_kernels,
 )
-from .snippet import SnippetMaker, stem_of
+from .snippet import SNIPPET_CHARS, SnippetMaker, stem_of
 from .text import Tokenizer
 from .urls import canonicalize_url
 
@@ -224,6 +225,9 @@ class Engine:
         # With the kernel, a complete search's chunk texts and snippets are made in the call
         # that ranks them (Scorer.rank_texts; tests and probes turn it off: one call after it).
         self.texts_with_ranking = True
+        # With them, a complete search of posting lists only is made in one kernel call
+        # (_search_hits: ranking, texts, snippets and hits); tests turn it off to compare.
+        self.search_in_one_call = True
         # term -> its PagedTerm, a short list's SparseTerm, or a clamped term's (row, df)
         # (PAGED_LIST_BYTES)
         self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
@@ -638,6 +642,11 @@ class Engine:
     def _search(self, query: str, k: int, parsed: ParsedQuery, with_text: bool,
                 deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
+        if with_text and self.search_in_one_call and self.texts_with_ranking and \
+                self._chunk_texts is not None and self.scorer.native:
+            hits = self._search_hits(k, parsed, terms, deadline)
+            if hits is not None:
+                return SearchResult(query, k, hits)
         maker = spec = None
         if with_text and self._kernels is not None:
             maker = self._snippets(parsed, terms, deadline)
@@ -684,6 +693,58 @@ class Engine:
                 zip(ranked, docs, ordinals, chunk_texts,
                     self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
 
+    def _search_hits(self, k: int, parsed: ParsedQuery, terms: list[Term | None],
+                     deadline: float) -> list[Hit] | None:
+        """The hits of a complete search made in one kernel call (``_kernels.search_hits``:
+        the ranking, the texts and snippets, the hits; beside clamped terms, with the exact
+        rescoring), or None where the other path ranks: one short list (the one-term pass),
+        clamped terms only or whose tfs are not in the pages, candidates that do not settle
+        the top k, texts the kernel could not read (that path reports it). Raises
+        QueryTimeoutError, ValueError (a damaged list: CorruptIndexError to the caller)."""
+        present = [t for t in terms if t is not None]
+        if not present:
+            return []
+        if len(present) == 1 and present[0].df <= self.scorer.single_term_postings:
+            return None
+        lists = present
+        rescore: tuple[Any, ...] = ()
+        if any(type(t) is DenseTerm for t in present):  # beside clamped terms: Scorer._rank_native's way
+            lists = [t for t in present if type(t) is not DenseTerm]
+            got_args = self.scorer.rescore_args(present, len(lists)) if lists else None
+            if got_args is None:
+                return None
+            rescore = got_args
+        budget = deadline - time.monotonic()
+        if budget <= 0.0:
+            raise QueryTimeoutError("query ran past its time limit")
+        pairs = self._stem_pairs(parsed, terms)
+        assert self._kernels is not None
+        got = self._kernels.search_hits(self._search_context(), lists, pairs, k, budget, deadline, *rescore)
+        if type(got) is list:
+            return got
+        if got is None:
+            raise QueryTimeoutError("query ran past its time limit")
+        if got is False or got is NotImplemented:
+            return None
+        hits, texts = got  # snippets the kernel left to the Python code (None in their hit)
+        maker = SnippetMaker.of_stems(pairs, deadline=deadline)
+        return [h if h.snippet is not None else h._replace(snippet=maker(text))
+                for h, text in zip(hits, texts, strict=True)]
+
+    def _search_context(self) -> tuple[Any, ...]:
+        """This thread's ``_kernels.search_hits`` context: what its calls take that does not
+        change between queries (the scorer's arrays and this thread's scratch, the file and
+        its chunk text column, the hits' buffers)."""
+        got: tuple[Any, ...] | None = getattr(self._local, "search_context", None)
+        if got is None:
+            assert self._chunk_texts is not None
+            head, rule = self.scorer.kernel_context(self._blocked_chunks, self._scratch())
+            pages, page_size, usable, root, column = self._chunk_texts.text_geometry()
+            got = self._local.search_context = (
+                *head, pages, *rule, page_size, usable, root, column, SNIPPET_CHARS,
+                self._hit_buffers(), Hit, IDF_FLOOR, PagedTerm, SparseTerm)
+        return got
+
     def _hit_buffers(self) -> tuple[Any, ...]:
         """What ``make_hits`` reads of a hit (chunk_doc, chunk_ordinal, and the document
         fields as ``DocTable.fields`` holds them): the ranking's kernel call reads them after
@@ -695,8 +756,12 @@ class Engine:
         return got
 
     def _snippets(self, parsed: ParsedQuery, terms: list[Term | None], deadline: float) -> SnippetMaker:
-        """The query's SnippetMaker: each present term's (stem, weight), from
-        ``_snippet_stems`` where a query had the term (same spelling) before."""
+        """The query's SnippetMaker (of :meth:`_stem_pairs`)."""
+        return SnippetMaker.of_stems(self._stem_pairs(parsed, terms), deadline=deadline)
+
+    def _stem_pairs(self, parsed: ParsedQuery, terms: list[Term | None]) -> list[tuple[str, float]]:
+        """Each present term's snippet (stem, weight), from ``_snippet_stems`` where a query
+        had the term (same spelling) before."""
         kept = self._snippet_stems
         stems = []
         for qt, t in zip(parsed.terms, terms, strict=True):
@@ -709,7 +774,7 @@ class Engine:
                     kept = self._snippet_stems = {}
                 kept[qt] = got
             stems.append(got)
-        return SnippetMaker.of_stems(stems, deadline=deadline)
+        return stems
 
     def _texts(self, chunk_ids: list[int]) -> list[str]:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""

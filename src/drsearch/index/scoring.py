@@ -54,11 +54,12 @@ from .schema import BLOCK_POSTINGS, block_count
 # `rescore` (the rescoring beside clamped terms in the ranking's call), 11 = their `texts`'
 # optional `hits` (make_hits' buffers), 12 = gil_stats (a thread's time without the GIL and
 # waiting to take it back: the benchmark's account of the serial part), 13 = gil_spin (a
-# thread back from its GIL-free work polls the GIL before it sleeps). A kernel built
+# thread back from its GIL-free work polls the GIL before it sleeps), 14 = search_hits (a
+# complete search's ranking, texts, snippet plan and hits in one call). A kernel built
 # from an older _kernels.c
 # (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
 # results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 13
+KERNEL_ABI = 14
 
 
 def kernel_problem(module: object) -> str | None:
@@ -254,6 +255,10 @@ def _arrays(t: Term) -> SparseTerm | DenseTerm:
     return t.read() if isinstance(t, PagedTerm) else t
 
 
+# Scorer's pruning choice as search_hits takes it (its `pruning`: the same rule as _prunes)
+_PRUNING_CODES = {"auto": 0, "always": 1, "never": 2}
+
+
 class Scratch:
     """One thread's reusable arrays: the zeroed score accumulator and the collect buffers
     (one huge-page-friendly block)."""
@@ -334,6 +339,15 @@ class Scorer:
         """Fresh per-thread scratch arrays for :meth:`rank`."""
         return Scratch(self.n_rows)
 
+    def kernel_context(self, blocked: Bools | None, scratch: Scratch) -> tuple[Any, ...]:
+        """The scorer's part of ``_kernels.search_hits``' context for one thread (``scratch``:
+        its arrays): (n_rows, blocked, chunk_doc, buf, out_chunks, out_scores), then after the
+        file, (block_postings, pruning, prune_all_k, prune_all_rows), as the kernel's ranking
+        calls take them from :meth:`rank_texts` (its choice of pruning: :meth:`_prunes`)."""
+        return ((self.n_rows, blocked, self._chunk_doc32, scratch.block, scratch.out_chunks,
+                 scratch.out_scores),
+                (self.block_postings or 0, _PRUNING_CODES[self._pruning], PRUNE_ALL_K, PRUNE_ALL_ROWS))
+
     def rank(self, terms: Sequence[Term | None], k: int, blocked: Bools | None, scratch: Scratch,
              deadline: float) -> list[tuple[int, float]]:
         """Top ``k`` documents as (best chunk rowid, score), in FTS5's order.
@@ -410,9 +424,9 @@ class Scorer:
             # in the same kernel call when every term can be read there (the tfs of clamped
             # terms in the pages), the test below made by the kernel (query_settled).
             bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-            terms = self._rescore_terms(present, None)
-            if terms is not None:
-                got = self._run_rescored(sparse, k, bound, blocked, scratch, deadline, texts, terms)
+            args = self.rescore_args(present, len(sparse))
+            if args is not None:
+                got = self._run_rescored(sparse, k, bound, blocked, scratch, deadline, texts, args[0])
                 if got is not None:
                     return got
             else:
@@ -423,6 +437,18 @@ class Scorer:
         lists = [t if isinstance(t, PagedTerm) else self._as_list(t) for t in present]
         n, _, _, made = self._run(lists, k, -1.0, blocked, scratch, deadline, texts)
         return list(zip(out_c[:n].tolist(), out_s[:n].tolist(), strict=True)), made
+
+    def rescore_args(self, present: Sequence[Term], n_lists: int) -> tuple[tuple[Any, ...], float] | None:
+        """The kernel's ``rescore`` argument and margin for a query of ``present`` terms of which
+        ``n_lists`` have posting lists (the others clamped): what :meth:`_rank_native` hands its
+        kernel call beside clamped terms, or None where a clamped term's tfs are not in the
+        file's pages (that path then picks or loads them)."""
+        terms = self._rescore_terms(present, None)
+        if terms is None:
+            return None
+        spec, file = terms
+        return ((spec, file, self._chunk_len32, self.k1, self.b, self._avgdl, self.k1p1, IDF_FLOOR,
+                 self._chunk_doc32), (len(present) - n_lists) * IDF_FLOOR * self.k1p1)
 
     def _rescore_terms(self, terms: Sequence[Term], cand: I64 | None) -> tuple[list[Any], Any] | None:
         """The kernel's rescoring terms (``_kernels.rescore``'s spec) and the file they are left
@@ -452,15 +478,12 @@ class Scorer:
 
     def _run_rescored(self, lists: Sequence[ListTerm], k: int, bound: float, blocked: Bools | None,
                       scratch: Scratch, deadline: float, texts: tuple[Any, ...] | None,
-                      terms: tuple[list[Any], Any]) -> tuple[list[tuple[int, float]], Made] | None:
+                      rescore: tuple[Any, ...]) -> tuple[list[tuple[int, float]], Made] | None:
         """The candidates within ``bound`` of the k-th document's first-pass score over
-        ``lists``, rescored exactly by every term (``terms``: :meth:`_rescore_terms`) in the
+        ``lists``, rescored exactly by every term (``rescore``: :meth:`rescore_args`) in the
         same kernel call, and with ``texts`` the texts of the k chunks it keeps: the ranking
         and its texts, or None when the candidates do not settle the top k (the kernel's
         ``query_settled``, the test of :meth:`_rank_native`). Raises QueryTimeoutError."""
-        spec, file = terms
-        rescore = (spec, file, self._chunk_len32, self.k1, self.b, self._avgdl, self.k1p1, IDF_FLOOR,
-                   self._chunk_doc32)
         _, _, _, got = self._run(lists, k, bound, blocked, scratch, deadline, texts, rescore)
         assert isinstance(got, tuple)
         ranked, made = got
