@@ -17,6 +17,7 @@ import pytest
 
 from drsearch.index import BlockList, Engine, QueryTimeoutError
 from drsearch.index.build import build
+from drsearch.index.models import Hit
 from drsearch.index.scoring import IDF_FLOOR, DenseTerm, native_kernels
 from drsearch.index.snippet import SnippetMaker
 
@@ -63,7 +64,10 @@ def _both(e: Engine, q: str, k: int) -> None:
     e.search_in_one_call = False
     want = e.search(q, k)
     e.search_in_one_call = True
-    assert e.search(q, k) == want, (q, k)
+    got = e.search(q, k)
+    assert got == want, (q, k)
+    # hits made in C are what Hit(...) makes: the same type, equal and hashing alike
+    assert all(type(h) is Hit and hash(h) == hash(Hit(*h)) for h in got.hits)
 
 
 @pytest.mark.parametrize("which", ["sample", "cran", "cran_small"])
@@ -157,7 +161,7 @@ def test_the_outcomes_that_are_not_hits(cran_index: Path) -> None:
             kernels.search_hits((*ctx[:17], object, *ctx[18:]), terms, pairs, 10, 60.0, time.monotonic() + 60)
         with pytest.raises(TypeError, match="hits is a tuple"):
             kernels.search_hits((*ctx[:16], ctx[16][:4], *ctx[17:]), terms, pairs, 10, 60.0, time.monotonic() + 60)
-        for bad in (["pressur"], [("pressur",)], [(1, 2.0)], [("pressur", "x")]):
+        for bad in (["pressur"], [("pressur",)], [(1, 2.0)], [("pressur", "x")], [("pressur", 1)]):
             with pytest.raises(TypeError):
                 kernels.search_hits(ctx, terms, bad, 10, 60.0, time.monotonic() + 60)
         with pytest.raises(ValueError, match="no terms"):

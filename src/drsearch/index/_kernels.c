@@ -2636,6 +2636,9 @@ hit_make(PyTypeObject *type, const HitFields *h, Py_ssize_t rank, long long c, P
         Py_DECREF(score);
         return NULL;
     }
+#if PY_VERSION_HEX >= 0x030E0000
+    ((PyTupleObject *)hit)->ob_hash = -1; /* a tuple's cached hash: none yet (tuple.__new__'s) */
+#endif
     PyTuple_SET_ITEM(hit, 4, score);
     PyTuple_SET_ITEM(hit, 6, Py_NewRef(text));
     PyTuple_SET_ITEM(hit, 7, Py_NewRef(snip));
@@ -4108,20 +4111,17 @@ snip_plan(PyObject *pairs, double floor, PyObject **stems, PyObject **weights)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
-            !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))) {
+            !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0)) || !PyFloat_Check(PyTuple_GET_ITEM(pair, 1))) {
             PyErr_SetString(PyExc_TypeError, "a snippet stem is a (str, float) pair");
             goto done;
         }
-        const double w = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
-        if (w == -1.0 && PyErr_Occurred())
-            goto done;
-        above |= w > floor;
+        above |= PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(pair, 1)) > floor;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
         PlanStem e = {PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), 0, 0.0};
         e.len = PyUnicode_GET_LENGTH(e.stem);
-        e.w = PyFloat_AsDouble(e.weight);
+        e.w = PyFloat_AS_DOUBLE(e.weight);
         if (e.len && (!above || e.w > floor))
             p[m++] = e;
     }

@@ -714,12 +714,13 @@ class Engine:
             if got_args is None:
                 return None
             rescore = got_args
+        pairs = self._stem_pairs(parsed, terms)
+        context = self._search_context()  # (a thread's first: its scratch, the hits' buffers)
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
-        pairs = self._stem_pairs(parsed, terms)
         assert self._kernels is not None
-        got = self._kernels.search_hits(self._search_context(), lists, pairs, k, budget, deadline, *rescore)
+        got = self._kernels.search_hits(context, lists, pairs, k, budget, deadline, *rescore)
         if type(got) is list:
             return got
         if got is None:
