@@ -290,7 +290,7 @@ def stages_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
     two threads of one process take in turn. The ranking's call runs with make_hits' buffers
     read in it (``hits``, as the engine does) on even passes and without on odd ones, to show
     what that read saves make_hits."""
-    from drsearch.index.models import Hit
+    from drsearch.contract.models import Hit
 
     kernels = e._kernels
     if kernels is None or e._chunk_texts is None:

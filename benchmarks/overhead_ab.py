@@ -90,7 +90,7 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     (``_postings``), ranking (``Scorer.rank``), and the hits (in C by ``make_hits`` where the
     tree has it, else their rows from the document table and per-chunk arrays) — called as
     each tree's ``search`` calls them."""
-    from drsearch.index import Hit
+    from drsearch.contract import Hit
     clock = time.perf_counter_ns
     deadline = time.monotonic() + 60.0
     t0 = clock()

@@ -9,16 +9,15 @@ from typing import Any
 import apsw
 import pytest
 
-from drsearch.index import (
+from drsearch.contract import (
     MAX_QUERY_TERMS,
-    BlockList,
     CorruptIndexError,
     DocumentNotFoundError,
-    Engine,
     IncompatibleIndexError,
     InvalidQueryError,
     QueryTimeoutError,
 )
+from drsearch.index import BlockList, Engine
 
 QUERY = "video game streaming subscription"
 
@@ -133,7 +132,7 @@ def test_random_bit_flips_raise_only_drsearch_errors(sample_index: Path, tmp_pat
     CorruptIndexError), never an unhandled zlib/UnicodeDecode/apsw error."""
     import random
 
-    from drsearch.index import DrsearchError
+    from drsearch.contract import DrsearchError
 
     rng = random.Random(20261201)
     original = sample_index.read_bytes()

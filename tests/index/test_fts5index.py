@@ -14,7 +14,8 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import BuildError, BuildSettings, Engine, SourceChunk, build, read_jsonl
+from drsearch.contract import BuildError
+from drsearch.index import BuildSettings, Engine, SourceChunk, build, read_jsonl
 from drsearch.index.fts5index import (
     STRUCTURE_ROWID,
     chunk_lengths,

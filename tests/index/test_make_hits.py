@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, Engine, Hit
-from drsearch.index.contract import canonical_json
+from drsearch.contract import Hit
+from drsearch.contract.request import canonical_json
+from drsearch.index import BlockList, Engine
 from drsearch.index.scoring import native_kernels
 
 from ..helpers import cranfield_queries
@@ -115,7 +116,7 @@ def test_texts_and_snippets_go_into_the_hits_as_given() -> None:
 
 
 def test_a_damaged_document_table_is_corrupt_not_a_crash(sample_index: Path) -> None:
-    from drsearch.index import CorruptIndexError
+    from drsearch.contract import CorruptIndexError
 
     with Engine.open(sample_index) as e:
         table = e._doc_table()

@@ -19,7 +19,8 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import CorruptIndexError, DrsearchError, Engine
+from drsearch.contract import CorruptIndexError, DrsearchError
+from drsearch.index import Engine
 from drsearch.index.blobs import Arena, read_blob
 from drsearch.index.scoring import native_kernels
 
@@ -93,7 +94,7 @@ def test_a_missing_row_or_another_length_names_the_row(cran_small_chunks: Path) 
         rowid, n = e._conn.execute("SELECT id, length(data) FROM postings ORDER BY length(data) DESC "
                                    "LIMIT 1").fetchone()
         top = e._conn.execute("SELECT max(id) FROM postings").fetchone()[0]
-        from drsearch.index.errors import IncompatibleIndexError
+        from drsearch.contract.errors import IncompatibleIndexError
 
         with pytest.raises(IncompatibleIndexError, match=f"postings.data row {top + 5}: no such row"):
             page_bytes(e, [rowid, top + 5], [n, 8])
@@ -273,7 +274,7 @@ def test_every_chunk_text_reads_as_sqlite_reads_it(sample_index: Path, tmp_path:
 
 
 def test_a_text_reader_names_the_row_it_cannot_read(sample_index: Path) -> None:
-    from drsearch.index.errors import IncompatibleIndexError
+    from drsearch.contract.errors import IncompatibleIndexError
 
     with Engine.open(sample_index) as e:
         assert e._chunk_texts is not None and e._file is not None

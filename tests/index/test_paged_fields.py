@@ -13,7 +13,8 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import Engine, Hit, IncompatibleIndexError
+from drsearch.contract import Hit, IncompatibleIndexError
+from drsearch.index import Engine
 from drsearch.index.blobs import MappedFile
 from drsearch.index.doctable import DocTable, PagedFields
 from drsearch.index.scoring import native_kernels

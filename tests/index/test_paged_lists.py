@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, Engine, IncompatibleIndexError
+from drsearch.contract import IncompatibleIndexError
+from drsearch.index import BlockList, Engine
 from drsearch.index.scoring import PagedTerm, SparseTerm, native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle

@@ -19,7 +19,8 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import CorruptIndexError, Engine
+from drsearch.contract import CorruptIndexError
+from drsearch.index import Engine
 from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS
 from drsearch.index.scoring import native_kernels
 

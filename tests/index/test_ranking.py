@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, DrsearchError, Engine, build
+from drsearch.contract import DrsearchError
+from drsearch.index import BlockList, Engine, build
 from drsearch.index.scoring import NATIVE_AVAILABLE, ONE_LIST_POSTINGS, SINGLE_TERM_POSTINGS
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries, fts5_oracle, sample_docs

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from drsearch.index import BlockList, Engine, QueryTimeoutError
+from drsearch.contract import QueryTimeoutError
+from drsearch.contract.models import Hit
+from drsearch.index import BlockList, Engine
 from drsearch.index.build import build
-from drsearch.index.models import Hit
 from drsearch.index.scoring import IDF_FLOOR, DenseTerm, native_kernels
 from drsearch.index.snippet import SnippetMaker
 

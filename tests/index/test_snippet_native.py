@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsearch.index import Engine, QueryTimeoutError
+from drsearch.contract import QueryTimeoutError
+from drsearch.index import Engine
 from drsearch.index.scoring import native_kernels
 from drsearch.index.snippet import SnippetMaker
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from drsearch.index import DrsearchError, Engine
-from drsearch.index.errors import IncompatibleIndexError
+from drsearch.contract import DrsearchError
+from drsearch.contract.errors import IncompatibleIndexError
+from drsearch.index import Engine
 from drsearch.index.scoring import native_kernels
 
 from ..helpers import cranfield_queries

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, CorruptIndexError, Engine, QueryTimeoutError
+from drsearch.contract import CorruptIndexError, QueryTimeoutError
+from drsearch.index import BlockList, Engine
 from drsearch.index.scoring import Scorer, SparseTerm, native_kernels
 from drsearch.index.snippet import SnippetMaker
 

@@ -21,8 +21,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import drsearch.mcpserver
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import BlockList, Engine
-from drsearch.index import canonical_json as dumps
 
 from ..helpers import DATA, free_port, strict_mode_problems
 

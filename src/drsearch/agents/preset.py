@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .errors import describe_validation_error
 
 ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed

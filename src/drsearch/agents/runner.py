@@ -28,7 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
-from ..index import BlockList, Engine, InvalidInputError
+from ..contract import InvalidInputError
+from ..index import BlockList, Engine
 from .canonical import sha256_hex
 from .errors import LocalIOError, RunStoreError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env

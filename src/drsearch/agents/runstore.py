@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..index.atomic import write_bytes_atomic, write_json_atomic
+from ..contract.atomic import write_bytes_atomic, write_json_atomic
 from .canonical import canonical_json
 from .errors import LocalIOError, RunStoreError
 from .loop import INFRA_STATUS, Episode

@@ -32,7 +32,8 @@ from typing import Any
 import httpx
 
 from .. import __version__
-from ..index import InvalidInputError, canonicalize_url
+from ..contract import InvalidInputError
+from ..index import canonicalize_url
 from .crawl import (
     FETCH_SUMMARY,
     RECORDS,

@@ -25,7 +25,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .errors import IncompatibleIndexError
+from ..contract.errors import IncompatibleIndexError
 from .memory import hugepage_zeros
 
 U8 = npt.NDArray[np.uint8]

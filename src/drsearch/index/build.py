@@ -34,10 +34,10 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from ..contract.errors import BuildError, InvalidDocumentError, InvalidInputError
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
 from .doctable import DocTable
-from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .schema import (

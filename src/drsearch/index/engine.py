@@ -26,11 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
-from .blocklist import BlockList
-from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
-from .doctable import DocTable, PagedFields
-from .errors import (
+from ..contract.errors import (
     BlocklistError,
     CorruptIndexError,
     DocumentNotFoundError,
@@ -40,7 +36,11 @@ from .errors import (
     NotADatabaseError,
     QueryTimeoutError,
 )
-from .models import Document, Hit, SearchResult
+from ..contract.models import Document, Hit, SearchResult
+from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
+from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
+from .blocklist import BlockList
+from .doctable import DocTable, PagedFields
 from .query import ParsedQuery, QueryTerm, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
@@ -61,7 +61,7 @@ from .text import Tokenizer
 from .urls import canonicalize_url
 
 # The limits (MAX_K, MAX_RUN_K, the query caps, the default time limit) are the request
-# contract's (drsearch.index.contract). Output buffers hold every chunk, so any k fits.
+# contract's (drsearch.contract.request). Output buffers hold every chunk, so any k fits.
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
 # A query's terms in one round trip, with the posting lists of up to INLINE_POSTINGS postings

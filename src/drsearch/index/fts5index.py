@@ -10,7 +10,7 @@ The leaves are decoded by the C kernel (``_kernels.fts5_doclists``, see ``_fts5.
 format) a window of pages at a time; :func:`decode_pages` is the same decoder in Python
 (used without the kernel; the tests hold the two to the same results and errors). Every
 varint, offset, rowid and key read is checked: an index that is not what FTS5 writes is a
-:class:`~drsearch.index.errors.BuildError`, never a silently wrong posting.
+:class:`~drsearch.contract.errors.BuildError`, never a silently wrong posting.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .errors import BuildError
+from ..contract.errors import BuildError
 
 STRUCTURE_ROWID = 10  # FTS5_STRUCTURE_ROWID: the record listing every level's segments
 _STRUCTURE_V2 = b"\xff\x00\x00\x01"  # after the cookie: segments carry origin/tombstone fields

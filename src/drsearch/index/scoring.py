@@ -39,7 +39,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
-from .errors import DrsearchError, QueryTimeoutError
+from ..contract.errors import DrsearchError, QueryTimeoutError
 from .memory import hugepage_zeros
 from .schema import BLOCK_POSTINGS, block_count
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import QueryTimeoutError
+from ..contract.errors import QueryTimeoutError
 from .scoring import IDF_FLOOR, native_kernels
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ documents are absent exactly as over HTTP):
     The exact body of ``POST /open``: one page of the text with ``next_offset``.
 
 Arguments of ``search`` and ``open`` are checked by the request contract
-(:mod:`drsearch.index.contract`), exactly as ``POST /search`` and ``POST /open`` check them; a
+(:mod:`drsearch.contract.request`), exactly as ``POST /search`` and ``POST /open`` check them; a
 bad call is a tool error whose text is the HTTP API's JSON error body ``{"error": {"type",
 "message"}}`` with the same type and message, never a protocol error or a crash. Schemas are
 strict-mode compatible: closed objects, every property in ``required``, the optional ones
@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..index import (
+from ..contract import (
     MAX_K,
     OPEN_TOOL,
     SEARCH_TOOL,

@@ -16,16 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..contract import InvalidInputError
 from ..corpus import source_summary
-from ..index import (
-    BlockList,
-    BuildReport,
-    BuildSettings,
-    InvalidInputError,
-    build,
-    read_jsonl,
-    sha256_file,
-)
+from ..index import BlockList, BuildReport, BuildSettings, build, read_jsonl, sha256_file
 from .checks import answer_coverage
 from .dr256 import QuestionSet, load_questions
 from .manifest import (

@@ -20,8 +20,9 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
-from ..index.atomic import write_bytes_atomic
+from ..contract import InvalidInputError
+from ..contract.atomic import write_bytes_atomic
+from ..index import BlockList, Engine, read_sqlite_header, sha256_file
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..index import (
+from ..contract import (
     DEFAULT_K,
     DEFAULT_TIME_LIMIT_S,
     MAX_K,
@@ -97,7 +97,7 @@ class ServerSettings(BaseModel):
         return self
 
     def limits(self) -> Limits:
-        """The request contract's limits of this app (``drsearch.index.contract``)."""
+        """The request contract's limits of this app (``drsearch.contract.request``)."""
         return Limits(max_k=self.max_k, default_k=self.default_k, max_query_chars=self.max_query_chars,
                       max_query_terms=self.max_query_terms, unknown_fields=self.unknown_fields)
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..index import BlocklistError, CorpusFileError, sha256_file
+from ..contract import BlocklistError, CorpusFileError
+from ..index import sha256_file
 from ..release.manifest import BLOCKED
 
 NONE = "none"

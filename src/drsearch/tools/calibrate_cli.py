@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..index import InvalidInputError, canonical_json
+from ..contract import InvalidInputError, canonical_json
 from .argtypes import fraction
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         openbiorq_bucket,
         wilson_table,
     )
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     rule: str = args.rule
     if rule not in _RULES:

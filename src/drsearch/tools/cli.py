@@ -19,21 +19,17 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__
-from ..index import (
+from ..contract import (
     DEFAULT_TIME_LIMIT_S,
-    BlockList,
-    BuildSettings,
     CorpusFileError,
     DrsearchError,
-    Engine,
     InvalidInputError,
-    build,
     canonical_json,
     number_from_text,
     parse_open,
     parse_search,
-    read_jsonl,
 )
+from ..index import BlockList, BuildSettings, Engine, build, read_jsonl
 from .argtypes import build_threads, int_in
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 def cmd_kg_serve(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.generate.drbencher.kgstore import KGStore, make_server
-    from ..index import InvalidInputError
+    from ..contract import InvalidInputError
 
     store = KGStore(args.data)  # KGDataError (exit 2) before binding
     try:

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from ..index import MAX_K, BlockList, Engine, InvalidInputError
+from ..contract import MAX_K, InvalidInputError
+from ..index import BlockList, Engine
 
 
 def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:

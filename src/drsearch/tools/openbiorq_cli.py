@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .argtypes import fraction
 
 _STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
@@ -76,7 +76,7 @@ def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
     import tempfile
 
     from ..benchmark.generate.openbiorq.coverage import coverage
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     items = args.obrq_dir / "items.jsonl"
     if not items.is_file():
@@ -106,7 +106,7 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     if args.stage == "coverage":
         return cmd_openbiorq_coverage(args, out)
     from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
-    from ..index.atomic import write_bytes_atomic, write_json_atomic
+    from ..contract.atomic import write_bytes_atomic, write_json_atomic
 
     if args.calibration is None:
         raise InvalidInputError(f"{args.stage} needs --calibration CAL (drsearch calibrate --rule openbiorq)")

@@ -15,8 +15,9 @@ from typing import Any, TextIO
 
 from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
 from ..compat.pyserini import Hit
-from ..index import MAX_RUN_K, BlockList, InvalidInputError, canonical_json, check_k, number_from_text
-from ..index.atomic import atomic_output
+from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, number_from_text
+from ..contract.atomic import atomic_output
+from ..index import BlockList
 from .progress import progress_bar
 
 RUN_K_DEFAULT = 1000

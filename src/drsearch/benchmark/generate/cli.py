@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ...agents import RetryPolicy
 from ...agents.errors import describe_validation_error
-from ...index import DrsearchError
+from ...contract import DrsearchError
 from .options import add_generate_arguments
 from .stages import GenerateSettings, Pipeline, run_pipeline
 

@@ -2,7 +2,7 @@
 
 A :class:`Pipeline` is an ordered list of :class:`Stage` values. A stage reads declared input
 files (external files by absolute path, or the outputs of earlier stages by their path inside
-the output directory), writes its declared outputs there atomically (``index.atomic``) and
+the output directory), writes its declared outputs there atomically (``contract.atomic``) and
 may call models, only through :meth:`StageContext.complete` (the agents layer's
 OpenAI-compatible client behind its replay cache). :func:`run_pipeline` then keeps, in
 ``OUT/``:
@@ -70,8 +70,8 @@ from ...agents import (
 )
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
-from ...index import DrsearchError
-from ...index.atomic import write_bytes_atomic, write_json_atomic
+from ...contract import DrsearchError
+from ...contract.atomic import write_bytes_atomic, write_json_atomic
 from .errors import GenerateError, PipelineInputError
 from .journal import Journal
 
@@ -433,7 +433,7 @@ class _NoCorpus:
 
 
 def _fsync_dir(path: Path) -> None:
-    """Make renames into ``path`` durable (as ``index.atomic`` does for one file)."""
+    """Make renames into ``path`` durable (as ``contract.atomic`` does for one file)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # not every platform or filesystem allows it

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ...benchmark.generate import GenerateSettings, Pipeline, Stage, StageContext, run_pipeline
-from ...index import InvalidInputError
-from ...index.atomic import write_json_atomic
+from ...contract import InvalidInputError
+from ...contract.atomic import write_json_atomic
 
 SUMMARY = "summary.json"
 STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "questions", "calibrate", "select")

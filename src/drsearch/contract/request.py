@@ -9,7 +9,7 @@ whichever door it comes through:
   character and distinct-term caps, the unknown-field policy), defaults defined once here;
 - :func:`parse_search` / :func:`parse_open`: a JSON-like mapping (a decoded HTTP body, a
   tool call's arguments, the CLI's options) to a frozen :class:`SearchRequest` /
-  :class:`OpenRequest`, or an :class:`~drsearch.index.errors.InvalidInputError`
+  :class:`OpenRequest`, or an :class:`~drsearch.contract.errors.InvalidInputError`
   (``InvalidQueryError``, ``InvalidKError`` or ``InvalidRequestError``) whose message is
   stable, one line and says what was given;
 - :func:`canonical_json` / :func:`canonical_bytes`: the canonical JSON encoding of every
