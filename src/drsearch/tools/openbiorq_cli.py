@@ -163,7 +163,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
             raise InvalidInputError(f"stage {args.stage} needs {flag}")
 
     from ..agents.errors import describe_validation_error
-    from ..benchmark.generate import run_pipeline, settings_from
+    from ..benchmark.generate import run_pipeline
     from ..benchmark.generate.openbiorq import OpenBioRQSettings, build_pipeline, read_sources
 
     args.out, args.until = args.obrq_dir, None if args.stage == "all" else args.stage
@@ -194,6 +194,8 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
+        from .generate_cli import settings_from
+
         run = settings_from(args)
         settings = OpenBioRQSettings(
             sources=args.sources, base_url=args.base_url, writer_model=args.writer_model,

@@ -9,20 +9,16 @@ toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ....agents import ChatClient, RetryPolicy
 from ....agents.llm import api_key_from_env
-from ..cli import run_parsed
 from ..embed import MODEL_SHA256
-from ..stages import Pipeline, Stage
+from ..stages import GenerateSettings, Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, package_sha256
-from .options import add_arguments
 from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
@@ -70,32 +66,30 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
     ])
 
 
-def build(args: argparse.Namespace) -> Pipeline:
-    config, articles = load_config(Path(args.config))
-    if args.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
+def build(config_path: Path, settings: GenerateSettings) -> Pipeline:
+    """The pipeline of the config at ``config_path`` for a run with ``settings``, after the
+    checks that need no output (config, endpoint probes: exit 2 before anything is written)."""
+    config, articles = load_config(config_path)
+    if settings.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
         client = SparqlClient(config.kg)
         try:
             client.probe()
         finally:
             client.close()
-    if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
+    if settings.cache_mode != "replay" and settings.until not in KG_STAGES:  # a KG-only run needs no model
         models = [config.generator, *(f.model for f in (config.v1, config.v2) if f.enabled and f.model)]
         for m in models:
-            chat = ChatClient.connect(m.base_url, api_key_from_env(args.api_key_env),
+            chat = ChatClient.connect(m.base_url, api_key_from_env(settings.api_key_env),
                                       retry=RetryPolicy(max_attempts=1, timeout_s=30))
             try:
                 chat.probe(m.model)
             finally:
                 chat.close()
-    reaches_v2 = args.until is None or (args.until in STAGES
-                                        and STAGES.index(args.until) >= STAGES.index("v2"))
-    if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
+    reaches_v2 = settings.until is None or (settings.until in STAGES
+                                            and STAGES.index(settings.until) >= STAGES.index("v2"))
+    if settings.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
         probe_search_server(config.v2.search_url)
     return pipeline_for(config, articles)
 
 
-def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout)
-
-
-__all__ = ["GENERATOR", "STAGES", "add_arguments", "build", "main", "pipeline_for"]
+__all__ = ["GENERATOR", "STAGES", "build", "pipeline_for"]
