@@ -30,6 +30,8 @@ from typing import Any, TextIO
 from ..contract import InvalidInputError
 from .argtypes import fraction
 
+# openbiorq.STAGES, spelled here so that `drsearch --help` does not import the generator (httpx);
+# tests/tools/test_stage_names.py keeps the two equal
 _STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
 
 

@@ -147,11 +147,17 @@ class Stage:
 class Pipeline:
     """A generator: a name and its stages in order (checked to fit together)."""
 
-    def __init__(self, name: str, stages: Sequence[Stage]) -> None:
+    def __init__(self, name: str, stages: Sequence[Stage], *, order: Sequence[str] | None = None) -> None:
+        """``order``: the stage names a generator declares (its ``STAGES``, which its command
+        line offers to ``--until``); the stages given must be exactly those, in that order,
+        so the declaration and the stage list cannot drift apart."""
         if not _NAME.fullmatch(name):
             raise PipelineInputError(f"generator name {name!r}: use lower-case letters, digits, '-' and '_'")
         if not stages:
             raise PipelineInputError(f"generator {name}: no stages")
+        if order is not None and tuple(s.name for s in stages) != tuple(order):
+            raise PipelineInputError(f"generator {name}: stages {[s.name for s in stages]} are not "
+                                     f"the declared {list(order)}")
         produced: dict[str, str] = {}
         for i, stage in enumerate(stages):
             if not _NAME.fullmatch(stage.name):

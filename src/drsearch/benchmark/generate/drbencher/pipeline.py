@@ -63,7 +63,7 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
                         "min_distance": config.diversity.min_distance}),
         Stage("export", export, inputs=("diverse.jsonl", str(articles)),
               outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
-    ])
+    ], order=STAGES)
 
 
 def build(config_path: Path, settings: GenerateSettings) -> Pipeline:
