@@ -218,7 +218,7 @@ def test_two_http_sessions_at_once_get_the_same_answers(http_server: str, blocke
 @pytest.mark.parametrize(("args", "message"), [
     (["--host", "127.0.0.1"], "--host/--port: only with --transport streamable-http"),
     (["--k", "0"], "argument --k: must be between 1 and 100, got 0"),
-    (["--snippet-chars", "zero"], "argument --snippet-chars: expected an integer"),
+    (["--snippet-chars", "zero"], "argument --snippet-chars: not an integer"),
     (["--database", "MISSING"], "MISSING"),
     (["--blocked-docids", "MISSING"], "MISSING"),
 ])

@@ -21,6 +21,7 @@ from typing import TextIO
 from .. import __version__
 from ..contract import (
     DEFAULT_TIME_LIMIT_S,
+    MAX_K,
     CorpusFileError,
     DrsearchError,
     InvalidInputError,
@@ -30,7 +31,7 @@ from ..contract import (
     parse_search,
 )
 from ..index import BlockList, BuildSettings, Engine, build, read_jsonl
-from .argtypes import build_threads, int_in
+from .argtypes import build_threads, int_in, seconds
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
@@ -157,14 +158,6 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
-    return value
 
 
 def _release_of(args: argparse.Namespace) -> Path | None:
@@ -322,17 +315,18 @@ def make_parser() -> argparse.ArgumentParser:
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
-    p.add_argument("--max-k", type=int_in(1, 100), default=100, help="largest k a search may ask for")
+    p.add_argument("--max-k", type=int_in(1, MAX_K), default=MAX_K,
+                   help=f"largest k a search may ask for (1..{MAX_K}; default {MAX_K})")
     # --request-timeout: the flag's former name, a deprecated alias (docs/SERVER.md)
-    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=_positive_seconds,
+    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=seconds(3600),
                    default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help="time limit of one request in seconds, body to encoding (503 past it; default 10; "
                         "--request-timeout is its deprecated old name)")
     p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
-    p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",
+    p.add_argument("--idle-timeout", type=seconds(3600), default=30.0, metavar="S",
                    help="close a connection idle this long between requests (default 30)")
-    p.add_argument("--header-timeout", type=_positive_seconds, default=10.0, metavar="S",
+    p.add_argument("--header-timeout", type=seconds(3600), default=10.0, metavar="S",
                    help="a request's line and headers must arrive within S seconds (408; default 10)")
     p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
                    help="largest request head in bytes (431 beyond; default 65536)")

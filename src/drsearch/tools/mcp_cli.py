@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import TextIO
 
 from ..contract import MAX_K, InvalidInputError
 from ..index import BlockList, Engine
-
-
-def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if n < lo or (hi is not None and n > hi):
-            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {n}")
-        return n
-
-    return parse
+from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
+from .argtypes import int_in
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -66,11 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
                    help="stdio (a client launches this command; default) or streamable-http (at /mcp)")
     p.add_argument("--host", help="address to bind with streamable-http (default 127.0.0.1)")
-    p.add_argument("--port", type=_int_at_least(0, 65535), help="port with streamable-http (default 8000)")
-    p.add_argument("--k", type=_int_at_least(1, MAX_K), default=5,
-                   help=f"results of a search that gives no k (1..{MAX_K}; default 5, as BrowseComp-Plus)")
-    p.add_argument("--snippet-chars", type=_int_at_least(1), default=2000, metavar="N",
-                   help="characters of each search result's snippet (default 2000)")
+    p.add_argument("--port", type=int_in(0, 65535), help="port with streamable-http (default 8000)")
+    p.add_argument("--k", type=int_in(1, MAX_K), default=SEARCH_K_DEFAULT,
+                   help=f"results of a search that gives no k (1..{MAX_K}; default {SEARCH_K_DEFAULT}, "
+                        "as BrowseComp-Plus)")
+    p.add_argument("--snippet-chars", type=int_in(1), default=SNIPPET_CHARS_DEFAULT, metavar="N",
+                   help=f"characters of each search result's snippet (default {SNIPPET_CHARS_DEFAULT})")
     p.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level with streamable-http (default warning)")
