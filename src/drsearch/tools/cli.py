@@ -12,7 +12,6 @@ functions.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from ..contract import (
 )
 from ..index import BlockList, BuildSettings, Engine, build, read_jsonl
 from .argtypes import build_threads, int_in, seconds
+from .binding import check_bindable
 from .blocking import add_allow_missing_blocked, serve_blocklist
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
@@ -190,30 +190,11 @@ def _validate_release_before_serving(root: Path, deep: bool) -> None:
     print(f"drsearch: release {root}: {report.count('PASS')} checks passed", file=sys.stderr)
 
 
-def _check_bindable(host: str, port: int) -> None:
-    """Raise InvalidInputError unless ``host:port`` can be bound now.
-
-    uvicorn reports an unknown host or a busy port only once it starts, in log lines and
-    with exit 3; checked here, it is one line and exit 2 like every other bad option.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    except (socket.gaierror, UnicodeError) as e:
-        raise InvalidInputError(f"--host {host}: not an address to bind ({e})") from None
-    with socket.socket(family, kind, proto) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            s.bind(address)
-        except OSError as e:
-            raise InvalidInputError(f"--host {host} --port {port}: cannot bind ({e.strerror})") from None
-
-
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # the server extra, imported first: without it, one line naming it before any other check
     from ..server import ServeConfig, ServerSettings, serve, verify_corpus
 
-    _check_bindable(args.host, args.port)
+    check_bindable(args.host, args.port)
     release_dir = _release_of(args)
     chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
     blocklist = None if chosen.path is None else BlockList.from_file(chosen.path)

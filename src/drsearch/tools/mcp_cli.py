@@ -15,6 +15,7 @@ from ..contract import MAX_K, InvalidInputError
 from ..index import BlockList, Engine
 from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
 from .argtypes import int_in
+from .binding import check_bindable
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -27,9 +28,7 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("--host/--port: only with --transport streamable-http")
     host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
     if http:
-        from .cli import _check_bindable
-
-        _check_bindable(host, port)
+        check_bindable(host, port)
     settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars)
     blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
     with Engine.open(args.database, blocklist) as engine:
