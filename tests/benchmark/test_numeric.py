@@ -92,12 +92,18 @@ def test_the_two_percent_boundary_is_inclusive_and_exact() -> None:
     assert grade("105", "100", tolerance=Fraction(5, 100))[0] == "correct"
 
 
-def test_years_are_exact_in_the_history_domain_only() -> None:
+def test_the_history_domain_is_matched_exactly() -> None:
+    """The DrBencher paper: "2% relative, exact match for history" -- every answer, not only years."""
     assert grade("1969", "1969", "history")[0] == "correct"
-    assert grade("1970", "1969", "history") == ("incorrect", "year differs (exact match)")
+    assert grade("1970", "1969", "history") == ("incorrect", "differs (exact match)")
     assert grade("1970", "1969", "physics")[0] == "correct"  # a number like any other there
     assert grade("July 20, 1969", "1969", "history")[0] == "correct"  # a date of that year
     assert grade("July 20, 1970", "1969", "history")[0] == "incorrect"
+    assert grade("18500 days", "18842 days", "history") == ("incorrect", "differs (exact match)")
+    assert grade("18500 days", "18842 days", "financial")[0] == "correct"  # 1.8 % off
+    assert grade("18,842 days", "18842 days", "History")[0] == "correct"
+    assert grade("about 18842", "18842 days", "history")[0] == "correct"  # the unit on one side only
+    assert grade("0", "0", "history")[0] == "correct"
 
 
 def test_every_verdict_records_version_and_tolerance() -> None:

@@ -4,8 +4,9 @@ For answers that are numbers computed by code (DrBencher-style questions). An an
 correct iff it holds exactly one quantity (or marks one as final) and that quantity is
 within ``tolerance`` (default 2 %) relative error of the gold: ``|a - g| <= tol * |g|``,
 boundary included, computed in exact rational arithmetic so the boundary does not depend
-on floating point. Dates are always compared exactly; so are years when the question's
-domain (its ``category``) is one of ``exact_domains`` (default: history).
+on floating point. Dates are always compared exactly; so is every answer when the
+question's domain (its ``category``) is one of ``exact_domains`` (default: history, the
+DrBencher paper's "exact match for history").
 
 Parsing (:func:`quantities`):
 
@@ -38,7 +39,7 @@ from ..agents.canonical import canonical_json, sha256_hex
 from .datasets import GradingTask
 from .judges import EMPTY_RESPONSE, JudgePrompt, Verdict, is_empty
 
-NUMERIC_VERSION = "numeric-v1"
+NUMERIC_VERSION = "numeric-v2"
 """The grader's version: recorded in every verdict; a change of the rules is a new version."""
 DEFAULT_TOLERANCE = Fraction(2, 100)
 DEFAULT_EXACT_DOMAINS: tuple[str, ...] = ("history",)
@@ -256,13 +257,13 @@ def answer_quantity(text: str) -> Quantity:
 # -- comparing ------------------------------------------------------------------------------
 
 def compare(answer: Quantity, gold: Quantity, *, tolerance: Fraction = DEFAULT_TOLERANCE,
-            exact_years: bool = False) -> tuple[bool, str | None, Fraction | None]:
+            exact: bool = False) -> tuple[bool, str | None, Fraction | None]:
     """``(correct, reason when wrong, relative error when defined)``.
 
     Dates compare exactly (a year gold against a date answer compares the year). A unit on
     both sides must be of one dimension; with a unit on one side only, the numbers compare
-    as written. ``exact_years``: an integer gold from 1000 to 2999 without a unit is a year
-    and compares exactly.
+    as written. ``exact``: no tolerance at all (the answer must equal the gold, after unit
+    conversion) -- the DrBencher paper's rule for the history domain.
     """
     if gold.kind == "date" or answer.kind == "date":
         g_year = gold.date[0] if gold.date else (int(gold.written) if gold.written.denominator == 1 else None)
@@ -277,8 +278,9 @@ def compare(answer: Quantity, gold: Quantity, *, tolerance: Fraction = DEFAULT_T
         return False, f"unit mismatch ({answer.unit} vs {gold.unit})", None
     both = answer.dimension is not None and gold.dimension is not None
     a, g = (answer.value, gold.value) if both else (answer.written, gold.written)
-    if exact_years and gold.dimension is None and g.denominator == 1 and 1000 <= g <= 2999:
-        return a == g, None if a == g else "year differs (exact match)", None
+    if exact:
+        rel = abs(a - g) / abs(g) if g else None
+        return a == g, None if a == g else "differs (exact match)", rel
     if g == 0:
         return a == 0, None if a == 0 else "gold is 0: exact match needed", None
     rel = abs(a - g) / abs(g)
@@ -320,15 +322,15 @@ class NumericJudge:
         except NumericParseError as e:  # a dataset problem, not the model's: counted apart
             return Verdict("judge_failed", f"gold {task.reference!r} is not one number: {e}", None,
                            {**base, "verdict": None})
-        exact_years = (task.category or "").casefold() in self.exact_domains
+        exact = (task.category or "").casefold() in self.exact_domains
         try:
             got = answer_quantity(answer)
         except NumericParseError as e:
-            failed = {"answer": None, "exact_years": exact_years, "gold": gold.as_dict(),
+            failed = {"answer": None, "exact": exact, "gold": gold.as_dict(),
                       "parse_error": str(e)}
             return Verdict("incorrect", f"answer: {e}", None, {**base, "verdict": failed})
-        ok, reason, rel = compare(got, gold, tolerance=self.tolerance, exact_years=exact_years)
-        verdict = {"answer": got.as_dict(), "exact_years": exact_years, "gold": gold.as_dict(),
+        ok, reason, rel = compare(got, gold, tolerance=self.tolerance, exact=exact)
+        verdict = {"answer": got.as_dict(), "exact": exact, "gold": gold.as_dict(),
                    "relative_error": None if rel is None else float(rel)}
         return Verdict("correct" if ok else "incorrect", reason, None, {**base, "verdict": verdict})
 
