@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -120,3 +122,24 @@ def test_the_history_template_carries_no_tolerance() -> None:
     history = [t for t in TEMPLATES.values() if "history" in t.domains]
     assert history and all(t.tolerance == "0" for t in history)
     assert all(t.tolerance == "0.02" for t in TEMPLATES.values() if "history" not in t.domains)
+
+
+def test_an_ambiguous_separator_that_decides_a_verdict_is_reported(tmp_path: Path) -> None:
+    """1.234 against 1234 is read as 1.234 (English) and graded wrong; `score` says the other
+    reading would be right -- on stderr and in scores.json -- instead of deciding silently."""
+    labels = {0: "1234", 1: "2962 m", 2: "1234567"}
+    questions = _with_domains(tmp_path / "q.jsonl", dict.fromkeys(labels, "financial"), labels)
+    answers = {0: "1.234", 1: "2,962 m", 2: "1.234.567"}
+    run = write_run(tmp_path / "run", [episode_record(ROWS[i]["metadata"]["qid"], i, "answered", a)
+                                       for i, a in answers.items()])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["score", str(run), "--questions", str(questions), "--judge", "numeric"],
+                    out=io.StringIO()) == 0
+    graded = {g["index"]: g for g in map(json.loads, (run / "scores.graded.jsonl").read_text().splitlines())}
+    assert {i: graded[i]["outcome"] for i in answers} == {0: "incorrect", 1: "correct", 2: "correct"}
+    assert "read as 1234 it would be correct" in graded[0]["reason"]
+    ambiguous = json.loads((run / "scores.json").read_text())["numeric_ambiguous"]
+    assert ambiguous == {"count": 2, "correct_as_read": 1, "incorrect_as_read": 1,
+                         "questions": sorted(f"{ROWS[i]['metadata']['qid']}#0" for i in (0, 1))}
+    assert "2 numeric answer(s) hold an ambiguous separator" in err.getvalue()

@@ -283,6 +283,23 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _ambiguous_separators(summary: dict[str, Any], graded: list[GradedQuestion]) -> None:
+    """``--judge numeric``: the answers whose verdict an ambiguous ``1,234`` / ``1.234`` decided
+    (read the English way; the other reading would give the other verdict), in scores.json
+    (``numeric_ambiguous``) and on stderr, so that no such reading is taken silently."""
+    decided = [(g.question_id, g.attempt, g.correct) for g in graded
+               if ((g.judge or {}).get("verdict") or {}).get("ambiguous", {}).get("decides")]
+    if not decided:
+        return
+    correct = sum(ok for _, _, ok in decided)
+    summary["numeric_ambiguous"] = {
+        "count": len(decided), "correct_as_read": correct, "incorrect_as_read": len(decided) - correct,
+        "questions": sorted({f"{qid}#{attempt}" for qid, attempt, _ in decided})}
+    _warn(f"{len(decided)} numeric answer(s) hold an ambiguous separator (1,234 / 1.234) read the English "
+          f"way, whose other reading would change the verdict ({correct} graded correct, "
+          f"{len(decided) - correct} incorrect as read): scores.json numeric_ambiguous lists them")
+
+
 def _same_model(a: str, b: str) -> bool:
     """One model under two spellings: case, spaces, or a provider prefix (``org/name``)."""
     x, y = a.strip().casefold(), b.strip().casefold()
@@ -343,6 +360,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     from ..benchmark.generate.drbencher.scoring import drbencher_summary
 
     _valid_scores(args, summary)
+    _ambiguous_separators(summary, graded)
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher
