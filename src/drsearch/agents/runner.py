@@ -63,6 +63,9 @@ class RunSpec(BaseModel):
     database: Path | None = None
     blocked_docids: Path | None = None
     allow_missing_blocked: bool = False
+    # > 0: behind a gateway that strips x-drsearch-identity, check /health's identity after a
+    # random gap of mean N answers instead of refusing header-less answers (docs/SCALING.md)
+    identity_check_every: int = Field(default=0, ge=0, le=1_000_000)
     preset: str | None = None
     attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
@@ -88,6 +91,8 @@ class RunSpec(BaseModel):
             raise ValueError("give --search or --database, not both")
         if self.blocked_docids is not None and self.database is None:
             raise ValueError("--blocked-docids goes with --database (a server applies its own blocklist)")
+        if self.identity_check_every and not self.search_url:
+            raise ValueError("--identity-check-every goes with --search (it checks a server's /health)")
         if self.replay_from is None and not (self.search_url or self.database):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
@@ -133,7 +138,7 @@ def _recorded_corpus(recorded: dict[str, Any]) -> CorpusInfo:
 
 def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
-        http = HttpSearcher.connect(spec.search_url)
+        http = HttpSearcher.connect(spec.search_url, health_check_every=spec.identity_check_every)
         stack.callback(http.close)
         if not spec.allow_missing_blocked:
             http.corpus().check_blocklist_complete(spec.search_url)
