@@ -199,6 +199,31 @@ def test_a_daemon_dies_when_its_call_returns_even_at_the_wall_clock() -> None:
         assert _marked_processes(marker) == []  # at once: the call returns after its namespace is gone
 
 
+def test_killing_drsearch_mid_call_ends_everything_the_call_started(tmp_path: Path) -> None:
+    marker = f"DAEMON-{uuid.uuid4().hex}"
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "import sys\nfrom drsearch.agents import DR256, LocalPython\nfrom drsearch.agents.pytool import python_limits\n"
+        "limits = python_limits(DR256.model_copy(update={'tools': ('python',), 'python_wall_s': 120.0}))\n"
+        "LocalPython().run(open(sys.argv[1]).read(), limits)\n")
+    code = tmp_path / "code.py"
+    code.write_text(_daemon_code(marker) + "time.sleep(120)\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # its temporary directory is left behind: keep it here
+    caller = subprocess.Popen([sys.executable, str(script), str(code)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not _marked_processes(marker):
+            assert time.monotonic() < deadline and caller.poll() is None, "the daemon never started"
+            time.sleep(0.1)
+    finally:
+        caller.kill()  # SIGKILL: drsearch cannot clean up; the kernel must
+        caller.wait()
+    deadline = time.monotonic() + 5
+    while _marked_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _marked_processes(marker) == []
+
+
 def test_a_plain_computation_answers_byte_for_byte_as_unsandboxed() -> None:
     limits = python_limits(DR256.model_copy(update={"tools": ("python",)}))
     for code in ("print(2962 * 1000)", "import math\nprint(math.factorial(30), sum(range(10**6)))",
