@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -130,15 +129,15 @@ else:
     ]
 
 
-def _run(tmp: Path, questions: Path, blocked: Path, script: list[dict[str, Any]], *extra: str,
-         env: dict[str, str] | None = None, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(tmp: Path, questions: Path, blocked: Path, base_url: str, *extra: str,
+         prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`drsearch run` as a subprocess: question 0 only, a preset offering just python."""
     preset = tmp / "calc.json"
     preset.write_text(json.dumps({"base": "dr256", "name": "calc", "tools": ["python"], "max_turns": 20}))
-    with serve_fake({0: script}) as fake:
-        argv = [*(prefix or []), DRSEARCH, "run", "--questions", str(questions), "--database", str(tmp / "db"),
-                "--blocked-docids", str(blocked), "--out", str(tmp / "run"), "--model", "fake-model",
-                "--base-url", fake.url, "--preset", str(preset), "--limit", "1", "--quiet", "--json", *extra]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    argv = [*(prefix or []), DRSEARCH, "run", "--questions", str(questions), "--database", str(tmp / "db"),
+            "--blocked-docids", str(blocked), "--out", str(tmp / "run"), "--model", "fake-model",
+            "--base-url", base_url, "--preset", str(preset), "--limit", "1", "--quiet", "--json", *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 
 def _tool_messages(out: Path) -> list[str]:
@@ -167,7 +166,8 @@ def test_every_escape_fails_through_a_real_run(sample_index: Path, tmp_path: Pat
     marker = f"DAEMON-{uuid.uuid4().hex}"
     codes = _escapes(questions, blocked, outside, listener.port, marker)
     script = [*({"call": [("python", {"code": c})]} for c in codes), {"content": "answer-INDEX"}]
-    done = _run(tmp_path, questions, blocked, script)
+    with serve_fake({0: script}) as fake:
+        done = _run(tmp_path, questions, blocked, fake.url)
     assert done.returncode == 0, done.stderr
     msgs = _tool_messages(tmp_path / "run")
     assert len(msgs) == len(codes)
@@ -270,14 +270,19 @@ def test_a_machine_without_a_sandbox_refuses_unless_allowed(sample_index: Path, 
     prefix = _no_user_namespaces()
     shutil.copy(sample_index, tmp_path / "db")
     script = [{"call": [("python", {"code": "print(2962 * 1000)"})]}, {"content": "answer-INDEX"}]
-    refused = _run(tmp_path, QUESTIONS, BLOCKED, script, prefix=prefix)
-    assert refused.returncode == 2 and refused.stdout == ""
-    err = refused.stderr.splitlines()
-    assert len(err) == 1 and err[0].startswith("drsearch: error: preset 'calc' offers the python tool")
-    assert "--allow-unsandboxed-python" in err[0]
-    assert not (tmp_path / "run").exists()  # nothing written
+    with serve_fake({0: script}) as fake:
+        refused = _run(tmp_path, QUESTIONS, BLOCKED, fake.url, prefix=prefix)
+        assert refused.returncode == 2 and refused.stdout == ""
+        err = refused.stderr.splitlines()
+        assert len(err) == 1 and err[0].startswith("drsearch: error: preset 'calc' offers the python tool")
+        assert "--allow-unsandboxed-python" in err[0]
+        assert not (tmp_path / "run").exists()  # nothing written
 
-    allowed = _run(tmp_path, QUESTIONS, BLOCKED, script, "--allow-unsandboxed-python", prefix=prefix)
-    assert allowed.returncode == 0, allowed.stderr
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["python_isolation"] == "none"
-    assert _tool_messages(tmp_path / "run") == ["python: exit code 0\n2962000\n"]
+        allowed = _run(tmp_path, QUESTIONS, BLOCKED, fake.url, "--allow-unsandboxed-python", prefix=prefix)
+        assert allowed.returncode == 0, allowed.stderr
+        assert json.loads((tmp_path / "run" / "run.json").read_text())["python_isolation"] == "none"
+        assert _tool_messages(tmp_path / "run") == ["python: exit code 0\n2962000\n"]
+
+        resumed = _run(tmp_path, QUESTIONS, BLOCKED, fake.url)  # where it can sandbox: not the same run
+        assert resumed.returncode == 2, resumed.stderr
+        assert resumed.stderr.endswith("holds a different run (differs in python_isolation); use another --out\n")
