@@ -23,7 +23,8 @@ It uses the kernel's own isolation, nothing installed (util-linux is not even ne
    every process left in a pid namespace whose init ends, so nothing outlives the call. L
    waits for I (a pidfd) at most the wall-clock limit, kills I at that limit, and writes one
    line to the report descriptor: ``exited N``, ``signalled N``, ``timeout 1`` or
-   ``error MESSAGE`` (the sandbox could not be built).
+   ``error MESSAGE`` (the sandbox could not be built). L and I get a parent-death SIGKILL, so
+   a killed drsearch (even ``kill -9``) takes the whole call with it.
 """
 
 from __future__ import annotations
