@@ -40,6 +40,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
             blocked_docids=args.blocked_docids, allow_missing_blocked=args.allow_missing_blocked,
             identity_check_every=args.identity_check_every,
+            allow_unsandboxed_python=args.allow_unsandboxed_python,
             preset=args.preset, attempt=args.attempt,
             concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
@@ -109,6 +110,9 @@ def register(sub: Any) -> None:
                    help="with --search behind a gateway that strips x-drsearch-identity: accept answers "
                         "without it and check the identity in /health's body after a random gap of "
                         "mean N answers (default 0: every answer must carry the header; docs/SCALING.md)")
+    p.add_argument("--allow-unsandboxed-python", action="store_true",
+                   help="run the python tool with resource limits only where this machine cannot "
+                        "sandbox it (no user namespaces); default: refuse such a run (exit 2)")
     p.add_argument("--model", help="model name sent to the endpoint")
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
