@@ -31,6 +31,17 @@ def int_in(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def positive_seconds(text: str) -> float:
+    """A time limit or timeout in seconds, in (0, 3600]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
+    return value
+
+
 def build_threads(text: str) -> int:
     """``drsearch build --threads``: 1 or 2 (the build has two sides that run in parallel)."""
     if text.strip() not in ("1", "2"):
@@ -39,4 +50,4 @@ def build_threads(text: str) -> int:
     return int(text)
 
 
-__all__ = ["build_threads", "fraction", "int_in"]
+__all__ = ["build_threads", "fraction", "int_in", "positive_seconds"]

@@ -118,7 +118,7 @@ def test_get_and_post_answer_alike_and_bad_queries_are_4xx(endpoint: str) -> Non
     assert r.status_code == 200 and r.headers["content-type"] == "application/sparql-results+json"
     assert len(r.json()["results"]["bindings"]) == 8
     r = httpx.get(endpoint, params={"query": "SELEC ?x"})
-    assert r.status_code == 400 and "does not parse" in r.json()["error"]
+    assert r.status_code == 400 and "does not parse" in r.json()["error"]["message"]
     assert httpx.get(endpoint.replace("/sparql", "/nope")).status_code == 404
     assert httpx.post(endpoint, content="x", headers={"content-type": "text/plain"}).status_code == 415
     client = SparqlClient(SparqlSettings(endpoint=endpoint))
