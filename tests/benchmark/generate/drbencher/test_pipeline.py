@@ -112,8 +112,11 @@ def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tu
                                                                      tmp_path: Path) -> None:
     kg, _ = servers
     out = tmp_path / "gen"
-    rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
+    config = config_for(tmp_path, kg, "http://127.0.0.1:9/v1")
+    rc, _, err = generate(config, out)
     assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+    # the endpoint comes from the config: the error names its field, not a flag the verb lacks
+    assert f"{config.name}: generator.base_url http://127.0.0.1:9/v1:" in err and "--base-url" not in err
 
 
 def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, dict[str, Any], Path]) -> None:
