@@ -143,3 +143,24 @@ def test_an_ambiguous_separator_that_decides_a_verdict_is_reported(tmp_path: Pat
     assert ambiguous == {"count": 2, "correct_as_read": 1, "incorrect_as_read": 1,
                          "questions": sorted(f"{ROWS[i]['metadata']['qid']}#0" for i in (0, 1))}
     assert "2 numeric answer(s) hold an ambiguous separator" in err.getvalue()
+
+
+def test_answers_that_are_not_numbers_are_counted_and_warned(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A run of prose answers graded numerically: each is incorrect, and the grader says why
+    (stderr, scores.json numeric_unparsed) instead of a silent 0 %."""
+    answers = {0: "30", 1: "the Stadia launch", 6: "between 10 and 20", 8: "It is 65 percent, up from 60"}
+    run = write_run(tmp_path / "run", [episode_record(ROWS[i]["metadata"]["qid"], i, "answered", a)
+                                       for i, a in answers.items()])
+    capsys.readouterr()
+    assert main(["score", str(run), "--questions", str(QUESTIONS), "--judge", "numeric"]) == 0
+    err = capsys.readouterr().err
+    assert "3 of 4 answer(s) are not one number" in err and "--judge-model" in err, err
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["numeric_unparsed"] == {"answers": 4, "count": 3, "by_error": {
+        "a range": 1, "no number": 1, "several numbers (2)": 1}}
+    # every answer a number: no warning, no field
+    run2 = write_run(tmp_path / "run2", [episode_record(ROWS[0]["metadata"]["qid"], 0, "answered", "30")])
+    assert main(["score", str(run2), "--questions", str(QUESTIONS), "--judge", "numeric"]) == 0
+    assert "not one number" not in capsys.readouterr().err
+    assert "numeric_unparsed" not in json.loads((run2 / "scores.json").read_text())

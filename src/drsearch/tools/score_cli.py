@@ -24,6 +24,7 @@ import argparse
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -300,6 +301,23 @@ def _ambiguous_separators(summary: dict[str, Any], graded: list[GradedQuestion])
           f"{len(decided) - correct} incorrect as read): scores.json numeric_ambiguous lists them")
 
 
+def _not_numbers(summary: dict[str, Any], graded: list[GradedQuestion]) -> None:
+    """``--judge numeric``: the answers that are not one number (none, several, a range) are
+    graded incorrect; when there are any, say how many and why (stderr and scores.json
+    ``numeric_unparsed``): a run whose answers are prose wants an LLM judge, and a silent 0%
+    would look like the model's failure."""
+    verdicts = [v for g in graded if (v := (g.judge or {}).get("verdict")) is not None]  # the answers given
+    unparsed = Counter(e for v in verdicts if (e := v.get("parse_error")))
+    if not unparsed:
+        return
+    total = sum(unparsed.values())
+    summary["numeric_unparsed"] = {"count": total, "answers": len(verdicts),
+                                   "by_error": dict(sorted(unparsed.items()))}
+    why = ", ".join(f"{error}: {n}" for error, n in sorted(unparsed.items()))
+    _warn(f"{total} of {len(verdicts)} answer(s) are not one number ({why}), graded incorrect: "
+          "--judge numeric reads numbers only; free-text answers need an LLM judge (--judge-model)")
+
+
 def _same_model(a: str, b: str) -> bool:
     """One model under two spellings: case, spaces, or a provider prefix (``org/name``)."""
     x, y = a.strip().casefold(), b.strip().casefold()
@@ -361,6 +379,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
 
     _valid_scores(args, summary)
     _ambiguous_separators(summary, graded)
+    _not_numbers(summary, graded)
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher

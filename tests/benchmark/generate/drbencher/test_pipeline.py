@@ -90,8 +90,10 @@ def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Pat
     assert all(r["metadata"]["drbencher"]["cci"]["P"] == 2 for r in density)
     # every candidate is kept or rejected with a reason, at every stage
     for name, counts in summary["counts"].items():
-        assert counts["in"] == counts["out"] + counts["rejected_total"] or name in ("discover", "export"), name
-    assert summary["counts"]["export"]["in"] == 0  # export writes rows, it judges nothing
+        assert counts["in"] == counts["out"] + counts["rejected_total"] or name == "discover", name
+    # export judges nothing and writes every candidate that reached it: in == out == the questions
+    questions = (out / "questions.jsonl").read_text().count("\n")
+    assert summary["counts"]["export"]["in"] == summary["counts"]["export"]["out"] == questions > 0
     support = [json.loads(line) for line in (out / "support_docs.jsonl").read_text().splitlines()]
     assert {"kg-Q3375", "kg-Q1490"} <= {d["docid"] for d in support}
 
@@ -112,8 +114,11 @@ def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tu
                                                                      tmp_path: Path) -> None:
     kg, _ = servers
     out = tmp_path / "gen"
-    rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
+    config = config_for(tmp_path, kg, "http://127.0.0.1:9/v1")
+    rc, _, err = generate(config, out)
     assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+    # the endpoint comes from the config: the error names its field, not a flag the verb lacks
+    assert f"{config.name}: generator.base_url http://127.0.0.1:9/v1:" in err and "--base-url" not in err
 
 
 def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, dict[str, Any], Path]) -> None:
@@ -299,12 +304,12 @@ def test_the_stage_counts_of_the_three_template_run(run: tuple[Path, dict[str, A
     _, summary, _ = run
     counts = summary["counts"]
     table = {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in
-             ("discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity")}
+             ("discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity", "export")}
     assert table == {
         "discover": (26, 26, {}), "chains": (26, 13, {"too_few_chains": 13}), "gold": (13, 13, {}),
         "clues": (13, 12, {"unparseable_reply": 1}), "compose": (12, 12, {}),
         "validate": (12, 9, {"multi_hop_flattening": 1, "not_unique": 1, "unmapped_relation": 1}),
-        "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6})}
+        "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6}), "export": (3, 3, {})}
 
 
 def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
@@ -314,7 +319,7 @@ def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
     table: dict[str, tuple[int, int, dict[str, int]]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("| ") or cells[0] in ("stage", "export") or set(cells[0]) <= {"-"}:
+        if not line.startswith("| ") or cells[0] == "stage" or set(cells[0]) <= {"-"}:
             continue
         rejected = {} if cells[3] == "—" else {k: int(n) for k, n in (r.rsplit(" ", 1) for r in cells[3].split("; "))}
         table[cells[0]] = (int(cells[1]), int(cells[2]), rejected)
@@ -334,7 +339,8 @@ def test_the_documented_command_gives_the_stage_counts_docs_show(servers: tuple[
     assert summary is not None
     counts = summary["counts"]
     table = docs_stage_table()
-    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity"]
+    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity",
+                           "export"]
     assert {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in table} == table
     exported = (tmp_path / "gen/questions.jsonl").read_text().splitlines()
-    assert f"| export | — | {len(exported)} questions | — | |" in (REPO / "docs/GENERATE.md").read_text()
+    assert table["export"] == (len(exported), len(exported), {})

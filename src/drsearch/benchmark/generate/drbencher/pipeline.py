@@ -79,12 +79,14 @@ def build(args: argparse.Namespace) -> Pipeline:
         finally:
             client.close()
     if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
-        models = [config.generator, *(f.model for f in (config.v1, config.v2) if f.enabled and f.model)]
-        for m in models:
+        models = [("generator", config.generator),
+                  *((f"{name}.model", f.model) for name, f in (("v1", config.v1), ("v2", config.v2))
+                    if f.enabled and f.model)]
+        for field, m in models:
             chat = ChatClient.connect(m.base_url, api_key_from_env(args.api_key_env),
                                       retry=RetryPolicy(max_attempts=1, timeout_s=30))
-            try:
-                chat.probe(m.model)
+            try:  # the endpoint comes from the config, not a flag: the error names its field
+                chat.probe(m.model, option=f"{Path(args.config).name}: {field}.base_url")
             finally:
                 chat.close()
     reaches_v2 = args.until is None or (args.until in STAGES

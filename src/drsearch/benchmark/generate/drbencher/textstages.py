@@ -303,6 +303,8 @@ def export(ctx: StageContext) -> None:
             "prompt": [{"content": SYSTEM, "role": "system"},
                        {"content": f"Question: {c['question']}\nAnswer:", "role": "user"}],
         })
+    ctx.count_in(len(rows))  # every candidate that reached export is written: in == out
+    ctx.count_out(len(rows))
     ctx.write_jsonl("questions.jsonl", rows)
     ctx.write_jsonl("support_docs.jsonl", ctx.read_jsonl(ctx.stage.inputs[1]))
 
