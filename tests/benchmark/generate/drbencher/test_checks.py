@@ -38,14 +38,14 @@ def test_names_match_case_insensitively_on_word_boundaries() -> None:
 
 
 def test_a_hop_2_fact_must_name_its_intermediate_entity() -> None:
-    chains = [{"mid": "Q1266", "mid_label": "Lepontine Alps", "obj": "Q1267", "obj_label": "Uri Alps", "p1": "P4552",
-               "p2": "P47"}]
-    flat = [{"chain": 0, "hops": 2, "text": "It lies in a range that borders the Uri Alps."}]
+    chains = [{"mid": "Q106588", "mid_label": "Isar", "obj": "Q1653", "obj_label": "Danube", "p1": "P206",
+               "p2": "P403"}]
+    flat = [{"chain": 0, "hops": 2, "text": "It lies on a river that flows into the Danube."}]
     assert flattened(flat, chains, {}) is not None
-    named = [{"chain": 0, "hops": 2, "text": "It lies in the Lepontine Alps, which border the Uri Alps."}]
+    named = [{"chain": 0, "hops": 2, "text": "It lies on the Isar, which flows into the Danube."}]
     assert flattened(named, chains, {}) is None
-    by_alias = [{"chain": 0, "hops": 2, "text": "It lies in the Leps, which border the Uri Alps."}]
-    assert flattened(by_alias, chains, {"Q1266": ["Leps"]}) is None
+    by_alias = [{"chain": 0, "hops": 2, "text": "It lies on the Isara, which flows into the Danube."}]
+    assert flattened(by_alias, chains, {"Q106588": ["Isara"]}) is None
     assert flattened([{**flat[0], "hops": 1}], chains, {}) is None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,9 +55,11 @@ def test_the_kg_stages_on_the_fixture(endpoint: str, tmp_path: Path) -> None:
     counts = summary["counts"]
     entities = rows(out / "entities.jsonl")
     assert counts["discover"]["out"] == len(entities) and counts["discover"]["in"] == len(entities)
-    # Hochwanner (14 sitelinks) is not found; the pass is (a mountain pass is a type of the topic)
-    assert {"Q3375", "Q674706", "Q1490", "Q1735", "Q16957"} <= {e["qid"] for e in entities}
-    assert "Q694435" not in {e["qid"] for e in entities}
+    assert {"Q3375", "Q1490", "Q1735", "Q1726", "Q16957"} <= {e["qid"] for e in entities}
+    # an entity without a confirmed Wikidata id (a local: IRI, data/kg/README.md) is never a candidate:
+    # not the Nufenen Pass (a pass is a type of the topic), nor Hochwanner
+    assert all(re.fullmatch(r"Q[1-9][0-9]*", e["qid"]) for e in entities)
+    assert {"Nufenen Pass", "Hochwanner"}.isdisjoint({e["label"] for e in entities})
     # deterministic order within a topic: SHA-256 of the QID, then the QID
     import hashlib
     mountains = [e["qid"] for e in entities if e["topic"] == 0]
@@ -69,9 +72,13 @@ def test_the_kg_stages_on_the_fixture(endpoint: str, tmp_path: Path) -> None:
     assert all(c["p1"] not in ("P31", "P279", "P30") for c in zug)  # generic predicates excluded
     rarities = [int(c["rarity"]) for c in zug]
     assert rarities == sorted(rarities)
-    nufenen = chained["Q674706"]["chains"]
-    assert {"mid": "Q1266", "mid_label": "Lepontine Alps", "obj": "Q1267", "obj_label": "Uri Alps", "p1": "P4552",
-            "p2": "P47"} in [{k: v for k, v in c.items() if k != "rarity"} for c in nufenen]
+    munich = chained["Q1726"]["chains"]
+    assert {"mid": "Q106588", "mid_label": "Isar", "obj": "Q1653", "obj_label": "Danube", "p1": "P206",
+            "p2": "P403"} in [{k: v for k, v in c.items() if k != "rarity"} for c in munich]
+    # no chain runs through a local id (the Zugspitze's range and municipality have none confirmed)
+    assert all(re.fullmatch(r"Q[1-9][0-9]*", c[k]) for e in chained.values() for c in e["chains"]
+               for k in ("mid", "obj"))
+    assert "Wetterstein" not in {c["mid_label"] for c in zug}
     candidates = rows(out / "candidates.jsonl")
     planets = [c for c in candidates if c["stage"] == "chains" and c["candidate"]["domain"] == "geography"]
     assert planets and all(c["check"] == "too_few_chains" for c in planets)
@@ -134,7 +141,7 @@ def test_bad_input_is_exit_2_before_anything_is_written(endpoint: str, tmp_path:
 
 def test_a_topic_that_finds_nothing_is_a_counted_warning_and_seeds_fill_in(endpoint: str, tmp_path: Path) -> None:
     topics = [{"domain": "mountains", "types": ["Q8502"], "properties": ["P2044"], "min_sitelinks": 1000,
-               "target": 2, "seed_qids": ["Q3375", "Q2", "Q694435"]},
+               "target": 2, "seed_qids": ["Q3375", "Q2", "Q513"]},
               {"domain": "history", "types": ["Q5107"], "properties": ["P571"], "target": 3}]
     out = tmp_path / "gen"
     rc, _, err = generate(write_config(tmp_path, endpoint, topics=topics), out, "--until", "discover")
@@ -143,7 +150,7 @@ def test_a_topic_that_finds_nothing_is_a_counted_warning_and_seeds_fill_in(endpo
     assert report["warnings"] == 1 and report["topics"][1]["warning"] == "no entity found for this topic"
     assert report["topics"][0] == {"domain": "mountains", "found": 0, "from_seeds": 2, "kept": 2, "topic": 0,
                                    "warning": None}
-    assert [e["qid"] for e in rows(out / "entities.jsonl")] == ["Q3375", "Q694435"]
+    assert [e["qid"] for e in rows(out / "entities.jsonl")] == ["Q3375", "Q513"]
     rejected = rows(out / "candidates.jsonl")
     assert [(c["key"], c["check"]) for c in rejected] == [("0:Q2", "missing_property")]
 
