@@ -108,6 +108,8 @@ def test_the_zugspitze_pendulum_gold_under_a_seed_that_draws_it(endpoint: str, t
     assert drift["gold"]["label"] == "40.17 s/day" and drift["cci"] == {"E": 1, "P": 1, "total": 2}
     density = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q1735:population_density")
     assert density["cci"] == {"E": 1, "P": 2, "total": 3} and density["gold"]["label"] == "1257.8"  # 131,961 / 104.91
+    vienna = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q1741:population_density")
+    assert vienna["gold"]["label"] == "4778.7"  # 1,982,097 / 414.78 (the public area; the fixture had 414.87)
 
 
 def test_record_then_replay_offline_is_byte_identical(tmp_path: Path) -> None:
