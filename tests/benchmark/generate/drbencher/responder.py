@@ -1,7 +1,9 @@
 """The generator model of the tests: rule-based replies (tests/agents/fake_llm.py) that are
 pure functions of the prompt, with the failure cases the issue names built in:
 
-- clues: one fact per chain, naming the chain's intermediate entity (hops 1); except
+- clues: one fact per chain, naming the chain's intermediate entity (hops 1), or, when an earlier
+  fact stated that first hop already, the second hop naming both entities (hops 2); except
+  - Austria-Hungary (Q28513): "It is linked to Vienna." for every chain (one triple, repeated);
   - Munich (Q1726): the Isar → Danube chain as a hop-2 fact that names only the Danube
     (multi-hop flattening);
   - Tokyo (Q1490) and Innsbruck (Q1735): "hosted the 1964 Olympic Games", "twinned with a
@@ -37,6 +39,7 @@ def clues(body: dict[str, Any]) -> str:
     if qid == "Q43512":
         return "Sorry, I cannot write clues about mountains."
     facts = []
+    stated: set[tuple[str, str]] = set()
     for i, c in enumerate(chains):
         fact = {"chain": i, "hops": 1, "text": f"It is linked to {c['mid_label']}.", "triple": [qid, c["p1"], c["mid"]]}
         if qid == "Q1726" and c["mid"] == "Q106588" and c["obj"] == "Q1653":
@@ -48,6 +51,10 @@ def clues(body: dict[str, Any]) -> str:
             fact = {**fact, "text": "It is twinned with a city."}
         elif qid == "Q1741" and i == 0:
             fact = {**fact, "text": f"It is produced by the {c['mid_label']}."}
+        elif (c["p1"], c["mid"]) in stated and qid != "Q28513":
+            fact = {"chain": i, "hops": 2, "text": f"It is linked to {c['mid_label']}, which is linked to "
+                                                   f"{c['obj_label']}.", "triple": [c["mid"], c["p2"], c["obj"]]}
+        stated.add((c["p1"], c["mid"]))
         facts.append(fact)
     return "Here are the facts:\n```json\n" + json.dumps({"facts": facts}) + "\n```"
 

@@ -9,8 +9,9 @@ and Validate re-executes the template.
   citing (subject, property, object); a fact is grounded iff its triple is the hop it
   claims of the chain it cites (``hops`` 1: (entity, p1, mid); 2: (mid, p2, obj)) **and** a
   second call judges the entity's article (opened from the corpus) to support it. Checks:
-  ``no_article``, ``unparseable_reply``, ``too_few_grounded_facts`` (< 3 grounded facts from
-  < 3 distinct chains).
+  ``no_article``, ``unparseable_reply``, ``too_few_grounded_facts`` (fewer than 3 distinct
+  (subject, predicate, object) facts grounded, each from a distinct chain: one triple stated
+  through three chains is one fact).
 - **compose** → ``composed.jsonl``: one call describes the unnamed entity with the grounded
   clues and poses the computation. Check: ``unparseable_reply``.
 - **validate** → ``validated.jsonl``: the checks in order, the first failure rejects:
@@ -151,10 +152,10 @@ def clues(ctx: StageContext) -> None:
                     return Reject("unparseable_reply", f"the support verdict for {c['cid']} fact {f.chain} "
                                                        "holds no verdict object")
                 verdicts.append({**verdict, "verdict": "grounded" if judged.supported else "unsupported"})
-            grounded_chains = {v["chain"] for v in verdicts if v["verdict"] == "grounded"}
-            if len(grounded_chains) < 3:
+            distinct = len(grounded_facts({"clues": verdicts}))
+            if distinct < 3:
                 return Reject("too_few_grounded_facts",
-                              f"{len(grounded_chains)} grounded fact(s) from distinct chains < 3 "
+                              f"{distinct} distinct grounded fact(s) from distinct chains < 3 "
                               f"({len(verdicts)} facts written)")
             return Keep({**c, "article_docid": docid, "clues": verdicts, "predicate_labels": {
                 p: plabels[p] for ch in c["chains"] for p in (ch["p1"], ch["p2"])}})
@@ -164,12 +165,17 @@ def clues(ctx: StageContext) -> None:
 
 
 def grounded_facts(c: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The grounded facts, one per chain (the first written)."""
-    seen: set[int] = set()
+    """The grounded facts, in the order written: at most one per chain and one per (subject,
+    predicate, object) triple. Two chains can share their first hop (a country reached for its
+    capital and for its neighbour), so counting chains would count one fact twice."""
+    chains: set[int] = set()
+    triples: set[tuple[str, ...]] = set()
     out = []
     for v in c["clues"]:
-        if v["verdict"] == "grounded" and v["chain"] not in seen:
-            seen.add(v["chain"])
+        triple = tuple(v["triple"])
+        if v["verdict"] == "grounded" and v["chain"] not in chains and triple not in triples:
+            chains.add(v["chain"])
+            triples.add(triple)
             out.append(v)
     return out
 
