@@ -184,3 +184,20 @@ def test_a_quantity_stated_in_feet_gives_metres_and_an_unknown_unit_rejects_the_
     assert reject["reason"] == ("Q583: P2044 480559 is stated in unit Q174728, not in the units table of P2044 "
                                 "(Q11573 metre, Q3710 foot, Q828224 kilometre)")
     assert summary is not None and summary["counts"]["discover"]["rejected"] == {"unknown_unit": 1}
+
+
+def test_uniqueness_is_counted_for_the_question_as_written_not_within_an_unstated_type() -> None:
+    """The question never states the topic's type, so every entity of the graph satisfying its clues
+    is a candidate: "its capital is Vienna" fits Austria-Hungary and Austria, though only one is a
+    historical country."""
+    from drsearch.benchmark.generate.drbencher.kgstore import KGStore
+    from drsearch.benchmark.generate.drbencher.textstages import uniqueness_query
+
+    chains = [{"mid": "Q1741", "mid_label": "Vienna", "obj": "Q40", "obj_label": "Austria", "p1": "P36", "p2": "P17"}]
+    c = {"chains": chains, "question": "Its capital was Vienna. Compute the days it existed.",
+         "clues": [{"chain": 0, "hops": 1, "text": "Its capital was Vienna.", "triple": ["Q28513", "P36", "Q1741"],
+                    "verdict": "grounded"}]}
+    status, body = KGStore(DOCS.parent / "kg.ttl").answer(uniqueness_query(c))
+    assert status == 200
+    found = [b["x"]["value"].rsplit("/", 1)[1] for b in json.loads(body)["results"]["bindings"]]
+    assert found == ["Q28513", "Q40"]

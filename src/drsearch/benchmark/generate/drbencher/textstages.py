@@ -16,9 +16,10 @@ and Validate re-executes the template.
   clues and poses the computation. Check: ``unparseable_reply``.
 - **validate** → ``validated.jsonl``: the checks in order, the first failure rejects:
   ``gold_not_reproduced``, ``entity_named``, ``value_leak``, ``multi_hop_flattening``,
-  ``not_unique`` (a SPARQL count of entities of the topic's types satisfying every grounded
-  fact is not exactly 1; an entity the question does not name is relaxed to any entity sharing
-  its type or the type's direct superclass, so the count is an upper bound), ``unmapped_relation``
+  ``not_unique`` (a SPARQL count of the entities, of any type, satisfying every grounded
+  fact as the question states it is not exactly 1; an entity the question does not name is
+  relaxed to any entity sharing its type or the type's direct superclass, so the count is an
+  upper bound), ``unmapped_relation``
   (a model check that every relation phrase maps to a used fact), ``unparseable_reply``.
 - **export** (after the diversity filter, :mod:`.filters`) → ``questions.jsonl`` (DR-256
   rows with ``metadata.drbencher``) and
@@ -206,10 +207,12 @@ def _term(name: str, qid: str, label: str, text: str, var: str, lines: list[str]
     return f"?{var}"
 
 
-def uniqueness_query(c: Mapping[str, Any], types: Sequence[str]) -> str:
-    """Entities of ``types`` satisfying every grounded fact, as the question states them."""
+def uniqueness_query(c: Mapping[str, Any]) -> str:
+    """Entities satisfying every grounded fact, as the question states them. Of any type: the
+    question does not state the topic's type, so a reader may take any entity the clues fit (a
+    count within the type would call "its capital is Vienna" unique to Austria-Hungary)."""
     text = c["question"]
-    lines = [f"  VALUES ?type {{ {' '.join('wd:' + t for t in types)} }}", "  ?x wdt:P31/wdt:P279* ?type ."]
+    lines: list[str] = []
     for i, f in enumerate(grounded_facts(c)):
         ch = c["chains"][f["chain"]]
         mid = _term("mid", ch["mid"], ch["mid_label"], text, f"m{i}", lines)
@@ -230,9 +233,7 @@ def _fact_line(c: Mapping[str, Any], f: Mapping[str, Any]) -> str:
 
 
 def validate(ctx: StageContext) -> None:
-    s = ctx.settings
     endpoint = _endpoint(ctx)
-    topics = s["topics"]
     items = ctx.read_jsonl("composed.jsonl")
     aliases = {e["qid"]: e["aliases"] for c in items for e in c["entities"]}
     with sparql_of(ctx) as sparql:
@@ -255,8 +256,7 @@ def validate(ctx: StageContext) -> None:
             flat = flattened(facts, c["chains"], aliases)
             if flat:
                 return Reject("multi_hop_flattening", flat)
-            types = topics[c["topic"]]["types"]
-            result = sparql.select(uniqueness_query(c, types), f"uniqueness {c['cid']}")
+            result = sparql.select(uniqueness_query(c), f"uniqueness {c['cid']}")
             matches = [v.rsplit("/", 1)[1] for v in result.values("x")]
             n = len(matches)
             if n != 1:
@@ -273,7 +273,7 @@ def validate(ctx: StageContext) -> None:
             if not reply.ok:
                 return Reject("unmapped_relation", "relation phrase(s) without a used fact: " +
                               (", ".join(repr(p) for p in reply.unmapped) or "(not listed)"))
-            return Keep({**c, "uniqueness": {"count": n, "query": uniqueness_query(c, types)}})
+            return Keep({**c, "uniqueness": {"count": n, "query": uniqueness_query(c)}})
 
         kept = ctx.map(items, lambda c: c["cid"], process)
     ctx.write_jsonl("validated.jsonl", kept)
