@@ -201,3 +201,37 @@ def test_uniqueness_is_counted_for_the_question_as_written_not_within_an_unstate
     assert status == 200
     found = [b["x"]["value"].rsplit("/", 1)[1] for b in json.loads(body)["results"]["bindings"]]
     assert found == ["Q28513", "Q40"]
+
+
+def test_a_changed_knowledge_graph_is_a_changed_input(tmp_path: Path) -> None:
+    """The same endpoint URL serving a graph with one value changed (the Zugspitze's elevation):
+    a plain rerun reuses the recorded answers and says so on stderr; ``--refresh-kg`` asks again
+    and reruns from the first stage whose answers changed; asked again unchanged, nothing reruns."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "gen"
+    with kg_serve(port=port) as url:
+        config = write_config(tmp_path, url, templates=["pendulum_drift"])
+        rc, summary, err = generate(config, out, "--until", "gold")
+        assert rc == 0, err
+    drift = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q3375:pendulum_drift")
+    assert drift["gold"]["label"] == "40.17 s/day"
+    recorded = rows(out / "kg.discover.jsonl")
+    assert recorded and all(set(r) == {"query", "response_sha256"} for r in recorded)
+    changed = tmp_path / "kg.ttl"
+    changed.write_text((DOCS.parent / "kg.ttl").read_text().replace('"2962"^^xsd:decimal', '"3000"^^xsd:decimal'))
+    with kg_serve(changed, port=port) as again:
+        assert again == url
+        rc, summary, err = generate(config, out, "--until", "gold")
+        assert rc == 0 and summary is not None and summary["skipped"] == ["discover", "chains", "gold"]
+        assert err.count("\n") == 1 and "warning: stage discover reuses the" in err and "--refresh-kg" in err
+        rc, summary, err = generate(config, out, "--until", "gold", "--refresh-kg")
+        assert rc == 0, err
+        assert summary is not None and summary["ran"] == ["discover", "chains", "gold"] and err == ""
+        drift = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q3375:pendulum_drift")
+        assert drift["gold"]["label"] != "40.17 s/day" and drift["properties"][0]["value"] == "3000"
+        rc, summary, err = generate(config, out, "--until", "gold", "--refresh-kg")
+        assert rc == 0 and summary is not None and summary["ran"] == [] and err == ""
