@@ -71,9 +71,11 @@ def support(body: dict[str, Any]) -> str:
 
 def compose(body: dict[str, Any]) -> str:
     text = _prompt(body)
-    clue_lines = [line[2:] for line in text.split("Clues:\n", 1)[1].split("\nReference answer", 1)[0].splitlines()]
+    clue_block = text.split("Clues:\n", 1)[1].split("\nReference answer", 1)[0]
+    blocks = re.split(r"\nClues about the second entity[^\n]*\n", clue_block)
     task = text.split("then ask to compute ", 1)[1].split(" The answer must be", 1)[0]
-    described = " ".join(c.replace("It ", "The entity ", 1) for c in clue_lines)
+    described = " ".join(c[2:].replace("It ", "The entity " if i == 0 else "The second entity ", 1)
+                         for i, block in enumerate(blocks) for c in block.splitlines())
     return json.dumps({"question": f"{described} Compute {task.rstrip('.')}."})
 
 

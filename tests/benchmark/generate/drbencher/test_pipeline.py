@@ -350,3 +350,33 @@ def test_the_documented_command_gives_the_stage_counts_docs_show(servers: tuple[
     assert {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in table} == table
     exported = (tmp_path / "gen/questions.jsonl").read_text().splitlines()
     assert f"| export | — | {len(exported)} questions | — | |" in (REPO / "docs/GENERATE.md").read_text()
+
+
+def test_a_two_entity_question_describes_both_entities_and_validates_each(servers: tuple[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """The great-circle distance needs two entities (E = 2): the partner's own chains and grounded
+    clues go to compose, both stay withheld, and validation checks the partner's clues too (here
+    Vienna's "produced by" clue, the responder's unmapped relation, rejects Innsbruck's question)."""
+    kg, llm = servers
+    config = write_config(tmp_path, kg, templates=["haversine_distance"],
+                          generator={"base_url": llm.url, "model": MODEL, "seed": 7, "temperature": 0.0})
+    out = tmp_path / "gen"
+    rc, _, err = generate(config, out, "--until", "validate")
+    assert rc == 0, err
+    golds = {g["cid"]: g for g in rows(out / "gold.jsonl")}
+    inn = golds["Q1735:haversine_distance"]
+    assert [(e["qid"], e["role"]) for e in inn["entities"]] == [("Q1735", "answer"), ("Q1741", "partner")]
+    assert inn["cci"]["E"] == 2 and len(inn["entities"][1]["chains"]) >= 3
+    composed = {c["cid"]: c for c in rows(out / "composed.jsonl")}["Q1735:haversine_distance"]
+    partner = composed["entities"][1]
+    assert partner["article_docid"] == "kg-Q1741" and len({tuple(f["triple"]) for f in partner["clues"]
+                                                          if f["verdict"] == "grounded"}) >= 3
+    q = composed["question"]
+    assert "The entity is linked to Austria." in q and "The second entity is produced by the" in q
+    assert "Vienna" not in q and "Innsbruck" not in q
+    r = rejected(out)
+    assert r["Q1735:haversine_distance"] == ("validate", "unmapped_relation",
+                                             "relation phrase(s) without a used fact: 'produced by'")
+    # a partner without three chains of its own cannot be described: no question
+    assert r["Q1726:haversine_distance"][:2] == ("gold", "too_few_chains")
+    assert r["Q1726:haversine_distance"][2].startswith("the partner Q64 has ")

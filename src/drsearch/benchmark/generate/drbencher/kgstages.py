@@ -240,25 +240,31 @@ def rank_chains(chains: list[dict[str, str]], max_chains: int) -> list[dict[str,
     return picked
 
 
+def find_chains(sparql: CachedSparql, qid: str, cfg: dict[str, Any],
+                lang: str) -> tuple[list[dict[str, str]], int]:
+    """(the ranked chains of ``qid``, how many paths were found)."""
+    result = sparql.select(chains_query(qid, cfg["exclude_predicates"], lang, cfg["max_rows"]),
+                           f"chains {qid}")
+    found = []
+    for b in result.bindings:
+        p1, p2 = pid_of(b["p1"]["value"]), pid_of(b["p2"]["value"])
+        mid, obj = qid_of(b["mid"]["value"]), qid_of(b["obj"]["value"])
+        if p1 and p2 and mid and obj:
+            found.append({"mid": mid, "mid_label": b["midLabel"]["value"], "obj": obj,
+                          "obj_label": b["objLabel"]["value"], "p1": p1, "p2": p2})
+    return rank_chains(found, cfg["max_chains"]), len(found)
+
+
 def chains(ctx: StageContext) -> None:
     s = ctx.settings
     cfg = s["chains"]
     items = ctx.read_jsonl("entities.jsonl")
     with sparql_of(ctx) as sparql:
         def process(entity: dict[str, Any]) -> Outcome:
-            result = sparql.select(chains_query(entity["qid"], cfg["exclude_predicates"], s["language"],
-                                                cfg["max_rows"]), f"chains {entity['qid']}")
-            found = []
-            for b in result.bindings:
-                p1, p2 = pid_of(b["p1"]["value"]), pid_of(b["p2"]["value"])
-                mid, obj = qid_of(b["mid"]["value"]), qid_of(b["obj"]["value"])
-                if p1 and p2 and mid and obj:
-                    found.append({"mid": mid, "mid_label": b["midLabel"]["value"], "obj": obj,
-                                  "obj_label": b["objLabel"]["value"], "p1": p1, "p2": p2})
-            ranked = rank_chains(found, cfg["max_chains"])
+            ranked, found = find_chains(sparql, entity["qid"], cfg, s["language"])
             if len(ranked) < cfg["min_chains"]:
                 return Reject("too_few_chains", f"{entity['qid']} has {len(ranked)} distinct two-hop "
-                                                f"chain(s) (of {len(found)} paths) < {cfg['min_chains']}")
+                                                f"chain(s) (of {found} paths) < {cfg['min_chains']}")
             return Keep({**entity, "chains": ranked})
 
         kept = ctx.map(items, lambda e: e["qid"], process, concurrency=int(s["kg"]["max_in_flight"]))
@@ -314,7 +320,13 @@ def gold(ctx: StageContext) -> None:
                 if partner is None:
                     return Reject("no_partner", f"no chain neighbour of {entity['qid']} has "
                                                 f"{', '.join(template.properties[1])}")
-                members.append(partner)
+                # the question describes the partner too (withheld like the answer): its own chains
+                ranked, found = find_chains(sparql, partner["qid"], s["chains"], str(s["language"]))
+                if len(ranked) < s["chains"]["min_chains"]:
+                    return Reject("too_few_chains", f"the partner {partner['qid']} has {len(ranked)} "
+                                                    f"distinct two-hop chain(s) (of {found} paths) < "
+                                                    f"{s['chains']['min_chains']}")
+                members.append({**partner, "chains": ranked})
             params = draw_params(template, seed, item["cid"])
             try:
                 g = compute_gold(template, [values_from_json(m["values"]) for m in members], params)
@@ -328,7 +340,8 @@ def gold(ctx: StageContext) -> None:
                          "cci": {"E": len(members), "P": len({(u["qid"], u["pid"]) for u in used}),
                                  "total": len(members) + len({(u["qid"], u["pid"]) for u in used})},
                          "entities": [{"aliases": m["aliases"], "label": m["label"], "qid": m["qid"],
-                                       "role": "answer" if i == 0 else "partner", "values": m["values"]}
+                                       "role": "answer" if i == 0 else "partner", "values": m["values"],
+                                       **({"chains": m["chains"]} if i else {})}
                                       for i, m in enumerate(members)],
                          "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,
                                   "unit": g.unit, "value": str(g.value)},
