@@ -18,15 +18,16 @@ CLI = [sys.executable, "-c", "from drsearch.tools.cli import entry; entry()"]
 
 
 @contextmanager
-def kg_serve(data: Path = KG) -> Iterator[str]:
-    """Start ``drsearch kg serve --data DATA --port 0``; yields its endpoint URL."""
-    with kg_serve_process(data) as (url, _):
+def kg_serve(data: Path = KG, port: int = 0) -> Iterator[str]:
+    """Start ``drsearch kg serve --data DATA --port PORT`` (0: a free one); yields its endpoint URL."""
+    with kg_serve_process(data, "--port", str(port)) as (url, _):
         yield url
 
 
 @contextmanager
 def kg_serve_process(data: Path = KG, *options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start ``drsearch kg serve --data DATA --port 0 OPTIONS``; yields its endpoint URL and process."""
+    """Start ``drsearch kg serve --data DATA --port 0 OPTIONS`` (a later ``--port`` wins); yields its
+    endpoint URL and process."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([*CLI, "kg", "serve", "--data", str(data), "--port", "0", *options],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

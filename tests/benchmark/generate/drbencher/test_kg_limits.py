@@ -1,4 +1,4 @@
-"""What one client can cost ``drsearch kg serve`` (issue 42 §3): no federation (the server
+"""What one client can cost ``drsearch kg serve``: no federation (the server
 fetches no URL), a time limit that kills the query's worker process (at the deadline and
 when its client leaves), a cap on the answer's size, CONSTRUCT/DESCRIBE answered, and
 ``drsearch serve``'s connection limits (body size, idle timeout, connections). Each against

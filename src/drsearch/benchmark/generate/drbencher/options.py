@@ -13,6 +13,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generate_arguments(parser)
     parser.add_argument("--config", required=True, metavar="GEN.json",
                         help="the generator config (strict JSON)")
+    parser.add_argument("--refresh-kg", action="store_true",
+                        help="ask the SPARQL endpoint again every query the finished stages recorded "
+                             "and rerun from the first stage whose answers changed (default: reuse them, "
+                             "with a warning)")
 
 
 __all__ = ["add_arguments"]

@@ -1,16 +1,21 @@
-"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]``.
+"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
+[--refresh-kg]``.
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
 (KGEndpointError, exit 2), the model endpoints, and the search server ``v2.search_url``
 names when the run reaches V2 (exit 2): all before anything is written. The stages then run through the
-toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
+toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`). The stages that
+ask the graph record its answers (``kg.STAGE.jsonl``); a rerun reuses them with a warning, or,
+with ``--refresh-kg``, asks again and reruns from the first stage whose answers changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,7 +26,7 @@ from ..embed import MODEL_SHA256
 from ..stages import Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
-from .kgstages import chains, discover, gold, package_sha256
+from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
 from .options import add_arguments
 from .serving import probe_search_server
 from .sparql import SparqlClient
@@ -29,22 +34,27 @@ from .textstages import clues, compose, export, validate
 
 GENERATOR = "drbencher"
 KG_STAGES = ("discover", "chains", "gold")
+ASKS_KG = (*KG_STAGES, "clues", "validate")
+"""The stages that ask the knowledge graph: each records the answers it used (kg.STAGE.jsonl)."""
 STAGES = (*KG_STAGES, "clues", "compose", "validate", "v1", "v2", "diversity", "export")
 
 
-def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
-    """The stages of ``config`` (their settings are the config's parts each one reads)."""
+def pipeline_for(config: GenConfig, articles: Path,
+                 fresh: Callable[[str], Callable[[Path], bool]] | None = None) -> Pipeline:
+    """The stages of ``config`` (their settings are the config's parts each one reads).
+    ``fresh(stage)``: the check a stage that asks the KG passes before it is skipped."""
     model = config.generator.endpoint()
     generator = config.generator.model_dump(mode="json")
     common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
                               "language": config.language, "seed": config.seed}
-    return Pipeline(GENERATOR, [
+    stages = [
         Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
               settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics]}),
         Stage("chains", chains, inputs=("entities.jsonl",), outputs=("chains.jsonl",),
               settings={**common, "chains": config.chains.model_dump(mode="json")}),
         Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
-              settings={**common, "max_per_entity": config.max_per_entity,
+              settings={**common, "chains": config.chains.model_dump(mode="json"),
+                        "max_per_entity": config.max_per_entity,
                         "templates": list(config.templates)}),
         Stage("clues", clues, inputs=("gold.jsonl", str(articles)),
               outputs=("clues.jsonl", "support.sqlite3"),
@@ -67,7 +77,10 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
                         "min_distance": config.diversity.min_distance}),
         Stage("export", export, inputs=("diverse.jsonl", str(articles)),
               outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
-    ])
+    ]
+    return Pipeline(GENERATOR, [
+        replace(s, run=recording_kg(s.name, s.run), outputs=(*s.outputs, kg_answers_name(s.name)),
+                fresh=fresh(s.name) if fresh else None) if s.name in ASKS_KG else s for s in stages])
 
 
 def build(args: argparse.Namespace) -> Pipeline:
@@ -93,7 +106,18 @@ def build(args: argparse.Namespace) -> Pipeline:
                                         and STAGES.index(args.until) >= STAGES.index("v2"))
     if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
         probe_search_server(config.v2.search_url)
-    return pipeline_for(config, articles)
+    if args.cache_mode == "replay":  # offline by definition: the recorded answers are the input
+        return pipeline_for(config, articles)
+    cache = None if args.cache_mode == "off" else Path(args.cache or Path(args.out) / "cache.sqlite3")
+    warned: list[str] = []
+
+    def warn(message: str) -> None:
+        if not warned:  # once per run: the first stage that would reuse recorded answers
+            warned.append(message)
+            print(f"drsearch generate drbencher: warning: {message}", file=sys.stderr)
+
+    return pipeline_for(config, articles, lambda stage: kg_fresh(stage, config.kg, cache,
+                                                                 None if args.refresh_kg else warn))
 
 
 def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
