@@ -95,8 +95,8 @@ def test_replicas_of_one_identity_are_interchangeable(two_replicas: tuple[int, i
 def test_a_response_without_the_header_is_refused_and_a_proxys_5xx_is_retried(
         two_replicas: tuple[int, int]) -> None:
     a, _ = two_replicas
-    answers = iter([None, httpx.Response(502, text="bad gateway"), None,
-                    httpx.Response(200, json={"query": "x", "k": 1, "results": []})])
+    bare = httpx.Response(200, json={"query": "x", "k": 1, "results": []})
+    answers = iter([None, httpx.Response(502, text="bad gateway"), None, bare, bare])
 
     def handler(request: httpx.Request) -> httpx.Response:
         canned = next(answers)
@@ -110,8 +110,9 @@ def test_a_response_without_the_header_is_refused_and_a_proxys_5xx_is_retried(
     try:
         http.corpus()  # the real replica
         assert http.search("video game", 2).ok  # a proxy's 502 (no header), retried on the replica
-        with pytest.raises(SearcherError, match=r"identity \(none\), but this run started on identity d"):
-            http.search("video game", 1)  # a 200 without our header: not a drsearch answer
+        with pytest.raises(SearcherError, match=r"failed after 2 attempts: HTTP 200 without x-drsearch-identity, "
+                                                r"but this run started on identity d"):
+            http.search("video game", 1)  # a 200 without our header, twice: not a drsearch answer
     finally:
         http.close()
 

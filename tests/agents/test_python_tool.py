@@ -55,8 +55,10 @@ def test_memory_limit_refuses_a_large_allocation() -> None:
 
 
 def test_wall_clock_limit_kills_a_sleeper_and_its_children() -> None:
-    code = "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\nprint('started', flush=True)\ntime.sleep(60)"
-    body = run(code, python_wall_s=1.0)
+    # a python child: the sandbox holds the interpreter, not /usr/bin
+    code = ("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print('started', flush=True)\ntime.sleep(60)")
+    body = run(code, python_wall_s=3.0)  # room for the sandbox and start-up on a loaded machine
     assert body["timed_out"] and body["output"] == "started\n"
     assert format_python(body, 1000).startswith("python: killed at the wall-clock limit")
 

@@ -67,6 +67,39 @@ TABLE = [
     ("0", "0", "correct"),
     ("0.0001", "0", "incorrect"),  # gold 0: exact
     ("176 Hong Kong dollars", "176", "correct"),
+    # thousands separators as other locales write them (docs/GRADING.md, rule 2)
+    ("1.234.567", "1234567", "correct"),  # dots group (German, Spanish, ...)
+    ("1.234.567,89", "1234567.89", "correct"),  # ... and the comma is then the decimal mark
+    ("1.234,5", "1234.5", "correct"),
+    ("1 234 567", "1234567", "correct"),  # spaces (SI, French)
+    ("1\u2009234\u2009567", "1,234,567", "correct"),  # thin space
+    ("1\u00a0234\u00a0567 m", "1234567 m", "correct"),  # no-break space
+    ("1\u202f234\u202f567", "1234567", "correct"),  # narrow no-break space
+    ("1\u202f234,5 m", "1234.5 m", "correct"),  # space groups, decimal comma
+    ("3 500", "3500", "incorrect"),  # one ASCII-space group: two numbers (as in "3 500-seat halls")
+    ("1'234'567", "1234567", "correct"),  # Swiss apostrophe
+    ("1’234’567.5", "1234567.5", "correct"),
+    ("12,34,567", "1234567", "correct"),  # Indian lakh grouping
+    ("1,23,45,678.90", "12345678.9", "correct"),
+    ("12,34,567", "12,345,670", "incorrect"),  # 10x off, not a misread English number
+    ("1.234.567", "1.234567", "incorrect"),
+    # one separator and three digits: read the English way, flagged when the other reading differs
+    ("1,234", "1234", "correct"),
+    ("1.234", "1.234", "correct"),
+    ("1.234", "1234", "incorrect"),  # read as 1.234 (reason says 1234 would be correct)
+    ("1,234", "1.234", "incorrect"),  # read as 1234
+    ("0,234", "0.234", "incorrect"),  # a leading 0 groups nothing: no number is read there
+    ("1,5", "1.5", "incorrect"),  # a decimal comma alone is not read
+    # percentages against fractions (rule 4)
+    ("45%", "0.45", "correct"),
+    ("0.45", "45%", "correct"),
+    ("45 percent", "0.45", "correct"),
+    ("45", "45%", "correct"),  # the unit left out
+    ("45%", "45", "correct"),
+    ("45%", "4.5", "incorrect"),
+    ("4.5%", "0.45", "incorrect"),
+    ("45%", "0.45 m", "incorrect"),  # unit mismatch
+    ("12.5%", "0.125", "correct"),
 ]
 
 
@@ -83,6 +116,30 @@ def test_reasons_name_the_rule() -> None:
     assert grade("Final answer: 10-20", "15")[1] == "answer: a range in the part marked final"
 
 
+def test_an_ambiguous_separator_is_read_the_english_way_and_never_silently() -> None:
+    judge = NumericJudge()
+    wrong = judge.grade(task("1234"), "1.234")
+    assert wrong.outcome == "incorrect"
+    assert wrong.reason == ("relative error 0.999 > 0.02; ambiguous separator: '1.234' was read as 1.234, "
+                            "read as 1234 it would be correct")
+    assert wrong.record["verdict"]["ambiguous"] == {"decides": True, "number": "1.234", "other_reading": "1234",
+                                                    "other_reading_correct": True, "read_as": "1.234"}
+    right = judge.grade(task("2962 m"), "2,962 m")
+    assert right.outcome == "correct" and right.record["verdict"]["ambiguous"]["decides"] is True
+    same = judge.grade(task("5 m"), "1,234 m")  # wrong in both readings: the reading decides nothing
+    assert same.record["verdict"]["ambiguous"]["decides"] is False and "ambiguous" not in (same.reason or "")
+    assert "ambiguous" not in judge.grade(task("1234567"), "1.234.567").record["verdict"]
+
+
+def test_a_percentage_and_a_fraction_record_the_reading_that_matched() -> None:
+    judge = NumericJudge()
+    assert judge.grade(task("0.45"), "45%").record["verdict"]["reading"] == "fraction"
+    assert judge.grade(task("45%"), "45").record["verdict"]["reading"] == "as_written"
+    assert judge.grade(task("45 m"), "45 m").record["verdict"]["reading"] == "value"
+    assert grade("45%", "0.45", "history")[0] == "correct"  # exact in both readings' terms
+    assert grade("45.1%", "0.45", "history") == ("incorrect", "differs (exact match)")
+
+
 def test_the_two_percent_boundary_is_inclusive_and_exact() -> None:
     # 102 vs 100 is exactly 2 %: correct; a hair beyond is not (exact rationals, no float dust)
     assert grade("102", "100")[0] == "correct"
@@ -92,12 +149,18 @@ def test_the_two_percent_boundary_is_inclusive_and_exact() -> None:
     assert grade("105", "100", tolerance=Fraction(5, 100))[0] == "correct"
 
 
-def test_years_are_exact_in_the_history_domain_only() -> None:
+def test_the_history_domain_is_matched_exactly() -> None:
+    """The DrBencher paper: "2% relative, exact match for history" -- every answer, not only years."""
     assert grade("1969", "1969", "history")[0] == "correct"
-    assert grade("1970", "1969", "history") == ("incorrect", "year differs (exact match)")
+    assert grade("1970", "1969", "history") == ("incorrect", "differs (exact match)")
     assert grade("1970", "1969", "physics")[0] == "correct"  # a number like any other there
     assert grade("July 20, 1969", "1969", "history")[0] == "correct"  # a date of that year
     assert grade("July 20, 1970", "1969", "history")[0] == "incorrect"
+    assert grade("18500 days", "18842 days", "history") == ("incorrect", "differs (exact match)")
+    assert grade("18500 days", "18842 days", "financial")[0] == "correct"  # 1.8 % off
+    assert grade("18,842 days", "18842 days", "History")[0] == "correct"
+    assert grade("about 18842", "18842 days", "history")[0] == "correct"  # the unit on one side only
+    assert grade("0", "0", "history")[0] == "correct"
 
 
 def test_every_verdict_records_version_and_tolerance() -> None:
@@ -167,3 +230,66 @@ def test_relative_error_decides_at_two_percent(gold: int, per_mille: int) -> Non
     g = answer_quantity(str(gold))
     ok, _, rel = compare(a, g)
     assert rel is not None and ok == (rel <= Fraction(2, 100))
+
+
+# -- locales and percentages: properties ---------------------------------------------------
+
+def _lakh(n: int) -> str:
+    """``n`` grouped the Indian way: the last three digits, then groups of two."""
+    digits = str(n)
+    if len(digits) <= 3:
+        return digits
+    head, tail = digits[:-3], digits[-3:]
+    groups = []
+    while len(head) > 2:
+        groups.insert(0, head[-2:])
+        head = head[:-2]
+    return ",".join([head, *groups, tail])
+
+
+SEPARATORS = [".", " ", "\u2009", "\u00a0", "\u202f", "'", "’"]
+
+
+@given(st.integers(min_value=1_000_000, max_value=10**15), st.sampled_from(SEPARATORS))
+def test_two_or_more_groups_read_as_the_integer_whatever_the_separator(n: int, sep: str) -> None:
+    text = _grouped(n).replace(",", sep)
+    (q,) = quantities(f"{text} m")
+    assert q.written == n and q.other_written is None
+    assert grade(text, str(n))[0] == "correct" and grade(text, str(n * 10))[0] == "incorrect"
+
+
+@given(st.integers(min_value=1_000, max_value=10**15))
+def test_indian_grouping_reads_as_the_integer(n: int) -> None:
+    (q,) = quantities(_lakh(n))
+    assert q.written == n
+    assert grade(_lakh(n), _grouped(n))[0] == "correct"
+
+
+@given(st.integers(min_value=1_000_000, max_value=10**12), st.integers(min_value=1, max_value=99),
+       st.sampled_from([".", " ", "\u202f", "\u00a0"]))
+def test_a_decimal_comma_after_non_comma_groups_is_the_decimal_mark(n: int, cents: int, sep: str) -> None:
+    (q,) = quantities(f"{_grouped(n).replace(',', sep)},{cents:02d}")
+    assert q.written == n + Fraction(cents, 100)
+
+
+@given(st.integers(min_value=1, max_value=999), st.integers(min_value=0, max_value=999), st.sampled_from(",."))
+def test_one_separator_and_three_digits_is_read_the_english_way_with_the_other_reading_kept(
+        whole: int, frac: int, sep: str) -> None:
+    (q,) = quantities(f"{whole}{sep}{frac:03d}")
+    grouped, decimal = Fraction(whole * 1000 + frac), whole + Fraction(frac, 1000)
+    assert (q.written, q.other_written) == ((grouped, decimal) if sep == "," else (decimal, grouped))
+    # never silently: a verdict that the other reading would flip says so
+    v = NumericJudge().grade(task(str(q.other_written.numerator) if q.other_written.denominator == 1
+                                  else format(float(q.other_written), ".3f")), f"{whole}{sep}{frac:03d}")
+    assert v.record["verdict"]["ambiguous"]["other_reading_correct"] is True
+    assert v.outcome == "incorrect" and "ambiguous separator" in (v.reason or "")
+
+
+@given(st.integers(min_value=1, max_value=100_000))
+def test_a_percentage_equals_its_fraction_and_never_a_hundredfold_other(p: int) -> None:
+    pct = Fraction(p, 100)  # p/100 %
+    as_percent = f"{float(pct):g}%"
+    as_fraction = format(Fraction(p, 10_000).numerator / Fraction(p, 10_000).denominator, ".8f")
+    assert grade(as_percent, as_fraction)[0] == "correct"
+    assert grade(as_fraction, as_percent)[0] == "correct"
+    assert grade(as_percent, format(float(pct * 10_000), "f"))[0] == "incorrect"

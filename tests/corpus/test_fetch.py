@@ -105,7 +105,7 @@ def test_rerun_skips_done_urls_and_retries_only_transient_failures(crawled: Craw
     before = (crawl / RECORDS).read_bytes()
     again = fetch_urls(crawled.url_file, crawl, SETTINGS, transport=crawled.server.transport())
     transient = {"https://errors.test/down", "https://errors.test/slow", "https://flaky-robots.test/page"}
-    assert again["run"]["fetched"] == len(transient)
+    assert again["run"]["attempted"] == len(transient)
     assert again["already_fetched"] == again["urls"] - len(transient)
     assert (crawl / RECORDS).read_bytes().startswith(before)  # append-only: nothing lost
     assert len(read_records(crawl).records) == len(read_records(crawled.crawl).records)

@@ -234,6 +234,11 @@ def test_cli_other_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     code, _ = call("import", "--from", str(DATA / "sample/docs.jsonl"), "--table", "t", "--docid-col", "a",
                    "--url-col", "b", "--text-col", "c", "--out", str(tmp_path / "o.sqlite3"))
     assert code == 2 and "is JSONL" in capsys.readouterr().err
+    # some column flags, not all: still about JSONL, never "a SQLite import needs --table"
+    code, _ = call("import", "--from", str(DATA / "sample/docs.jsonl"), "--docid-col", "a",
+                   "--out", str(tmp_path / "o.sqlite3"))
+    err = capsys.readouterr().err
+    assert code == 2 and "is JSONL: --docid-col: options of SQLite sources only" in err and "needs" not in err
     (tmp_path / "fake.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     with pytest.raises(NotADatabaseError):
         inspect_source(tmp_path / "fake.sqlite3")

@@ -64,7 +64,7 @@ def test_one_shot_equals_the_three_stages_and_resumes(own_server: CrawlServer, c
     assert len(read_records(crawl).records) == records  # refused before fetching anything
     again = build_from_urls(urls, out, fetch_settings=SETTINGS, extract_settings=ExtractSettings(workers=1),
                             transport=own_server.transport(), overwrite=True)
-    assert again.fetch["run"]["fetched"] == 3 and again.fetch["already_fetched"] == again.fetch["urls"] - 3
+    assert again.fetch["run"]["attempted"] == 3 and again.fetch["already_fetched"] == again.fetch["urls"] - 3
     assert _json(out.parent / COVERAGE_FILE) == {**cov, "superseded_records": 3}  # the 3 retried
     assert again.build.report.content_identity == run.build.report.content_identity
 
@@ -105,7 +105,7 @@ def test_cli_one_shot_end_to_end(own_server: CrawlServer, tmp_path: Path, monkey
             "--workers", "1"]
     assert main(argv, out) == 0
     text = out.getvalue()
-    assert "fetched 5 URLs" in text and "4 ok" in text and "1 disallowed by robots.txt" in text
+    assert "asked for 5 URLs" in text and "4 ok" in text and "1 disallowed by robots.txt" in text
     assert "extracted 4 documents" in text and "built " in text and "4 documents" in text
     assert "urls.txt:5: " in capsys.readouterr().err  # the malformed line, with its number
     assert _json(tmp_path / COVERAGE_FILE)["url_records"] == 5
@@ -113,7 +113,7 @@ def test_cli_one_shot_end_to_end(own_server: CrawlServer, tmp_path: Path, monkey
     assert "already exists" in capsys.readouterr().err
     again = io.StringIO()
     assert main([*argv, "--force"], again) == 0  # resumed: nothing left to fetch
-    assert "fetched 0 URLs" in again.getvalue() and "5 already fetched" in again.getvalue()
+    assert "asked for 0 URLs" in again.getvalue() and "5 already fetched" in again.getvalue()
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -132,3 +132,25 @@ def test_cli_build_argument_errors_are_one_line_exit_2(argv: list[str], message:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not (tmp_path / "c.sqlite3.crawl").exists() and not (tmp_path / "c.sqlite3").exists()
+
+
+def test_cli_build_where_every_fetch_fails_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An offline machine (here: a closed port on 127.0.0.1): the one line says that every fetch
+    failed and why, not only that no valid document was found; the summary counts attempts."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "u.txt").write_text("".join(f"http://127.0.0.1:9/page{i}\n" for i in range(3)))
+    argv = ["corpus", "build", "--urls", "u.txt", "--out", "c.sqlite3", "--retries", "0", "--timeout", "2",
+            "--quiet"]
+    assert main(argv, io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "no valid document" in err and "no page was fetched: of 3 URLs asked for, 0 failed and 3 were " \
+        "not fetched under robots.txt (robots_unavailable: 3)" in err, err
+    summary = _json(tmp_path / "c.sqlite3.crawl" / "fetch_summary.json")
+    assert summary["run"]["attempted"] == 3 and summary["run"]["ok"] == 0 and "fetched" not in summary["run"]
+    assert not (tmp_path / "c.sqlite3").exists()
+    # robots.txt ignored: the pages themselves are what fails
+    assert main([*argv, "--ignore-robots", "--crawl-dir", "crawl2"], io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "no page was fetched: of 3 URLs asked for, 3 failed and 0 were not fetched" in err, err

@@ -116,7 +116,7 @@ def test_drbencher_v2_with_the_numeric_grader(rollouts: Path, tmp_path: Path) ->
     assert items[QIDS[1]]["bucket"] == "kept" and items[QIDS[6]]["bucket"] == "kept"
     assert report["settings"] == {"k": 3, "tau": 0.5}
     graded = [json.loads(line) for line in (rollouts / "numeric.graded.jsonl").read_text().splitlines()]
-    assert all(g["judge"]["version"] == "numeric-v1" and g["judge"]["tolerance"] == 0.02
+    assert all(g["judge"]["version"] == "numeric-v2" and g["judge"]["tolerance"] == 0.02
                for g in graded if g["judge"] is not None)
     scores = json.loads((rollouts / "numeric.json").read_text())
     assert scores["grading"]["judge_model"] == "numeric" and scores["grading"]["numeric"]["tolerance"] == 0.02

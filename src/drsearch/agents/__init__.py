@@ -6,7 +6,7 @@ Public API (pinned by tests/agents/test_public_api.py)::
     Searcher (protocol): EngineSearcher(engine), HttpSearcher(client), CachedSearcher(cache, live)
     ChatClient(client, retry), CachedChat(client, cache), RetryPolicy
     Preset, PRESETS["dr256" | "closed-book"], load_preset(name | file); Question, read_questions
-    LocalPython(), CachedPython(cache, live): the python tool's runners (resource limits only)
+    LocalPython(), CachedPython(cache, live): the python tool's runners (a namespace sandbox)
     run_episode(question, preset, model, chat, searcher) -> Episode
     tool_schemas(preset, dialect="chat"|"responses"|"anthropic", strict=False); TOOL_DIALECTS
     execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)

@@ -14,8 +14,11 @@
         │   ├── EndpointError      (above)
         │   ├── SearcherError      the search backend is unreachable or broke its contract
         │   ├── ReplayMissError    replay mode met a call that is not in the cache (names it)
-        │   └── LocalIOError       a local write failed (disk full, read-only directory, …)
-        └── RunStoreError          a run directory that cannot be resumed (CLI exit 2)
+        │   ├── LocalIOError       a local write failed (disk full, read-only directory, …)
+        │   └── SandboxError       the python tool's sandbox could not be built for a call
+        ├── RunStoreError          a run directory that cannot be resumed (CLI exit 2)
+        └── SandboxUnavailableError  a preset offers python, the machine cannot sandbox it,
+                                   and ``--allow-unsandboxed-python`` was not given (exit 2)
 
 Tool-level problems (unknown docid, bad ``k``, malformed tool calls) are *not* exceptions:
 they are returned to the model as structured tool errors and counted.
@@ -104,6 +107,19 @@ class LocalIOError(InfrastructureError):
     error_type = "local_io_error"
 
 
+class SandboxError(InfrastructureError):
+    """The python tool's sandbox could not be built for one call (the program never ran)."""
+
+    error_type = "sandbox_error"
+
+
+class SandboxUnavailableError(AgentError):
+    """The python tool is offered but this machine cannot sandbox it (no user namespaces)."""
+
+    exit_code = 2
+    error_type = "sandbox_unavailable"
+
+
 class RunStoreError(AgentError):
     """A run directory is inconsistent with the run asked for (different preset, model, …)."""
 
@@ -124,5 +140,6 @@ def describe_validation_error(e: ValidationError, names: dict[str, str] | None =
 
 
 __all__ = ["AgentError", "EndpointError", "EndpointProbeError", "InfrastructureError", "LLMError",
-           "LocalIOError", "ReplayMissError", "RunStoreError", "SearcherError", "TransientLLMError",
+           "LocalIOError", "ReplayMissError", "RunStoreError", "SandboxError",
+           "SandboxUnavailableError", "SearcherError", "TransientLLMError",
            "describe_validation_error"]

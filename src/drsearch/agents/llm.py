@@ -210,8 +210,11 @@ class ChatClient:
             self._check()
         raise AssertionError("unreachable")
 
-    def probe(self, model: str) -> None:
+    def probe(self, model: str, *, option: str = "--base-url") -> None:
         """Check that the endpoint serves ``model`` before a run writes anything.
+
+        ``option`` names where the user gave the endpoint (a flag, or a config file's
+        field), so the one-line error points at what to fix.
 
         ``GET /models`` first: a 401/403 there is final; a list naming ``model`` is enough.
         Otherwise (no such route, or ``model`` not listed: some servers take any name) one
@@ -229,7 +232,7 @@ class ChatClient:
             self.complete({"max_tokens": 1, "messages": [{"content": "Reply with OK.", "role": "user"}],
                            "model": model})
         except EndpointError as e:
-            raise EndpointProbeError(f"--base-url {where}: the model endpoint is not usable for model "
+            raise EndpointProbeError(f"{option} {where}: the model endpoint is not usable for model "
                                      f"{model!r}: {e.message}") from None
         except LLMError:  # it answered, refusing only this minimal request
             return

@@ -31,11 +31,11 @@ from .. import __version__
 from ..contract import InvalidInputError
 from ..index import BlockList, Engine
 from .canonical import sha256_hex
-from .errors import LocalIOError, RunStoreError
+from .errors import LocalIOError, RunStoreError, SandboxUnavailableError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
 from .loop import INFRA_STATUS, Episode, run_episode
 from .preset import DR256, Preset, load_preset
-from .pytool import CachedPython, LocalPython, PythonRunner
+from .pytool import CachedPython, Isolation, LocalPython, PythonRunner, probe_isolation
 from .questions import Question, read_questions
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
@@ -64,6 +64,10 @@ class RunSpec(BaseModel):
     database: Path | None = None
     blocked_docids: Path | None = None
     allow_missing_blocked: bool = False
+    # > 0: behind a gateway that strips x-drsearch-identity, check /health's identity after a
+    # random gap of mean N answers instead of refusing header-less answers (docs/SCALING.md)
+    identity_check_every: int = Field(default=0, ge=0, le=1_000_000)
+    allow_unsandboxed_python: bool = False
     preset: str | None = None
     attempt: int = Field(default=0, ge=0, le=999)
     concurrency: int = Field(default=1, ge=1, le=1024)
@@ -89,6 +93,8 @@ class RunSpec(BaseModel):
             raise ValueError("give --search or --database, not both")
         if self.blocked_docids is not None and self.database is None:
             raise ValueError("--blocked-docids goes with --database (a server applies its own blocklist)")
+        if self.identity_check_every and not self.search_url:
+            raise ValueError("--identity-check-every goes with --search (it checks a server's /health)")
         if self.replay_from is None and not (self.search_url or self.database):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
@@ -134,7 +140,7 @@ def _recorded_corpus(recorded: dict[str, Any]) -> CorpusInfo:
 
 def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
     if spec.search_url:
-        http = HttpSearcher.connect(spec.search_url)
+        http = HttpSearcher.connect(spec.search_url, health_check_every=spec.identity_check_every)
         stack.callback(http.close)
         if not spec.allow_missing_blocked:
             http.corpus().check_blocklist_complete(spec.search_url)
@@ -267,14 +273,33 @@ class _Progress:
             self.bar.close()
 
 
-def _python_runner(preset: Preset, cache: ReplayCache, offline: bool) -> PythonRunner | None:
+def python_isolation(spec: RunSpec, preset: Preset, offline: bool) -> Isolation | None:
+    """How the python tool's programs will be isolated (recorded in run.json as
+    ``python_isolation``): None when the preset does not offer it or an offline replay runs
+    nothing; raises SandboxUnavailableError where the machine cannot sandbox it and
+    ``allow_unsandboxed_python`` was not given."""
+    if "python" not in preset.tools or offline:
+        return None
+    isolation, reason = probe_isolation()
+    if isolation == "none" and not spec.allow_unsandboxed_python:
+        why = " ".join(reason.split())[:300]
+        raise SandboxUnavailableError(
+            f"preset {preset.name!r} offers the python tool, but this machine cannot sandbox it ({why}); "
+            "give --allow-unsandboxed-python to run it with resource limits only")
+    return isolation
+
+
+def _python_runner(preset: Preset, cache: ReplayCache, offline: bool,
+                   isolation: Isolation | None) -> PythonRunner | None:
     """The python tool's runner when the preset offers it: through the cache like every tool
     (offline replay: the cache alone)."""
     if "python" not in preset.tools:
         return None
+    live = None if offline or isolation is None else LocalPython(isolation=isolation)
     if cache.mode == "off":
-        return LocalPython()
-    return CachedPython(cache, None if offline else LocalPython())
+        assert live is not None
+        return live
+    return CachedPython(cache, live)
 
 
 def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
@@ -334,7 +359,9 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         live = None if offline else _live_searcher(spec, stack)
         corpus = _recorded_corpus(recorded) if live is None else live.corpus()
         search = "replay" if live is None else spec.search_url or str(spec.database)
+        isolation = python_isolation(spec, preset, offline)
         manifest = _manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search)
+        manifest["python_isolation"] = isolation
         store = RunStore(spec.out)
         store.check(manifest)
         client = None
@@ -357,7 +384,7 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
         try:
             unwritten = _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store,
-                                     progress, _python_runner(preset, cache, live is None))
+                                     progress, _python_runner(preset, cache, offline, isolation))
         finally:
             progress.close()
         io_errors = []

@@ -10,6 +10,7 @@ that cannot answer at all raises :class:`SearcherError`. The replay cache
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -62,33 +63,52 @@ class HttpSearcher:
     4xx answers are returned as error bodies; connection errors, timeouts and 5xx are
     retried ``attempts`` times with exponential backoff, then raise SearcherError.
 
-    The first response fixes the server's ``x-drsearch-identity`` (corpus identity and
-    blocklist SHA-256; ``drsearch run`` asks ``/health`` first, so that is the identity it
-    records). Any later response with another value, or without one when the first had it
-    (and the other way round), raises SearcherError naming both (a 5xx without one is a
-    proxy's own error, retried as any 5xx): behind a load balancer,
-    a replica on another corpus version or blocklist is an infrastructure failure, never
-    an answer mixed into the run. Not retried: a retry that reached a right replica would
-    hide the mixed fleet.
+    Identity (docs/SCALING.md): the first ``x-drsearch-identity`` header, or the identity
+    ``/health``'s body names (``drsearch run`` asks ``/health`` first), fixes the fleet's
+    identity. From then on a response with another value raises SearcherError naming both,
+    at once: a retry that reached a right replica would hide the mixed fleet. A response
+    without the header is not an answer either: it is retried (the next try may take another
+    route), then refused -- a gateway that strips the header hides which replica answered.
+    A 5xx without the header is a proxy's own error (no replica reached), retried as any 5xx.
+    A header that appears after answers without one is refused too (the other way round).
+
+    ``health_check_every`` (N > 0) is the check for gateways that strip the header: responses
+    without it are accepted, and after a random number of answers (uniform in 1..2N, from a
+    generator seeded with ``seed``) the client asks ``/health`` and compares the
+    identity in its body, raising SearcherError on another one. The gaps are random, not
+    every N-th request, because a round-robin balancer would otherwise send every check to
+    the same replica. It is a sampled check: a foreign replica that takes a share ``f`` of
+    the traffic escapes ``m`` checks with probability ``(1 - f) ** m``.
     """
 
-    def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25) -> None:
+    def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25,
+                 health_check_every: int = 0, seed: int = 0) -> None:
+        if health_check_every < 0:
+            raise ValueError("health_check_every must be >= 0")
         self._client = client
         self._attempts = attempts
         self._backoff_s = backoff_s
         self._corpus: CorpusInfo | None = None
         self._identity: str | None = None
-        self._identity_seen = False
+        self._headerless_seen = False  # a response without the header was accepted before any identity
         self._identity_lock = threading.Lock()  # searchers are shared by a run's threads
+        self._health_every = health_check_every
+        self._rng = random.Random(seed)
+        self._until_check = self._next_gap()
+        self._checks = 0
 
     @classmethod
     def connect(cls, search_url: str, *, transport: httpx.BaseTransport | None = None,
-                timeout_s: float = 30.0) -> HttpSearcher:
+                timeout_s: float = 30.0, health_check_every: int = 0) -> HttpSearcher:
         """A searcher with its own client for the server at ``search_url`` (close it with :meth:`close`)."""
-        return cls(httpx.Client(base_url=search_url.rstrip("/"), transport=transport, timeout=timeout_s))
+        return cls(httpx.Client(base_url=search_url.rstrip("/"), transport=transport, timeout=timeout_s),
+                   health_check_every=health_check_every)
 
     def close(self) -> None:
         self._client.close()
+
+    def _next_gap(self) -> int:
+        return self._rng.randint(1, 2 * self._health_every) if self._health_every else 0
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
         last = ""
@@ -100,7 +120,10 @@ class HttpSearcher:
             except httpx.HTTPError as e:
                 last = f"{e.__class__.__name__}: {e}"
                 continue
-            self._check_identity(method, path, r)
+            missing = self._check_identity(method, path, r)
+            if missing:
+                last = missing
+                continue
             if r.status_code < 500:
                 return r
             last = f"HTTP {r.status_code}: {r.text[:200]}"
@@ -108,42 +131,81 @@ class HttpSearcher:
 
     @property
     def identity(self) -> str | None:
-        """The ``x-drsearch-identity`` the first response carried (None: none yet, or none sent)."""
+        """The fleet identity this client holds the server to (None: none seen yet)."""
         return self._identity
 
-    def _check_identity(self, method: str, path: str, r: httpx.Response) -> None:
+    @property
+    def health_checks(self) -> int:
+        """How many periodic ``/health`` identity checks were made (``health_check_every``)."""
+        return self._checks
+
+    def _mismatch(self, method: str, path: str, got: str | None, expected: str | None) -> SearcherError:
+        return SearcherError(
+            f"{method} {path}: the server answered as identity {got or '(none)'}, but this run "
+            f"started on identity {expected or '(none)'} (x-drsearch-identity: corpus identity "
+            "and blocklist SHA-256): a replica behind the load balancer serves another corpus "
+            "or blocklist")
+
+    def _check_identity(self, method: str, path: str, r: httpx.Response) -> str:
+        """Raise on a foreign identity; return why ``r`` must be retried ('' if it is usable)."""
         got = r.headers.get(IDENTITY_HEADER)
         if got is None and r.status_code >= 500:
-            return  # a proxy's own 502/503 (no replica reached): retried like any 5xx
+            return ""  # a proxy's own 502/503 (no replica reached): retried like any 5xx
         with self._identity_lock:
-            if not self._identity_seen:
-                self._identity, self._identity_seen = got, True
-                return
             expected = self._identity
+            if got is None:
+                if expected is None:
+                    self._headerless_seen = True
+                    return ""
+                if self._health_every:
+                    return ""  # a header-stripping gateway: the /health checks stand in for it
+                return (f"HTTP {r.status_code} without {IDENTITY_HEADER}, but this run started on "
+                        f"identity {expected}: an answer that does not say which replica gave it is "
+                        "refused (a gateway that strips the header? see --identity-check-every, "
+                        "docs/SCALING.md)")
+            if expected is None and not (self._headerless_seen and not self._health_every):
+                self._identity = got
+                return ""
         if got != expected:
+            raise self._mismatch(method, path, got, expected)
+        return ""
+
+    def _adopt(self, identity: str) -> None:
+        """Hold the server to the identity a ``/health`` body names, if no header named one."""
+        with self._identity_lock:
+            if self._identity is None:
+                self._identity = identity
+
+    def _periodic_check(self) -> None:
+        """With ``health_check_every``: ask ``/health`` when the random gap has run out."""
+        if not self._health_every:
+            return
+        with self._identity_lock:
+            self._until_check -= 1
+            if self._until_check > 0:
+                return
+            self._until_check = self._next_gap()
+            self._checks += 1
+        named = _health_corpus(self._request("GET", "/health")).fleet_identity
+        if named != self._identity:
             raise SearcherError(
-                f"{method} {path}: the server answered as identity {got or '(none)'}, but this run "
-                f"started on identity {expected or '(none)'} (x-drsearch-identity: corpus identity "
-                "and blocklist SHA-256): a replica behind the load balancer serves another corpus "
-                "or blocklist")
+                f"GET /health: a replica names identity {named} in its body, but this run started on "
+                f"identity {self._identity or '(none)'}: a replica behind the load balancer serves "
+                "another corpus or blocklist")
 
     def corpus(self) -> CorpusInfo:
         if self._corpus is None:
-            r = self._request("GET", "/health")
-            try:
-                body = r.json()
-                bl = body["blocklist"]
-                self._corpus = CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"),
-                                          bl.get("matched"))
-            except (ValueError, KeyError, TypeError) as e:
-                raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
-            if self._identity is not None and self._identity != self._corpus.fleet_identity:
-                raise SearcherError(f"GET /health: the body names identity {self._corpus.fleet_identity} "
+            corpus = _health_corpus(self._request("GET", "/health"))
+            if self._identity is not None and self._identity != corpus.fleet_identity:
+                raise SearcherError(f"GET /health: the body names identity {corpus.fleet_identity} "
                                     f"but the header {IDENTITY_HEADER} says {self._identity}")
+            self._adopt(corpus.fleet_identity)
+            self._corpus = corpus
         return self._corpus
 
     def _answer(self, path: str, body: dict[str, Any]) -> ToolResponse:
         r = self._request("POST", path, body)
+        self._periodic_check()
         return ToolResponse(r.status_code == 200, r.content)
 
     def search(self, query: str, k: int) -> ToolResponse:
@@ -155,6 +217,16 @@ class HttpSearcher:
         if length is not None:
             body["length"] = length
         return self._answer("/open", body)
+
+
+def _health_corpus(r: httpx.Response) -> CorpusInfo:
+    """The corpus and blocklist a ``/health`` body names; SearcherError if it is not one."""
+    try:
+        body = r.json()
+        bl = body["blocklist"]
+        return CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"), bl.get("matched"))
+    except (ValueError, KeyError, TypeError) as e:
+        raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
 
 
 __all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "Searcher", "ToolResponse"]

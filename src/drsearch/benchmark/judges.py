@@ -302,6 +302,10 @@ def checklist_score(criteria: Sequence[Criterion], verdicts: Sequence[CriterionV
 # -- asking a judge -----------------------------------------------------------------------
 
 
+RAW_REPLY_CHARS = 16_384
+"""How much of an unparseable judge reply a verdict keeps (``raw_response``)."""
+
+
 class JudgeSettings(BaseModel):
     """How judges are called: model, temperature 0 and a fixed seed, bounded re-asks."""
 
@@ -329,6 +333,9 @@ class JudgeReply:
     parsed: Any
     error: str | None
     attempts: int
+    raw: str | None = None
+    """The judge's last reply when it could not be parsed (AgentCompass's ``raw_response``),
+    at most :data:`RAW_REPLY_CHARS` characters; None when it parsed or never came."""
 
 
 class LLMJudge:
@@ -379,7 +386,7 @@ class LLMJudge:
         assert self.client is not None
         if self.fail_fast:
             self._check_endpoint()
-        error = ""
+        error, unparsed = "", ""
         tries = self.settings.parse_attempts
         for attempt in range(1, tries + 1):
             try:
@@ -388,14 +395,18 @@ class LLMJudge:
                 error = f"judge endpoint failed: {e.message}"
                 return False, canonical_bytes({"attempts": attempt, "error": error})
             try:
-                content = reply_content(raw)
+                # a reply that is not a chat completion is kept as the bytes that came
+                unparsed = raw.decode("utf-8", "replace")
+                content = unparsed = reply_content(raw)
                 parse(content)
             except JudgeParseError as e:
                 error = str(e)
                 continue
             return True, canonical_bytes({"attempts": attempt, "content": content})
+        # kept so that a person can see what the judge said (and fix the prompt or parser)
         return True, canonical_bytes({"attempts": tries, "error": f"unparseable judge reply after {tries} "
-                                                                  f"attempt(s): {error}"})
+                                                                  f"attempt(s): {error}",
+                                      "raw_response": unparsed[:RAW_REPLY_CHARS]})
 
     def ask(self, prompt: JudgePrompt, fields: Mapping[str, str], untrusted: Mapping[str, str],
             parse: Callable[[str], Any], describe: str) -> JudgeReply:
@@ -410,17 +421,23 @@ class LLMJudge:
         _, data = self.cache.fetch(self.settings.model, prompt.sha256, key_fields, describe, live)
         stored = json.loads(data)
         if "error" in stored:
-            return JudgeReply(False, None, str(stored["error"]), int(stored["attempts"]))
+            raw = stored.get("raw_response")  # absent: an endpoint failure, or a cache row of before
+            return JudgeReply(False, None, str(stored["error"]), int(stored["attempts"]),
+                              None if raw is None else str(raw))
         try:
             parsed = parse(stored["content"])
         except JudgeParseError as e:  # a cached reply that this version's parser rejects
-            return JudgeReply(False, None, f"cached judge reply does not parse: {e}", int(stored["attempts"]))
+            return JudgeReply(False, None, f"cached judge reply does not parse: {e}", int(stored["attempts"]),
+                              str(stored["content"])[:RAW_REPLY_CHARS])
         return JudgeReply(True, parsed, None, int(stored["attempts"]))
 
     def record(self, prompt: JudgePrompt, reply: JudgeReply) -> dict[str, Any]:
         """The part of a verdict record every judge shares."""
-        return {"attempts": reply.attempts, "error": reply.error, "model": self.settings.model,
-                "prompt": prompt.name, "prompt_sha256": prompt.sha256}
+        record = {"attempts": reply.attempts, "error": reply.error, "model": self.settings.model,
+                  "prompt": prompt.name, "prompt_sha256": prompt.sha256}
+        if reply.raw is not None:
+            record["raw_response"] = reply.raw
+        return record
 
 
 # -- the judges ---------------------------------------------------------------------------

@@ -4,19 +4,27 @@ For answers that are numbers computed by code (DrBencher-style questions). An an
 correct iff it holds exactly one quantity (or marks one as final) and that quantity is
 within ``tolerance`` (default 2 %) relative error of the gold: ``|a - g| <= tol * |g|``,
 boundary included, computed in exact rational arithmetic so the boundary does not depend
-on floating point. Dates are always compared exactly; so are years when the question's
-domain (its ``category``) is one of ``exact_domains`` (default: history).
+on floating point. Dates are always compared exactly; so is every answer when the
+question's domain (its ``category``) is one of ``exact_domains`` (default: history, the
+DrBencher paper's "exact match for history").
 
 Parsing (:func:`quantities`):
 
-- thousands separators ``2,962`` (groups of three after a comma; also thin and no-break
-  spaces), decimals, a leading sign, scientific notation (``6.02e23``, ``6.02 × 10^23``,
-  ``10⁻³``), scale words (thousand, million, billion, trillion);
+- thousands separators as locales write them (``1,234,567.8``, ``1.234.567,8``,
+  ``1 234 567`` with thin, no-break or -- from two groups on -- ASCII spaces, ``1'234'567``,
+  Indian ``12,34,567``); one separator and three digits (``1,234`` / ``1.234``) is read the
+  English way and keeps its other reading (``Quantity.other_written``), which the judge
+  grades too and reports when it would change the verdict; decimals, a leading sign,
+  scientific notation (``6.02e23``, ``6.02 × 10^23``, ``10⁻³``), scale words (thousand,
+  million, billion, trillion);
 - one unit after the number (``m``, ``km``, ``s``, ``h``, ``%``, ``kg``, …), or a ratio of
   two (``40.2 s/day``, ``km per hour``); units of one dimension are converted, so
   ``2.962 km`` equals ``2,962 m``. An unknown word after a number is no unit;
 - hedges (``about``, ``approximately``, ``~``) are ignored: ``about 40 seconds`` is 40 s;
 - dates: ``2019-11-17``, ``17 November 2019``, ``November 17, 2019``, ``November 2019``.
+
+A percentage against a bare number compares as written (the unit left out) or as fractions
+(``45%`` = ``0.45``): correct if either reading is.
 
 Which quantity is the answer (:func:`answer_quantity`): the only one; or, when there are
 several, the only one in the text marked final (after the last ``Final answer:`` /
@@ -29,8 +37,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -38,7 +46,7 @@ from ..agents.canonical import canonical_json, sha256_hex
 from .datasets import GradingTask
 from .judges import EMPTY_RESPONSE, JudgePrompt, Verdict, is_empty
 
-NUMERIC_VERSION = "numeric-v1"
+NUMERIC_VERSION = "numeric-v2"
 """The grader's version: recorded in every verdict; a change of the rules is a new version."""
 DEFAULT_TOLERANCE = Fraction(2, 100)
 DEFAULT_EXACT_DOMAINS: tuple[str, ...] = ("history",)
@@ -107,6 +115,19 @@ class Quantity:
     dimension: str | None = None
     unit: str | None = None
     date: tuple[int, int, int | None] | None = None
+    other_written: Fraction | None = None
+    """An ambiguous ``1,234`` / ``1.234``: the number in the reading *not* taken (the English
+    one is: ``,`` groups thousands, ``.`` is the decimal mark). None: the form is unambiguous."""
+    as_matched: str = ""
+    """The number as it stands in the text (without sign, exponent, scale or unit)."""
+
+    def other_reading(self) -> Quantity | None:
+        """This quantity in the other reading of an ambiguous separator (None: not ambiguous)."""
+        if self.other_written is None or self.written == 0:
+            return None
+        factor = self.value / self.written
+        return replace(self, value=self.other_written * factor, written=self.other_written,
+                       other_written=None)
 
     @property
     def text_value(self) -> str:
@@ -139,10 +160,26 @@ _DATES = [
     ("my", re.compile(rf"(?<![\w.]){_MONTH},?\s+(\d{{4}})(?!\d)", re.I)),
 ]
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+# The grouped forms, in the order the alternation tries them (docs/GRADING.md, rule 2): each
+# names its thousands separator and decimal mark, so "1.234.567,8" and "1,234,567.8" both read.
+# A group separator never follows a lone 0 ("0,234" groups nothing: no number is read there).
+# An ASCII space groups only from two groups on ("1 234 567"; "3 500" is two numbers, as in
+# "3 500-seat halls"); thin and no-break spaces group from one.
+_GROUPED = (
+    r"(?P<dots>[1-9]\d{0,2}(?:\.\d{3}){2,}(?:,\d+)?|[1-9]\d{0,2}\.\d{3},\d+)"  # 1.234.567(,8), 1.234,5
+    r"|(?P<lakh>[1-9]\d?(?:,\d{2})+,\d{3}(?:\.\d+)?)"  # Indian 12,34,567(.8)
+    r"|(?P<commas>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?)"  # 1,234,567(.8) and the ambiguous 1,234
+    r"|(?P<spaces>[1-9]\d{0,2}(?:(?:[\u2009\u202f\u00a0]\d{3})+|(?: \d{3}){2,})(?:[.,]\d+)?)"  # 1 234 567(,8)
+    r"|(?P<quotes>[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?)"  # Swiss 1'234'567(.8)
+    r"|(?P<plain>\d+(?:\.\d+)?|\.\d+)"  # 1234.5 and the ambiguous 1.234
+)
+_AMBIGUOUS = re.compile(r"[1-9]\d{0,2}[.,]\d{3}")
+"""One separator and exactly three digits after it: ``1,234`` (1234 in English, 1.234 where
+the comma is the decimal mark) and ``1.234`` (the other way round)."""
 _NUMBER = re.compile(
-    r"(?<![\w.,])(?<![A-Za-z]-)"
+    r"(?<![\w.,'’])(?<![A-Za-z]-)"
     r"(?P<sign>[-−+])?"
-    r"(?P<num>\d{1,3}(?:(?:,\d{3})+|(?:[\u2009\u202f\u00a0]\d{3})+)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    rf"(?P<num>{_GROUPED})"
     r"(?![\d,]\d)"
     r"(?:[eE](?P<exp>[-+]?\d+)"
     r"|\s*[×x*]\s*10(?:\^\s*(?P<exp2>[-−+]?\d+)|(?P<exp3>[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))?")
@@ -201,24 +238,51 @@ def quantities(text: str) -> list[Quantity]:
     for m in _NUMBER.finditer(text):
         if any(m.start() < e and s < m.end() for s, e in taken):
             continue
-        digits = re.sub(r"[,\u2009\u202f\u00a0]", "", m.group("num"))
         exp_text = m.group("exp") or (m.group("exp2") or "").replace("−", "-") or \
             (m.group("exp3") or "").translate(_SUPERSCRIPT)
-        try:
-            value = Fraction(Decimal(digits))
-        except (InvalidOperation, ValueError):  # pragma: no cover - the pattern admits only decimals
-            continue
+        value = _decimal(m)
+        # the other locale's reading of 1,234 / 1.234 (not of 1.234e5: scientific notation
+        # writes a decimal point)
+        other = _other_reading(m.group("num")) if not exp_text else None
+        scale_factor = Fraction(1)
         if exp_text:
             value *= Fraction(10) ** int(exp_text)
-        if m.group("sign") in ("-", "−"):
-            value = -value
         end = m.end()
         if (scale := _SCALE.match(text, end)) is not None:
-            value *= SCALES[scale.group(1).casefold()]
+            scale_factor = Fraction(SCALES[scale.group(1).casefold()])
             end = scale.end()
+        sign = -1 if m.group("sign") in ("-", "−") else 1
+        value *= sign * scale_factor
+        if other is not None:
+            other *= sign * scale_factor
         dim, factor, unit, end = _unit_at(text, end)
-        found.append(Quantity("number", m.start(), end, value * factor, value, dim, unit))
+        found.append(Quantity("number", m.start(), end, value * factor, value, dim, unit, other_written=other,
+                              as_matched=m.group("num")))
     return sorted(found, key=lambda q: q.start)
+
+
+def _decimal(m: re.Match[str]) -> Fraction:
+    """The number of a ``_NUMBER`` match, read by the form that matched (``_GROUPED``)."""
+    num = m.group("num")
+    if m.group("dots"):
+        digits = num.replace(".", "").replace(",", ".")
+    elif m.group("spaces"):
+        digits = re.sub(r"[ \u2009\u202f\u00a0]", "", num).replace(",", ".")
+    elif m.group("quotes"):
+        digits = re.sub(r"['’]", "", num)
+    else:  # commas, lakh, plain: the comma groups, the point is the decimal mark
+        digits = num.replace(",", "")
+    return Fraction(Decimal(digits))
+
+
+def _other_reading(num: str) -> Fraction | None:
+    """For an ambiguous ``1,234`` / ``1.234``: the reading that was not taken; else None."""
+    if not _AMBIGUOUS.fullmatch(num):
+        return None
+    whole, frac = re.split(r"[.,]", num)
+    if "," in num:  # read as 1234; the decimal-comma reading is 1.234
+        return Fraction(Decimal(f"{whole}.{frac}"))
+    return Fraction(int(whole + frac))  # read as 1.234; the dot-grouping reading is 1234
 
 
 def _single(text: str, offset: int = 0) -> Quantity:
@@ -256,14 +320,49 @@ def answer_quantity(text: str) -> Quantity:
 # -- comparing ------------------------------------------------------------------------------
 
 def compare(answer: Quantity, gold: Quantity, *, tolerance: Fraction = DEFAULT_TOLERANCE,
-            exact_years: bool = False) -> tuple[bool, str | None, Fraction | None]:
+            exact: bool = False) -> tuple[bool, str | None, Fraction | None]:
     """``(correct, reason when wrong, relative error when defined)``.
 
     Dates compare exactly (a year gold against a date answer compares the year). A unit on
     both sides must be of one dimension; with a unit on one side only, the numbers compare
-    as written. ``exact_years``: an integer gold from 1000 to 2999 without a unit is a year
-    and compares exactly.
+    as written -- and when that unit is ``%`` and the other side has none, also as fractions
+    (``45%`` = ``0.45``): correct if either reading is (:func:`compare_readings`). ``exact``:
+    no tolerance at all (the answer must equal the gold, after unit conversion) -- the
+    DrBencher paper's rule for the history domain.
     """
+    ok, reason, rel, _ = compare_readings(answer, gold, tolerance=tolerance, exact=exact)
+    return ok, reason, rel
+
+
+def _readings(answer: Quantity, gold: Quantity) -> list[tuple[str, Fraction, Fraction]]:
+    """The ways the two numbers may be compared: ``(name, answer, gold)``, the first preferred."""
+    if answer.dimension is not None and gold.dimension is not None:
+        return [("value", answer.value, gold.value)]
+    readings = [("as_written", answer.written, gold.written)]
+    if {answer.dimension, gold.dimension} == {"percent", None}:
+        # 45% against 0.45: a percentage is a fraction of 100, and a person calls them equal
+        a = answer.written / 100 if answer.dimension == "percent" else answer.written
+        g = gold.written / 100 if gold.dimension == "percent" else gold.written
+        readings.append(("fraction", a, g))
+    return readings
+
+
+def _within(a: Fraction, g: Fraction, tolerance: Fraction,
+            exact: bool) -> tuple[bool, str | None, Fraction | None]:
+    rel = abs(a - g) / abs(g) if g else None
+    if exact:
+        return a == g, None if a == g else "differs (exact match)", rel
+    if rel is None:
+        return a == 0, None if a == 0 else "gold is 0: exact match needed", None
+    ok = rel <= tolerance
+    return ok, None if ok else f"relative error {float(rel):.4g} > {float(tolerance):g}", rel
+
+
+def compare_readings(answer: Quantity, gold: Quantity, *, tolerance: Fraction = DEFAULT_TOLERANCE,
+                     exact: bool = False) -> tuple[bool, str | None, Fraction | None, str | None]:
+    """:func:`compare` and the reading that decided: ``value`` (units on both sides, converted),
+    ``as_written``, ``fraction`` (a percentage against a bare number, both as fractions), or
+    None (dates, unit mismatch). A wrong answer reports its first reading's error."""
     if gold.kind == "date" or answer.kind == "date":
         g_year = gold.date[0] if gold.date else (int(gold.written) if gold.written.denominator == 1 else None)
         if gold.kind == "date" and answer.kind == "date":
@@ -272,18 +371,17 @@ def compare(answer: Quantity, gold: Quantity, *, tolerance: Fraction = DEFAULT_T
             ok = answer.date[0] == g_year and gold.dimension is None
         else:
             ok = False
-        return ok, None if ok else "date differs", None
+        return ok, None if ok else "date differs", None, None
     if answer.dimension is not None and gold.dimension is not None and answer.dimension != gold.dimension:
-        return False, f"unit mismatch ({answer.unit} vs {gold.unit})", None
-    both = answer.dimension is not None and gold.dimension is not None
-    a, g = (answer.value, gold.value) if both else (answer.written, gold.written)
-    if exact_years and gold.dimension is None and g.denominator == 1 and 1000 <= g <= 2999:
-        return a == g, None if a == g else "year differs (exact match)", None
-    if g == 0:
-        return a == 0, None if a == 0 else "gold is 0: exact match needed", None
-    rel = abs(a - g) / abs(g)
-    ok = rel <= tolerance
-    return ok, None if ok else f"relative error {float(rel):.4g} > {float(tolerance):g}", rel
+        return False, f"unit mismatch ({answer.unit} vs {gold.unit})", None, None
+    first: tuple[bool, str | None, Fraction | None, str | None] | None = None
+    for name, a, g in _readings(answer, gold):
+        ok, reason, rel = _within(a, g, tolerance, exact)
+        if ok:
+            return ok, reason, rel, name
+        first = first or (ok, reason, rel, name)
+    assert first is not None
+    return first
 
 
 # -- the judge ------------------------------------------------------------------------------
@@ -320,18 +418,28 @@ class NumericJudge:
         except NumericParseError as e:  # a dataset problem, not the model's: counted apart
             return Verdict("judge_failed", f"gold {task.reference!r} is not one number: {e}", None,
                            {**base, "verdict": None})
-        exact_years = (task.category or "").casefold() in self.exact_domains
+        exact = (task.category or "").casefold() in self.exact_domains
         try:
             got = answer_quantity(answer)
         except NumericParseError as e:
-            failed = {"answer": None, "exact_years": exact_years, "gold": gold.as_dict(),
+            failed = {"answer": None, "exact": exact, "gold": gold.as_dict(),
                       "parse_error": str(e)}
             return Verdict("incorrect", f"answer: {e}", None, {**base, "verdict": failed})
-        ok, reason, rel = compare(got, gold, tolerance=self.tolerance, exact_years=exact_years)
-        verdict = {"answer": got.as_dict(), "exact_years": exact_years, "gold": gold.as_dict(),
-                   "relative_error": None if rel is None else float(rel)}
+        ok, reason, rel, reading = compare_readings(got, gold, tolerance=self.tolerance, exact=exact)
+        verdict: dict[str, Any] = {"answer": got.as_dict(), "exact": exact, "gold": gold.as_dict(),
+                                   "reading": reading, "relative_error": None if rel is None else float(rel)}
+        other = got.other_reading()
+        if other is not None:  # 1,234 / 1.234: read the English way, never silently
+            other_ok = compare_readings(other, gold, tolerance=self.tolerance, exact=exact)[0]
+            verdict["ambiguous"] = {"decides": other_ok != ok, "number": got.as_matched,
+                                    "other_reading": _fraction_text(other.written),
+                                    "other_reading_correct": other_ok, "read_as": _fraction_text(got.written)}
+            if other_ok and not ok:
+                reason = (f"{reason}; ambiguous separator: {got.as_matched!r} was read as "
+                          f"{_fraction_text(got.written)}, read as {_fraction_text(other.written)} "
+                          "it would be correct")
         return Verdict("correct" if ok else "incorrect", reason, None, {**base, "verdict": verdict})
 
 
 __all__ = ["DEFAULT_EXACT_DOMAINS", "DEFAULT_TOLERANCE", "NUMERIC_VERSION", "UNITS", "NumericJudge",
-           "NumericParseError", "Quantity", "answer_quantity", "compare", "quantities"]
+           "NumericParseError", "Quantity", "answer_quantity", "compare", "compare_readings", "quantities"]

@@ -230,6 +230,28 @@ def summarize(
     return result
 
 
+UNSCORED_OUTCOMES = ("judge_failed", "missing", "missing_episode")
+"""Outcomes that AgentCompass's DeepSearchQA accuracy leaves out of its denominator: no valid
+score exists (the judge's reply could not be parsed or its call failed; no finished episode
+to grade). Empty answers, unfinished episodes and agent errors are valid scores of 0 there
+too (AgentCompass grades an empty answer incorrect without asking the judge)."""
+
+
+def accuracy_over_valid_scores(summary: dict[str, Any]) -> dict[str, Any]:
+    """AgentCompass's DeepSearchQA headline (its "accuracy over tasks with valid scores") from
+    a :func:`summarize` body: attempt-0 ``correct`` over the questions whose outcome is not in
+    :data:`UNSCORED_OUTCOMES`, with its Wilson interval and what was left out. It is *not*
+    drsearch's ``accuracy`` (over every question): with unscored tasks it is the higher one."""
+    outcomes = summary["outcomes"]
+    left_out = {name: outcomes[name]["count"] for name in UNSCORED_OUTCOMES}
+    n = summary["n"] - sum(left_out.values())
+    body = {**_proportion(outcomes["correct"]["count"], n, summary["confidence"]),
+            "definition": "correct / tasks with a valid score (AgentCompass DeepSearchQA)",
+            "left_out": left_out}
+    result: dict[str, Any] = _canonical(body)
+    return result
+
+
 def compare_runs(
     a: Sequence[GradedQuestion], b: Sequence[GradedQuestion], *, confidence: float = 0.95
 ) -> dict[str, Any]:
@@ -344,6 +366,13 @@ def render_table(summary: dict[str, Any]) -> str:
         f"questions  {summary['n']}  (with an episode {summary['per_question']['n']})",
         f"accuracy   {_fmt_rate(acc['rate'])}  {_fmt_ci(acc['ci'])}  "
         f"({acc['count']}/{acc['n']}, Wilson {pct}% CI)",
+    ]
+    valid = summary.get("accuracy_over_valid_scores")
+    if valid is not None:  # named for what it is: not the headline above
+        lines[1] += "  over all questions"
+        lines.append(f"accuracy   {_fmt_rate(valid['rate'])}  {_fmt_ci(valid['ci'])}  "
+                     f"({valid['count']}/{valid['n']}) over validly scored tasks (AgentCompass)")
+    lines += [
         "",
         f"{'outcome':<18}{'count':>7}{'rate':>9}  {pct}% CI",
     ]

@@ -220,8 +220,10 @@ async def fetch_list(urls: list[str], crawl: Path, settings: FetchSettings,
             run = _Run(client, writer, settings, progress)
             workers = max(1, min(settings.concurrency, len(urls)))
             await asyncio.gather(*(run.worker(queue) for _ in range(workers)))
-    return {"fetched": sum(run.outcomes.values()), "ok": run.outcomes["ok"], "failed": run.outcomes["failed"],
-            "disallowed": run.outcomes["disallowed"], "by_reason": dict(sorted(run.reasons.items())),
+    # "attempted": a URL asked for, whatever came of it ("ok" counts the pages actually fetched)
+    return {"attempted": sum(run.outcomes.values()), "ok": run.outcomes["ok"],
+            "failed": run.outcomes["failed"], "disallowed": run.outcomes["disallowed"],
+            "by_reason": dict(sorted(run.reasons.items())),
             "robots_fetches": run.robots.fetches}
 
 

@@ -27,7 +27,7 @@ import httpx
 from ..contract import BuildError, InvalidInputError
 from ..index import BuildSettings
 from .build_run import CorpusBuild, build_corpus
-from .crawl import FetchRecord
+from .crawl import FETCH_SUMMARY, FetchRecord
 from .extract import ExtractSettings, PageText
 from .extract_run import extract_crawl
 from .fetch import FetchSettings, fetch_urls
@@ -96,8 +96,20 @@ def build_from_urls(
     docs = root / DOCS_FILE
     extracted = extract_crawl(root, docs, extract_settings, overwrite=True, progress=cb.extract,
                               on_start=cb.extract_start)
-    built = build_corpus(docs, dest, build_settings, overwrite=overwrite, progress=cb.build,
-                         on_start=cb.build_start)
+    try:
+        built = build_corpus(docs, dest, build_settings, overwrite=overwrite, progress=cb.build,
+                             on_start=cb.build_start)
+    except InvalidInputError as e:  # say why nothing could be built when the fetches are why
+        run = fetched.get("run", {})
+        if run.get("ok", 0) == 0 and run.get("attempted", 0) > 0:
+            reasons = ", ".join(f"{r}: {n}" for r, n in run.get("by_reason", {}).items())
+            raise InvalidInputError(
+                f"{e.message}: no page was fetched: of {run['attempted']} URLs asked for, {run['failed']} "
+                f"failed and {run.get('disallowed', 0)} were not fetched under robots.txt"
+                f"{f' ({reasons})' if reasons else ''}; {fetched.get('already_fetched', 0)} done by an "
+                "earlier run "
+                f"(see {root / FETCH_SUMMARY})") from None
+        raise
     return UrlBuild(root, docs, fetched, extracted, built)
 
 

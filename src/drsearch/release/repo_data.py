@@ -42,6 +42,7 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/kg/kg.ttl", "kg_fixture_graph"),
     ("data/kg/docs.jsonl", "kg_fixture_articles"),
     ("data/kg/gen.json", "kg_fixture_generator_config"),
+    ("data/kg/provenance.tsv", "kg_fixture_provenance"),
     ("data/testcollections/cranfield/cran.all.1400", "test_collection_documents"),
     ("data/testcollections/cisi/CISI.ALL", "test_collection_documents"),
     ("data/testcollections/cranfield/cran.qry", "test_collection_queries"),

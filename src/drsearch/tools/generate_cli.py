@@ -110,8 +110,13 @@ def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequenc
 def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.generate.drbencher.pipeline import build
 
-    return run_parsed(lambda a: build(Path(a.config), settings_from(a)), args,
-                      prog="drsearch generate drbencher", out=out)
+    prog = "drsearch generate drbencher"
+
+    def warn(message: str) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+
+    return run_parsed(lambda a: build(Path(a.config), settings_from(a), refresh_kg=a.refresh_kg, warn=warn),
+                      args, prog=prog, out=out)
 
 
 def register(sub: Any) -> None:
@@ -123,6 +128,10 @@ def register(sub: Any) -> None:
     p = names.add_parser("drbencher", help="answer-first numeric questions from knowledge-graph chains")
     add_generate_arguments(p)
     p.add_argument("--config", required=True, metavar="GEN.json", help="the generator config (strict JSON)")
+    p.add_argument("--refresh-kg", action="store_true",
+                   help="ask the SPARQL endpoint again every query the finished stages recorded "
+                        "and rerun from the first stage whose answers changed (default: reuse them, "
+                        "with a warning)")
     p.set_defaults(handler=cmd_generate_drbencher)
     register_openbiorq(names)
 

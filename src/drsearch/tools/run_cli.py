@@ -24,7 +24,8 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
             "blocked_docids": "--blocked-docids", "preset": "--preset", "attempt": "--attempt",
             "concurrency": "--concurrency",
             "limit": "--limit", "ids": "--ids", "cache_mode": "--cache-mode", "cache": "--cache",
-            "replay_from": "--replay", "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
+            "replay_from": "--replay", "identity_check_every": "--identity-check-every",
+            "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -38,6 +39,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
             blocked_docids=args.blocked_docids, allow_missing_blocked=args.allow_missing_blocked,
+            identity_check_every=args.identity_check_every,
+            allow_unsandboxed_python=args.allow_unsandboxed_python,
             preset=args.preset, attempt=args.attempt,
             concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
@@ -103,6 +106,13 @@ def register(sub: Any) -> None:
     g.add_argument("--database", type=Path, metavar="CORPUS", help="search an index file in-process")
     p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
     add_allow_missing_blocked(p)
+    p.add_argument("--identity-check-every", type=int, default=0, metavar="N",
+                   help="with --search behind a gateway that strips x-drsearch-identity: accept answers "
+                        "without it and check the identity in /health's body after a random gap of "
+                        "mean N answers (default 0: every answer must carry the header; docs/SCALING.md)")
+    p.add_argument("--allow-unsandboxed-python", action="store_true",
+                   help="run the python tool with resource limits only where this machine cannot "
+                        "sandbox it (no user namespaces); default: refuse such a run (exit 2)")
     p.add_argument("--model", help="model name sent to the endpoint")
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")

@@ -24,6 +24,7 @@ import argparse
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -259,6 +260,8 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         "judge_seed": llm.settings.seed, "judge_temperature": llm.settings.temperature,
         "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256,
         "threshold": args.threshold if args.dataset == "openbiorq" else None}
+    _judge_independence(summary, llm.settings.model, runs)
+    _valid_scores(args, summary)
     if auditor is not None:
         summary["citations"] = rates_of_graded([g.judge for g in graded if g.attempt == 0])
         unresolved = {k: n for k, n in summary["citations"]["no_resolver"].items() if n}
@@ -279,6 +282,68 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
+
+
+def _ambiguous_separators(summary: dict[str, Any], graded: list[GradedQuestion]) -> None:
+    """``--judge numeric``: the answers whose verdict an ambiguous ``1,234`` / ``1.234`` decided
+    (read the English way; the other reading would give the other verdict), in scores.json
+    (``numeric_ambiguous``) and on stderr, so that no such reading is taken silently."""
+    decided = [(g.question_id, g.attempt, g.correct) for g in graded
+               if ((g.judge or {}).get("verdict") or {}).get("ambiguous", {}).get("decides")]
+    if not decided:
+        return
+    correct = sum(ok for _, _, ok in decided)
+    summary["numeric_ambiguous"] = {
+        "count": len(decided), "correct_as_read": correct, "incorrect_as_read": len(decided) - correct,
+        "questions": sorted({f"{qid}#{attempt}" for qid, attempt, _ in decided})}
+    _warn(f"{len(decided)} numeric answer(s) hold an ambiguous separator (1,234 / 1.234) read the English "
+          f"way, whose other reading would change the verdict ({correct} graded correct, "
+          f"{len(decided) - correct} incorrect as read): scores.json numeric_ambiguous lists them")
+
+
+def _not_numbers(summary: dict[str, Any], graded: list[GradedQuestion]) -> None:
+    """``--judge numeric``: the answers that are not one number (none, several, a range) are
+    graded incorrect; when there are any, say how many and why (stderr and scores.json
+    ``numeric_unparsed``): a run whose answers are prose wants an LLM judge, and a silent 0%
+    would look like the model's failure."""
+    verdicts = [v for g in graded if (v := (g.judge or {}).get("verdict")) is not None]  # the answers given
+    unparsed = Counter(e for v in verdicts if (e := v.get("parse_error")))
+    if not unparsed:
+        return
+    total = sum(unparsed.values())
+    summary["numeric_unparsed"] = {"count": total, "answers": len(verdicts),
+                                   "by_error": dict(sorted(unparsed.items()))}
+    why = ", ".join(f"{error}: {n}" for error, n in sorted(unparsed.items()))
+    _warn(f"{total} of {len(verdicts)} answer(s) are not one number ({why}), graded incorrect: "
+          "--judge numeric reads numbers only; free-text answers need an LLM judge (--judge-model)")
+
+
+def _same_model(a: str, b: str) -> bool:
+    """One model under two spellings: case, spaces, or a provider prefix (``org/name``)."""
+    x, y = a.strip().casefold(), b.strip().casefold()
+    return x == y or x.endswith("/" + y) or y.endswith("/" + x)
+
+
+def _judge_independence(summary: dict[str, Any], judge_model: str, runs: list[RunEpisodes]) -> None:
+    """Warn (stderr and ``scores.json["warnings"]``) when the judge is the model under test:
+    AgentCompass's DeepSearchQA protocol asks for an independent judge, as self-grading is
+    neither fair nor comparable across models."""
+    agents = sorted({str(m) for r in runs if (m := r.manifest.get("model"))})
+    same = [m for m in agents if _same_model(m, judge_model)]
+    summary["grading"]["judge_is_agent_model"] = bool(same)
+    if same:
+        message = (f"the judge model {judge_model!r} is the model under test ({same[0]!r}): a model grading "
+                   "its own answers is neither fair nor comparable; use an independent judge (--judge-model)")
+        summary.setdefault("warnings", []).append(message)
+        _warn(message)
+
+
+def _valid_scores(args: argparse.Namespace, summary: dict[str, Any]) -> None:
+    """DeepSearchQA: AgentCompass's accuracy over validly scored tasks beside ours over all."""
+    from ..benchmark.scoring import accuracy_over_valid_scores
+
+    if args.dataset == "deepsearchqa":
+        summary["accuracy_over_valid_scores"] = accuracy_over_valid_scores(summary)
 
 
 def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list[Any],
@@ -312,6 +377,9 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
         "prompt": judge.prompt.name, "prompt_sha256": judge.prompt.sha256, "threshold": None}
     from ..benchmark.generate.drbencher.scoring import drbencher_summary
 
+    _valid_scores(args, summary)
+    _ambiguous_separators(summary, graded)
+    _not_numbers(summary, graded)
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher

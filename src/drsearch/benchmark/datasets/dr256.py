@@ -13,6 +13,8 @@ release's format):
   objects, a list of them, ...), present;
 - ``metadata.row_fingerprints``: "source-row fingerprints": a list of non-empty strings, in
   whatever scheme the source uses (not necessarily hex SHA-256);
+- ``metadata.category`` (optional, not in the card): the question's domain, a non-empty
+  string (DrBencher rows carry it); it becomes the grading task's ``category``;
 - ``metadata.benchmark``: ``index`` (int ≥ 0), ``calibration_tier`` (``frontier`` |
   ``challenge``; null only in a questions file *before* calibration, which grading reads
   (:func:`read_dr256`) and a release refuses (:func:`load_questions`)), ``selection_bucket``
@@ -100,6 +102,10 @@ class QuestionMetadata(_Row):
     dataset_rows: JsonValue
     row_fingerprints: list[NonEmpty]
     benchmark: BenchmarkInfo
+    # Not in the card: the question's domain where the generator knows it (DrBencher rows:
+    # biochemistry, financial, geophysical, history, security). Grading breaks accuracy down
+    # by it, and the numeric grader matches the history domain exactly (docs/GRADING.md).
+    category: NonEmpty | None = None
 
 
 class QuestionRow(_Row):
@@ -125,7 +131,7 @@ class QuestionRow(_Row):
         """What a judge needs: question, label and the breakdown fields (no answer docids)."""
         meta = self.metadata
         return GradingTask(kind="dr256", question_id=meta.qid, index=meta.benchmark.index,
-                           question=meta.question, reference=self.label,
+                           question=meta.question, reference=self.label, category=meta.category,
                            tier=meta.benchmark.calibration_tier, difficulty=str(meta.difficulty))
 
 

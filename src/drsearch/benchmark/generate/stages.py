@@ -123,7 +123,10 @@ class Stage:
 
     ``inputs``: absolute paths (external files) or paths inside the output directory (an
     earlier stage's outputs). ``outputs``: paths inside the output directory. ``settings``:
-    JSON values (hashed). ``models``: every endpoint the stage may call.
+    JSON values (hashed). ``models``: every endpoint the stage may call. ``fresh``: asked
+    (with the output directory) before a stage whose key and outputs are unchanged is
+    skipped, for what no file records (an external service's answers): False reruns it and
+    every later stage.
     """
 
     name: str
@@ -132,6 +135,7 @@ class Stage:
     outputs: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
     models: tuple[ModelEndpoint, ...] = ()
+    fresh: Callable[[Path], bool] | None = field(default=None, compare=False)
 
     def code_sha256(self) -> str:
         """SHA-256 of the source file that defines ``run`` (a changed stage reruns)."""
@@ -523,7 +527,7 @@ class _Runner:
             path = self.out / name
             if not path.is_file() or file_sha256(path) != digest:
                 return False
-        return True
+        return stage.fresh is None or stage.fresh(self.out)
 
     def forget_from(self, manifest: dict[str, Any], index: int, keep: Iterable[str] = ()) -> None:
         """Drop stages ``index``… from ``manifest`` and delete their outputs (now stale), except

@@ -1,18 +1,20 @@
 """The generator model of the tests: rule-based replies (tests/agents/fake_llm.py) that are
 pure functions of the prompt, with the failure cases the issue names built in:
 
-- clues: one fact per chain, naming the chain's intermediate entity (hops 1); except
-  - Nufenen Pass (Q674706): the Lepontine Alps → Uri Alps chain as a hop-2 fact that names
-    only the Uri Alps (multi-hop flattening);
+- clues: one fact per chain, naming the chain's intermediate entity (hops 1), or, when an earlier
+  fact stated that first hop already, the second hop naming both entities (hops 2); except
+  - Austria-Hungary (Q28513): "It is linked to Vienna." for every chain (one triple, repeated);
+  - Munich (Q1726): the Isar → Danube chain as a hop-2 fact that names only the Danube
+    (multi-hop flattening);
   - Tokyo (Q1490) and Innsbruck (Q1735): "hosted the 1964 Olympic Games", "twinned with a
     city" — facts that do not name their objects, true of both cities (not unique);
-  - Matterhorn (Q1374): its first fact rendered with "produced by" (an unmapped relation);
+  - Vienna (Q1741): its first fact rendered with "produced by" (an unmapped relation);
   - K2 (Q43512): a reply without JSON (unparseable_reply);
 - support: a fact is supported iff each of its capitalised words (after the first) is in the
   article, or, with none, a word of six letters or more is;
 - compose: the clues, then the task, as one question;
 - relations: "produced by" maps to no fact;
-- the V1 solver (closed-book) answers the Zugspitze pendulum question right, nothing else.
+- the V1 solver (closed-book) answers the Mount Everest pendulum question right, nothing else.
 """
 
 from __future__ import annotations
@@ -37,17 +39,22 @@ def clues(body: dict[str, Any]) -> str:
     if qid == "Q43512":
         return "Sorry, I cannot write clues about mountains."
     facts = []
+    stated: set[tuple[str, str]] = set()
     for i, c in enumerate(chains):
         fact = {"chain": i, "hops": 1, "text": f"It is linked to {c['mid_label']}.", "triple": [qid, c["p1"], c["mid"]]}
-        if qid == "Q674706" and c["mid"] == "Q1266" and c["obj"] == "Q1267":
-            fact = {"chain": i, "hops": 2, "text": "It lies in a range that borders the Uri Alps.",
+        if qid == "Q1726" and c["mid"] == "Q106588" and c["obj"] == "Q1653":
+            fact = {"chain": i, "hops": 2, "text": "It lies on a river that flows into the Danube.",
                     "triple": [c["mid"], c["p2"], c["obj"]]}
         elif qid in ("Q1490", "Q1735") and c["p1"] == "P793":
             fact = {**fact, "text": "It hosted the 1964 Olympic Games."}
         elif qid in ("Q1490", "Q1735") and c["p1"] == "P190":
             fact = {**fact, "text": "It is twinned with a city."}
-        elif qid == "Q1374" and i == 0:
+        elif qid == "Q1741" and i == 0:
             fact = {**fact, "text": f"It is produced by the {c['mid_label']}."}
+        elif (c["p1"], c["mid"]) in stated and qid != "Q28513":
+            fact = {"chain": i, "hops": 2, "text": f"It is linked to {c['mid_label']}, which is linked to "
+                                                   f"{c['obj_label']}.", "triple": [c["mid"], c["p2"], c["obj"]]}
+        stated.add((c["p1"], c["mid"]))
         facts.append(fact)
     return "Here are the facts:\n```json\n" + json.dumps({"facts": facts}) + "\n```"
 
@@ -64,9 +71,11 @@ def support(body: dict[str, Any]) -> str:
 
 def compose(body: dict[str, Any]) -> str:
     text = _prompt(body)
-    clue_lines = [line[2:] for line in text.split("Clues:\n", 1)[1].split("\nReference answer", 1)[0].splitlines()]
+    clue_block = text.split("Clues:\n", 1)[1].split("\nReference answer", 1)[0]
+    blocks = re.split(r"\nClues about the second entity[^\n]*\n", clue_block)
     task = text.split("then ask to compute ", 1)[1].split(" The answer must be", 1)[0]
-    described = " ".join(c.replace("It ", "The entity ", 1) for c in clue_lines)
+    described = " ".join(c[2:].replace("It ", "The entity " if i == 0 else "The second entity ", 1)
+                         for i, block in enumerate(blocks) for c in block.splitlines())
     return json.dumps({"question": f"{described} Compute {task.rstrip('.')}."})
 
 
@@ -78,10 +87,10 @@ def relations(body: dict[str, Any]) -> str:
 
 
 SOLVER = "solver"
-"""The V1 model: knows the Zugspitze pendulum answer from memory, nothing else."""
+"""The V1 model: knows the Mount Everest pendulum answer from memory, nothing else."""
 
 SOLVER2 = "solver2"
-"""The V2 model: searches the support corpus, then answers the Zugspitze pendulum question
+"""The V2 model: searches the support corpus, then answers the Mount Everest pendulum question
 right (from the elevation it read), nothing else."""
 
 
@@ -90,18 +99,18 @@ def tool_solver(body: dict[str, Any]) -> dict[str, Any] | str:
     turn = sum(m["role"] == "assistant" for m in messages)
     question = next(m["content"] for m in messages if m["role"] == "user")
     if turn == 0:
-        args = json.dumps({"k": 3, "query": "Garmisch-Partenkirchen mountain elevation"})
+        args = json.dumps({"k": 3, "query": "Himalayas highest mountain elevation"})
         return {"content": None, "role": "assistant", "tool_calls": [
             {"function": {"arguments": args, "name": "search"}, "id": "s0", "type": "function"}]}
     read = str(messages[-1].get("content") or "")
-    if "pendulum clock" in question and "Garmisch-Partenkirchen" in question and "2,962 metres" in read:
-        return "drift = 86400 × 2962 / 6371000 s/day\nFinal answer: 40.17 s/day"
+    if "pendulum clock" in question and "Himalayas" in question and "8,848.86 metres" in read:
+        return "drift = 86400 × (6379848.86 / 6371000 − 1) s/day\nFinal answer: 120.00 s/day"
     return "I do not know."
 
 
 RULES = [
     Rule(SOLVER2, (), tool_solver),
-    Rule(SOLVER, ("Garmisch-Partenkirchen", "pendulum clock"), "About 40.17 s/day."),
+    Rule(SOLVER, ("Himalayas", "pendulum clock"), "About 120.00 s/day."),
     Rule(SOLVER, (), "I do not know."),
     Rule(MODEL, "Write clues about an entity", clues),
     Rule(MODEL, "Does the article support the fact?", support),

@@ -38,14 +38,14 @@ def test_names_match_case_insensitively_on_word_boundaries() -> None:
 
 
 def test_a_hop_2_fact_must_name_its_intermediate_entity() -> None:
-    chains = [{"mid": "Q1266", "mid_label": "Lepontine Alps", "obj": "Q1267", "obj_label": "Uri Alps", "p1": "P4552",
-               "p2": "P47"}]
-    flat = [{"chain": 0, "hops": 2, "text": "It lies in a range that borders the Uri Alps."}]
+    chains = [{"mid": "Q106588", "mid_label": "Isar", "obj": "Q1653", "obj_label": "Danube", "p1": "P206",
+               "p2": "P403"}]
+    flat = [{"chain": 0, "hops": 2, "text": "It lies on a river that flows into the Danube."}]
     assert flattened(flat, chains, {}) is not None
-    named = [{"chain": 0, "hops": 2, "text": "It lies in the Lepontine Alps, which border the Uri Alps."}]
+    named = [{"chain": 0, "hops": 2, "text": "It lies on the Isar, which flows into the Danube."}]
     assert flattened(named, chains, {}) is None
-    by_alias = [{"chain": 0, "hops": 2, "text": "It lies in the Leps, which border the Uri Alps."}]
-    assert flattened(by_alias, chains, {"Q1266": ["Leps"]}) is None
+    by_alias = [{"chain": 0, "hops": 2, "text": "It lies on the Isara, which flows into the Danube."}]
+    assert flattened(by_alias, chains, {"Q106588": ["Isara"]}) is None
     assert flattened([{**flat[0], "hops": 1}], chains, {}) is None
 
 
@@ -57,3 +57,22 @@ def test_replies_are_read_from_the_first_json_object_or_not_at_all() -> None:
     assert ok is not None and ok.facts[0].triple == ("Q1", "P2", "Q3")
     assert parse_reply('{"facts": [{"chain": 0, "hops": 3, "text": "t", "triple": ["Q1", "P2", "Q3"]}]}',
                        CluesReply) is None
+
+
+def test_grounded_facts_are_distinct_triples_from_distinct_chains() -> None:
+    """One triple stated three times (through three chains) is one fact, not three: the clues
+    stage needs three DISTINCT (subject, predicate, object) facts from distinct chains."""
+    from drsearch.benchmark.generate.drbencher.textstages import grounded_facts
+
+    vienna = ["Q28513", "P36", "Q1741"]
+    repeated = {"clues": [{"chain": i, "hops": 1, "text": "It is linked to Vienna.", "triple": vienna,
+                           "verdict": "grounded"} for i in range(3)]}
+    assert [f["chain"] for f in grounded_facts(repeated)] == [0]
+    distinct = {"clues": [*repeated["clues"][:1],
+                          {"chain": 1, "hops": 2, "text": "t", "triple": ["Q1741", "P206", "Q1653"], "verdict": "grounded"},
+                          {"chain": 1, "hops": 1, "text": "t", "triple": vienna, "verdict": "grounded"},  # chain used
+                          {"chain": 2, "hops": 2, "text": "t", "triple": ["Q1741", "P17", "Q40"], "verdict": "unsupported"},
+                          {"chain": 2, "hops": 1, "text": "t", "triple": vienna, "verdict": "grounded"},  # triple used
+                          {"chain": 3, "hops": 2, "text": "t", "triple": ["Q1741", "P1376", "Q40"],
+                           "verdict": "grounded"}]}
+    assert [(f["chain"], f["triple"][1]) for f in grounded_facts(distinct)] == [(0, "P36"), (1, "P206"), (3, "P1376")]

@@ -59,9 +59,9 @@ def test_the_fixture_holds_the_known_answers(endpoint: str) -> None:
     rows = select(endpoint, "SELECT ?city ?games WHERE { ?city wdt:P793 ?games . ?games wdt:P585 ?t "
                             "FILTER(YEAR(?t) = 1964) } ORDER BY ?city")
     assert [r["city"]["value"].rsplit("/", 1)[1] for r in rows] == ["Q1490", "Q1735"]  # Tokyo, Innsbruck
-    rows = select(endpoint, "SELECT ?b WHERE { wd:Q674706 wdt:P4552 wd:Q1266 . wd:Q1266 wdt:P47 ?b . "
-                            "?b rdfs:label 'Uri Alps'@en }")
-    assert len(rows) == 1
+    rows = select(endpoint, "SELECT ?r WHERE { wd:Q1726 wdt:P206 ?r . ?r wdt:P403 wd:Q1653 ; "
+                            "rdfs:label 'Isar'@en }")  # Munich lies on the Isar, a tributary of the Danube
+    assert [r["r"]["value"] for r in rows] == ["http://www.wikidata.org/entity/Q106588"]
     # ~40 entities of the main types, each with a label and a sitelink count
     rows = select(endpoint, "SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE { ?x wdt:P31 ?t ; rdfs:label ?l ; "
                             "wikibase:sitelinks ?s }")
@@ -82,25 +82,30 @@ def test_the_1972_summer_olympics_are_not_the_refuted_q8458() -> None:
     assert docs["1972 Summer Olympics"]["qid"] == "Q8438"
 
 
-def test_the_ids_public_sources_refute_are_marked_wrong_and_the_confirmed_one_is_unmarked() -> None:
-    """data/kg/README.md, "Checking the identifiers": kg.ttl's marks say what was found."""
+def test_every_local_id_is_marked_where_it_is_defined_and_no_old_mark_is_left() -> None:
+    """data/kg/README.md: an entity whose Wikidata id nothing confirmed has a ``local:`` IRI,
+    marked ``# local id`` on the line that defines it; the old "unverified/wrong QID" marks are gone."""
     import re
 
-    marks = {m.group(1): m.group(2) for m in (re.match(r"^wd:(Q\d+) .*# (wrong|unverified) QID", line)
-                                             for line in KG.read_text().splitlines()) if m}
-    assert {q for q, kind in marks.items() if kind == "wrong"} == {"Q1266", "Q1268", "Q1272"}
-    assert {q for q, kind in marks.items() if kind == "unverified"} == {
-        "Q127880", "Q9660", "Q9672", "Q130173", "Q674706", "Q694435", "Q1267", "Q1276"}
-    assert "Q8438" not in marks
+    text = KG.read_text()
+    defined = {m.group(1) for m in re.finditer(r"^(local:\S+) rdfs:label .*# local id: no Wikidata id confirmed$",
+                                               text, re.M)}
+    assert defined == set(re.findall(r"local:[A-Za-z_0-9-]+", text)) == {
+        "local:Lepontine_Alps", "local:Uri_Alps", "local:Wetterstein", "local:Pennine_Alps", "local:Graian_Alps",
+        "local:Garmisch-Partenkirchen", "local:Winter_Olympics_1964", "local:Winter_Olympics_1976",
+        "local:Limmat", "local:Nufenen_Pass", "local:Hochwanner"}
+    assert "unverified QID" not in text and "wrong QID" not in text
 
 
 def test_every_article_is_about_a_fixture_entity_and_builds(tmp_path: Path) -> None:
     store = KGStore(KG)
     docs = [json.loads(line) for line in DOCS.read_text().splitlines()]
     for doc in docs:
-        status, body = store.answer(P + f"ASK {{ wd:{doc['qid']} rdfs:label ?l }}")
+        local = doc["qid"].startswith("local:")
+        iri = f"<https://drsearch.invalid/kg/local/{doc['qid'][6:]}>" if local else f"wd:{doc['qid']}"
+        status, body = store.answer(P + f"ASK {{ {iri} rdfs:label ?l }}")
         assert status == 200 and json.loads(body)["boolean"], doc["qid"]
-        assert doc["docid"] == f"kg-{doc['qid']}"
+        assert doc["docid"] == (f"kg-local-{doc['qid'][6:]}" if local else f"kg-{doc['qid']}")
     assert "2,962 metres" in next(d["text"] for d in docs if d["qid"] == "Q3375")
     out = tmp_path / "kg.sqlite3"
     r = subprocess.run([*CLI, "build", str(DOCS), "--out", str(out), "--quiet"],
@@ -118,7 +123,7 @@ def test_get_and_post_answer_alike_and_bad_queries_are_4xx(endpoint: str) -> Non
     assert r.status_code == 200 and r.headers["content-type"] == "application/sparql-results+json"
     assert len(r.json()["results"]["bindings"]) == 8
     r = httpx.get(endpoint, params={"query": "SELEC ?x"})
-    assert r.status_code == 400 and "does not parse" in r.json()["error"]
+    assert r.status_code == 400 and "does not parse" in r.json()["error"]["message"]
     assert httpx.get(endpoint.replace("/sparql", "/nope")).status_code == 404
     assert httpx.post(endpoint, content="x", headers={"content-type": "text/plain"}).status_code == 415
     client = SparqlClient(SparqlSettings(endpoint=endpoint))

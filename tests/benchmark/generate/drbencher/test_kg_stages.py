@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,9 +55,11 @@ def test_the_kg_stages_on_the_fixture(endpoint: str, tmp_path: Path) -> None:
     counts = summary["counts"]
     entities = rows(out / "entities.jsonl")
     assert counts["discover"]["out"] == len(entities) and counts["discover"]["in"] == len(entities)
-    # Hochwanner (14 sitelinks) is not found; the pass is (a mountain pass is a type of the topic)
-    assert {"Q3375", "Q674706", "Q1490", "Q1735", "Q16957"} <= {e["qid"] for e in entities}
-    assert "Q694435" not in {e["qid"] for e in entities}
+    assert {"Q3375", "Q1490", "Q1735", "Q1726", "Q16957"} <= {e["qid"] for e in entities}
+    # an entity without a confirmed Wikidata id (a local: IRI, data/kg/README.md) is never a candidate:
+    # not the Nufenen Pass (a pass is a type of the topic), nor Hochwanner
+    assert all(re.fullmatch(r"Q[1-9][0-9]*", e["qid"]) for e in entities)
+    assert {"Nufenen Pass", "Hochwanner"}.isdisjoint({e["label"] for e in entities})
     # deterministic order within a topic: SHA-256 of the QID, then the QID
     import hashlib
     mountains = [e["qid"] for e in entities if e["topic"] == 0]
@@ -69,9 +72,13 @@ def test_the_kg_stages_on_the_fixture(endpoint: str, tmp_path: Path) -> None:
     assert all(c["p1"] not in ("P31", "P279", "P30") for c in zug)  # generic predicates excluded
     rarities = [int(c["rarity"]) for c in zug]
     assert rarities == sorted(rarities)
-    nufenen = chained["Q674706"]["chains"]
-    assert {"mid": "Q1266", "mid_label": "Lepontine Alps", "obj": "Q1267", "obj_label": "Uri Alps", "p1": "P4552",
-            "p2": "P47"} in [{k: v for k, v in c.items() if k != "rarity"} for c in nufenen]
+    munich = chained["Q1726"]["chains"]
+    assert {"mid": "Q106588", "mid_label": "Isar", "obj": "Q1653", "obj_label": "Danube", "p1": "P206",
+            "p2": "P403"} in [{k: v for k, v in c.items() if k != "rarity"} for c in munich]
+    # no chain runs through a local id (the Zugspitze's range and municipality have none confirmed)
+    assert all(re.fullmatch(r"Q[1-9][0-9]*", c[k]) for e in chained.values() for c in e["chains"]
+               for k in ("mid", "obj"))
+    assert "Wetterstein" not in {c["mid_label"] for c in zug}
     candidates = rows(out / "candidates.jsonl")
     planets = [c for c in candidates if c["stage"] == "chains" and c["candidate"]["domain"] == "geography"]
     assert planets and all(c["check"] == "too_few_chains" for c in planets)
@@ -101,6 +108,8 @@ def test_the_zugspitze_pendulum_gold_under_a_seed_that_draws_it(endpoint: str, t
     assert drift["gold"]["label"] == "40.17 s/day" and drift["cci"] == {"E": 1, "P": 1, "total": 2}
     density = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q1735:population_density")
     assert density["cci"] == {"E": 1, "P": 2, "total": 3} and density["gold"]["label"] == "1257.8"  # 131,961 / 104.91
+    vienna = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q1741:population_density")
+    assert vienna["gold"]["label"] == "4778.7"  # 1,982,097 / 414.78 (the public area; the fixture had 414.87)
 
 
 def test_record_then_replay_offline_is_byte_identical(tmp_path: Path) -> None:
@@ -134,7 +143,7 @@ def test_bad_input_is_exit_2_before_anything_is_written(endpoint: str, tmp_path:
 
 def test_a_topic_that_finds_nothing_is_a_counted_warning_and_seeds_fill_in(endpoint: str, tmp_path: Path) -> None:
     topics = [{"domain": "mountains", "types": ["Q8502"], "properties": ["P2044"], "min_sitelinks": 1000,
-               "target": 2, "seed_qids": ["Q3375", "Q2", "Q694435"]},
+               "target": 2, "seed_qids": ["Q3375", "Q2", "Q513"]},
               {"domain": "history", "types": ["Q5107"], "properties": ["P571"], "target": 3}]
     out = tmp_path / "gen"
     rc, _, err = generate(write_config(tmp_path, endpoint, topics=topics), out, "--until", "discover")
@@ -143,7 +152,7 @@ def test_a_topic_that_finds_nothing_is_a_counted_warning_and_seeds_fill_in(endpo
     assert report["warnings"] == 1 and report["topics"][1]["warning"] == "no entity found for this topic"
     assert report["topics"][0] == {"domain": "mountains", "found": 0, "from_seeds": 2, "kept": 2, "topic": 0,
                                    "warning": None}
-    assert [e["qid"] for e in rows(out / "entities.jsonl")] == ["Q3375", "Q694435"]
+    assert [e["qid"] for e in rows(out / "entities.jsonl")] == ["Q3375", "Q513"]
     rejected = rows(out / "candidates.jsonl")
     assert [(c["key"], c["check"]) for c in rejected] == [("0:Q2", "missing_property")]
 
@@ -175,3 +184,54 @@ def test_a_quantity_stated_in_feet_gives_metres_and_an_unknown_unit_rejects_the_
     assert reject["reason"] == ("Q583: P2044 480559 is stated in unit Q174728, not in the units table of P2044 "
                                 "(Q11573 metre, Q3710 foot, Q828224 kilometre)")
     assert summary is not None and summary["counts"]["discover"]["rejected"] == {"unknown_unit": 1}
+
+
+def test_uniqueness_is_counted_for_the_question_as_written_not_within_an_unstated_type() -> None:
+    """The question never states the topic's type, so every entity of the graph satisfying its clues
+    is a candidate: "its capital is Vienna" fits Austria-Hungary and Austria, though only one is a
+    historical country."""
+    from drsearch.benchmark.generate.drbencher.kgstore import KGStore
+    from drsearch.benchmark.generate.drbencher.textstages import uniqueness_query
+
+    chains = [{"mid": "Q1741", "mid_label": "Vienna", "obj": "Q40", "obj_label": "Austria", "p1": "P36", "p2": "P17"}]
+    c = {"chains": chains, "question": "Its capital was Vienna. Compute the days it existed.",
+         "clues": [{"chain": 0, "hops": 1, "text": "Its capital was Vienna.", "triple": ["Q28513", "P36", "Q1741"],
+                    "verdict": "grounded"}]}
+    status, body = KGStore(DOCS.parent / "kg.ttl").answer(uniqueness_query(c))
+    assert status == 200
+    found = [b["x"]["value"].rsplit("/", 1)[1] for b in json.loads(body)["results"]["bindings"]]
+    assert found == ["Q28513", "Q40"]
+
+
+def test_a_changed_knowledge_graph_is_a_changed_input(tmp_path: Path) -> None:
+    """The same endpoint URL serving a graph with one value changed (the Zugspitze's elevation):
+    a plain rerun reuses the recorded answers and says so on stderr; ``--refresh-kg`` asks again
+    and reruns from the first stage whose answers changed; asked again unchanged, nothing reruns."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "gen"
+    with kg_serve(port=port) as url:
+        config = write_config(tmp_path, url, templates=["pendulum_drift"])
+        rc, summary, err = generate(config, out, "--until", "gold")
+        assert rc == 0, err
+    drift = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q3375:pendulum_drift")
+    assert drift["gold"]["label"] == "40.17 s/day"
+    recorded = rows(out / "kg.discover.jsonl")
+    assert recorded and all(set(r) == {"query", "response_sha256"} for r in recorded)
+    changed = tmp_path / "kg.ttl"
+    changed.write_text((DOCS.parent / "kg.ttl").read_text().replace('"2962"^^xsd:decimal', '"3000"^^xsd:decimal'))
+    with kg_serve(changed, port=port) as again:
+        assert again == url
+        rc, summary, err = generate(config, out, "--until", "gold")
+        assert rc == 0 and summary is not None and summary["skipped"] == ["discover", "chains", "gold"]
+        assert err.count("\n") == 1 and "warning: stage discover reuses the" in err and "--refresh-kg" in err
+        rc, summary, err = generate(config, out, "--until", "gold", "--refresh-kg")
+        assert rc == 0, err
+        assert summary is not None and summary["ran"] == ["discover", "chains", "gold"] and err == ""
+        drift = next(g for g in rows(out / "gold.jsonl") if g["cid"] == "Q3375:pendulum_drift")
+        assert drift["gold"]["label"] != "40.17 s/day" and drift["properties"][0]["value"] == "3000"
+        rc, summary, err = generate(config, out, "--until", "gold", "--refresh-kg")
+        assert rc == 0 and summary is not None and summary["ran"] == [] and err == ""

@@ -54,19 +54,28 @@ def rejected(out: Path) -> dict[str, tuple[str, str, str]]:
 def test_the_named_rejections(run: tuple[Path, dict[str, Any], Path]) -> None:
     out, _, _ = run
     r = rejected(out)
-    assert r["Q674706:pendulum_drift"][:2] == ("validate", "multi_hop_flattening")
-    assert r["Q674706:pendulum_drift"][2] == ("fact 'It lies in a range that borders the Uri Alps.' uses P4552 → "
-                                              "Lepontine Alps → P47 → Uri Alps but does not name Lepontine Alps")
+    assert r["Q1726:population_density"][:2] == ("validate", "multi_hop_flattening")
+    assert r["Q1726:population_density"][2] == ("fact 'It lies on a river that flows into the Danube.' uses P206 → "
+                                                "Isar → P403 → Danube but does not name Isar")
+    # the Zugspitze's range and municipality have local ids (no chains); its article supports two facts
+    assert r["Q3375:pendulum_drift"] == ("clues", "too_few_grounded_facts", "2 distinct grounded fact(s) from "
+                                         "distinct chains < 3 (3 facts written)")
     # Tokyo's clues (hosted the 1964 Olympic Games, twinned with a city) are true of Innsbruck too
     assert r["Q1490:population_density"] == ("validate", "not_unique", "2 entities satisfy the clues as the "
                                              "question states them (Q1490, Q1735)")
     assert "Q1735:population_density" not in r  # Innsbruck's own clues add the Inn: unique
-    assert r["Q1374:pendulum_drift"] == ("validate", "unmapped_relation",
-                                         "relation phrase(s) without a used fact: 'produced by'")
+    assert r["Q1741:population_density"] == ("validate", "unmapped_relation",
+                                             "relation phrase(s) without a used fact: 'produced by'")
+    # the Matterhorn and Mont Blanc: both in Italy, in the Alps (their ranges have local ids: no chains)
+    assert r["Q1374:pendulum_drift"] == ("validate", "not_unique", "2 entities satisfy the clues as the "
+                                         "question states them (Q1374, Q583)")
     assert r["Q43512:pendulum_drift"][:2] == ("clues", "unparseable_reply")
+    # Austria-Hungary's three clues state one triple ("linked to Vienna") through three chains: one fact
+    assert r["Q28513:date_difference"] == ("clues", "too_few_grounded_facts", "1 distinct grounded fact(s) from "
+                                           "distinct chains < 3 (3 facts written)")
 
 
-def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Path, dict[str, Any], Path]) -> None:
+def test_the_everest_question_is_exported_with_its_gold_and_cci(run: tuple[Path, dict[str, Any], Path]) -> None:
     out, summary, _ = run
     questions, _ = read_questions(out / "questions.jsonl")  # the DR-256 shape drsearch run reads
     from drsearch.benchmark.datasets.dr256 import load_questions
@@ -75,25 +84,28 @@ def test_the_zugspitze_question_is_exported_with_its_gold_and_cci(run: tuple[Pat
     assert [q.index for q in questions] == list(range(len(questions)))
     by_qid = {json.loads(line)["metadata"]["qid"]: json.loads(line) for line in
               (out / "questions.jsonl").read_text().splitlines()}
-    row = by_qid["drbencher-Q3375:pendulum_drift"]
+    row = by_qid["drbencher-Q513:pendulum_drift"]
     meta = row["metadata"]["drbencher"]
-    assert row["label"] == "40.17 s/day" and meta["unit"] == "s/day"
+    assert row["label"] == "120.00 s/day" and meta["unit"] == "s/day"
     assert meta["cci"] == {"E": 1, "P": 1, "total": 2}
-    assert meta["entities"] == [{"aliases": [], "label": "Zugspitze", "qid": "Q3375", "role": "answer"}]
-    assert meta["properties"][0]["value"] == "2962" and meta["article_docid"] == "kg-Q3375"
+    assert meta["entities"] == [{"aliases": ["Chomolungma", "Everest", "Sagarmatha"], "label": "Mount Everest",
+                                 "qid": "Q513", "role": "answer"}]
+    assert meta["properties"][0]["value"] == "8848.86" and meta["article_docid"] == "kg-Q513"
     assert meta["uniqueness"]["count"] == 1 and len(meta["grounded_chains"]) >= 3
     assert all(c["verdict"] in ("grounded", "unsupported", "triple_not_in_chain") for c in meta["clues"])
     text = row["prompt"][1]["content"]
-    assert "Zugspitze" not in text and "2962" not in text and "2,962" not in text
+    assert "Everest" not in text and "8848" not in text and "8,848" not in text
     # density questions have P = 2
     density = [r for r in by_qid.values() if r["metadata"]["drbencher"]["template"] == "population_density"]
     assert all(r["metadata"]["drbencher"]["cci"]["P"] == 2 for r in density)
     # every candidate is kept or rejected with a reason, at every stage
     for name, counts in summary["counts"].items():
-        assert counts["in"] == counts["out"] + counts["rejected_total"] or name in ("discover", "export"), name
-    assert summary["counts"]["export"]["in"] == 0  # export writes rows, it judges nothing
+        assert counts["in"] == counts["out"] + counts["rejected_total"] or name == "discover", name
+    # export judges nothing and writes every candidate that reached it: in == out == the questions
+    questions = (out / "questions.jsonl").read_text().count("\n")
+    assert summary["counts"]["export"]["in"] == summary["counts"]["export"]["out"] == questions > 0
     support = [json.loads(line) for line in (out / "support_docs.jsonl").read_text().splitlines()]
-    assert {"kg-Q3375", "kg-Q1490"} <= {d["docid"] for d in support}
+    assert {"kg-Q513", "kg-Q1490"} <= {d["docid"] for d in support}
 
 
 def test_record_then_replay_regenerates_the_directory_byte_identically(
@@ -112,8 +124,11 @@ def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tu
                                                                      tmp_path: Path) -> None:
     kg, _ = servers
     out = tmp_path / "gen"
-    rc, _, err = generate(config_for(tmp_path, kg, "http://127.0.0.1:9/v1"), out)
+    config = config_for(tmp_path, kg, "http://127.0.0.1:9/v1")
+    rc, _, err = generate(config, out)
     assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+    # the endpoint comes from the config: the error names its field, not a flag the verb lacks
+    assert f"{config.name}: generator.base_url http://127.0.0.1:9/v1:" in err and "--base-url" not in err
 
 
 def test_the_diversity_filter_removes_near_duplicate_questions(run: tuple[Path, dict[str, Any], Path]) -> None:
@@ -141,7 +156,7 @@ def test_v1_discards_what_the_closed_book_model_already_solves(servers: tuple[st
     assert rc == 0, err
     assert summary is not None and summary["counts"]["v1"]["rejected"] == {"v1_closed_book_solved": 1}
     r = rejected(out)
-    assert r["Q3375:pendulum_drift"] == ("v1", "v1_closed_book_solved", "closed-book accuracy 3/3 > 0.5")
+    assert r["Q513:pendulum_drift"] == ("v1", "v1_closed_book_solved", "closed-book accuracy 3/3 > 0.5")
     kept = rows(out / "v1.jsonl")
     assert kept and all(c["v1"] == {"bucket": "kept", "k": 3, "solved": 0, "tau": 0.5} for c in kept)
     solver_calls = [b for b in llm.requests if b["model"] == SOLVER and "seed" in b]  # not the probe
@@ -156,10 +171,10 @@ def v2_config(tmp: Path, kg: str, llm_url: str, **v2: Any) -> Path:
     return path
 
 
-def assert_v2_discarded_zugspitze(out: Path, summary: dict[str, Any] | None) -> None:
+def assert_v2_discarded_everest(out: Path, summary: dict[str, Any] | None) -> None:
     assert summary is not None and summary["counts"]["v2"]["rejected"] == {"v2_tool_augmented_solved": 1}
-    assert rejected(out)["Q3375:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
-                                                     "drbencher-v2 accuracy 2/2 > 0.5")
+    assert rejected(out)["Q513:pendulum_drift"] == ("v2", "v2_tool_augmented_solved",
+                                                   "drbencher-v2 accuracy 2/2 > 0.5")
     kept = rows(out / "v2.jsonl")
     assert kept and all(c["v2"] == {"bucket": "kept", "k": 2, "solved": 0, "tau": 0.5} for c in kept)
 
@@ -186,7 +201,7 @@ def test_v2_starts_drsearch_serve_of_the_support_corpus_and_discards_what_the_mo
     out = tmp_path / "gen"
     rc, summary, err = generate(path, out, "--until", "v2")
     assert rc == 0, err
-    assert_v2_discarded_zugspitze(out, summary)
+    assert_v2_discarded_everest(out, summary)
     # /health first (the identity check), then every attempt's search, all to one local server
     assert requests[0][1] == "GET /health" and len({(u, i) for u, _, i in requests}) == 1
     assert [r for _, r, _ in requests].count("POST /search") >= 2
@@ -220,7 +235,7 @@ def test_v2_searches_the_drsearch_serve_the_config_names_and_replays_with_it_dow
         rc, summary, err = generate(path, out, "--until", "v2")
     assert rc == 0, err
     assert summary is not None and summary["ran"] == ["v2"]  # the URL is no setting: earlier stages skip
-    assert_v2_discarded_zugspitze(out, summary)
+    assert_v2_discarded_everest(out, summary)
     assert log.read_text().count('"POST /search HTTP/1.1" 200') >= 2
     cache = tmp_path / "cache.sqlite3"
     shutil.copy(out / "cache.sqlite3", cache)
@@ -245,11 +260,13 @@ def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, 
     rc, _, err = generate(v2_config(tmp_path, kg, llm.url), out, "--until", "v1")
     assert rc == 0, err
     blocked = tmp_path / "blocked.txt"
-    blocked.write_text("kg-Q3375\n")
+    blocked.write_text("kg-Q513\n")
     with ServeProcess(out / "support.sqlite3", "--blocked-docids", str(blocked), log=tmp_path / "serve.log") as server:
         url = server.url
         rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url=url), out, "--until", "v2")
-    assert rc == 2 and err.count("\n") == 1, err
+    # one error line; before it, the resumed run's warning that the recorded KG answers are reused
+    lines = err.splitlines()
+    assert rc == 2 and "error:" in lines[-1] and all("warning: stage discover reuses" in x for x in lines[:-1]), err
     assert f"v2: {url} serves corpus " in err and "not this run's support corpus" in err
     assert not (out / "v2.jsonl").exists() and (out / "v1.jsonl").is_file()  # what was written stays
 
@@ -275,10 +292,10 @@ def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cc
     episodes = []
     for q in questions:
         meta, qid = q["metadata"]["drbencher"], q["metadata"]["qid"]
-        right = meta["entities"][0]["qid"] == "Q3375"
+        right = meta["entities"][0]["qid"] == "Q513"
         e = episode_record(qid, q["metadata"]["benchmark"]["index"], "answered", q["label"] if right else "0")
         if right:  # the trace names the withheld entity; every other attempt names none
-            e["messages"] = [{"content": "search: Zugspitze elevation", "role": "assistant"}]
+            e["messages"] = [{"content": "search: Mount Everest elevation", "role": "assistant"}]
         episodes.append(e)
     run_dir = write_run(tmp_path / "run", episodes)
     buf = io.StringIO()
@@ -299,12 +316,12 @@ def test_the_stage_counts_of_the_three_template_run(run: tuple[Path, dict[str, A
     _, summary, _ = run
     counts = summary["counts"]
     table = {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in
-             ("discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity")}
+             ("discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity", "export")}
     assert table == {
-        "discover": (26, 26, {}), "chains": (26, 13, {"too_few_chains": 13}), "gold": (13, 13, {}),
-        "clues": (13, 12, {"unparseable_reply": 1}), "compose": (12, 12, {}),
-        "validate": (12, 9, {"multi_hop_flattening": 1, "not_unique": 1, "unmapped_relation": 1}),
-        "v1": (9, 9, {}), "v2": (9, 9, {}), "diversity": (9, 3, {"diversity": 6})}
+        "discover": (25, 25, {}), "chains": (25, 12, {"too_few_chains": 13}), "gold": (12, 12, {}),
+        "clues": (12, 7, {"too_few_grounded_facts": 4, "unparseable_reply": 1}), "compose": (7, 7, {}),
+        "validate": (7, 3, {"multi_hop_flattening": 1, "not_unique": 2, "unmapped_relation": 1}),
+        "v1": (3, 3, {}), "v2": (3, 3, {}), "diversity": (3, 3, {}), "export": (3, 3, {})}
 
 
 def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
@@ -314,7 +331,7 @@ def docs_stage_table() -> dict[str, tuple[int, int, dict[str, int]]]:
     table: dict[str, tuple[int, int, dict[str, int]]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("| ") or cells[0] in ("stage", "export") or set(cells[0]) <= {"-"}:
+        if not line.startswith("| ") or cells[0] == "stage" or set(cells[0]) <= {"-"}:
             continue
         rejected = {} if cells[3] == "—" else {k: int(n) for k, n in (r.rsplit(" ", 1) for r in cells[3].split("; "))}
         table[cells[0]] = (int(cells[1]), int(cells[2]), rejected)
@@ -334,7 +351,38 @@ def test_the_documented_command_gives_the_stage_counts_docs_show(servers: tuple[
     assert summary is not None
     counts = summary["counts"]
     table = docs_stage_table()
-    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity"]
+    assert list(table) == ["discover", "chains", "gold", "clues", "compose", "validate", "v1", "v2", "diversity",
+                           "export"]
     assert {s: (counts[s]["in"], counts[s]["out"], counts[s]["rejected"]) for s in table} == table
     exported = (tmp_path / "gen/questions.jsonl").read_text().splitlines()
-    assert f"| export | — | {len(exported)} questions | — | |" in (REPO / "docs/GENERATE.md").read_text()
+    assert table["export"] == (len(exported), len(exported), {})
+
+
+def test_a_two_entity_question_describes_both_entities_and_validates_each(servers: tuple[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """The great-circle distance needs two entities (E = 2): the partner's own chains and grounded
+    clues go to compose, both stay withheld, and validation checks the partner's clues too (here
+    Vienna's "produced by" clue, the responder's unmapped relation, rejects Innsbruck's question)."""
+    kg, llm = servers
+    config = write_config(tmp_path, kg, templates=["haversine_distance"],
+                          generator={"base_url": llm.url, "model": MODEL, "seed": 7, "temperature": 0.0})
+    out = tmp_path / "gen"
+    rc, _, err = generate(config, out, "--until", "validate")
+    assert rc == 0, err
+    golds = {g["cid"]: g for g in rows(out / "gold.jsonl")}
+    inn = golds["Q1735:haversine_distance"]
+    assert [(e["qid"], e["role"]) for e in inn["entities"]] == [("Q1735", "answer"), ("Q1741", "partner")]
+    assert inn["cci"]["E"] == 2 and len(inn["entities"][1]["chains"]) >= 3
+    composed = {c["cid"]: c for c in rows(out / "composed.jsonl")}["Q1735:haversine_distance"]
+    partner = composed["entities"][1]
+    assert partner["article_docid"] == "kg-Q1741" and len({tuple(f["triple"]) for f in partner["clues"]
+                                                          if f["verdict"] == "grounded"}) >= 3
+    q = composed["question"]
+    assert "The entity is linked to Austria." in q and "The second entity is produced by the" in q
+    assert "Vienna" not in q and "Innsbruck" not in q
+    r = rejected(out)
+    assert r["Q1735:haversine_distance"] == ("validate", "unmapped_relation",
+                                             "relation phrase(s) without a used fact: 'produced by'")
+    # a partner without three chains of its own cannot be described: no question
+    assert r["Q1726:haversine_distance"][:2] == ("gold", "too_few_chains")
+    assert r["Q1726:haversine_distance"][2].startswith("the partner Q64 has ")

@@ -23,13 +23,16 @@ mode), and every candidate leaves as a kept row or a rejection with its check an
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
+from ....agents import ReplayCache
 from ....agents.canonical import sha256_hex
 from ..stages import Keep, Outcome, Reject, StageContext
 from .properties import PROPERTIES
@@ -46,15 +49,72 @@ def package_sha256() -> str:
     return sha256_hex(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(here.glob("*.py"))))
 
 
+_ANSWERS: WeakKeyDictionary[StageContext, dict[str, dict[str, str]]] = WeakKeyDictionary()
+"""The KG answers each running stage used (:func:`recording_kg` writes them out)."""
+
+
 @contextmanager
 def sparql_of(ctx: StageContext) -> Iterator[CachedSparql]:
     settings = SparqlSettings.model_validate(ctx.settings["kg"])
     client = None if ctx.cache.mode == "replay" else SparqlClient(settings)
     try:
-        yield CachedSparql(ctx.cache, client, settings.endpoint)
+        yield CachedSparql(ctx.cache, client, settings.endpoint, _ANSWERS.setdefault(ctx, {}))
     finally:
         if client is not None:
             client.close()
+
+
+def kg_answers_name(stage: str) -> str:
+    """The output listing every KG answer ``stage`` used: one row per query, ``{query,
+    response_sha256}``, ordered by the query's SHA-256."""
+    return f"kg.{stage}.jsonl"
+
+
+def recording_kg(name: str, run: Callable[[StageContext], None]) -> Callable[[StageContext], None]:
+    """``run``, then its KG answers written to :func:`kg_answers_name` (an output of the stage)."""
+    def stage(ctx: StageContext) -> None:
+        run(ctx)
+        answers = _ANSWERS.pop(ctx, {})
+        ctx.write_jsonl(kg_answers_name(name), [answers[k] for k in sorted(answers)])
+    stage.__name__ = run.__name__
+    return stage
+
+
+def kg_fresh(stage: str, settings: SparqlSettings, cache: Path | None,
+             warn: Callable[[str], None] | None) -> Callable[[Path], bool]:
+    """The ``fresh`` check of a KG stage. ``warn`` given (the default run): the recorded answers
+    are trusted and a warning says so, once per run. Else (``--refresh-kg``): every recorded
+    query is asked again; a changed answer (stored in the replay cache file ``cache``, replacing
+    the old one, for the rerun to read whatever its cache mode) makes the stage, and every later
+    one, run again."""
+    def fresh(out: Path) -> bool:
+        path = out / kg_answers_name(stage)
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] \
+            if path.is_file() else []
+        if not rows:
+            return True
+        if warn is not None:
+            warn(f"stage {stage} reuses the {len(rows)} knowledge-graph answer(s) it recorded; "
+                 "--refresh-kg asks the endpoint again and reruns from the first stage whose answers changed")
+            return True
+        client = SparqlClient(settings)
+        store = ReplayCache(cache, "record") if cache is not None else None  # record: always stores
+        changed = 0
+        try:
+            for row in rows:
+                ok, body = client.fetch(row["query"], f"refresh {stage}")
+                if sha256_hex(body) != row["response_sha256"]:
+                    changed += 1
+                    if store is not None:  # the rerun reads this answer
+                        answer: tuple[bool, bytes] = (ok, body)
+                        store.fetch("sparql", ["sparql", settings.endpoint, row["query"]], f"refresh {stage}",
+                                    lambda: answer)  # noqa: B023 (called at once, inside this iteration)
+        finally:
+            client.close()
+            if store is not None:
+                store.close()
+        return changed == 0
+    return fresh
 
 
 def _entity(result: SparqlResult) -> dict[str, Any]:
@@ -180,25 +240,31 @@ def rank_chains(chains: list[dict[str, str]], max_chains: int) -> list[dict[str,
     return picked
 
 
+def find_chains(sparql: CachedSparql, qid: str, cfg: dict[str, Any],
+                lang: str) -> tuple[list[dict[str, str]], int]:
+    """(the ranked chains of ``qid``, how many paths were found)."""
+    result = sparql.select(chains_query(qid, cfg["exclude_predicates"], lang, cfg["max_rows"]),
+                           f"chains {qid}")
+    found = []
+    for b in result.bindings:
+        p1, p2 = pid_of(b["p1"]["value"]), pid_of(b["p2"]["value"])
+        mid, obj = qid_of(b["mid"]["value"]), qid_of(b["obj"]["value"])
+        if p1 and p2 and mid and obj:
+            found.append({"mid": mid, "mid_label": b["midLabel"]["value"], "obj": obj,
+                          "obj_label": b["objLabel"]["value"], "p1": p1, "p2": p2})
+    return rank_chains(found, cfg["max_chains"]), len(found)
+
+
 def chains(ctx: StageContext) -> None:
     s = ctx.settings
     cfg = s["chains"]
     items = ctx.read_jsonl("entities.jsonl")
     with sparql_of(ctx) as sparql:
         def process(entity: dict[str, Any]) -> Outcome:
-            result = sparql.select(chains_query(entity["qid"], cfg["exclude_predicates"], s["language"],
-                                                cfg["max_rows"]), f"chains {entity['qid']}")
-            found = []
-            for b in result.bindings:
-                p1, p2 = pid_of(b["p1"]["value"]), pid_of(b["p2"]["value"])
-                mid, obj = qid_of(b["mid"]["value"]), qid_of(b["obj"]["value"])
-                if p1 and p2 and mid and obj:
-                    found.append({"mid": mid, "mid_label": b["midLabel"]["value"], "obj": obj,
-                                  "obj_label": b["objLabel"]["value"], "p1": p1, "p2": p2})
-            ranked = rank_chains(found, cfg["max_chains"])
+            ranked, found = find_chains(sparql, entity["qid"], cfg, s["language"])
             if len(ranked) < cfg["min_chains"]:
                 return Reject("too_few_chains", f"{entity['qid']} has {len(ranked)} distinct two-hop "
-                                                f"chain(s) (of {len(found)} paths) < {cfg['min_chains']}")
+                                                f"chain(s) (of {found} paths) < {cfg['min_chains']}")
             return Keep({**entity, "chains": ranked})
 
         kept = ctx.map(items, lambda e: e["qid"], process, concurrency=int(s["kg"]["max_in_flight"]))
@@ -254,7 +320,13 @@ def gold(ctx: StageContext) -> None:
                 if partner is None:
                     return Reject("no_partner", f"no chain neighbour of {entity['qid']} has "
                                                 f"{', '.join(template.properties[1])}")
-                members.append(partner)
+                # the question describes the partner too (withheld like the answer): its own chains
+                ranked, found = find_chains(sparql, partner["qid"], s["chains"], str(s["language"]))
+                if len(ranked) < s["chains"]["min_chains"]:
+                    return Reject("too_few_chains", f"the partner {partner['qid']} has {len(ranked)} "
+                                                    f"distinct two-hop chain(s) (of {found} paths) < "
+                                                    f"{s['chains']['min_chains']}")
+                members.append({**partner, "chains": ranked})
             params = draw_params(template, seed, item["cid"])
             try:
                 g = compute_gold(template, [values_from_json(m["values"]) for m in members], params)
@@ -268,7 +340,8 @@ def gold(ctx: StageContext) -> None:
                          "cci": {"E": len(members), "P": len({(u["qid"], u["pid"]) for u in used}),
                                  "total": len(members) + len({(u["qid"], u["pid"]) for u in used})},
                          "entities": [{"aliases": m["aliases"], "label": m["label"], "qid": m["qid"],
-                                       "role": "answer" if i == 0 else "partner", "values": m["values"]}
+                                       "role": "answer" if i == 0 else "partner", "values": m["values"],
+                                       **({"chains": m["chains"]} if i else {})}
                                       for i, m in enumerate(members)],
                          "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,
                                   "unit": g.unit, "value": str(g.value)},
@@ -279,4 +352,5 @@ def gold(ctx: StageContext) -> None:
     ctx.write_jsonl("gold.jsonl", kept)
 
 
-__all__ = ["chains", "discover", "fetch_entity", "gold", "package_sha256", "rank_chains", "sparql_of"]
+__all__ = ["chains", "discover", "fetch_entity", "gold", "kg_answers_name", "kg_fresh", "package_sha256",
+           "rank_chains", "recording_kg", "sparql_of"]

@@ -1,31 +1,35 @@
-"""``drsearch kg serve``: the SPARQL 1.1 protocol over a local RDF store (pyoxigraph).
+"""The store behind ``drsearch kg serve``: SPARQL 1.1 queries over a local RDF graph (pyoxigraph).
 
 The offline twin of the Wikidata Query Service: the same queries run unchanged on both
-(no ``SERVICE wikibase:label``). ``GET /sparql?query=...`` and ``POST /sparql`` (form
-``query=...`` or an ``application/sparql-query`` body) answer
-``application/sparql-results+json``; a query that does not parse is HTTP 400 with the
-parser's reason (never 500); another path is 404. The store is loaded once, read-only, from
-Turtle; a file that does not parse is :class:`KGDataError` naming ``file:line``.
+(no ``SERVICE wikibase:label``). The store is loaded once, read-only, from Turtle; a file
+that does not parse is :class:`KGDataError` naming ``file:line``. :meth:`KGStore.respond`
+turns one query into one answer (status, media type, body), errors included: it never
+raises for a bad query. It has no time limit of its own: the endpoint (:mod:`.kgserve`)
+runs it in worker processes (:mod:`.kgworkers`) that it kills at the deadline.
 
 pyoxigraph is the optional extra ``kg`` (imported only here).
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
+from ....contract import error_body
 from .errors import KGDataError
+from .kgquery import negotiate, uses_federation
 from .protocol import RESULTS_JSON
 
+JSON = "application/json"
+RESULTS_XML = "application/sparql-results+xml"
+TURTLE = "text/turtle"
+N_TRIPLES = "application/n-triples"
+FEDERATION_REFUSED = ("SERVICE (federated query) is refused: this endpoint answers from its own "
+                      "graph only and fetches no URL")
 
-def _oxigraph() -> Any:
+
+def oxigraph() -> Any:
     try:
         import pyoxigraph
     except ImportError:
@@ -34,13 +38,20 @@ def _oxigraph() -> Any:
     return pyoxigraph
 
 
-def load_store(path: Path) -> Any:
-    """A pyoxigraph ``Store`` (in memory) holding the Turtle file ``path``."""
-    ox = _oxigraph()
+def read_kg(path: Path) -> bytes:
+    """The bytes of the Turtle file ``path`` (KGDataError when it cannot be read)."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise KGDataError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def load_store(path: Path, data: bytes | None = None) -> Any:
+    """A pyoxigraph ``Store`` (in memory) holding the Turtle file ``path`` (or ``data``, its
+    bytes read before; errors still name ``path``)."""
+    ox = oxigraph()
+    if data is None:
+        data = read_kg(path)
     store = ox.Store()
     try:
         store.load(data, format=ox.RdfFormat.TURTLE)
@@ -52,91 +63,95 @@ def load_store(path: Path) -> Any:
     return store
 
 
-class KGStore:
-    """A loaded store answering SPARQL queries as sparql-results+json bytes."""
+@dataclass(frozen=True)
+class KGAnswer:
+    """One answer of the endpoint: HTTP status, media type, body; ``error_type`` names an error."""
 
-    def __init__(self, path: Path) -> None:
+    status: int
+    content_type: str
+    body: bytes
+    error_type: str | None = None
+
+
+def kg_error(status: int, error_type: str, message: str) -> KGAnswer:
+    """An error answer with the project's one error body (``{"error": {"message", "type"}}``)."""
+    return KGAnswer(status, JSON, error_body(error_type, message), error_type)
+
+
+class _CappedWriter:
+    """A binary sink that raises :class:`_ResultTooLarge` past ``limit`` bytes, so that the
+    serializer stops at the cap instead of building the whole answer first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise _ResultTooLarge
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class _ResultTooLarge(Exception):
+    pass
+
+
+class KGStore:
+    """A loaded store answering SPARQL queries (in this process, without a time limit: the
+    endpoint runs it in worker processes that it kills at the deadline, :mod:`.kgworkers`)."""
+
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
         self.path = path
-        self._ox = _oxigraph()
-        self._store = load_store(path)
+        self._ox = oxigraph()
+        self._store = load_store(path, data)
 
     def __len__(self) -> int:
         return len(self._store)
 
     def answer(self, query: str) -> tuple[int, bytes]:
-        """(HTTP status, body): 200 with results, 400 with the reason for a bad query."""
+        """(HTTP status, body) of :meth:`respond` with the default media type and no size cap."""
+        got = self.respond(query)
+        return got.status, got.body
+
+    def respond(self, query: str, accept: str | None = None, max_result_bytes: int | None = None) -> KGAnswer:
+        """The answer to ``query``: SELECT/ASK as SPARQL results (JSON by default, or XML, CSV,
+        TSV), CONSTRUCT/DESCRIBE as Turtle (default) or N-Triples, chosen by ``accept``.
+        Errors (never raised): 400 ``invalid_query`` (does not parse), 400
+        ``federation_refused`` (``SERVICE``), 406 ``not_acceptable`` (``accept`` allows no
+        format of this query form), 422 ``result_too_large`` (over ``max_result_bytes``)."""
+        if uses_federation(query):
+            return kg_error(400, "federation_refused", FEDERATION_REFUSED)
         try:
             results = self._store.query(query)
         except SyntaxError as e:
-            return 400, json.dumps({"error": f"query does not parse: {e}"}).encode()
-        if not hasattr(results, "serialize"):  # CONSTRUCT/DESCRIBE give triples: not this protocol's JSON
-            return 400, json.dumps({"error": "only SELECT and ASK queries are served"}).encode()
-        return 200, bytes(results.serialize(format=self._ox.QueryResultsFormat.JSON))
+            return kg_error(400, "invalid_query", f"query does not parse: {e}")
+        ox = self._ox
+        if isinstance(results, ox.QueryTriples):
+            formats = {TURTLE: ox.RdfFormat.TURTLE, N_TRIPLES: ox.RdfFormat.N_TRIPLES}
+        else:  # QuerySolutions (SELECT) or QueryBoolean (ASK)
+            formats = {RESULTS_JSON: ox.QueryResultsFormat.JSON, RESULTS_XML: ox.QueryResultsFormat.XML,
+                       "text/csv": ox.QueryResultsFormat.CSV,
+                       "text/tab-separated-values": ox.QueryResultsFormat.TSV}
+        media = negotiate(accept, tuple(formats))
+        if media is None:
+            return kg_error(406, "not_acceptable", f"Accept {accept!r}: this query's answer is one of "
+                                                   f"{', '.join(formats)}")
+        sink = _CappedWriter(max_result_bytes if max_result_bytes is not None else 1 << 62)
+        try:
+            results.serialize(sink, format=formats[media])
+        except _ResultTooLarge:
+            return kg_error(422, "result_too_large", f"the answer exceeds the endpoint's limit of "
+                                                     f"{sink.limit} bytes (--max-result-bytes); add a LIMIT "
+                                                     "or select fewer variables")
+        except OSError as e:  # a store read error, or a query that fails while it runs
+            return kg_error(400, "query_failed", f"query failed: {e}")
+        return KGAnswer(200, media, b"".join(sink.parts))
 
 
-class _Handler(BaseHTTPRequestHandler):
-    store: KGStore
-    server_version = "drsearch-kg"
-
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        if url.path != "/sparql":
-            return self._send(404, json.dumps({"error": f"no such path {url.path}; use /sparql"}).encode())
-        query = parse_qs(url.query).get("query")
-        if not query:
-            return self._send(400, json.dumps({"error": "missing query parameter"}).encode())
-        self._send(*self.store.answer(query[0]))
-
-    def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length).decode("utf-8", errors="replace")
-        if url.path != "/sparql":
-            return self._send(404, json.dumps({"error": f"no such path {url.path}; use /sparql"}).encode())
-        ctype = (self.headers.get("content-type") or "").split(";")[0].strip().lower()
-        if ctype == "application/sparql-query":
-            query = body
-        elif ctype == "application/x-www-form-urlencoded":
-            query = (parse_qs(body).get("query") or [""])[0]
-        else:
-            return self._send(415, json.dumps({"error": f"content type {ctype!r}: use "
-                                               "application/x-www-form-urlencoded or "
-                                               "application/sparql-query"}).encode())
-        if not query:
-            return self._send(400, json.dumps({"error": "missing query"}).encode())
-        self._send(*self.store.answer(query))
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", RESULTS_JSON if status == 200 else "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def make_server(store: KGStore, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A bound (not yet serving) HTTP server for ``store``; its endpoint is
-    ``http://HOST:PORT/sparql``."""
-    handler = type("KGHandler", (_Handler,), {"store": store})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
-
-
-@contextmanager
-def serve_in_thread(path: Path, host: str = "127.0.0.1") -> Iterator[str]:
-    """Serve ``path`` on ``host`` (a free port) in a thread; yields the endpoint URL."""
-    server = make_server(KGStore(path), host)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://{host}:{server.server_address[1]}/sparql"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-__all__ = ["KGStore", "load_store", "make_server", "serve_in_thread"]
+__all__ = ["FEDERATION_REFUSED", "KGAnswer", "KGStore", "kg_error", "load_store", "oxigraph", "read_kg"]

@@ -1,14 +1,19 @@
-"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]``.
+"""``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
+[--refresh-kg]``.
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
 (KGEndpointError, exit 2), the model endpoints, and the search server ``v2.search_url``
 names when the run reaches V2 (exit 2): all before anything is written. The stages then run through the
-toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`).
+toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`). The stages that
+ask the graph record its answers (``kg.STAGE.jsonl``); a rerun reuses them with a warning, or,
+with ``--refresh-kg``, asks again and reruns from the first stage whose answers changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +23,34 @@ from ..embed import MODEL_SHA256
 from ..stages import GenerateSettings, Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
-from .kgstages import chains, discover, gold, package_sha256
+from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
 from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
 
 GENERATOR = "drbencher"
 KG_STAGES = ("discover", "chains", "gold")
+ASKS_KG = (*KG_STAGES, "clues", "validate")
+"""The stages that ask the knowledge graph: each records the answers it used (kg.STAGE.jsonl)."""
 STAGES = (*KG_STAGES, "clues", "compose", "validate", "v1", "v2", "diversity", "export")
 
 
-def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
-    """The stages of ``config`` (their settings are the config's parts each one reads)."""
+def pipeline_for(config: GenConfig, articles: Path,
+                 fresh: Callable[[str], Callable[[Path], bool]] | None = None) -> Pipeline:
+    """The stages of ``config`` (their settings are the config's parts each one reads).
+    ``fresh(stage)``: the check a stage that asks the KG passes before it is skipped."""
     model = config.generator.endpoint()
     generator = config.generator.model_dump(mode="json")
     common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
                               "language": config.language, "seed": config.seed}
-    return Pipeline(GENERATOR, [
+    stages = [
         Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
               settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics]}),
         Stage("chains", chains, inputs=("entities.jsonl",), outputs=("chains.jsonl",),
               settings={**common, "chains": config.chains.model_dump(mode="json")}),
         Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
-              settings={**common, "max_per_entity": config.max_per_entity,
+              settings={**common, "chains": config.chains.model_dump(mode="json"),
+                        "max_per_entity": config.max_per_entity,
                         "templates": list(config.templates)}),
         Stage("clues", clues, inputs=("gold.jsonl", str(articles)),
               outputs=("clues.jsonl", "support.sqlite3"),
@@ -63,12 +73,19 @@ def pipeline_for(config: GenConfig, articles: Path) -> Pipeline:
                         "min_distance": config.diversity.min_distance}),
         Stage("export", export, inputs=("diverse.jsonl", str(articles)),
               outputs=("questions.jsonl", "support_docs.jsonl"), settings=common),
-    ], order=STAGES)
+    ]
+    return Pipeline(GENERATOR, [
+        replace(s, run=recording_kg(s.name, s.run), outputs=(*s.outputs, kg_answers_name(s.name)),
+                fresh=fresh(s.name) if fresh else None) if s.name in ASKS_KG else s for s in stages],
+        order=STAGES)
 
 
-def build(config_path: Path, settings: GenerateSettings) -> Pipeline:
+def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = False,
+          warn: Callable[[str], None] | None = None) -> Pipeline:
     """The pipeline of the config at ``config_path`` for a run with ``settings``, after the
-    checks that need no output (config, endpoint probes: exit 2 before anything is written)."""
+    checks that need no output (config, endpoint probes: exit 2 before anything is written).
+    ``refresh_kg``: ask the graph again every query the finished stages recorded; otherwise
+    they are reused and ``warn`` is told so once (the CLI prints it on stderr)."""
     config, articles = load_config(config_path)
     if settings.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
         client = SparqlClient(config.kg)
@@ -77,19 +94,32 @@ def build(config_path: Path, settings: GenerateSettings) -> Pipeline:
         finally:
             client.close()
     if settings.cache_mode != "replay" and settings.until not in KG_STAGES:  # a KG-only run needs no model
-        models = [config.generator, *(f.model for f in (config.v1, config.v2) if f.enabled and f.model)]
-        for m in models:
+        models = [("generator", config.generator),
+                  *((f"{name}.model", f.model) for name, f in (("v1", config.v1), ("v2", config.v2))
+                    if f.enabled and f.model)]
+        for field, m in models:
             chat = ChatClient.connect(m.base_url, api_key_from_env(settings.api_key_env),
                                       retry=RetryPolicy(max_attempts=1, timeout_s=30))
-            try:
-                chat.probe(m.model)
+            try:  # the endpoint comes from the config, not a flag: the error names its field
+                chat.probe(m.model, option=f"{config_path.name}: {field}.base_url")
             finally:
                 chat.close()
     reaches_v2 = settings.until is None or (settings.until in STAGES
                                             and STAGES.index(settings.until) >= STAGES.index("v2"))
     if settings.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
         probe_search_server(config.v2.search_url)
-    return pipeline_for(config, articles)
+    if settings.cache_mode == "replay":  # offline by definition: the recorded answers are the input
+        return pipeline_for(config, articles)
+    cache = None if settings.cache_mode == "off" else (settings.cache or settings.out / "cache.sqlite3")
+    warned: list[str] = []
+
+    def warn_once(message: str) -> None:
+        if not warned and warn is not None:  # once per run: the first stage that would reuse answers
+            warned.append(message)
+            warn(message)
+
+    return pipeline_for(config, articles, lambda stage: kg_fresh(stage, config.kg, cache,
+                                                                 None if refresh_kg else warn_once))
 
 
 __all__ = ["GENERATOR", "STAGES", "build", "pipeline_for"]

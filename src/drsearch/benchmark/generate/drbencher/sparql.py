@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .... import __version__
 from ....agents import ReplayCache
+from ....agents.canonical import sha256_hex
 from .errors import KGEndpointError, SparqlError
 from .protocol import RESULTS_JSON
 
@@ -173,10 +174,15 @@ class SparqlClient:
 class CachedSparql:
     """Queries through a :class:`ReplayCache` (kind ``sparql``); ``client`` None: replay only."""
 
-    def __init__(self, cache: ReplayCache, client: SparqlClient | None, endpoint: str) -> None:
+    def __init__(self, cache: ReplayCache, client: SparqlClient | None, endpoint: str,
+                 answers: dict[str, dict[str, str]] | None = None) -> None:
+        """``answers``, when given, collects ``{sha256(query): {query, response_sha256}}`` of
+        every answer used: the record a rerun compares against the endpoint (``--refresh-kg``)."""
         self._cache = cache
         self._client = client
         self._endpoint = endpoint
+        self._answers = answers
+        self._lock = threading.Lock()
 
     def select(self, query: str, describe: str) -> SparqlResult:
         check_portable(query)
@@ -194,6 +200,10 @@ class CachedSparql:
         if not ok:
             reason = body[:300].decode(errors="replace")
             raise SparqlError(f"{describe}: the endpoint refused the query ({reason})")
+        if self._answers is not None:
+            with self._lock:
+                self._answers[sha256_hex(query.encode())] = {"query": query,
+                                                             "response_sha256": sha256_hex(body)}
         return SparqlResult.parse(body, describe)
 
 

@@ -59,9 +59,10 @@ class Template:
     """The unit written after the number in the gold label (one the numeric grader reads, or '')."""
     decimals: int
     tolerance: str
-    """Relative tolerance, as a decimal string: the V1 filter grades with it, and it is the
-    numeric grader's default (2 %), which ``drsearch score --judge numeric`` applies to every
-    question alike — a template with another tolerance would be graded differently there."""
+    """Relative tolerance, as a decimal string: the V1 filter grades with it. It is what
+    ``drsearch score --judge numeric`` applies to the template's domain: the default 2 %,
+    and ``"0"`` (exact match) for history, the DrBencher paper's rule and the grader's
+    ``exact_domains`` -- a template with another tolerance would be graded differently there."""
     task: str
     """What the question asks to compute (for the Compose prompt)."""
     draw: Callable[[random.Random], dict[str, float | int]]
@@ -205,7 +206,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
                      f"{_fmt(_num(v[0], 'P2044'))}))²"),
     Template(
         "date_difference", ("history",), (("P571", "P576"),), "days", "days",
-        0, "0.02", "the number of days from its founding to its dissolution",
+        0, "0", "the number of days from its founding to its dissolution",
         lambda rng: {},
         lambda v, p: float(days_between(_day(v[0], "P571"), _day(v[0], "P576"))),
         lambda v, p: f"{_day(v[0], 'P576').isoformat()} − {_day(v[0], 'P571').isoformat()} in days"),

@@ -9,15 +9,21 @@ and Validate re-executes the template.
   citing (subject, property, object); a fact is grounded iff its triple is the hop it
   claims of the chain it cites (``hops`` 1: (entity, p1, mid); 2: (mid, p2, obj)) **and** a
   second call judges the entity's article (opened from the corpus) to support it. Checks:
-  ``no_article``, ``unparseable_reply``, ``too_few_grounded_facts`` (< 3 grounded facts from
-  < 3 distinct chains).
+  ``no_article``, ``unparseable_reply``, ``too_few_grounded_facts`` (fewer than 3 distinct
+  (subject, predicate, object) facts grounded, each from a distinct chain: one triple stated
+  through three chains is one fact).
 - **compose** → ``composed.jsonl``: one call describes the unnamed entity with the grounded
   clues and poses the computation. Check: ``unparseable_reply``.
+
+A two-entity template's partner (E = 2) is described as the answer is: its own chains (gold
+stage), its own clues grounded in its own article (a reason about it ends ``(partner QID)``),
+its clues in the compose prompt, and validate's flattening, uniqueness and relation checks.
 - **validate** → ``validated.jsonl``: the checks in order, the first failure rejects:
   ``gold_not_reproduced``, ``entity_named``, ``value_leak``, ``multi_hop_flattening``,
-  ``not_unique`` (a SPARQL count of entities of the topic's types satisfying every grounded
-  fact is not exactly 1; an entity the question does not name is relaxed to any entity sharing
-  its type or the type's direct superclass, so the count is an upper bound), ``unmapped_relation``
+  ``not_unique`` (a SPARQL count of the entities, of any type, satisfying every grounded
+  fact as the question states it is not exactly 1; an entity the question does not name is
+  relaxed to any entity sharing its type or the type's direct superclass, so the count is an
+  upper bound), ``unmapped_relation``
   (a model check that every relation phrase maps to a used fact), ``unparseable_reply``.
 - **export** (after the diversity filter, :mod:`.filters`) → ``questions.jsonl`` (DR-256
   rows with ``metadata.drbencher``) and
@@ -58,6 +64,9 @@ COMPOSE_PROMPT = (
     "any of its numeric values), then ask to compute {task}.{params} The answer must be a number in {unit}. "
     "Reply with one JSON object only: {{\"question\": \"...\"}}.\nClues:\n{clues}\n"
     "Reference answer (do not reveal): {gold}")
+
+PARTNER_CLUES = ("Clues about the second entity (unnamed too; the computation involves both, so describe "
+                 "each through its own clues):")
 
 RELATIONS_PROMPT = (
     "Check a question against the facts it was built from. Does every relation phrase in the question map to "
@@ -108,7 +117,7 @@ def clues(ctx: StageContext) -> None:
     build_index(read_jsonl(articles), support)
     by_qid = {str(r["qid"]): str(r["docid"]) for r in ctx.read_jsonl(articles) if "qid" in r}
     items = ctx.read_jsonl("gold.jsonl")
-    plabels = predicate_labels(ctx, [p for c in items for ch in c["chains"] for p in (ch["p1"], ch["p2"])],
+    plabels = predicate_labels(ctx, [p for c in items for ch in all_chains(c) for p in (ch["p1"], ch["p2"])],
                                s["language"])
     endpoint = _endpoint(ctx)
     with Engine.open(support) as engine:
@@ -121,55 +130,87 @@ def clues(ctx: StageContext) -> None:
             except DocumentNotFoundError:
                 return None
 
-        def process(c: dict[str, Any]) -> Outcome:
-            answer = c["entities"][0]
-            found = article(c["qid"])
+        def entity_clues(c: dict[str, Any], entity: dict[str, Any], chains: list[dict[str, Any]],
+                         who: str) -> Reject | tuple[str, list[dict[str, Any]]]:
+            """(article docid, verdicts) of one withheld entity's clues, or why not."""
+            qid, cid = entity["qid"], c["cid"] + who
+            found = article(qid)
             if found is None:
-                return Reject("no_article", f"no article about {c['qid']} in the support corpus")
+                return Reject("no_article", f"no article about {qid}{who} in the support corpus")
             docid, text = found
-            prompt = CLUES_PROMPT.format(label=answer["label"], qid=c["qid"],
-                                         chains=_chain_lines(answer["label"], c["chains"], plabels),
-                                         chains_json=json.dumps(c["chains"], sort_keys=True))
-            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"clues {c['cid']}"), CluesReply)
+            prompt = CLUES_PROMPT.format(label=entity["label"], qid=qid,
+                                         chains=_chain_lines(entity["label"], chains, plabels),
+                                         chains_json=json.dumps(chains, sort_keys=True))
+            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"clues {cid}"), CluesReply)
             if reply is None:
-                return Reject("unparseable_reply", f"the clues reply for {c['cid']} holds no facts object")
+                return Reject("unparseable_reply", f"the clues reply for {cid} holds no facts object")
             verdicts = []
             for f in reply.facts:
                 verdict = {"chain": f.chain, "hops": f.hops, "text": f.text, "triple": list(f.triple)}
-                if f.chain >= len(c["chains"]):
+                if f.chain >= len(chains):
                     verdicts.append({**verdict, "verdict": "no_such_chain"})
                     continue
-                ch = c["chains"][f.chain]
-                hop = [c["qid"], ch["p1"], ch["mid"]] if f.hops == 1 else [ch["mid"], ch["p2"], ch["obj"]]
+                ch = chains[f.chain]
+                hop = [qid, ch["p1"], ch["mid"]] if f.hops == 1 else [ch["mid"], ch["p2"], ch["obj"]]
                 if list(f.triple) != hop:
                     verdicts.append({**verdict, "verdict": "triple_not_in_chain"})
                     continue
                 judged = parse_reply(ctx.reply_text(endpoint, _body(ctx, SUPPORT_PROMPT.format(
-                    docid=docid, article=text, label=answer["label"], fact=f.text)),
-                    f"support {c['cid']} fact {f.chain}"), SupportReply)
+                    docid=docid, article=text, label=entity["label"], fact=f.text)),
+                    f"support {cid} fact {f.chain}"), SupportReply)
                 if judged is None:
-                    return Reject("unparseable_reply", f"the support verdict for {c['cid']} fact {f.chain} "
+                    return Reject("unparseable_reply", f"the support verdict for {cid} fact {f.chain} "
                                                        "holds no verdict object")
                 verdicts.append({**verdict, "verdict": "grounded" if judged.supported else "unsupported"})
-            grounded_chains = {v["chain"] for v in verdicts if v["verdict"] == "grounded"}
-            if len(grounded_chains) < 3:
+            distinct = len(grounded_facts({"clues": verdicts}))
+            if distinct < 3:
                 return Reject("too_few_grounded_facts",
-                              f"{len(grounded_chains)} grounded fact(s) from distinct chains < 3 "
-                              f"({len(verdicts)} facts written)")
-            return Keep({**c, "article_docid": docid, "clues": verdicts, "predicate_labels": {
-                p: plabels[p] for ch in c["chains"] for p in (ch["p1"], ch["p2"])}})
+                              f"{distinct} distinct grounded fact(s) from distinct chains < 3 "
+                              f"({len(verdicts)} facts written){who}")
+            return docid, verdicts
+
+        def process(c: dict[str, Any]) -> Outcome:
+            got = entity_clues(c, c["entities"][0], c["chains"], "")
+            if isinstance(got, Reject):
+                return got
+            docid, verdicts = got
+            entities = list(c["entities"])
+            for i, e in enumerate(entities[1:], 1):  # the partner: described (and withheld) as well
+                more = entity_clues(c, e, e["chains"], f" (partner {e['qid']})")
+                if isinstance(more, Reject):
+                    return more
+                entities[i] = {**e, "article_docid": more[0], "clues": more[1]}
+            return Keep({**c, "article_docid": docid, "clues": verdicts, "entities": entities,
+                         "predicate_labels": {p: plabels[p] for ch in all_chains(c)
+                                              for p in (ch["p1"], ch["p2"])}})
 
         kept = ctx.map(items, lambda c: c["cid"], process)
     ctx.write_jsonl("clues.jsonl", kept)
 
 
+def all_chains(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The answer's chains, then each partner's."""
+    return [*c["chains"], *(ch for e in c["entities"][1:] for ch in e.get("chains", []))]
+
+
+def described(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each withheld entity as validation checks it: ``{entity, chains, clues}``, answer first."""
+    return [{"chains": c["chains"], "clues": c["clues"], "entity": c["entities"][0]},
+            *({"chains": e["chains"], "clues": e["clues"], "entity": e} for e in c["entities"][1:])]
+
+
 def grounded_facts(c: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The grounded facts, one per chain (the first written)."""
-    seen: set[int] = set()
+    """The grounded facts, in the order written: at most one per chain and one per (subject,
+    predicate, object) triple. Two chains can share their first hop (a country reached for its
+    capital and for its neighbour), so counting chains would count one fact twice."""
+    chains: set[int] = set()
+    triples: set[tuple[str, ...]] = set()
     out = []
     for v in c["clues"]:
-        if v["verdict"] == "grounded" and v["chain"] not in seen:
-            seen.add(v["chain"])
+        triple = tuple(v["triple"])
+        if v["verdict"] == "grounded" and v["chain"] not in chains and triple not in triples:
+            chains.add(v["chain"])
+            triples.add(triple)
             out.append(v)
     return out
 
@@ -180,9 +221,13 @@ def compose(ctx: StageContext) -> None:
     def process(c: dict[str, Any]) -> Outcome:
         template = TEMPLATES[c["template"]]
         params = "".join(f" Use {k} = {v}." for k, v in sorted(c["params"].items()))
+        parts = described(c)
+        clue_text = "\n".join(f"- {f['text']}" for f in grounded_facts(parts[0]))
+        if len(parts) > 1:  # a two-entity template: the partner is described, never named, too
+            for d in parts[1:]:
+                clue_text += f"\n{PARTNER_CLUES}\n" + "\n".join(f"- {f['text']}" for f in grounded_facts(d))
         prompt = COMPOSE_PROMPT.format(task=template.task, params=params,
-                                       unit=template.unit or "plain numbers",
-                                       clues="\n".join(f"- {f['text']}" for f in grounded_facts(c)),
+                                       unit=template.unit or "plain numbers", clues=clue_text,
                                        gold=c["gold"]["label"])
         reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"compose {c['cid']}"), ComposeReply)
         if reply is None:
@@ -200,10 +245,12 @@ def _term(name: str, qid: str, label: str, text: str, var: str, lines: list[str]
     return f"?{var}"
 
 
-def uniqueness_query(c: Mapping[str, Any], types: Sequence[str]) -> str:
-    """Entities of ``types`` satisfying every grounded fact, as the question states them."""
+def uniqueness_query(c: Mapping[str, Any]) -> str:
+    """Entities satisfying every grounded fact, as the question states them. Of any type: the
+    question does not state the topic's type, so a reader may take any entity the clues fit (a
+    count within the type would call "its capital is Vienna" unique to Austria-Hungary)."""
     text = c["question"]
-    lines = [f"  VALUES ?type {{ {' '.join('wd:' + t for t in types)} }}", "  ?x wdt:P31/wdt:P279* ?type ."]
+    lines: list[str] = []
     for i, f in enumerate(grounded_facts(c)):
         ch = c["chains"][f["chain"]]
         mid = _term("mid", ch["mid"], ch["mid_label"], text, f"m{i}", lines)
@@ -215,18 +262,16 @@ def uniqueness_query(c: Mapping[str, Any], types: Sequence[str]) -> str:
         f"\n}}\nORDER BY ?x\nLIMIT {UNIQUENESS_LIST + 1}\n"
 
 
-def _fact_line(c: Mapping[str, Any], f: Mapping[str, Any]) -> str:
-    """A used fact as (subject, property label, object) labels."""
-    ch = c["chains"][f["chain"]]
+def _fact_line(c: Mapping[str, Any], d: Mapping[str, Any], f: Mapping[str, Any]) -> str:
+    """A used fact of the described entity ``d`` as (subject, property label, object) labels."""
+    ch = d["chains"][f["chain"]]
     if f["hops"] == 2:
         return f"- ({ch['mid_label']}, {c['predicate_labels'][ch['p2']]}, {ch['obj_label']})"
-    return f"- ({c['entities'][0]['label']}, {c['predicate_labels'][ch['p1']]}, {ch['mid_label']})"
+    return f"- ({d['entity']['label']}, {c['predicate_labels'][ch['p1']]}, {ch['mid_label']})"
 
 
 def validate(ctx: StageContext) -> None:
-    s = ctx.settings
     endpoint = _endpoint(ctx)
-    topics = s["topics"]
     items = ctx.read_jsonl("composed.jsonl")
     aliases = {e["qid"]: e["aliases"] for c in items for e in c["entities"]}
     with sparql_of(ctx) as sparql:
@@ -245,20 +290,21 @@ def validate(ctx: StageContext) -> None:
                                        for p, v in sorted(vals.items())])
             if leaked:
                 return Reject("value_leak", leaked)
-            facts = grounded_facts(c)
-            flat = flattened(facts, c["chains"], aliases)
-            if flat:
-                return Reject("multi_hop_flattening", flat)
-            types = topics[c["topic"]]["types"]
-            result = sparql.select(uniqueness_query(c, types), f"uniqueness {c['cid']}")
-            matches = [v.rsplit("/", 1)[1] for v in result.values("x")]
-            n = len(matches)
-            if n != 1:
-                listed = ", ".join(matches[:UNIQUENESS_LIST]) + (", ..." if n > UNIQUENESS_LIST else "")
-                count = f"more than {UNIQUENESS_LIST}" if n > UNIQUENESS_LIST else str(n)
-                return Reject("not_unique", f"{count} entities satisfy the clues as the question states "
-                                            f"them ({listed or 'none'})")
-            fact_lines = "\n".join(_fact_line(c, f) for f in facts)
+            parts = described(c)
+            for i, d in enumerate(parts):  # each withheld entity must be identifiable from its clues
+                who = "" if i == 0 else f" (partner {d['entity']['qid']})"
+                flat = flattened(grounded_facts(d), d["chains"], aliases)
+                if flat:
+                    return Reject("multi_hop_flattening", flat + who)
+                result = sparql.select(uniqueness_query({**d, "question": q}), f"uniqueness {c['cid']}{who}")
+                matches = [v.rsplit("/", 1)[1] for v in result.values("x")]
+                n = len(matches)
+                if n != 1:
+                    listed = ", ".join(matches[:UNIQUENESS_LIST]) + (", ..." if n > UNIQUENESS_LIST else "")
+                    count = f"more than {UNIQUENESS_LIST}" if n > UNIQUENESS_LIST else str(n)
+                    return Reject("not_unique", f"{count} entities satisfy the clues as the question states "
+                                                f"them ({listed or 'none'}){who}")
+            fact_lines = "\n".join(_fact_line(c, d, f) for d in parts for f in grounded_facts(d))
             reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, RELATIONS_PROMPT.format(
                 question=q, facts=fact_lines)), f"relations {c['cid']}"), RelationsReply)
             if reply is None:
@@ -267,7 +313,9 @@ def validate(ctx: StageContext) -> None:
             if not reply.ok:
                 return Reject("unmapped_relation", "relation phrase(s) without a used fact: " +
                               (", ".join(repr(p) for p in reply.unmapped) or "(not listed)"))
-            return Keep({**c, "uniqueness": {"count": n, "query": uniqueness_query(c, types)}})
+            partners = [{"count": 1, "query": uniqueness_query({**d, "question": q})} for d in parts[1:]]
+            return Keep({**c, "uniqueness": {"count": 1, "query": uniqueness_query(c)},
+                         **({"partner_uniqueness": partners} if partners else {})})
 
         kept = ctx.map(items, lambda c: c["cid"], process)
     ctx.write_jsonl("validated.jsonl", kept)
@@ -293,7 +341,12 @@ def export(ctx: StageContext) -> None:
                     "article_docid": c["article_docid"], "cci": c["cci"], "chains": c["chains"],
                     "clues": c["clues"], "computation": c["gold"]["formula"],
                     "entities": [{"aliases": e["aliases"], "label": e["label"], "qid": e["qid"],
-                                  "role": e["role"]} for e in c["entities"]],
+                                  "role": e["role"],
+                                  **({"article_docid": e["article_docid"], "chains": e["chains"],
+                                      "clues": e["clues"],
+                                      "grounded_chains": [f["chain"] for f in grounded_facts(e)],
+                                      "uniqueness": c["partner_uniqueness"][i - 1]} if i else {})}
+                                 for i, e in enumerate(c["entities"])],
                     "grounded_chains": [f["chain"] for f in facts], "params": c["params"],
                     "properties": c["properties"], "template": c["template"],
                     "tolerance": c["gold"]["tolerance"],
@@ -303,6 +356,8 @@ def export(ctx: StageContext) -> None:
             "prompt": [{"content": SYSTEM, "role": "system"},
                        {"content": f"Question: {c['question']}\nAnswer:", "role": "user"}],
         })
+    ctx.count_in(len(rows))  # every candidate that reached export is written: in == out
+    ctx.count_out(len(rows))
     ctx.write_jsonl("questions.jsonl", rows)
     ctx.write_jsonl("support_docs.jsonl", ctx.read_jsonl(ctx.stage.inputs[1]))
 
