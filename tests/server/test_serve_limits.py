@@ -338,6 +338,9 @@ def test_a_flipped_bit_is_corrupt_index_and_health_degraded(sample_index: Path, 
         assert health["status"] == "degraded"
         assert any("damaged bytes" in p for p in health["problems"])
         assert any("deep verification failed" in p for p in health["problems"])
+        # the file's name only, as /stats: where the server keeps it is no client's business
+        health_text = httpx.get(server.base + "/health").text
+        assert damaged.name in health_text and str(tmp_path) not in health_text, health_text
         for _ in range(6):
             with httpx.Client() as fresh:
                 assert fresh.get(server.base + "/health").json()["status"] == "degraded"
