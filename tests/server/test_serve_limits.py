@@ -163,7 +163,7 @@ def test_a_search_past_its_time_limit_is_a_prompt_503(sample_index: Path, tmp_pa
                    "--verify", "none", workers=1)
     # The head and the body in one write, so both reach the server in one read: the 2 ms
     # limit also covers reading the body, and a body sent as a second segment (as httpx
-    # sends it) waited for its own turn of a loaded event loop and got 408 (issue 47).
+    # sends it) waited for its own turn of a loaded event loop and got 408.
     body = json.dumps({"query": query, "k": 100}).encode()
     request = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     try:
@@ -399,3 +399,43 @@ def test_serve_refuses_a_crafted_database_with_one_line(sample_index: Path, tmp_
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drsearch: error: "), p.stderr
     assert message in lines[0] and "internal error" not in p.stderr
+
+
+def connect_from(server: Server, source: str) -> socket.socket:
+    """A connection to the server from the loopback address ``source`` (127.0.0.0/8 is all local)."""
+    return socket.create_connection(("127.0.0.1", port_of(server)), timeout=10, source_address=(source, 0))
+
+
+def _health_over(s: socket.socket) -> bytes:
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    return read_until_closed(s, timeout=10)[0]
+
+
+def test_one_client_cannot_hold_every_connection(sample_index: Path, tmp_path: Path) -> None:
+    """One peer address holds its cap of connections: its next one is refused at once, while
+    another address is still served, and its own capacity comes back as it closes some."""
+    server = start(tmp_path, "--database", str(sample_index), "--verify", "none",
+                   "--max-connections", "20", "--max-client-connections", "3", workers=1)
+    try:
+        held = [connect_from(server, "127.0.0.1") for _ in range(3)]
+        try:
+            time.sleep(0.3)  # the worker has accepted them
+            with connect_from(server, "127.0.0.1") as extra:
+                data, closed_after = read_until_closed(extra, timeout=5)
+            assert data.startswith(b"HTTP/1.1 503 "), data[:300]
+            assert b'"too_many_client_connections"' in data and b"limit of 3" in data, data[:300]
+            assert closed_after < 1
+            with connect_from(server, "127.0.0.2") as other:  # another client is not kept out
+                assert _health_over(other).startswith(b"HTTP/1.1 200 ")
+            # the held connections still work
+            held[0].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert held[0].recv(65536).startswith(b"HTTP/1.1 200 ")
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.3)
+        with connect_from(server, "127.0.0.1") as again:  # its capacity is back
+            assert _health_over(again).startswith(b"HTTP/1.1 200 ")
+        assert "too_many_client_connections" in server.log.read_text()
+    finally:
+        assert server.stop() == 0

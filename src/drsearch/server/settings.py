@@ -29,6 +29,9 @@ from ..index import (
 
 CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
 
+# A quarter of the default max_connections: no one peer address can keep the others out.
+DEFAULT_MAX_CLIENT_CONNECTIONS = 250
+
 UnknownFields = Literal["reject", "ignore"]  # the request contract's (Limits.unknown_fields)
 VerifyLevel = Literal["none", "fast", "deep"]
 # Where the served blocklist came from (shown in /health): a release's own list, another
@@ -56,6 +59,10 @@ class ServerSettings(BaseModel):
     - ``max_header_bytes``: a longer request head gets 431 and the connection is closed.
     - ``max_connections``: open connections per worker process; one more gets 503 and is
       closed at once.
+    - ``max_client_connections``: open connections per worker process from one peer
+      address; one more gets 503 ``too_many_client_connections`` and is closed at once (one
+      client cannot hold all ``max_connections``). Behind a proxy every client has the
+      proxy's address: raise it to ``max_connections`` there.
     - ``max_batch_queries``: the most queries one ``POST /retrieve`` may send (422 beyond).
     - ``batch_threads``: threads per worker process that run the queries of a
       ``/retrieve`` batch in parallel (the ranking kernel releases the GIL).
@@ -78,6 +85,7 @@ class ServerSettings(BaseModel):
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+    max_client_connections: int = Field(default=DEFAULT_MAX_CLIENT_CONNECTIONS, ge=1, le=1_000_000)
     max_batch_queries: int = Field(default=256, ge=1, le=10_000)
     batch_threads: int = Field(default=4, ge=1, le=256)
     unknown_fields: UnknownFields = "reject"

@@ -238,6 +238,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
                               max_connections=args.max_connections,
+                              max_client_connections=args.max_client_connections,
                               max_batch_queries=args.max_batch_queries, batch_threads=args.batch_threads)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
@@ -342,6 +343,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help="largest request head in bytes (431 beyond; default 65536)")
     p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
                    help="open connections per worker (503 beyond; default 1000)")
+    p.add_argument("--max-client-connections", type=int_in(1, 1_000_000), default=250, metavar="N",
+                   help="open connections per worker from one client address (503 beyond; default 250; "
+                        "behind a proxy, as many as --max-connections)")
     p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
                    help="most queries in one POST /retrieve (422 beyond; default 256)")
     p.add_argument("--batch-threads", type=int_in(1, 256), default=4, metavar="N",
