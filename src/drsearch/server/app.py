@@ -68,7 +68,9 @@ Queries are free text: quotes, `NEAR(`, `col:`, `*` and `-` are plain words, nev
 `POST /retrieve` is Search-R1's retrieval contract over the same engine and blocklist.
 Every response carries `x-drsearch-identity: <corpus identity>:<blocklist SHA-256>`.
 Errors are `{"error": {"type", "message"}}`: 422 malformed request (also: a query of more
-distinct terms than the server's cap, which the schema cannot express), 404 unknown (or
+distinct terms than the server's cap, which the schema cannot express; a `/retrieve` batch
+over the server's result cap, `len(queries) × topk`, or whose answer would pass its byte cap,
+`response_too_large`), 404 unknown (or
 blocked: the two are indistinguishable) document, 408 body not received in time, 413 body
 too large, 503 request past its time limit, 500 `corrupt_index` (damaged index file).
 """
