@@ -8,6 +8,7 @@ bound. On stdio, stdout carries the protocol only; every message goes to stderr.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -29,29 +30,50 @@ def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return seconds
+
+
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents import EngineSearcher  # the agents extra (httpx)
     from ..mcpserver import McpSettings
-    from ..mcpserver.server import build_server, run_stdio, run_streamable_http  # the mcp extra (the SDK)
+    from ..mcpserver.server import (  # the mcp extra (the SDK)
+        MAX_SESSIONS_DEFAULT,
+        SESSION_IDLE_TIMEOUT_S_DEFAULT,
+        build_server,
+        run_stdio,
+        run_streamable_http,
+    )
 
     http = args.transport == "streamable-http"
     if not http and (args.host is not None or args.port is not None):
         raise InvalidInputError("--host/--port: only with --transport streamable-http")
+    if not http and (args.max_sessions is not None or args.session_idle_timeout is not None):
+        raise InvalidInputError("--max-sessions/--session-idle-timeout: only with streamable-http")
+    max_sessions = MAX_SESSIONS_DEFAULT if args.max_sessions is None else args.max_sessions
+    idle_s = args.session_idle_timeout or SESSION_IDLE_TIMEOUT_S_DEFAULT  # given: positive
     host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
     if http:
         from .cli import _check_bindable
 
         _check_bindable(host, port)
-    settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars)
+    settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars, page_chars=args.page_chars)
     blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
     with Engine.open(args.database, blocklist) as engine:
         print(f"drsearch mcp: serving {engine.path} (identity {engine.meta['content_identity']}, "
               f"{len(engine.blocklist)} blocked docids; k={settings.k}, "
-              f"snippet_chars={settings.snippet_chars}) "
+              f"snippet_chars={settings.snippet_chars}, page_chars={settings.page_chars}) "
               f"over {args.transport}", file=sys.stderr, flush=True)
         server = build_server(EngineSearcher(engine), settings)
         if http:
-            run_streamable_http(server, host, port, args.log_level)
+            run_streamable_http(server, host, port, args.log_level, max_sessions=max_sessions,
+                                session_idle_timeout_s=idle_s)
         else:
             run_stdio(server)
     return 0
@@ -70,6 +92,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"results of a search that gives no k (1..{MAX_K}; default 5, as BrowseComp-Plus)")
     p.add_argument("--snippet-chars", type=_int_at_least(1), default=2000, metavar="N",
                    help="characters of each search result's snippet (default 2000)")
+    p.add_argument("--page-chars", type=_int_at_least(1), default=10_000, metavar="N",
+                   help="default and largest length of a get_document or open page (default 10000)")
+    p.add_argument("--max-sessions", type=_int_at_least(1, 1_000_000), metavar="N",
+                   help="open sessions at once with streamable-http; one more gets 503 (default 64)")
+    p.add_argument("--session-idle-timeout", type=_positive_seconds, metavar="S",
+                   help="close a streamable-http session idle this long (default 600)")
     p.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level with streamable-http (default warning)")
