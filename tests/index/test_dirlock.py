@@ -12,9 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from drsearch.index.dirlock import LOCK_NAME, entries, is_locked, lock_dir
 
 from drsearch.index import DirectoryBusyError
+from drsearch.index.dirlock import LOCK_NAME, entries, is_locked, lock_dir
 
 HOLD = ("import sys, time\n"
         "from drsearch.index.dirlock import lock_dir\n"
@@ -110,3 +110,13 @@ def test_no_wait_for_a_lock_a_dead_holder_left(tmp_path: Path) -> None:
     for _ in range(20):
         lock_dir(out).release()
     assert time.monotonic() - t0 < 5
+
+
+def test_a_crawl_directory_has_one_fetcher(tmp_path: Path) -> None:
+    from drsearch.corpus import fetch_urls
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text("https://example.org/a\n")
+    with holder(tmp_path / "crawl") as proc, pytest.raises(DirectoryBusyError, match=f"pid {proc.pid}"):
+        fetch_urls(urls, tmp_path / "crawl")
+    assert [p.name for p in (tmp_path / "crawl").iterdir()] == [LOCK_NAME]  # nothing fetched, nothing written
