@@ -96,6 +96,9 @@ def test_cache_verify(recorded: Path, forged: tuple[Path, list[str]], capsys: py
     got2 = capsys.readouterr()
     assert [k for k in keys if k in got2.out] == keys
     assert "12 bad row(s)" in got2.err and got2.err.count("\n") == 1
+    assert main(["cache", "verify", "--json", str(src / "cache.sqlite3")]) == 2
+    (report,) = json.loads(capsys.readouterr().out)["caches"]
+    assert sorted(b["key"] for b in report["bad"]) == keys
     assert main(["cache", "verify", str(src / "nothing-here")]) == 2
     assert "no such cache file" in capsys.readouterr().err
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from drsearch.index import DirectoryBusyError
-from drsearch.index.dirlock import LOCK_NAME, entries, is_locked, lock_dir
+from drsearch.index.dirlock import LOCK_NAME, entries, holder_pid, is_locked, lock_dir
 
 HOLD = ("import sys, time\n"
         "from drsearch.index.dirlock import lock_dir\n"
@@ -40,14 +40,17 @@ def test_a_second_process_is_refused_naming_the_holder_and_kill_9_frees_it(tmp_p
     out = tmp_path / "out"
     with holder(out) as proc:
         assert is_locked(out)
+        stamp = (out / LOCK_NAME).stat().st_mtime_ns
         with pytest.raises(DirectoryBusyError, match=rf"{out}: another drsearch process \(pid {proc.pid}\)"):
             lock_dir(out, "test directory")
+        assert (out / LOCK_NAME).stat().st_mtime_ns == stamp  # a refused writer touches nothing
         os.kill(proc.pid, signal.SIGKILL)  # no cleanup runs: the kernel drops the lock
         proc.wait(10)
     assert not is_locked(out)
     with lock_dir(out, "test directory"):  # a new writer proceeds: no stale lock
         assert is_locked(out)
-        assert (out / LOCK_NAME).read_text().strip() == str(os.getpid())
+        assert holder_pid(out / LOCK_NAME) == os.getpid()
+        assert (out / LOCK_NAME).read_bytes() == b""  # nothing in it: outputs stay byte-identical
     assert not is_locked(out)
 
 

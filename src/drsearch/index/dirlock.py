@@ -5,13 +5,18 @@ Two processes writing one run, stage directory, pool or release interleave their
 neither). So each writer holds :func:`lock_dir` on its directory for as long as it writes:
 ``flock(2)`` on ``DIR/.drsearch.lock``. The kernel drops the lock with the last open file
 description, i.e. when the process ends however it ends (``kill -9`` included), so there is
-never a stale lock to clear by hand. The file holds the holder's pid, for the one-line
-refusal a second writer gets (:class:`~drsearch.index.errors.DirectoryBusyError`, exit 2).
+never a stale lock to clear by hand. A second writer gets a one-line refusal naming the
+holder's pid (:class:`~drsearch.index.errors.DirectoryBusyError`, exit 2), read from the
+kernel's own table of locks (``/proc/locks``) rather than from the file.
 
-The file is left in place when the lock is released: unlinking it would let a process that
-had just opened the old file and a process creating a new one both "hold" the lock. Listings
-of a directory's contents (release inventories, "is it empty?") skip it: :data:`LOCK_NAME`,
-:func:`entries`.
+The file is empty and written once: an output directory stays byte-identical from run to run
+(its lock file included), and a refused writer changes nothing in it, not even a time stamp.
+It appears already locked: it is made under a private name, locked, then linked into place,
+so whoever sees :data:`LOCK_NAME` unlocked knows its holder is gone (what
+:mod:`drsearch.index.leftovers` relies on). It is left in place when the lock is released:
+unlinking it would let a process that had just opened the old file and a process creating a
+new one both "hold" the lock. Listings of a directory's contents (release inventories, "is it
+empty?") skip it: :data:`LOCK_NAME`, :func:`entries`.
 
 Within one process the lock is re-entrant (a counted handle per directory): a command that
 locks a release and then calls a library function that locks it again must not refuse
@@ -61,11 +66,52 @@ class DirLock:
         self.release()
 
 
-def _holder(fd: int) -> str:
-    """The pid the holder wrote, as text ("unknown" while it has not written it yet)."""
-    with contextlib.suppress(OSError, ValueError):
-        return str(int(os.pread(fd, 32, 0).decode("ascii").strip()))
-    return "unknown"
+def holder_pid(path: str | os.PathLike[str]) -> int | None:
+    """The pid holding the flock on the lock file ``path`` (from ``/proc/locks``), or None
+    (not held, not Linux, or a holder outside this process's pid namespace)."""
+    try:
+        st = os.stat(path)
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK ADVISORY WRITE 4242 fe:00:2147796 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit():
+            pid = int(fields[4])
+            return pid if pid > 0 else None
+    return None
+
+
+def _open_locked(lock: Path) -> int | None:
+    """An fd holding the flock on ``lock``; the file is created already locked (made under a
+    private name, locked, then linked into place). None when another process holds it."""
+    for _ in range(100):  # a creator racing us wins: open what it linked
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
+        private = lock.with_name(f"{lock.name}.{os.getpid()}.{threading.get_ident()}")
+        fd = os.open(private, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.link(private, lock)
+            return fd
+        except FileExistsError:
+            os.close(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            private.unlink(missing_ok=True)
+    raise OSError(f"{lock}: could not be created")
 
 
 def lock_dir(path: str | os.PathLike[str], what: str = "output directory") -> DirLock:
@@ -87,22 +133,15 @@ def lock_dir(path: str | os.PathLike[str], what: str = "output directory") -> Di
             _held[key] = (fd, count + 1)
             return DirLock(key)
         try:
-            fd = os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as e:
+            opened = _open_locked(key / LOCK_NAME)
+        except OSError as e:  # unwritable, or a filesystem without flock: refuse, never write unguarded
             raise InvalidInputError(f"{directory}: cannot lock the {what} ({e.strerror or e})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            os.close(fd)
-            raise DirectoryBusyError(f"{directory}: another drsearch process (pid {pid}) is writing this "
-                                     f"{what}; wait for it to end, or stop it, then rerun") from None
-        except OSError as e:  # a filesystem without flock: refuse rather than write unguarded
-            os.close(fd)
-            raise InvalidInputError(f"{directory}: cannot lock the {what} ({e.strerror or e})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        _held[key] = (fd, 1)
+        if opened is None:
+            pid = holder_pid(key / LOCK_NAME)
+            raise DirectoryBusyError(f"{directory}: another drsearch process (pid "
+                                     f"{'unknown' if pid is None else pid}) is writing this {what}; wait "
+                                     "for it to end, or stop it, then rerun")
+        _held[key] = (opened, 1)
     return DirLock(key)
 
 
@@ -132,4 +171,4 @@ def entries(path: str | os.PathLike[str]) -> list[Path]:
     return [p for p in Path(path).iterdir() if p.name != LOCK_NAME]
 
 
-__all__ = ["LOCK_NAME", "DirLock", "entries", "is_locked", "lock_dir"]
+__all__ = ["LOCK_NAME", "DirLock", "entries", "holder_pid", "is_locked", "lock_dir"]

@@ -7,10 +7,10 @@ same directory removes only what is provably a dead build's:
 
 - a temporary output whose PID is not a live process (a live PID, even one reused by another
   program, is left alone: wrongly keeping a file is cheap, deleting a live build's is not);
-- a scratch directory whose lock file (:mod:`drsearch.index.dirlock`, held by its build for
-  its whole life and dropped by the kernel at death) is not held and names a PID that is
-  not alive. A scratch directory without a lock file (made before builds locked them), or
-  whose lock file names no PID yet (a build starting this very moment), is left alone.
+- a scratch directory whose lock file (:mod:`drsearch.index.dirlock`: it appears already
+  locked, is held by its build for its whole life and dropped by the kernel at death) is not
+  held. A scratch directory without a lock file (made before builds locked them, or by a
+  build starting this very moment) is left alone.
 """
 
 from __future__ import annotations
@@ -39,11 +39,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def _dead_holder(scratch: Path) -> bool:
-    try:
-        text = (scratch / LOCK_NAME).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return False
-    return text.isdigit() and not is_locked(scratch) and not pid_alive(int(text))
+    return (scratch / LOCK_NAME).is_file() and not is_locked(scratch)
 
 
 def dead_leftovers(out: Path) -> list[Path]:

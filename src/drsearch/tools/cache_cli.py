@@ -10,6 +10,7 @@ signs the rows of such an old cache as they are now (the user vouches for them).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -35,12 +36,19 @@ def cmd_cache_verify(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents.replay import verify_cache
 
     failed = 0
+    report: list[dict[str, Any]] = []
     for path in [f for p in args.paths for f in _cache_files(p)]:
         try:
             check = verify_cache(path)
         except CacheError as e:
             print(f"drsearch: error: {e.message}", file=sys.stderr)
+            report.append({"path": str(path), "error": e.error_type, "rows": None, "bad": None})
             failed += 1
+            continue
+        report.append({"path": str(path), "rows": check.rows,
+                       "bad": [{"key": k, "kind": kind, "call": call} for k, kind, call in check.bad]})
+        if args.json:
+            failed += not check.ok
             continue
         kinds = ", ".join(f"{kind} {n}" for kind, n in check.rows.items()) or "empty"
         total = sum(check.rows.values())
@@ -53,6 +61,8 @@ def cmd_cache_verify(args: argparse.Namespace, out: TextIO) -> int:
         for key, kind, call in check.bad:
             print(f"  {key} {kind} {call[:200]}", file=out)
         print(f"drsearch: error: corrupt_cache: {len(check.bad)} bad row(s) in {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"caches": report, "ok": not failed}, sort_keys=True), file=out)
     return 2 if failed else 0
 
 
@@ -60,6 +70,9 @@ def cmd_cache_upgrade(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents.replay import upgrade_cache
 
     signed = upgrade_cache(args.file)
+    if args.json:
+        print(json.dumps({"path": str(args.file), "signed": signed}, sort_keys=True), file=out)
+        return 0
     print(f"{args.file}: signed {signed} row(s) as they are now; `drsearch cache verify` checks them "
           "from here on", file=out)
     return 0
@@ -72,7 +85,9 @@ def register(sub: Any) -> None:
     p = verbs.add_parser("verify", help="check every row of a cache against its digest (exit 2 on a bad row)")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                    help="a cache file, or a directory holding cache.sqlite3 / judge_cache.sqlite3")
+    p.add_argument("--json", action="store_true", help="print the report as one line of JSON")
     p.set_defaults(handler=cmd_cache_verify)
     p = verbs.add_parser("upgrade", help="sign the rows of a cache made before row digests, as they are now")
     p.add_argument("file", type=Path, metavar="FILE", help="the cache file")
+    p.add_argument("--json", action="store_true", help="print {path, signed} as one line of JSON")
     p.set_defaults(handler=cmd_cache_upgrade)
