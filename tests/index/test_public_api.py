@@ -13,7 +13,7 @@ EXPECTED_INDEX_API = {
     "hit_passage", "json_integer", "DEFAULT_MAX_BATCH_QUERIES", "RetrieveRequest", "parse_retrieve", "number_from_text", "open_parameters", "parse_open", "parse_search",
     "search_parameters", "strict_parameters", "tool_arguments",
     "CHUNK_STRIDE", "CHUNK_WORDS", "MAX_K", "MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "MAX_RUN_K", "BlockList", "BlocklistError",
-    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "Document",
+    "BuildError", "BuildReport", "BuildSettings", "ChunkSpan", "CorpusFileError", "CorruptIndexError", "DirectoryBusyError", "Document",
     "DocumentNotFoundError", "DrsearchError", "Engine", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "ParsedQuery", "QueryTimeoutError", "SearchResult",

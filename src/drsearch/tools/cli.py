@@ -36,6 +36,7 @@ from ..index import (
 )
 from .argtypes import build_threads, int_in
 from .blocking import add_allow_missing_blocked, serve_blocklist
+from .cache_cli import register as register_cache_verb
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
@@ -370,6 +371,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
     register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
+    register_cache_verb(sub)  # cache verify|upgrade (cache_cli.py, drsearch.agents.replay)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
