@@ -102,12 +102,24 @@ def paired(blocked: list[tuple[str, str]],
 _WORD = re.compile(r"[a-z]{5,14}")
 
 
+_VOWELS, _CONSONANTS = "aeiou", "bcdfghjklmnpqrstvwxz"
+
+
+def _respell(word: str, rng: random.Random) -> str:
+    """``word`` with its first three letters replaced, each vowel by a vowel and each other
+    letter by a consonant (``y`` kept): the same length, the same ending and the same pattern
+    of vowels and consonants, so that the stemmer does the same work for both."""
+    head = "".join(c if c == "y" else rng.choice(_VOWELS if c in _VOWELS else _CONSONANTS)
+                   for c in word[:3])
+    return head + word[3:]
+
+
 def pick_words(database: Path, blocked_docids: list[str], n_words: int,
                seed: int) -> list[tuple[str, str]]:
     """(blocked-only, unknown) word pairs: the first a lower-case word of a blocked document
     that FTS5 finds in no other document (the file's own index, without the blocklist, is the
-    judge), the second the same word with its last three letters changed until FTS5 finds it
-    nowhere (same length and shape, so parsing costs the same). Up to ``n_words`` pairs."""
+    judge), the second the same word respelt (:func:`_respell`) until FTS5 finds it nowhere
+    (so parsing and stemming cost the same). Up to ``n_words`` pairs."""
     from drsearch.index import Engine
 
     rng = random.Random(seed)
@@ -126,7 +138,7 @@ def pick_words(database: Path, blocked_docids: list[str], n_words: int,
             if not chunks or any(int(e._chunk_doc[c]) not in rows for c in chunks):
                 continue
             while True:
-                fake = word[:-3] + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3))
+                fake = _respell(word, rng)
                 if len(e.parse(fake).terms) == 1 and not e.fts5_rank(fake, limit=1):
                     break
             pairs.append((word, fake))
