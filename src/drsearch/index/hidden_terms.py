@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import IncompatibleIndexError
-from .text import Tokenizer, indexed_term
+from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term
 
 # Appended to a hidden term to make the key it is looked up under: sorted right after the term
 # itself (the same b-tree path), and in no term of a unicode61/porter/ascii index (control
@@ -38,6 +38,8 @@ from .text import Tokenizer, indexed_term
 # ~50 ns faster than an unknown word's lookup, p < 1e-20 in-process; appended: 10-20 ns slower
 # than a respelt unknown word's, SQLite comparing the term's whole prefix with its neighbour's).
 _ABSENT_SUFFIX = "\x00"
+# a token this short is its own indexed term (at most 4 UTF-8 bytes a character: indexed_term)
+_SHORT_TOKEN = MAX_TOKEN_BYTES // 4
 # Candidates per SQL statement (json_each keeps it to one bound parameter).
 _BATCH = 4096
 
@@ -55,7 +57,10 @@ def blocked_only_terms(conn: apsw.Connection, tokenizer: Tokenizer,
     in_chunks: Counter[str] = Counter()  # candidate -> blocked chunks whose text holds it
     for (text,) in conn.execute("SELECT text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
                                 (json.dumps(rows),)):
-        in_chunks.update({indexed_term(t) for t in set(tokenizer.terms(text))})
+        terms = set(tokenizer.terms(text))
+        if max(map(len, terms), default=0) > _SHORT_TOKEN:  # (rare: a token FTS5 cuts)
+            terms = {indexed_term(t) for t in terms}
+        in_chunks.update(terms)
     # A term in more chunks than the blocked ones that hold it is in a visible one: only the
     # others' chunk lists are read, each batch's in one statement per table.
     hidden: list[str] = []
