@@ -14,7 +14,7 @@ And for words (``--measure words``): a one-word search for a word that only bloc
 contain against one for a word that occurs nowhere (same length), in-process
 (``Engine.search``), over HTTP ``POST /search`` and ``POST /retrieve`` (a batch of that one
 word). A server that reads a blocked-only word's postings answers it later: an oracle for
-"does some hidden document contain X" (issue 42 §2). Each measure also says how often the
+"does some hidden document contain X". Each measure also says how often the
 slower request of a pair is the blocked-only word's (the guess of a client that sends one of
 each) with a two-sided binomial p-value.
 

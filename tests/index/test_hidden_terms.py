@@ -1,4 +1,4 @@
-"""Terms that only blocked documents hold are looked up as unknown words (issue 42 §2):
+"""Terms that only blocked documents hold are looked up as unknown words:
 the same lookup, the same miss, nothing of their postings read; and every ranking and score
 is bit for bit what the term itself gives (its postings touch no visible chunk)."""
 

@@ -5,7 +5,7 @@ statistics still hold them. A query term whose every posting lies in a blocked c
 nothing to any visible chunk's score (no posting there: exactly +0.0 in FTS5's sum), yet it
 used to be found, its postings read and ranked, and its snippet stem set up: a one-word
 search for it answered ~18 µs later than one for a word that occurs nowhere, an oracle for
-"does some hidden document contain X" (issue 42 §2). The engine finds these terms once, when
+"does some hidden document contain X". The engine finds these terms once, when
 it opens the file with a blocklist, and looks each one up under a key the file does not hold
 (:func:`absent_keys`): the same b-tree descent to the same "not found" as an unknown word,
 the same None term, the same answer. Rankings and scores are those of the term itself, bit for
