@@ -5,7 +5,8 @@ application id and schema version, and loads the small per-chunk arrays. ``searc
 ranks documents by their best chunk exactly as FTS5's ``bm25()`` would, but from
 precomputed posting lists (see :mod:`drsearch.index.scoring`); ``open`` returns a
 document by docid or by any spelling of any of its URLs. Blocked documents do not exist
-for either. The engine never writes to the file.
+for either, and a word only they contain is an unknown word (:mod:`.hidden_terms`). The
+engine never writes to the file.
 """
 
 from __future__ import annotations
