@@ -10,7 +10,11 @@ Starts ``drsearch serve`` (1 worker, default limits unless flags are passed thro
 - a connection that never sends a byte, and one that drips a header byte every 0.5 s:
   when the server closes them;
 - a 10 MB header: what the server answers and how much it read before hanging up;
-- ``--max-connections`` + 1 connections: what the extra one gets.
+- ``--max-connections`` + 1 connections: what the extra one gets;
+- ``POST /retrieve`` bounds: 256 × "the" at topk 100 (over the result cap), the same at
+  topk 10 (at the cap: the largest batch answered) five times, with the worker's resident
+  memory before and its peak (``VmHWM``) after; a 150-query batch of slow queries with
+  ``--time-limit 1``.
 
     python benchmarks/limits_probe.py                       # sample corpus, default limits
     python benchmarks/limits_probe.py --database X.sqlite3 --json out.json
@@ -49,16 +53,16 @@ def connect(port: int) -> socket.socket:
 def read_all(s: socket.socket, timeout: float) -> tuple[bytes, float]:
     """What the server sends until it closes, and after how many seconds (inf: never)."""
     t = time.monotonic()
-    data = b""
+    parts: list[bytes] = []  # joined once: += on bytes is quadratic in a 100 MB answer
     s.settimeout(timeout)
     try:
         while chunk := s.recv(65536):
-            data += chunk
+            parts.append(chunk)
     except TimeoutError:
-        return data, float("inf")
+        return b"".join(parts), float("inf")
     except ConnectionResetError:
         pass
-    return data, time.monotonic() - t
+    return b"".join(parts), time.monotonic() - t
 
 
 def status_of(data: bytes) -> str:
@@ -169,15 +173,65 @@ def probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]
     return rows
 
 
+def worker_memory_mib(pid: int) -> tuple[float, float]:
+    """A process's resident memory now and its peak so far (VmRSS, VmHWM), in MiB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def post_sized(port: int, path: str, body: dict[str, Any]) -> tuple[str, int, float]:
+    """Like :func:`post`, plus the size of the answer's body in bytes."""
+    data = json.dumps(body).encode()
+    with connect(port) as s:
+        t = time.monotonic()
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(data)}"
+                  f"\r\n\r\n".encode() + data)
+        reply, _ = read_all(s, 120)
+        return status_of(reply), len(reply.partition(b"\r\n\r\n")[2]), time.monotonic() - t
+
+
+def retrieve_probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]:
+    """The /retrieve bounds (module docstring), one worker."""
+    rows: list[tuple[str, str, float]] = []
+    proc, port = start(database, *serve_args)
+    try:
+        with connect(port) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            head = read_all(s, 30)[0].partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+        worker = int(head.split("x-drsearch-worker:", 1)[1].split()[0])
+        rss, _ = worker_memory_mib(worker)
+        rows.append((f"worker resident memory at start: {rss:.0f} MiB", "", 0.0))
+        status, size, seconds = post_sized(port, "/retrieve", {"queries": ["the"] * 256, "topk": 100})
+        rows.append(("/retrieve 256 x 'the', topk 100 (25,600 results)", status, seconds))
+        for i in range(5):
+            status, size, seconds = post_sized(port, "/retrieve", {"queries": ["the"] * 256, "topk": 10})
+            rss, peak = worker_memory_mib(worker)
+            rows.append((f"/retrieve 256 x 'the', topk 10 #{i + 1}: {size / 1e6:.1f} MB, "
+                         f"RSS {rss:.0f} MiB, peak {peak:.0f} MiB", status, seconds))
+    finally:
+        stop(proc)
+    slow = " ".join(short_terms(database, 1024))
+    proc, port = start(database, "--time-limit", "1", *serve_args)
+    try:
+        status, size, seconds = post_sized(port, "/retrieve", {"queries": [slow] * 150, "topk": 10})
+        rows.append(("/retrieve 150 x the 1,024 shortest terms, topk 10, --time-limit 1", status, seconds))
+    finally:
+        stop(proc)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--database", type=Path, help="index file (default: the sample corpus)")
     ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                     help="extra `drsearch serve` argument (repeat)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--retrieve-only", action="store_true", help="only the /retrieve probes")
     args = ap.parse_args(argv)
     database = args.database or ensure_sample_db()
-    rows = probe(database, args.serve_arg)
+    rows = [] if args.retrieve_only else probe(database, args.serve_arg)
+    rows += retrieve_probe(database, args.serve_arg)
     load = os.getloadavg()[0]
     print(f"{database.name}; serve {' '.join(args.serve_arg) or '(default limits)'}; "
           f"load average {load:.1f} on {os.cpu_count()} cores")

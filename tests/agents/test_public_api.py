@@ -18,7 +18,8 @@ def test_public_api() -> None:
         "Preset", "PythonRunner", "Question", "ReplayCache", "ReplayMissError",
         "RetryPolicy", "RunSpec", "RunStore", "RunStoreError", "Searcher", "SearcherError", "ToolResponse",
         "TransientLLMError", "code_version", "execute", "execute_run", "TOOL_DIALECTS", "ToolResult", "load_preset", "parse_tool_calls", "read_questions",
-        "run_episode", "tool_schema_sha256", "tool_schemas"}
+        "run_episode", "tool_schema_sha256", "tool_schemas",
+        "CacheCheck", "CacheError", "CorruptCacheError", "UnsignedCacheError", "upgrade_cache", "verify_cache"}
     for name in agents.__all__:
         assert getattr(agents, name) is not None
 

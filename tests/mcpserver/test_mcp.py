@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -28,7 +29,7 @@ from ..helpers import DATA, free_port, strict_mode_problems
 
 BLOCKED_FILE = DATA / "sample/blocked_docids.txt"
 BLOCKED = "d-0f7f6d2dc5dfec3e"  # a leak artifact of the sample corpus, blocked in the release
-K, SNIPPET = 3, 300
+K, SNIPPET, PAGE = 3, 300, 400
 
 
 def _exe() -> str:
@@ -42,7 +43,7 @@ def _env() -> dict[str, str]:
 
 def _server_args(index: Path) -> list[str]:
     return ["mcp", "--database", str(index), "--blocked-docids", str(BLOCKED_FILE), "--k", str(K),
-            "--snippet-chars", str(SNIPPET)]
+            "--snippet-chars", str(SNIPPET), "--page-chars", str(PAGE)]
 
 
 def _text(result: Any) -> tuple[bool, str]:
@@ -71,6 +72,9 @@ async def exercise(client: Client) -> dict[str, Any]:
         "extra_argument": ("search", {"query": "x", "limit": 3}),
         "missing_docid": ("get_document", {}),
         "bad_docid_type": ("get_document", {"docid": 7}),
+        "get_bad_offset": ("get_document", {"docid": "a", "offset": -1}),
+        "get_bad_length": ("get_document", {"docid": "a", "length": 0}),
+        "get_url": ("get_document", {"url": "https://example.org/"}),
         "open_both": ("open", {"docid": "a", "url": "b"}),
         "open_neither": ("open", {}),
         "open_bad_offset": ("open", {"docid": "a", "offset": -1}),
@@ -82,6 +86,10 @@ async def exercise(client: Client) -> dict[str, Any]:
     first = json.loads(out["search"][1])[0]
     out["get_first"] = _text(await client.call_tool("get_document", {"docid": first["docid"]}))
     out["open_page"] = _text(await client.call_tool("open", {"docid": first["docid"], "offset": 10, "length": 50}))
+    out["get_page"] = _text(await client.call_tool("get_document", {"docid": first["docid"], "offset": 10,
+                                                                    "length": 50}))
+    out["get_long"] = _text(await client.call_tool("get_document", {"docid": first["docid"], "length": 10**9}))
+    out["open_long"] = _text(await client.call_tool("open", {"docid": first["docid"], "length": 10**9}))
     out["open_url"] = _text(await client.call_tool("open", {"url": first["url"], "docid": None}))
     out["after_errors"] = _text(await client.call_tool("search", {"query": "video game streaming history"}))
     return out
@@ -130,9 +138,18 @@ def check_answers(a: dict[str, Any], index: Path) -> None:
         assert a["open_blocked"][1].replace(BLOCKED, "X") == a["open_unknown"][1].replace("d-0000000000000000", "X")
         assert json.loads(a["open_blocked"][1])["error"]["type"] == "not_found"
         first = engine.open_document(docid=hits[0]["docid"])
-        assert a["get_first"] == (False, dumps({"docid": first.docid, "text": first.text}))
+        assert len(first.text) > PAGE  # the page cap bites on this document
+
+        def page(offset: int, length: int) -> str:
+            body = first.to_dict(offset, length)
+            return dumps({key: body[key] for key in ("docid", "text", "total_length", "next_offset")})
+
+        # get_document pages as open does: at most --page-chars, by default and when asked for more
+        assert a["get_first"] == a["get_long"] == (False, page(0, PAGE))
+        assert json.loads(a["get_first"][1])["next_offset"] == PAGE
+        assert a["get_page"] == (False, page(10, 50))
         assert a["open_page"] == (False, dumps(first.to_dict(10, 50)))  # the POST /open body
-        assert a["open_url"] == (False, dumps(first.to_dict()))
+        assert a["open_url"] == a["open_long"] == (False, dumps(first.to_dict(0, PAGE)))
     expected_errors = {
         # search/open: the request contract's errors, as POST /search and POST /open answer
         "bad_k_type": ("invalid_k", 'k must be an integer in 1..100, got "5"'),
@@ -141,8 +158,11 @@ def check_answers(a: dict[str, Any], index: Path) -> None:
         "missing_query": ("invalid_query", "missing field 'query'"),
         "oversized_query": ("invalid_query", "the limit is 32768"),
         "extra_argument": ("invalid_request", "unknown field 'limit'"),
-        "missing_docid": ("invalid_arguments", "'docid' must be a non-empty string"),
-        "bad_docid_type": ("invalid_arguments", "'docid' must be a non-empty string"),
+        "missing_docid": ("invalid_request", "missing field 'docid'"),
+        "bad_docid_type": ("invalid_request", "docid must be a string, got a number"),
+        "get_bad_offset": ("invalid_request", "offset must be an integer in 0..9007199254740991, got -1"),
+        "get_bad_length": ("invalid_request", "length must be an integer in 1..9007199254740991, got 0"),
+        "get_url": ("invalid_request", "unknown field 'url'"),
         "open_both": ("invalid_request", "give exactly one of docid or url"),
         "open_neither": ("invalid_request", "give exactly one of docid or url"),
         "open_bad_offset": ("invalid_request", "offset must be an integer in 0..9007199254740991, got -1"),
@@ -242,3 +262,50 @@ def test_a_busy_port_is_one_line_exit_2(sample_index: Path) -> None:
         p = subprocess.run([_exe(), "mcp", "--database", str(sample_index), "--transport", "streamable-http",
                             "--port", str(port)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "cannot bind" in p.stderr, p.stderr
+
+
+def _initialize(url: str) -> httpx.Response:
+    """A raw streamable-HTTP ``initialize``: the request that opens a session."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "probe", "version": "0"}}}
+    return httpx.post(url, json=body, timeout=30,
+                      headers={"accept": "application/json, text/event-stream"})
+
+
+def test_http_sessions_are_capped_and_idle_ones_expire(sample_index: Path, tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "mcp.log"
+    proc = subprocess.Popen([_exe(), *_server_args(sample_index), "--transport", "streamable-http",
+                             "--host", "127.0.0.1", "--port", str(port), "--max-sessions", "2",
+                             "--session-idle-timeout", "2"],
+                            stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-800:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        opened = [_initialize(url) for _ in range(2)]
+        assert [r.status_code for r in opened] == [200, 200]
+        assert all(r.headers.get("mcp-session-id") for r in opened)
+        refused = _initialize(url)
+        assert refused.status_code == 503, refused.text
+        # a session whose client went away without ending it is closed once idle: room again
+        time.sleep(4)
+        assert _initialize(url).status_code == 200
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+
+
+@pytest.mark.parametrize("args", [["--max-sessions", "3"], ["--session-idle-timeout", "5"]])
+def test_session_options_need_streamable_http(sample_index: Path, args: list[str]) -> None:
+    p = subprocess.run([_exe(), "mcp", "--database", str(sample_index), *args], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "only with streamable-http" in p.stderr

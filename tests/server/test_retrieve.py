@@ -7,6 +7,7 @@ In-process for the shape, the blocklist and bad input (same error types as /sear
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,95 @@ def test_search_r1_client_parses_our_reply(sample_index: Path, tmp_path: Path) -
         assert r.status_code == 422 and r.json()["error"]["type"] == "invalid_query"
     finally:
         assert server.stop() == 0
+
+
+# -- the bounds of a batch: one deadline, its results, its bytes ----------------------------------
+
+class _Counting:
+    """An engine that counts the searches it starts, each taking at least ``delay_s``."""
+
+    def __init__(self, engine: Engine, delay_s: float = 0.0) -> None:
+        self._engine = engine
+        self.delay_s = delay_s
+        self.started = 0
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def search(self, query: str, k: int, **kw: Any) -> Any:
+        with self._lock:
+            self.started += 1
+        time.sleep(self.delay_s)
+        return self._engine.search(query, k, **kw)
+
+
+def test_a_batch_over_the_result_cap_is_refused_before_any_work(sample_index: Path) -> None:
+    """256 × "the" at topk 100 (94.6 MB in 8.2 s before): 422 naming the cap, no query run."""
+    with Engine.open(sample_index) as engine:
+        counting = _Counting(engine)
+        c = Client(create_app(counting, ServerSettings()))  # type: ignore[arg-type]
+        try:
+            r = c.post("/retrieve", {"queries": ["the"] * 256, "topk": 100})
+            status, etype, message = error_of(r)
+            assert (status, etype) == (422, "invalid_request"), r.text
+            assert "25600 results" in message and "limit is 2560" in message
+            assert counting.started == 0
+            # at the cap it is answered
+            assert c.post("/retrieve", {"queries": ["the"] * 256, "topk": 10}).status_code == 200
+        finally:
+            c.close()
+    c = make_client(sample_index, settings=ServerSettings(max_batch_results=4))
+    try:
+        assert c.post("/retrieve", {"queries": ["a", "b"], "topk": 2}).status_code == 200
+        assert error_of(c.post("/retrieve", {"queries": ["a", "b"], "topk": 3}))[:2] == (422, "invalid_request")
+    finally:
+        c.close()
+
+
+def test_an_answer_over_the_byte_cap_is_refused_and_stops_the_batch(sample_index: Path) -> None:
+    with Engine.open(sample_index) as engine:
+        counting = _Counting(engine)
+        settings = ServerSettings(max_response_bytes=65536, batch_threads=1)
+        c = Client(create_app(counting, settings))  # type: ignore[arg-type]
+        try:
+            one = c.post("/retrieve", {"queries": ["the"], "topk": 10})
+            assert one.status_code == 200 and 8192 < len(one.content) <= 65536, len(one.content)  # one fits
+            r = c.post("/retrieve", {"queries": ["the"] * 40, "topk": 10})
+            assert error_of(r)[:2] == (422, "response_too_large"), r.text
+            assert "65536 bytes" in error_of(r)[2]
+            assert counting.started < 40  # stopped once over the cap, not run to the end
+        finally:
+            c.close()
+
+
+def test_a_batch_has_one_deadline(sample_index: Path) -> None:
+    """Ten queries of 0.3 s each, one at a time, under a 0.5 s limit: 503 at about 0.6 s (before:
+    each query had its own limit, and the batch answered 200 after 3 s)."""
+    with Engine.open(sample_index) as engine:
+        counting = _Counting(engine, delay_s=0.3)
+        c = Client(create_app(counting, ServerSettings(time_limit_s=0.5, batch_threads=1)))  # type: ignore[arg-type]
+        try:
+            t = time.monotonic()
+            r = c.post("/retrieve", {"queries": [f"video {i}" for i in range(10)], "topk": 3})
+            elapsed = time.monotonic() - t
+            assert error_of(r)[:2] == (503, "query_timeout"), r.text
+            assert "time limit" in error_of(r)[2]
+            assert elapsed < 1.5, elapsed
+            assert counting.started <= 3
+        finally:
+            c.close()
+
+
+def test_a_batch_body_is_the_one_encoding_of_its_results(sample_index: Path) -> None:
+    from drsearch.server.encoding import retrieve_json
+
+    queries = [*QUERIES, "climate"]
+    c = make_client(sample_index)
+    try:
+        for scores in (True, False):
+            body = c.post("/retrieve", {"queries": queries, "topk": 7, "return_scores": scores}).content
+            with Engine.open(sample_index) as engine:
+                assert body == retrieve_json([engine.search(q, 7) for q in queries], scores)
+    finally:
+        c.close()

@@ -161,17 +161,41 @@ def test_a_search_past_its_time_limit_is_a_prompt_503(sample_index: Path, tmp_pa
         assert time.monotonic() - t > 0.004
     server = start(tmp_path, "--database", str(sample_index), "--time-limit", "0.002",
                    "--verify", "none", workers=1)
+    # The head and the body in one write, so both reach the server in one read: the 2 ms
+    # limit also covers reading the body, and a body sent as a second segment (as httpx
+    # sends it) waited for its own turn of a loaded event loop and got 408.
+    body = json.dumps({"query": query, "k": 100}).encode()
+    request = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     try:
-        with httpx.Client(base_url=server.base, timeout=30) as c:
-            c.get("/health")  # connected: the timing below is the request's only
+        with connect(server) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # connected and served once:
+            assert _read_response(s)[0] == 200                  # the timing below is the request's only
             t = time.monotonic()
-            r = c.post("/search", json={"query": query, "k": 100})
+            s.sendall(request)
+            status, headers, data = _read_response(s)
             elapsed = time.monotonic() - t
-        assert r.status_code == 503 and r.json()["error"]["type"] == "query_timeout", r.text[:200]
-        assert r.headers["retry-after"] == "1"
+        assert status == 503 and json.loads(data)["error"]["type"] == "query_timeout", data[:200]
+        assert headers["retry-after"] == "1"
         assert elapsed < 0.6, elapsed
     finally:
         assert server.stop() == 0
+
+
+def _read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 response with a Content-Length from ``s``: status, headers, body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    while len(body) < int(headers["content-length"]):
+        chunk = s.recv(65536)
+        assert chunk, body
+        body += chunk
+    return int(lines[0].split()[1]), headers, body
 
 
 def test_health_answers_while_the_worker_searches(blocked_server: Server, sample_index: Path) -> None:
@@ -338,6 +362,9 @@ def test_a_flipped_bit_is_corrupt_index_and_health_degraded(sample_index: Path, 
         assert health["status"] == "degraded"
         assert any("damaged bytes" in p for p in health["problems"])
         assert any("deep verification failed" in p for p in health["problems"])
+        # the file's name only, as /stats: where the server keeps it is no client's business
+        health_text = httpx.get(server.base + "/health").text
+        assert damaged.name in health_text and str(tmp_path) not in health_text, health_text
         for _ in range(6):
             with httpx.Client() as fresh:
                 assert fresh.get(server.base + "/health").json()["status"] == "degraded"
@@ -372,3 +399,43 @@ def test_serve_refuses_a_crafted_database_with_one_line(sample_index: Path, tmp_
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drsearch: error: "), p.stderr
     assert message in lines[0] and "internal error" not in p.stderr
+
+
+def connect_from(server: Server, source: str) -> socket.socket:
+    """A connection to the server from the loopback address ``source`` (127.0.0.0/8 is all local)."""
+    return socket.create_connection(("127.0.0.1", port_of(server)), timeout=10, source_address=(source, 0))
+
+
+def _health_over(s: socket.socket) -> bytes:
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    return read_until_closed(s, timeout=10)[0]
+
+
+def test_one_client_cannot_hold_every_connection(sample_index: Path, tmp_path: Path) -> None:
+    """One peer address holds its cap of connections: its next one is refused at once, while
+    another address is still served, and its own capacity comes back as it closes some."""
+    server = start(tmp_path, "--database", str(sample_index), "--verify", "none",
+                   "--max-connections", "20", "--max-client-connections", "3", workers=1)
+    try:
+        held = [connect_from(server, "127.0.0.1") for _ in range(3)]
+        try:
+            time.sleep(0.3)  # the worker has accepted them
+            with connect_from(server, "127.0.0.1") as extra:
+                data, closed_after = read_until_closed(extra, timeout=5)
+            assert data.startswith(b"HTTP/1.1 503 "), data[:300]
+            assert b'"too_many_client_connections"' in data and b"limit of 3" in data, data[:300]
+            assert closed_after < 1
+            with connect_from(server, "127.0.0.2") as other:  # another client is not kept out
+                assert _health_over(other).startswith(b"HTTP/1.1 200 ")
+            # the held connections still work
+            held[0].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert held[0].recv(65536).startswith(b"HTTP/1.1 200 ")
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.3)
+        with connect_from(server, "127.0.0.1") as again:  # its capacity is back
+            assert _health_over(again).startswith(b"HTTP/1.1 200 ")
+        assert "too_many_client_connections" in server.log.read_text()
+    finally:
+        assert server.stop() == 0

@@ -11,10 +11,13 @@ Public API (pinned by tests/agents/test_public_api.py)::
     tool_schemas(preset, dialect="chat"|"responses"|"anthropic", strict=False); TOOL_DIALECTS
     execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
+    verify_cache(path) -> CacheCheck; upgrade_cache(path) -> rows signed
 """
 
 from .errors import (
     AgentError,
+    CacheError,
+    CorruptCacheError,
     EndpointError,
     EndpointProbeError,
     InfrastructureError,
@@ -24,13 +27,22 @@ from .errors import (
     RunStoreError,
     SearcherError,
     TransientLLMError,
+    UnsignedCacheError,
 )
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
 from .loop import FINAL_STATUSES, INFRA_STATUS, STATUSES, Accounting, Episode, run_episode
 from .preset import CLOSED_BOOK, DR256, PRESETS, TOOL_NAMES, Preset, load_preset
 from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
-from .replay import CACHE_MODES, CachedSearcher, CacheMode, ReplayCache
+from .replay import (
+    CACHE_MODES,
+    CacheCheck,
+    CachedSearcher,
+    CacheMode,
+    ReplayCache,
+    upgrade_cache,
+    verify_cache,
+)
 from .runner import RunSpec, code_version, execute_run
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher, ToolResponse
@@ -49,6 +61,8 @@ __all__ = [
     "TOOL_NAMES",
     "Accounting",
     "AgentError",
+    "CacheCheck",
+    "CacheError",
     "CacheMode",
     "CachedChat",
     "CachedPython",
@@ -56,6 +70,7 @@ __all__ = [
     "ChatClient",
     "ChatOutcome",
     "CorpusInfo",
+    "CorruptCacheError",
     "EndpointError",
     "EndpointProbeError",
     "EngineSearcher",
@@ -80,6 +95,7 @@ __all__ = [
     "ToolResponse",
     "ToolResult",
     "TransientLLMError",
+    "UnsignedCacheError",
     "code_version",
     "execute",
     "execute_run",
@@ -89,4 +105,6 @@ __all__ = [
     "run_episode",
     "tool_schema_sha256",
     "tool_schemas",
+    "upgrade_cache",
+    "verify_cache",
 ]

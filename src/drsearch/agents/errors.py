@@ -17,8 +17,13 @@
         │   ├── LocalIOError       a local write failed (disk full, read-only directory, …)
         │   └── SandboxError       the python tool's sandbox could not be built for a call
         ├── RunStoreError          a run directory that cannot be resumed (CLI exit 2)
-        └── SandboxUnavailableError  a preset offers python, the machine cannot sandbox it,
-                                   and ``--allow-unsandboxed-python`` was not given (exit 2)
+        ├── SandboxUnavailableError  a preset offers python, the machine cannot sandbox it,
+        │                          and ``--allow-unsandboxed-python`` was not given (exit 2)
+        └── CacheError             a response cache that cannot be trusted (CLI exit 2): the
+            │                      run or grading stops; nothing is replayed or refetched
+            ├── CorruptCacheError  a row whose digest does not match its key and body (edited
+            │                      or damaged); the message names the key and the file
+            └── UnsignedCacheError a cache from before row digests (``drsearch cache upgrade``)
 
 Tool-level problems (unknown docid, bad ``k``, malformed tool calls) are *not* exceptions:
 they are returned to the model as structured tool errors and counted.
@@ -127,6 +132,27 @@ class RunStoreError(AgentError):
     error_type = "run_store"
 
 
+class CacheError(AgentError):
+    """A replay or judge cache that cannot be trusted: not the model's outcome, and not an
+    infrastructure failure a rerun could cure, so it ends the command (exit 2)."""
+
+    exit_code = 2
+    error_type = "cache_error"
+
+
+class CorruptCacheError(CacheError):
+    """A cache row does not match its digest: its key or body was edited, or the bytes are
+    damaged. It is never replayed, and never silently replaced by a live call."""
+
+    error_type = "corrupt_cache"
+
+
+class UnsignedCacheError(CacheError):
+    """A cache written before rows carried digests: an edited row cannot be told apart."""
+
+    error_type = "unsigned_cache"
+
+
 def describe_validation_error(e: ValidationError, names: dict[str, str] | None = None) -> str:
     """A pydantic error as one line: ``field: message; …`` (``names`` renames fields, e.g. to
     CLI options), with no input values echoed and no documentation links."""
@@ -139,7 +165,7 @@ def describe_validation_error(e: ValidationError, names: dict[str, str] | None =
     return "; ".join(parts)
 
 
-__all__ = ["AgentError", "EndpointError", "EndpointProbeError", "InfrastructureError", "LLMError",
-           "LocalIOError", "ReplayMissError", "RunStoreError", "SandboxError",
-           "SandboxUnavailableError", "SearcherError", "TransientLLMError",
-           "describe_validation_error"]
+__all__ = ["AgentError", "CacheError", "CorruptCacheError", "EndpointError", "EndpointProbeError",
+           "InfrastructureError", "LLMError", "LocalIOError", "ReplayMissError", "RunStoreError",
+           "SandboxError", "SandboxUnavailableError", "SearcherError", "TransientLLMError",
+           "UnsignedCacheError", "describe_validation_error"]

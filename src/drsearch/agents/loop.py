@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import sha256_hex
-from .errors import AgentError, InfrastructureError, LLMError
+from .errors import AgentError, CacheError, InfrastructureError, LLMError
 from .llm import CachedChat
 from .preset import Preset
 from .pytool import PythonRunner
@@ -178,7 +178,7 @@ class _Run:
 def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
                 python: PythonRunner | None = None) -> Episode:
     """Run question ``q`` to a status; never raises for model, backend or replay failures
-    (CallCancelled, and bugs, pass through).
+    (CallCancelled, CacheError, and bugs, pass through).
 
     ``python`` runs the python tool's calls (needed when the preset offers it)."""
     run = _Run(q, preset, model, chat, searcher, python)
@@ -193,6 +193,8 @@ def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searc
             if end is not None:
                 status, reason, answer = end
                 break
+    except CacheError:  # an untrustworthy cache ends the run: neither the model's outcome nor retried
+        raise
     except InfrastructureError as e:  # before AgentError: an EndpointError is an LLMError too
         status, reason = INFRA_STATUS, f"{e.error_type}: {e.message}"
     except AgentError as e:

@@ -31,7 +31,7 @@ from .. import __version__
 from ..contract import InvalidInputError
 from ..index import BlockList, Engine
 from .canonical import sha256_hex
-from .errors import LocalIOError, RunStoreError, SandboxUnavailableError
+from .errors import CacheError, LocalIOError, RunStoreError, SandboxUnavailableError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
 from .loop import INFRA_STATUS, Episode, run_episode
 from .preset import DR256, Preset, load_preset
@@ -317,6 +317,8 @@ def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: 
                 episode = fut.result()
             except CallCancelled:  # unfinished: a rerun does it again
                 continue
+            except CacheError:  # an edited cache: stop the whole run (exit 2), record nothing for it
+                raise
             except Exception as e:  # a bug must not lose the question: record it
                 episode = _crashed(futures[fut], preset, e)
             try:
@@ -370,6 +372,7 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
             stack.callback(client.close)
             client.probe(model)  # a dead, wrong or unauthorised endpoint: exit 2, nothing written
         store.start(manifest)
+        stack.callback(store.close)
         try:
             cache = ReplayCache(cache_path, cache_mode)
         except sqlite3.Error as e:

@@ -12,6 +12,10 @@
   byte-identical to an uninterrupted one.
 - ``timings.jsonl`` (wall times, retries, cache hits) is kept apart because clocks are not
   reproducible; ``summary.json`` holds the totals of the last invocation.
+
+One writer at a time: :meth:`RunStore.start` locks the directory
+(:func:`drsearch.contract.dirlock.lock_dir`) until :meth:`RunStore.close` or the process ends;
+a second run on the same ``--out`` is refused (DirectoryBusyError, exit 2, naming the pid).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.atomic import write_bytes_atomic, write_json_atomic
+from ..contract.dirlock import DirLock, lock_dir
+from ..contract.errors import InvalidInputError
 from .canonical import canonical_json
 from .errors import LocalIOError, RunStoreError
 from .loop import INFRA_STATUS, Episode
@@ -68,6 +74,13 @@ class RunStore:
         self.timings = self.dir / "timings.jsonl"
         self.timing_write_failures = 0  # timing lines lost to a failed write (counted in the summary)
         self._lock = threading.Lock()
+        self._dirlock: DirLock | None = None
+
+    def close(self) -> None:
+        """Let another process write this run directory (idempotent)."""
+        if self._dirlock is not None:
+            self._dirlock.release()
+            self._dirlock = None
 
     def check(self, manifest: dict[str, Any]) -> None:
         """Refuse (RunStoreError) an ``--out`` that cannot be a run directory, or one that holds
@@ -85,12 +98,16 @@ class RunStore:
                                 "use another --out")
 
     def start(self, manifest: dict[str, Any]) -> None:
-        """Make the directory and write run.json, or check a resumed run agrees with it."""
+        """Make and lock the directory and write run.json, or check a resumed run agrees with it.
+
+        DirectoryBusyError when another live process holds the directory."""
         self.check(manifest)
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RunStoreError(f"--out {self.dir}: cannot make the run directory ({e.strerror})") from None
+        if self._dirlock is None:
+            try:
+                self._dirlock = lock_dir(self.dir, "run directory")
+            except InvalidInputError as e:
+                raise RunStoreError(f"--out {e.message}") from None
+        self.check(manifest)  # again, locked: a run that just finished may have written run.json
         path = self.dir / "run.json"
         if not path.exists():
             try:

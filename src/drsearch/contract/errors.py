@@ -15,7 +15,8 @@ Every error a caller can act on derives from :class:`DrsearchError`::
     │   └── CorruptIndexError        damaged bytes met while answering (HTTP 500 corrupt_index)
     ├── DocumentNotFoundError        unknown *or blocked* document (CLI exit 1, HTTP 404)
     ├── QueryTimeoutError            a query ran past its time limit (CLI exit 1, HTTP 503)
-    └── BuildError                   an index could not be built (CLI exit 1)
+    ├── BuildError                   an index could not be built (CLI exit 1)
+    └── DirectoryBusyError           another live process is writing that output directory (CLI exit 2)
 
 The HTTP status and CLI exit code of each class are declared here, in one place,
 as class attributes (``http_status``, ``exit_code``).
@@ -102,11 +103,21 @@ class BuildError(DrsearchError):
     error_type = "build_error"
 
 
+class DirectoryBusyError(DrsearchError):
+    """An output directory (a run, a stage directory, a pool, a release) is locked by another
+    live process: two writers would interleave their files (drsearch.contract.dirlock)."""
+
+    http_status = 409
+    exit_code = 2
+    error_type = "directory_busy"
+
+
 __all__ = [
     "BlocklistError",
     "BuildError",
     "CorpusFileError",
     "CorruptIndexError",
+    "DirectoryBusyError",
     "DocumentNotFoundError",
     "DrsearchError",
     "IncompatibleIndexError",

@@ -33,6 +33,7 @@ import httpx
 
 from .. import __version__
 from ..contract import InvalidInputError
+from ..contract.dirlock import lock_dir
 from ..index import canonicalize_url
 from .crawl import (
     FETCH_SUMMARY,
@@ -44,7 +45,7 @@ from .crawl import (
     write_json_atomic,
 )
 from .robots import RobotsCache
-from .urllist import host_of, read_url_list
+from .urllist import UrlList, host_of, read_url_list
 
 USER_AGENT = f"drsearch-corpus/{__version__} (offline research corpus builder; honours robots.txt)"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -251,7 +252,8 @@ def fetch_urls(
     Returns the run summary (also written to ``crawl/fetch_summary.json``): list counts
     (``malformed_url_lines`` with ``problems`` naming each line, duplicates), URLs already
     done, and this run's outcomes. Raises InvalidInputError when the list cannot be read or
-    ``crawl`` cannot be created. ``on_start`` gets the number of URLs to fetch.
+    ``crawl`` cannot be created, DirectoryBusyError (exit 2) while another process fetches
+    into it. ``on_start`` gets the number of URLs to fetch.
     """
     settings = settings or FetchSettings()
     root = Path(crawl)
@@ -260,6 +262,13 @@ def fetch_urls(
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InvalidInputError(f"cannot create crawl directory {root}: {e.strerror}") from e
+    with lock_dir(root, "crawl directory"):  # two fetches into one crawl would interleave its records
+        return _fetch_locked(listed, root, settings, transport, progress, on_start, url_file)
+
+
+def _fetch_locked(listed: UrlList, root: Path, settings: FetchSettings,
+                  transport: httpx.AsyncBaseTransport | None, progress: Callable[[FetchRecord], None] | None,
+                  on_start: Callable[[int], None] | None, url_file: str | os.PathLike[str]) -> dict[str, Any]:
     todo, done = pending_urls(listed.urls, root)
     if on_start:
         on_start(len(todo))

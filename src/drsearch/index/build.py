@@ -34,12 +34,14 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from ..contract.dirlock import lock_dir
 from ..contract.errors import BuildError, InvalidDocumentError, InvalidInputError
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
 from .doctable import DocTable
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
+from .leftovers import SCRATCH_PREFIX, remove_dead_leftovers
 from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
@@ -356,9 +358,11 @@ def build(
         raise BuildError(f"{out} is a directory, not an index file")
     if not out.parent.is_dir():  # bad input, like a missing --database: exit 2, nothing read
         raise InvalidInputError(f"directory {out.parent} does not exist (create it first)")
+    remove_dead_leftovers(out)  # what killed builds left here (only provably theirs)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
-        with tempfile.TemporaryDirectory(prefix="drsearch-build-", dir=out.parent) as td:
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=out.parent) as td, \
+                lock_dir(td, "build scratch directory"):  # held until we die: see leftovers.py
             report = _build_into(docs, tmp, Path(td), settings, progress, provenance, on_start, chunks,
                                  exclude)
         os.replace(tmp, out)

@@ -5,7 +5,8 @@ application id and schema version, and loads the small per-chunk arrays. ``searc
 ranks documents by their best chunk exactly as FTS5's ``bm25()`` would, but from
 precomputed posting lists (see :mod:`drsearch.index.scoring`); ``open`` returns a
 document by docid or by any spelling of any of its URLs. Blocked documents do not exist
-for either. The engine never writes to the file.
+for either, and a word only they contain is an unknown word (:mod:`.hidden_terms`). The
+engine never writes to the file.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
 from .doctable import DocTable, PagedFields
+from .hidden_terms import absent_keys, blocked_only_terms
 from .query import ParsedQuery, QueryTerm, parse_query
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
@@ -197,6 +199,12 @@ class Engine:
         # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
         # opening either takes the same path to the same exception.
         self._hidden: frozenset[int] = frozenset({0, *self._blocked_docs})
+        # Terms only blocked chunks hold -> the absent key each is looked up under, so that a
+        # query of one costs what a query of an unknown word costs (hidden_terms; SERVER.md).
+        self._hidden_terms: dict[str, str] = absent_keys(
+            conn, blocked_only_terms(conn, self.tokenizer, self._blocked_chunks))
+        # Tests turn it off to compare: the same rankings and scores, bit for bit.
+        self.hide_blocked_only_terms = True
         self._local = threading.local()
         # Posting lists of up to this many postings come with the term rows, longer ones by
         # blob I/O (the same bytes either way; tests set it to use one way only).
@@ -388,7 +396,8 @@ class Engine:
         return scratch
 
     def _postings(self, parsed: ParsedQuery, deadline: float) -> list[Term | None]:
-        """Each query term's postings (None if not in the index), in phrase order.
+        """Each query term's postings (None if not in the index, or if only blocked chunks
+        hold it), in phrase order.
 
         Sparse lists are views into this thread's arena or into the bytes SQLite returned,
         valid until this thread's next query, or (a kept short list) into read-only bytes of
@@ -396,6 +405,12 @@ class Engine:
         the wrong size or a missing one.
         """
         names = [qt.term for qt in parsed.terms]
+        if self._hidden_terms and self.hide_blocked_only_terms:
+            # A term only blocked chunks hold is looked up under a key the file does not hold:
+            # the same lookup, the same miss and the same None as an unknown word's (every term
+            # of every query here pays the dict lookup, hidden or not).
+            hidden = self._hidden_terms
+            names = [hidden.get(name, name) for name in names]
         pages = self._pages
         paged = pages is not None and self.scorer.native
         # The term rows from the file's pages in one C call (no SQL statement, whose every step

@@ -53,13 +53,28 @@ def run_stdio(server: Server[Any]) -> None:
     anyio.run(main)
 
 
-def run_streamable_http(server: Server[Any], host: str, port: int, log_level: str = "warning") -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` (uvicorn) until interrupted."""
+MAX_SESSIONS_DEFAULT = 64
+SESSION_IDLE_TIMEOUT_S_DEFAULT = 600.0
+
+
+def run_streamable_http(server: Server[Any], host: str, port: int, log_level: str = "warning", *,
+                        max_sessions: int = MAX_SESSIONS_DEFAULT,
+                        session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S_DEFAULT) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` (uvicorn) until interrupted.
+
+    At most ``max_sessions`` sessions are open at once (a request that would open another
+    gets 503 until one ends); a session without a request for ``session_idle_timeout_s``
+    seconds is closed, so that clients that go away without ending theirs do not hold the
+    places forever. Both are the SDK's own session manager's limits (its defaults: 10,000
+    sessions, 30 minutes).
+    """
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, max_sessions=max_sessions,
+                                     session_idle_timeout=session_idle_timeout_s)
     print(f"drsearch mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
-__all__ = ["SERVER_NAME", "build_server", "run_stdio", "run_streamable_http"]
+__all__ = ["MAX_SESSIONS_DEFAULT", "SERVER_NAME", "SESSION_IDLE_TIMEOUT_S_DEFAULT", "build_server",
+           "run_stdio", "run_streamable_http"]

@@ -7,12 +7,15 @@ documents are absent exactly as over HTTP):
     BrowseComp-Plus's shape: a JSON list ``[{"docid", "score", "snippet", "title", "url"}]``,
     best first; ``k`` defaults to the server's ``--k``; ``snippet`` is the best passage,
     cut to ``--snippet-chars`` characters.
-``get_document(docid)``
-    ``{"docid", "text"}`` (the whole text), or ``null`` for an unknown *or blocked* docid.
+``get_document(docid, offset?, length?)``
+    ``{"docid", "text", "total_length", "next_offset"}``: one page of the text, paged as
+    ``open`` pages it; ``null`` for an unknown *or blocked* docid.
 ``open(docid | url, offset?, length?)``
     The exact body of ``POST /open``: one page of the text with ``next_offset``.
 
-Arguments of ``search`` and ``open`` are checked by the request contract
+A page of either tool is at most ``--page-chars`` characters (``McpSettings.page_chars``): the
+default ``length`` and its cap, so no call answers a whole long document at once; the caller
+reads on from ``next_offset``. Arguments of all three tools are checked by the request contract
 (:mod:`drsearch.contract.request`), exactly as ``POST /search`` and ``POST /open`` check them; a
 bad call is a tool error whose text is the HTTP API's JSON error body ``{"error": {"type",
 "message"}}`` with the same type and message, never a protocol error or a crash. Schemas are
@@ -31,6 +34,7 @@ from ..contract import (
     OPEN_TOOL,
     SEARCH_TOOL,
     InvalidInputError,
+    InvalidRequestError,
     Limits,
     Searcher,
     canonical_json,
@@ -45,6 +49,8 @@ from ..contract import (
 
 SEARCH_K_DEFAULT = 5  # BrowseComp-Plus's default --k
 SNIPPET_CHARS_DEFAULT = 2000  # about BrowseComp-Plus's 512-token snippets
+PAGE_CHARS_DEFAULT = 10_000  # about 2,500 tokens: a page of a document, not a whole book
+GET_DOCUMENT_FIELDS = ("docid", "offset", "length")
 TOOL_NAMES = (SEARCH_TOOL, "get_document", OPEN_TOOL)
 
 
@@ -59,11 +65,13 @@ class Answer:
 @dataclass(frozen=True, slots=True)
 class McpSettings:
     """``k``: results when a call gives none (1..``max_k``); ``snippet_chars``: cap on each
-    search result's snippet; ``max_k``: the largest k a call may ask for."""
+    search result's snippet; ``max_k``: the largest k a call may ask for; ``page_chars``: the
+    default and largest ``length`` of a ``get_document`` or ``open`` page."""
 
     k: int = SEARCH_K_DEFAULT
     snippet_chars: int = SNIPPET_CHARS_DEFAULT
     max_k: int = MAX_K
+    page_chars: int = PAGE_CHARS_DEFAULT
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_k <= MAX_K:
@@ -72,6 +80,12 @@ class McpSettings:
             raise ValueError(f"k must be in 1..{self.max_k}")
         if self.snippet_chars < 1:
             raise ValueError("snippet_chars must be >= 1")
+        if self.page_chars < 1:
+            raise ValueError("page_chars must be >= 1")
+
+    def page_length(self, length: int | None) -> int:
+        """The characters a page of ``length`` (None: not given) holds: at most ``page_chars``."""
+        return self.page_chars if length is None else min(length, self.page_chars)
 
     def limits(self) -> Limits:
         """The request contract's limits of these settings (k default and maximum)."""
@@ -81,18 +95,23 @@ class McpSettings:
 def tool_definitions(settings: McpSettings) -> list[dict[str, Any]]:
     """``[{"name", "description", "inputSchema"}]`` of the three tools (strict-compatible)."""
     search = search_parameters(settings.limits())
-    get_document = {"type": "object", "additionalProperties": False, "required": ["docid"], "properties": {
-        "docid": {"type": "string", "description": "docid from a search result"}}}
     open_ = open_parameters(length=True)
+    page = f"characters to return (default and most: {settings.page_chars})"
+    open_["properties"]["length"] = {**open_["properties"]["length"], "description": page}
+    get_document = {"type": "object", "additionalProperties": False, "required": ["docid"], "properties": {
+        name: schema for name, schema in open_["properties"].items() if name in GET_DOCUMENT_FIELDS}}
     return [
         {"name": "search", "inputSchema": strict_parameters(search), "description": (
             f"Search the frozen web corpus (BM25). Returns the top k (default {settings.k}) documents "
             "as a JSON list of {docid, score, snippet, title, url}, best first.")},
         {"name": "get_document", "inputSchema": strict_parameters(get_document), "description": (
-            "Retrieve a document's full text by docid: JSON {docid, text}, or null if there is none.")},
+            f"Retrieve a document's text by docid, at most {settings.page_chars} characters from offset: "
+            "JSON {docid, text, total_length, next_offset} (next_offset: where the next page starts, "
+            "null on the last), or null if there is none.")},
         {"name": "open", "inputSchema": strict_parameters(open_), "description": (
             "Open a document by docid or URL and read its text from offset, length characters at a "
-            "time: JSON {docid, url, title, text, metadata, total_length, next_offset}.")},
+            f"time (at most {settings.page_chars}): JSON {{docid, url, title, text, metadata, total_length, "
+            "next_offset}.")},
     ]
 
 
@@ -125,27 +144,25 @@ def _call(name: str, given: object, searcher: Searcher, settings: McpSettings) -
     if name == OPEN_TOOL:
         request = parse_open(given, settings.limits())
         r = searcher.open(docid=request.docid, url=request.url, offset=request.offset,
-                          length=request.length)
+                          length=settings.page_length(request.length))
         return Answer(r.body.decode("utf-8"), is_error=not r.ok)
-    if not isinstance(given, dict):
-        return _error("invalid_arguments", f"{name}: arguments must be a JSON object")
-    args = given
     if name == "get_document":
-        extra = sorted(set(args) - {"docid"})
-        if extra:
-            return _error("invalid_arguments", f"get_document: unknown argument(s) {extra}")
-        docid = args.get("docid")
-        if not isinstance(docid, str) or not docid:
-            return _error("invalid_arguments", "get_document: 'docid' must be a non-empty string")
-        r = searcher.open(docid=docid, url=None, offset=0, length=None)
+        # (an unknown field is named first, as the contract names it; then the missing docid,
+        # which the contract, asking for a docid or a url, would call "give exactly one")
+        if isinstance(given, dict) and "docid" not in given and set(given) <= set(GET_DOCUMENT_FIELDS):
+            raise InvalidRequestError("missing field 'docid'")
+        request = parse_open(given, settings.limits(), GET_DOCUMENT_FIELDS)
+        r = searcher.open(docid=request.docid, url=None, offset=request.offset,
+                          length=settings.page_length(request.length))
         if not r.ok:
             if json.loads(r.body)["error"]["type"] == "not_found":
                 return Answer("null")  # unknown and blocked alike, as BrowseComp-Plus answers
             return _backend_error(r.body)
         doc = json.loads(r.body)
-        return Answer(canonical_json({"docid": doc["docid"], "text": doc["text"]}))
+        page = {key: doc[key] for key in ("docid", "text", "total_length", "next_offset")}
+        return Answer(canonical_json(page))
     return _error("unknown_tool", f"unknown tool {name!r} (tools: {', '.join(TOOL_NAMES)})")
 
 
-__all__ = ["SEARCH_K_DEFAULT", "SNIPPET_CHARS_DEFAULT", "TOOL_NAMES", "Answer", "McpSettings", "call_tool",
-           "tool_definitions"]
+__all__ = ["PAGE_CHARS_DEFAULT", "SEARCH_K_DEFAULT", "SNIPPET_CHARS_DEFAULT", "TOOL_NAMES", "Answer",
+           "McpSettings", "call_tool", "tool_definitions"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import InvalidInputError
+from ..contract.dirlock import LOCK_NAME, entries, lock_dir
 from ..corpus import source_summary
 from ..index import BlockList, BuildReport, BuildSettings, build, read_jsonl, sha256_file
 from .checks import answer_coverage
@@ -95,19 +96,34 @@ def assemble_release(
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"{root} exists and is not a directory")
-    if root.exists() and any(root.iterdir()) and not overwrite:
-        raise InvalidInputError(f"{root} exists and is not empty (use --force to replace the release)")
+    _check_empty(root, overwrite)
     qs, blocklist = _check_inputs(Path(questions), Path(blocked))
     made = [d for d in (root, root / "search") if not d.exists()]
-    for d in made:
-        d.mkdir(parents=True)
-    try:
-        report = build(read_jsonl(docs), root / DATABASE, settings, overwrite=True, progress=build_progress)
-    except BaseException:
-        for d in reversed(made):  # a failed build leaves them empty: rerunning needs no --force
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        raise
+    with lock_dir(root, "release directory"):  # one writer: a second assemble exits 2 naming this pid
+        _check_empty(root, overwrite)  # again, locked: the holder may just have finished
+        (root / "search").mkdir(exist_ok=True)
+        try:
+            report = build(read_jsonl(docs), root / DATABASE, settings, overwrite=True,
+                           progress=build_progress)
+        except BaseException:
+            for d in reversed(made):  # a failed build leaves them empty: rerunning needs no --force
+                with contextlib.suppress(OSError):
+                    if d == root:
+                        (root / LOCK_NAME).unlink()
+                    d.rmdir()
+            raise
+        return _write_release(root, docs, questions, blocked, qs, blocklist, report, name, revision,
+                              hash_progress)
+
+
+def _check_empty(root: Path, overwrite: bool) -> None:
+    if root.exists() and entries(root) and not overwrite:
+        raise InvalidInputError(f"{root} exists and is not empty (use --force to replace the release)")
+
+
+def _write_release(root: Path, docs: str | os.PathLike[str], questions: str | os.PathLike[str],
+                   blocked: str | os.PathLike[str], qs: QuestionSet, blocklist: BlockList, report: Any,
+                   name: str, revision: str, hash_progress: ProgressFactory | None) -> Manifest:
     (root / "benchmark").mkdir(exist_ok=True)
     shutil.copyfile(questions, root / QUESTIONS)
     shutil.copyfile(blocked, root / BLOCKED)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from ..contract import InvalidInputError
 from ..contract.atomic import write_bytes_atomic
+from ..contract.dirlock import LOCK_NAME, lock_dir
 from ..index import BlockList, Engine, read_sqlite_header, sha256_file
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
@@ -117,7 +118,8 @@ def check_relative_path(path: str) -> str | None:
 
 def release_files(root: Path) -> list[str]:
     """Every regular file under ``root`` (symlinks to files followed), as sorted relative
-    POSIX paths, except manifest.json and checksums.sha256. Raises InvalidInputError on a
+    POSIX paths, except manifest.json, checksums.sha256 and lock files (``.drsearch.lock``,
+    drsearch.contract.dirlock). Raises InvalidInputError on a
     name a manifest cannot carry."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -125,8 +127,8 @@ def release_files(root: Path) -> list[str]:
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
-            if rel in (MANIFEST, CHECKSUMS) or not full.is_file():
-                continue
+            if rel in (MANIFEST, CHECKSUMS) or name == LOCK_NAME or not full.is_file():
+                continue  # the lock file of whoever writes the release is not part of it
             problem = check_relative_path(rel)
             if problem:
                 raise InvalidInputError(f"{full}: file name {problem}")
@@ -344,12 +346,15 @@ def write_release_manifest(root: str | os.PathLike[str], name: str | None = None
     unless the whole manifest could be computed.
     """
     base = Path(root)
-    data = build_manifest(base, name, revision, progress)
-    body = manifest_json(data)
-    sums = {f["path"]: f["sha256"] for f in data["files"]}
-    write_bytes_atomic(base / MANIFEST, body)
-    sums[MANIFEST] = sha256_file(base / MANIFEST)
-    write_bytes_atomic(base / CHECKSUMS, checksum_lines(sums))
+    if not base.is_dir():  # as before the lock: a missing release is refused, not created
+        return Manifest.model_validate(build_manifest(base, name, revision, progress))
+    with lock_dir(base, "release directory"):
+        data = build_manifest(base, name, revision, progress)
+        body = manifest_json(data)
+        sums = {f["path"]: f["sha256"] for f in data["files"]}
+        write_bytes_atomic(base / MANIFEST, body)
+        sums[MANIFEST] = sha256_file(base / MANIFEST)
+        write_bytes_atomic(base / CHECKSUMS, checksum_lines(sums))
     return Manifest.model_validate(data)
 
 

@@ -33,11 +33,11 @@ from ..contract import (
     InvalidRequestError,
     QueryTimeoutError,
     Retriever,
-    SearchResult,
     fleet_identity,
 )
 from ..index import gil_poll_ns
-from .encoding import canonical_bytes, document_json, retrieve_json, search_json
+from .batch import check_batch_work, run_batch
+from .encoding import canonical_bytes, document_json, search_json
 from .errors import JSON, error_response, from_http_exception
 from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
 from .health import HealthState
@@ -68,7 +68,9 @@ Queries are free text: quotes, `NEAR(`, `col:`, `*` and `-` are plain words, nev
 `POST /retrieve` is Search-R1's retrieval contract over the same engine and blocklist.
 Every response carries `x-drsearch-identity: <corpus identity>:<blocklist SHA-256>`.
 Errors are `{"error": {"type", "message"}}`: 422 malformed request (also: a query of more
-distinct terms than the server's cap, which the schema cannot express), 404 unknown (or
+distinct terms than the server's cap, which the schema cannot express; a `/retrieve` batch
+over the server's result cap, `len(queries) × topk`, or whose answer would pass its byte cap,
+`response_too_large`), 404 unknown (or
 blocked: the two are indistinguishable) document, 408 body not received in time, 413 body
 too large, 503 request past its time limit, 500 `corrupt_index` (damaged index file).
 """
@@ -137,34 +139,16 @@ class _Api:
         return Response(await self._run(answer), media_type=JSON)
 
     async def retrieve(self, request: Request) -> Response:
-        """Search-R1's ``POST /retrieve``: every query of the batch as one /search.
-
-        Each query has /search's time limit, counted from when it starts; the first failing
-        query in batch order decides the error (its index named), as /search would answer it.
-        """
+        """Search-R1's ``POST /retrieve``: every query of the batch as one /search, under the
+        request's one deadline, a cap on its results and one on its answer's bytes
+        (:mod:`drsearch.server.batch`)."""
         deadline = time.monotonic() + self.settings.time_limit_s
         body = await read_body(request, self.settings.max_body_bytes, deadline)
         req = parse_retrieve_body(body, self.limits, self.settings.max_batch_queries)
-        timeout_s, max_terms = self.settings.time_limit_s, self.settings.max_query_terms
-
-        def one(query: str) -> SearchResult:
-            query_deadline = time.monotonic() + timeout_s
-            result = self.engine.search(query, req.topk, deadline=query_deadline, max_terms=max_terms)
-            if time.monotonic() > query_deadline:
-                raise QueryTimeoutError("query ran past its time limit")
-            return result
-
-        loop = asyncio.get_running_loop()
-        done = await asyncio.gather(*(loop.run_in_executor(self._batch_pool, one, q) for q in req.queries),
-                                    return_exceptions=True)
-        results: list[SearchResult] = []
-        for i, outcome in enumerate(done):
-            if isinstance(outcome, DrsearchError) and not isinstance(outcome, CorruptIndexError):
-                raise type(outcome)(f"queries.{i}: {outcome.message}")
-            if isinstance(outcome, BaseException):
-                raise outcome
-            results.append(outcome)
-        return Response(retrieve_json(results, req.return_scores), media_type=JSON)
+        check_batch_work(req, self.settings.max_batch_results)
+        data = await run_batch(self.engine, req, deadline=deadline, max_terms=self.settings.max_query_terms,
+                               max_bytes=self.settings.max_response_bytes, pool=self._batch_pool)
+        return Response(data, media_type=JSON)
 
     async def health(self) -> Response:
         body = {**self.static_health, **self.health_state.body()}
@@ -251,7 +235,7 @@ def create_app(engine: Retriever, settings: ServerSettings | None = None, *,
         summary="Search-R1's batch retrieval: the topk best documents of each query",
         openapi_extra={"requestBody": body_schema(api.models.retrieve)},
         responses={200: {"model": RetrieveResponse}, **ERRORS,
-                   **error(503, "a query of the batch ran past its time limit")})
+                   **error(503, "the batch ran past its time limit")})
     app.add_api_route("/health", api.health, methods=["GET"], summary="Liveness and identity",
                       responses={200: {"model": HealthResponse}})
     app.add_api_route("/stats", api.stats, methods=["GET"], summary="Engine stats and counters",

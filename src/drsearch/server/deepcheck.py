@@ -25,16 +25,26 @@ from .health import write_verify_state
 from .verify import verify_corpus
 
 
+def public_message(message: str, database: Path) -> str:
+    """``message`` with every spelling of ``database``'s path cut to its file name: /health
+    shows it to any client, and where the server keeps its file is no client's business (as
+    ``/stats``'s ``file.path``). The longest spelling first, so none leaves a tail behind."""
+    spellings = {str(database), os.path.abspath(database), str(database.resolve())}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        message = message.replace(spelling, database.name)
+    return message
+
+
 def run(database: Path, run_dir: Path) -> bool:
     """Deep-verify ``database``; record the outcome in ``run_dir``. True when it passed."""
     write_verify_state(run_dir, "pending")
     try:
         verify_corpus(database, "deep")
     except DrsearchError as e:
-        write_verify_state(run_dir, "failed", e.message)
+        write_verify_state(run_dir, "failed", public_message(e.message, database))
         return False
     except Exception as e:  # an unreadable file can raise anything: still a failed check
-        write_verify_state(run_dir, "failed", f"{e.__class__.__name__}: {e}")
+        write_verify_state(run_dir, "failed", public_message(f"{e.__class__.__name__}: {e}", database))
         return False
     write_verify_state(run_dir, "ok")
     return True

@@ -65,6 +65,27 @@ def document_json(doc: Document, offset: int = 0, length: int | None = None) -> 
     return _encode(doc.to_dict(offset, length), _plain(doc.metadata))
 
 
+def _retrieved(h: Hit) -> dict[str, str]:
+    return {"id": h.docid, "contents": f"{h.title.replace(chr(10), ' ')}\n{h.chunk_text}"}
+
+
+def retrieve_part(result: SearchResult, with_scores: bool) -> bytes:
+    """One query's list of a /retrieve body, as canonical bytes (see :func:`retrieve_json`).
+
+    ``RETRIEVE_OPEN + b",".join(parts) + RETRIEVE_CLOSE`` is byte for byte
+    ``retrieve_json(results, with_scores)``: compact JSON has nothing between the items of a
+    list but the comma, so a batch is encoded one query at a time (and never held twice).
+    """
+    if with_scores:
+        items: list[Any] = [{"document": _retrieved(h), "score": h.score} for h in result.hits]
+        return _encode(items, all(_plain_float(h.score) for h in result.hits))
+    return _encode([_retrieved(h) for h in result.hits], True)
+
+
+RETRIEVE_OPEN = b'{"result":['
+RETRIEVE_CLOSE = b"]}"
+
+
 def retrieve_json(results: list[SearchResult], with_scores: bool) -> bytes:
     """The /retrieve body (Search-R1's shape): ``{"result": [[item, ...] per query]}``.
 
@@ -73,17 +94,8 @@ def retrieve_json(results: list[SearchResult], with_scores: bool) -> bytes:
     (Search-R1's clients split the title off at the first newline, so a newline inside a
     title is sent as a space).
     """
-    def document(h: Hit) -> dict[str, str]:
-        return {"id": h.docid, "contents": f"{h.title.replace(chr(10), ' ')}\n{h.chunk_text}"}
-
-    body: dict[str, list[list[Any]]]
-    if with_scores:
-        body = {"result": [[{"document": document(h), "score": h.score} for h in r.hits]
-                           for r in results]}
-    else:
-        body = {"result": [[document(h) for h in r.hits] for r in results]}
-    fast = not with_scores or all(_plain_float(h.score) for r in results for h in r.hits)
-    return _encode(body, fast)
+    return RETRIEVE_OPEN + b",".join(retrieve_part(r, with_scores) for r in results) + RETRIEVE_CLOSE
 
 
-__all__ = ["canonical_bytes", "document_json", "retrieve_json", "search_json"]
+__all__ = ["RETRIEVE_CLOSE", "RETRIEVE_OPEN", "canonical_bytes", "document_json", "retrieve_json",
+           "retrieve_part", "search_json"]

@@ -6,7 +6,8 @@ The server extends :mod:`drsearch.contract.errors` (whose classes already carry
     DrsearchError
     ├── InvalidInputError
     │   ├── MalformedBodyError        body not UTF-8 or not JSON (422 invalid_json)
-    │   └── PayloadTooLargeError      body over max_body_bytes (413 payload_too_large)
+    │   ├── PayloadTooLargeError      body over max_body_bytes (413 payload_too_large)
+    │   └── ResponseTooLargeError     a /retrieve answer over max_response_bytes (422 response_too_large)
     ├── NoSuchEndpointError           unknown path (404 no_such_endpoint)
     ├── MethodNotAllowedError         known path, wrong method (405 method_not_allowed, with Allow)
     ├── RequestTimeoutError           body not received within the request's time limit (408)
@@ -40,6 +41,15 @@ class PayloadTooLargeError(InvalidInputError):
 
     http_status = 413
     error_type = "payload_too_large"
+
+
+class ResponseTooLargeError(InvalidInputError):
+    """A ``/retrieve`` batch whose answer would exceed the server's ``max_response_bytes``.
+
+    422, not 413: the request is small and well formed; what it asks for is too much, and
+    asking again gets the same answer (as for a batch over ``max_batch_results``)."""
+
+    error_type = "response_too_large"
 
 
 class NoSuchEndpointError(DrsearchError):
@@ -105,6 +115,7 @@ __all__ = [
     "NoSuchEndpointError",
     "PayloadTooLargeError",
     "RequestTimeoutError",
+    "ResponseTooLargeError",
     "error_body",
     "error_response",
     "from_http_exception",

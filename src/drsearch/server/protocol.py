@@ -17,7 +17,10 @@ adds, per connection of a worker:
   431 and the connection is closed; at most one read (≤ 256 KiB) beyond the limit is
   ever buffered;
 - ``max_connections``: a connection beyond this many open ones of the worker gets 503
-  and is closed at once.
+  and is closed at once;
+- ``max_client_connections``: a connection beyond this many open ones of the worker from
+  the same peer address gets 503 ``too_many_client_connections`` and is closed at once, so
+  that one client cannot hold all ``max_connections`` and keep everyone else out.
 
 The limits come from the ``ServeConfig`` that ``drsearch serve`` put in the environment
 (defaults of ``ServerSettings`` without one), or from the settings given to
@@ -31,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import Counter
 from typing import Any, ClassVar
 
 import httptools
@@ -72,12 +76,17 @@ def raw_error(status: int, error_type: str, message: str) -> bytes:
     return head + body
 
 
+# Open connections of this worker per peer address (IP, port dropped): a worker is one process
+# with one event loop, so a plain counter shared by its protocol instances is exact.
+_PEERS: Counter[str] = Counter()
+
+
 class _Refused(Exception):
     """Raised from a parser callback after a refusal, to stop parsing the connection."""
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """``HttpToolsProtocol`` plus idle and header timeouts, a head size and connection limit."""
+    """``HttpToolsProtocol`` plus idle and header timeouts, a head size and connection limits."""
 
     limit_settings: ClassVar[ServerSettings | None] = None  # None: those of the environment
 
@@ -87,6 +96,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._header_timeout_s = s.header_timeout_s
         self._max_header_bytes = s.max_header_bytes
         self._max_connections = s.max_connections
+        self._max_client_connections = s.max_client_connections
+        self._peer: str | None = None
         self._reading_head = True  # between requests or inside a request head
         self._head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
@@ -99,6 +110,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(503, "too_many_connections",
                          f"this worker holds its limit of {self._max_connections} connections; retry later")
             return
+        if self.client is not None:  # None for a Unix socket: no peer address to count
+            self._peer = str(self.client[0])
+            _PEERS[self._peer] += 1
+            if _PEERS[self._peer] > self._max_client_connections:
+                self._refuse(503, "too_many_client_connections",
+                             f"this client holds its limit of {self._max_client_connections} connections "
+                             f"to this worker; close one or retry later")
+                return
         # uvicorn arms its idle (keep-alive) timer only after a response: arm it now too,
         # so that a connection that never sends a byte is closed like an idle one.
         self.timeout_keep_alive_task = self.loop.call_later(
@@ -106,6 +125,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
+        if self._peer is not None:
+            _PEERS[self._peer] -= 1
+            if _PEERS[self._peer] <= 0:
+                del _PEERS[self._peer]  # no entry left behind per address ever seen
+            self._peer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:

@@ -29,6 +29,9 @@ from ..contract import (
 
 CONFIG_ENV = "DRSEARCH_SERVE_CONFIG"
 
+# A quarter of the default max_connections: no one peer address can keep the others out.
+DEFAULT_MAX_CLIENT_CONNECTIONS = 250
+
 UnknownFields = Literal["reject", "ignore"]  # the request contract's (Limits.unknown_fields)
 VerifyLevel = Literal["none", "fast", "deep"]
 # Where the served blocklist came from (shown in /health): a release's own list, another
@@ -56,7 +59,15 @@ class ServerSettings(BaseModel):
     - ``max_header_bytes``: a longer request head gets 431 and the connection is closed.
     - ``max_connections``: open connections per worker process; one more gets 503 and is
       closed at once.
+    - ``max_client_connections``: open connections per worker process from one peer
+      address; one more gets 503 ``too_many_client_connections`` and is closed at once (one
+      client cannot hold all ``max_connections``). Behind a proxy every client has the
+      proxy's address: raise it to ``max_connections`` there.
     - ``max_batch_queries``: the most queries one ``POST /retrieve`` may send (422 beyond).
+    - ``max_batch_results``: the most results one ``POST /retrieve`` may ask for
+      (``len(queries) × topk``); a larger batch is answered 422 before any query runs.
+    - ``max_response_bytes``: the largest ``POST /retrieve`` answer; a batch whose answer
+      would be larger is stopped once its encoded queries pass it (422 ``response_too_large``).
     - ``batch_threads``: threads per worker process that run the queries of a
       ``/retrieve`` batch in parallel (the ranking kernel releases the GIL).
     - ``unknown_fields``: ``reject`` (422 naming the field) or ``ignore`` request fields
@@ -78,7 +89,10 @@ class ServerSettings(BaseModel):
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+    max_client_connections: int = Field(default=DEFAULT_MAX_CLIENT_CONNECTIONS, ge=1, le=1_000_000)
     max_batch_queries: int = Field(default=256, ge=1, le=10_000)
+    max_batch_results: int = Field(default=2560, ge=1, le=10_000_000)
+    max_response_bytes: int = Field(default=16 << 20, ge=64 << 10, le=1 << 30)
     batch_threads: int = Field(default=4, ge=1, le=256)
     unknown_fields: UnknownFields = "reject"
     metrics_dir: Path | None = None

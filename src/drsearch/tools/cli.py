@@ -33,6 +33,7 @@ from ..index import BlockList, BuildSettings, Engine, build, read_jsonl
 from .argtypes import build_threads, int_in, seconds
 from .binding import check_bindable
 from .blocking import add_allow_missing_blocked, serve_blocklist
+from .cache_cli import register as register_cache_verb
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
@@ -208,7 +209,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
                               max_connections=args.max_connections,
-                              max_batch_queries=args.max_batch_queries, batch_threads=args.batch_threads)
+                              max_client_connections=args.max_client_connections,
+                              max_batch_queries=args.max_batch_queries, batch_threads=args.batch_threads,
+                              max_batch_results=args.max_batch_results,
+                              max_response_bytes=args.max_response_bytes)
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
@@ -313,8 +317,16 @@ def make_parser() -> argparse.ArgumentParser:
                    help="largest request head in bytes (431 beyond; default 65536)")
     p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
                    help="open connections per worker (503 beyond; default 1000)")
+    p.add_argument("--max-client-connections", type=int_in(1, 1_000_000), default=250, metavar="N",
+                   help="open connections per worker from one client address (503 beyond; default 250; "
+                        "behind a proxy, as many as --max-connections)")
     p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
                    help="most queries in one POST /retrieve (422 beyond; default 256)")
+    p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=2560, metavar="N",
+                   help="most results in one POST /retrieve, queries × topk (422 beyond; default 2560)")
+    p.add_argument("--max-response-bytes", type=int_in(64 << 10, 1 << 30), default=16 << 20, metavar="N",
+                   help="largest POST /retrieve answer in bytes (422 response_too_large beyond; "
+                        "default 16777216)")
     p.add_argument("--batch-threads", type=int_in(1, 256), default=4, metavar="N",
                    help="threads per worker running a /retrieve batch's queries (default 4)")
     p.add_argument("--verify", choices=["none", "fast", "deep"], default="fast",
@@ -330,6 +342,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
     register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
+    register_cache_verb(sub)  # cache verify|upgrade (cache_cli.py, drsearch.agents.replay)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)

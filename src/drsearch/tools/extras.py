@@ -47,6 +47,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "construct": "agents",
     "construct calibrate": "grading",
     "run": "agents",
+    "cache": "agents",
     "score": "grading",
     "calibrate": "grading",
     "dedup": "embed",

@@ -14,31 +14,42 @@ from typing import TextIO
 from ..contract import MAX_K, InvalidInputError
 from ..index import BlockList, Engine
 from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
-from .argtypes import int_in
+from .argtypes import int_in, seconds
 from .binding import check_bindable
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents import EngineSearcher  # the agents extra (httpx)
     from ..mcpserver import McpSettings
-    from ..mcpserver.server import build_server, run_stdio, run_streamable_http  # the mcp extra (the SDK)
+    from ..mcpserver.server import (  # the mcp extra (the SDK)
+        MAX_SESSIONS_DEFAULT,
+        SESSION_IDLE_TIMEOUT_S_DEFAULT,
+        build_server,
+        run_stdio,
+        run_streamable_http,
+    )
 
     http = args.transport == "streamable-http"
     if not http and (args.host is not None or args.port is not None):
         raise InvalidInputError("--host/--port: only with --transport streamable-http")
+    if not http and (args.max_sessions is not None or args.session_idle_timeout is not None):
+        raise InvalidInputError("--max-sessions/--session-idle-timeout: only with streamable-http")
+    max_sessions = MAX_SESSIONS_DEFAULT if args.max_sessions is None else args.max_sessions
+    idle_s = args.session_idle_timeout or SESSION_IDLE_TIMEOUT_S_DEFAULT  # given: positive
     host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
     if http:
         check_bindable(host, port)
-    settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars)
+    settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars, page_chars=args.page_chars)
     blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
     with Engine.open(args.database, blocklist) as engine:
         print(f"drsearch mcp: serving {engine.path} (identity {engine.meta['content_identity']}, "
               f"{len(engine.blocklist)} blocked docids; k={settings.k}, "
-              f"snippet_chars={settings.snippet_chars}) "
+              f"snippet_chars={settings.snippet_chars}, page_chars={settings.page_chars}) "
               f"over {args.transport}", file=sys.stderr, flush=True)
         server = build_server(EngineSearcher(engine), settings)
         if http:
-            run_streamable_http(server, host, port, args.log_level)
+            run_streamable_http(server, host, port, args.log_level, max_sessions=max_sessions,
+                                session_idle_timeout_s=idle_s)
         else:
             run_stdio(server)
     return 0
@@ -58,6 +69,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "as BrowseComp-Plus)")
     p.add_argument("--snippet-chars", type=int_in(1), default=SNIPPET_CHARS_DEFAULT, metavar="N",
                    help=f"characters of each search result's snippet (default {SNIPPET_CHARS_DEFAULT})")
+    p.add_argument("--page-chars", type=int_in(1), default=10_000, metavar="N",
+                   help="default and largest length of a get_document or open page (default 10000)")
+    p.add_argument("--max-sessions", type=int_in(1, 1_000_000), metavar="N",
+                   help="open sessions at once with streamable-http; one more gets 503 (default 64)")
+    p.add_argument("--session-idle-timeout", type=seconds(86400), metavar="S",
+                   help="close a streamable-http session idle this long (default 600)")
     p.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level with streamable-http (default warning)")

@@ -72,6 +72,7 @@ from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
 from ...contract import DrsearchError
 from ...contract.atomic import write_bytes_atomic, write_json_atomic
+from ...contract.dirlock import lock_dir
 from .errors import GenerateError, PipelineInputError
 from .journal import Journal
 
@@ -625,12 +626,14 @@ class _Runner:
     def run(self) -> dict[str, Any]:
         self.check_inputs()
         key_env = api_key_from_env(self.s.api_key_env) if self.s.cache_mode != "replay" else None
-        self.out.mkdir(parents=True, exist_ok=True)
-        manifest = self.load(self.manifest_path, {"generator": self.p.name, "stages": {}})
-        timings = self.load(self.timings_path, {"stages": {}})
         ran: list[str] = []
         skipped: list[str] = []
         with ExitStack() as stack:
+            # one writer per output directory: a second generator on it is refused (exit 2)
+            stack.enter_context(lock_dir(self.out, "generator output directory"))
+            self.check_inputs()  # again, locked: the holder may have just written its manifest
+            manifest = self.load(self.manifest_path, {"generator": self.p.name, "stages": {}})
+            timings = self.load(self.timings_path, {"stages": {}})
             cache = ReplayCache(self.cache_path() if self.s.cache_mode != "off" else None, self.s.cache_mode)
             stack.callback(cache.close)
             chats: dict[str, CachedChat] = {}
@@ -656,9 +659,9 @@ class _Runner:
                     ran.append(stage.name)
                 if stage.name == self.s.until:
                     break
-        timings["last_invocation"] = {"cache_mode": self.s.cache_mode, "ran": ran, "skipped": skipped,
-                                      "until": self.s.until}
-        write_json_atomic(self.timings_path, timings)
+            timings["last_invocation"] = {"cache_mode": self.s.cache_mode, "ran": ran, "skipped": skipped,
+                                          "until": self.s.until}
+            write_json_atomic(self.timings_path, timings)
         return {"generator": self.p.name, "out": str(self.out), "ran": ran, "skipped": skipped,
                 "stopped_after": self.s.until,
                 "counts": {name: e["counts"] for name, e in manifest["stages"].items()}}

@@ -28,6 +28,7 @@ from typing import Any
 from ...benchmark.generate import GenerateSettings, Pipeline, Stage, StageContext, run_pipeline
 from ...contract import InvalidInputError
 from ...contract.atomic import write_json_atomic
+from ...contract.dirlock import lock_dir
 
 SUMMARY = "summary.json"
 STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "questions", "calibrate", "select")
@@ -65,6 +66,12 @@ def run_stage(pool: str | os.PathLike[str], name: str, run: Callable[[StageConte
     interrupted), then fold its counts into ``POOL/summary.json``; returns the stage's
     manifest entry (``counts``, ``outputs``, …) plus ``ran`` (False: it was up to date)."""
     root = Path(pool)
+    with lock_dir(root, "pool"):  # one stage at a time on a pool: they share summary.json
+        return _run_stage(root, name, run, inputs, outputs, settings)
+
+
+def _run_stage(root: Path, name: str, run: Callable[[StageContext], None], inputs: tuple[Path, ...],
+               outputs: tuple[str, ...], settings: Mapping[str, Any]) -> dict[str, Any]:
     pipeline = Pipeline(f"construct-{name}", [Stage(name, run, inputs=tuple(str(p) for p in inputs),
                                                    outputs=outputs, settings=dict(settings))])
     result = run_pipeline(pipeline, GenerateSettings(out=root / name, cache_mode="off"))
