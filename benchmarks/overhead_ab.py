@@ -100,7 +100,9 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     t2 = clock()
     ranked = e.scorer.rank(terms, k, e._blocked_chunks, e._scratch(), deadline)
     t3 = clock()
-    kernels = getattr(e, "_kernels", None)
+    kernels = getattr(e, "_kernels", None)  # (before the one door: the engine held the module)
+    if kernels is None and getattr(e, "_kernel", False):  # (a dict lookup: no import per query)
+        kernels = sys.modules["drsearch.index.native"].native_kernels()
     if ranked and kernels is not None and hasattr(kernels, "make_hits"):
         # (offsets, fields) in older trees; (offsets, fields, pieces or None) since the fields
         # can stay in the file's pages

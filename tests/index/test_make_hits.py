@@ -11,7 +11,7 @@ import pytest
 from drsearch.contract import Hit
 from drsearch.contract.request import canonical_json
 from drsearch.index import BlockList, Engine
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 
 from ..helpers import cranfield_queries
 
@@ -19,14 +19,13 @@ pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel i
 
 
 def both_paths(e: Engine, q: str, k: int) -> tuple[list[Hit], list[Hit]]:
-    kernels = e._kernels
-    assert kernels is not None
+    assert e._kernel
     c = e.search(q, k, with_text=False).hits
-    e._kernels = None
+    e._kernel = False
     try:
         py = e.search(q, k, with_text=False).hits
     finally:
-        e._kernels = kernels
+        e._kernel = True
     return c, py
 
 

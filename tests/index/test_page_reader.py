@@ -22,7 +22,8 @@ import pytest
 from drsearch.contract import CorruptIndexError, DrsearchError
 from drsearch.index import Engine
 from drsearch.index.blobs import Arena, read_blob
-from drsearch.index.scoring import native_kernels
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 
@@ -84,7 +85,7 @@ def test_every_list_reads_as_the_blob_api_reads_it(cran_small_chunks: Path, tmp_
             part = rows[i : i + 97]
             got = page_bytes(e, [r for r, _ in part], [n for _, n in part])
             assert got == [blob_api_bytes(e, r, n) for r, n in part]
-        e.inline_postings = 0  # every list by the page reader
+    with Engine.open(path, options=EngineOptions(inline_postings=0)) as e:  # every list by the page reader
         for q in cranfield_queries()[:15]:
             assert e.rank(q, 10) == best_chunk_per_doc(e, fts5_oracle(e, q), 10), q
 

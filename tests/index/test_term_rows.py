@@ -19,7 +19,7 @@ import pytest
 from drsearch.contract import DrsearchError
 from drsearch.contract.errors import IncompatibleIndexError
 from drsearch.index import Engine
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 
 from ..helpers import cranfield_queries
 from .test_page_reader import LAYOUTS, btree_pages, damage_btree, laid_out

@@ -34,8 +34,8 @@ from .integrity import (
     read_sqlite_header,
     sha256_file,
 )
+from .native import gil_poll_ns
 from .query import ParsedQuery, parse_query
-from .scoring import gil_poll_ns
 from .urls import canonicalize_url
 
 if TYPE_CHECKING:

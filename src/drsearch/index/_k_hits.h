@@ -92,27 +92,21 @@ done:
     return rc;
 }
 
-/* An attribute of a term object as a Py_ssize_t or a double; -1 with an exception set. */
+/* A numeric attribute of a term object, into *as_ssize (a Py_ssize_t) or, where that is NULL,
+   *as_double; -1 with an exception set. */
 static int
-term_ssize(PyObject *t, PyObject *name, Py_ssize_t *out)
+term_number(PyObject *t, PyObject *name, Py_ssize_t *as_ssize, double *as_double)
 {
     PyObject *v = PyObject_GetAttr(t, name);
     if (!v)
         return -1;
-    *out = PyLong_AsSsize_t(v);
+    int failed; /* the converters' error value, then PyErr_Occurred tells */
+    if (as_ssize)
+        failed = (*as_ssize = PyLong_AsSsize_t(v)) == -1;
+    else
+        failed = (*as_double = PyFloat_AsDouble(v)) == -1.0;
     Py_DECREF(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-static int
-term_double(PyObject *t, PyObject *name, double *out)
-{
-    PyObject *v = PyObject_GetAttr(t, name);
-    if (!v)
-        return -1;
-    *out = PyFloat_AsDouble(v);
-    Py_DECREF(v);
-    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+    return failed && PyErr_Occurred() ? -1 : 0;
 }
 
 /* A buffer attribute of a term object into q->tb[q->n_tb] (then counted). */
@@ -132,31 +126,22 @@ term_buffer(Query *q, PyObject *t, PyObject *name)
 
 static PyObject *S_df, *S_pieces, *S_chunks, *S_impacts, *S_block_max, *S_max_impact;
 
-/* Term t of a search_hits query (a PagedTerm or a SparseTerm: `paged` says which) into q->L[t]
-   (and q->G[t]), as rank_maxscore and rank_blocks take a term's arguments. */
+/* Term t of a search_hits query (a PagedTerm or a SparseTerm: `paged` says which; df, its df,
+   read once by search_hits' first pass) into q->L[t] (and q->G[t]), as rank_maxscore and
+   rank_blocks take a term's arguments. */
 static int
-search_term(Query *q, Py_ssize_t t, PyObject *term, int paged)
+search_term(Query *q, Py_ssize_t t, PyObject *term, int paged, Py_ssize_t df)
 {
     List *l = &q->L[t];
     if (paged) {
-        Py_ssize_t df;
-        if (term_ssize(term, S_df, &df) < 0 || term_buffer(q, term, S_pieces) < 0 ||
+        if (term_buffer(q, term, S_pieces) < 0 ||
             paged_init(&q->G[t], l, &q->file, &q->tb[q->n_tb - 1], df, q->prune && q->bp > 0,
                        q->bp) < 0)
             return -1;
     } else {
-        if (term_buffer(q, term, S_chunks) < 0 || term_buffer(q, term, S_impacts) < 0)
+        if (term_buffer(q, term, S_chunks) < 0 || term_buffer(q, term, S_impacts) < 0 ||
+            list_bind(l, &q->tb[q->n_tb - 2], &q->tb[q->n_tb - 1]) < 0)
             return -1;
-        const Py_buffer *ib = &q->tb[q->n_tb - 2], *mb = &q->tb[q->n_tb - 1];
-        if (check_buffer(ib, 4, "chunks") || check_buffer(mb, 8, "impacts"))
-            return -1;
-        l->id = (const uint32_t *)ib->buf;
-        l->im = (const double *)mb->buf;
-        l->len = ib->len / 4;
-        if (l->len != mb->len / 8) {
-            PyErr_SetString(PyExc_ValueError, "a term has different numbers of chunks and impacts");
-            return -1;
-        }
         if (q->prune && q->bp > 0) {
             if (term_buffer(q, term, S_block_max) < 0)
                 return -1;
@@ -173,7 +158,7 @@ search_term(Query *q, Py_ssize_t t, PyObject *term, int paged)
         }
     }
     if (q->prune) {
-        if (term_double(term, S_max_impact, &l->bound) < 0)
+        if (term_number(term, S_max_impact, NULL, &l->bound) < 0)
             return -1;
         if (!(l->bound >= 0.0)) {
             PyErr_SetString(PyExc_ValueError, "a term's bound is negative or NaN");
@@ -213,6 +198,7 @@ search_hits(PyObject *self, PyObject *args)
     Py_ssize_t k, n_rows, bp, pruning, prune_all_k, prune_all_rows, page_size, usable, root, column,
         width;
     double budget, deadline, idf_floor, margin = -1.0;
+    Py_ssize_t *dfs = NULL; /* each term's df, read once */
     Query q;
     memset(&q, 0, sizeof(q));
     Py_buffer tfile = {0};
@@ -238,16 +224,19 @@ search_hits(PyObject *self, PyObject *args)
         goto done;
     const Py_ssize_t n_terms = q.n_terms = PySequence_Fast_GET_SIZE(terms);
     Py_ssize_t total = 0, n_paged = 0;
+    if (!(dfs = PyMem_RawMalloc(((size_t)n_terms + 1) * sizeof(Py_ssize_t)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t t = 0; t < n_terms; t++) {
         PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
         if (Py_TYPE(term) != (PyTypeObject *)paged_type && Py_TYPE(term) != (PyTypeObject *)sparse_type) {
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
-        Py_ssize_t df;
-        if (term_ssize(term, S_df, &df) < 0)
+        if (term_number(term, S_df, &dfs[t], NULL) < 0)
             goto done;
-        total += df;
+        total += dfs[t];
         n_paged += Py_TYPE(term) == (PyTypeObject *)paged_type;
     }
     if (n_terms < 1 || bp < 0) {
@@ -277,7 +266,7 @@ search_hits(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t t = 0; t < n_terms; t++) {
         PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
-        if (search_term(&q, t, term, Py_TYPE(term) == (PyTypeObject *)paged_type) < 0)
+        if (search_term(&q, t, term, Py_TYPE(term) == (PyTypeObject *)paged_type, dfs[t]) < 0)
             goto done;
     }
     query_bind(&q);
@@ -364,6 +353,7 @@ search_hits(PyObject *self, PyObject *args)
     else
         result = out;
 done:
+    PyMem_RawFree(dfs);
     Py_XDECREF(made);
     Py_XDECREF(stems);
     Py_XDECREF(weights);

@@ -330,19 +330,12 @@ list_paged(Query *q, Py_ssize_t t, PyObject *item)
     return paged_init(&q->G[t], &q->L[t], &q->file, tb, df, q->prune && q->bmax_fast, q->bp);
 }
 
-/* Term t's list as two buffers, its rowids and impacts. -1 with an exception set otherwise. */
+/* List l bound to an in-memory list's two buffers, its rowids (ib) and impacts (mb): the
+   one binding of rank_maxscore's / rank_blocks' arrays (list_flat) and search_hits' SparseTerm
+   (search_term). -1 with an exception set otherwise. */
 static int
-list_flat(Query *q, Py_ssize_t t)
+list_bind(List *l, const Py_buffer *ib, const Py_buffer *mb)
 {
-    List *l = &q->L[t];
-    Py_buffer *ib = &q->tb[q->n_tb];
-    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->ids_fast, t), ib, PyBUF_SIMPLE) < 0)
-        return -1;
-    q->n_tb++;
-    Py_buffer *mb = &q->tb[q->n_tb];
-    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->imps_fast, t), mb, PyBUF_SIMPLE) < 0)
-        return -1;
-    q->n_tb++;
     if (check_buffer(ib, 4, "chunks") || check_buffer(mb, 8, "impacts"))
         return -1;
     l->id = (const uint32_t *)ib->buf;
@@ -353,6 +346,21 @@ list_flat(Query *q, Py_ssize_t t)
         return -1;
     }
     return 0;
+}
+
+/* Term t's list as two buffers, its rowids and impacts. -1 with an exception set otherwise. */
+static int
+list_flat(Query *q, Py_ssize_t t)
+{
+    Py_buffer *ib = &q->tb[q->n_tb];
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->ids_fast, t), ib, PyBUF_SIMPLE) < 0)
+        return -1;
+    q->n_tb++;
+    Py_buffer *mb = &q->tb[q->n_tb];
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(q->imps_fast, t), mb, PyBUF_SIMPLE) < 0)
+        return -1;
+    q->n_tb++;
+    return list_bind(&q->L[t], ib, mb);
 }
 
 /* What every query needs beside its lists (q->n_terms, q->k and q->prune set, the buffers
