@@ -94,6 +94,7 @@ def test_run_and_score_cite_the_release_and_the_file(root: Path, tmp_path: Path,
     manifest = _run(root, tmp_path / "run")
     assert manifest["release"] == {"name": "tiny", "revision": "r42"}
     assert manifest["database_sha256"] == sha256_file(db) and manifest["blocklist_origin"] == "release"
+    assert manifest["database_bytes"] == db.stat().st_size
     assert manifest["blocklist_sha256"] == manifest["release_blocklist_sha256"] == own
     corpus, err = _score(root, tmp_path / "run", capsys)
     assert corpus["release"] == {"blocklist_sha256": own, "name": "tiny", "revision": "r42"}
@@ -117,3 +118,24 @@ def test_score_warns_when_the_run_lacked_the_release_list(root: Path, tmp_path: 
     (warning,) = corpus["warnings"]
     assert ("without the release's blocklist" if how == "none" else "with another blocklist") in warning
     assert warning in err and err.count("not the benchmark's") == 1
+
+
+def test_a_pinned_corpus_file_is_recognised_outside_its_release(tmp_path: Path) -> None:
+    """A release's corpus copied out of its directory is still the pinned release's file:
+    scores.json names the pin, and a run on it without a blocklist is warned about."""
+    from drsearch.benchmark.datasets.dr256 import PinnedRelease
+    from drsearch.benchmark.grade import RunEpisodes
+    from drsearch.benchmark.provenance import NO_BLOCKLIST_SHA256, corpus_provenance
+
+    pin = PinnedRelease(name="DR-X", revision="v9", questions_sha256="a" * 64, database_sha256="b" * 64,
+                        database_bytes=4096, questions=1, tiers={})
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("")
+    bare = {"blocklist_count": 0, "blocklist_origin": "none", "blocklist_sha256": NO_BLOCKLIST_SHA256,
+            "database_bytes": 4096, "database_sha256": "b" * 64, "release": None}
+    runs = [RunEpisodes(tmp_path / "r0", bare, {}), RunEpisodes(tmp_path / "r1", {**bare, "database_bytes": 1}, {})]
+    block = corpus_provenance(questions, "a" * 64, runs, pins=(pin,))
+    assert block["release"] == {"blocklist_sha256": None, "name": "DR-X", "revision": "v9"}
+    assert [r["pinned_release"] for r in block["runs"]] == [{"name": "DR-X", "revision": "v9"}, None]
+    (warning,) = block["warnings"]
+    assert warning.startswith(f"{tmp_path / 'r0'}: the run was made without any blocklist on a release's")

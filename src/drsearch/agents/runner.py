@@ -206,18 +206,21 @@ def _corpus_file(live: Searcher | None, recorded: dict[str, Any]) -> dict[str, A
     if live is None:
         return {k: recorded.get(k) for k in CORPUS_FILE_FIELDS}
     corpus = live.corpus()
-    facts: dict[str, Any] = {"blocklist_origin": corpus.blocklist_origin, "database_sha256": None,
+    facts: dict[str, Any] = {"blocklist_origin": corpus.blocklist_origin, "database_bytes": None,
+                             "database_sha256": None,
                              "release": None, "release_blocklist_sha256": corpus.release_blocklist_sha256}
     if isinstance(live, EngineSearcher):
         engine = live.engine
         facts["database_sha256"] = cached_sha256(engine.path)
+        facts["database_bytes"] = engine.path.stat().st_size  # with the SHA-256: a pinned release's file
         release = engine.blocklist_choice.release
         if release is not None:
             facts["release"] = {"name": release.name, "revision": release.revision}
     return facts
 
 
-CORPUS_FILE_FIELDS = ("blocklist_origin", "database_sha256", "release", "release_blocklist_sha256")
+CORPUS_FILE_FIELDS = ("blocklist_origin", "database_bytes", "database_sha256", "release",
+                      "release_blocklist_sha256")
 
 
 def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:

@@ -271,7 +271,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
                   "existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; --database or --search "
                   "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
-    _add_run_facts(summary, runs, tasks, graded, args.questions)
+    _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
@@ -347,7 +347,7 @@ def _valid_scores(args: argparse.Namespace, summary: dict[str, Any]) -> None:
 
 
 def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list[Any],
-                   graded: list[GradedQuestion], questions: Path) -> None:
+                   graded: list[GradedQuestion], questions: Path, questions_sha256: str) -> None:
     """What every judge path reports beside its verdicts: ``behaviour`` (how the agent answered,
     first attempt), ``leak_audit`` (where the gold first appeared in the trajectories) and
     ``corpus`` (what each run searched, and whether it was the questions' release with its
@@ -360,7 +360,7 @@ def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list
     golds = {t.question_id: t.reference for t in tasks}
     summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
                                        {(g.question_id, g.attempt): g.correct for g in graded})
-    summary["corpus"] = corpus_provenance(questions, runs)
+    summary["corpus"] = corpus_provenance(questions, questions_sha256, runs)
     for line in summary["corpus"]["warnings"]:
         _warn(line)
 
@@ -389,7 +389,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher
-    _add_run_facts(summary, runs, tasks, graded, args.questions)
+    _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)
