@@ -116,6 +116,7 @@ def test_score_warns_when_the_run_lacked_the_release_list(root: Path, tmp_path: 
     assert manifest["blocklist_origin"] == f"release-{how}"
     corpus, err = _score(root, tmp_path / "run", capsys)
     (warning,) = corpus["warnings"]
+    assert warning in json.loads((tmp_path / "run" / "scores.json").read_text())["warnings"]
     assert ("without the release's blocklist" if how == "none" else "with another blocklist") in warning
     assert warning in err and err.count("not the benchmark's") == 1
 

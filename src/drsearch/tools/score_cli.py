@@ -363,6 +363,7 @@ def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list
     summary["corpus"] = corpus_provenance(questions, questions_sha256, runs)
     for line in summary["corpus"]["warnings"]:
         _warn(line)
+        summary.setdefault("warnings", []).append(line)  # beside the judge's: every warning in one list
 
 
 def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes], tasks: list[Any],
