@@ -3,7 +3,8 @@
 Public API (pinned by tests/index/test_public_api.py)::
 
     build(docs, path, settings)            -> BuildReport  (chunks=[SourceChunk]: pre-chunked)
-    Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
+    Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats); a release's
+                                              database gets the release's list (releases.py)
     BlockList.from_file(path)
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
     read_sqlite_header(path), sha256_file(path), quick_check(path),

@@ -23,14 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
 from ..index.atomic import write_bytes_atomic
 from ..index.dirlock import LOCK_NAME, lock_dir
+from ..index.releases import BLOCKED as BLOCKED  # the layout every front-end knows (re-exported)
+from ..index.releases import DATABASE as DATABASE
+from ..index.releases import MANIFEST as MANIFEST
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
 
-MANIFEST = "manifest.json"
 CHECKSUMS = "checksums.sha256"
-DATABASE = "search/corpus.sqlite3"
 QUESTIONS = "benchmark/questions.jsonl"
-BLOCKED = "benchmark/blocked_docids.txt"
 SUMMARY = "benchmark/summary.json"
 COVERAGE = "search/coverage_summary.json"
 SOURCES = "search/source_manifest_summary.json"
@@ -210,7 +210,7 @@ def corpus_section(database: Path) -> dict[str, Any]:
     if header.application_id != APPLICATION_ID:
         return {"path": DATABASE, "foreign": True, "application_id": header.application_id,
                 "schema_version": header.user_version}
-    with Engine.open(database) as engine:
+    with Engine.open(database, release_blocklist="ignore") as engine:  # describes the whole file
         meta = engine.meta
     section: dict[str, Any] = {
         "path": DATABASE,

@@ -36,6 +36,7 @@ from ..index import (
     quick_check,
     read_sqlite_header,
 )
+from ..index.releases import ReleasePolicy
 from .settings import VerifyLevel
 
 _IDENTITY = re.compile(r"[0-9a-f]{16,128}")
@@ -89,13 +90,14 @@ def _deep_checks(path: Path, engine: Engine) -> None:
 
 
 def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
-                  blocklist: BlockList | None = None) -> CorpusReport:
+                  blocklist: BlockList | None = None, *,
+                  release_blocklist: ReleasePolicy = "apply") -> CorpusReport:
     """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem.
 
     Even at ``none`` the engine is opened once (to describe the corpus in the startup log).
     """
     p = Path(path)
-    with Engine.open(p, blocklist) as engine:
+    with Engine.open(p, blocklist, release_blocklist=release_blocklist) as engine:
         meta = engine.meta
         stats = engine.stats()
         if level == "deep":
