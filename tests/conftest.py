@@ -37,6 +37,21 @@ settings.register_profile("ci", parent=settings.get_profile("suite"), derandomiz
 settings.load_profile("ci" if os.environ.get("CI") else "suite")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Caches a run writes beside the user's (``drsearch.index.filehash``: the SQLite file's
+    SHA-256) go to a session directory, never into the home of whoever runs the tests; set in
+    the environment so the ``drsearch`` children the tests start use it too."""
+    path = tmp_path_factory.mktemp("xdg-cache")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sample") / "sample.sqlite3"

@@ -129,3 +129,79 @@ def test_the_scan_reads_the_clones_files_not_its_ignored_outputs(tmp_path: Path)
     shutil.rmtree(tmp_path / ".git")  # not a git work tree (a tarball): the walk
     assert _git_files(tmp_path) is None
     assert [p.relative_to(tmp_path).as_posix() for p in _files(tmp_path)] == expected
+
+
+# A reference to a section of the benchmark page or of its run log: `docs/BENCHMARKS.md, "Build"`,
+# `docs/BENCHMARKS.md ("Build")`, `benchmarks/HISTORY.md, "Window sizes"`; the quoted name may be
+# the start of the heading and may be cut by a line break (in a comment, after its `#` or `*`).
+SECTION_REF = re.compile(r"\b(BENCHMARKS|HISTORY)\.md(?:,\s*|\s*\(\s*)\"([^\"]+)\"")
+SECTION_FILES = {"BENCHMARKS": "docs/BENCHMARKS.md", "HISTORY": "benchmarks/HISTORY.md"}
+BENCHMARKS_MAX_LINES = 500
+"""The benchmark page holds the current results, how to reproduce them and what they mean; the
+run log lives in benchmarks/HISTORY.md. A page past this has become a log again."""
+
+
+def _flat(text: str) -> str:
+    """The text with line breaks, and the comment markers that start the next line, as one space."""
+    return re.sub(r"\s*\n\s*(?:#+|\*+(?!\*)|//)?\s*", " ", text)
+
+
+def _headings(path: Path) -> list[str]:
+    return [" ".join(h.split()) for h in re.findall(r"^#+ (.+)$", path.read_text(encoding="utf-8"), re.M)]
+
+
+def _names_a_heading(name: str, headings: list[str]) -> bool:
+    """Whether ``name`` is a heading, or the start of one up to a word's end."""
+    name = " ".join(name.split())
+    return any(h == name or (h.startswith(name) and not h[len(name)].isalnum()) for h in headings)
+
+
+def _broken_section_refs(root: Path = REPO) -> list[str]:
+    headings = {key: _headings(root / rel) if (root / rel).is_file() else []
+                for key, rel in SECTION_FILES.items()}
+    broken = []
+    for path in _files(root):
+        if path.resolve() == Path(__file__).resolve():
+            continue  # this module's own examples
+        text = _flat(path.read_text(encoding="utf-8", errors="replace"))
+        for m in SECTION_REF.finditer(text):
+            if not _names_a_heading(m.group(2), headings[m.group(1)]):
+                broken.append(f'{path.relative_to(root)}: {SECTION_FILES[m.group(1)]}, "{m.group(2)}"')
+    return broken
+
+
+def test_every_benchmark_section_reference_names_a_heading() -> None:
+    refs = [m for path in _files() if path.resolve() != Path(__file__).resolve()
+            for m in SECTION_REF.finditer(_flat(path.read_text(encoding="utf-8", errors="replace")))]
+    assert {m.group(1) for m in refs} == {"BENCHMARKS", "HISTORY"}  # both files are cited by section
+    assert _broken_section_refs() == []
+
+
+def test_a_reference_to_a_missing_or_moved_section_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "docs/BENCHMARKS.md").write_text("# Speed\n\n## Build (`build_bench.py`)\n", encoding="utf-8")
+    (tmp_path / "benchmarks/HISTORY.md").write_text("# Log\n\n## Window sizes and c-auto's k\n", encoding="utf-8")
+    (tmp_path / "docs/ENGINE.md").write_text(
+        'ok (docs/BENCHMARKS.md ("Build")), ok (benchmarks/HISTORY.md, "Window\nsizes"),\n'
+        'moved (docs/BENCHMARKS.md, "Window sizes"), gone (benchmarks/HISTORY.md, "Buil"),\n', encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/k.c").write_text('/* chosen (docs/BENCHMARKS.md, "Block-max\n   pruning") */\n', encoding="utf-8")
+    (tmp_path / "src/s.py").write_text('# (benchmarks/HISTORY.md, "Window\n# sizes and c-auto\'s k")\n', encoding="utf-8")
+    assert _broken_section_refs(tmp_path) == [
+        'docs/ENGINE.md: docs/BENCHMARKS.md, "Window sizes"',
+        'docs/ENGINE.md: benchmarks/HISTORY.md, "Buil"',
+        'src/k.c: docs/BENCHMARKS.md, "Block-max pruning"',
+    ]
+
+
+def test_the_benchmark_page_is_results_not_a_log() -> None:
+    page = REPO / "docs/BENCHMARKS.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert len(lines) < BENCHMARKS_MAX_LINES, f"docs/BENCHMARKS.md has {len(lines)} lines"
+    assert "benchmarks/HISTORY.md" in page.read_text(encoding="utf-8")
+    history = REPO / "benchmarks/HISTORY.md"
+    assert history.is_file()
+    assert not (REPO / "docs/HISTORY.md").exists()  # the log stays out of the user's docs
+    for section in ("Current results", "Why the threads ratio flips between runs", "Build", "Embedding throughput"):
+        assert _names_a_heading(section, _headings(page)), section

@@ -26,11 +26,12 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_release_found_from_the_dr256_layout(release: Path, tmp_path: Path) -> None:
     db = release / "search" / "corpus.sqlite3"
-    assert _release_of(_args(db)) == release.resolve()
-    assert _release_of(_args(db, release)) == release.resolve()
+    assert _release_of(_args(db)) == (db, release.resolve())
+    assert _release_of(_args(db, release)) == (db, release.resolve())
+    assert _release_of(_args(release)) == (release / "search" / "corpus.sqlite3", release.resolve())
     loose = tmp_path / "loose.sqlite3"
     shutil.copy(db, loose)
-    assert _release_of(_args(loose)) is None
+    assert _release_of(_args(loose)) == (loose, None)
     with pytest.raises(InvalidInputError, match="is not the corpus of release"):
         _release_of(_args(loose, release))
 

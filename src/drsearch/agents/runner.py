@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .. import __version__
 from ..contract import InvalidInputError
-from ..index import BlockList, Engine
+from ..index import BlockList, Engine, ReleasePolicy, cached_sha256
 from .canonical import sha256_hex
 from .errors import CacheError, LocalIOError, RunStoreError, SandboxUnavailableError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
@@ -63,6 +63,7 @@ class RunSpec(BaseModel):
     search_url: str | None = None
     database: Path | None = None
     blocked_docids: Path | None = None
+    release_blocklist: ReleasePolicy = "apply"  # drsearch.index.releases: none/override say otherwise
     allow_missing_blocked: bool = False
     # > 0: behind a gateway that strips x-drsearch-identity, check /health's identity after a
     # random gap of mean N answers instead of refusing header-less answers (docs/SCALING.md)
@@ -95,6 +96,9 @@ class RunSpec(BaseModel):
             raise ValueError("--blocked-docids goes with --database (a server applies its own blocklist)")
         if self.identity_check_every and not self.search_url:
             raise ValueError("--identity-check-every goes with --search (it checks a server's /health)")
+        if self.release_blocklist != "apply" and self.database is None:
+            raise ValueError("--blocked-docids none/--override-release-blocklist go with --database "
+                             "(a server applies its own blocklist)")
         if self.replay_from is None and not (self.search_url or self.database):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
@@ -147,7 +151,8 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
         return http
     assert spec.database is not None
     blocklist = BlockList.from_file(spec.blocked_docids) if spec.blocked_docids else None
-    engine = stack.enter_context(Engine.open(spec.database, blocklist))
+    engine = stack.enter_context(Engine.open(spec.database, blocklist,
+                                             release_blocklist=spec.release_blocklist))
     if not spec.allow_missing_blocked:
         engine.check_blocklist_complete()
     return EngineSearcher(engine)
@@ -190,6 +195,31 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
             "replay_from": str(spec.replay_from) if spec.replay_from else None,
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools)}
+
+
+def _corpus_file(live: Searcher | None, recorded: dict[str, Any]) -> dict[str, Any]:
+    """What the run cites beside the content identity: the SQLite file's SHA-256 (computed
+    once per file, cached by size+mtime: ``drsearch.index.filehash``), the release the file
+    belongs to (name, revision) and where the blocklist came from. A server's file is not
+    seen from here (``--search``: null); a replay repeats what the recorded run cited."""
+    if live is None:
+        return {k: recorded.get(k) for k in CORPUS_FILE_FIELDS}
+    corpus = live.corpus()
+    facts: dict[str, Any] = {"blocklist_origin": corpus.blocklist_origin, "database_bytes": None,
+                             "database_sha256": None,
+                             "release": None, "release_blocklist_sha256": corpus.release_blocklist_sha256}
+    if isinstance(live, EngineSearcher):
+        engine = live.engine
+        facts["database_sha256"] = cached_sha256(engine.path)
+        facts["database_bytes"] = engine.path.stat().st_size  # with the SHA-256: a pinned release's file
+        release = engine.blocklist_choice.release
+        if release is not None:
+            facts["release"] = {"name": release.name, "revision": release.revision}
+    return facts
+
+
+CORPUS_FILE_FIELDS = ("blocklist_origin", "database_bytes", "database_sha256", "release",
+                      "release_blocklist_sha256")
 
 
 def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:
@@ -364,6 +394,7 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         isolation = python_isolation(spec, preset, offline)
         manifest = _manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search)
         manifest["python_isolation"] = isolation
+        manifest |= _corpus_file(live, recorded)
         store = RunStore(spec.out)
         store.check(manifest)
         client = None

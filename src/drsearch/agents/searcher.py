@@ -37,9 +37,15 @@ class EngineSearcher:
     def __init__(self, engine: Retriever) -> None:
         self._engine = engine
 
+    @property
+    def engine(self) -> Retriever:
+        return self._engine
+
     def corpus(self) -> CorpusInfo:
         e = self._engine
-        return CorpusInfo(e.meta["content_identity"], e.blocklist.sha256, len(e.blocklist), e.blocked_matched)
+        choice = e.blocklist_choice
+        return CorpusInfo(e.meta["content_identity"], e.blocklist.sha256, len(e.blocklist), e.blocked_matched,
+                          choice.origin, choice.release_sha256)
 
     @staticmethod
     def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
@@ -224,7 +230,8 @@ def _health_corpus(r: httpx.Response) -> CorpusInfo:
     try:
         body = r.json()
         bl = body["blocklist"]
-        return CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"), bl.get("matched"))
+        return CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"), bl.get("matched"),
+                          bl.get("origin"), bl.get("release_sha256"))
     except (ValueError, KeyError, TypeError) as e:
         raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
 

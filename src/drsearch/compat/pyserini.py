@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..contract import MAX_RUN_K, DocumentNotFoundError, InvalidInputError, Retriever, canonical_json, check_k
 from ..contract import Document as _EngineDocument
-from ..index import BlockList, Engine
+from ..index import BlockList, Engine, ReleasePolicy
 
 
 def _contents(title: str, text: str) -> str:
@@ -105,21 +105,26 @@ class LuceneSearcher:
     :class:`~drsearch.contract.Retriever`, such as :class:`Engine`).
 
     ``blocked_docids``: a blocklist file (or :class:`BlockList`) whose documents are absent
-    from results and from :meth:`doc`, exactly as over HTTP. An engine passed in keeps its
+    from results and from :meth:`doc`, exactly as over HTTP. A release's database (``index``
+    a release's ``search/corpus.sqlite3`` or the release directory) gets the release's own
+    list unless ``release_blocklist`` says ``none`` or ``override``
+    (:mod:`drsearch.index.releases`, as :meth:`Engine.open`). An engine passed in keeps its
     own blocklist and stays the caller's to close; a path is opened here (close with
     :meth:`close` or use ``with``). Thread-safe: :meth:`batch_search` shares one engine.
     """
 
     def __init__(self, index: str | os.PathLike[str] | Retriever, *,
-                 blocked_docids: str | os.PathLike[str] | BlockList | None = None) -> None:
+                 blocked_docids: str | os.PathLike[str] | BlockList | None = None,
+                 release_blocklist: ReleasePolicy = "apply") -> None:
         if isinstance(index, Retriever):
-            if blocked_docids is not None:
+            if blocked_docids is not None or release_blocklist != "apply":
                 raise InvalidInputError("blocked_docids: give the blocklist to Engine.open, not here")
             self._engine, self._owned = index, False
         else:
             bl = (blocked_docids if isinstance(blocked_docids, BlockList)
                   else BlockList.from_file(blocked_docids) if blocked_docids is not None else None)
-            self._engine, self._owned = Engine.open(Path(index), bl), True
+            engine = Engine.open(Path(index), bl, release_blocklist=release_blocklist)
+            self._engine, self._owned = engine, True
         # one pool per thread count, kept: each engine thread opens its own connection and
         # scratch arrays, so fresh threads per call would pile those up until close()
         self._pools: dict[int, ThreadPoolExecutor] = {}

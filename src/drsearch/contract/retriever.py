@@ -35,6 +35,32 @@ class BlocklistInfo(Protocol):
     def __contains__(self, docid: object) -> bool: ...
 
 
+class ReleaseInfo(Protocol):
+    """The release a corpus file belongs to, as its manifest names it (None: not named)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def revision(self) -> str | None: ...
+
+
+class BlocklistOrigin(Protocol):
+    """Where the blocklist a retriever applies came from (the release rule's decision):
+    ``origin`` is ``release``, ``release-override``, ``release-none``, ``file`` or ``none``;
+    ``release`` the release the file belongs to; ``release_sha256`` that release's own list's
+    SHA-256 (run.json and ``/health`` record both)."""
+
+    @property
+    def origin(self) -> str: ...
+
+    @property
+    def release(self) -> ReleaseInfo | None: ...
+
+    @property
+    def release_sha256(self) -> str | None: ...
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """A ranker over one frozen corpus. Implementations are thread-safe for ``search``,
@@ -49,7 +75,8 @@ class Retriever(Protocol):
     - ``meta`` is the corpus' identity and counts: at least ``content_identity``,
       ``documents``, ``chunks`` and ``schema_version``.
     - ``stats()`` is the body of ``GET /stats``; ``blocked_matched`` how many listed docids
-      are documents of the corpus.
+      are documents of the corpus; ``blocklist_choice`` where the blocklist came from (a
+      release's database gets its release's list: docs/SERVER.md).
     """
 
     @property
@@ -64,6 +91,9 @@ class Retriever(Protocol):
     @property
     def blocked_matched(self) -> int: ...
 
+    @property
+    def blocklist_choice(self) -> BlocklistOrigin: ...
+
     def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
                max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult: ...
 
@@ -74,4 +104,4 @@ class Retriever(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["BlocklistInfo", "Retriever"]
+__all__ = ["BlocklistInfo", "BlocklistOrigin", "ReleaseInfo", "Retriever"]

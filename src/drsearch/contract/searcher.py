@@ -35,6 +35,10 @@ class CorpusInfo:
     blocklist_sha256: str
     blocklist_count: int | None = None
     blocklist_matched: int | None = None
+    # where the blocklist came from (drsearch.index.releases.Origin) and, for a release's
+    # database, the SHA-256 of the release's own list (None: not reported)
+    blocklist_origin: str | None = None
+    release_blocklist_sha256: str | None = None
 
     @property
     def fleet_identity(self) -> str:

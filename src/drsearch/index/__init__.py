@@ -4,7 +4,8 @@ where no compiler was available). ``Engine`` implements ``drsearch.contract.Retr
 Public API (pinned by tests/index/test_public_api.py)::
 
     build(docs, path, settings)            -> BuildReport  (chunks=[SourceChunk]: pre-chunked)
-    Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats)
+    Engine.open(path, blocklist)           -> Engine (.search, .open_document, .stats); a release's
+                                              database gets the release's list (releases.py)
     BlockList.from_file(path)
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
     read_sqlite_header(path), sha256_file(path), quick_check(path),
@@ -23,7 +24,8 @@ from .._lazy import lazy_getattr
 from .blocklist import BlockList
 from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
-from .engine import Engine
+from .engine import Engine, EngineOptions
+from .filehash import cached_sha256
 from .integrity import (
     SQLiteHeader,
     document_problems,
@@ -36,6 +38,7 @@ from .integrity import (
 )
 from .native import gil_poll_ns
 from .query import ParsedQuery, parse_query
+from .releases import Release, ReleasePolicy, locate, policy_for, release_holding
 from .urls import canonicalize_url
 
 if TYPE_CHECKING:
@@ -53,12 +56,16 @@ __all__ = [
     "BuildSettings",
     "ChunkSpan",
     "Engine",
+    "EngineOptions",
     "ParsedQuery",
+    "Release",
+    "ReleasePolicy",
     "SQLiteHeader",
     "SourceChunk",
     "SourcedDoc",
     "TokenizerPreset",
     "build",
+    "cached_sha256",
     "canonicalize_url",
     "chunk_spans",
     "chunk_words",
@@ -66,11 +73,14 @@ __all__ = [
     "fts5_integrity_check",
     "gil_poll_ns",
     "header_problems",
+    "locate",
     "missing_docids",
     "parse_query",
+    "policy_for",
     "quick_check",
     "read_jsonl",
     "read_sqlite_header",
+    "release_holding",
     "sha256_file",
     "split_words",
 ]

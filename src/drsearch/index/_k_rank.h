@@ -466,7 +466,7 @@ rank_core(Query *q, Outcome *o, const int prune)
 
 /* One compiled copy of the loop per entry point, prune a constant in each: with one shared
    copy, a change to the pruning path alone moved rank_blocks' speed by 4-9% (code layout);
-   specialized, both got faster (docs/BENCHMARKS.md, "Window sizes"). */
+   specialized, both got faster (benchmarks/HISTORY.md, "Window sizes"). */
 static void
 rank_core_blocks(Query *q, Outcome *o)
 {

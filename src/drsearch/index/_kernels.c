@@ -106,7 +106,7 @@ load_f64(const unsigned char *p)
    largest is about the list's bound), long enough that per-window work stays small. That
    work is per list (two gallops and a window bound each), so a query of several lists wants
    longer windows than a single list, whose only gain is finer skipping. Measured with
-   benchmarks/kernel_ab.py on the benchmark's 1x and 4x lists (docs/BENCHMARKS.md, "Window
+   benchmarks/kernel_ab.py on the benchmark's 1x and 4x lists (benchmarks/HISTORY.md, "Window
    sizes"): against one cap of 8,192, 16,384 ran whole queries 3-5% faster at k = 10 and a
    single list 10-18% slower, 4,096 the reverse; hence a cap per list count. */
 #ifndef PRUNE_SPAN_MAX

@@ -14,7 +14,7 @@ processes share. Without the kernel, opening loads the BLOB with one sequential 
 index without the two arrays (built before they existed) gets the table from the
 ``documents`` rows on first search instead — the same content, slower to load: a scattered
 read of every row, which on a cold page cache made the benchmark's fresh-process first query
-1,038 ms at commit 049c6c3 (docs/BENCHMARKS.md).
+1,038 ms at commit 049c6c3 (benchmarks/HISTORY.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The search engine over one frozen index file.
 
-``Engine.open(path, blocklist)`` opens the file read-only and immutable, checks its
-application id and schema version, and loads the small per-chunk arrays. ``search``
+``Engine.open(path, blocklist)`` opens the file read-only and immutable (a release's database
+with the release's own blocklist unless told otherwise: :mod:`drsearch.index.releases`),
+checks its application id and schema version, and loads the small per-chunk arrays. ``search``
 ranks documents by their best chunk exactly as FTS5's ``bm25()`` would, but from
 precomputed posting lists (see :mod:`drsearch.index.scoring`); ``open`` returns a
 document by docid or by any spelling of any of its URLs. Blocked documents do not exist
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -46,6 +48,7 @@ from .blocklist import BlockList
 from .doctable import DocTable, PagedFields
 from .hidden_terms import absent_keys, blocked_only_terms
 from .query import ParsedQuery, QueryTerm, parse_query
+from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
 from .scoring import (
     IDF_FLOOR,
@@ -65,6 +68,7 @@ from .urls import canonicalize_url
 
 # The limits (MAX_K, MAX_RUN_K, the query caps, the default time limit) are the request
 # contract's (drsearch.contract.request). Output buffers hold every chunk, so any k fits.
+_log = logging.getLogger("drsearch.index.releases")  # the release rule's warnings
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
 # A query's terms in one round trip, with the posting lists of up to INLINE_POSTINGS postings
@@ -212,6 +216,8 @@ class Engine:
         self.path = path
         self.options = options
         self.blocklist = blocklist
+        # what Engine.open decided (releases.choose_blocklist); a bare engine: the list as given
+        self.blocklist_choice = BlocklistChoice(blocklist, "file" if blocklist.docids else "none")
         self.time_limit_s = time_limit_s
         self._conn = conn  # the opening thread's connection; other threads get their own
         self._owner = threading.get_ident()
@@ -284,10 +290,18 @@ class Engine:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
+             release_blocklist: ReleasePolicy = "apply",
              time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None,
              pruning: Pruning = "auto", options: EngineOptions = DEFAULT_OPTIONS) -> Engine:
         """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
 
+        ``path``: the index file, or a release directory (its ``search/corpus.sqlite3``).
+        A release's database gets the release's own blocklist (:mod:`drsearch.index.releases`):
+        ``blocklist`` None applies it, a list with other bytes raises BlocklistError unless
+        ``release_blocklist="override"``; ``"none"`` opens it with no blocklist (both logged
+        as warnings on the ``drsearch`` logger); ``"ignore"`` skips the rule (tools that
+        check the whole file). A list with no docids raises BlocklistError. The choice is
+        kept as ``blocklist_choice`` (origin, release, its list's SHA-256).
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
         ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
         MaxScore), ``never`` scores them all, ``auto`` (the default) picks per query what is
@@ -295,10 +309,11 @@ class Engine:
         ``options``: the routes to take (:class:`EngineOptions`; tests and probes), the same
         results again.
         """
-        p = Path(path)
+        p, release = locate(path)
+        choice = choose_blocklist(release, blocklist, release_blocklist)
         conn = _connect(p)
         try:
-            return cls(conn, p, blocklist or BlockList.empty(), time_limit_s, native, pruning, options)
+            engine = cls(conn, p, choice.blocklist, time_limit_s, native, pruning, options)
         except IncompatibleIndexError as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: {e.message}") from e
@@ -307,6 +322,10 @@ class Engine:
             conn.close()
             raise IncompatibleIndexError(f"{p}: damaged or incomplete drsearch index "
                                          f"({e.__class__.__name__}: {e})") from e
+        engine.blocklist_choice = choice
+        if choice.warning:  # loud: with no logging set up, Python prints it on stderr
+            _log.warning("drsearch: WARNING: %s", choice.warning)
+        return engine
 
     def close(self) -> None:
         with self._lock:

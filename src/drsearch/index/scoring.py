@@ -66,7 +66,7 @@ PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
 # Chunks per block of the native ranking (rank_blocks' window; the kernel takes it from the
 # score buffer's length): 128 KiB of scores, an eighth of this machine's 1 MiB L2, leaving room
 # for the streamed postings and chunk_doc. Measured against 8K/32K/64K with kernel_ab.py on the
-# benchmark's 1x and 4x lists (docs/BENCHMARKS.md, "Window sizes"): against 32K, 16K runs a
+# benchmark's 1x and 4x lists (benchmarks/HISTORY.md, "Window sizes"): against 32K, 16K runs a
 # single list 4-11% faster and whole queries at 0.96-1.02x; 8K loses 6% on whole queries at 4x
 # (more windows, each paying two gallops per list), 64K is 5-12% slower. No score changes: a
 # chunk's sum is the same additions in the same order whatever the window.

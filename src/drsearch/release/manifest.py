@@ -24,14 +24,14 @@ from ..contract import InvalidInputError
 from ..contract.atomic import write_bytes_atomic
 from ..contract.dirlock import LOCK_NAME, lock_dir
 from ..index import BlockList, Engine, read_sqlite_header, sha256_file
+from ..index.releases import BLOCKED as BLOCKED  # the layout every front-end knows (re-exported)
+from ..index.releases import DATABASE as DATABASE
+from ..index.releases import MANIFEST as MANIFEST
 from ..index.schema import APPLICATION_ID
 from .dr256 import load_questions
 
-MANIFEST = "manifest.json"
 CHECKSUMS = "checksums.sha256"
-DATABASE = "search/corpus.sqlite3"
 QUESTIONS = "benchmark/questions.jsonl"
-BLOCKED = "benchmark/blocked_docids.txt"
 SUMMARY = "benchmark/summary.json"
 COVERAGE = "search/coverage_summary.json"
 SOURCES = "search/source_manifest_summary.json"
@@ -211,7 +211,7 @@ def corpus_section(database: Path) -> dict[str, Any]:
     if header.application_id != APPLICATION_ID:
         return {"path": DATABASE, "foreign": True, "application_id": header.application_id,
                 "schema_version": header.user_version}
-    with Engine.open(database) as engine:
+    with Engine.open(database, release_blocklist="ignore") as engine:  # describes the whole file
         meta = engine.meta
     section: dict[str, Any] = {
         "path": DATABASE,

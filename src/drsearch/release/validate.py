@@ -302,7 +302,7 @@ class _Validator:
                      f"schema version {header.user_version}, {header.page_count:,} pages of "
                      f"{header.page_size:,} bytes = file size")
         try:
-            with Engine.open(path) as engine:
+            with Engine.open(path, release_blocklist="ignore") as engine:  # checks the whole file
                 self.meta = dict(engine.meta)
         except DrsearchError as e:
             self.add("corpus meta", "FAIL", e.message)

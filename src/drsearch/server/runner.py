@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 
-from ..index import BlockList, Engine
+from ..index import BlockList, Engine, policy_for
 from .app import create_app, served_identity
 from .exposition import blocklist_enabled
 from .health import write_verify_state
@@ -44,7 +44,9 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     Raises BlocklistError or CorpusFileError when a file cannot be used.
     """
     blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
-    engine = Engine.open(config.database, blocklist, time_limit_s=config.settings.time_limit_s)
+    # the parent decided the blocklist by the release rule; the worker reopens it the same way
+    engine = Engine.open(config.database, blocklist, release_blocklist=policy_for(config.blocklist_origin),
+                         time_limit_s=config.settings.time_limit_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
                      release_blocklist_sha256=config.release_blocklist_sha256)
     set_identity(served_identity(engine))

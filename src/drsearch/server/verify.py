@@ -27,6 +27,7 @@ from ..contract import IncompatibleIndexError
 from ..index import (
     BlockList,
     Engine,
+    ReleasePolicy,
     document_problems,
     fts5_integrity_check,
     header_problems,
@@ -65,13 +66,14 @@ def _deep_checks(path: Path) -> None:
 
 
 def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
-                  blocklist: BlockList | None = None) -> CorpusReport:
+                  blocklist: BlockList | None = None, *,
+                  release_blocklist: ReleasePolicy = "apply") -> CorpusReport:
     """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem.
 
     Even at ``none`` the engine is opened once (to describe the corpus in the startup log).
     """
     p = Path(path)
-    with Engine.open(p, blocklist) as engine:
+    with Engine.open(p, blocklist, release_blocklist=release_blocklist) as engine:
         meta = engine.meta
         stats = engine.stats()
         if level == "deep":

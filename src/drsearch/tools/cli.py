@@ -29,10 +29,15 @@ from ..contract import (
     parse_open,
     parse_search,
 )
-from ..index import BlockList, BuildSettings, Engine, build, read_jsonl
+from ..index import BlockList, BuildSettings, Engine, build, locate, policy_for, read_jsonl
 from .argtypes import build_threads, int_in, seconds
 from .binding import check_bindable
-from .blocking import add_allow_missing_blocked, serve_blocklist
+from .blocking import (
+    add_blocklist_options,
+    requested_blocklist,
+    serve_blocklist,
+    show_release_warnings,
+)
 from .cache_cli import register as register_cache_verb
 from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
@@ -52,15 +57,12 @@ from .trec_cli import register as register_eval_verb
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
 
-def _blocklist(args: argparse.Namespace) -> BlockList | None:
-    path = getattr(args, "blocked_docids", None)
-    return BlockList.from_file(path) if path else None
-
-
 def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine:
-    """The engine of ``--database`` with ``--blocked-docids``; refuses (BlocklistError, exit 2)
-    a blocklist naming docids the corpus lacks unless ``--allow-missing-blocked``."""
-    engine = Engine.open(args.database, _blocklist(args))
+    """The engine of ``--database`` with ``--blocked-docids`` (a release's own list by default,
+    ``drsearch.index.releases``); refuses (BlocklistError, exit 2) a blocklist naming docids
+    the corpus lacks unless ``--allow-missing-blocked``."""
+    listed, policy = requested_blocklist(args)
+    engine = Engine.open(args.database, listed, release_blocklist=policy)
     if check_blocklist and not getattr(args, "allow_missing_blocked", False):
         try:
             engine.check_blocklist_complete()
@@ -161,20 +163,18 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 
 
 
-def _release_of(args: argparse.Namespace) -> Path | None:
-    """The release directory whose corpus is being served: ``--release-dir``, or DIR when the
-    database is DIR/search/corpus.sqlite3 beside a DIR/manifest.json (DR-256's layout)."""
-    database = Path(args.database).resolve()
+def _release_of(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The database file and the release directory it belongs to: ``--release-dir``, or as
+    every verb finds it (``drsearch.index.releases.locate``: DIR/search/corpus.sqlite3 beside
+    DIR/manifest.json, or DIR itself)."""
+    database, release = locate(args.database)
     if args.release_dir is not None:
         root = Path(args.release_dir).resolve()
-        if database != root / "search" / "corpus.sqlite3":
+        if database.resolve() != root / "search" / "corpus.sqlite3":
             raise InvalidInputError(f"--database {args.database} is not the corpus of release "
                                     f"{args.release_dir} (expected {root / 'search' / 'corpus.sqlite3'})")
-        return root
-    root = database.parent.parent
-    if database.parent.name == "search" and (root / "manifest.json").is_file():
-        return root
-    return None
+        return database, root
+    return database, None if release is None else release.root
 
 
 def _validate_release_before_serving(root: Path, deep: bool) -> None:
@@ -196,14 +196,15 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     from ..server import ServeConfig, ServerSettings, serve, verify_corpus
 
     check_bindable(args.host, args.port)
-    release_dir = _release_of(args)
+    args.database, release_dir = _release_of(args)
     chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
     blocklist = None if chosen.path is None else BlockList.from_file(chosen.path)
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
-    report = verify_corpus(args.database, args.verify, blocklist)
+    policy = policy_for(chosen.origin)
+    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy)
     if blocklist is not None and not args.allow_missing_blocked:
-        with Engine.open(args.database, blocklist) as engine:
+        with Engine.open(args.database, blocklist, release_blocklist=policy) as engine:
             engine.check_blocklist_complete()
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
@@ -235,10 +236,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _database_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
-    p.add_argument("--blocked-docids", metavar="FILE", help="docids to hide (one per line, # comments)")
+    p.add_argument("--database", required=True, metavar="CORPUS",
+                   help="index file (.sqlite3), or a release directory (its search/corpus.sqlite3)")
+    add_blocklist_options(p)
     p.add_argument("--json", action="store_true", help="print the HTTP response body (JSON)")
-    add_allow_missing_blocked(p)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -286,13 +287,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve an index over HTTP (see docs/SERVER.md)")
     p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
-    p.add_argument("--blocked-docids", metavar="FILE|none",
-                   help="docids to hide (one per line, # comments); default: a release's own "
-                        "benchmark/blocked_docids.txt, else none; `none`: serve every document")
-    p.add_argument("--override-release-blocklist", action="store_true",
-                   help="serve a release's database with a --blocked-docids file other than the "
-                        "release's own (logged, and shown in /health)")
-    add_allow_missing_blocked(p)
+    add_blocklist_options(p)  # serve: the choice is also shown in /health (blocklist.origin)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int_in(1, 512), default=1, help="worker processes (default 1)")
@@ -368,6 +363,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     args = make_parser().parse_args(argv)
     handler: Handler = args.handler
+    show_release_warnings()
     try:
         return handler(args, out or sys.stdout)
     except DrsearchError as e:

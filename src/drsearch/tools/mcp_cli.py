@@ -12,10 +12,11 @@ import sys
 from typing import TextIO
 
 from ..contract import MAX_K, InvalidInputError
-from ..index import BlockList, Engine
+from ..index import Engine
 from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
 from .argtypes import int_in, seconds
 from .binding import check_bindable
+from .blocking import add_blocklist_options, requested_blocklist
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -40,8 +41,10 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
     if http:
         check_bindable(host, port)
     settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars, page_chars=args.page_chars)
-    blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
-    with Engine.open(args.database, blocklist) as engine:
+    listed, policy = requested_blocklist(args)
+    with Engine.open(args.database, listed, release_blocklist=policy) as engine:
+        if not args.allow_missing_blocked:
+            engine.check_blocklist_complete()
         print(f"drsearch mcp: serving {engine.path} (identity {engine.meta['content_identity']}, "
               f"{len(engine.blocklist)} blocked docids; k={settings.k}, "
               f"snippet_chars={settings.snippet_chars}, page_chars={settings.page_chars}) "
@@ -58,8 +61,9 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("mcp", help="serve an index as MCP tools: search, get_document, open "
                                    "(docs/CLIENTS.md)")
-    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
-    p.add_argument("--blocked-docids", metavar="FILE", help="docids to hide (one per line, # comments)")
+    p.add_argument("--database", required=True, metavar="CORPUS",
+                   help="index file (.sqlite3), or a release directory (its search/corpus.sqlite3)")
+    add_blocklist_options(p)
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
                    help="stdio (a client launches this command; default) or streamable-http (at /mcp)")
     p.add_argument("--host", help="address to bind with streamable-http (default 127.0.0.1)")

@@ -16,12 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .blocking import add_allow_missing_blocked
+from .blocking import NONE, add_blocklist_options, policy
 
 # RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
 _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
             "api_key_env": "--api-key-env", "search_url": "--search", "database": "--database",
-            "blocked_docids": "--blocked-docids", "preset": "--preset", "attempt": "--attempt",
+            "blocked_docids": "--blocked-docids",
+            "release_blocklist": "--blocked-docids none/--override-release-blocklist",
+            "preset": "--preset", "attempt": "--attempt",
             "concurrency": "--concurrency",
             "limit": "--limit", "ids": "--ids", "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "identity_check_every": "--identity-check-every",
@@ -38,7 +40,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
-            blocked_docids=args.blocked_docids, allow_missing_blocked=args.allow_missing_blocked,
+            blocked_docids=None if args.blocked_docids in (None, NONE) else Path(args.blocked_docids),
+            release_blocklist=policy(args.blocked_docids, args.override_release_blocklist),
+            allow_missing_blocked=args.allow_missing_blocked,
             identity_check_every=args.identity_check_every,
             allow_unsandboxed_python=args.allow_unsandboxed_python,
             preset=args.preset, attempt=args.attempt,
@@ -103,9 +107,9 @@ def register(sub: Any) -> None:
     p.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl", help="DR-256 question rows")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--search", metavar="URL", help="a drsearch server, e.g. http://127.0.0.1:8000")
-    g.add_argument("--database", type=Path, metavar="CORPUS", help="search an index file in-process")
-    p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
-    add_allow_missing_blocked(p)
+    g.add_argument("--database", type=Path, metavar="CORPUS",
+                   help="search an index file (or a release directory) in-process")
+    add_blocklist_options(p)  # with --database (a server applies its own)
     p.add_argument("--identity-check-every", type=int, default=0, metavar="N",
                    help="with --search behind a gateway that strips x-drsearch-identity: accept answers "
                         "without it and check the identity in /health's body after a random gap of "

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..contract import InvalidInputError
 from .argtypes import fraction
-from .blocking import add_allow_missing_blocked
+from .blocking import add_blocklist_options, requested_blocklist
 from .progress import progress_bar
 
 if TYPE_CHECKING:
@@ -110,13 +110,13 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
 
     from ..agents import EngineSearcher, HttpSearcher
     from ..benchmark import CitationAuditor, CorpusResolver, HttpRecordResolver, RoutingResolver, SupportJudge
-    from ..index import BlockList, Engine
+    from ..index import Engine
 
     routes: dict[str, Any] = {}
     with ExitStack() as stack:
         if args.database is not None:
-            blocklist = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
-            engine = stack.enter_context(Engine.open(args.database, blocklist))
+            listed, policy = requested_blocklist(args)
+            engine = stack.enter_context(Engine.open(args.database, listed, release_blocklist=policy))
             if not args.allow_missing_blocked:
                 engine.check_blocklist_complete()
             routes["docid"] = routes["url"] = CorpusResolver(EngineSearcher(engine))
@@ -271,7 +271,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
                   "existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; --database or --search "
                   "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
-    _add_run_facts(summary, runs, tasks, graded)
+    _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
@@ -347,16 +347,23 @@ def _valid_scores(args: argparse.Namespace, summary: dict[str, Any]) -> None:
 
 
 def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list[Any],
-                   graded: list[GradedQuestion]) -> None:
+                   graded: list[GradedQuestion], questions: Path, questions_sha256: str) -> None:
     """What every judge path reports beside its verdicts: ``behaviour`` (how the agent answered,
-    first attempt) and ``leak_audit`` (where the gold first appeared in the trajectories)."""
+    first attempt), ``leak_audit`` (where the gold first appeared in the trajectories) and
+    ``corpus`` (what each run searched, and whether it was the questions' release with its
+    blocklist: warned on stderr where not)."""
     from ..benchmark.behaviour import behaviour_metrics
     from ..benchmark.leak_audit import audit_runs
+    from ..benchmark.provenance import corpus_provenance
 
     summary["behaviour"] = behaviour_metrics(runs[0].episodes, [t.question_id for t in tasks])
     golds = {t.question_id: t.reference for t in tasks}
     summary["leak_audit"] = audit_runs([r.episodes for r in runs], golds,
                                        {(g.question_id, g.attempt): g.correct for g in graded})
+    summary["corpus"] = corpus_provenance(questions, questions_sha256, runs)
+    for line in summary["corpus"]["warnings"]:
+        _warn(line)
+        summary.setdefault("warnings", []).append(line)  # beside the judge's: every warning in one list
 
 
 def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes], tasks: list[Any],
@@ -383,7 +390,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     drbencher = drbencher_summary(args.questions, graded, runs)  # DrBencher rows: docs/GENERATE.md
     if drbencher is not None:
         summary["drbencher"] = drbencher
-    _add_run_facts(summary, runs, tasks, graded)
+    _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)
@@ -538,8 +545,7 @@ def register(sub: Any) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--database", type=Path, metavar="CORPUS", help="citation audit: the corpus in-process")
     g.add_argument("--search", metavar="URL", help="citation audit: a drsearch server")
-    p.add_argument("--blocked-docids", type=Path, metavar="FILE", help="with --database: docids to hide")
-    add_allow_missing_blocked(p)
+    add_blocklist_options(p)  # with --database (a server applies its own)
     p.add_argument("--record-url", action="append", metavar="KIND=URL",
                    help="citation audit: fetch pmid|doi|nct|arxiv records from URL with {id} (repeatable; "
                         "arXiv: https://arxiv.org/abs/{id})")

@@ -17,8 +17,8 @@ from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read
 from ..compat.pyserini import Hit
 from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, number_from_text
 from ..contract.atomic import atomic_output
-from ..index import BlockList
 from .argtypes import int_in
+from .blocking import requested_blocklist
 from .progress import progress_bar
 
 RUN_K_DEFAULT = 1000
@@ -55,9 +55,9 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     _check_output(output, args.force)
     topics = read_topics(args.topics)
     check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
-    bl = BlockList.from_file(args.blocked_docids) if args.blocked_docids else None
+    bl, policy = requested_blocklist(args)
     lines = queries_without_hits = 0
-    with LuceneSearcher(args.database, blocked_docids=bl) as searcher, \
+    with LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy) as searcher, \
             progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
             atomic_output(output) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")

@@ -100,7 +100,7 @@ def _run(ctx: StageContext) -> None:
     pool = read_rows(Path(ctx.stage.inputs[0]))
     patterns = [re.compile(p, re.I) for p in s["url_patterns"]]
     flagged: dict[str, dict[str, Any]] = {}
-    with Engine.open(s["database"]) as engine:
+    with Engine.open(s["database"], release_blocklist="ignore") as engine:  # finds what to block
         surfaced: dict[str, list[dict[str, Any]]] = {}  # docid -> the questions whose search found it
         for row in pool:
             for h in engine.search(row["question"], s["candidate_k"], with_text=False).hits:
@@ -142,7 +142,7 @@ def find_artifacts(pool: str | Path, database: str | Path, *, url_patterns: tupl
     unknown = sorted(set(overrides) - set(SETTINGS))
     if unknown:
         raise InvalidInputError(f"unknown artifact setting {unknown[0]!r}")
-    with Engine.open(database) as engine:
+    with Engine.open(database, release_blocklist="ignore") as engine:
         identity = engine.meta["content_identity"]
     settings = {**SETTINGS, **overrides, "url_patterns": list(url_patterns),
                 "database": str(Path(database).resolve()), "corpus_identity": identity}

@@ -82,7 +82,8 @@ def _run(ctx: StageContext) -> None:
     pool = {r["qid"]: r for r in read_rows(Path(ctx.stage.inputs[0]))}
     answers = read_rows(Path(ctx.stage.inputs[1]))
     lines = []
-    with Engine.open(s["database"], BlockList.from_file(ctx.stage.inputs[2])) as engine:
+    with Engine.open(s["database"], BlockList.from_file(ctx.stage.inputs[2]),
+                     release_blocklist="ignore") as engine:  # the list under review, as given
         searcher = EngineSearcher(engine)
         for a in answers:
             row = pool[a["qid"]]
@@ -126,7 +127,7 @@ def audit_shortcuts(pool: str | Path, database: str | Path, blocked: str | Path,
     inputs = (stage_input(root, POOL_FILE), stage_input(root, ANSWERS_FILE), Path(blocked).resolve())
     blocklist = BlockList.from_file(blocked)
     refuse_blocked_answers(read_rows(inputs[1]), blocklist, blocked)
-    with Engine.open(database, blocklist) as engine:
+    with Engine.open(database, blocklist, release_blocklist="ignore") as engine:
         identity = engine.meta["content_identity"]
         engine.check_blocklist_complete()
     settings = {**SETTINGS, **overrides, "database": str(Path(database).resolve()),

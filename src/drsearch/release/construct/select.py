@@ -253,7 +253,7 @@ def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: in
         manifest = assemble_release(partial, docs, root / "select" / "questions.jsonl", blocked, name=name,
                                     revision=revision)
         shutil.rmtree(docs.parent)
-        with Engine.open(partial / "search" / "corpus.sqlite3") as engine:
+        with Engine.open(partial / "search" / "corpus.sqlite3", release_blocklist="ignore") as engine:
             identity = engine.meta["content_identity"]
         if identity != audit["corpus_identity"]:
             raise InvalidInputError(f"{crawl_dir / DOCS_FILE}: builds corpus {identity}, not the audited "
