@@ -122,6 +122,9 @@ class ServeConfig(BaseModel):
     ``blocked_docids`` ``None`` means no blocklist: every document is served.
     ``blocklist_origin`` says why (``/health`` shows it; None: ``file`` or ``none``), and
     ``release_blocklist_sha256`` is the SHA-256 of the served release's own list.
+    ``blocklist_sha256`` is the SHA-256 of ``blocked_docids`` as the parent read it: a worker
+    that reads other bytes (the file changed after ``drsearch serve`` started) refuses to
+    start, so that no two workers of one server hide different documents.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -130,6 +133,7 @@ class ServeConfig(BaseModel):
     blocked_docids: Path | None = None
     blocklist_origin: BlocklistOrigin | None = None
     release_blocklist_sha256: str | None = None
+    blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
 
     def to_env(self) -> dict[str, str]:

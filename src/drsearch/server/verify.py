@@ -67,13 +67,18 @@ def _deep_checks(path: Path) -> None:
 
 def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
                   blocklist: BlockList | None = None, *,
-                  release_blocklist: ReleasePolicy = "apply") -> CorpusReport:
-    """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem.
+                  release_blocklist: ReleasePolicy = "apply", require_complete: bool = False) -> CorpusReport:
+    """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem,
+    and with ``require_complete`` BlocklistError when the blocklist names docids the corpus
+    lacks (``Engine.check_blocklist_complete``).
 
-    Even at ``none`` the engine is opened once (to describe the corpus in the startup log).
+    Even at ``none`` the engine is opened once (to describe the corpus in the startup log),
+    and only once: ``drsearch serve`` makes every check of its parent on this one engine.
     """
     p = Path(path)
     with Engine.open(p, blocklist, release_blocklist=release_blocklist) as engine:
+        if require_complete and blocklist is not None:
+            engine.check_blocklist_complete()
         meta = engine.meta
         stats = engine.stats()
         if level == "deep":

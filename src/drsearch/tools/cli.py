@@ -202,10 +202,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
     policy = policy_for(chosen.origin)
-    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy)
-    if blocklist is not None and not args.allow_missing_blocked:
-        with Engine.open(args.database, blocklist, release_blocklist=policy) as engine:
-            engine.check_blocklist_complete()
+    # one engine for every check of this process; the workers open their own (one each)
+    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy,
+                           require_complete=not args.allow_missing_blocked)
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
@@ -229,6 +228,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
               "(its state on /health: pending, ok, failed)", file=sys.stderr)
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if chosen.path is None else chosen.path.resolve(),
+                         blocklist_sha256=None if blocklist is None else blocklist.sha256,
                          blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log, verified=args.verify)
