@@ -31,7 +31,7 @@ from ..contract import (
 )
 from ..index import BlockList, BuildSettings, Engine, build, locate, policy_for, read_jsonl
 from .argtypes import build_threads, int_in, seconds
-from .binding import check_bindable
+from .binding import add_connection_arguments, check_bindable
 from .blocking import (
     add_blocklist_options,
     requested_blocklist,
@@ -304,17 +304,7 @@ def make_parser() -> argparse.ArgumentParser:
                         "--request-timeout is its deprecated old name)")
     p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
-    p.add_argument("--idle-timeout", type=seconds(3600), default=30.0, metavar="S",
-                   help="close a connection idle this long between requests (default 30)")
-    p.add_argument("--header-timeout", type=seconds(3600), default=10.0, metavar="S",
-                   help="a request's line and headers must arrive within S seconds (408; default 10)")
-    p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
-                   help="largest request head in bytes (431 beyond; default 65536)")
-    p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
-                   help="open connections per worker (503 beyond; default 1000)")
-    p.add_argument("--max-client-connections", type=int_in(1, 1_000_000), default=250, metavar="N",
-                   help="open connections per worker from one client address (503 beyond; default 250; "
-                        "behind a proxy, as many as --max-connections)")
+    add_connection_arguments(p)
     p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
                    help="most queries in one POST /retrieve (422 beyond; default 256)")
     p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=2560, metavar="N",

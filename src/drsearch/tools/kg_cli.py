@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .argtypes import int_in, seconds
+from .binding import add_connection_arguments
 
 
 def cmd_kg_serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -29,7 +30,8 @@ def cmd_kg_serve(args: argparse.Namespace, out: TextIO) -> int:
 
     http = ServerSettings(time_limit_s=args.time_limit, max_body_bytes=args.max_body_bytes,
                           idle_timeout_s=args.idle_timeout, header_timeout_s=args.header_timeout,
-                          max_header_bytes=args.max_header_bytes, max_connections=args.max_connections)
+                          max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
+                          max_client_connections=args.max_client_connections)
     settings = KGServeSettings(http=http, max_result_bytes=args.max_result_bytes,
                                query_workers=args.query_workers)
     try:  # KGDataError (exit 2) before binding
@@ -58,12 +60,5 @@ def register(sub: Any) -> None:
     # drsearch serve's connection limits, with its defaults (docs/SERVER.md)
     p.add_argument("--max-body-bytes", type=int_in(1024, 1 << 30), default=1 << 20, metavar="N",
                    help="largest request body (413 unread beyond; default 1048576)")
-    p.add_argument("--idle-timeout", type=seconds(3600), default=30.0, metavar="S",
-                   help="close a connection idle this long between requests (default 30)")
-    p.add_argument("--header-timeout", type=seconds(3600), default=10.0, metavar="S",
-                   help="a request's line and headers must arrive within S seconds (408; default 10)")
-    p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
-                   help="largest request head in bytes (431 beyond; default 65536)")
-    p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
-                   help="open connections (503 beyond; default 1000)")
+    add_connection_arguments(p)
     p.set_defaults(handler=cmd_kg_serve)
