@@ -10,6 +10,9 @@ EXPECTED_INDEX_API = {
     "CHUNK_STRIDE", "CHUNK_WORDS", "BlockList", "BuildReport", "BuildSettings", "ChunkSpan", "Engine",
     "ParsedQuery", "build", "canonicalize_url", "chunk_spans", "chunk_words", "parse_query",
     "read_jsonl", "split_words", "SourcedDoc", "SourceChunk",
+    "EngineOptions",  # the routes an engine takes (tests and probes compare them)
+    # the release rule (docs/SERVER.md) and the file hash run.json records
+    "Release", "ReleasePolicy", "locate", "policy_for", "release_holding", "cached_sha256",
     # integrity checks (drsearch.index.integrity, release validation)
     "SQLiteHeader", "document_problems", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",
     "read_sqlite_header", "sha256_file",
@@ -30,7 +33,19 @@ EXPECTED_CONTRACT_API = {
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "QueryTimeoutError", "SearchResult",
     "atomic_output", "write_bytes_atomic", "write_json_atomic",
+    "BlocklistOrigin", "ReleaseInfo", "OPEN_FIELDS", "RETRIEVE_FIELDS", "SEARCH_FIELDS", "UnknownFields",
+    "check_http_url", "error_of", "too_many_terms",
+    # one writer per output directory
+    "DirLock", "LOCK_NAME", "entries", "holder_pid", "is_locked", "lock_dir", "pid_alive",
 }
+
+
+def test_the_contract_exports_each_module_s_names_once() -> None:
+    from drsearch.contract import atomic, dirlock, errors, models, request, retriever, searcher
+
+    modules = (atomic, dirlock, errors, models, request, retriever, searcher)
+    assert sorted(drsearch.contract.__all__) == sorted(n for m in modules for n in m.__all__)
+    assert len(set(drsearch.contract.__all__)) == len(drsearch.contract.__all__)
 
 
 def test_index_exports() -> None:

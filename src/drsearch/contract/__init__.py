@@ -12,123 +12,27 @@ and it imports only the standard library (import-linter keeps it so):
                 implements it; a second ranker would too)
     searcher    the Searcher protocol agents' tools call (in-process, HTTP, replay)
     atomic      atomic file writes
+    dirlock     one writer per output directory (a lock the OS drops when its process dies)
 
 docs/DESIGN.md ("Layers") draws where this floor sits and where a new ranker or front-end goes.
 """
 
-from .atomic import atomic_output, write_bytes_atomic, write_json_atomic
-from .errors import (
-    BlocklistError,
-    BuildError,
-    CorpusFileError,
-    CorruptIndexError,
-    DirectoryBusyError,
-    DocumentNotFoundError,
-    DrsearchError,
-    IncompatibleIndexError,
-    InvalidDocumentError,
-    InvalidInputError,
-    InvalidKError,
-    InvalidQueryError,
-    InvalidRequestError,
-    NotADatabaseError,
-    QueryTimeoutError,
-)
-from .models import Document, Hit, SearchResult
-from .request import (
-    DEFAULT_K,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_BATCH_QUERIES,
-    DEFAULT_TIME_LIMIT_S,
-    MAX_JSON_INT,
-    MAX_K,
-    MAX_MESSAGE_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_QUERY_TERMS,
-    MAX_RUN_K,
-    OPEN_TOOL,
-    SEARCH_TOOL,
-    Limits,
-    OpenRequest,
-    RetrieveRequest,
-    SearchRequest,
-    canonical_bytes,
-    canonical_json,
-    check_k,
-    check_query,
-    error_body,
-    hit_passage,
-    json_integer,
-    number_from_text,
-    open_parameters,
-    parse_open,
-    parse_retrieve,
-    parse_search,
-    search_parameters,
-    strict_parameters,
-    tool_arguments,
-)
-from .retriever import BlocklistInfo, Retriever
-from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet_identity
+# Each module's __all__ is its public surface, and this package's is their union: the names
+# are listed once, in the module that defines them (hence the star imports).
+from . import atomic, dirlock, errors, models, request, retriever, searcher
+from .atomic import *  # noqa: F403
+from .dirlock import *  # noqa: F403
+from .errors import *  # noqa: F403
+from .models import *  # noqa: F403
+from .request import *  # noqa: F403
+from .retriever import *  # noqa: F403
+from .searcher import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_K",
-    "DEFAULT_LIMITS",
-    "DEFAULT_MAX_BATCH_QUERIES",
-    "DEFAULT_TIME_LIMIT_S",
-    "IDENTITY_HEADER",
-    "MAX_JSON_INT",
-    "MAX_K",
-    "MAX_MESSAGE_CHARS",
-    "MAX_QUERY_CHARS",
-    "MAX_QUERY_TERMS",
-    "MAX_RUN_K",
-    "OPEN_TOOL",
-    "SEARCH_TOOL",
-    "BlocklistError",
-    "BlocklistInfo",
-    "BuildError",
-    "CorpusFileError",
-    "CorpusInfo",
-    "CorruptIndexError",
-    "DirectoryBusyError",
-    "Document",
-    "DocumentNotFoundError",
-    "DrsearchError",
-    "Hit",
-    "IncompatibleIndexError",
-    "InvalidDocumentError",
-    "InvalidInputError",
-    "InvalidKError",
-    "InvalidQueryError",
-    "InvalidRequestError",
-    "Limits",
-    "NotADatabaseError",
-    "OpenRequest",
-    "QueryTimeoutError",
-    "RetrieveRequest",
-    "Retriever",
-    "SearchRequest",
-    "SearchResult",
-    "Searcher",
-    "ToolResponse",
-    "atomic_output",
-    "canonical_bytes",
-    "canonical_json",
-    "check_k",
-    "check_query",
-    "error_body",
-    "fleet_identity",
-    "hit_passage",
-    "json_integer",
-    "number_from_text",
-    "open_parameters",
-    "parse_open",
-    "parse_retrieve",
-    "parse_search",
-    "search_parameters",
-    "strict_parameters",
-    "tool_arguments",
-    "write_bytes_atomic",
-    "write_json_atomic",
-]
+__all__: list[str] = []
+__all__ += atomic.__all__
+__all__ += dirlock.__all__
+__all__ += errors.__all__
+__all__ += models.__all__
+__all__ += request.__all__
+__all__ += retriever.__all__
+__all__ += searcher.__all__

@@ -171,4 +171,17 @@ def entries(path: str | os.PathLike[str]) -> list[Path]:
     return [p for p in Path(path).iterdir() if p.name != LOCK_NAME]
 
 
-__all__ = ["LOCK_NAME", "DirLock", "entries", "holder_pid", "is_locked", "lock_dir"]
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` names a live process on this machine (one we may not signal counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["LOCK_NAME", "DirLock", "entries", "holder_pid", "is_locked", "lock_dir", "pid_alive"]

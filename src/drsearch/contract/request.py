@@ -390,6 +390,15 @@ def error_of(exc: InvalidInputError) -> bytes:
     return error_body(exc.error_type, exc.message)
 
 
+
+def check_http_url(url: str | None) -> str | None:
+    """``url`` itself if it is an ``http://`` or ``https://`` URL with something after the
+    scheme (None passes); ValueError otherwise (a pydantic validator's message)."""
+    scheme, _, rest = (url or "").partition("://")
+    if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    return url
+
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_LIMITS",
@@ -413,6 +422,7 @@ __all__ = [
     "UnknownFields",
     "canonical_bytes",
     "canonical_json",
+    "check_http_url",
     "check_k",
     "check_query",
     "error_body",

@@ -15,27 +15,13 @@ same directory removes only what is provably a dead build's:
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
-from ..contract.dirlock import LOCK_NAME, is_locked
+from ..contract.dirlock import LOCK_NAME, is_locked, pid_alive
 
 SCRATCH_PREFIX = "drsearch-build-"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` names a live process on this machine (one we may not signal counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _dead_holder(scratch: Path) -> bool:
@@ -78,4 +64,4 @@ def remove_dead_leftovers(out: Path) -> list[Path]:
     return removed
 
 
-__all__ = ["SCRATCH_PREFIX", "dead_leftovers", "pid_alive", "remove_dead_leftovers"]
+__all__ = ["SCRATCH_PREFIX", "dead_leftovers", "remove_dead_leftovers"]
