@@ -114,3 +114,16 @@ def test_a_passage_without_a_string_id_is_refused(tmp_path: Path) -> None:
     src = write_lines(tmp_path / "bad.jsonl", [PASSAGES[0], {"id": 4, "contents": "t\nx"}])
     with pytest.raises(InvalidDocumentError, match=rf"^{src}:2: a passage's 'id' must be a non-empty string"):
         build(read_jsonl(src), tmp_path / "x.sqlite3")
+
+
+def test_a_real_drsearch_serve_of_a_passage_index(passage_index: Path, tmp_path: Path) -> None:
+    import httpx
+
+    from drsearch.server import ServeProcess
+
+    with ServeProcess(passage_index, log=tmp_path / "serve.log") as server:
+        r = httpx.post(f"{server.url}/retrieve", json={"queries": ["zebra stripes"], "topk": 1,
+                                                       "return_scores": True}, timeout=30)
+    assert r.status_code == 200, r.text
+    [[item]] = r.json()["result"]
+    assert item["document"] == PASSAGES[1] and item["score"] > 0
