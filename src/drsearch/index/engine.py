@@ -332,6 +332,12 @@ class Engine:
         return self._local.tokenizer  # type: ignore[no-any-return]
 
     @property
+    def passages(self) -> bool:
+        """True for an index built from passage lines (``{"id", "contents"}``, as Search-R1 and
+        Pyserini ship corpora): each document is one chunk holding its ``contents`` whole."""
+        return bool(self.meta.get("source_shape") == "passages")
+
+    @property
     def paged_list_bytes(self) -> int:
         """Lists of more than this many bytes are ranked in the file's pages (PAGED_LIST_BYTES;
         tests and probes move it: 0 pages every list the kernel can take, a huge value none).
