@@ -25,9 +25,18 @@ queries (1-2 rare names + 2 content words of the page the first name went into, 
 order) and *rare* queries (one rare name alone). "Rare": at most one occurrence per 1,000
 chunks, drawn log-uniformly over the Zipf ranks that occur.
 
+``--passages N`` writes a passage corpus shaped as Search-R1's and Pyserini's wiki-18 is
+shipped instead: lines ``{"id", "contents"}``, ids ``"0"``, ``"1"``, ... in order, ``contents``
+the article's title in double quotes, a newline, then 100 words (DPR's split of Wikipedia: an
+article cut into consecutive 100-word passages, its last one shorter). The articles are the
+documents above (with ``--vocabulary large``, their entity names), as many as give N passages;
+they are longer than Wikipedia's (about 57 passages each against wiki-18's ~6.6), which only
+changes how often a title repeats. ``drsearch build`` takes the file as is (one chunk each).
+
 Usage::
 
     python benchmarks/corpus_gen.py [--docs 30318] [--queries 300] [--seed 1] [--vocabulary large]
+    python benchmarks/corpus_gen.py --passages 2000000 [--seed 1] [--vocabulary large]
 """
 
 from __future__ import annotations
@@ -624,6 +633,50 @@ def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED, cache: Pat
     return path, meta
 
 
+PASSAGE_WORDS = 100  # DPR's and wiki-18's passage length
+
+
+def iter_passages(docs: Iterator[dict[str, str]], n: int) -> Iterator[dict[str, str]]:
+    """The first ``n`` 100-word passages of ``docs``, in order (module docstring: the shape)."""
+    made = 0
+    for doc in docs:
+        title = '"' + " ".join(doc["title"].split()) + '"'
+        words = doc["text"].split()
+        for start in range(0, len(words), PASSAGE_WORDS):
+            if made == n:
+                return
+            yield {"id": str(made), "contents": f"{title}\n{' '.join(words[start:start + PASSAGE_WORDS])}"}
+            made += 1
+
+
+def ensure_passages(n: int, seed: int = DEFAULT_SEED, cache: Path = CACHE,
+                    vocab: Vocabulary = NORMAL) -> tuple[Path, dict[str, float | int | str]]:
+    """Generate (or reuse) a passage corpus of ``n`` passages; returns its path and statistics."""
+    cache.mkdir(parents=True, exist_ok=True)
+    stem = f"passages-v{GENERATOR_VERSION}-{_sample_digest()}-n{n}-s{seed}{vocab.tag}"
+    path, meta_path = cache / f"{stem}.jsonl", cache / f"{stem}.meta.json"
+    if path.is_file() and meta_path.is_file():
+        return path, json.loads(meta_path.read_text())
+    sources = load_sources()
+    articles = max(1, -(-n // 40))
+    while True:  # enough articles for n passages (the plan's lengths are seeded, not guessed)
+        plan = plan_corpus(sources, articles, seed)
+        if int((-(-plan.words // PASSAGE_WORDS)).sum()) >= n:
+            break
+        articles *= 2
+    if vocab.name == "large":
+        check_no_name_collisions(sources)
+    injector = EntityInjector(seed, vocab.types, vocab.rate) if vocab.name == "large" else None
+    _atomic_write(path, (json.dumps(p, ensure_ascii=False) + "\n"
+                         for p in iter_passages(iter_documents(sources, plan, injector), n)))
+    meta: dict[str, float | int | str] = {
+        "passages": n, "articles_planned": articles, "seed": seed, "passage_words": PASSAGE_WORDS,
+        "bytes": path.stat().st_size, "sample_sha256_12": _sample_digest(),
+        "generator_version": GENERATOR_VERSION, "vocabulary": vocab.name}
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return path, meta
+
+
 def ensure_entity_queries(corpus: Path, meta: dict[str, float | int | str], n: int,
                           seed: int) -> tuple[Path, dict[str, list[str]]]:
     """Generate (or reuse) the entity and rare-name queries of a large-vocabulary corpus
@@ -697,12 +750,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument("--vocabulary", choices=VOCABULARIES, default="normal")
+    ap.add_argument("--passages", type=int, metavar="N",
+                    help="write N Search-R1-shaped passages ({id, contents}) instead of documents")
     add_entity_args(ap)
     args = ap.parse_args(argv)
-    if args.docs < 1 or args.queries < 1:
-        ap.error("--docs and --queries must be positive")
+    if args.docs < 1 or args.queries < 1 or (args.passages is not None and args.passages < 1):
+        ap.error("--docs, --queries and --passages must be positive")
     check_entity_args(ap, args)
     vocab = Vocabulary(args.vocabulary, args.entity_types, args.entity_rate)
+    if args.passages is not None:
+        ppath, pmeta = ensure_passages(args.passages, args.seed, cache=CACHE, vocab=vocab)
+        print(f"passages {ppath}\n         {json.dumps(pmeta)}")
+        return 0
     corpus, meta = ensure_corpus(args.docs, args.seed, vocab=vocab)
     qpath, queries = ensure_queries(args.queries, args.seed)
     print(f"corpus  {corpus}\n        {json.dumps(meta)}")

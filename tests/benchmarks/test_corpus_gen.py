@@ -159,3 +159,32 @@ def test_bad_options_are_exit_2(argv: list[str], capsys: pytest.CaptureFixture[s
         cg.main(["--docs", "5", *argv])
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_passages_are_search_r1_shaped_deterministic_and_build_one_chunk_each(tmp_path: Path) -> None:
+    a, meta = cg.ensure_passages(500, 3, cache=tmp_path / "a")
+    b, _ = cg.ensure_passages(500, 3, cache=tmp_path / "b")
+    assert _sha(a) == _sha(b) and meta["passages"] == 500
+    rows = _docs(a)
+    assert [r["id"] for r in rows] == [str(i) for i in range(500)]
+    assert all(set(r) == {"id", "contents"} for r in rows)
+    title, _, text = rows[0]["contents"].partition("\n")
+    assert title.startswith('"') and title.endswith('"') and len(text.split()) == cg.PASSAGE_WORDS
+    lengths = [len(r["contents"].partition("\n")[2].split()) for r in rows]
+    assert max(lengths) == cg.PASSAGE_WORDS and sum(lengths) / len(lengths) > 90
+    out = tmp_path / "p.sqlite3"
+    report = build(read_jsonl(a), out)
+    assert (report.documents, report.chunks) == (500, 500)
+    with Engine.open(out) as engine:
+        assert engine.passages
+
+
+def test_passages_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cg, "CACHE", tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cg.main(["--passages", "0"])
+    assert e.value.code == 2
+    capsys.readouterr()
+    assert cg.main(["--passages", "50", "--seed", "2"]) == 0
+    path = Path(capsys.readouterr().out.split()[1])
+    assert path.parent == tmp_path and len(_docs(path)) == 50

@@ -40,6 +40,7 @@ from .questions import Question, read_questions
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher
+from .shards import parse_shard, shard_of, shard_record
 from .tools import tool_schema_sha256
 
 
@@ -74,6 +75,7 @@ class RunSpec(BaseModel):
     concurrency: int = Field(default=1, ge=1, le=1024)
     limit: int | None = Field(default=None, ge=1)
     ids: tuple[str, ...] = ()
+    shard: str | None = None  # "I/N": only the selected questions shard_of puts in shard I (shards.py)
     cache_mode: CacheMode = "record"
     cache: Path | None = None
     replay_from: Path | None = None
@@ -84,6 +86,13 @@ class RunSpec(BaseModel):
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         return check_http_url(url)
+
+    @field_validator("shard")
+    @classmethod
+    def _shard(cls, shard: str | None) -> str | None:
+        if shard is not None:
+            parse_shard(shard)  # ValueError: the one-line reason
+        return shard
 
     @model_validator(mode="after")
     def _backends(self) -> RunSpec:
@@ -111,7 +120,17 @@ def code_version() -> dict[str, str]:
 
 
 def select(questions: list[Question], spec: RunSpec) -> list[Question]:
-    """``--ids`` (qids, in file order) then ``--limit`` (the first N)."""
+    """``--ids`` (qids, in file order) then ``--limit`` (the first N), then ``--shard I/N``
+    (those of the selection that :func:`~drsearch.agents.shards.shard_of` puts in shard I:
+    the shards of one selection partition it)."""
+    chosen = _select(questions, spec)
+    if spec.shard is None:
+        return chosen
+    index, count = parse_shard(spec.shard)
+    return [q for q in chosen if shard_of(q.qid, count) == index]
+
+
+def _select(questions: list[Question], spec: RunSpec) -> list[Question]:
     chosen = questions
     if spec.ids:
         wanted = set(spec.ids)
@@ -392,6 +411,10 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         manifest = _manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search)
         manifest["python_isolation"] = isolation
         manifest |= _corpus_file(live, recorded)
+        if spec.shard is not None:  # only then: an unsharded run.json is as before
+            manifest["shard"] = shard_record(*parse_shard(spec.shard),
+                                             {"ids": list(spec.ids), "limit": spec.limit},
+                                             [q.qid for q in selected])
         store = RunStore(spec.out)
         store.check(manifest)
         client = None

@@ -34,7 +34,7 @@ from .errors import LocalIOError, RunStoreError
 from .loop import INFRA_STATUS, Episode
 
 RESUME_FIELDS = ("base_url", "blocklist_sha256", "corpus_identity", "model", "preset", "prompt_sha256",
-                 "python_isolation", "questions_sha256", "tool_schema_sha256")
+                 "python_isolation", "questions_sha256", "shard", "tool_schema_sha256")
 
 
 def _line(record: dict[str, Any]) -> bytes:

@@ -76,7 +76,9 @@ class Retriever(Protocol):
       ``documents``, ``chunks`` and ``schema_version``.
     - ``stats()`` is the body of ``GET /stats``; ``blocked_matched`` how many listed docids
       are documents of the corpus; ``blocklist_choice`` where the blocklist came from (a
-      release's database gets its release's list: docs/SERVER.md).
+      release's database gets its release's list: docs/SERVER.md); ``passages`` whether the
+      corpus was built from passage lines (``{"id", "contents"}``: ``/retrieve`` then answers
+      each passage's ``contents`` as built, in Search-R1's shape).
     """
 
     @property
@@ -93,6 +95,9 @@ class Retriever(Protocol):
 
     @property
     def blocklist_choice(self) -> BlocklistOrigin: ...
+
+    @property
+    def passages(self) -> bool: ...
 
     def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
                max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult: ...

@@ -13,6 +13,7 @@ leaves a half-written index where a good one was expected.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -192,8 +193,41 @@ class SourcedDoc(dict[str, Any]):
         self.where = where
 
 
+PASSAGE_URL_PREFIX = "passage:"  # a passage's synthetic URL: documents need one; see passage_parts
+
+
+def is_passage(raw: object) -> bool:
+    """True for a passage line as Pyserini and Search-R1 ship corpora: ``{"id", "contents"}``
+    (no ``docid``), the title on the first line of ``contents``."""
+    return isinstance(raw, Mapping) and "contents" in raw and "docid" not in raw
+
+
+def passage_parts(raw: Mapping[str, Any], where: str) -> tuple[dict[str, Any], SourceChunk]:
+    """A passage line as a document and its one chunk. Raises InvalidDocumentError.
+
+    The chunk is ``contents`` byte for byte (title line included: Pyserini and Search-R1
+    index ``contents`` whole, so BM25 sees what theirs sees, and ``/retrieve`` returns it as
+    given); the document's title is the first line of ``contents``, its text the rest, its
+    URL ``passage:<id>`` (a document must have one; nothing serves it as a link). Keys other
+    than ``id`` and ``contents`` become metadata, as in any document.
+    """
+    pid, contents = raw.get("id"), raw["contents"]
+    if not isinstance(pid, str) or not pid.strip():
+        raise InvalidDocumentError(f"{where}: a passage's 'id' must be a non-empty string")
+    if not isinstance(contents, str):
+        raise InvalidDocumentError(f"{where}: 'contents' must be a string (id {pid!r})")
+    title, _, text = contents.partition("\n")
+    doc = {k: v for k, v in raw.items() if k not in ("id", "contents")}
+    doc.update(docid=pid, url=f"{PASSAGE_URL_PREFIX}{pid}", title=title, text=text)
+    return doc, SourceChunk(pid, contents, where)
+
+
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield documents from a JSONL file; errors name the line. Blank lines are skipped."""
+    """Yield documents from a JSONL file; errors name the line. Blank lines are skipped.
+
+    Lines are documents (``docid``, ``url``, ``title``, ``text``) or passages (``id``,
+    ``contents``: :func:`is_passage`), yielded as read: ``build`` takes either kind, not
+    both in one input."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed in finally
     except OSError as e:
@@ -225,7 +259,10 @@ class _Stager:
     """
 
     def __init__(self, conn: apsw.Connection, settings: BuildSettings, count_chunks: bool,
-                 exclude: BlockList | None = None) -> None:
+                 exclude: BlockList | None = None, passages: bool = False) -> None:
+        self.passages = passages  # the input is passage lines: each also staged as its one chunk
+        if passages:
+            _create_stage_chunks(conn)
         conn.execute(
             "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
             " aliases TEXT, metadata TEXT) WITHOUT ROWID"
@@ -243,6 +280,14 @@ class _Stager:
         Raises InvalidDocumentError (bad document, duplicate docid)."""
         self.seen += 1
         where = getattr(raw, "where", f"document {self.seen}")
+        chunk = None
+        if is_passage(raw) != self.passages:  # both kinds in one input: which line is which?
+            raise InvalidDocumentError(
+                f"{where}: a {'passage' if not self.passages else 'document'} line in an input of "
+                f"{'documents' if not self.passages else 'passages'} (every line must be "
+                "{docid, url, title, text} or every line {id, contents}, not both)")
+        if self.passages:
+            raw, chunk = passage_parts(raw, where)  # type: ignore[arg-type]  # is_passage: a Mapping
         d, metadata_json = _validated(raw, where)
         if self.exclude is not None and d["docid"] in self.exclude:
             self.excluded += 1
@@ -263,15 +308,23 @@ class _Stager:
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
+        if chunk is not None:
+            _check_unicode(chunk.text, where, "'contents'", chunk.docid)
+            self.conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)",
+                              (self.n, chunk.docid, chunk.text, where))
         return True
+
+
+def _create_stage_chunks(conn: apsw.Connection) -> None:
+    conn.execute("CREATE TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
+                 "text TEXT NOT NULL, at TEXT NOT NULL)")
 
 
 def _stage_chunks(conn: apsw.Connection, chunks: Iterable[SourceChunk],
                   exclude: BlockList | None = None) -> int:
     """Validate and stage pre-chunked input in its given order (``seq``: the chunk rowid),
     leaving out the chunks of documents ``exclude`` lists."""
-    conn.execute("CREATE TABLE stage_chunks(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL, "
-                 "text TEXT NOT NULL, at TEXT NOT NULL)")
+    _create_stage_chunks(conn)
     n = 0
     for n, chunk in enumerate(chunks, 1):
         where = getattr(chunk, "where", "") or f"chunk {n}"
@@ -412,7 +465,12 @@ def _build_into(
     chunks: Iterable[SourceChunk] | None = None,
     exclude: BlockList | None = None,
 ) -> tuple[Any, ...]:
-    prechunked = chunks is not None
+    rest = iter(docs)
+    first = next(rest, None)  # a passage file (is_passage) is pre-chunked: one passage, one chunk
+    passages = chunks is None and first is not None and is_passage(first)
+    if first is not None:
+        rest = itertools.chain([first], rest)
+    prechunked = chunks is not None or passages
     # Two threads, documents: the worker tokenizes each document as soon as it is staged,
     # if the input comes in ascending docid order (as a corpus written by docid does); see
     # _stream. Otherwise, and pre-chunked, every document is staged first.
@@ -421,8 +479,7 @@ def _build_into(
     scratch = _open_scratch(tmpdir, shared=streamed)
     try:
         _init_output(conn, settings)
-        stager = _Stager(scratch, settings, on_start is not None and not prechunked, exclude)
-        rest = iter(docs)
+        stager = _Stager(scratch, settings, on_start is not None and not prechunked, exclude, passages)
         stats = (_stream(conn, scratch, stager, rest, tmpdir, settings, progress, on_start)
                  if streamed else None)
         if stats is None:
@@ -434,7 +491,7 @@ def _build_into(
             scratch.execute("BEGIN")
             for raw in rest:
                 stager.add(raw)
-            n_chunks = stager.chunks
+            n_chunks = stager.n if passages else stager.chunks
             if chunks is not None:
                 n_chunks = _stage_chunks(scratch, chunks, exclude)
             scratch.execute("COMMIT")
@@ -443,6 +500,8 @@ def _build_into(
             stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
         n_docs, n_excluded = stager.n, stager.excluded
         meta = _meta(settings, n_docs, stats, prechunked)
+        if passages:  # the engine and /retrieve read it: a passage is its one chunk's text
+            meta["source_shape"] = "passages"
         if provenance is not None:
             meta["provenance"] = dict(provenance)
         if exclude is not None:
@@ -1242,4 +1301,5 @@ def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
     }
 
 
-__all__ = ["BuildReport", "SourceChunk", "build", "read_jsonl", "validate_document"]
+__all__ = ["PASSAGE_URL_PREFIX", "BuildReport", "SourceChunk", "build", "is_passage", "passage_parts",
+           "read_jsonl", "validate_document"]

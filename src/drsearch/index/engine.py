@@ -354,6 +354,12 @@ class Engine:
         self._db()
         return self._local.tokenizer  # type: ignore[no-any-return]
 
+    @property
+    def passages(self) -> bool:
+        """True for an index built from passage lines (``{"id", "contents"}``, as Search-R1 and
+        Pyserini ship corpora): each document is one chunk holding its ``contents`` whole."""
+        return bool(self.meta.get("source_shape") == "passages")
+
     def __enter__(self) -> Engine:
         return self
 

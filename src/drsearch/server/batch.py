@@ -83,7 +83,7 @@ async def run_batch(engine: Retriever, request: RetrieveRequest, *, deadline: fl
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("the batch ran past its time limit")
             result = engine.search(query, request.topk, deadline=deadline, max_terms=max_terms)
-            part = retrieve_part(result, request.return_scores)
+            part = retrieve_part(result, request.return_scores, engine.passages)
             if not budget.take(len(part)):
                 raise _too_large(max_bytes)
             return part

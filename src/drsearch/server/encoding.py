@@ -69,32 +69,40 @@ def _retrieved(h: Hit) -> dict[str, str]:
     return {"id": h.docid, "contents": f"{h.title.replace(chr(10), ' ')}\n{h.chunk_text}"}
 
 
-def retrieve_part(result: SearchResult, with_scores: bool) -> bytes:
+def _passage(h: Hit) -> dict[str, str]:
+    return {"id": h.docid, "contents": h.chunk_text}  # the passage's own contents, as built
+
+
+def retrieve_part(result: SearchResult, with_scores: bool, passages: bool = False) -> bytes:
     """One query's list of a /retrieve body, as canonical bytes (see :func:`retrieve_json`).
 
     ``RETRIEVE_OPEN + b",".join(parts) + RETRIEVE_CLOSE`` is byte for byte
     ``retrieve_json(results, with_scores)``: compact JSON has nothing between the items of a
     list but the comma, so a batch is encoded one query at a time (and never held twice).
     """
+    item = _passage if passages else _retrieved
     if with_scores:
-        items: list[Any] = [{"document": _retrieved(h), "score": h.score} for h in result.hits]
+        items: list[Any] = [{"document": item(h), "score": h.score} for h in result.hits]
         return _encode(items, all(_plain_float(h.score) for h in result.hits))
-    return _encode([_retrieved(h) for h in result.hits], True)
+    return _encode([item(h) for h in result.hits], True)
 
 
 RETRIEVE_OPEN = b'{"result":['
 RETRIEVE_CLOSE = b"]}"
 
 
-def retrieve_json(results: list[SearchResult], with_scores: bool) -> bytes:
+def retrieve_json(results: list[SearchResult], with_scores: bool, passages: bool = False) -> bytes:
     """The /retrieve body (Search-R1's shape): ``{"result": [[item, ...] per query]}``.
 
     An item is ``{"document": {"id", "contents"}, "score"}`` with scores, else the bare
     ``{"id", "contents"}``; ``contents`` is the title, a newline, then the best chunk's text
     (Search-R1's clients split the title off at the first newline, so a newline inside a
-    title is sent as a space).
+    title is sent as a space). ``passages`` (an index built from passage lines,
+    ``Engine.passages``): ``contents`` is the passage's ``contents`` exactly as built (its
+    one chunk), which is what Search-R1's own server returns for its corpus rows.
     """
-    return RETRIEVE_OPEN + b",".join(retrieve_part(r, with_scores) for r in results) + RETRIEVE_CLOSE
+    return (RETRIEVE_OPEN + b",".join(retrieve_part(r, with_scores, passages) for r in results)
+            + RETRIEVE_CLOSE)
 
 
 __all__ = ["RETRIEVE_CLOSE", "RETRIEVE_OPEN", "canonical_bytes", "document_json", "retrieve_json",

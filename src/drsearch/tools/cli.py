@@ -49,6 +49,7 @@ from .kg_cli import register as register_kg_verb
 from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
+from .run_cli import MERGE_VERB
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
 from .trec_cli import add_batch_options, cmd_search_topics
@@ -346,12 +347,16 @@ def _name_commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ())
             for name, child in action.choices.items():
                 _name_commands(child, (*words, name))
     if parser.get_default("handler") is not None:
-        parser.set_defaults(command=" ".join(words))
+        name = " ".join(words)  # `run merge` is parsed as a verb of its own: named as typed
+        parser.set_defaults(command="run merge" if name == MERGE_VERB else name)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
-    args = make_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] == ["run", "merge"]:  # a verb of its own: `run` itself takes options, not verbs
+        words = [MERGE_VERB, *words[2:]]
+    args = make_parser().parse_args(words)
     handler: Handler = args.handler
     show_release_warnings()
     try:

@@ -25,7 +25,8 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
             "release_blocklist": "--blocked-docids none/--override-release-blocklist",
             "preset": "--preset", "attempt": "--attempt",
             "concurrency": "--concurrency",
-            "limit": "--limit", "ids": "--ids", "cache_mode": "--cache-mode", "cache": "--cache",
+            "limit": "--limit", "ids": "--ids", "shard": "--shard",
+            "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "identity_check_every": "--identity-check-every",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
@@ -47,7 +48,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             allow_unsandboxed_python=args.allow_unsandboxed_python,
             preset=args.preset, attempt=args.attempt,
             concurrency=args.concurrency,
-            limit=args.limit, ids=tuple(args.ids or ()), cache_mode=args.cache_mode, cache=args.cache,
+            limit=args.limit, ids=tuple(args.ids or ()), shard=args.shard,
+            cache_mode=args.cache_mode, cache=args.cache,
             replay_from=args.replay, quiet=args.quiet,
             retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
     except ValidationError as e:
@@ -101,9 +103,35 @@ def _saved(out_dir: Path) -> int:
         return 0
 
 
+def cmd_run_merge(args: argparse.Namespace, out: TextIO) -> int:
+    from ..agents.shards import merge_runs  # the agents extra
+
+    result = merge_runs(args.shards, args.out)
+    if args.json:
+        print(json.dumps(result, sort_keys=True), file=out)
+    else:
+        print(f"merged {result['shards']} shards, {result['episodes']} episodes into {result['out']}",
+              file=out)
+    return 0
+
+
+MERGE_VERB = "run-merge"  # `drsearch run merge ...` is parsed as this verb (cli.main rewrites it)
+
+
 def register(sub: Any) -> None:
-    """Add the ``run`` verb to the CLI's subparsers."""
-    p = sub.add_parser("run", help="run an LLM agent on benchmark questions (see docs/AGENTS.md)")
+    """Add the ``run`` verb (and ``run merge``) to the CLI's subparsers."""
+    m = sub.add_parser(MERGE_VERB, prog="drsearch run merge",
+                       help="(drsearch run merge) join the shard directories of one run into one run")
+    m.add_argument("shards", nargs="+", type=Path, metavar="DIR",
+                   help="the run directories of --shard 0/N .. N-1/N")
+    m.add_argument("--out", required=True, type=Path, metavar="RUN",
+                   help="the merged run directory (new or empty)")
+    m.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    m.set_defaults(handler=cmd_run_merge)
+    p = sub.add_parser("run", help="run an LLM agent on benchmark questions (see docs/AGENTS.md); "
+                                   "`drsearch run merge DIR... --out RUN` joins --shard runs",
+                       epilog="drsearch run merge DIR... --out RUN: join the run directories of "
+                              "--shard 0/N .. N-1/N into one run (docs/AGENTS.md)")
     p.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl", help="DR-256 question rows")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--search", metavar="URL", help="a drsearch server, e.g. http://127.0.0.1:8000")
@@ -132,6 +160,10 @@ def register(sub: Any) -> None:
                         "move by N x 1,000,000 and its name gets -attemptN (default 0)")
     p.add_argument("--limit", type=int, help="only the first N selected questions")
     p.add_argument("--ids", nargs="+", metavar="QID", help="only these question ids")
+    p.add_argument("--shard", metavar="I/N",
+                   help="answer only shard I (0..N-1) of the selected questions: those whose "
+                        "sha256(qid) mod N is I, the same on every machine; join the N run "
+                        "directories with `drsearch run merge` (docs/SCALING.md)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],
                    help="response cache (default record into DIR/cache.sqlite3)")
     p.add_argument("--cache", type=Path, metavar="FILE", help="cache file (default DIR/cache.sqlite3)")
