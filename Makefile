@@ -7,7 +7,8 @@ STAMP  := $(VENV)/.installed-dev
 
 .PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
 
-$(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/index/_gil.c src/drsearch/index/_gil.h src/drsearch/index/_topk.h src/drsearch/index/_pages.h src/drsearch/index/_fts5.h
+$(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/index/_gil.c src/drsearch/index/_gil.h src/drsearch/index/_topk.h src/drsearch/index/_pages.h src/drsearch/index/_fts5.h \
+		$(wildcard src/drsearch/index/_k_*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

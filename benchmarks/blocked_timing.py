@@ -64,7 +64,8 @@ def pick(database: Path, n_blocked: int,
     """(blocked, missing) (docid, url) pairs. Each missing pair is its blocked partner with a
     few characters changed (same length and shape, so parsing and URL canonicalisation cost
     the same) and exists nowhere in the corpus."""
-    from drsearch.index import DocumentNotFoundError, Engine
+    from drsearch.contract import DocumentNotFoundError
+    from drsearch.index import Engine
 
     rng = random.Random(seed)
     with Engine.open(database) as e:
@@ -179,7 +180,8 @@ def interleaved(n: int, seed: int, blocked: Callable[[int], float],
 # -- in-process ----------------------------------------------------------------------------------
 def engine_runs(database: Path, blocklist_path: Path, blocked: list[tuple[str, str]],
                 missing: list[tuple[str, str]], n: int, seed: int) -> list[dict[str, Any]]:
-    from drsearch.index import BlockList, DocumentNotFoundError, Engine
+    from drsearch.contract import DocumentNotFoundError
+    from drsearch.index import BlockList, Engine
 
     engine = Engine.open(database, BlockList.from_file(blocklist_path))
     out = []

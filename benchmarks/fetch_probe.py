@@ -23,7 +23,7 @@ path" numbers, on an existing index (no rebuild; ~1 min at full scale):
 - ``threads``: one engine, 1 thread then 2 threads, each running one stage in a loop for
   ``--seconds`` (the posting fetch by each reader, the kernel on prefetched lists, a whole
   ranked search, a complete search with texts and snippets (made in the ranking's kernel call,
-  ``Engine.texts_with_ranking``), the same with them read in one call after the ranking (as
+  ``EngineOptions.texts_with_ranking``), the same with them read in one call after the ranking (as
   before it), and with the texts read and their snippets made in two calls, the GIL held to
   decode the texts, as before ``texts_snippets``): operations per second, the
   ratio, CPU seconds per wall second and the threads' context switches (what GIL hand-offs
@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,22 @@ def _far() -> float:
     return time.monotonic() + 1e6
 
 
-def fetch_probe(e: Any, queries: Sequence[str]) -> None:
+def _copying(e: Any) -> Any:
+    """Another engine on ``e``'s file that copies every list (none left in the pages)."""
+    from drsearch.index import Engine
+
+    return Engine.open(e.path, options=replace(e.options, paged_list_bytes=1 << 62))
+
+
+def fetch_probe(default: Any, queries: Sequence[str]) -> None:
+    # The readers copy every list here (none left in the pages: that is --probe paged).
+    with _copying(default) as e:
+        _fetch_probe(e, queries)
+
+
+def _fetch_probe(e: Any, queries: Sequence[str]) -> None:
     parsed = [e.parse(q) for q in queries]
     pages, term_rows = e._pages, e._term_rows
-    # The readers copy every list here (none left in the pages: that is --probe paged).
-    paged_bytes, e.paged_list_bytes = e.paged_list_bytes, 1 << 62
     postings = sum(t.df for p in parsed for t in e._postings(p, _far()) if t is not None
                    and hasattr(t, "chunks"))
     print(f"fetch: {len(parsed)} queries, {postings / len(parsed):,.0f} sparse postings per query")
@@ -128,7 +140,6 @@ def fetch_probe(e: Any, queries: Sequence[str]) -> None:
         print(f"  term rows alone: find_rows p50 {statistics.median(c) / 1e3:.1f} us, the SQL "
               f"statement (with the short lists) p50 {statistics.median(sql) / 1e3:.1f} us per query")
     e._term_rows, e._pages = term_rows, pages
-    e.paged_list_bytes = paged_bytes
 
 
 def copy_probe(e: Any, queries: Sequence[str]) -> None:
@@ -183,25 +194,24 @@ def paged_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
     which way goes first per query), each query's median of ``rounds``; both answers checked
     equal first."""
     parsed = [e.parse(q) for q in queries]
-    scratch, blocked, k = e._scratch(), e._blocked_chunks, 10
-    paged_bytes = e.paged_list_bytes
-    ways = {"paged": paged_bytes, "copied": 1 << 62}
+    blocked, k = e._blocked_chunks, 10
+    paged_bytes = e.options.paged_list_bytes
+    copying = _copying(e)
+    ways = {"paged": e, "copied": copying}
 
-    def run(p: Any, limit: int) -> tuple[int, int, Any]:
-        e.paged_list_bytes = limit
+    def run(p: Any, way: Any) -> tuple[int, int, Any]:
         t0 = time.perf_counter_ns()
-        terms = e._postings(p, _far())
+        terms = way._postings(p, _far())
         t1 = time.perf_counter_ns()
-        out = e.scorer.rank(terms, k, blocked, scratch, _far())
+        out = way.scorer.rank(terms, k, blocked, way._scratch(), _far())
         return t1 - t0, time.perf_counter_ns() - t1, out
 
     try:
         n_paged = 0
         for p in parsed:
-            a, b = (run(p, limit)[2] for limit in ways.values())
+            a, b = (run(p, way)[2] for way in ways.values())
             if a != b:
                 raise SystemExit(f"paged: the answers differ for {p.terms}")
-            e.paged_list_bytes = paged_bytes
             n_paged += sum(type(t).__name__ == "PagedTerm" for t in e._postings(p, _far()))
         rng = random.Random(1)
         per: list[dict[str, list[int]]] = [{f"{w} {s}": [] for w in ways for s in ("fetch", "rank")}
@@ -219,7 +229,7 @@ def paged_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
                         per[i][f"{w} fetch"].append(fetch)
                         per[i][f"{w} rank"].append(rank)
     finally:
-        e.paged_list_bytes = paged_bytes
+        copying.close()
     med = {key: [statistics.median(d[key]) for d in per] for key in per[0]}
     print(f"paged: {len(parsed)} queries, {n_paged / len(parsed):.1f} paged lists per query "
           f"(more than {paged_bytes:,} bytes), k = {k}, median of {rounds} rounds each, interleaved")
@@ -239,9 +249,10 @@ def snippets_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
     (``texts_snippets``, what the engine runs): µs per query, best of ``rounds`` passes over
     the queries; the one call's answers checked against the two calls' first. It calls the
     kernel's functions only, so it runs against any kernel that has them (ABI 8 on)."""
+    from drsearch.index.native import native_kernels
     from drsearch.index.snippet import SnippetMaker
 
-    kernels = e._kernels
+    kernels = native_kernels()
     column = e._chunk_texts
     if kernels is None or column is None or not hasattr(kernels, "texts_snippets"):
         print("snippets: not available (kernel not built, or without texts_snippets)")
@@ -290,9 +301,10 @@ def stages_probe(e: Any, queries: Sequence[str], rounds: int = 5) -> None:
     two threads of one process take in turn. The ranking's call runs with make_hits' buffers
     read in it (``hits``, as the engine does) on even passes and without on odd ones, to show
     what that read saves make_hits."""
-    from drsearch.index.models import Hit
+    from drsearch.contract.models import Hit
+    from drsearch.index.native import native_kernels
 
-    kernels = e._kernels
+    kernels = native_kernels()
     if kernels is None or e._chunk_texts is None:
         print("stages: not available (kernel not built, or chunk texts not in the pages)")
         return
@@ -427,6 +439,7 @@ def _two_calls(on: bool) -> Iterator[None]:
 
 
 def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
+    from drsearch.index import Engine
     from drsearch.index.scoring import SparseTerm
 
     parsed = [e.parse(q) for q in queries]
@@ -439,6 +452,8 @@ def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
 
     lists = [[copied(t) for t in e._postings(p, _far())] for p in parsed]
     pages, term_rows = e._pages, e._term_rows
+    # the controls read the texts after the ranking (as before texts_with_ranking)
+    after = Engine.open(e.path, options=replace(e.options, texts_with_ranking=False))
 
     def fetch_with(rows: Any, reader: Any) -> Callable[[int], None]:
         def fn(i: int) -> None:
@@ -455,20 +470,18 @@ def threads_probe(e: Any, queries: Sequence[str], seconds: float) -> None:
                 lambda i: e.scorer.rank(lists[i], 10, None, e._scratch(), _far())),
                ("ranked search", lambda i: e.search(queries[i], 10, with_text=False)),
                ("complete search", lambda i: e.search(queries[i], 10)),
-               ("complete search, texts after", lambda i: e.search(queries[i], 10)),
-               ("complete search, 2 calls", lambda i: e.search(queries[i], 10))]
+               ("complete search, texts after", lambda i: after.search(queries[i], 10)),
+               ("complete search, 2 calls", lambda i: after.search(queries[i], 10))]
     print(f"threads: one engine, {seconds:g} s per run, 1 then 2 threads "
           "(ops/s, CPU s per wall s, context switches)")
     for name, fn in stages:
-        # the controls read the texts after the ranking (as before texts_with_ranking)
-        e.texts_with_ranking = not name.endswith(("texts after", "2 calls"))
         with _two_calls(name.endswith("2 calls")):
             one = _run(fn, len(parsed), 1, seconds)
             two = _run(fn, len(parsed), 2, seconds)
-        e.texts_with_ranking = True
         e._term_rows, e._pages = term_rows, pages
         print(f"  {name:<26} 1 thread {one[0]:8.0f}/s ({one[1]:.2f}, {one[2]:>6})   2 threads "
               f"{two[0]:8.0f}/s ({two[1]:.2f}, {two[2]:>6})   ratio {two[0] / one[0]:.2f}x")
+    after.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

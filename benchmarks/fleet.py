@@ -243,7 +243,8 @@ def other_blocklist(blocked: Path | None, database: Path, out: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from drsearch.index import BlockList, Engine, fleet_identity
+    from drsearch.contract import fleet_identity
+    from drsearch.index import BlockList, Engine
 
     database = Path(args.database) if args.database else ensure_sample_db()
     blocked = None if args.blocked_docids == "none" else Path(args.blocked_docids)

@@ -151,14 +151,14 @@ def load_queries(engine: Any, queries: Sequence[str],
         counts["over_255_queries"] += over > 0
         long_rows = []
         for t in terms:
-            if t.df > engine.inline_postings:
+            if t.df > engine.options.inline_postings:
                 tid, df = db.execute("SELECT id, df FROM terms WHERE term = ?", (t.term,)).fetchone()
                 long_rows.append((tid, 12 * df + 8 * len(t.block_max)))
         out.append(QueryLists(
             q, ids, imps, np.array([t.max_impact for t in terms]),
             [np.array(t.block_max, dtype=np.float64) for t in terms], idf, tf16,
             None if over else [tf.astype(np.uint8) for tf in tf16], long_rows,
-            sum(t.df for t in terms if t.df > engine.inline_postings)))
+            sum(t.df for t in terms if t.df > engine.options.inline_postings)))
     return out, counts
 
 
@@ -285,7 +285,7 @@ def copy_calls(lib: ctypes.CDLL, engine: Any, qls: list[QueryLists], arena: Any,
         if not ql.long_rows:
             out.append({})
             continue
-        longs = [i for i, a in enumerate(ql.ids) if len(a) > engine.inline_postings]
+        longs = [i for i, a in enumerate(ql.ids) if len(a) > engine.options.inline_postings]
         pools = {
             "memcpy 12 B/posting (f64 + u32)": np.concatenate(
                 [np.concatenate([ql.impacts[i].view(np.uint8), ql.ids[i].view(np.uint8)]) for i in longs]),
@@ -411,17 +411,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from drsearch.index import Engine
     from drsearch.index.blobs import Arena
-    from drsearch.index.scoring import NATIVE_AVAILABLE
+    from drsearch.index.engine import INLINE_POSTINGS, EngineOptions
+    from drsearch.index.native import native_kernels
 
-    kernels = None
-    if NATIVE_AVAILABLE:
-        from drsearch.index import _kernels as kernels  # type: ignore[attr-defined]
-
-    with tempfile.TemporaryDirectory() as tmp, Engine.open(args.index) as engine:
-        engine.paged_list_bytes = 1 << 62  # every sparse list as arrays (SparseTerm), none left paged
+    kernels = native_kernels()
+    # every sparse list as arrays (SparseTerm), none left paged
+    options = EngineOptions(paged_list_bytes=1 << 62, inline_postings=INLINE_POSTINGS
+                            if args.inline_postings is None else args.inline_postings)
+    with tempfile.TemporaryDirectory() as tmp, Engine.open(args.index, options=options) as engine:
         lib = compile_probe(Path(tmp))
-        if args.inline_postings is not None:
-            engine.inline_postings = args.inline_postings
         sc = engine.scorer
         qls, counts = load_queries(engine, queries, lib)
         postings, blob_bytes, bmax_bytes = file_estimate(engine)
@@ -483,10 +481,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dst = np.zeros(max([sum(n for _, n in ql.long_rows) for ql in qls] or [8]) + 64, dtype=np.uint8)
         copies = interleave(copy_calls(lib, engine, qls, arena, dst), args.rounds, rng)
         if n_long:
-            _table(f"postings copy, {n_long} queries with lists of > {engine.inline_postings} postings:",
-                   copies)
+            inline = engine.options.inline_postings
+            _table(f"postings copy, {n_long} queries with lists of > {inline} postings:", copies)
         else:
-            print(f"postings copy: no query has a list of > {engine.inline_postings} postings")
+            print(f"postings copy: no query has a list of > {engine.options.inline_postings} postings")
         scores = interleave(score_calls, args.rounds, rng)
         _table("scoring, every sparse posting (probe) / the kernel on today's lists:", scores)
         if kernels is not None:

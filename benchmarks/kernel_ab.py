@@ -79,11 +79,12 @@ def read_lists(index: Path, queries: Sequence[str], replicate: int,
                seed: int) -> tuple[list[list[List]], Any]:
     """Each query's sparse lists (rowids, impacts, bound, block maxima), and chunk_doc."""
     from drsearch.index import Engine
+    from drsearch.index.engine import EngineOptions
     from drsearch.index.scoring import SparseTerm
 
     rng = np.random.default_rng(seed)
-    with Engine.open(index) as e:
-        e.paged_list_bytes = 1 << 62  # every sparse list as arrays (SparseTerm), none left paged
+    # every sparse list as arrays (SparseTerm), none left paged
+    with Engine.open(index, options=EngineOptions(paged_list_bytes=1 << 62)) as e:
         n0 = e.scorer.n_rows
         cd0 = e.scorer._chunk_doc32
         n_docs = int(cd0.max())

@@ -98,7 +98,8 @@ def make_ops(database: Path, n: int, seed: int, open_share: float) -> list[Op]:
 # -- in-process engine ----------------------------------------------------------------------
 def inprocess_rate(database: Path, ops: list[Op], seconds: float) -> float:
     """Ops per second of the engine itself, one thread, on the same mix (bodies built too)."""
-    from drsearch.index import DocumentNotFoundError, Engine
+    from drsearch.contract import DocumentNotFoundError
+    from drsearch.index import Engine
 
     with Engine.open(database) as engine:
         n, start = 0, time.perf_counter()

@@ -90,7 +90,7 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     (``_postings``), ranking (``Scorer.rank``), and the hits (in C by ``make_hits`` where the
     tree has it, else their rows from the document table and per-chunk arrays) — called as
     each tree's ``search`` calls them."""
-    from drsearch.index import Hit
+    from drsearch.contract import Hit
     clock = time.perf_counter_ns
     deadline = time.monotonic() + 60.0
     t0 = clock()
@@ -100,7 +100,9 @@ def stages(e: Any, q: str, k: int) -> dict[str, int]:
     t2 = clock()
     ranked = e.scorer.rank(terms, k, e._blocked_chunks, e._scratch(), deadline)
     t3 = clock()
-    kernels = getattr(e, "_kernels", None)
+    kernels = getattr(e, "_kernels", None)  # (before the one door: the engine held the module)
+    if kernels is None and getattr(e, "_kernel", False):  # (a dict lookup: no import per query)
+        kernels = sys.modules["drsearch.index.native"].native_kernels()
     if ranked and kernels is not None and hasattr(kernels, "make_hits"):
         # (offsets, fields) in older trees; (offsets, fields, pieces or None) since the fields
         # can stay in the file's pages

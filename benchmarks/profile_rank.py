@@ -90,7 +90,7 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20,
             pruning: str = "auto") -> dict[str, Any]:
     """Per-stage timings over ``queries`` for rank(k); then, on an unwrapped engine, what
     ``search`` adds: metadata (``with_text=False``) and chunk text + snippets."""
-    from drsearch.index import Engine, scoring
+    from drsearch.index import Engine, native
 
     e = Engine.open(index, pruning=pruning)  # type: ignore[arg-type]
     for q in queries[:warmup]:
@@ -103,7 +103,7 @@ def profile(index: Path, queries: Sequence[str], k: int, warmup: int = 20,
     clock = StageClock()
     stages = [st for attr, st in ENGINE_STAGES if clock.wrap(e, attr, st)]
     stages += [a.lstrip("_") for a in SCORER_STAGES if clock.wrap(e.scorer, a, a.lstrip("_"))]
-    kernels = scoring._kernels if e.scorer.kind.startswith("c-") else None
+    kernels = native.native_kernels() if e.scorer.kind.startswith("c-") else None
     names = ("rank_maxscore", "rank_blocks")
     originals = {n: getattr(kernels, n, None) for n in names}
     for n in names:

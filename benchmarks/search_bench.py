@@ -950,9 +950,9 @@ def _gil_stats_fn(kind: str) -> Callable[[], tuple[float, float, int]] | None:
     engine ranks without the kernel."""
     if kind != "ours":
         return None
-    from drsearch.index import scoring
+    from drsearch.index.native import native_kernels
 
-    kernels = scoring._kernels
+    kernels = native_kernels()
     return None if kernels is None else kernels.gil_stats  # type: ignore[no-any-return]
 
 

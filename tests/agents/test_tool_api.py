@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from drsearch.agents import DR256, TOOL_DIALECTS, EngineSearcher, execute, tool_schema_sha256, tool_schemas
-from drsearch.index import Engine, InvalidInputError
+from drsearch.contract import InvalidInputError
+from drsearch.index import Engine
 
 from ..helpers import strict_mode_problems
 
@@ -115,7 +116,7 @@ def test_unknown_dialect_is_refused() -> None:
 def test_the_tool_error_is_the_capped_error_body() -> None:
     """It used to be uncapped: a hostile 100 KB message went to the model whole."""
     from drsearch.agents.tools import tool_error
-    from drsearch.index import error_body
+    from drsearch.contract import error_body
 
     text = tool_error("malformed_tool_call", "x" * 100_000)
     assert text.encode() == error_body("malformed_tool_call", "x" * 100_000)

@@ -26,7 +26,8 @@ from drsearch.benchmark import (
     read_dr256,
     read_openbiorq,
 )
-from drsearch.index import BlockList, Engine, InvalidInputError
+from drsearch.contract import InvalidInputError
+from drsearch.index import BlockList, Engine
 from drsearch.release import dr256 as release_dr256
 
 from ..agents.fake_llm import serve_fake

@@ -26,7 +26,7 @@ from drsearch.benchmark import (
     summarize,
     write_graded,
 )
-from drsearch.index import InvalidInputError
+from drsearch.contract import InvalidInputError
 
 from ..helpers import DATA
 from .fake_judge import FakeJudge, serve_judge

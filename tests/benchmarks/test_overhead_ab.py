@@ -58,7 +58,7 @@ def test_bad_arguments_are_one_line(sample_index: Path, tmp_path: Path,
 
 
 def test_digest_covers_the_scores_exact_bits() -> None:
-    from drsearch.index.models import Hit
+    from drsearch.contract.models import Hit
 
     a = Hit(1, "d", "u", "t", 1.0, 0, "", "")
     b = a._replace(score=1.0 + 2**-52)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import throughput_ab
 
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 
 from ..helpers import REPO
 

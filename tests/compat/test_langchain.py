@@ -10,7 +10,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
 from drsearch.compat.langchain import DrsearchRetriever
-from drsearch.index import Engine, InvalidQueryError
+from drsearch.contract import InvalidQueryError
+from drsearch.index import Engine
 
 from ..helpers import blocklist_of
 

@@ -10,7 +10,8 @@ import pytest
 
 import drsearch.compat
 from drsearch.compat import LuceneSearcher
-from drsearch.index import Engine, InvalidInputError, InvalidKError, InvalidQueryError
+from drsearch.contract import InvalidInputError, InvalidKError, InvalidQueryError
+from drsearch.index import Engine
 
 from ..helpers import DATA, blocklist_of, cranfield_queries, sample_docs
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from drsearch.contract import BuildError, InvalidInputError
 from drsearch.corpus import (
     COVERAGE_FILE,
     SOURCES_FILE,
@@ -16,7 +17,7 @@ from drsearch.corpus import (
     deduplicate,
     stable_docid,
 )
-from drsearch.index import BuildError, Engine, InvalidInputError
+from drsearch.index import Engine
 
 from .conftest import Crawled
 

@@ -10,9 +10,9 @@ from types import ModuleType
 
 import pytest
 
+from drsearch.contract import InvalidInputError
 from drsearch.corpus import ExtractSettings, FetchRecord, extract_crawl, extract_page
 from drsearch.corpus.extract import decode_body
-from drsearch.index import InvalidInputError
 
 from .conftest import Crawled
 

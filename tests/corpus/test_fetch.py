@@ -158,7 +158,7 @@ def test_retry_after_parses_seconds_and_http_dates() -> None:
 
 
 def test_unwritable_crawl_dir_and_missing_url_list_are_clean_errors(tmp_path: Path) -> None:
-    from drsearch.index import InvalidInputError
+    from drsearch.contract import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="cannot read URL list"):
         fetch_urls(tmp_path / "nope.txt", tmp_path / "crawl", FetchSettings())

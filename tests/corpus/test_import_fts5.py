@@ -14,8 +14,9 @@ from typing import Any
 import apsw
 import pytest
 
+from drsearch.contract import InvalidDocumentError, InvalidInputError
 from drsearch.corpus import ChunkMapping, ColumnMapping, import_corpus
-from drsearch.index import BuildSettings, Engine, InvalidDocumentError, InvalidInputError
+from drsearch.index import BuildSettings, Engine
 from drsearch.tools.cli import main
 
 from ..helpers import cranfield_docs, cranfield_queries

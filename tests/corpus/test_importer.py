@@ -11,16 +11,10 @@ from typing import Any
 import apsw
 import pytest
 
+from drsearch.contract import InvalidDocumentError, InvalidInputError, NotADatabaseError
 from drsearch.corpus import ColumnMapping, import_corpus, inspect_source, quote_identifier
 from drsearch.corpus.importer import read_sqlite_documents
-from drsearch.index import (
-    Engine,
-    InvalidDocumentError,
-    InvalidInputError,
-    NotADatabaseError,
-    build,
-    sha256_file,
-)
+from drsearch.index import Engine, build, sha256_file
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, sample_docs

@@ -12,11 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from drsearch.contract import BuildError, InvalidInputError
 from drsearch.corpus import COVERAGE_FILE, SOURCES_FILE, build_from_urls, coverage_problems, read_records
 from drsearch.corpus.extract import ExtractSettings
 from drsearch.corpus.fetch import FetchSettings
 from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
-from drsearch.index import BuildError, Engine, InvalidInputError
+from drsearch.index import Engine
 from drsearch.tools.cli import main
 
 from .conftest import SETTINGS, Crawled, write_url_list

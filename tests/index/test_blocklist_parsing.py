@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsearch.index import BlockList, BlocklistError, build
+from drsearch.contract import BlocklistError
+from drsearch.index import BlockList, build
 from drsearch.tools.cli import main
 
 DOCIDS = ["d-0123456789abcdef", "web-042bb7b5fedab6ea", "doc,with,commas", "x"]

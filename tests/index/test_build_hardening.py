@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from drsearch.index import BuildError, BuildSettings, InvalidDocumentError, SourceChunk, build, read_jsonl
+from drsearch.contract import BuildError, InvalidDocumentError
+from drsearch.index import BuildSettings, SourceChunk, build, read_jsonl
 
 build_module = importlib.import_module("drsearch.index.build")  # the module, not build()
 ROOT = Path(__file__).resolve().parents[2]

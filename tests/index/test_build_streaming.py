@@ -16,15 +16,8 @@ from typing import Any
 import apsw
 import pytest
 
-from drsearch.index import (
-    BlockList,
-    BuildError,
-    BuildSettings,
-    InvalidDocumentError,
-    SourceChunk,
-    build,
-    read_jsonl,
-)
+from drsearch.contract import BuildError, InvalidDocumentError
+from drsearch.index import BlockList, BuildSettings, SourceChunk, build, read_jsonl
 from drsearch.index.build import tokenize_worker
 
 from .schema_v1 import write_v1

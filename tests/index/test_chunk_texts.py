@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from drsearch.index.chunking import chunk_spans
-from drsearch.index.scoring import NATIVE_AVAILABLE, native_kernels
+from drsearch.index.native import NATIVE_AVAILABLE, native_kernels
 
 pytestmark = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="the C kernel is not built")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from drsearch.index import (
+from drsearch.contract import (
     MAX_JSON_INT,
     InvalidKError,
     InvalidQueryError,
@@ -26,7 +26,7 @@ from drsearch.index import (
     strict_parameters,
     tool_arguments,
 )
-from drsearch.index.contract import search_parameters
+from drsearch.contract.request import search_parameters
 
 
 @pytest.mark.parametrize(("value", "expected"), [

@@ -1,4 +1,4 @@
-"""One writer per output directory (drsearch.index.dirlock): real processes, real kill -9."""
+"""One writer per output directory (drsearch.contract.dirlock): real processes, real kill -9."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import DirectoryBusyError
-from drsearch.index.dirlock import LOCK_NAME, entries, holder_pid, is_locked, lock_dir
+from drsearch.contract import DirectoryBusyError
+from drsearch.contract.dirlock import LOCK_NAME, entries, holder_pid, is_locked, lock_dir
 
 HOLD = ("import sys, time\n"
-        "from drsearch.index.dirlock import lock_dir\n"
+        "from drsearch.contract.dirlock import lock_dir\n"
         "lock_dir(sys.argv[1], 'test directory')\n"
         "print('held', flush=True)\n"
         "time.sleep(120)\n")

@@ -10,24 +10,19 @@ from pathlib import Path
 import apsw
 import pytest
 
-from drsearch.index import (
-    BlockList,
+from drsearch.contract import (
     BlocklistError,
     BuildError,
     DocumentNotFoundError,
-    Engine,
     IncompatibleIndexError,
     InvalidDocumentError,
     InvalidKError,
     InvalidRequestError,
     NotADatabaseError,
     QueryTimeoutError,
-    build,
-    read_jsonl,
 )
-from drsearch.index import (
-    canonical_json as dumps,
-)
+from drsearch.contract import canonical_json as dumps
+from drsearch.index import BlockList, Engine, build, read_jsonl
 
 from ..helpers import DATA, blocklist_of, sample_docs
 
@@ -291,7 +286,7 @@ def test_an_index_missing_tables_names_them(sample_index: Path, tmp_path: Path) 
 
     import apsw
 
-    from drsearch.index import IncompatibleIndexError
+    from drsearch.contract import IncompatibleIndexError
 
     broken = tmp_path / "broken.sqlite3"
     shutil.copy(sample_index, broken)
@@ -303,7 +298,8 @@ def test_an_index_missing_tables_names_them(sample_index: Path, tmp_path: Path) 
 
 
 def test_building_onto_a_directory_is_a_clear_error(tmp_path: Path) -> None:
-    from drsearch.index import BuildError, build
+    from drsearch.contract import BuildError
+    from drsearch.index import build
 
     (tmp_path / "out.sqlite3").mkdir()
     with pytest.raises(BuildError, match="is a directory"):

@@ -9,16 +9,16 @@ from typing import Any
 import apsw
 import pytest
 
-from drsearch.index import (
+from drsearch.contract import (
     MAX_QUERY_TERMS,
-    BlockList,
     CorruptIndexError,
     DocumentNotFoundError,
-    Engine,
     IncompatibleIndexError,
     InvalidQueryError,
     QueryTimeoutError,
 )
+from drsearch.index import BlockList, Engine
+from drsearch.index.engine import EngineOptions
 
 QUERY = "video game streaming subscription"
 
@@ -115,17 +115,18 @@ def test_the_deadline_covers_snippets(sample_engine: Engine, monkeypatch: pytest
     # The Python snippets (without the C kernel): matching 1,024 short terms in 100 chunks is
     # the slowest part of this search. The C snippets' own deadline checks are tested in
     # test_snippet_native.py (they finish this search well within the limit).
-    import drsearch.index.snippet as snippet
+    import drsearch.index.native as native
 
-    monkeypatch.setattr(snippet, "native_kernels", lambda: None)
-    monkeypatch.setattr(sample_engine, "search_in_one_call", False)  # (it makes them in C)
-    query = " ".join(short_terms(sample_engine, MAX_QUERY_TERMS))
-    t = time.monotonic()
-    with pytest.raises(QueryTimeoutError):
-        sample_engine.search(query, 100, deadline=time.monotonic() + 0.05)
-    assert time.monotonic() - t < 0.5
-    with pytest.raises(QueryTimeoutError):
-        sample_engine.search("game", 10, deadline=time.monotonic() - 1)
+    # (a search in one call makes them in C)
+    with Engine.open(sample_engine.path, options=EngineOptions(search_in_one_call=False)) as e:
+        monkeypatch.setattr(native, "available", lambda: False)  # (the engine was opened with it)
+        query = " ".join(short_terms(e, MAX_QUERY_TERMS))
+        t = time.monotonic()
+        with pytest.raises(QueryTimeoutError):
+            e.search(query, 100, deadline=time.monotonic() + 0.05)
+        assert time.monotonic() - t < 0.5
+        with pytest.raises(QueryTimeoutError):
+            e.search("game", 10, deadline=time.monotonic() - 1)
 
 
 def test_random_bit_flips_raise_only_drsearch_errors(sample_index: Path, tmp_path: Path) -> None:
@@ -133,7 +134,7 @@ def test_random_bit_flips_raise_only_drsearch_errors(sample_index: Path, tmp_pat
     CorruptIndexError), never an unhandled zlib/UnicodeDecode/apsw error."""
     import random
 
-    from drsearch.index import DrsearchError
+    from drsearch.contract import DrsearchError
 
     rng = random.Random(20261201)
     original = sample_index.read_bytes()

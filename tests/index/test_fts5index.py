@@ -14,7 +14,8 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import BuildError, BuildSettings, Engine, SourceChunk, build, read_jsonl
+from drsearch.contract import BuildError
+from drsearch.index import BuildSettings, Engine, SourceChunk, build, read_jsonl
 from drsearch.index.fts5index import (
     STRUCTURE_ROWID,
     chunk_lengths,
@@ -24,8 +25,8 @@ from drsearch.index.fts5index import (
     windows,
 )
 from drsearch.index.fts5spec import sql_string
+from drsearch.index.native import NATIVE_AVAILABLE, native_kernels
 from drsearch.index.schema import FTS_DDL
-from drsearch.index.scoring import NATIVE_AVAILABLE, native_kernels
 from drsearch.index.text import MAX_TOKEN_BYTES, Tokenizer, indexed_term
 
 fts5index = importlib.import_module("drsearch.index.fts5index")
@@ -81,7 +82,7 @@ def decoded(conn: apsw.Connection, n_rows: int, decoder: str, window_bytes: int
     out: list[tuple[str, list[tuple[int, int]]]] = []
     n_windows = 0
     for w in windows(conn, "chunks_fts", positions, window_bytes,
-                     native_kernels() if decoder == "c" else None):
+                     decoder == "c"):
         n_windows += 1
         at = 0
         for term, df in zip(w.terms, w.dfs.tolist(), strict=True):
@@ -202,7 +203,7 @@ def test_an_index_of_several_segments_is_refused(tmp_path: Path) -> None:
 def test_an_empty_index_has_no_windows(tmp_path: Path, decoder: str) -> None:
     for texts in ([], ["", "..."]):
         conn = fts5_file(tmp_path / f"f{len(texts)}.sqlite3", texts)
-        native = native_kernels() if decoder == "c" else None
+        native = decoder == "c"
         assert list(windows(conn, "chunks_fts", np.zeros(len(texts) + 1, dtype=np.int64), native=native)) == []
         assert chunk_lengths(conn, "chunks_fts", len(texts)).tolist() == [0] * (len(texts) + 1)
 
@@ -238,7 +239,7 @@ def test_a_misread_index_fails_the_build_and_leaves_no_file(tmp_path: Path, monk
         return terms, dfs, n
 
     monkeypatch.setattr(fts5index, "decode_pages", dropping)
-    monkeypatch.setattr(importlib.import_module("drsearch.index.build"), "native_kernels", lambda: None)
+    monkeypatch.setattr(importlib.import_module("drsearch.index.native"), "_kernels", None)
     out = tmp_path / "x.sqlite3"
     with pytest.raises(BuildError, match=r"FTS5's index holds \d+ positions for chunk \d+, its document "
                                          r"size says \d+: the index was misread"):
@@ -269,6 +270,6 @@ def test_a_build_without_the_kernel_writes_the_same_bytes(tmp_path: Path, monkey
     """The Python decoder and the Python chunk texts (split and join) make the same file."""
     docs = list(read_jsonl(SAMPLE))
     build(docs, tmp_path / "c.sqlite3", BuildSettings())
-    monkeypatch.setattr(importlib.import_module("drsearch.index.build"), "native_kernels", lambda: None)
+    monkeypatch.setattr(importlib.import_module("drsearch.index.native"), "_kernels", None)
     build(docs, tmp_path / "py.sqlite3", BuildSettings())
     assert (tmp_path / "c.sqlite3").read_bytes() == (tmp_path / "py.sqlite3").read_bytes()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from drsearch.index import Engine, gil_poll_ns
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 
 kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="C kernel not built")

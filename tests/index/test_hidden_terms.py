@@ -13,7 +13,8 @@ import pytest
 
 from drsearch.index import BlockList, Engine, build
 from drsearch.index.blobs import MappedRows
-from drsearch.index.scoring import NATIVE_AVAILABLE
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import NATIVE_AVAILABLE
 
 from ..helpers import blocklist_of, cranfield_queries
 
@@ -29,8 +30,9 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def open_engine(path: Path, mode: str, blocklist: BlockList | None = BLOCKED) -> Engine:
-    return Engine.open(path, blocklist, native=mode != "numpy", pruning=PRUNING[mode])  # type: ignore[arg-type]
+def open_engine(path: Path, mode: str, blocklist: BlockList | None = BLOCKED, *, hide: bool = True) -> Engine:
+    return Engine.open(path, blocklist, native=mode != "numpy", pruning=PRUNING[mode],  # type: ignore[arg-type]
+                       options=EngineOptions(hide_blocked_only_terms=hide))
 
 
 def fts5_blocked_only(path: Path, tmp: Path, blocklist: BlockList) -> set[str]:
@@ -116,15 +118,12 @@ def test_rankings_and_scores_are_bit_identical_with_and_without_the_lookup_as_un
         cran_small_chunks: Path, hidden: list[str], mode: str, k: int) -> None:
     """The ranking (chunks, scores: floats compared exactly), the hits' documents, scores and
     texts: those of the term itself, looked up and ranked (snippets: the next test)."""
-    with open_engine(cran_small_chunks, mode) as e:
+    with open_engine(cran_small_chunks, mode) as e, open_engine(cran_small_chunks, mode, hide=False) as named:
         assert sum(len(e.rank(q, k)) for q in _queries(hidden)) > 20 * min(k, 10)
         for q in _queries(hidden):
-            e.hide_blocked_only_terms = True
             ranked, hits = e.rank(q, k), e.search(q, k).hits
-            e.hide_blocked_only_terms = False
-            assert e.rank(q, k) == ranked, q
-            assert [h[:7] for h in e.search(q, k).hits] == [h[:7] for h in hits], q
-            e.hide_blocked_only_terms = True
+            assert named.rank(q, k) == ranked, q
+            assert [h[:7] for h in named.search(q, k).hits] == [h[:7] for h in hits], q
 
 
 def test_a_query_with_a_blocked_only_term_answers_as_with_an_unknown_word(
@@ -147,14 +146,13 @@ DENSE_DOCS = [{"docid": f"d{i}", "url": f"https://example.com/{i}", "title": f"D
 def test_a_clamped_term_that_only_blocked_documents_hold_is_hidden_too(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "dense.sqlite3"
     build(DENSE_DOCS, path)
-    with open_engine(path, mode, blocklist_of("d0", "d1", "d2", "d3")) as e:
+    blocked = blocklist_of("d0", "d1", "d2", "d3")
+    with open_engine(path, mode, blocked) as e, open_engine(path, mode, blocked, hide=False) as named:
         assert e._conn.execute("SELECT dense FROM terms WHERE term = 'quokka'").get == 1
         assert set(e._hidden_terms) == {"quokka", "island"}
         assert e._postings(e.parse("quokka"), time.monotonic() + 10) == [None]
         for q in ("quokka", "quokka marsupial", "kangaroo quokka island", "marsupial island"):
             ranked, hits = e.rank(q, 10), e.search(q, 10).hits
-            e.hide_blocked_only_terms = False
-            assert e.rank(q, 10) == ranked, q
-            assert [h[:7] for h in e.search(q, 10).hits] == [h[:7] for h in hits], q
-            e.hide_blocked_only_terms = True
+            assert named.rank(q, 10) == ranked, q
+            assert [h[:7] for h in named.search(q, 10).hits] == [h[:7] for h in hits], q
             assert {h.docid for h in hits} <= {"d4", "d5"}

@@ -11,8 +11,8 @@ from pathlib import Path
 import apsw
 import pytest
 
+from drsearch.contract import NotADatabaseError
 from drsearch.index import (
-    NotADatabaseError,
     fts5_integrity_check,
     header_problems,
     missing_docids,

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, Engine, Hit
-from drsearch.index.contract import canonical_json
-from drsearch.index.scoring import native_kernels
+from drsearch.contract import Hit
+from drsearch.contract.request import canonical_json
+from drsearch.index import BlockList, Engine
+from drsearch.index.native import native_kernels
 
 from ..helpers import cranfield_queries
 
@@ -18,14 +19,13 @@ pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel i
 
 
 def both_paths(e: Engine, q: str, k: int) -> tuple[list[Hit], list[Hit]]:
-    kernels = e._kernels
-    assert kernels is not None
+    assert e._kernel
     c = e.search(q, k, with_text=False).hits
-    e._kernels = None
+    e._kernel = False
     try:
         py = e.search(q, k, with_text=False).hits
     finally:
-        e._kernels = kernels
+        e._kernel = True
     return c, py
 
 
@@ -115,7 +115,7 @@ def test_texts_and_snippets_go_into_the_hits_as_given() -> None:
 
 
 def test_a_damaged_document_table_is_corrupt_not_a_crash(sample_index: Path) -> None:
-    from drsearch.index import CorruptIndexError
+    from drsearch.contract import CorruptIndexError
 
     with Engine.open(sample_index) as e:
         table = e._doc_table()

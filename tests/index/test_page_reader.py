@@ -19,9 +19,11 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import CorruptIndexError, DrsearchError, Engine
+from drsearch.contract import CorruptIndexError, DrsearchError
+from drsearch.index import Engine
 from drsearch.index.blobs import Arena, read_blob
-from drsearch.index.scoring import native_kernels
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 
@@ -83,7 +85,7 @@ def test_every_list_reads_as_the_blob_api_reads_it(cran_small_chunks: Path, tmp_
             part = rows[i : i + 97]
             got = page_bytes(e, [r for r, _ in part], [n for _, n in part])
             assert got == [blob_api_bytes(e, r, n) for r, n in part]
-        e.inline_postings = 0  # every list by the page reader
+    with Engine.open(path, options=EngineOptions(inline_postings=0)) as e:  # every list by the page reader
         for q in cranfield_queries()[:15]:
             assert e.rank(q, 10) == best_chunk_per_doc(e, fts5_oracle(e, q), 10), q
 
@@ -93,7 +95,7 @@ def test_a_missing_row_or_another_length_names_the_row(cran_small_chunks: Path) 
         rowid, n = e._conn.execute("SELECT id, length(data) FROM postings ORDER BY length(data) DESC "
                                    "LIMIT 1").fetchone()
         top = e._conn.execute("SELECT max(id) FROM postings").fetchone()[0]
-        from drsearch.index.errors import IncompatibleIndexError
+        from drsearch.contract.errors import IncompatibleIndexError
 
         with pytest.raises(IncompatibleIndexError, match=f"postings.data row {top + 5}: no such row"):
             page_bytes(e, [rowid, top + 5], [n, 8])
@@ -273,7 +275,7 @@ def test_every_chunk_text_reads_as_sqlite_reads_it(sample_index: Path, tmp_path:
 
 
 def test_a_text_reader_names_the_row_it_cannot_read(sample_index: Path) -> None:
-    from drsearch.index.errors import IncompatibleIndexError
+    from drsearch.contract.errors import IncompatibleIndexError
 
     with Engine.open(sample_index) as e:
         assert e._chunk_texts is not None and e._file is not None

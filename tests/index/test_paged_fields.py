@@ -13,10 +13,11 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import Engine, Hit, IncompatibleIndexError
+from drsearch.contract import Hit, IncompatibleIndexError
+from drsearch.index import Engine
 from drsearch.index.blobs import MappedFile
 from drsearch.index.doctable import DocTable, PagedFields
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 
 from .test_page_reader import LAYOUTS, laid_out
 
@@ -55,9 +56,8 @@ def _file(tmp_path: Path, page_size: int, reserve: int, prefix: int) -> tuple[Pa
 def test_every_span_reads_as_sqlite_reads_it(tmp_path: Path, page_size: int, reserve: int,
                                              prefix: int) -> None:
     path, blobs = _file(tmp_path, page_size, reserve, prefix)
-    kernels = native_kernels()
     conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    f = MappedFile(path, conn, kernels)
+    f = MappedFile(path, conn)
     try:
         col = f.column("arrays", "data")
         rng = random.Random(7)
@@ -91,7 +91,7 @@ def test_hits_from_the_pages_equal_hits_from_the_bytes(tmp_path: Path) -> None:
     conn = apsw.Connection(str(path))
     conn.execute("CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL)")
     conn.execute("INSERT INTO arrays VALUES ('doc_fields', 'u1', ?)", (data,))
-    f = MappedFile(path, conn, kernels)
+    f = MappedFile(path, conn)
     try:
         pieces = f.column("arrays", "data").pieces(1)
         paged = DocTable(PagedFields(f.pages, pieces), np.frombuffer(offsets, "<i8"))

@@ -17,8 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, Engine, IncompatibleIndexError
-from drsearch.index.scoring import PagedTerm, SparseTerm, native_kernels
+from drsearch.contract import IncompatibleIndexError
+from drsearch.index import BlockList, Engine
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
+from drsearch.index.scoring import PagedTerm, SparseTerm
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 from .test_page_reader import LAYOUTS, laid_out
@@ -28,9 +31,8 @@ pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel i
 QUERIES = [*cranfield_queries()[:40], "the of a flow", "flow", "pressure distribution", "of the"]
 
 
-def ranked(e: Engine, q: str, k: int, paged_bytes: int) -> list[tuple[int, float]]:
-    e.paged_list_bytes = paged_bytes
-    return e.rank(q, k)
+PAGE_EVERY_LIST = EngineOptions(paged_list_bytes=0)  # every list the kernel can take, in the pages
+COPY_EVERY_LIST = EngineOptions(paged_list_bytes=1 << 62)  # none: every list copied
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -38,17 +40,18 @@ def test_paged_lists_rank_as_fts5_and_as_copied_lists(cran_small_chunks: Path, t
                                                       layout: str) -> None:
     path = laid_out(cran_small_chunks, tmp_path, layout)
     for pruning in ("auto", "always", "never"):
-        with Engine.open(path, pruning=pruning) as e:
-            e.paged_list_bytes = 0
+        with Engine.open(path, pruning=pruning, options=PAGE_EVERY_LIST) as e, \
+                Engine.open(path, pruning=pruning, options=COPY_EVERY_LIST) as copying, \
+                Engine.open(path, pruning=pruning) as default:
             terms = [t for q in QUERIES for t in e._postings(e.parse(q), 1e18)]
             assert sum(isinstance(t, PagedTerm) for t in terms) > 100
             if layout != "64 KiB pages":  # lists across overflow pages
                 assert any(len(t.pieces) > 8 * 5 for t in terms if isinstance(t, PagedTerm))
             for q in QUERIES:
                 for k in (1, 10, 100):
-                    copied = ranked(e, q, k, 1 << 62)
-                    assert ranked(e, q, k, 0) == copied, (q, k)
-                    assert ranked(e, q, k, 4096) == copied, (q, k)
+                    copied = copying.rank(q, k)
+                    assert e.rank(q, k) == copied, (q, k)
+                    assert default.rank(q, k) == copied, (q, k)
                     if k == 10 and pruning == "auto":
                         assert copied == best_chunk_per_doc(e, fts5_oracle(e, q), k), q
 
@@ -58,11 +61,11 @@ def test_paged_lists_with_a_blocklist_and_complete_search(cran_small_chunks: Pat
         docids = [h.docid for q in QUERIES[:10] for h in e.search(q, 3, with_text=False).hits]
     blocked = tmp_path / "block.txt"
     blocked.write_text("".join(f"{d}\n" for d in sorted(set(docids))))
-    with Engine.open(cran_small_chunks, blocklist=BlockList.from_file(blocked)) as e:
+    bl = BlockList.from_file(blocked)
+    with Engine.open(cran_small_chunks, blocklist=bl, options=COPY_EVERY_LIST) as copying, \
+            Engine.open(cran_small_chunks, blocklist=bl, options=PAGE_EVERY_LIST) as e:
         for q in QUERIES:
-            e.paged_list_bytes = 1 << 62
-            copied = e.search(q, 10)
-            e.paged_list_bytes = 0
+            copied = copying.search(q, 10)
             paged = e.search(q, 10)
             assert paged == copied, q
             assert not {h.docid for h in paged.hits} & set(docids)
@@ -72,34 +75,29 @@ def test_the_kept_terms_are_bounded_and_answers_do_not_change(cran_small_chunks:
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import drsearch.index.engine as engine_mod
 
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e:
         want = [e.rank(q, 10) for q in QUERIES]
         assert e._kept_terms and e._kept_bytes <= engine_mod._KEPT_TERMS_BYTES
         # a kept term is the same object query after query (no lookup, nothing made)
         kept = dict(e._kept_terms)
         assert [e.rank(q, 10) for q in QUERIES] == want
         assert all(e._kept_terms[name] is t for name, t in kept.items())
-        e.paged_list_bytes = 1 << 62  # chosen by the old threshold: forgotten
-        assert not e._kept_terms and e._kept_bytes == 0
+    with Engine.open(cran_small_chunks, options=COPY_EVERY_LIST) as e:
         assert [e.rank(q, 10) for q in QUERIES] == want
         assert e._kept_terms  # clamped terms' rows and short lists' copies
         assert not any(isinstance(t, PagedTerm) for t in e._kept_terms.values())
     monkeypatch.setattr(engine_mod, "_KEPT_TERMS_BYTES", 1200)  # a few entries at most
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e:
         assert [e.rank(q, 10) for q in QUERIES] == want
         assert e._kept_bytes <= 1200 or len(e._kept_terms) == 1
 
 
 def test_terms_are_kept_only_when_their_rows_come_from_the_pages(cran_small_chunks: Path) -> None:
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e:
         e._term_rows = None  # the rows by SQL: every query looks its terms up
         want = e.search("flow boundary layer of the", 10)
         assert not e._kept_terms
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e:
         assert e.search("flow boundary layer of the", 10) == want
         assert e.search("flow boundary layer of the", 10) == want  # from the kept terms
         assert isinstance(e._kept_terms["flow"], PagedTerm) and type(e._kept_terms["the"]) is tuple
@@ -135,11 +133,10 @@ def test_a_short_lists_copy_is_kept_read_only_and_ranks_as_a_fresh_read(cran_sma
 
 
 def test_a_paged_terms_copy_is_its_list(cran_small_chunks: Path) -> None:
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e, \
+            Engine.open(cran_small_chunks, options=COPY_EVERY_LIST) as copying:
         term = next(t for t in e._postings(e.parse("flow"), 1e18) if isinstance(t, PagedTerm))
-        e.paged_list_bytes = 1 << 62
-        copied = next(t for t in e._postings(e.parse("flow"), 1e18) if t is not None)
+        copied = next(t for t in copying._postings(copying.parse("flow"), 1e18) if t is not None)
         assert isinstance(copied, SparseTerm)
         got = term.read()
         assert got.df == copied.df and got.max_impact == copied.max_impact
@@ -148,8 +145,7 @@ def test_a_paged_terms_copy_is_its_list(cran_small_chunks: Path) -> None:
 
 
 def test_a_pieces_table_of_another_length_names_the_row(cran_small_chunks: Path) -> None:
-    with Engine.open(cran_small_chunks) as e:
-        e.paged_list_bytes = 0
+    with Engine.open(cran_small_chunks, options=PAGE_EVERY_LIST) as e:
         term = next(t for t in e._postings(e.parse("flow"), 1e18) if isinstance(t, PagedTerm))
         assert e._term_rows is not None
         (row,) = e._term_rows.find(["flow"])

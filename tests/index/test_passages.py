@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import Engine, InvalidDocumentError, build, read_jsonl
+from drsearch.contract import InvalidDocumentError
+from drsearch.index import Engine, build, read_jsonl
 from drsearch.server import create_app
 
 from ..server.conftest import Client

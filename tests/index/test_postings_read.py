@@ -19,9 +19,10 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.index import CorruptIndexError, Engine
-from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS
-from drsearch.index.scoring import native_kernels
+from drsearch.contract import CorruptIndexError
+from drsearch.index import Engine
+from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS, EngineOptions
+from drsearch.index.native import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 
@@ -68,9 +69,8 @@ def engine(cran_small_chunks: Path) -> Engine:
 @pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("inline", THRESHOLDS)
 def test_every_threshold_ranks_as_fts5(cran_small_chunks: Path, inline: int, reader: str) -> None:
-    engine = Engine.open(cran_small_chunks)
+    engine = Engine.open(cran_small_chunks, options=EngineOptions(inline_postings=inline))
     use_reader(engine, reader)
-    engine.inline_postings = inline
     try:
         wide = many_terms(engine, _PLACEHOLDER_TERMS + 8)
         assert len(engine.parse(wide).terms) > _PLACEHOLDER_TERMS  # the JSON-array statement
@@ -87,9 +87,8 @@ def test_every_read_gives_the_same_hits(cran_small_chunks: Path) -> None:
     answers = []
     for reader in READERS:
         for inline in (0, 10**9):
-            with Engine.open(cran_small_chunks) as engine:
+            with Engine.open(cran_small_chunks, options=EngineOptions(inline_postings=inline)) as engine:
                 use_reader(engine, reader)
-                engine.inline_postings = inline
                 queries = [*QUERIES[:10], *single_terms(engine)]
                 answers.append([engine.search(q, 20).to_dict() for q in queries])
     assert len(answers) == 2 * len(READERS)
@@ -112,12 +111,11 @@ def test_a_damaged_posting_list_is_corrupt_on_every_path(cran_small_chunks: Path
     else:
         conn.execute("DELETE FROM postings WHERE id = ?", (tid,))
     conn.close()
-    with Engine.open(crafted) as e:
+    with Engine.open(crafted, options=EngineOptions(inline_postings=inline)) as e:
         if reader != "inline":
             use_reader(e, reader)
         else:
             e._term_rows = None  # the short lists with the term rows, by SQL
-        e.inline_postings = inline
         with pytest.raises(CorruptIndexError, match=f"postings.data row {tid}"):
             e.search(term, 10)
         assert e.search("flow", 10).hits  # the rest of the file still answers
@@ -133,14 +131,15 @@ def test_picked_tfs_of_a_clamped_term_are_its_array_entries(engine: Engine) -> N
 
 
 @pytest.mark.parametrize("pick_min", [0, 16, 10**9])
-def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch: pytest.MonkeyPatch,
+def test_clamped_terms_rank_as_fts5_picked_or_loaded(cran_small_chunks: Path, monkeypatch: pytest.MonkeyPatch,
                                                       pick_min: int) -> None:
-    from drsearch.index import scoring
+    from drsearch.index import terms
 
-    monkeypatch.setattr(engine, "paged_dense", False)  # the tfs picked or loaded by blob I/O
-    monkeypatch.setattr(scoring, "DENSE_PICK_MIN", pick_min)
+    # the tfs picked or loaded by blob I/O
+    engine = Engine.open(cran_small_chunks, options=EngineOptions(paged_dense=False))
+    monkeypatch.setattr(terms, "DENSE_PICK_MIN", pick_min)
     if not pick_min:
-        monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # no row is ever picked
+        monkeypatch.setattr(terms, "DENSE_PICK_SHIFT", 63)  # no row is ever picked
     picks: list[int] = []
     real = engine._dense_picker
 
@@ -154,6 +153,7 @@ def test_clamped_terms_rank_as_fts5_picked_or_loaded(engine: Engine, monkeypatch
             assert engine.rank(q, k) == best_chunk_per_doc(engine, fts5_oracle(engine, q), k), (q, k)
     assert bool(picks) == (pick_min > 0)  # picked when allowed, else every array loaded
     assert max(picks, default=0) <= pick_min
+    engine.close()
 
 
 def test_clamped_terms_rank_as_fts5_read_from_the_pages(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,8 +192,8 @@ def test_a_damaged_clamped_term_is_corrupt(cran_small_chunks: Path, tmp_path: Pa
     conn.execute("UPDATE dense_tfs SET tfs = substr(tfs, 1, 100) WHERE id = ?", (tid,))
     conn.close()
     for paged_dense in (True, False):  # its pieces read from the pages, or blob I/O
-        with Engine.open(crafted) as e, pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
-            e.paged_dense = paged_dense
+        with Engine.open(crafted, options=EngineOptions(paged_dense=paged_dense)) as e, \
+                pytest.raises(CorruptIndexError, match=f"dense_tfs.tfs row {tid}: 100 bytes"):
             e.search("the boundary layer", 10)
 
 
@@ -201,10 +201,10 @@ def test_the_arena_is_reset_every_query_whatever_it_holds(engine: Engine,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A query of clamped terms only loads their whole tf arrays from the per-thread arena: the
     next query must start from an empty arena, not grow it (2 bytes per chunk per term each time)."""
-    from drsearch.index import scoring
+    from drsearch.index import terms
 
-    monkeypatch.setattr(scoring, "DENSE_PICK_MIN", 0)
-    monkeypatch.setattr(scoring, "DENSE_PICK_SHIFT", 63)  # every clamped term's array is loaded
+    monkeypatch.setattr(terms, "DENSE_PICK_MIN", 0)
+    monkeypatch.setattr(terms, "DENSE_PICK_SHIFT", 63)  # every clamped term's array is loaded
     engine.rank("the of a", 10)
     after_one = engine._arena()._offset
     assert after_one >= 2 * (engine.scorer.n_rows + 1)  # the query did take from the arena

@@ -8,17 +8,10 @@ from pathlib import Path
 import apsw
 import pytest
 
-from drsearch.index import (
-    BuildSettings,
-    Engine,
-    IncompatibleIndexError,
-    InvalidDocumentError,
-    InvalidInputError,
-    SourceChunk,
-    build,
-)
+from drsearch.contract import IncompatibleIndexError, InvalidDocumentError, InvalidInputError
+from drsearch.index import BuildSettings, Engine, SourceChunk, build
 from drsearch.index.fts5spec import parse_fts5_table, sql_string, tokenize_words
-from drsearch.index.scoring import NATIVE_AVAILABLE
+from drsearch.index.native import NATIVE_AVAILABLE
 
 from ..helpers import cranfield_docs, cranfield_queries
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsearch.index import MAX_QUERY_CHARS, Engine, InvalidQueryError
+from drsearch.contract import MAX_QUERY_CHARS, InvalidQueryError
+from drsearch.index import Engine
 
 from ..helpers import best_chunk_per_doc
 

@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, DrsearchError, Engine, build
-from drsearch.index.scoring import NATIVE_AVAILABLE, ONE_LIST_POSTINGS, SINGLE_TERM_POSTINGS
+from drsearch.contract import DrsearchError
+from drsearch.index import BlockList, Engine, build
+from drsearch.index.native import NATIVE_AVAILABLE
+from drsearch.index.scoring import ONE_LIST_POSTINGS, SINGLE_TERM_POSTINGS
 
 from ..helpers import best_chunk_per_doc, blocklist_of, cranfield_queries, fts5_oracle, sample_docs
 from .schema_v1 import write_v1
@@ -225,9 +227,9 @@ def test_rank_blocks_best_chunk_per_document_ties_and_candidates() -> None:
 
 def test_requiring_native_without_the_module_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
                                                                cran_small_chunks: Path) -> None:
-    from drsearch.index import scoring
+    from drsearch.index import native
 
-    monkeypatch.setattr(scoring, "_kernels", None)
+    monkeypatch.setattr(native, "_kernels", None)
     with pytest.raises(DrsearchError, match="not built"):
         Engine.open(cran_small_chunks, native=True)
     with Engine.open(cran_small_chunks) as e:  # the default falls back to numpy
@@ -412,13 +414,13 @@ def test_rank_maxscore_rejects_damaged_input_and_honours_the_time_budget() -> No
 @NEEDS_C
 def test_auto_pruning_picks_maxscore_for_few_postings_and_every_posting_for_many(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from drsearch.index import scoring
+    from drsearch.index import native, scoring
     from drsearch.index.scoring import Scorer, SparseTerm
 
     calls: list[str] = []
     for name in ("rank_maxscore", "rank_blocks"):
-        fn = getattr(scoring._kernels, name)
-        monkeypatch.setattr(scoring._kernels, name,
+        fn = getattr(native._kernels, name)
+        monkeypatch.setattr(native._kernels, name,
                             lambda *a, _fn=fn, _n=name: (calls.append(_n), _fn(*a))[1])
     n_rows = 1000
     rare = SparseTerm("r", 3, np.array([5, 50, 500], dtype=np.uint32), np.array([1.0, 2.0, 3.0]), 3.0)
@@ -461,15 +463,15 @@ def test_a_kernel_built_from_an_older_source_is_refused_not_called(monkeypatch: 
     refused at import (numpy ranks instead, same results), and native=True says why."""
     from types import SimpleNamespace
 
-    from drsearch.index import scoring
+    from drsearch.index import native, scoring
 
     if NATIVE_AVAILABLE:
-        assert scoring.kernel_problem(scoring._kernels) is None
-    stale = scoring.kernel_problem(SimpleNamespace())  # built before the ABI constant
+        assert native.kernel_problem(native._kernels) is None
+    stale = native.kernel_problem(SimpleNamespace())  # built before the ABI constant
     assert stale is not None and stale.startswith("drsearch.index._kernels is stale (interface 1, ")
     assert "rebuild it" in stale
-    monkeypatch.setattr(scoring, "_kernels", None)
-    monkeypatch.setattr(scoring, "_KERNEL_PROBLEM", stale)
+    monkeypatch.setattr(native, "_kernels", None)
+    monkeypatch.setattr(native, "_PROBLEM", stale)
     rows = np.arange(3, dtype=np.int32)
     with pytest.raises(DrsearchError, match="is stale"):
         scoring.Scorer(rows, np.ones(3, dtype=np.int32), native=True)

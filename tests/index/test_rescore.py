@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drsearch.index.scoring import IDF_FLOOR, DenseTerm, PagedTerm, Scorer, SparseTerm, native_kernels
+from drsearch.index.native import native_kernels
+from drsearch.index.scoring import IDF_FLOOR, DenseTerm, PagedTerm, Scorer, SparseTerm
 
 kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="C kernel not built")

@@ -28,7 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsearch.index.scoring import NATIVE_AVAILABLE, DenseTerm, PagedTerm, Scorer, SparseTerm
+from drsearch.index.native import NATIVE_AVAILABLE
+from drsearch.index.scoring import DenseTerm, PagedTerm, Scorer, SparseTerm
 
 pytestmark = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="drsearch.index._kernels not built")
 

@@ -1,6 +1,6 @@
 """A complete search made in one kernel call (``_kernels.search_hits``: the ranking, the chunk
 texts and snippets, the snippet plan and the hits; ``Engine._search_hits``) against the same
-search made call by call (``Engine.search_in_one_call = False``): the same results, hit for
+search made call by call (``EngineOptions(search_in_one_call=False)``): the same results, hit for
 hit, on real web pages and Cranfield, lists in the pages and in memory, every pruning choice,
 blocklists, k 1 to 100; the snippet plan made in C against SnippetMaker's; and the outcomes that
 are not hits: a deadline, a term of another kind, a snippet left to the Python code, a refused
@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from drsearch.index import BlockList, Engine, QueryTimeoutError
+from drsearch.contract import QueryTimeoutError
+from drsearch.contract.models import Hit
+from drsearch.index import BlockList, Engine
 from drsearch.index.build import build
-from drsearch.index.models import Hit
-from drsearch.index.scoring import IDF_FLOOR, DenseTerm, native_kernels
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
+from drsearch.index.scoring import IDF_FLOOR, DenseTerm
 from drsearch.index.snippet import SnippetMaker
 
 from ..helpers import cranfield_queries
@@ -60,10 +64,14 @@ def _queries(e: Engine, n: int, seed: int) -> list[str]:
     return out
 
 
-def _both(e: Engine, q: str, k: int) -> None:
-    e.search_in_one_call = False
-    want = e.search(q, k)
-    e.search_in_one_call = True
+BY_CALLS = EngineOptions(search_in_one_call=False)
+
+
+def _both(e: Engine, by_calls: Engine, q: str, k: int) -> None:
+    """``e`` (the one call) and ``by_calls`` (the same file and settings, search_in_one_call off)
+    give the same result."""
+    assert e.options.search_in_one_call and not by_calls.options.search_in_one_call
+    want = by_calls.search(q, k)
     got = e.search(q, k)
     assert got == want, (q, k)
     # hits made in C are what Hit(...) makes: the same type, equal and hashing alike
@@ -83,13 +91,15 @@ def test_one_call_gives_the_hits_of_the_calls_one_by_one(which: str, sample_inde
     seen = _counting(monkeypatch)
     for blocklist, pruning in [(None, "auto"), (BlockList.from_file(blocked), "auto"), (None, "always"),
                                (BlockList.from_file(blocked), "never")]:
-        with Engine.open(path, blocklist=blocklist, pruning=pruning) as e:
-            for lists_in in ("pages", "memory"):
-                # every long list in the pages, or every list a copy in memory (SparseTerm)
-                e.paged_list_bytes = 0 if lists_in == "pages" else 1 << 62
+        for paged_list_bytes in (0, 1 << 62):
+            # every long list in the pages, or every list a copy in memory (SparseTerm)
+            one = EngineOptions(paged_list_bytes=paged_list_bytes)
+            with Engine.open(path, blocklist=blocklist, pruning=pruning, options=one) as e, \
+                    Engine.open(path, blocklist=blocklist, pruning=pruning,
+                                options=replace(one, search_in_one_call=False)) as by_calls:
                 for q in queries:
                     for k in (1, 10, 100):
-                        _both(e, q, k)
+                        _both(e, by_calls, q, k)
     assert seen.get("list", 0) >= 500, seen
     # (the sample's few pages rank no query beside clamped terms by the rescoring)
     assert seen.get("rescored", 0) >= (0 if which == "sample" else 100), seen
@@ -128,9 +138,9 @@ def test_a_snippet_the_kernel_leaves_is_made_in_python(tmp_path: Path, monkeypat
     path = tmp_path / "sigma.sqlite3"
     build(docs, path)
     seen = _counting(monkeypatch)
-    with Engine.open(path) as e:
+    with Engine.open(path) as e, Engine.open(path, options=BY_CALLS) as by_calls:
         for k in (1, 3, 10):
-            _both(e, "boundary layer", k)
+            _both(e, by_calls, "boundary layer", k)
         got = e.search("boundary layer", 10)
     assert seen.get("tuple", 0) >= 3, seen
     assert len(got.hits) == 6 and all("boundary" in h.snippet or "layer" in h.snippet for h in got.hits)

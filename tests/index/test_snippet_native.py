@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsearch.index import Engine, QueryTimeoutError
-from drsearch.index.scoring import native_kernels
+from drsearch.contract import QueryTimeoutError
+from drsearch.index import Engine
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
 from drsearch.index.snippet import SnippetMaker
 
 from ..helpers import cranfield_queries
@@ -152,8 +154,8 @@ def _compare_searches(path: Path, queries: list[str], monkeypatch: pytest.Monkey
         return texts, got
 
     monkeypatch.setattr(SnippetMaker, "of_rows", checked)
-    with Engine.open(path) as e:
-        e.texts_with_ranking = False  # of_rows after the ranking (the same texts: test_texts_with_ranking.py)
+    # of_rows after the ranking (the same texts: test_texts_with_ranking.py)
+    with Engine.open(path, options=EngineOptions(texts_with_ranking=False)) as e:
         for q in queries:
             e.search(q, 20)
     return compared

@@ -16,9 +16,10 @@ from pathlib import Path
 import apsw
 import pytest
 
-from drsearch.index import DrsearchError, Engine
-from drsearch.index.errors import IncompatibleIndexError
-from drsearch.index.scoring import native_kernels
+from drsearch.contract import DrsearchError
+from drsearch.contract.errors import IncompatibleIndexError
+from drsearch.index import Engine
+from drsearch.index.native import native_kernels
 
 from ..helpers import cranfield_queries
 from .test_page_reader import LAYOUTS, btree_pages, damage_btree, laid_out

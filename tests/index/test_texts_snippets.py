@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsearch.index.scoring import native_kernels
+from drsearch.index.native import native_kernels
 from drsearch.index.snippet import SnippetMaker
 
 kernels = native_kernels()

@@ -1,7 +1,7 @@
 """A complete search's chunk texts and snippets made in the kernel call that ranks its chunks
 (the ``texts`` argument of ``rank_blocks``, ``rank_maxscore`` and ``rescore``;
 ``Scorer.rank_texts``) against the same search with them read after the ranking
-(``SnippetMaker.of_rows``, ``Engine.texts_with_ranking = False``): the same results, texts and
+(``SnippetMaker.of_rows``, ``EngineOptions(texts_with_ranking=False)``): the same results, texts and
 snippets on every path that ranks in C (lists alone, beside clamped terms, blocklists, k 1 to
 100, real web pages and Cranfield), and the outcomes that are not texts: a deadline, a row that
 cannot be read, a refused argument."""
@@ -15,13 +15,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drsearch.index import BlockList, CorruptIndexError, Engine, QueryTimeoutError
-from drsearch.index.scoring import Scorer, SparseTerm, native_kernels
+from drsearch.contract import CorruptIndexError, QueryTimeoutError
+from drsearch.index import BlockList, Engine
+from drsearch.index.engine import EngineOptions
+from drsearch.index.native import native_kernels
+from drsearch.index.scoring import PagedTerm, Scorer, SparseTerm
 from drsearch.index.snippet import SnippetMaker
 
 from ..helpers import cranfield_queries
 
 kernels = native_kernels()
+# a complete search's texts read after the ranking, or made in its call; either way call by call
+# (the ranking's call then the hits': test_search_hits.py compares those with the one call)
+TEXTS_AFTER = EngineOptions(texts_with_ranking=False, search_in_one_call=False)
+TEXTS_WITH = EngineOptions(search_in_one_call=False)
 pytestmark = pytest.mark.skipif(kernels is None, reason="C kernel not built")
 
 SAMPLE_QUERIES = ["video game streaming subscription", "Stadia launch price", "black friday deals",
@@ -62,13 +69,11 @@ def test_texts_made_with_the_ranking_are_those_read_after_it(which: str, sample_
     blocked.write_text("".join(f"{d}\n" for d in docids[::2]))
     made = _counting(monkeypatch)
     for blocklist in (None, BlockList.from_file(blocked)):
-        with Engine.open(path, blocklist=blocklist) as e:
-            e.search_in_one_call = False  # (the ranking's call then the hits': test_search_hits)
+        with Engine.open(path, blocklist=blocklist, options=TEXTS_AFTER) as after, \
+                Engine.open(path, blocklist=blocklist, options=TEXTS_WITH) as e:
             for q in queries:
                 for k in (1, 10, 100):
-                    e.texts_with_ranking = False
-                    want = e.search(q, k)
-                    e.texts_with_ranking = True
+                    want = after.search(q, k)
                     assert e.search(q, k) == want, (q, k)
                     assert all(h.chunk_text and h.snippet for h in want.hits)
     # (the sample's few pages rank no query beside clamped terms by the rescoring)
@@ -110,8 +115,8 @@ def test_a_deadline_passed_while_making_texts_is_a_timeout(cran_index: Path) -> 
 
 def _kernel_args(e: Engine, q: str) -> tuple[Any, ...]:
     """rank_blocks' arguments for query q's lists on engine e (the lists copied as arrays)."""
-    e.paged_list_bytes = 1 << 62
-    terms = [t for t in e._postings(e.parse(q), time.monotonic() + 60) if isinstance(t, SparseTerm)]
+    terms = [t.read() if isinstance(t, PagedTerm) else t
+             for t in e._postings(e.parse(q), time.monotonic() + 60) if isinstance(t, SparseTerm | PagedTerm)]
     assert terms
     s = e._scratch()
     return ([t.chunks for t in terms], [t.impacts for t in terms], e.scorer.n_rows, None,
@@ -205,8 +210,7 @@ def test_a_damaged_text_is_reported_as_without_the_ranking(cran_small_chunks: Pa
     conn.close()
     errors = []
     for fused in (True, False):
-        with Engine.open(crafted) as e:
-            e.texts_with_ranking = fused
+        with Engine.open(crafted, options=EngineOptions(texts_with_ranking=fused)) as e:
             with pytest.raises(CorruptIndexError) as info:
                 e.search("flow", 1)
             errors.append(str(info.value))

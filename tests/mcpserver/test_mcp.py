@@ -22,8 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import drsearch.mcpserver
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import BlockList, Engine
-from drsearch.index import canonical_json as dumps
 
 from ..helpers import DATA, free_port, strict_mode_problems
 
@@ -238,7 +238,7 @@ def test_two_http_sessions_at_once_get_the_same_answers(http_server: str, blocke
 @pytest.mark.parametrize(("args", "message"), [
     (["--host", "127.0.0.1"], "--host/--port: only with --transport streamable-http"),
     (["--k", "0"], "argument --k: must be between 1 and 100, got 0"),
-    (["--snippet-chars", "zero"], "argument --snippet-chars: expected an integer"),
+    (["--snippet-chars", "zero"], "argument --snippet-chars: not an integer"),
     (["--database", "MISSING"], "MISSING"),
     (["--blocked-docids", "MISSING"], "MISSING"),
 ])

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from drsearch.index import Engine, QueryTimeoutError, gil_poll_ns
+from drsearch.contract import QueryTimeoutError
+from drsearch.index import Engine, gil_poll_ns
 from drsearch.server import ServerSettings, create_app
 
 from .conftest import Client, error_of, make_client

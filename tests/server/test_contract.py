@@ -8,8 +8,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from drsearch import __version__
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import Engine, canonicalize_url
-from drsearch.index import canonical_json as dumps
 
 from ..helpers import sample_docs
 from .conftest import Client, make_client

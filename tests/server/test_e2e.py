@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import BlockList, Engine
-from drsearch.index import canonical_json as dumps
 
 from ..helpers import free_port
 from .conftest import BLOCK_QUERY
@@ -200,7 +200,7 @@ def test_verify_levels(sample_index: Path) -> None:
 def test_deep_verify_catches_what_fast_cannot(sample_index: Path, tmp_path: Path) -> None:
     import apsw
 
-    from drsearch.index import IncompatibleIndexError
+    from drsearch.contract import IncompatibleIndexError
     from drsearch.server import verify_corpus
 
     tampered = tmp_path / "tampered.sqlite3"

@@ -8,8 +8,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsearch.index import Document, Engine, Hit, SearchResult
-from drsearch.index import canonical_json as dumps
+from drsearch.contract import Document, Hit, SearchResult
+from drsearch.contract import canonical_json as dumps
+from drsearch.index import Engine
 from drsearch.server.encoding import canonical_bytes, document_json, search_json
 
 JSON_SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
@@ -55,7 +56,7 @@ def test_real_bodies_and_clamped_idf_scores(sample_index: Path) -> None:
 
 
 def test_error_bodies_have_one_definition() -> None:
-    from drsearch.index import error_body as index_error_body
+    from drsearch.contract import error_body as index_error_body
     from drsearch.server.errors import error_body as server_error_body
 
     long = "x" * 2000

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import Engine
-from drsearch.index import canonical_json as dumps
 
 from .conftest import Client, error_of, make_client
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import drsearch.contract
 import drsearch.server
 from drsearch.server import ServerSettings
 
@@ -26,7 +27,7 @@ def test_server_exports() -> None:
 def test_server_errors_carry_status_and_type() -> None:
     for name in drsearch.server.__all__:
         obj = getattr(drsearch.server, name)
-        if isinstance(obj, type) and issubclass(obj, drsearch.index.DrsearchError):
+        if isinstance(obj, type) and issubclass(obj, drsearch.contract.DrsearchError):
             assert 400 <= obj.http_status < 600 and obj.error_type and obj.__doc__
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from drsearch.index import BlockList, Engine, QueryTimeoutError
+from drsearch.contract import QueryTimeoutError
+from drsearch.index import BlockList, Engine
 from drsearch.server import ServerSettings, create_app
 
 from .conftest import BLOCK_QUERY, Client, error_of, make_client

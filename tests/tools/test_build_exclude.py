@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import BlockList, DocumentNotFoundError, Engine, build
-from drsearch.index import canonical_json as dumps
+from drsearch.contract import DocumentNotFoundError
+from drsearch.contract import canonical_json as dumps
+from drsearch.index import BlockList, Engine, build
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, sample_docs

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from drsearch.contract import canonical_json as dumps
 from drsearch.index import Engine
-from drsearch.index import canonical_json as dumps
 from drsearch.tools.cli import main
 
 from ..helpers import DATA, REPO

@@ -180,7 +180,8 @@ def test_run_and_score_refuse_a_server_whose_blocklist_matches_nothing(sample_in
 def test_answer_documents_stay_openable_and_artifacts_do_not(sample_index: Path) -> None:
     """With the sample blocklist applied, every question's answer document opens and the leak
     artifacts answer exactly like absent documents."""
-    from drsearch.index import BlockList, DocumentNotFoundError, Engine
+    from drsearch.contract import DocumentNotFoundError
+    from drsearch.index import BlockList, Engine
     from drsearch.release.dr256 import load_questions
 
     blocked = BlockList.from_file(DATA / "sample/blocked_docids.txt")

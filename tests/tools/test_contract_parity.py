@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from drsearch.agents import DR256, EngineSearcher, execute
-from drsearch.index import Engine, canonical_json
+from drsearch.contract import canonical_json
+from drsearch.index import Engine
 from drsearch.mcpserver import McpSettings, call_tool
 from drsearch.tools.cli import main
 from tests.server.test_e2e import Server, start

@@ -24,7 +24,8 @@ from mcp import Client, StdioServerParameters
 
 from drsearch.compat import LuceneSearcher
 from drsearch.compat.langchain import DrsearchRetriever
-from drsearch.index import BlockList, BlocklistError, DocumentNotFoundError, Engine, sha256_file
+from drsearch.contract import BlocklistError, DocumentNotFoundError
+from drsearch.index import BlockList, Engine, sha256_file
 from drsearch.server import ServeProcess
 
 from ..agents.fake_llm import serve_fake

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from drsearch.index import CorpusFileError, InvalidInputError
+from drsearch.contract import CorpusFileError, InvalidInputError
 from drsearch.tools.cli import _release_of, _validate_release_before_serving
 
 

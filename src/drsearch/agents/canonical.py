@@ -1,6 +1,6 @@
 """Canonical JSON and hashes: the one spelling used for cache keys, hashes and run files.
 
-The spelling is the request contract's (``drsearch.index.canonical_json``: sorted keys,
+The spelling is the request contract's (``drsearch.contract.canonical_json``: sorted keys,
 compact separators, UTF-8 as is, no NaN), so a run file and an HTTP body of equal values
 are equal text.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..index import canonical_bytes, canonical_json
+from ..contract import canonical_bytes, canonical_json
 
 
 def sha256_hex(data: bytes | str) -> str:

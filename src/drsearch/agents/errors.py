@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from ..index import DrsearchError
+from ..contract import DrsearchError
 
 
 class AgentError(DrsearchError):

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..index import InvalidInputError, error_body
+from ..contract import InvalidInputError, error_body
 from .canonical import canonical_bytes
 from .errors import EndpointError, EndpointProbeError, LLMError, TransientLLMError
 from .replay import ReplayCache

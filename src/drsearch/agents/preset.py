@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..index import InvalidInputError
+from ..contract import DEFAULT_K, MAX_K, InvalidInputError
 from .errors import describe_validation_error
 
 ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed
@@ -53,8 +53,8 @@ class Preset(BaseModel):
     max_tool_calls: int | None = Field(default=None, ge=1)
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_episode_seconds: float | None = Field(default=None, gt=0)
-    search_k_default: int = Field(default=10, ge=1, le=100)
-    search_k_max: int = Field(default=20, ge=1, le=100)
+    search_k_default: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
+    search_k_max: int = Field(default=20, ge=1, le=MAX_K)
     max_tool_response_chars: int = Field(default=12_000, ge=500)
     open_page_chars: int = Field(default=8_000, ge=200)
     tools: tuple[str, ...] = ("search", "open")

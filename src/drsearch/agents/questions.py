@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .canonical import sha256_hex, sha256_json
 from .errors import describe_validation_error
 

@@ -28,9 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
-from ..index import BlockList, Engine, InvalidInputError
-from ..index.filehash import cached_sha256
-from ..index.releases import ReleasePolicy
+from ..contract import InvalidInputError, check_http_url
+from ..index import BlockList, Engine, ReleasePolicy, cached_sha256
 from .canonical import sha256_hex
 from .errors import CacheError, LocalIOError, RunStoreError, SandboxUnavailableError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
@@ -86,10 +85,7 @@ class RunSpec(BaseModel):
     @field_validator("base_url", "search_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        scheme, _, rest = (url or "").partition("://")
-        if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
-            raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        return url
+        return check_http_url(url)
 
     @field_validator("shard")
     @classmethod

@@ -14,7 +14,7 @@
   reproducible; ``summary.json`` holds the totals of the last invocation.
 
 One writer at a time: :meth:`RunStore.start` locks the directory
-(:func:`drsearch.index.dirlock.lock_dir`) until :meth:`RunStore.close` or the process ends;
+(:func:`drsearch.contract.dirlock.lock_dir`) until :meth:`RunStore.close` or the process ends;
 a second run on the same ``--out`` is refused (DirectoryBusyError, exit 2, naming the pid).
 """
 
@@ -26,9 +26,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..index.atomic import write_bytes_atomic, write_json_atomic
-from ..index.dirlock import DirLock, lock_dir
-from ..index.errors import InvalidInputError
+from ..contract.atomic import write_bytes_atomic, write_json_atomic
+from ..contract.dirlock import DirLock, lock_dir
+from ..contract.errors import InvalidInputError
 from .canonical import canonical_json
 from .errors import LocalIOError, RunStoreError
 from .loop import INFRA_STATUS, Episode

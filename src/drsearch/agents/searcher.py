@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 
-from ..index import (
+from ..contract import (
     IDENTITY_HEADER,
     CorpusInfo,
     DrsearchError,
-    Engine,
+    Retriever,
     Searcher,
     ToolResponse,
     canonical_json,
@@ -32,13 +32,13 @@ from .errors import SearcherError
 
 
 class EngineSearcher:
-    """An in-process :class:`Engine` (the caller owns and closes it)."""
+    """An in-process :class:`~drsearch.contract.Retriever` (the engine) (the caller owns and closes it)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Retriever) -> None:
         self._engine = engine
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> Retriever:
         return self._engine
 
     def corpus(self) -> CorpusInfo:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..index.atomic import write_bytes_atomic, write_json_atomic
+from ..contract.atomic import write_bytes_atomic, write_json_atomic
 from .canonical import canonical_json
 from .errors import RunStoreError
 from .runstore import RunStore

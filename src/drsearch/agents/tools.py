@@ -8,7 +8,7 @@ Anthropic dialect, optionally strict-mode (every property in ``required``, optio
 nullable), and :func:`execute` to run any model's call against any :class:`Searcher`.
 
 Schemas (OpenAI function format, hashed into run.json) and argument checks of ``search``
-and ``open`` are the request contract's (:mod:`drsearch.index.contract`: the same checks and
+and ``open`` are the request contract's (:mod:`drsearch.contract.request`: the same checks and
 messages as ``POST /search``/``POST /open``, under the preset's k limits), and compact text
 formatting of the searcher's JSON answers: search results as rank, docid, url, title and
 chunk text; documents in pages of ``open_page_chars`` with the offset of the next page;
@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..index import (
+from ..contract import (
     OPEN_TOOL,
     SEARCH_TOOL,
     InvalidInputError,

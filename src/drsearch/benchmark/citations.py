@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from ..index import DrsearchError, Searcher
+from ..contract import DrsearchError, Searcher
 from .judges import JudgeParseError, JudgePrompt, LLMJudge, default_prompt, json_object
 from .stats import wilson_interval
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.canonical import canonical_json
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .citations import CitationAuditor
 from .datasets import GradingTask
 from .datasets._jsonl import read_objects

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..agents import ChatClient, LLMError
 from ..agents.canonical import canonical_bytes, canonical_json, sha256_hex
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .datasets import Criterion, DatasetKind, GradingTask
 from .judge_cache import JudgeCache
 

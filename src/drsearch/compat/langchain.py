@@ -1,4 +1,5 @@
-"""A LangChain retriever over :class:`~drsearch.index.Engine` (needs ``langchain-core``).
+"""A LangChain retriever over any :class:`~drsearch.contract.Retriever` (the engine:
+:class:`~drsearch.index.Engine`; needs ``langchain-core``).
 
     from drsearch.compat.langchain import DrsearchRetriever
 
@@ -20,7 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from ..index import MAX_K, Engine
+from ..contract import MAX_K, Retriever
 
 
 class DrsearchRetriever(BaseRetriever):
@@ -28,7 +29,7 @@ class DrsearchRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    engine: Engine
+    engine: Retriever
     k: int = Field(default=10, ge=1, le=MAX_K)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,

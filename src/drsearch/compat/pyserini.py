@@ -27,17 +27,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..index import (
-    MAX_RUN_K,
-    BlockList,
-    DocumentNotFoundError,
-    Engine,
-    InvalidInputError,
-    canonical_json,
-    check_k,
-)
-from ..index import Document as _EngineDocument
-from ..index.releases import ReleasePolicy
+from ..contract import MAX_RUN_K, DocumentNotFoundError, InvalidInputError, Retriever, canonical_json, check_k
+from ..contract import Document as _EngineDocument
+from ..index import BlockList, Engine, ReleasePolicy
 
 
 def _contents(title: str, text: str) -> str:
@@ -109,7 +101,8 @@ class Hit:
 
 
 class LuceneSearcher:
-    """``LuceneSearcher(index)`` over a drsearch index file (or an open :class:`Engine`).
+    """``LuceneSearcher(index)`` over a drsearch index file (or an open
+    :class:`~drsearch.contract.Retriever`, such as :class:`Engine`).
 
     ``blocked_docids``: a blocklist file (or :class:`BlockList`) whose documents are absent
     from results and from :meth:`doc`, exactly as over HTTP. A release's database (``index``
@@ -120,10 +113,10 @@ class LuceneSearcher:
     :meth:`close` or use ``with``). Thread-safe: :meth:`batch_search` shares one engine.
     """
 
-    def __init__(self, index: str | os.PathLike[str] | Engine, *,
+    def __init__(self, index: str | os.PathLike[str] | Retriever, *,
                  blocked_docids: str | os.PathLike[str] | BlockList | None = None,
                  release_blocklist: ReleasePolicy = "apply") -> None:
-        if isinstance(index, Engine):
+        if isinstance(index, Retriever):
             if blocked_docids is not None or release_blocklist != "apply":
                 raise InvalidInputError("blocked_docids: give the blocklist to Engine.open, not here")
             self._engine, self._owned = index, False
@@ -137,7 +130,7 @@ class LuceneSearcher:
         self._pools: dict[int, ThreadPoolExecutor] = {}
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> Retriever:
         return self._engine
 
     @property

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 
 MEASURES = ("ndcg@10", "map", "p@10", "recall@1000")
 

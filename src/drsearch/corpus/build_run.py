@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..index import BuildError, BuildReport, BuildSettings, InvalidInputError, build, sha256_file
+from ..contract import BuildError, InvalidInputError
+from ..index import BuildReport, BuildSettings, build, sha256_file
 from .crawl import write_json_atomic
 from .dedup import Rejected, deduplicate, read_lines
 from .extract_run import report_path

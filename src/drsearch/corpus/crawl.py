@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..index import InvalidInputError
-from ..index.atomic import atomic_output, write_json_atomic
+from ..contract import InvalidInputError
+from ..contract.atomic import atomic_output, write_json_atomic
 
 RECORDS = "fetches.jsonl"
 BODIES = "bodies"

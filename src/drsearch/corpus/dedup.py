@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..index import InvalidInputError, canonicalize_url
+from ..contract import InvalidInputError
+from ..index import canonicalize_url
 from .docids import content_key, stable_docid
 
 URL_KEYS = ("final_url",)  # metadata keys that hold other addresses of the same page

@@ -19,7 +19,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .crawl import FETCH_SUMMARY, FetchRecord, atomic_output, read_records, write_json_atomic
 from .extract import ExtractSettings, PageText, extract_batch, media_type
 from .urllist import host_of

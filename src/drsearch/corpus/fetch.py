@@ -32,8 +32,9 @@ from typing import Any
 import httpx
 
 from .. import __version__
-from ..index import InvalidInputError, canonicalize_url
-from ..index.dirlock import lock_dir
+from ..contract import InvalidInputError
+from ..contract.dirlock import lock_dir
+from ..index import canonicalize_url
 from .crawl import (
     FETCH_SUMMARY,
     RECORDS,

@@ -39,18 +39,8 @@ from urllib.parse import quote
 import apsw
 from pydantic import ValidationError
 
-from ..index import (
-    BuildReport,
-    BuildSettings,
-    InvalidDocumentError,
-    InvalidInputError,
-    NotADatabaseError,
-    SourceChunk,
-    SourcedDoc,
-    build,
-    read_jsonl,
-    sha256_file,
-)
+from ..contract import InvalidDocumentError, InvalidInputError, NotADatabaseError
+from ..index import BuildReport, BuildSettings, SourceChunk, SourcedDoc, build, read_jsonl, sha256_file
 from ..index.fts5spec import Fts5Table, parse_fts5_table
 from ..index.integrity import SQLITE_MAGIC
 from ..index.schema import APPLICATION_ID as _DRSEARCH_APPLICATION_ID

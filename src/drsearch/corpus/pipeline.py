@@ -24,7 +24,8 @@ from typing import Any
 
 import httpx
 
-from ..index import BuildError, BuildSettings, InvalidInputError
+from ..contract import BuildError, InvalidInputError
+from ..index import BuildSettings
 from .build_run import CorpusBuild, build_corpus
 from .crawl import FETCH_SUMMARY, FetchRecord
 from .extract import ExtractSettings, PageText

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..index import InvalidInputError, canonicalize_url
+from ..contract import InvalidInputError
+from ..index import canonicalize_url
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The drsearch engine: a frozen SQLite FTS5 index searched with exact BM25 in numpy.
+"""The drsearch engine: a frozen SQLite FTS5 index searched with exact BM25 (C kernel; numpy
+where no compiler was available). ``Engine`` implements ``drsearch.contract.Retriever``.
 
 Public API (pinned by tests/index/test_public_api.py)::
 
@@ -9,8 +10,9 @@ Public API (pinned by tests/index/test_public_api.py)::
     canonicalize_url(url), chunk_spans(n), chunk_words(words)
     read_sqlite_header(path), sha256_file(path), quick_check(path),
     fts5_integrity_check(path), missing_docids(path, docids)   (never write the file)
-    the request contract (drsearch.index.contract): Limits, parse_search, parse_open,
-    parse_retrieve, canonical_json, error_body, the search/open tool schemas
+
+The shared language (errors, the request contract, Hit/Document/SearchResult, the Retriever
+and Searcher protocols, atomic writes) is ``drsearch.contract``, the floor below this package.
 
 The typed build settings (``BuildSettings``, ``TokenizerPreset``: pydantic, ~150 ms) are
 imported on first use (module ``__getattr__``): a process that only searches never needs them.
@@ -22,59 +24,11 @@ from .._lazy import lazy_getattr
 from .blocklist import BlockList
 from .build import BuildReport, SourceChunk, SourcedDoc, build, read_jsonl
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS, ChunkSpan, chunk_spans, chunk_words, split_words
-from .contract import (
-    DEFAULT_K,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_BATCH_QUERIES,
-    DEFAULT_TIME_LIMIT_S,
-    MAX_JSON_INT,
-    MAX_K,
-    MAX_MESSAGE_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_QUERY_TERMS,
-    MAX_RUN_K,
-    OPEN_TOOL,
-    SEARCH_TOOL,
-    Limits,
-    OpenRequest,
-    RetrieveRequest,
-    SearchRequest,
-    canonical_bytes,
-    canonical_json,
-    check_k,
-    check_query,
-    error_body,
-    hit_passage,
-    json_integer,
-    number_from_text,
-    open_parameters,
-    parse_open,
-    parse_retrieve,
-    parse_search,
-    search_parameters,
-    strict_parameters,
-    tool_arguments,
-)
-from .engine import Engine
-from .errors import (
-    BlocklistError,
-    BuildError,
-    CorpusFileError,
-    CorruptIndexError,
-    DirectoryBusyError,
-    DocumentNotFoundError,
-    DrsearchError,
-    IncompatibleIndexError,
-    InvalidDocumentError,
-    InvalidInputError,
-    InvalidKError,
-    InvalidQueryError,
-    InvalidRequestError,
-    NotADatabaseError,
-    QueryTimeoutError,
-)
+from .engine import Engine, EngineOptions
+from .filehash import cached_sha256
 from .integrity import (
     SQLiteHeader,
+    document_problems,
     fts5_integrity_check,
     header_problems,
     missing_docids,
@@ -82,10 +36,9 @@ from .integrity import (
     read_sqlite_header,
     sha256_file,
 )
-from .models import Document, Hit, SearchResult
+from .native import gil_poll_ns
 from .query import ParsedQuery, parse_query
-from .scoring import gil_poll_ns
-from .searcher import IDENTITY_HEADER, CorpusInfo, Searcher, ToolResponse, fleet_identity
+from .releases import Release, ReleasePolicy, locate, policy_for, release_holding
 from .urls import canonicalize_url
 
 if TYPE_CHECKING:
@@ -98,82 +51,36 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 __all__ = [
     "CHUNK_STRIDE",
     "CHUNK_WORDS",
-    "DEFAULT_K",
-    "DEFAULT_LIMITS",
-    "DEFAULT_MAX_BATCH_QUERIES",
-    "DEFAULT_TIME_LIMIT_S",
-    "IDENTITY_HEADER",
-    "MAX_JSON_INT",
-    "MAX_K",
-    "MAX_MESSAGE_CHARS",
-    "MAX_QUERY_CHARS",
-    "MAX_QUERY_TERMS",
-    "MAX_RUN_K",
-    "OPEN_TOOL",
-    "SEARCH_TOOL",
     "BlockList",
-    "BlocklistError",
-    "BuildError",
     "BuildReport",
     "BuildSettings",
     "ChunkSpan",
-    "CorpusFileError",
-    "CorpusInfo",
-    "CorruptIndexError",
-    "DirectoryBusyError",
-    "Document",
-    "DocumentNotFoundError",
-    "DrsearchError",
     "Engine",
-    "Hit",
-    "IncompatibleIndexError",
-    "InvalidDocumentError",
-    "InvalidInputError",
-    "InvalidKError",
-    "InvalidQueryError",
-    "InvalidRequestError",
-    "Limits",
-    "NotADatabaseError",
-    "OpenRequest",
+    "EngineOptions",
     "ParsedQuery",
-    "QueryTimeoutError",
-    "RetrieveRequest",
+    "Release",
+    "ReleasePolicy",
     "SQLiteHeader",
-    "SearchRequest",
-    "SearchResult",
-    "Searcher",
     "SourceChunk",
     "SourcedDoc",
     "TokenizerPreset",
-    "ToolResponse",
     "build",
-    "canonical_bytes",
-    "canonical_json",
+    "cached_sha256",
     "canonicalize_url",
-    "check_k",
-    "check_query",
     "chunk_spans",
     "chunk_words",
-    "error_body",
-    "fleet_identity",
+    "document_problems",
     "fts5_integrity_check",
     "gil_poll_ns",
     "header_problems",
-    "hit_passage",
-    "json_integer",
+    "locate",
     "missing_docids",
-    "number_from_text",
-    "open_parameters",
-    "parse_open",
     "parse_query",
-    "parse_retrieve",
-    "parse_search",
+    "policy_for",
     "quick_check",
     "read_jsonl",
     "read_sqlite_header",
-    "search_parameters",
+    "release_holding",
     "sha256_file",
     "split_words",
-    "strict_parameters",
-    "tool_arguments",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .errors import IncompatibleIndexError
+from ..contract.errors import IncompatibleIndexError
+from . import native as kernel
 from .memory import hugepage_zeros
 
 U8 = npt.NDArray[np.uint8]
@@ -87,9 +88,9 @@ class MappedFile:
     tables' columns straight from its pages (``column``). The file must not change while it is
     open, as an index opened immutable does not."""
 
-    def __init__(self, path: Path, conn: apsw.Connection, kernels: Any) -> None:
-        """``conn``: an open connection to the same file; ``kernels``: the C module (its
-        ``read_blobs`` and ``read_texts``). Raises IncompatibleIndexError when the file's
+    def __init__(self, path: Path, conn: apsw.Connection) -> None:
+        """``conn``: an open connection to the same file (the C kernel must be available:
+        :func:`drsearch.index.native.available`). Raises IncompatibleIndexError when the file's
         header is not what the readers need."""
         with open(path, "rb") as fh:
             head = fh.read(100)
@@ -104,7 +105,6 @@ class MappedFile:
         self.utf8 = int.from_bytes(head[56:60], "big") == 1
         self.name = path.name
         self._conn = conn
-        self._kernels = kernels
         # Whole pages only: bytes past the last (a padded file, which `drsearch validate`
         # reports) are never part of a page; a page past the end is "out of range".
         self._pages = memoryview(self._map)[: len(self._map) // self.page_size * self.page_size]
@@ -161,14 +161,14 @@ class MappedColumn:
         self.page_size = file.page_size
         self.usable = file.usable
 
-    def _call(self, name: str, *args: Any) -> Any:
-        """Kernel function ``name`` on this column (the file's pages, geometry, table and
-        column, then ``args``): its ValueError as IncompatibleIndexError naming the table (a
-        UnicodeDecodeError, bytes that are not UTF-8, as it is)."""
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Kernel function ``fn`` (of :mod:`drsearch.index.native`) on this column (the file's
+        pages, geometry, table and column, then ``args``): its ValueError as
+        IncompatibleIndexError naming the table (a UnicodeDecodeError, bytes that are not
+        UTF-8, as it is)."""
         f = self.file
         try:
-            return getattr(f._kernels, name)(f._pages, f.page_size, f.usable, self.root,
-                                             self.column, *args)
+            return fn(f._pages, f.page_size, f.usable, self.root, self.column, *args)
         except UnicodeDecodeError:
             raise
         except ValueError as e:
@@ -182,13 +182,13 @@ class MappedColumn:
         """Copy the BLOB of each row ``rowids[i]`` into ``outs[i]`` (writable, exactly the
         BLOB's length). Raises IncompatibleIndexError naming the row (missing, another
         length, or a damaged page)."""
-        self._call("read_blobs", rowids, outs)
+        self._call(kernel.read_blobs, rowids, outs)
 
     def pieces(self, rowid: int, nbytes: int | None = None) -> bytes:
         """Where the BLOB of row ``rowid`` lies in the file: ``_kernels.blob_pieces``' table.
         Raises IncompatibleIndexError naming the row (missing, not a BLOB, a damaged page, or
         not ``nbytes`` long when given)."""
-        table: bytes = self._call("blob_pieces", rowid)
+        table: bytes = self._call(kernel.blob_pieces, rowid)
         got = int.from_bytes(table[:8], "little", signed=True)
         if nbytes is not None and got != nbytes:
             raise IncompatibleIndexError(f"{self.table} row {rowid}: {got} bytes, expected {nbytes} bytes")
@@ -199,7 +199,7 @@ class MappedColumn:
         (missing, not TEXT, a damaged page), or for a file whose text is not UTF-8, and
         UnicodeDecodeError for bytes that are not UTF-8."""
         self._check_utf8()
-        texts: list[str] = self._call("read_texts", rowids)
+        texts: list[str] = self._call(kernel.read_texts, rowids)
         return texts
 
     def text_geometry(self) -> tuple[Any, ...]:
@@ -218,7 +218,7 @@ class MappedColumn:
         ``deadline`` passed. The errors of read_texts."""
         self._check_utf8()
         got: tuple[list[str], list[str | None]] | None = self._call(
-            "texts_snippets", rowids, stems, weights, width, deadline)
+            kernel.texts_snippets, rowids, stems, weights, width, deadline)
         return got
 
 
@@ -242,7 +242,7 @@ class MappedRows:
         if not f.utf8:
             raise IncompatibleIndexError(f"{f.name}: text encoding is not UTF-8")
         try:
-            rows: list[tuple[Any, ...] | None] | None = f._kernels.find_rows(
+            rows: list[tuple[Any, ...] | None] | None = kernel.find_rows(
                 f._pages, f.page_size, f.usable, self.root, keys, self.columns, self.kinds)
         except ValueError as e:
             raise IncompatibleIndexError(f"{self.table} {e}") from e

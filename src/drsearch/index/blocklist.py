@@ -18,7 +18,7 @@ import os
 import unicodedata
 from dataclasses import dataclass
 
-from .errors import BlocklistError
+from ..contract.errors import BlocklistError
 
 BOM = "\ufeff"
 INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})

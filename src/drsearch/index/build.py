@@ -35,11 +35,12 @@ import numpy.typing as npt
 import xxhash
 
 from .. import __version__
+from ..contract.dirlock import lock_dir
+from ..contract.errors import BuildError, InvalidDocumentError, InvalidInputError
+from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
-from .dirlock import lock_dir
 from .doctable import DocTable
-from .errors import BuildError, InvalidDocumentError, InvalidInputError
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .leftovers import SCRATCH_PREFIX, remove_dead_leftovers
@@ -52,7 +53,7 @@ from .schema import (
     SCHEMA_VERSION,
     block_count,
 )
-from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, native_kernels, term_impacts
+from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
 from .text import normalize_text
 
 if TYPE_CHECKING:  # pydantic (~150 ms) only when a build runs: see _default_settings
@@ -578,7 +579,7 @@ class _Tokenizing:
         self.side = _side_path(tmpdir)
         self.fts = _open_side(tmpdir, settings)
         self.insert = self.fts.cursor()
-        self.kernels = native_kernels()
+        self.native = kernel.available()  # chunk texts cut in C (else split and joined here)
         self.identity = xxhash.xxh3_128()
         self.chunk_doc = array("i", [0])
         self.chunk_ordinal = array("i", [0])
@@ -643,13 +644,13 @@ class _Tokenizing:
         kernel, the same strings as splitting and joining here, without an object per word
         (splitting and joining were a sixth of this side's time)."""
         settings = self.settings
-        if self.kernels is None:
+        if not self.native:
             words = text.split()
             spans = chunk_spans(len(words), settings.chunk_words, settings.chunk_stride)
             return [" ".join(words[span.start:span.end]) for span in spans], len(words), spans
-        n_words = self.kernels.word_count(text)
+        n_words = kernel.word_count(text)
         spans = chunk_spans(n_words, settings.chunk_words, settings.chunk_stride)
-        return self.kernels.join_words(text, [(span.start, span.end) for span in spans]), n_words, spans
+        return kernel.join_words(text, [(span.start, span.end) for span in spans]), n_words, spans
 
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order."""
@@ -671,7 +672,7 @@ class _Tokenizing:
             if self.prechunked:
                 row_of[docid] = doc_row
                 n_doc_chunks = int(given)
-                n_words = len(text.split()) if self.kernels is None else self.kernels.word_count(text)
+                n_words = kernel.word_count(text) if self.native else len(text.split())
             else:
                 texts, n_words, spans = self._cut(text)
                 chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text)
@@ -802,7 +803,7 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
     max_parts: list[npt.NDArray[np.float64]] = []
     total = 0
     with open(spill, "wb") as out, open(_terms_path(spill), "wb") as terms_out:
-        for w in windows(fts, FTS_TABLE, positions, native=native_kernels()):
+        for w in windows(fts, FTS_TABLE, positions, native=kernel.available()):
             ends = np.cumsum(w.dfs)
             starts = ends - w.dfs
             # IDF per term with libm's log (as FTS5 computes it), then every impact at once.

@@ -21,6 +21,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
@@ -29,11 +30,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
-from .blocklist import BlockList
-from .contract import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
-from .doctable import DocTable, PagedFields
-from .errors import (
+from ..contract.errors import (
     BlocklistError,
     CorruptIndexError,
     DocumentNotFoundError,
@@ -43,8 +40,13 @@ from .errors import (
     NotADatabaseError,
     QueryTimeoutError,
 )
+from ..contract.models import Document, Hit, SearchResult
+from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
+from . import native as kernel
+from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
+from .blocklist import BlockList
+from .doctable import DocTable, PagedFields
 from .hidden_terms import absent_keys, blocked_only_terms
-from .models import Document, Hit, SearchResult
 from .query import ParsedQuery, QueryTerm, parse_query
 from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
@@ -59,14 +61,13 @@ from .scoring import (
     SparseTerm,
     Term,
     bm25_idf,
-    native_kernels,
 )
 from .snippet import SNIPPET_CHARS, SnippetMaker, stem_of
 from .text import Tokenizer
 from .urls import canonicalize_url
 
 # The limits (MAX_K, MAX_RUN_K, the query caps, the default time limit) are the request
-# contract's (drsearch.index.contract). Output buffers hold every chunk, so any k fits.
+# contract's (drsearch.contract.request). Output buffers hold every chunk, so any k fits.
 _log = logging.getLogger("drsearch.index.releases")  # the release rule's warnings
 _MMAP_BYTES = 1 << 40  # SQLite caps this at its compile-time maximum
 
@@ -135,6 +136,38 @@ _CORRUPTION = (apsw.Error, zlib.error, UnicodeDecodeError, ValueError, IndexErro
                IncompatibleIndexError)
 
 
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How an engine reads a query's postings and makes its hits: the defaults are what every
+    user gets (the fastest routes); tests and probes pass others to compare the routes, which
+    return the same results, bit for bit. Each route a switch forces is also the one a default
+    engine takes where the faster one cannot (no kernel, a one-term query, ...).
+
+    ``inline_postings``: posting lists of up to this many postings come with the term rows,
+    longer ones by the page reader or blob I/O (INLINE_POSTINGS; 0: every list read apart).
+    ``paged_list_bytes``: with the kernel, lists of more than this many bytes are ranked where
+    they lie in the file's pages (PAGED_LIST_BYTES; 0 pages every list, a huge value none).
+    ``paged_dense``: with the kernel, clamped terms' tfs are read from the pages when
+    rescoring (False: picked or loaded by blob I/O, the path without the kernel).
+    ``texts_with_ranking``: with the kernel, a complete search's chunk texts and snippets are
+    made in the call that ranks them (False: in one call after it).
+    ``search_in_one_call``: with those, a complete search of posting lists is made in one
+    kernel call (ranking, texts, snippets and hits; False: call by call).
+    ``hide_blocked_only_terms``: a term only blocked chunks hold is looked up as an unknown
+    word (SERVER.md, "Blocked-only words: timing"; False: under its own name, the route the
+    tests compare it with: the same rankings and scores, bit for bit)."""
+
+    inline_postings: int = INLINE_POSTINGS
+    paged_list_bytes: int = PAGED_LIST_BYTES
+    paged_dense: bool = True
+    texts_with_ranking: bool = True
+    search_in_one_call: bool = True
+    hide_blocked_only_terms: bool = True
+
+
+DEFAULT_OPTIONS = EngineOptions()
+
+
 def _connect(path: Path) -> apsw.Connection:
     if not path.is_file():
         raise NotADatabaseError(f"{path}: no such file")
@@ -178,8 +211,10 @@ class Engine:
     """Read-only search over a frozen drsearch index. Thread-safe for concurrent searches."""
 
     def __init__(self, conn: apsw.Connection, path: Path, blocklist: BlockList,
-                 time_limit_s: float, native: bool | None = None, pruning: Pruning = "auto") -> None:
+                 time_limit_s: float, native: bool | None = None, pruning: Pruning = "auto",
+                 options: EngineOptions = DEFAULT_OPTIONS) -> None:
         self.path = path
+        self.options = options
         self.blocklist = blocklist
         # what Engine.open decided (releases.choose_blocklist); a bare engine: the list as given
         self.blocklist_choice = BlocklistChoice(blocklist, "file" if blocklist.docids else "none")
@@ -193,9 +228,9 @@ class Engine:
         # has none and ranks (exactly) with the per-term bounds only.
         self.block_postings: int | None = _block_postings(conn, self.meta)
         self.tokenizer = Tokenizer(conn, self.meta["tokenizer"])
-        kernels = self._kernels = native_kernels()
+        with_c = self._kernel = kernel.available()
         # With the kernel, the document fields stay in the file's pages (PagedFields).
-        raw, arrays = _read_arrays(conn, self.meta, () if kernels is None else ("doc_fields",))
+        raw, arrays = _read_arrays(conn, self.meta, ("doc_fields",) if with_c else ())
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
@@ -209,16 +244,12 @@ class Engine:
         # query of one costs what a query of an unknown word costs (hidden_terms; SERVER.md).
         self._hidden_terms: dict[str, str] = absent_keys(
             conn, blocked_only_terms(conn, self.tokenizer, self._blocked_chunks))
-        # Tests turn it off to compare: the same rankings and scores, bit for bit.
-        self.hide_blocked_only_terms = True
         self._local = threading.local()
-        # Posting lists of up to this many postings come with the term rows, longer ones by
-        # blob I/O (the same bytes either way; tests set it to use one way only).
-        self.inline_postings = INLINE_POSTINGS
-        # Those longer lists are copied from the file's own pages, all of a query's in one C
-        # call without the GIL (blobs.MappedFile), when the kernel is built; else by blob I/O.
+        # Posting lists longer than EngineOptions.inline_postings are copied from the file's
+        # own pages, all of a query's in one C call without the GIL (blobs.MappedFile), when
+        # the kernel is built; else by blob I/O.
         # The chunks' texts of a complete search come from the pages too (read_texts).
-        self._file: MappedFile | None = None if kernels is None else MappedFile(path, conn, kernels)
+        self._file: MappedFile | None = MappedFile(path, conn) if with_c else None
         self._pages: MappedColumn | None = None
         self._dense_tfs: MappedColumn | None = None
         self._dense_tables: dict[int, bytes] = {}  # clamped term rowid -> its tf BLOB's pieces
@@ -233,22 +264,12 @@ class Engine:
             except IncompatibleIndexError:
                 self._file.close()
                 raise
-        # With the kernel, clamped terms' tfs are read from the file's pages when rescoring
-        # (tests turn it off to pick or load them by blob I/O, the path without the kernel).
-        self.paged_dense = True
-        # With the kernel, a complete search's chunk texts and snippets are made in the call
-        # that ranks them (Scorer.rank_texts; tests and probes turn it off: one call after it).
-        self.texts_with_ranking = True
-        # With them, a complete search of posting lists only is made in one kernel call
-        # (_search_hits: ranking, texts, snippets and hits); tests turn it off to compare.
-        self.search_in_one_call = True
         # term -> its PagedTerm, a short list's SparseTerm, or a clamped term's (row, df)
         # (PAGED_LIST_BYTES)
         self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
         self._snippet_stems: dict[QueryTerm, tuple[str, float]] = {}
         self._hit_buffers_made: tuple[Any, ...] | None = None
-        self._paged_list_bytes = PAGED_LIST_BYTES
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
             _, data, rowid, nbytes = raw["doc_fields"]
@@ -271,7 +292,7 @@ class Engine:
     def open(cls, path: str | os.PathLike[str], blocklist: BlockList | None = None, *,
              release_blocklist: ReleasePolicy = "apply",
              time_limit_s: float = DEFAULT_TIME_LIMIT_S, native: bool | None = None,
-             pruning: Pruning = "auto") -> Engine:
+             pruning: Pruning = "auto", options: EngineOptions = DEFAULT_OPTIONS) -> Engine:
         """Open a frozen index. Raises NotADatabaseError / IncompatibleIndexError.
 
         ``path``: the index file, or a release directory (its ``search/corpus.sqlite3``).
@@ -285,12 +306,14 @@ class Engine:
         ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
         MaxScore), ``never`` scores them all, ``auto`` (the default) picks per query what is
         cheaper (:class:`~drsearch.index.scoring.Scorer`); the results are the same, bit for bit.
+        ``options``: the routes to take (:class:`EngineOptions`; tests and probes), the same
+        results again.
         """
         p, release = locate(path)
         choice = choose_blocklist(release, blocklist, release_blocklist)
         conn = _connect(p)
         try:
-            engine = cls(conn, p, choice.blocklist, time_limit_s, native, pruning)
+            engine = cls(conn, p, choice.blocklist, time_limit_s, native, pruning, options)
         except IncompatibleIndexError as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: {e.message}") from e
@@ -336,20 +359,6 @@ class Engine:
         """True for an index built from passage lines (``{"id", "contents"}``, as Search-R1 and
         Pyserini ship corpora): each document is one chunk holding its ``contents`` whole."""
         return bool(self.meta.get("source_shape") == "passages")
-
-    @property
-    def paged_list_bytes(self) -> int:
-        """Lists of more than this many bytes are ranked in the file's pages (PAGED_LIST_BYTES;
-        tests and probes move it: 0 pages every list the kernel can take, a huge value none).
-        Setting it forgets the terms kept in the pages (they were chosen by the old value)."""
-        return self._paged_list_bytes
-
-    @paged_list_bytes.setter
-    def paged_list_bytes(self, value: int) -> None:
-        with self._lock:
-            self._paged_list_bytes = value
-            self._kept_terms = {}
-            self._kept_bytes = 0
 
     def __enter__(self) -> Engine:
         return self
@@ -430,7 +439,7 @@ class Engine:
         the wrong size or a missing one.
         """
         names = [qt.term for qt in parsed.terms]
-        if self._hidden_terms and self.hide_blocked_only_terms:
+        if self._hidden_terms and self.options.hide_blocked_only_terms:
             # A term only blocked chunks hold is looked up under a key the file does not hold:
             # the same lookup, the same miss and the same None as an unknown word's (every term
             # of every query here pays the dict lookup, hidden or not).
@@ -475,7 +484,7 @@ class Engine:
         postings into its place in ``out`` (``paged``: long lists ranked in the pages;
         ``from_pages``: the term rows read from them, and the terms kept)."""
         db = self._db()
-        inline = self.inline_postings
+        inline = self.options.inline_postings
         pages = self._pages
         c_rows = self._term_rows.find(todo) if from_pages and self._term_rows is not None else None
         if c_rows is not None:
@@ -503,7 +512,7 @@ class Engine:
                     self._keep(name, (tid, df), _KEPT_ENTRY_BYTES)
                 continue
             nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
-            if paged and nbytes > self._paged_list_bytes:
+            if paged and nbytes > self.options.paged_list_bytes:
                 out[i] = self._paged_term(name, tid, df, top, nbytes, keep=from_pages)
                 continue
             if df > inline and pages is not None:  # filled below, with the others
@@ -563,7 +572,7 @@ class Engine:
         from the pages when rescoring, else picked or loaded (by blob I/O) into the query's
         arena."""
         at = None
-        if self._pages is not None and self.scorer.native and self.paged_dense:
+        if self._pages is not None and self.scorer.native and self.options.paged_dense:
             at = (self._pages.file.pages, self._dense_pieces(tid))
         return DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at)
 
@@ -682,15 +691,16 @@ class Engine:
     def _search(self, query: str, k: int, parsed: ParsedQuery, with_text: bool,
                 deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
-        if with_text and self.search_in_one_call and self.texts_with_ranking and \
+        options = self.options
+        if with_text and options.search_in_one_call and options.texts_with_ranking and \
                 self._chunk_texts is not None and self.scorer.native:
             hits = self._search_hits(k, parsed, terms, deadline)
             if hits is not None:
                 return SearchResult(query, k, hits)
         maker = spec = None
-        if with_text and self._kernels is not None:
+        if with_text and self._kernel:
             maker = self._snippets(parsed, terms, deadline)
-            if self._chunk_texts is not None and self.texts_with_ranking:
+            if self._chunk_texts is not None and options.texts_with_ranking:
                 spec = maker.texts_args(self._chunk_texts, self._hit_buffers())
         # With `spec`, the C ranking reads the chunks' texts and makes their snippets in the
         # same call, without the GIL (made: None where it did not)
@@ -699,7 +709,7 @@ class Engine:
         if not ranked:
             return SearchResult(query, k, [])
         chunk_ids = [c for c, _ in ranked]
-        if self._kernels is not None:  # the hits made in C (make_hits), with their texts
+        if self._kernel:  # the hits made in C (make_hits), with their texts
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             _, _, offsets, fields, pieces = self._hit_buffers()
@@ -713,7 +723,7 @@ class Engine:
                 else:
                     chunk_texts = self._texts(chunk_ids)
                     texts = (chunk_texts, maker.many(chunk_texts))
-            return SearchResult(query, k, self._kernels.make_hits(
+            return SearchResult(query, k, kernel.make_hits(
                 Hit, chunk_ids, [s for _, s in ranked], self._chunk_doc, self._chunk_ordinal,
                 offsets, fields, pieces, *texts))
         rows = np.array(chunk_ids, dtype=np.intp)
@@ -747,7 +757,7 @@ class Engine:
         if len(present) == 1 and present[0].df <= self.scorer.single_term_postings:
             return None
         lists = present
-        rescore: tuple[Any, ...] = ()
+        rescore: tuple[tuple[Any, ...], float] | tuple[()] = ()
         if any(type(t) is DenseTerm for t in present):  # beside clamped terms: Scorer._rank_native's way
             lists = [t for t in present if type(t) is not DenseTerm]
             got_args = self.scorer.rescore_args(present, len(lists)) if lists else None
@@ -759,15 +769,15 @@ class Engine:
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
-        assert self._kernels is not None
-        got = self._kernels.search_hits(context, lists, pairs, k, budget, deadline, *rescore)
+        got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore)
         if type(got) is list:
             return got
         if got is None:
             raise QueryTimeoutError("query ran past its time limit")
         if got is False or got is NotImplemented:
             return None
-        hits, texts = got  # snippets the kernel left to the Python code (None in their hit)
+        # snippets the kernel left to the Python code (None in their hit)
+        hits, texts = cast("tuple[list[Hit], list[str]]", got)
         maker = SnippetMaker.of_stems(pairs, deadline=deadline)
         return [h if h.snippet is not None else h._replace(snippet=maker(text))
                 for h, text in zip(hits, texts, strict=True)]
@@ -780,10 +790,10 @@ class Engine:
         if got is None:
             assert self._chunk_texts is not None
             head, rule = self.scorer.kernel_context(self._blocked_chunks, self._scratch())
-            pages, page_size, usable, root, column = self._chunk_texts.text_geometry()
-            got = self._local.search_context = (
-                *head, pages, *rule, page_size, usable, root, column, SNIPPET_CHARS,
-                self._hit_buffers(), Hit, IDF_FLOOR, PagedTerm, SparseTerm)
+            geometry = self._chunk_texts.text_geometry()
+            got = self._local.search_context = kernel.search_context(
+                head, geometry[0], rule, geometry[1:], SNIPPET_CHARS, self._hit_buffers(), Hit,
+                IDF_FLOOR, PagedTerm, SparseTerm)
         return got
 
     def _hit_buffers(self) -> tuple[Any, ...]:
@@ -991,4 +1001,4 @@ def _read_arrays(conn: apsw.Connection, meta: dict[str, Any], unread: tuple[str,
     return raw, arrays
 
 
-__all__ = ["Engine"]
+__all__ = ["DEFAULT_OPTIONS", "Engine", "EngineOptions"]

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from .atomic import write_bytes_atomic
+from ..contract.atomic import write_bytes_atomic
 from .integrity import sha256_file
 
 CACHE_NAME = "file-sha256.json"

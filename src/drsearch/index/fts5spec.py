@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import InvalidInputError
+from ..contract.errors import InvalidInputError
 
 _QUOTES = {"'": "'", '"': '"', "`": "`", "[": "]"}
 

@@ -28,7 +28,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from .errors import IncompatibleIndexError
+from ..contract.errors import IncompatibleIndexError
 from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term
 
 # Appended to a hidden term to make the key it is looked up under: sorted right after the term

@@ -29,6 +29,7 @@ import os
 import re
 import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from urllib.parse import quote
 
 import apsw
 
-from .errors import NotADatabaseError
+from ..contract.errors import NotADatabaseError
 from .schema import APPLICATION_ID, READABLE_VERSIONS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -190,6 +191,31 @@ def quick_check(path: str | os.PathLike[str], progress: Callable[[int], None] | 
     finally:
         conn.close()
     return [] if rows == ["ok"] else rows
+
+
+def document_problems(path: str | os.PathLike[str], limit: int = 3) -> list[str]:
+    """Every document's text (deflate + UTF-8) and metadata (JSON) decoded, on a read-only
+    immutable connection: [] if all decode, else up to ``limit`` one-line problems (or the
+    SQLite error that stopped the scan). Raises NotADatabaseError only if the file cannot be
+    opened at all."""
+    problems: list[str] = []
+    conn = _connect_ro(Path(path))
+    try:
+        rows = conn.execute(
+            "SELECT d.docid, t.text, d.metadata FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
+        for docid, text, metadata in rows:
+            try:
+                zlib.decompress(text).decode("utf-8")
+                json.loads(metadata)
+            except (zlib.error, TypeError, UnicodeDecodeError, ValueError) as e:
+                problems.append(f"document {str(docid)[:80]!r}: {e.__class__.__name__}: {e}")
+                if len(problems) >= limit:
+                    break
+    except apsw.Error as e:
+        problems.append(f"{e.__class__.__name__}: {e}")
+    finally:
+        conn.close()
+    return problems
 
 
 # -- FTS5 integrity-check through a read-only VFS ------------------------------------------

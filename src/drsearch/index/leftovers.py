@@ -7,7 +7,7 @@ same directory removes only what is provably a dead build's:
 
 - a temporary output whose PID is not a live process (a live PID, even one reused by another
   program, is left alone: wrongly keeping a file is cheap, deleting a live build's is not);
-- a scratch directory whose lock file (:mod:`drsearch.index.dirlock`: it appears already
+- a scratch directory whose lock file (:mod:`drsearch.contract.dirlock`: it appears already
   locked, is held by its build for its whole life and dropped by the kernel at death) is not
   held. A scratch directory without a lock file (made before builds locked them, or by a
   build starting this very moment) is left alone.
@@ -15,27 +15,13 @@ same directory removes only what is provably a dead build's:
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
-from .dirlock import LOCK_NAME, is_locked
+from ..contract.dirlock import LOCK_NAME, is_locked, pid_alive
 
 SCRATCH_PREFIX = "drsearch-build-"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` names a live process on this machine (one we may not signal counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _dead_holder(scratch: Path) -> bool:
@@ -78,4 +64,4 @@ def remove_dead_leftovers(out: Path) -> list[Path]:
     return removed
 
 
-__all__ = ["SCRATCH_PREFIX", "dead_leftovers", "pid_alive", "remove_dead_leftovers"]
+__all__ = ["SCRATCH_PREFIX", "dead_leftovers", "remove_dead_leftovers"]

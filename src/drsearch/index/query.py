@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .contract import MAX_QUERY_TERMS, check_query, too_many_terms
+from ..contract.request import MAX_QUERY_TERMS, check_query, too_many_terms
 from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term, normalize_text
 
 

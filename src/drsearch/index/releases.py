@@ -32,8 +32,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from ..contract.errors import BlocklistError, CorpusFileError, InvalidInputError
 from .blocklist import BlockList
-from .errors import BlocklistError, CorpusFileError, InvalidInputError
 from .integrity import sha256_file
 
 MANIFEST = "manifest.json"

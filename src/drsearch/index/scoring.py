@@ -18,94 +18,51 @@ few: MaxScore's split over the terms' stored upper bounds ``max_impact``, made a
 window over the stored *block maxima* — each run of 64 postings' largest impact, schema
 version 2 — which also skip whole windows whose bounds cannot reach the k-th score; a
 version-1 file, without block maxima, prunes with the per-term bounds alone) or
-``_kernels.rank_blocks`` (every posting); else in numpy (``np.add.at`` into a whole-corpus
-array, then thresholds). Pruning only ever skips what cannot reach the top k, and every
-survivor is rescored exactly in phrase order, so every path returns bit-identical results,
+``_kernels.rank_blocks`` (every posting), called through :mod:`drsearch.index.native`; else
+in numpy (``np.add.at`` into a whole-corpus array, then thresholds:
+:class:`~drsearch.index.reference.NumpyRanking`, which Scorer inherits). Pruning only ever
+skips what cannot reach the top k, and every survivor is rescored exactly in phrase order, so
+every path returns bit-identical results,
 ties included (the tests run them all; docs/ENGINE.md). A query of one short sparse list
 (at most ONE_LIST_POSTINGS postings in C, SINGLE_TERM_POSTINGS in numpy) skips all of that:
 its scores are its impacts, each document's best one taken in one pass (``rank_one``) or
-sorted in plain Python (``Scorer._rank_one``).
+sorted in plain Python (``NumpyRanking._rank_one_python``).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from .errors import DrsearchError, QueryTimeoutError
+from ..contract.errors import DrsearchError, QueryTimeoutError
+from . import native as kernel
 from .memory import hugepage_zeros
+from .reference import NumpyRanking
 from .schema import BLOCK_POSTINGS, block_count
-
-# The C kernel's interface this module calls (its ABI constant): 2 = rank_maxscore takes block
-# maxima, 3 = read_blobs (the engine's page reader), 4 = snippets, chunk texts and term rows,
-# 5 = fts5_doclists (the build reads its postings from FTS5's index), 6 = blob_pieces (document
-# fields read from the file's pages), 7 = the ranking kernels' `paged` lists (posting lists
-# ranked where they lie in the file's pages), 8 = texts_snippets (a complete search's chunk texts
-# and snippets in one call without the GIL), make_hits' texts and snippets, and rescore (the
-# exact rescoring beside clamped terms), 9 = the ranking kernels' and rescore's `texts` (a
-# complete search's chunk texts and snippets made in the call that ranks them), 10 = their
-# `rescore` (the rescoring beside clamped terms in the ranking's call), 11 = their `texts`'
-# optional `hits` (make_hits' buffers), 12 = gil_stats (a thread's time without the GIL and
-# waiting to take it back: the benchmark's account of the serial part), 13 = gil_spin (a
-# thread back from its GIL-free work polls the GIL before it sleeps), 14 = search_hits (a
-# complete search's ranking, texts, snippet plan and hits in one call). A kernel built
-# from an older _kernels.c
-# (a checkout updated without rebuilding it) is not used: ranking falls back to numpy (same
-# results) and posting lists are read by blob I/O, and native=True says why.
-KERNEL_ABI = 14
-
-
-def kernel_problem(module: object) -> str | None:
-    """Why a compiled ``_kernels`` module cannot be used by this code (None: it can)."""
-    abi = getattr(module, "ABI", 1)
-    if abi != KERNEL_ABI:
-        return (f"drsearch.index._kernels is stale (interface {abi}, this drsearch calls "
-                f"{KERNEL_ABI}): rebuild it (python setup.py build_ext --inplace, or reinstall)")
-    return None
-
-
-_NOT_BUILT = "drsearch.index._kernels was not built (no C compiler at install?)"
-try:
-    from . import _kernels
-except ImportError:  # built without a C compiler: numpy does the same work, slower
-    _kernels = None  # type: ignore[assignment]
-    _KERNEL_PROBLEM: str | None = _NOT_BUILT
-else:
-    _KERNEL_PROBLEM = kernel_problem(_kernels)
-    if _KERNEL_PROBLEM is not None:
-        _kernels = None  # type: ignore[assignment]
-
-
-def native_kernels() -> Any | None:
-    """The compiled ``_kernels`` module this code can call, or None (not built, or stale)."""
-    return _kernels
-
-
-def gil_poll_ns(ns: int | None = None) -> int:
-    """The longest a thread back from the kernel's GIL-free work polls for the GIL before it
-    sleeps in CPython's wait (nanoseconds; default 200,000), and with ``ns`` set it for every
-    thread of the process (0: never poll; at most 100 ms, since a poller does not ask the GIL's
-    holder to switch). Returns the bound before the call; -1 where there is no polling (no
-    kernel, or a CPython whose GIL the kernel cannot read). Why: docs/ENGINE.md, "Threads".
-    Raises ValueError for a negative ``ns`` or one over 100 ms."""
-    if ns is not None and not 0 <= ns <= 100_000_000:
-        raise ValueError(f"gil_poll_ns: {ns} ns is not within 0 and 100,000,000 (100 ms)")
-    kernels = native_kernels()
-    if kernels is None:
-        return -1
-    return int(kernels.gil_spin(-1 if ns is None else ns))
-
+from .terms import (
+    _NO_BLOCKS,
+    F64,
+    I64,
+    IDF_FLOOR,
+    Bools,
+    DenseTerm,
+    Lists,
+    ListTerm,
+    PagedTerm,
+    SparseTerm,
+    Term,
+    bm25_idf,
+    chunk_norms,
+    mean_chunk_len,
+    term_impacts,
+)
 
 Pruning = Literal["auto", "always", "never"]
 PRUNING: tuple[Pruning, ...] = ("auto", "always", "never")
-IDF_FLOOR = 1e-6
 # Chunks per block of the native ranking (rank_blocks' window; the kernel takes it from the
 # score buffer's length): 128 KiB of scores, an eighth of this machine's 1 MiB L2, leaving room
 # for the streamed postings and chunk_doc. Measured against 8K/32K/64K with kernel_ab.py on the
@@ -114,7 +71,6 @@ IDF_FLOOR = 1e-6
 # (more windows, each paying two gallops per list), 64K is 5-12% slower. No score changes: a
 # chunk's sum is the same additions in the same order whatever the window.
 BLOCK_ROWS = 1 << 14
-NATIVE_AVAILABLE = _kernels is not None
 # With block maxima, c-auto prunes every query of k up to PRUNE_ALL_K in a corpus of at least
 # PRUNE_ALL_ROWS chunks (8 of the kernel's 16,384-rowid pruning windows of several lists;
 # docs/ENGINE.md).
@@ -128,115 +84,7 @@ PRUNE_ALL_ROWS = 1 << 17
 # windowed kernel's setup (measured in docs/ENGINE.md, "One-term fast path").
 SINGLE_TERM_POSTINGS = 32
 ONE_LIST_POSTINGS = 16384
-# A clamped-IDF term's tfs at up to max(DENSE_PICK_MIN, chunks >> DENSE_PICK_SHIFT) candidate
-# rowids are read one by one (about 1.4 us each) rather than by loading its whole array of
-# two bytes per chunk (about 100 us at 243,615 chunks; more in a larger corpus).
-DENSE_PICK_MIN = 16
-DENSE_PICK_SHIFT = 12
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
-Bools = npt.NDArray[np.bool_]
-# One list as the C kernel takes it: rowids, impacts, bound, block maxima.
-Lists = tuple[npt.NDArray[np.uint32], F64, float, F64]
-_NO_BLOCKS: F64 = np.empty(0, dtype=np.float64)
-_NO_BLOCKS.flags.writeable = False
-
-
-def bm25_idf(n_rows: int, df: int) -> float:
-    """FTS5's IDF (natural log via libm, floored at 1e-6)."""
-    idf = math.log((n_rows - df + 0.5) / (df + 0.5))
-    return idf if idf > 0.0 else IDF_FLOOR
-
-
-def mean_chunk_len(chunk_len: npt.NDArray[np.int32]) -> float:
-    """avgdl: the mean length of the chunks (rowids 1..; index 0 unused), as FTS5 takes it."""
-    n_rows = len(chunk_len) - 1
-    return float(int(chunk_len.sum())) / float(n_rows) if n_rows else 1.0
-
-
-def chunk_norms(chunk_len: npt.NDArray[np.int32], k1: float, b: float,
-                avgdl: float | None = None) -> F64:
-    """``k1 * (1 - b + b*D/avgdl)`` per entry of ``chunk_len`` (per chunk rowid, index 0
-    unused, or any selection of them with the corpus' ``avgdl``), in FTS5's operation order:
-    elementwise, so a selection's norms are bitwise those of the whole array."""
-    if avgdl is None:
-        avgdl = mean_chunk_len(chunk_len)
-    return k1 * ((1.0 - b) + (b * chunk_len.astype(np.float64)) / avgdl)
-
-
-def term_impacts(idf: F64 | float, tf: F64, norm: F64, k1p1: float) -> F64:
-    """``idf * ((tf*(k1+1)) / (tf + norm))``: one term's BM25 contribution, as FTS5 computes it."""
-    return idf * ((tf * k1p1) / (tf + norm))
-
-
-@dataclass(frozen=True, slots=True)
-class SparseTerm:
-    """A query term with its postings: chunk rowids (ascending) and exact impacts."""
-
-    term: str
-    df: int
-    chunks: npt.NDArray[np.uint32]
-    impacts: F64
-    max_impact: float  # the largest impact in the list: MaxScore's bound (rank_maxscore)
-    # The largest impact of each run of ``block_postings`` postings (schema version 2), or
-    # empty (a list of one block, or a version-1 file): block-max pruning's bounds.
-    block_max: F64 = field(default_factory=lambda: _NO_BLOCKS)
-
-
-@dataclass(frozen=True, slots=True)
-class PagedTerm:
-    """A sparse query term whose posting list stays in the index file's pages: the C kernel
-    ranks it where it lies, with no copy. ``pieces`` is ``_kernels.blob_pieces``' table of
-    its posting BLOB (df impacts, df rowids, its block maxima) in ``file`` (the mapped file's
-    whole pages); ``read()`` returns it as a :class:`SparseTerm` (copied into the calling
-    thread's arena at each call, valid until its next query) for the paths that need arrays:
-    numpy and the one-term pass. Nothing in it belongs to one query: an engine keeps it across
-    queries."""
-
-    term: str
-    df: int
-    max_impact: float
-    file: memoryview
-    pieces: bytes
-    read: Callable[[], SparseTerm]
-
-
-@dataclass(slots=True)
-class DenseTerm:
-    """A clamped-IDF query term: a dense tf array over chunk rowids, loaded only if needed.
-
-    ``pick`` (optional) reads the tfs of a few rowids without loading the whole array (one
-    array is two bytes per chunk: a copy that costs more than reading the few entries the
-    exact rescoring of a handful of candidates needs)."""
-
-    term: str
-    df: int
-    load: Callable[[], npt.NDArray[np.uint16]]
-    pick: Callable[[I64], npt.NDArray[np.uint16]] | None = None
-    # (file, blob_pieces' table of its tf BLOB): the array left in the file's pages, where the
-    # C rescoring reads the candidates' tfs (none: they are picked or loaded here).
-    paged: tuple[Any, bytes] | None = field(default=None, repr=False)
-    _tfs: npt.NDArray[np.uint16] | None = field(default=None, repr=False)
-
-    @property
-    def tfs(self) -> npt.NDArray[np.uint16]:
-        if self._tfs is None:
-            self._tfs = self.load()
-        return self._tfs
-
-    def tfs_at(self, rows: I64, n_rows: int) -> npt.NDArray[np.uint16]:
-        """The tfs of ``rows`` (chunk rowids, any order): picked one by one when they are
-        few for a corpus of ``n_rows`` chunks (DENSE_PICK_SHIFT) and nothing is loaded yet,
-        else from the whole array."""
-        if self._tfs is None and self.pick is not None and \
-                len(rows) <= max(DENSE_PICK_MIN, n_rows >> DENSE_PICK_SHIFT):
-            return self.pick(rows)
-        return self.tfs[rows]
-
-
-Term = SparseTerm | PagedTerm | DenseTerm
-ListTerm = SparseTerm | PagedTerm  # a term with a posting list (not clamped)
 # A ranking's chunk texts and snippets made by the kernel with it (Scorer.rank_texts), or None.
 Made = tuple[list[str], list[str | None]] | None
 
@@ -278,7 +126,7 @@ class Scratch:
         self.acc: F64 = rest[16 * n :].view(np.float64)
 
 
-class Scorer:
+class Scorer(NumpyRanking):
     """Scores queries against one index's per-chunk arrays (shared, read-only)."""
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
@@ -299,9 +147,9 @@ class Scorer:
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
         """
-        if native and _kernels is None:
-            raise DrsearchError(_KERNEL_PROBLEM or _NOT_BUILT)
-        use_c = _kernels is not None if native is None else native
+        if native and not kernel.available():
+            raise DrsearchError(kernel.problem())
+        use_c = kernel.available() if native is None else native
         self._native = use_c and bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1]))
         if pruning not in PRUNING:
             raise ValueError(f"pruning must be one of {', '.join(PRUNING)}, got {pruning!r}")
@@ -381,34 +229,6 @@ class Scorer:
             return self._rank_native(present, lists, k, blocked, scratch, deadline, texts)
         return self._rank_numpy([_arrays(t) for t in present], k, blocked, scratch, deadline), None
 
-    def _rank_numpy(self, present: Sequence[SparseTerm | DenseTerm], k: int, blocked: Bools | None,
-                    scratch: Scratch, deadline: float) -> list[tuple[int, float]]:
-        """:meth:`rank` in numpy: the whole-corpus accumulator."""
-        sparse = [t for t in present if isinstance(t, SparseTerm)]
-        acc = scratch.acc
-        try:
-            if sparse:
-                top = self._accumulate(sparse, acc, deadline)
-                cand, scores, n_docs = self._select(acc, top, k, blocked)
-                if len(sparse) == len(present):
-                    return self._finish(cand, scores, k)  # already exact
-                # Dense terms add at most `bound` to any chunk: rescoring exactly every chunk
-                # within bound (+ rounding) of the k-th document's first-pass score is exact.
-                bound = (len(present) - len(sparse)) * IDF_FLOOR * self.k1p1
-                if n_docs >= k:
-                    cut = float(scores.min())
-                    eps = abs(cut) * 1e-9
-                    if cut > bound + 2 * eps:
-                        cand, _ = self._above(acc, cut - bound - 2 * eps, blocked)
-                        return self._finish(cand, self._rescore(cand, present), k)
-                acc.fill(0.0)
-            # Scores so low that dense terms matter everywhere: score every term fully.
-            top = self._accumulate(present, acc, deadline)
-            cand, scores, _ = self._select(acc, top, k, blocked)
-            return self._finish(cand, scores, k)
-        finally:
-            acc.fill(0.0)  # hand the scratch array back clean, even on timeout
-
     def _rank_native(self, present: Sequence[Term], sparse: Sequence[ListTerm], k: int,
                      blocked: Bools | None, scratch: Scratch, deadline: float,
                      texts: tuple[Any, ...] | None) -> tuple[list[tuple[int, float]], Made]:
@@ -446,9 +266,13 @@ class Scorer:
         terms = self._rescore_terms(present, None)
         if terms is None:
             return None
-        spec, file = terms
-        return ((spec, file, self._chunk_len32, self.k1, self.b, self._avgdl, self.k1p1, IDF_FLOOR,
-                 self._chunk_doc32), (len(present) - n_lists) * IDF_FLOOR * self.k1p1)
+        return self._rescore_arg(*terms), (len(present) - n_lists) * IDF_FLOOR * self.k1p1
+
+    def _rescore_arg(self, spec: list[Any], file: Any) -> tuple[Any, ...]:
+        """``kernel.rescore_arg`` of these terms' ``spec`` left in ``file`` with this scorer's
+        BM25 parameters and arrays."""
+        return kernel.rescore_arg(spec, file, self._chunk_len32, self.k1, self.b, self._avgdl,
+                                  self.k1p1, IDF_FLOOR, self._chunk_doc32)
 
     def _rescore_terms(self, terms: Sequence[Term], cand: I64 | None) -> tuple[list[Any], Any] | None:
         """The kernel's rescoring terms (``_kernels.rescore``'s spec) and the file they are left
@@ -499,7 +323,6 @@ class Scorer:
         texts and snippets (:data:`Made`); with ``rescore`` (margin >= 0) instead the kernel's
         (ranked, made) of the exact rescoring, as they come (:meth:`_run_rescored`)).
         Raises QueryTimeoutError."""
-        assert _kernels is not None
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
@@ -529,13 +352,13 @@ class Scorer:
         paged = None if file is None else (file, tables)
         if self._prunes(sum(t.df for t in lists), k):
             bounds = np.array([t.max_impact for t in lists], dtype=np.float64)
-            got = _kernels.rank_maxscore(
+            got = kernel.rank_maxscore(
                 chunks, impacts, bounds, self.n_rows, blocked, self._chunk_doc32, k, margin,
-                scratch.block, scratch.out_chunks, scratch.out_scores, budget, None,
+                scratch.block, scratch.out_chunks, scratch.out_scores, budget,
                 block_max if self.block_postings else None, self.block_postings or 0, paged, texts,
                 rescore)
         else:
-            got = _kernels.rank_blocks(
+            got = kernel.rank_blocks(
                 chunks, impacts, self.n_rows, blocked, self._chunk_doc32, k, margin, scratch.block,
                 scratch.out_chunks, scratch.out_scores, budget, paged, texts, rescore)
         n, n_full, cut = got[:3]
@@ -553,29 +376,8 @@ class Scorer:
         consecutive rowids) on the native path, else sorted here; negation is exact, so the
         sort key gives the score back."""
         if self._native:
-            assert _kernels is not None
-            return _kernels.rank_one(t.chunks, t.impacts, self.n_rows, blocked, self._chunk_doc32, k)
-        chunks = t.chunks.tolist()
-        # The kernel's checks of a posting list (strictly ascending, rowids 1..n_rows): a
-        # damaged file is a ValueError (CorruptIndexError to the caller) here as there.
-        if not (chunks[0] > 0 and chunks[-1] <= self.n_rows
-                and all(a < b for a, b in itertools.pairwise(chunks))):
-            raise ValueError("posting list not ascending or out of range")
-        ranked = sorted(zip([-x for x in t.impacts.tolist()], chunks, strict=True))
-        hidden = () if blocked is None else {c for c, b in zip(chunks, blocked[t.chunks].tolist(),
-                                                                strict=True) if b}
-        doc = self._chunk_doc_view
-        seen: set[int] = set()
-        out: list[tuple[int, float]] = []
-        for neg, c in ranked:
-            d = doc[c]
-            if d in seen or c in hidden:
-                continue
-            seen.add(d)
-            out.append((c, -neg))
-            if len(out) == k:
-                break
-        return out
+            return kernel.rank_one(t.chunks, t.impacts, self.n_rows, blocked, self._chunk_doc32, k)
+        return self._rank_one_python(t, k, blocked)
 
     def _as_list(self, t: SparseTerm | DenseTerm) -> SparseTerm:
         """A term's postings as a sparse list (a dense term's non-zero rows)."""
@@ -619,106 +421,20 @@ class Scorer:
         lengths = self._chunk_len if rows is None else self._chunk_len[rows]
         return chunk_norms(lengths, self.k1, self.b, self._avgdl)
 
-    def _accumulate(self, terms: Sequence[SparseTerm | DenseTerm], acc: F64, deadline: float) -> float:
-        """Add each term's impacts into ``acc``, in phrase order (FTS5's summation order);
-        returns the largest score."""
-        for t in terms:
-            if time.monotonic() > deadline:
-                raise QueryTimeoutError("query ran past its time limit")
-            if isinstance(t, SparseTerm):
-                np.add.at(acc, t.chunks, t.impacts)
-            else:  # tf = 0 adds exactly +0.0, as FTS5's sum does for a non-matching phrase
-                acc += self._dense_impacts(t)
-        return float(acc.max())
-
-    @staticmethod
-    def _above(acc: F64, threshold: float, blocked: Bools | None) -> tuple[I64, F64]:
-        """Scored chunks (acc > 0) with acc >= threshold, not blocked, ascending."""
-        idx = np.flatnonzero(acc >= threshold) if threshold > 0.0 else np.flatnonzero(acc)
-        if blocked is not None:
-            idx = idx[~blocked[idx]]
-        return idx, acc[idx]
-
-    def _select(self, acc: F64, top: float, k: int,
-                blocked: Bools | None) -> tuple[I64, F64, int]:
-        """Chunks scoring at least the k-th best document (all scored chunks if fewer docs).
-
-        Tries thresholds at falling fractions of the best score first: a comparison over the
-        dense array is far cheaper than extracting and partitioning every scored chunk.
-        """
-        if top <= 0.0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0
-        for frac in (0.5, 0.25, 0.1, 0.0):
-            idx, scores = self._above(acc, top * frac, blocked)
-            sel, n_docs = self._top_docs(idx, scores, k)
-            if n_docs >= k or not frac:
-                return idx[sel], scores[sel], n_docs
-        raise AssertionError("unreachable")
-
-    def _top_docs(self, touched: I64, scores: F64, k: int) -> tuple[I64, int]:
-        """Indices into ``touched`` of every chunk scoring at least the k-th best document,
-        and how many distinct documents were seen (fewer than k: every chunk is returned)."""
-        m_all = len(touched)
-        m = min(m_all, 4 * k)
-        while True:
-            if m < m_all:
-                thr = np.partition(scores, m_all - m)[m_all - m]
-                sel = np.flatnonzero(scores >= thr)
-            else:
-                sel = np.arange(m_all)
-            order = sel[np.lexsort((touched[sel], -scores[sel]))]
-            _, first = np.unique(self.chunk_doc[touched[order]], return_index=True)
-            if len(first) >= k:
-                cut = scores[order[np.sort(first)[k - 1]]]
-                return sel[scores[sel] >= cut], len(first)
-            if m >= m_all:
-                return sel, len(first)
-            m = min(m_all, m * 4)
-
     def _rescore_native(self, cand: I64, terms: Sequence[Term], k: int,
                         texts: tuple[Any, ...] | None = None) -> tuple[list[tuple[int, float]], Made]:
         """``_finish(cand, _rescore(cand, terms), k)`` in one C call (``_kernels.rescore``: the
         same scores and order, bit for bit, without a numpy call per term): lists read where
         they lie, clamped terms' tfs from their BLOB's pages (else picked here). ``cand``:
         ascending chunk rowids. With ``texts``, the chunks' texts and snippets too."""
-        assert _kernels is not None
         got = self._rescore_terms(terms, cand)
         assert got is not None
-        spec, file = got
-        args = (cand.astype(np.uint32), spec, file, self._chunk_len32, self.k1,
-                self.b, self._avgdl, self.k1p1, IDF_FLOOR, self._chunk_doc32, k)
+        arg = self._rescore_arg(*got)
         if texts is None:
-            return _kernels.rescore(*args), None
-        ranked, made = _kernels.rescore(*args, texts)
+            return cast("list[tuple[int, float]]", kernel.rescore(cand.astype(np.uint32), arg, k)), None
+        ranked, made = cast("tuple[list[tuple[int, float]], Any]",
+                            kernel.rescore(cand.astype(np.uint32), arg, k, texts))
         return ranked, _made(made)
 
-    def _rescore(self, cand: I64, terms: Sequence[Term]) -> F64:
-        """Exact scores of candidate chunks (ascending): every term, in phrase order."""
-        out = np.zeros(len(cand), dtype=np.float64)
-        # The lists' own dtype: searching uint32 rowids for int64 keys would first convert
-        # the whole list (a copy of every posting's rowid, per term).
-        keys = cand.astype(np.uint32)
-        picked = np.empty(len(cand), dtype=np.float64)
-        for t in terms:
-            if isinstance(t, PagedTerm):  # picked where the list lies (absent: +0.0, exact)
-                assert _kernels is not None
-                _kernels.paged_pick(t.file, t.df, t.pieces, keys, picked)
-                out += picked
-            elif isinstance(t, SparseTerm):
-                pos = np.minimum(np.searchsorted(t.chunks, keys), len(t.chunks) - 1)
-                out += np.where(t.chunks[pos] == keys, t.impacts[pos], 0.0)
-            else:
-                out += self._dense_impacts(t, cand)
-        return out
-
-    def _finish(self, chunks: I64, scores: F64, k: int) -> list[tuple[int, float]]:
-        order = np.lexsort((chunks, -scores))
-        chunks, scores = chunks[order], scores[order]
-        _, first = np.unique(self.chunk_doc[chunks], return_index=True)
-        first = np.sort(first)[:k]
-        return list(zip(chunks[first].tolist(), scores[first].tolist(), strict=True))
-
-
-__all__ = ["IDF_FLOOR", "NATIVE_AVAILABLE", "PRUNING", "DenseTerm", "ListTerm", "PagedTerm", "Pruning",
-           "Scorer", "Scratch", "SparseTerm", "Term", "bm25_idf", "chunk_norms", "gil_poll_ns",
-           "term_impacts"]
+__all__ = ["IDF_FLOOR", "PRUNING", "DenseTerm", "ListTerm", "PagedTerm", "Pruning",
+           "Scorer", "Scratch", "SparseTerm", "Term", "bm25_idf", "chunk_norms", "term_impacts"]

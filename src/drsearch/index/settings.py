@@ -12,8 +12,8 @@ from typing import Literal
 import apsw
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..contract.errors import InvalidInputError
 from .chunking import CHUNK_STRIDE, CHUNK_WORDS
-from .errors import InvalidInputError
 from .text import Tokenizer
 
 # The names of the two tokenizer presets (``BuildSettings.tokenizer``); any FTS5 tokenize value

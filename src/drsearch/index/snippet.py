@@ -19,22 +19,21 @@ makes their snippets in the same GIL-free call.
 
 from __future__ import annotations
 
-import re
-import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import QueryTimeoutError
-from .scoring import IDF_FLOOR, native_kernels
+from ..contract.errors import QueryTimeoutError
+from . import native as kernel
+from .reference import PythonSnippets
+from .terms import IDF_FLOOR
 
 if TYPE_CHECKING:
     from .blobs import MappedColumn
 
 SNIPPET_CHARS = 240
-ELLIPSIS = "…"
 
 
-class SnippetMaker:
+class SnippetMaker(PythonSnippets):
     """Snippets for one query: built once per search, applied to each hit's chunk."""
 
     def __init__(self, terms: Iterable[tuple[str, str, float]], width: int = SNIPPET_CHARS,
@@ -75,15 +74,9 @@ class SnippetMaker:
     def many(self, texts: list[str], *, native: bool = True) -> list[str]:
         """The snippet of each text (``native=False``: the Python code only). Raises
         QueryTimeoutError past the deadline."""
-        kernels = native_kernels() if native else None
-        if kernels is None:
-            out = []
-            for text in texts:
-                if self.deadline is not None and time.monotonic() > self.deadline:
-                    raise QueryTimeoutError("query ran past its time limit")
-                out.append(self(text))
-            return out
-        got = kernels.snippets(texts, self._stems, self._stem_weights, self.width,
+        if not (native and kernel.available()):
+            return self._many_python(texts)
+        got = kernel.snippets(texts, self._stems, self._stem_weights, self.width,
                                0.0 if self.deadline is None else self.deadline)
         return self._finish(texts, got)
 
@@ -92,10 +85,10 @@ class SnippetMaker:
         made in one C call without the GIL (``_kernels.texts_snippets``; the kernel must be
         built): what ``column.read_texts(rowids)`` and :meth:`many` of those texts return, with
         their errors. A complete search's last stage, so that threads serving complete searches
-        hold the GIL only to make the result's objects. Where :func:`native_kernels` gives
-        no kernel (not built, or built from an older source), the texts are read
+        hold the GIL only to make the result's objects. Where the kernel is not available
+        (not built, or built from an older source), the texts are read
         by ``read_texts`` and their snippets made by :meth:`many`: the same results."""
-        if native_kernels() is None:
+        if not kernel.available():
             texts = column.read_texts(rowids)
             return texts, self.many(texts)
         got = column.read_texts_snippets(rowids, self._stems, self._stem_weights, self.width,
@@ -110,11 +103,11 @@ class SnippetMaker:
         the call that ranks them (``Scorer.rank_texts``); :meth:`finish` takes what it made.
         ``hits``: make_hits' buffers (chunk_doc, chunk_ordinal, field_offsets, fields,
         pieces), read in that call too (into the cache, for make_hits). None where
-        :func:`native_kernels` gives no kernel (as :meth:`of_rows`)."""
-        if native_kernels() is None:
+        the kernel is not available (as :meth:`of_rows`)."""
+        if not kernel.available():
             return None
-        return (*column.text_geometry(), self._stems, self._stem_weights, self.width,
-                0.0 if self.deadline is None else self.deadline, hits)
+        return kernel.texts_arg(column.text_geometry(), self._stems, self._stem_weights, self.width,
+                                0.0 if self.deadline is None else self.deadline, hits)
 
     def finish(self, made: tuple[list[str], list[str | None]]) -> tuple[list[str], list[str]]:
         """The texts and the kernel's snippets it made for :meth:`texts_args`, the snippets it
@@ -130,61 +123,6 @@ class SnippetMaker:
         if len(got) == len(texts) and None not in got:  # the usual case: the kernel made them all
             return cast("list[str]", got)
         return [self(text) if snippet is None else snippet for text, snippet in zip(texts, got, strict=True)]
-
-    def __call__(self, text: str) -> str:
-        if len(text) <= self.width:
-            return text
-        start = self._best_start(text)
-        end = min(len(text), start + self.width)
-        if end < len(text):
-            cut = text.rfind(" ", start, end)
-            end = cut if cut > start else end
-        body = text[start:end].strip()
-        return (ELLIPSIS if start > 0 else "") + body + (ELLIPSIS if end < len(text) else "")
-
-    def _best_start(self, text: str) -> int:
-        if not self._stems:
-            return 0
-        hits = self._matches(text)
-        if not hits:
-            return 0
-        best_score, best_pos, total, lo = -1.0, 0, 0.0, 0
-        for pos, weight in hits:  # two pointers: matches within [pos - width + 1, pos]
-            total += weight
-            while hits[lo][0] <= pos - self.width:
-                total -= hits[lo][1]
-                lo += 1
-            if total > best_score + 1e-12:
-                best_score, best_pos = total, hits[lo][0]
-        # Start a little before the first match, at a word boundary.
-        start = max(0, best_pos - self.width // 6)
-        if start > 0:
-            space = text.find(" ", start, best_pos)
-            start = space + 1 if space >= 0 else best_pos
-        return start
-
-
-    def _matches(self, text: str) -> list[tuple[int, float]]:
-        """(offset, weight) of every query-term match at a word start, in text order."""
-        low = text.lower()
-        if len(low) != len(text):  # rare: case mapping changed lengths; match on the original
-            pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, self._stems)) + ")",
-                                 re.IGNORECASE)
-            return [(m.start(), self._weights.get(m.group(0).lower(), 0.0))
-                    for m in pattern.finditer(text)]
-        taken: dict[int, float] = {}
-        deadline = self.deadline
-        for i, stem in enumerate(self._stems):  # longest first: a position keeps its most specific match
-            if deadline is not None and not i % 16 and time.monotonic() > deadline:
-                raise QueryTimeoutError("query ran past its time limit")
-            weight = self._weights[stem]
-            pos = low.find(stem)
-            while pos >= 0:
-                if (pos == 0 or not low[pos - 1].isalnum()) and pos not in taken:
-                    taken[pos] = weight
-                pos = low.find(stem, pos + 1)
-        return sorted(taken.items())
-
 
 def _longest_first(stem: str) -> tuple[int, str]:
     return -len(stem), stem

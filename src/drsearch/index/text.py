@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .errors import InvalidInputError
+from ..contract.errors import InvalidInputError
 from .fts5spec import tokenize_words
 
 # FTS5_MAX_TOKEN_SIZE: FTS5 indexes (and queries) a longer token by its first 32,768 bytes.

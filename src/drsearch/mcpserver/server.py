@@ -19,7 +19,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
-from ..index import Searcher
+from ..contract import Searcher
 from .tools import McpSettings, call_tool, tool_definitions
 
 SERVER_NAME = "drsearch"

@@ -16,7 +16,7 @@ documents are absent exactly as over HTTP):
 A page of either tool is at most ``--page-chars`` characters (``McpSettings.page_chars``): the
 default ``length`` and its cap, so no call answers a whole long document at once; the caller
 reads on from ``next_offset``. Arguments of all three tools are checked by the request contract
-(:mod:`drsearch.index.contract`), exactly as ``POST /search`` and ``POST /open`` check them; a
+(:mod:`drsearch.contract.request`), exactly as ``POST /search`` and ``POST /open`` check them; a
 bad call is a tool error whose text is the HTTP API's JSON error body ``{"error": {"type",
 "message"}}`` with the same type and message, never a protocol error or a crash. Schemas are
 strict-mode compatible: closed objects, every property in ``required``, the optional ones
@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..index import (
+from ..contract import (
     MAX_K,
     OPEN_TOOL,
     SEARCH_TOOL,

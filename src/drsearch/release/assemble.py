@@ -16,17 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..contract import InvalidInputError
+from ..contract.dirlock import LOCK_NAME, entries, lock_dir
 from ..corpus import source_summary
-from ..index import (
-    BlockList,
-    BuildReport,
-    BuildSettings,
-    InvalidInputError,
-    build,
-    read_jsonl,
-    sha256_file,
-)
-from ..index.dirlock import LOCK_NAME, entries, lock_dir
+from ..index import BlockList, BuildReport, BuildSettings, build, read_jsonl, sha256_file
 from .checks import answer_coverage
 from .dr256 import QuestionSet, load_questions
 from .manifest import (

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..index import BlockList, DrsearchError, missing_docids, sha256_file
+from ..contract import DrsearchError
+from ..index import BlockList, missing_docids, sha256_file
 from .dr256 import PINNED_RELEASES, PinnedRelease, QuestionSet, pinned_for, pins_named
 from .manifest import (
     CORPUS_BUILD_KEYS,

@@ -20,9 +20,10 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..index import BlockList, Engine, InvalidInputError, read_sqlite_header, sha256_file
-from ..index.atomic import write_bytes_atomic
-from ..index.dirlock import LOCK_NAME, lock_dir
+from ..contract import InvalidInputError
+from ..contract.atomic import write_bytes_atomic
+from ..contract.dirlock import LOCK_NAME, lock_dir
+from ..index import BlockList, Engine, read_sqlite_header, sha256_file
 from ..index.releases import BLOCKED as BLOCKED  # the layout every front-end knows (re-exported)
 from ..index.releases import DATABASE as DATABASE
 from ..index.releases import MANIFEST as MANIFEST
@@ -118,7 +119,7 @@ def check_relative_path(path: str) -> str | None:
 def release_files(root: Path) -> list[str]:
     """Every regular file under ``root`` (symlinks to files followed), as sorted relative
     POSIX paths, except manifest.json, checksums.sha256 and lock files (``.drsearch.lock``,
-    drsearch.index.dirlock). Raises InvalidInputError on a
+    drsearch.contract.dirlock). Raises InvalidInputError on a
     name a manifest cannot carry."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):

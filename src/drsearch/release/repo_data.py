@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .manifest import FileEntry, ProgressFactory, hash_entries, manifest_json
 
 FORMAT = "drsearch-data-manifest"

@@ -33,11 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..contract import DrsearchError, InvalidInputError
 from ..index import (
     BlockList,
-    DrsearchError,
     Engine,
-    InvalidInputError,
     fts5_integrity_check,
     header_problems,
     missing_docids,

@@ -26,16 +26,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import __version__
-from ..index import (
+from ..contract import (
     CorruptIndexError,
     DocumentNotFoundError,
     DrsearchError,
-    Engine,
     InvalidRequestError,
     QueryTimeoutError,
+    Retriever,
     fleet_identity,
-    gil_poll_ns,
 )
+from ..index import gil_poll_ns
 from .batch import check_batch_work, run_batch
 from .encoding import canonical_bytes, document_json, search_json
 from .errors import JSON, error_response, from_http_exception
@@ -84,7 +84,7 @@ T = TypeVar("T")
 class _Api:
     """The handlers of one app, closed over its engine, settings, counters and health."""
 
-    def __init__(self, engine: Engine, settings: ServerSettings, metrics: MetricsStore,
+    def __init__(self, engine: Retriever, settings: ServerSettings, metrics: MetricsStore,
                  health: HealthState, blocklist: dict[str, Any]) -> None:
         self.engine = engine
         self.settings = settings
@@ -175,12 +175,12 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return error_response(InvalidRequestError(str(exc)))
 
 
-def served_identity(engine: Engine) -> str:
+def served_identity(engine: Retriever) -> str:
     """The ``x-drsearch-identity`` value of every response of an app over ``engine``."""
     return fleet_identity(engine.meta["content_identity"], engine.blocklist.sha256)
 
 
-def create_app(engine: Engine, settings: ServerSettings | None = None, *,
+def create_app(engine: Retriever, settings: ServerSettings | None = None, *,
                blocklist_origin: BlocklistOrigin | None = None,
                release_blocklist_sha256: str | None = None) -> FastAPI:
     """The FastAPI app serving ``engine`` under ``settings`` (defaults if None).

@@ -23,12 +23,12 @@ import threading
 import time
 from concurrent.futures import Executor
 
-from ..index import (
+from ..contract import (
     CorruptIndexError,
     DrsearchError,
-    Engine,
     InvalidRequestError,
     QueryTimeoutError,
+    Retriever,
     RetrieveRequest,
 )
 from .encoding import RETRIEVE_CLOSE, RETRIEVE_OPEN, retrieve_part
@@ -69,7 +69,7 @@ def _too_large(limit: int) -> ResponseTooLargeError:
                                  "send fewer queries or a smaller topk")
 
 
-async def run_batch(engine: Engine, request: RetrieveRequest, *, deadline: float, max_terms: int,
+async def run_batch(engine: Retriever, request: RetrieveRequest, *, deadline: float, max_terms: int,
                     max_bytes: int, pool: Executor) -> bytes:
     """The /retrieve body of ``request`` (module docstring: the bounds). Raises the first
     failing query's DrsearchError (``queries.N: …``), ResponseTooLargeError past

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..index import DrsearchError
+from ..contract import DrsearchError
 from .health import write_verify_state
 from .verify import verify_corpus
 

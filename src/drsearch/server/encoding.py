@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from ..index import Document, Hit, SearchResult
-from ..index import canonical_bytes as _reference_bytes
+from ..contract import Document, Hit, SearchResult
+from ..contract import canonical_bytes as _reference_bytes
 
 _SORTED = orjson.OPT_SORT_KEYS
 

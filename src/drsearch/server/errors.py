@@ -1,6 +1,6 @@
 """HTTP errors: the server's additions to the exception tree and the one mapping to bodies.
 
-The server extends :mod:`drsearch.index.errors` (whose classes already carry
+The server extends :mod:`drsearch.contract.errors` (whose classes already carry
 ``http_status`` and ``error_type``)::
 
     DrsearchError
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from ..index import DrsearchError, InvalidInputError, error_body
+from ..contract import DrsearchError, InvalidInputError, error_body
 
 JSON = "application/json"
 

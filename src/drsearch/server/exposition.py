@@ -11,18 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
-from ..index import Engine
+from ..contract import Retriever
 from .metrics import EndpointCounts, Snapshot
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def blocklist_enabled(engine: Engine) -> bool:
+def blocklist_enabled(engine: Retriever) -> bool:
     """True when the engine was given a blocklist (even an empty file)."""
     return bool(engine.blocklist.source) or len(engine.blocklist) > 0
 
 
-def health_body(engine: Engine, state: dict[str, Any] | None = None, origin: str | None = None,
+def health_body(engine: Retriever, state: dict[str, Any] | None = None, origin: str | None = None,
                 release_sha256: str | None = None) -> dict[str, Any]:
     """``GET /health``: status, corpus identity and counts, version, ``state``
     (``HealthState.body()``: status, problems, background verification), and the blocklist:
@@ -81,7 +81,7 @@ def server_body(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def stats_body(engine: Engine, snap: Snapshot) -> dict[str, Any]:
+def stats_body(engine: Retriever, snap: Snapshot) -> dict[str, Any]:
     """``GET /stats``: the engine's stats (the file by its name only: where the server keeps
     it is none of a client's business) plus the ``server`` counters."""
     stats = engine.stats()
@@ -103,7 +103,7 @@ def _family(lines: list[str], name: str, kind: str, help_text: str) -> None:
     lines.append(f"# TYPE {name} {kind}")
 
 
-def metrics_text(engine: Engine, snap: Snapshot) -> str:
+def metrics_text(engine: Retriever, snap: Snapshot) -> str:
     """``GET /metrics``: the counters of /stats in the Prometheus text exposition format."""
     lines: list[str] = []
     per_endpoint = (

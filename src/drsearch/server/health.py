@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from ..index.atomic import write_json_atomic
+from ..contract.atomic import write_json_atomic
 
 logger = logging.getLogger("drsearch.server")
 VerifyState = Literal["off", "pending", "ok", "failed"]

@@ -48,7 +48,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..index import DrsearchError
+from ..contract import DrsearchError
 
 DRSEARCH: tuple[str, ...] = (sys.executable, "-c", "from drsearch.tools.cli import entry; entry()")
 """The ``drsearch`` command of this interpreter (run as a process, never imported: the layers

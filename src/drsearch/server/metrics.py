@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ..contract.dirlock import pid_alive
+
 ENDPOINTS = ("search", "open", "retrieve", "health", "stats", "metrics", "openapi", "docs", "other")
 N_BUCKETS = 200
 BUCKET_BASE_S = 1e-5
@@ -171,7 +173,7 @@ class MetricsStore:
         return Snapshot(
             endpoints={name: _endpoint_counts(row) for name, row in zip(ENDPOINTS, rows, strict=True)},
             uptime_s=max(0.0, time.time() - started),
-            workers_live=sum(_alive(int(t[2])) for t in tables),
+            workers_live=sum(int(t[2]) == os.getpid() or pid_alive(int(t[2])) for t in tables),
             workers_started=len(tables),
         )
 
@@ -180,18 +182,6 @@ def _endpoint_counts(row: Sequence[float] | npt.NDArray[np.float64]) -> Endpoint
     buckets = np.asarray(row[_FIELDS:], dtype=np.float64)
     return EndpointCounts(int(row[0]), int(row[1]), int(row[2]), int(row[4]), float(row[3]),
                           quantile(buckets, 0.50), quantile(buckets, 0.95), quantile(buckets, 0.99))
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["CLIENT_GONE", "ENDPOINTS", "EndpointCounts", "MetricsStore", "Snapshot", "bucket_of", "quantile"]

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..index import IDENTITY_HEADER
+from ..contract import IDENTITY_HEADER
 from .errors import JSON, InternalServerError, error_body
 from .metrics import CLIENT_GONE, ENDPOINTS, MetricsStore
 

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ..index import IDENTITY_HEADER, InvalidInputError, error_body
+from ..contract import IDENTITY_HEADER, InvalidInputError, error_body
 from .settings import ServeConfig, ServerSettings
 
 logger = logging.getLogger("drsearch.server")

@@ -1,7 +1,7 @@
 """Request bodies: size-limited reading, JSON decoding, and the request contract's checks.
 
 A body is decoded as JSON (``invalid_json``, 422, when it is not) and checked by the one
-request contract of every front-end (:mod:`drsearch.index.contract`: ``parse_search``,
+request contract of every front-end (:mod:`drsearch.contract.request`: ``parse_search``,
 ``parse_open``, ``parse_retrieve`` under the app's ``Limits``), so HTTP, the MCP server, the
 agents' tools and the CLI refuse the same input with the same error (``invalid_k``, ``invalid_query``,
 ``invalid_request``, 422) and message. The pydantic models below only describe that
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import from_json
 from starlette.requests import Request
 
-from ..index import (
+from ..contract import (
     MAX_JSON_INT,
     Limits,
     OpenRequest,

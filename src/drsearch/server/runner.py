@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 
-from ..index import BlockList, Engine
-from ..index.releases import policy_for
+from ..contract import BlocklistError
+from ..index import BlockList, Engine, policy_for
 from .app import create_app, served_identity
 from .exposition import blocklist_enabled
 from .health import write_verify_state
@@ -45,6 +45,11 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     Raises BlocklistError or CorpusFileError when a file cannot be used.
     """
     blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
+    expected = config.blocklist_sha256
+    if blocklist is not None and expected is not None and blocklist.sha256 != expected:
+        raise BlocklistError(f"{config.blocked_docids}: changed since drsearch serve read it (SHA-256 "
+                             f"{blocklist.sha256[:12]}…, was {expected[:12]}…): every worker "
+                             "must hide the same documents; restart drsearch serve")
     # the parent decided the blocklist by the release rule; the worker reopens it the same way
     engine = Engine.open(config.database, blocklist, release_blocklist=policy_for(config.blocklist_origin),
                          time_limit_s=config.settings.time_limit_s)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..index import (
+from ..contract import (
     DEFAULT_K,
     DEFAULT_TIME_LIMIT_S,
     MAX_K,
@@ -111,7 +111,7 @@ class ServerSettings(BaseModel):
         return self
 
     def limits(self) -> Limits:
-        """The request contract's limits of this app (``drsearch.index.contract``)."""
+        """The request contract's limits of this app (``drsearch.contract.request``)."""
         return Limits(max_k=self.max_k, default_k=self.default_k, max_query_chars=self.max_query_chars,
                       max_query_terms=self.max_query_terms, unknown_fields=self.unknown_fields)
 
@@ -122,6 +122,9 @@ class ServeConfig(BaseModel):
     ``blocked_docids`` ``None`` means no blocklist: every document is served.
     ``blocklist_origin`` says why (``/health`` shows it; None: ``file`` or ``none``), and
     ``release_blocklist_sha256`` is the SHA-256 of the served release's own list.
+    ``blocklist_sha256`` is the SHA-256 of ``blocked_docids`` as the parent read it: a worker
+    that reads other bytes (the file changed after ``drsearch serve`` started) refuses to
+    start, so that no two workers of one server hide different documents.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -130,6 +133,7 @@ class ServeConfig(BaseModel):
     blocked_docids: Path | None = None
     blocklist_origin: BlocklistOrigin | None = None
     release_blocklist_sha256: str | None = None
+    blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
 
     def to_env(self) -> dict[str, str]:

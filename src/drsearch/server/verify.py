@@ -18,25 +18,22 @@ Every failure raises a ``CorpusFileError`` with a one-line message naming the fi
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
+from ..contract import IncompatibleIndexError
 from ..index import (
     BlockList,
     Engine,
-    IncompatibleIndexError,
+    ReleasePolicy,
+    document_problems,
     fts5_integrity_check,
     header_problems,
     quick_check,
     read_sqlite_header,
 )
-from ..index.releases import ReleasePolicy
 from .settings import VerifyLevel
 
 _IDENTITY = re.compile(r"[0-9a-f]{16,128}")
@@ -62,47 +59,31 @@ def _check_header(path: Path) -> None:
         raise IncompatibleIndexError(f"{path}: {problems[0]}")
 
 
-def _document_problems(engine: Engine) -> list[str]:
-    """Every document's text (deflate + UTF-8) and metadata (JSON) decoded; the failures."""
-    problems: list[str] = []
-    rows = engine._conn.execute(
-        "SELECT d.docid, t.text, d.metadata FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
-    for docid, text, metadata in rows:
-        try:
-            zlib.decompress(text).decode("utf-8")
-            json.loads(metadata)
-        except (zlib.error, TypeError, UnicodeDecodeError, ValueError) as e:
-            problems.append(f"document {str(docid)[:80]!r}: {e.__class__.__name__}: {e}")
-            if len(problems) >= 3:
-                break
-    return problems
-
-
-def _deep_checks(path: Path, engine: Engine) -> None:
-    problems = quick_check(path) or fts5_integrity_check(path)
-    if not problems:
-        try:
-            problems = _document_problems(engine)
-        except apsw.Error as e:
-            problems = [f"{e.__class__.__name__}: {e}"]
+def _deep_checks(path: Path) -> None:
+    problems = quick_check(path) or fts5_integrity_check(path) or document_problems(path)
     if problems:
         raise IncompatibleIndexError(f"{path}: integrity check failed: {'; '.join(problems[:3])}")
 
 
 def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
                   blocklist: BlockList | None = None, *,
-                  release_blocklist: ReleasePolicy = "apply") -> CorpusReport:
-    """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem.
+                  release_blocklist: ReleasePolicy = "apply", require_complete: bool = False) -> CorpusReport:
+    """Check ``path`` at ``level`` and describe it. Raises CorpusFileError on any problem,
+    and with ``require_complete`` BlocklistError when the blocklist names docids the corpus
+    lacks (``Engine.check_blocklist_complete``).
 
-    Even at ``none`` the engine is opened once (to describe the corpus in the startup log).
+    Even at ``none`` the engine is opened once (to describe the corpus in the startup log),
+    and only once: ``drsearch serve`` makes every check of its parent on this one engine.
     """
     p = Path(path)
     with Engine.open(p, blocklist, release_blocklist=release_blocklist) as engine:
+        if require_complete and blocklist is not None:
+            engine.check_blocklist_complete()
         meta = engine.meta
         stats = engine.stats()
         if level == "deep":
             _check_header(p)
-            _deep_checks(p, engine)
+            _deep_checks(p)
     size = p.stat().st_size
     report = CorpusReport(p, level, str(meta.get("content_identity", "")),
                           int(meta.get("schema_version", -1)), int(meta.get("documents", 0)),

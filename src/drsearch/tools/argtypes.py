@@ -17,29 +17,33 @@ def fraction(text: str) -> float:
     return value
 
 
-def int_in(lo: int, hi: int) -> Callable[[str], int]:
-    """An integer in ``lo..hi`` (counts, ports, k)."""
+def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An integer in ``lo..hi`` (counts, ports, k, threads); no upper bound when ``hi`` is None."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
+        if value < lo or (hi is not None and value > hi):
+            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
         return value
 
     return parse
 
 
-def positive_seconds(text: str) -> float:
-    """A time limit or timeout in seconds, in (0, 3600]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
-    return value
+def seconds(hi: float) -> Callable[[str], float]:
+    """A duration in (0, ``hi``] seconds (time limits, timeouts)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 < value <= hi:
+            raise argparse.ArgumentTypeError(f"must be in (0, {hi:g}] seconds, got {text}")
+        return value
+
+    return parse
 
 
 def build_threads(text: str) -> int:
@@ -50,4 +54,4 @@ def build_threads(text: str) -> int:
     return int(text)
 
 
-__all__ = ["build_threads", "fraction", "int_in", "positive_seconds"]
+__all__ = ["build_threads", "fraction", "int_in", "seconds"]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 
 CACHE_NAMES = ("cache.sqlite3", "judge_cache.sqlite3")  # what run, generate and score write by default
 

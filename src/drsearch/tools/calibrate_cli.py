@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..index import InvalidInputError, canonical_json
-from .argtypes import fraction
+from ..contract import InvalidInputError, canonical_json
+from .argtypes import fraction, int_in
 
 if TYPE_CHECKING:
     from ..benchmark import GradedQuestion, RunEpisodes
@@ -129,7 +129,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         openbiorq_bucket,
         wilson_table,
     )
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     rule: str = args.rule
     if rule not in _RULES:
@@ -261,14 +261,6 @@ def _print_counts(report: dict[str, Any], out: TextIO) -> None:
 
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -285,7 +277,7 @@ def register(sub: Any) -> None:
                    help="print calibration.json (one line) instead of the table")
     p.add_argument("--grades", nargs="+", type=Path, metavar="FILE",
                    help="graded files (scores.json / .graded.jsonl / run dir) instead of the defaults")
-    p.add_argument("--k", type=_positive, default=10, help="drbencher: attempts per item (default 10)")
+    p.add_argument("--k", type=int_in(1), default=10, help="drbencher: attempts per item (default 10)")
     p.add_argument("--tau", type=fraction, default=0.5,
                    help="drbencher: discard when accuracy > tau (default 0.5)")
     p.add_argument("--threshold", type=fraction, default=0.5,

@@ -12,30 +12,26 @@ functions.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from .. import __version__
-from ..index import (
+from ..contract import (
     DEFAULT_TIME_LIMIT_S,
-    BlockList,
-    BuildSettings,
+    MAX_K,
     CorpusFileError,
     DrsearchError,
-    Engine,
     InvalidInputError,
-    build,
     canonical_json,
     number_from_text,
     parse_open,
     parse_search,
-    read_jsonl,
 )
-from ..index.releases import locate, policy_for
-from .argtypes import build_threads, int_in
+from ..index import BlockList, BuildSettings, Engine, build, locate, policy_for, read_jsonl
+from .argtypes import build_threads, int_in, seconds
+from .binding import add_connection_arguments, check_bindable
 from .blocking import (
     add_blocklist_options,
     requested_blocklist,
@@ -166,14 +162,6 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
-    return value
 
 
 def _release_of(args: argparse.Namespace) -> tuple[Path, Path | None]:
@@ -204,40 +192,20 @@ def _validate_release_before_serving(root: Path, deep: bool) -> None:
     print(f"drsearch: release {root}: {report.count('PASS')} checks passed", file=sys.stderr)
 
 
-def _check_bindable(host: str, port: int) -> None:
-    """Raise InvalidInputError unless ``host:port`` can be bound now.
-
-    uvicorn reports an unknown host or a busy port only once it starts, in log lines and
-    with exit 3; checked here, it is one line and exit 2 like every other bad option.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    except (socket.gaierror, UnicodeError) as e:
-        raise InvalidInputError(f"--host {host}: not an address to bind ({e})") from None
-    with socket.socket(family, kind, proto) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            s.bind(address)
-        except OSError as e:
-            raise InvalidInputError(f"--host {host} --port {port}: cannot bind ({e.strerror})") from None
-
-
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # the server extra, imported first: without it, one line naming it before any other check
     from ..server import ServeConfig, ServerSettings, serve, verify_corpus
 
-    _check_bindable(args.host, args.port)
+    check_bindable(args.host, args.port)
     args.database, release_dir = _release_of(args)
     chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
     blocklist = None if chosen.path is None else BlockList.from_file(chosen.path)
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
     policy = policy_for(chosen.origin)
-    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy)
-    if blocklist is not None and not args.allow_missing_blocked:
-        with Engine.open(args.database, blocklist, release_blocklist=policy) as engine:
-            engine.check_blocklist_complete()
+    # one engine for every check of this process; the workers open their own (one each)
+    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy,
+                           require_complete=not args.allow_missing_blocked)
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
@@ -261,6 +229,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
               "(its state on /health: pending, ok, failed)", file=sys.stderr)
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if chosen.path is None else chosen.path.resolve(),
+                         blocklist_sha256=None if blocklist is None else blocklist.sha256,
                          blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256)
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log, verified=args.verify)
@@ -327,25 +296,16 @@ def make_parser() -> argparse.ArgumentParser:
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="log level of uvicorn and the drsearch logger (default info)")
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
-    p.add_argument("--max-k", type=int_in(1, 100), default=100, help="largest k a search may ask for")
+    p.add_argument("--max-k", type=int_in(1, MAX_K), default=MAX_K,
+                   help=f"largest k a search may ask for (1..{MAX_K}; default {MAX_K})")
     # --request-timeout: the flag's former name, a deprecated alias (docs/SERVER.md)
-    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=_positive_seconds,
+    p.add_argument("--time-limit", "--request-timeout", dest="time_limit", type=seconds(3600),
                    default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help="time limit of one request in seconds, body to encoding (503 past it; default 10; "
                         "--request-timeout is its deprecated old name)")
     p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
-    p.add_argument("--idle-timeout", type=_positive_seconds, default=30.0, metavar="S",
-                   help="close a connection idle this long between requests (default 30)")
-    p.add_argument("--header-timeout", type=_positive_seconds, default=10.0, metavar="S",
-                   help="a request's line and headers must arrive within S seconds (408; default 10)")
-    p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
-                   help="largest request head in bytes (431 beyond; default 65536)")
-    p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
-                   help="open connections per worker (503 beyond; default 1000)")
-    p.add_argument("--max-client-connections", type=int_in(1, 1_000_000), default=250, metavar="N",
-                   help="open connections per worker from one client address (503 beyond; default 250; "
-                        "behind a proxy, as many as --max-connections)")
+    add_connection_arguments(p)
     p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
                    help="most queries in one POST /retrieve (422 beyond; default 256)")
     p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=2560, metavar="N",

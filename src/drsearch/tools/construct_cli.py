@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import canonical_json
+from ..contract import canonical_json
 from .argtypes import int_in
 
 # drsearch.release.construct stands on the generators' pipeline machinery, which imports the

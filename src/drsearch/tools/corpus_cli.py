@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..contract import InvalidInputError, canonical_json
 from ..corpus import (
     ChunkMapping,
     ColumnMapping,
@@ -31,7 +32,7 @@ from ..corpus import (
     import_corpus,
     inspect_source,
 )
-from ..index import BuildSettings, Engine, InvalidInputError, canonical_json
+from ..index import BuildSettings, Engine
 from ..release import pin_of_corpus_file
 from .progress import StageBars, byte_bars, chunk_progress
 

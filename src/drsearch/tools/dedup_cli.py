@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError, canonical_json
+from ..contract import InvalidInputError, canonical_json
 from .argtypes import fraction
 
 
@@ -58,7 +58,7 @@ def cmd_dedup(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.generate.dedup import dedup
     from ..benchmark.generate.diversity import diversify
     from ..benchmark.generate.embed import Embedder
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     if args.out.is_dir() or not args.out.parent.is_dir():
         raise InvalidInputError(f"--out {args.out}: needs a file path in an existing directory")

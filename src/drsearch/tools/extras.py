@@ -15,7 +15,7 @@ these modules to play a core-only install).
 
 from __future__ import annotations
 
-from ..index import DrsearchError
+from ..contract import DrsearchError
 
 # Each extra of pyproject.toml (but ``dev``, the union the test suite needs) and the top-level
 # modules it provides: its own distributions' modules, then those of their dependencies that

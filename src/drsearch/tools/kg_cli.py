@@ -16,7 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from .argtypes import int_in, positive_seconds
+from .argtypes import int_in, seconds
+from .binding import add_connection_arguments
 
 
 def cmd_kg_serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -24,12 +25,13 @@ def cmd_kg_serve(args: argparse.Namespace, out: TextIO) -> int:
 
     oxigraph()  # without the kg extra, name its own module (pyoxigraph), not the web stack's
     from ..benchmark.generate.drbencher.kgserve import KGServeSettings, serve_kg
-    from ..index import InvalidInputError
+    from ..contract import InvalidInputError
     from ..server import ServerSettings
 
     http = ServerSettings(time_limit_s=args.time_limit, max_body_bytes=args.max_body_bytes,
                           idle_timeout_s=args.idle_timeout, header_timeout_s=args.header_timeout,
-                          max_header_bytes=args.max_header_bytes, max_connections=args.max_connections)
+                          max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
+                          max_client_connections=args.max_client_connections)
     settings = KGServeSettings(http=http, max_result_bytes=args.max_result_bytes,
                                query_workers=args.query_workers)
     try:  # KGDataError (exit 2) before binding
@@ -48,7 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--data", required=True, type=Path, metavar="KG.ttl", help="Turtle file to load")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int_in(0, 65535), default=0, help="port (default 0: a free one, printed)")
-    p.add_argument("--time-limit", type=positive_seconds, default=30.0, metavar="S",
+    p.add_argument("--time-limit", type=seconds(3600), default=30.0, metavar="S",
                    help="a query's time limit in seconds, from its request's start; its worker "
                         "process is killed then (503; default 30)")
     p.add_argument("--max-result-bytes", type=int_in(1024, 1 << 31), default=16 << 20, metavar="N",
@@ -58,12 +60,5 @@ def register(sub: Any) -> None:
     # drsearch serve's connection limits, with its defaults (docs/SERVER.md)
     p.add_argument("--max-body-bytes", type=int_in(1024, 1 << 30), default=1 << 20, metavar="N",
                    help="largest request body (413 unread beyond; default 1048576)")
-    p.add_argument("--idle-timeout", type=positive_seconds, default=30.0, metavar="S",
-                   help="close a connection idle this long between requests (default 30)")
-    p.add_argument("--header-timeout", type=positive_seconds, default=10.0, metavar="S",
-                   help="a request's line and headers must arrive within S seconds (408; default 10)")
-    p.add_argument("--max-header-bytes", type=int_in(1024, 16 << 20), default=64 << 10, metavar="N",
-                   help="largest request head in bytes (431 beyond; default 65536)")
-    p.add_argument("--max-connections", type=int_in(1, 1_000_000), default=1000, metavar="N",
-                   help="open connections (503 beyond; default 1000)")
+    add_connection_arguments(p)
     p.set_defaults(handler=cmd_kg_serve)

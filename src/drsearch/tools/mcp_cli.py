@@ -8,37 +8,15 @@ bound. On stdio, stdout carries the protocol only; every message goes to stderr.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Callable
 from typing import TextIO
 
-from ..index import MAX_K, Engine, InvalidInputError
+from ..contract import MAX_K, InvalidInputError
+from ..index import Engine
+from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
+from .argtypes import int_in, seconds
+from .binding import check_bindable
 from .blocking import add_blocklist_options, requested_blocklist
-
-
-def _int_at_least(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if n < lo or (hi is not None and n > hi):
-            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {n}")
-        return n
-
-    return parse
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return seconds
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -61,9 +39,7 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
     idle_s = args.session_idle_timeout or SESSION_IDLE_TIMEOUT_S_DEFAULT  # given: positive
     host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
     if http:
-        from .cli import _check_bindable
-
-        _check_bindable(host, port)
+        check_bindable(host, port)
     settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars, page_chars=args.page_chars)
     listed, policy = requested_blocklist(args)
     with Engine.open(args.database, listed, release_blocklist=policy) as engine:
@@ -91,16 +67,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
                    help="stdio (a client launches this command; default) or streamable-http (at /mcp)")
     p.add_argument("--host", help="address to bind with streamable-http (default 127.0.0.1)")
-    p.add_argument("--port", type=_int_at_least(0, 65535), help="port with streamable-http (default 8000)")
-    p.add_argument("--k", type=_int_at_least(1, MAX_K), default=5,
-                   help=f"results of a search that gives no k (1..{MAX_K}; default 5, as BrowseComp-Plus)")
-    p.add_argument("--snippet-chars", type=_int_at_least(1), default=2000, metavar="N",
-                   help="characters of each search result's snippet (default 2000)")
-    p.add_argument("--page-chars", type=_int_at_least(1), default=10_000, metavar="N",
+    p.add_argument("--port", type=int_in(0, 65535), help="port with streamable-http (default 8000)")
+    p.add_argument("--k", type=int_in(1, MAX_K), default=SEARCH_K_DEFAULT,
+                   help=f"results of a search that gives no k (1..{MAX_K}; default {SEARCH_K_DEFAULT}, "
+                        "as BrowseComp-Plus)")
+    p.add_argument("--snippet-chars", type=int_in(1), default=SNIPPET_CHARS_DEFAULT, metavar="N",
+                   help=f"characters of each search result's snippet (default {SNIPPET_CHARS_DEFAULT})")
+    p.add_argument("--page-chars", type=int_in(1), default=10_000, metavar="N",
                    help="default and largest length of a get_document or open page (default 10000)")
-    p.add_argument("--max-sessions", type=_int_at_least(1, 1_000_000), metavar="N",
+    p.add_argument("--max-sessions", type=int_in(1, 1_000_000), metavar="N",
                    help="open sessions at once with streamable-http; one more gets 503 (default 64)")
-    p.add_argument("--session-idle-timeout", type=_positive_seconds, metavar="S",
+    p.add_argument("--session-idle-timeout", type=seconds(86400), metavar="S",
                    help="close a streamable-http session idle this long (default 600)")
     p.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"],

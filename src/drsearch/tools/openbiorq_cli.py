@@ -27,9 +27,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .argtypes import fraction
 
+# openbiorq.STAGES, spelled here so that `drsearch --help` does not import the generator (httpx);
+# tests/tools/test_stage_names.py keeps the two equal
 _STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
 
 
@@ -76,7 +78,7 @@ def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
     import tempfile
 
     from ..benchmark.generate.openbiorq.coverage import coverage
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     items = args.obrq_dir / "items.jsonl"
     if not items.is_file():
@@ -106,7 +108,7 @@ def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     if args.stage == "coverage":
         return cmd_openbiorq_coverage(args, out)
     from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
-    from ..index.atomic import write_bytes_atomic, write_json_atomic
+    from ..contract.atomic import write_bytes_atomic, write_json_atomic
 
     if args.calibration is None:
         raise InvalidInputError(f"{args.stage} needs --calibration CAL (drsearch calibrate --rule openbiorq)")
@@ -163,7 +165,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
             raise InvalidInputError(f"stage {args.stage} needs {flag}")
 
     from ..agents.errors import describe_validation_error
-    from ..benchmark.generate import run_pipeline, settings_from
+    from ..benchmark.generate import run_pipeline
     from ..benchmark.generate.openbiorq import OpenBioRQSettings, build_pipeline, read_sources
 
     args.out, args.until = args.obrq_dir, None if args.stage == "all" else args.stage
@@ -194,6 +196,8 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if args.taxonomy:
             optional["taxonomy"] = _taxonomy(args.taxonomy)
+        from .generate_cli import settings_from
+
         run = settings_from(args)
         settings = OpenBioRQSettings(
             sources=args.sources, base_url=args.base_url, writer_model=args.writer_model,

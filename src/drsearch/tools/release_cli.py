@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..index import BuildSettings, canonical_json
+from ..contract import canonical_json
+from ..index import BuildSettings
 from ..release import MANIFEST, assemble_release, validate_release, write_release_manifest
 from .progress import byte_bars, chunk_progress
 

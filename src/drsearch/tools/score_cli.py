@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..benchmark import ANSWER_TYPES, DATASET_KINDS
-from ..index import InvalidInputError
+from ..contract import InvalidInputError
 from .argtypes import fraction
 from .blocking import add_blocklist_options, requested_blocklist
 from .progress import progress_bar
@@ -214,7 +214,7 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.citations import rates_of_graded
     from ..benchmark.judges import judge_for
     from ..benchmark.leak_audit import render_leak_audit
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     run_dir = Path(args.run_dir)
     if args.concurrency < 1:
@@ -371,7 +371,7 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     """``--judge numeric``: the deterministic grader (no endpoint, no judge cache)."""
     from ..benchmark import grade_run, render_table, summarize, write_graded
     from ..benchmark.numeric import NumericJudge
-    from ..index.atomic import write_json_atomic
+    from ..contract.atomic import write_json_atomic
 
     judge = NumericJudge(tolerance=args.tolerance)
     graded = [g for attempt, run in enumerate(runs) for g in grade_run(run, tasks, judge, attempt=attempt)]

@@ -15,8 +15,9 @@ from typing import Any, TextIO
 
 from ..compat import LuceneSearcher, check_run_field, evaluate, read_qrels, read_run, read_topics, run_lines
 from ..compat.pyserini import Hit
-from ..index import MAX_RUN_K, InvalidInputError, canonical_json, check_k, number_from_text
-from ..index.atomic import atomic_output
+from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, number_from_text
+from ..contract.atomic import atomic_output
+from .argtypes import int_in
 from .blocking import requested_blocklist
 from .progress import progress_bar
 
@@ -95,14 +96,6 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _threads(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 1 <= n <= 256:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 256, got {n}")
-    return n
 
 
 def add_batch_options(p: argparse.ArgumentParser) -> None:
@@ -110,7 +103,7 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topics", metavar="TOPICS.tsv",
                    help="batch mode: one 'qid<TAB>query' per line, written to --output as a TREC run")
     p.add_argument("--output", metavar="RUN.trec", help="run file to write ('qid Q0 docid rank score tag')")
-    p.add_argument("--threads", type=_threads, default=1, help="queries searched at once (default 1)")
+    p.add_argument("--threads", type=int_in(1, 256), default=1, help="queries searched at once (default 1)")
     p.add_argument("--run-tag", default="drsearch", help="last column of the run file (default drsearch)")
     p.add_argument("--force", action="store_true", help="replace an existing --output")
     p.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")

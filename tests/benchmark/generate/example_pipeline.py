@@ -30,8 +30,8 @@ from drsearch.benchmark.generate import (
     Reject,
     Stage,
     StageContext,
-    generate_main,
 )
+from drsearch.tools.generate_cli import generate_main
 
 from ...agents.fake_llm import Rule
 from ...helpers import DATA

@@ -11,8 +11,8 @@ import drsearch.benchmark.generate as generate
 def test_public_api() -> None:
     assert set(generate.__all__) == {
         "RESERVED", "GenerateError", "GenerateSettings", "Keep", "ModelEndpoint", "Outcome", "Pipeline",
-        "PipelineInputError", "Reject", "Stage", "StageContext", "add_generate_arguments", "file_sha256",
-        "generate_code_sha256", "generate_main", "run_parsed", "run_pipeline", "settings_from",
+        "PipelineInputError", "Reject", "Stage", "StageContext", "file_sha256",
+        "generate_code_sha256", "run_pipeline",
         "BUCKETS", "DedupResult", "DiversityResult", "Duplicate", "Embedder", "EmbeddingModelError", "ItemStats",
         "MODEL_SHA256", "RULES", "SentenceTransformerEmbedder", "bucket_counts", "cosine_matrix",
         "dedup", "diversify", "dr256_bucket", "drbencher_bucket", "frozen_core", "item_stats", "openbiorq_bucket",
@@ -25,9 +25,9 @@ def test_public_api() -> None:
 
 
 def test_importing_the_package_needs_no_extra() -> None:
-    # nor the DrBencher generator's package, options (drsearch --help) and offline KG endpoint:
-    # the pipeline machinery (httpx, the agents extra) is imported on first use
-    code = ("import sys, drsearch.benchmark.generate as g, drsearch.benchmark.generate.drbencher.options, "
+    # nor the DrBencher generator's package, the generate verbs' options (drsearch --help) and the
+    # offline KG endpoint: the pipeline machinery (httpx, the agents extra) is imported on first use
+    code = ("import sys, drsearch.benchmark.generate as g, drsearch.tools.generate_cli, "
             "drsearch.benchmark.generate.drbencher.kgstore; "
             "assert not {'onnxruntime', 'scipy', 'tokenizers', 'httpx', 'pyoxigraph'} & set(sys.modules), "
             "sorted(sys.modules)")

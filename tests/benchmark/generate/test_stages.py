@@ -29,10 +29,10 @@ from drsearch.benchmark.generate import (
     Pipeline,
     PipelineInputError,
     Stage,
-    generate_main,
     run_pipeline,
 )
 from drsearch.index import BlockList, Engine
+from drsearch.tools.generate_cli import generate_main
 
 from ...agents.fake_llm import Rule, serve_rules
 from ...helpers import DATA, REPO

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 
 M = TypeVar("M", bound=BaseModel)
 

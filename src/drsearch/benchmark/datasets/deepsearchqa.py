@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 from ._jsonl import check_unique, parse_row, read_objects
 from .tasks import GradingTask, NonEmpty
 

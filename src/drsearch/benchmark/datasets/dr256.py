@@ -50,7 +50,7 @@ from pydantic import (
     ValidationError,
 )
 
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 from ._jsonl import describe_validation
 from .tasks import GradingTask, NonEmpty
 

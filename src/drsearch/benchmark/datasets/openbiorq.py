@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...index import InvalidInputError, canonical_json
+from ...contract import InvalidInputError, canonical_json
 from ._jsonl import check_unique, parse_row, read_objects
 from .tasks import Criterion, GradingTask, NonEmpty
 

@@ -7,14 +7,12 @@ Public API (pinned by tests/benchmark/generate/test_public_api.py)::
     StageContext: read_jsonl, write_jsonl, write_json, complete / reply_text (ModelEndpoint),
                   map(items, key, process -> Keep(row) | Reject(check, reason)), reject,
                   episode(question, preset, endpoint, searcher) -> trajectory record
-    generate_main(build, argv): the shared command line (--out, --until, --cache-mode, ...)
 
-The pipeline machinery (``stages``, ``cli``: the agents' model client, httpx), calibration
+The pipeline machinery (``stages``: the agents' model client, httpx), calibration
 from rollouts (``calibrate``), offline sentence embeddings (``embed``, the ``embed`` extra)
 and the diversity filter (``diversity``): their names are imported on first use (the
 near-duplicate filter ``dedup`` needs numpy only and comes with the package), so importing
-the package (and ``options``, the generators' shared command-line options, which
-``drsearch --help`` defines) needs no extra: neither httpx nor scipy nor onnxruntime. The calibration
+the package needs no extra: neither httpx nor scipy nor onnxruntime. The calibration
 primitive is ``drsearch.benchmark.generate.calibrate.calibrate``: the package attribute
 ``calibrate`` is that submodule (Python binds a submodule's name on its parent when it is
 imported), so the function is not re-exported under the same name.
@@ -31,10 +29,8 @@ from ..._lazy import lazy_getattr
 # dedup is eager (numpy only): a lazy name may not be its module's (drsearch._lazy).
 from .dedup import DedupResult, Duplicate, dedup
 from .errors import GenerateError, PipelineInputError
-from .options import add_generate_arguments
 
 if TYPE_CHECKING:
-    from .cli import generate_main, run_parsed, settings_from
     from .stages import (
         RESERVED,
         GenerateSettings,
@@ -51,7 +47,6 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("generate_main", "run_parsed", "settings_from"), "cli"),
     **dict.fromkeys(("RESERVED", "GenerateSettings", "Keep", "ModelEndpoint", "Outcome", "Pipeline", "Reject",
                      "Stage", "StageContext", "file_sha256", "generate_code_sha256", "run_pipeline"),
                     "stages"),
@@ -91,7 +86,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "Stage",
     "StageContext",
-    "add_generate_arguments",
     "bucket_counts",
     "cosine_matrix",
     "dedup",
@@ -101,11 +95,8 @@ __all__ = [
     "file_sha256",
     "frozen_core",
     "generate_code_sha256",
-    "generate_main",
     "item_stats",
     "openbiorq_bucket",
-    "run_parsed",
     "run_pipeline",
-    "settings_from",
     "wilson_table",
 ]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 from ..grade import FINISHED, RunEpisodes
 from ..records import GradedQuestion
 from ..stats import wilson_interval

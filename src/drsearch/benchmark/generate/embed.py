@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 ROUTE_INT8 = "onnx-int8"

@@ -12,7 +12,7 @@ A replay miss is the agents layer's ReplayMissError (exit 1), raised as is: it n
 
 from __future__ import annotations
 
-from ...index import DrsearchError, InvalidInputError
+from ...contract import DrsearchError, InvalidInputError
 
 
 class PipelineInputError(InvalidInputError):

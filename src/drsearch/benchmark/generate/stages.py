@@ -2,7 +2,7 @@
 
 A :class:`Pipeline` is an ordered list of :class:`Stage` values. A stage reads declared input
 files (external files by absolute path, or the outputs of earlier stages by their path inside
-the output directory), writes its declared outputs there atomically (``index.atomic``) and
+the output directory), writes its declared outputs there atomically (``contract.atomic``) and
 may call models, only through :meth:`StageContext.complete` (the agents layer's
 OpenAI-compatible client behind its replay cache). :func:`run_pipeline` then keeps, in
 ``OUT/``:
@@ -70,9 +70,9 @@ from ...agents import (
 )
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
-from ...index import DrsearchError
-from ...index.atomic import write_bytes_atomic, write_json_atomic
-from ...index.dirlock import lock_dir
+from ...contract import DrsearchError
+from ...contract.atomic import write_bytes_atomic, write_json_atomic
+from ...contract.dirlock import lock_dir
 from .errors import GenerateError, PipelineInputError
 from .journal import Journal
 
@@ -152,11 +152,17 @@ class Stage:
 class Pipeline:
     """A generator: a name and its stages in order (checked to fit together)."""
 
-    def __init__(self, name: str, stages: Sequence[Stage]) -> None:
+    def __init__(self, name: str, stages: Sequence[Stage], *, order: Sequence[str] | None = None) -> None:
+        """``order``: the stage names a generator declares (its ``STAGES``, which its command
+        line offers to ``--until``); the stages given must be exactly those, in that order,
+        so the declaration and the stage list cannot drift apart."""
         if not _NAME.fullmatch(name):
             raise PipelineInputError(f"generator name {name!r}: use lower-case letters, digits, '-' and '_'")
         if not stages:
             raise PipelineInputError(f"generator {name}: no stages")
+        if order is not None and tuple(s.name for s in stages) != tuple(order):
+            raise PipelineInputError(f"generator {name}: stages {[s.name for s in stages]} are not "
+                                     f"the declared {list(order)}")
         produced: dict[str, str] = {}
         for i, stage in enumerate(stages):
             if not _NAME.fullmatch(stage.name):
@@ -438,7 +444,7 @@ class _NoCorpus:
 
 
 def _fsync_dir(path: Path) -> None:
-    """Make renames into ``path`` durable (as ``index.atomic`` does for one file)."""
+    """Make renames into ``path`` durable (as ``contract.atomic`` does for one file)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # not every platform or filesystem allows it

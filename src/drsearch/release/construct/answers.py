@@ -22,7 +22,8 @@ from typing import Any
 
 from ...benchmark.generate import Keep, Outcome, Reject, StageContext
 from ...benchmark.leak_audit import NORMALISATION, contains_answer
-from ...index import DocumentNotFoundError, Engine
+from ...contract import DocumentNotFoundError
+from ...index import Engine
 from .work import POOL_FILE, URL_MAP_FILE, read_rows, run_stage, stage_input
 
 NO_ANSWER_DOC = "no_independent_answer_doc"

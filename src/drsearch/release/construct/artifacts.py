@@ -32,7 +32,8 @@ import apsw
 from ...benchmark.generate import StageContext
 from ...benchmark.leak_audit import contains_answer
 from ...benchmark.leak_audit import normalise as normalise_text
-from ...index import BlockList, Engine, InvalidInputError
+from ...contract import InvalidInputError
+from ...index import BlockList, Engine
 from .audit import refuse_blocked_answers
 from .work import ANSWERS_FILE, ARTIFACTS_FILE, POOL_FILE, read_rows, run_stage, stage_input
 

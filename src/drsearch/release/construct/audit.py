@@ -34,7 +34,8 @@ from ...agents.preset import DR256
 from ...agents.tools import execute
 from ...benchmark.generate import StageContext
 from ...benchmark.leak_audit import contains_answer
-from ...index import BlockList, Engine, InvalidInputError
+from ...contract import InvalidInputError
+from ...index import BlockList, Engine
 from .work import ANSWERS_FILE, POOL_FILE, read_rows, run_stage, stage_input
 
 PROBES = ("answer_in_snippet", "answer_in_early_open", "single_retrieval")

@@ -31,7 +31,8 @@ from typing import Any
 
 from ...agents.preset import DR256
 from ...benchmark.generate import StageContext
-from ...index import BlockList, InvalidInputError, sha256_file
+from ...contract import InvalidInputError
+from ...index import BlockList, sha256_file
 from .leaks import LEAK_CODES, leak_audit
 from .work import ANSWERS_FILE, ARTIFACTS_FILE, POOL_FILE, SHORTCUTS_FILE, read_rows, run_stage, stage_input
 

@@ -28,7 +28,7 @@ from ...agents.canonical import canonical_json
 from ...benchmark.datasets.dr256 import normalise_question
 from ...benchmark.generate import Keep, Reject, StageContext
 from ...benchmark.leak_audit import normalise as normalise_label
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 from .work import run_stage
 
 FIELDS = ("id", "question", "answer", "urls", "queries", "difficulty", "teacher_correct")

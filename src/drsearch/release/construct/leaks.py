@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...benchmark.leak_audit import audit_episode, tool_texts
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 
 LEAK_CODES = ("answer_docid_supplied", "answer_from_artifact")
 _SHOWN = re.compile(r"(?:^|\s)docid: (\S+)", re.M)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...agents.canonical import sha256_json
 from ...benchmark.generate import StageContext
-from ...index import InvalidInputError
+from ...contract import InvalidInputError
 from .work import ANSWERS_FILE, POOL_FILE, SHORTCUTS_FILE, read_rows, run_stage, stage_input
 
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompt_template.json")

@@ -52,10 +52,11 @@ from pathlib import Path
 from typing import Any
 
 from ...benchmark.generate import StageContext
+from ...contract import DrsearchError, InvalidInputError
 from ...corpus import COVERAGE_FILE, read_records
 from ...corpus.dedup import deduplicate, read_lines
 from ...corpus.pipeline import DOCS_FILE, default_crawl_dir
-from ...index import DrsearchError, Engine, InvalidInputError, sha256_file
+from ...index import Engine, sha256_file
 from ..assemble import assemble_release
 from ..manifest import manifest_json, write_release_manifest
 from ..validate import validate_release

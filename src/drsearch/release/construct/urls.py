@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ...benchmark.generate import StageContext
+from ...contract.atomic import write_bytes_atomic
 from ...corpus.urllist import url_problem
 from ...index import canonicalize_url
-from ...index.atomic import write_bytes_atomic
 from .work import POOL_FILE, read_rows, run_stage, stage_input
 
 INVALID_URL = "invalid_url"

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ...benchmark.generate import GenerateSettings, Pipeline, Stage, StageContext, run_pipeline
-from ...index import InvalidInputError
-from ...index.atomic import write_json_atomic
-from ...index.dirlock import lock_dir
+from ...contract import InvalidInputError
+from ...contract.atomic import write_json_atomic
+from ...contract.dirlock import lock_dir
 
 SUMMARY = "summary.json"
 STAGE_ORDER = ("consolidate", "urls", "answers", "artifacts", "audit", "questions", "calibrate", "select")

@@ -12,7 +12,7 @@ import pytest
 
 from drsearch.benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze
 from drsearch.benchmark.generate.openbiorq.textstages import rate
-from drsearch.index import InvalidInputError
+from drsearch.contract import InvalidInputError
 
 from ..test_calibrate import QUESTIONS, ROWS, write_model_run
 from ..test_calibrate import cli as calibrate_cli

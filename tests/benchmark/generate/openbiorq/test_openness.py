@@ -25,7 +25,7 @@ from drsearch.benchmark.generate.openbiorq.evidence import RateLimiter
 from drsearch.benchmark.generate.openbiorq.export import NO_REPORT
 from drsearch.benchmark.generate.openbiorq.openness import verdict
 from drsearch.benchmark.generate.openbiorq.replies import OpennessReply
-from drsearch.index import InvalidInputError
+from drsearch.contract import InvalidInputError
 from drsearch.tools.cli import main
 
 from ....agents.fake_llm import serve_fake, serve_rules

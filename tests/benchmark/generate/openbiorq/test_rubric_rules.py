@@ -12,7 +12,7 @@ import pytest
 from drsearch.benchmark import read_openbiorq
 from drsearch.benchmark.datasets.openbiorq import rubric_sha256
 from drsearch.benchmark.generate.openbiorq import VAGUE_PHRASES, rubric_problems
-from drsearch.index import InvalidInputError
+from drsearch.contract import InvalidInputError
 
 GOOD = [{"text": "Names the ENRICH-AF trial", "type": "must_mention", "weight": 3},
         {"text": "States that recurrence at 90 days is not yet known", "type": "must_acknowledge", "weight": 2},

@@ -11,7 +11,7 @@ import pytest
 
 from drsearch.benchmark.generate.openbiorq import read_sources
 from drsearch.benchmark.generate.openbiorq.sources import id_kind
-from drsearch.index import InvalidInputError
+from drsearch.contract import InvalidInputError
 
 from .conftest import SOURCES, generate, jsonl
 

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from ....agents.errors import describe_validation_error
+from ....contract import check_http_url
 from ..stages import ModelEndpoint
 from .errors import ConfigError
 from .jsonpos import line_of, loads_with_lines
@@ -120,10 +121,7 @@ class ToolFilter(DifficultyFilter):
     @field_validator("search_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        scheme, _, rest = (url or "").partition("://")
-        if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
-            raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        return url
+        return check_http_url(url)
 
 
 class Diversity(_Strict):

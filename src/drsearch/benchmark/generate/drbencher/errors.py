@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from ....index import InvalidInputError
+from ....contract import InvalidInputError
 from ..errors import GenerateError
 
 

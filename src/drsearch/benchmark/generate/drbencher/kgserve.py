@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from ....index import DrsearchError
+from ....contract import DrsearchError
 from ....server.protocol import limited_protocol
 from ....server.requests import read_body
 from ....server.settings import ServerSettings

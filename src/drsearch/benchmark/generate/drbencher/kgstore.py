@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ....index import error_body
+from ....contract import error_body
 from .errors import KGDataError
 from .kgquery import negotiate, uses_federation
 from .protocol import RESULTS_JSON

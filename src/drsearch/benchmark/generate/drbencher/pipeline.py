@@ -12,22 +12,18 @@ with ``--refresh-kg``, asks again and reruns from the first stage whose answers 
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ....agents import ChatClient, RetryPolicy
 from ....agents.llm import api_key_from_env
-from ..cli import run_parsed
 from ..embed import MODEL_SHA256
-from ..stages import Pipeline, Stage
+from ..stages import GenerateSettings, Pipeline, Stage
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
-from .options import add_arguments
 from .serving import probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
@@ -80,48 +76,50 @@ def pipeline_for(config: GenConfig, articles: Path,
     ]
     return Pipeline(GENERATOR, [
         replace(s, run=recording_kg(s.name, s.run), outputs=(*s.outputs, kg_answers_name(s.name)),
-                fresh=fresh(s.name) if fresh else None) if s.name in ASKS_KG else s for s in stages])
+                fresh=fresh(s.name) if fresh else None) if s.name in ASKS_KG else s for s in stages],
+        order=STAGES)
 
 
-def build(args: argparse.Namespace) -> Pipeline:
-    config, articles = load_config(Path(args.config))
-    if args.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
+def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = False,
+          warn: Callable[[str], None] | None = None) -> Pipeline:
+    """The pipeline of the config at ``config_path`` for a run with ``settings``, after the
+    checks that need no output (config, endpoint probes: exit 2 before anything is written).
+    ``refresh_kg``: ask the graph again every query the finished stages recorded; otherwise
+    they are reused and ``warn`` is told so once (the CLI prints it on stderr)."""
+    config, articles = load_config(config_path)
+    if settings.cache_mode != "replay":  # replay is offline: neither endpoint is even asked
         client = SparqlClient(config.kg)
         try:
             client.probe()
         finally:
             client.close()
-    if args.cache_mode != "replay" and args.until not in KG_STAGES:  # a KG-only run needs no model
+    if settings.cache_mode != "replay" and settings.until not in KG_STAGES:  # a KG-only run needs no model
         models = [("generator", config.generator),
                   *((f"{name}.model", f.model) for name, f in (("v1", config.v1), ("v2", config.v2))
                     if f.enabled and f.model)]
         for field, m in models:
-            chat = ChatClient.connect(m.base_url, api_key_from_env(args.api_key_env),
+            chat = ChatClient.connect(m.base_url, api_key_from_env(settings.api_key_env),
                                       retry=RetryPolicy(max_attempts=1, timeout_s=30))
             try:  # the endpoint comes from the config, not a flag: the error names its field
-                chat.probe(m.model, option=f"{Path(args.config).name}: {field}.base_url")
+                chat.probe(m.model, option=f"{config_path.name}: {field}.base_url")
             finally:
                 chat.close()
-    reaches_v2 = args.until is None or (args.until in STAGES
-                                        and STAGES.index(args.until) >= STAGES.index("v2"))
-    if args.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
+    reaches_v2 = settings.until is None or (settings.until in STAGES
+                                            and STAGES.index(settings.until) >= STAGES.index("v2"))
+    if settings.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
         probe_search_server(config.v2.search_url)
-    if args.cache_mode == "replay":  # offline by definition: the recorded answers are the input
+    if settings.cache_mode == "replay":  # offline by definition: the recorded answers are the input
         return pipeline_for(config, articles)
-    cache = None if args.cache_mode == "off" else Path(args.cache or Path(args.out) / "cache.sqlite3")
+    cache = None if settings.cache_mode == "off" else (settings.cache or settings.out / "cache.sqlite3")
     warned: list[str] = []
 
-    def warn(message: str) -> None:
-        if not warned:  # once per run: the first stage that would reuse recorded answers
+    def warn_once(message: str) -> None:
+        if not warned and warn is not None:  # once per run: the first stage that would reuse answers
             warned.append(message)
-            print(f"drsearch generate drbencher: warning: {message}", file=sys.stderr)
+            warn(message)
 
     return pipeline_for(config, articles, lambda stage: kg_fresh(stage, config.kg, cache,
-                                                                 None if args.refresh_kg else warn))
+                                                                 None if refresh_kg else warn_once))
 
 
-def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout)
-
-
-__all__ = ["GENERATOR", "STAGES", "add_arguments", "build", "main", "pipeline_for"]
+__all__ = ["GENERATOR", "STAGES", "build", "pipeline_for"]

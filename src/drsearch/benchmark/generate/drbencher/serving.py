@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 
 from ....agents import EngineSearcher, HttpSearcher, SearcherError
-from ....index import CorpusInfo, Engine, InvalidInputError, ToolResponse
+from ....contract import CorpusInfo, InvalidInputError, ToolResponse
+from ....index import Engine
 from ..errors import GenerateError
 
 SERVE_START_S = 60.0

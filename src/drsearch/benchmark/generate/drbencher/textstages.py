@@ -36,10 +36,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ....contract.errors import DocumentNotFoundError
 from ....index import Engine
 from ....index.build import build as build_index
 from ....index.build import read_jsonl
-from ....index.errors import DocumentNotFoundError
 from ..stages import Keep, ModelEndpoint, Outcome, Reject, StageContext
 from .checks import flattened, leaked_values, mentions, names_entity
 from .kgstages import sparql_of

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ....agents.canonical import sha256_hex
-from ....index import InvalidInputError
+from ....contract import InvalidInputError
 from ...grade import RunEpisodes
 from ...records import GradedQuestion
 from ..calibrate import BUCKETS, OPENBIORQ_THRESHOLD, calibrate, frozen_core

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ....agents.canonical import sha256_hex
-from ....index import InvalidInputError
+from ....contract import InvalidInputError
 from ..errors import GenerateError
 from ..stages import StageContext, file_sha256
 

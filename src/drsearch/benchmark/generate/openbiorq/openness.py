@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Any
 
 from ....agents.canonical import sha256_json
-from ....index import InvalidInputError
+from ....contract import InvalidInputError
 from ...datasets._jsonl import parse_row, read_objects
 from ..stages import Keep, Outcome, Reject, StageContext
 from . import prompts

@@ -161,7 +161,7 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
         Stage("export", export_stage, inputs=("openness.jsonl", "membership.json"), outputs=("items.jsonl",),
               settings={"code_sha256": common["code_sha256"], "difficulty_sha256": s.difficulty_sha256,
                         "frozen_core_sha256": s.frozen_core_sha256}),
-    ])
+    ], order=STAGES)
 
 
 __all__ = ["AUDIT_SAMPLE", "GENERATOR", "PUBLIC_APIS", "STAGES", "TAXONOMY", "OpenBioRQSettings",

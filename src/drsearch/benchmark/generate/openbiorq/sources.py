@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from ....index import InvalidInputError
+from ....contract import InvalidInputError
 from ...datasets._jsonl import check_unique, parse_row, read_objects
 
 ID_PREFIXES: dict[str, str] = {"PMID:": "pmid", "NCT": "nct", "arXiv:": "arxiv", "doi:": "other",

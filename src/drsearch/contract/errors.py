@@ -105,7 +105,7 @@ class BuildError(DrsearchError):
 
 class DirectoryBusyError(DrsearchError):
     """An output directory (a run, a stage directory, a pool, a release) is locked by another
-    live process: two writers would interleave their files (drsearch.index.dirlock)."""
+    live process: two writers would interleave their files (drsearch.contract.dirlock)."""
 
     http_status = 409
     exit_code = 2

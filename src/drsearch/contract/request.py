@@ -9,7 +9,7 @@ whichever door it comes through:
   character and distinct-term caps, the unknown-field policy), defaults defined once here;
 - :func:`parse_search` / :func:`parse_open`: a JSON-like mapping (a decoded HTTP body, a
   tool call's arguments, the CLI's options) to a frozen :class:`SearchRequest` /
-  :class:`OpenRequest`, or an :class:`~drsearch.index.errors.InvalidInputError`
+  :class:`OpenRequest`, or an :class:`~drsearch.contract.errors.InvalidInputError`
   (``InvalidQueryError``, ``InvalidKError`` or ``InvalidRequestError``) whose message is
   stable, one line and says what was given;
 - :func:`canonical_json` / :func:`canonical_bytes`: the canonical JSON encoding of every
@@ -390,6 +390,15 @@ def error_of(exc: InvalidInputError) -> bytes:
     return error_body(exc.error_type, exc.message)
 
 
+
+def check_http_url(url: str | None) -> str | None:
+    """``url`` itself if it is an ``http://`` or ``https://`` URL with something after the
+    scheme (None passes); ValueError otherwise (a pydantic validator's message)."""
+    scheme, _, rest = (url or "").partition("://")
+    if url is not None and not (scheme in ("http", "https") and rest.strip("/")):
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    return url
+
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_LIMITS",
@@ -413,6 +422,7 @@ __all__ = [
     "UnknownFields",
     "canonical_bytes",
     "canonical_json",
+    "check_http_url",
     "check_k",
     "check_query",
     "error_body",

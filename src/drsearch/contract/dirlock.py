@@ -6,7 +6,7 @@ neither). So each writer holds :func:`lock_dir` on its directory for as long as 
 ``flock(2)`` on ``DIR/.drsearch.lock``. The kernel drops the lock with the last open file
 description, i.e. when the process ends however it ends (``kill -9`` included), so there is
 never a stale lock to clear by hand. A second writer gets a one-line refusal naming the
-holder's pid (:class:`~drsearch.index.errors.DirectoryBusyError`, exit 2), read from the
+holder's pid (:class:`~drsearch.contract.errors.DirectoryBusyError`, exit 2), read from the
 kernel's own table of locks (``/proc/locks``) rather than from the file.
 
 The file is empty and written once: an output directory stays byte-identical from run to run
@@ -171,4 +171,17 @@ def entries(path: str | os.PathLike[str]) -> list[Path]:
     return [p for p in Path(path).iterdir() if p.name != LOCK_NAME]
 
 
-__all__ = ["LOCK_NAME", "DirLock", "entries", "holder_pid", "is_locked", "lock_dir"]
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` names a live process on this machine (one we may not signal counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["LOCK_NAME", "DirLock", "entries", "holder_pid", "is_locked", "lock_dir", "pid_alive"]
