@@ -13,6 +13,9 @@ and it imports only the standard library (import-linter keeps it so):
     searcher    the Searcher protocol agents' tools call (in-process, HTTP, replay)
     atomic      atomic file writes; jsonfile  reading a JSON object file, one-line errors
     dirlock     one writer per output directory (a lock the OS drops when its process dies)
+    retry       outbound calls retried one way: RetryPolicy, parse_retry_after, retry()
+                (imported as ``drsearch.contract.retry``, outside the union below: its
+                RetryPolicy is not the agents' settings model of that name)
 
 docs/DESIGN.md ("Layers") draws where this floor sits and where a new ranker or front-end goes.
 """
