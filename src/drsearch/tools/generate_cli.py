@@ -3,6 +3,7 @@
 ::
 
     drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
+                                [--concurrency N] [--quiet]
     drsearch generate openbiorq STAGE OBRQ_DIR ...   (openbiorq_cli.py)
 
 The generator prints its JSON summary on stdout; bad input (config, endpoint probe) is one
@@ -17,8 +18,13 @@ from typing import Any, TextIO
 
 def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.generate.drbencher.pipeline import main
+    from .progress import GeneratorBars
 
-    return main(args, out)
+    bars = GeneratorBars(args.quiet)  # drawn on a terminal's stderr only, never with --quiet
+    try:
+        return main(args, out, bars if bars.draw else None)
+    finally:
+        bars.close()
 
 
 def register(sub: Any) -> None:

@@ -20,11 +20,11 @@ from ...agents import RetryPolicy
 from ...agents.errors import describe_validation_error
 from ...index import DrsearchError
 from .options import add_generate_arguments
-from .stages import GenerateSettings, Pipeline, run_pipeline
+from .stages import GenerateSettings, Pipeline, StageProgress, run_pipeline
 
 _OPTIONS = {"out": "--out", "until": "--until", "cache_mode": "--cache-mode", "cache": "--cache",
             "api_key_env": "--api-key-env", "retry.max_attempts": "--max-attempts",
-            "retry.backoff_s": "--backoff",
+            "retry.backoff_s": "--backoff", "concurrency": "--concurrency",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
 
@@ -33,7 +33,8 @@ def settings_from(args: argparse.Namespace) -> GenerateSettings:
     try:
         return GenerateSettings(out=args.out, until=args.until, cache_mode=args.cache_mode, cache=args.cache,
                                 api_key_env=args.api_key_env,
-                                retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+                                retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff),
+                                concurrency=args.concurrency)
     except ValidationError as e:
         raise ValueError(describe_validation_error(e, _OPTIONS)) from None
 
@@ -52,16 +53,18 @@ def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequenc
 
 
 def run_parsed(build: Callable[[argparse.Namespace], Pipeline], args: argparse.Namespace, *,
-               prog: str = "generate", out: TextIO | None = None) -> int:
+               prog: str = "generate", out: TextIO | None = None,
+               progress: StageProgress | None = None) -> int:
     """Run a generator from options already parsed (by a parser that got
-    :func:`add_generate_arguments`, e.g. a ``drsearch generate NAME`` subcommand); the exit code."""
+    :func:`add_generate_arguments`, e.g. a ``drsearch generate NAME`` subcommand); the exit code.
+    ``progress`` (the command line's bars) is told how far each stage is."""
     try:
         settings = settings_from(args)
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     try:
-        summary = run_pipeline(build(args), settings)
+        summary = run_pipeline(build(args), settings, progress)
     except DrsearchError as e:
         print(f"{prog}: error: {e.message}", file=sys.stderr)
         return e.exit_code

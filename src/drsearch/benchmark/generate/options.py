@@ -20,6 +20,10 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S",
                         help="first retry wait (default 1 s)")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="items a stage processes at once, e.g. model calls in flight (default 1; "
+                             "the outputs do not depend on it and changing it reruns nothing)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 __all__ = ["add_generate_arguments"]

@@ -1,5 +1,5 @@
 """``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
-[--refresh-kg]``.
+[--refresh-kg] [--concurrency N] [--quiet]``.
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
@@ -23,7 +23,7 @@ from ....agents import ChatClient, RetryPolicy
 from ....agents.llm import api_key_from_env
 from ..cli import run_parsed
 from ..embed import MODEL_SHA256
-from ..stages import Pipeline, Stage
+from ..stages import Pipeline, Stage, StageProgress
 from .config import GenConfig, load_config
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
@@ -120,8 +120,9 @@ def build(args: argparse.Namespace) -> Pipeline:
                                                                  None if args.refresh_kg else warn))
 
 
-def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout)
+def main(args: argparse.Namespace, out: TextIO | None = None, progress: StageProgress | None = None) -> int:
+    return run_parsed(build, args, prog="drsearch generate drbencher", out=out or sys.stdout,
+                      progress=progress)
 
 
 __all__ = ["GENERATOR", "STAGES", "add_arguments", "build", "main", "pipeline_for"]
