@@ -253,6 +253,15 @@ class CachedChat:
         self._client = client
         self._cache = cache
         self._cancelled = threading.Event()
+        self._observe: Callable[[ChatOutcome], None] | None = None
+
+    def observed(self, observe: Callable[[ChatOutcome], None]) -> CachedChat:
+        """This chat (same client, cache and cancellation) reporting every outcome to
+        ``observe`` (a generator stage counts its calls and tokens this way)."""
+        view = CachedChat(self._client, self._cache)
+        view._cancelled = self._cancelled
+        view._observe = observe
+        return view
 
     def cancel(self) -> None:
         """Make calls in flight and every later call raise CallCancelled (replay runs too)."""
@@ -280,7 +289,10 @@ class CachedChat:
             return True, raw
 
         ok, raw = self._cache.fetch("llm", ["llm", model, body], describe, None if client is None else live)
-        return ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
+        outcome = ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
+        if self._observe is not None:
+            self._observe(outcome)
+        return outcome
 
 
 def api_key_from_env(var: str | None) -> str | None:
