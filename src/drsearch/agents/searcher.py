@@ -46,7 +46,8 @@ class EngineSearcher:
         e = self._engine
         choice = e.blocklist_choice
         return CorpusInfo(e.meta["content_identity"], e.blocklist.sha256, len(e.blocklist), e.blocked_matched,
-                          choice.origin, choice.release_sha256)
+                          choice.origin, choice.release_sha256,
+                          retriever=e.meta.get("retriever"))
 
     @staticmethod
     def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
@@ -239,7 +240,8 @@ def _health_corpus(r: httpx.Response) -> CorpusInfo:
         body = r.json()
         bl = body["blocklist"]
         return CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"), bl.get("matched"),
-                          bl.get("origin"), bl.get("release_sha256"))
+                          bl.get("origin"), bl.get("release_sha256"),
+                          retriever=body.get("retriever"))
     except (ValueError, KeyError, TypeError) as e:
         raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
 
