@@ -421,3 +421,37 @@ def test_serve_refuses_a_corpus_without_vectors_before_serving(tmp_path: Path) -
 def test_vectors_only_with_dense(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _cli("search", "--database", str(corpus), "--vectors", "x.vectors", QUERY, capsys=capsys)
     assert code == 2 and "--vectors" in err
+
+
+# -- MCP ----------------------------------------------------------------------------------------------
+
+def test_a_blocked_document_never_surfaces_through_mcp_dense(corpus: Path, retriever: Retriever,
+                                                            tmp_path: Path) -> None:
+    import anyio
+    mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from ..mcpserver.test_mcp import _env, _exe
+    top = _top_docid(retriever)
+    blocked = tmp_path / "blocked.txt"
+    blocked.write_text(f"{top}\n")
+
+    async def run(client: Any) -> tuple[str, bool, str]:
+        async with client:
+            found = await client.call_tool("search", {"query": QUERY, "k": 100})
+            opened = await client.call_tool("get_document", {"docid": top})
+            return found.content[0].text, bool(opened.is_error), opened.content[0].text
+
+    params = mcp.StdioServerParameters(command=_exe(), env=_env(), args=[
+        "mcp", "--database", str(corpus), "--retriever", "dense", "--blocked-docids", str(blocked)])
+    found, opened_is_error, opened = anyio.run(run, mcp.Client(params, read_timeout_seconds=120))
+    docids = [h["docid"] for h in json.loads(found)]
+    assert top not in docids and len(docids) == 39
+    assert (opened_is_error, opened) == (False, "null")  # get_document's answer for an unknown docid too
+
+
+def test_mcp_without_vectors_is_one_line_exit_2(tmp_path: Path) -> None:
+    from ..mcpserver.test_mcp import _exe
+    path = tmp_path / "c.sqlite3"
+    build(cranfield_docs()[:3], path)
+    p = subprocess.run([_exe(), "mcp", "--database", str(path), "--retriever", "dense"], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "drsearch embed" in p.stderr, p.stderr

@@ -44,7 +44,7 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
-from .embed_cli import add_retriever_options, open_chosen
+from .embed_cli import add_retriever_options, open_checked, open_chosen
 from .embed_cli import register as register_embed_verb
 from .extras import missing_extra
 from .generate_cli import register as register_generate_verb
@@ -79,12 +79,8 @@ def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine
 def _retriever(args: argparse.Namespace) -> Retriever:
     """The retriever ``--retriever`` names (the engine for bm25), its blocklist checked as
     :func:`_engine` checks it."""
-    engine = _engine(args)
-    if args.retriever == "bm25" and args.vectors is None:
-        return engine
-    engine.close()
     listed, policy = requested_blocklist(args)
-    return open_chosen(args, listed, release_blocklist=policy)
+    return open_checked(args, listed, policy, check_blocklist=not args.allow_missing_blocked)
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:

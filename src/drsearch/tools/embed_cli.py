@@ -16,7 +16,7 @@ from .progress import progress_bar
 
 if TYPE_CHECKING:
     from ..contract import Retriever
-    from ..index import BlockList
+    from ..index import BlockList, ReleasePolicy
 
 RETRIEVER_CHOICES = ("bm25", "dense", "hybrid")
 
@@ -37,6 +37,25 @@ def open_chosen(args: argparse.Namespace, blocklist: BlockList | None, **options
         from ..contract import InvalidInputError
         raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
     return open_retriever(args.database, blocklist, args.retriever, vectors=args.vectors, **options)
+
+
+def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: ReleasePolicy, *,
+                 check_blocklist: bool = True) -> Retriever:
+    """:func:`open_chosen`, refusing first (BlocklistError, exit 2) a blocklist that names
+    docids the corpus lacks when ``check_blocklist``."""
+    from ..index import Engine
+
+    engine = Engine.open(args.database, blocklist, release_blocklist=policy)
+    try:
+        if check_blocklist:
+            engine.check_blocklist_complete()
+    except BaseException:
+        engine.close()
+        raise
+    if args.retriever == "bm25" and args.vectors is None:
+        return engine
+    engine.close()
+    return open_chosen(args, blocklist, release_blocklist=policy)
 
 
 def cmd_embed(args: argparse.Namespace, out: TextIO) -> int:
@@ -96,4 +115,5 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_embed)
 
 
-__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "cmd_embed", "open_chosen", "register"]
+__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "cmd_embed", "open_checked", "open_chosen",
+           "register"]
