@@ -455,3 +455,22 @@ def test_mcp_without_vectors_is_one_line_exit_2(tmp_path: Path) -> None:
     p = subprocess.run([_exe(), "mcp", "--database", str(path), "--retriever", "dense"], capture_output=True,
                        text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "drsearch embed" in p.stderr, p.stderr
+
+
+# -- the agents' replay cache ---------------------------------------------------------------------------
+
+def test_the_replay_cache_keeps_retrievers_apart(corpus: Path, retriever: Retriever, tmp_path: Path) -> None:
+    """A search recorded against BM25 is never replayed for a dense run of the same corpus."""
+    from drsearch.agents import EngineSearcher
+    from drsearch.agents.replay import CachedSearcher, ReplayCache
+    cache = ReplayCache(tmp_path / "cache.sqlite3", "replay-then-live")
+    try:
+        with Engine.open(corpus) as bm25:
+            want_bm25 = bm25.search(QUERY, 5).to_dict()
+            got_bm25 = CachedSearcher(cache, EngineSearcher(bm25)).search(QUERY, 5)
+        got_dense = CachedSearcher(cache, EngineSearcher(retriever)).search(QUERY, 5)
+    finally:
+        cache.close()
+    assert json.loads(got_bm25.body) == json.loads(canonical_json(want_bm25))
+    assert json.loads(got_dense.body) == json.loads(canonical_json(retriever.search(QUERY, 5).to_dict()))
+    assert got_dense.body != got_bm25.body
