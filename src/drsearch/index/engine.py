@@ -300,7 +300,8 @@ class Engine:
         ``blocklist`` None applies it, a list with other bytes raises BlocklistError unless
         ``release_blocklist="override"``; ``"none"`` opens it with no blocklist (both logged
         as warnings on the ``drsearch`` logger); ``"ignore"`` skips the rule (tools that
-        check the whole file). A list with no docids raises BlocklistError. The choice is
+        check the whole file). A list read from a file or bytes with no docids raises
+        BlocklistError (``BlockList.empty()`` means no blocklist). The choice is
         kept as ``blocklist_choice`` (origin, release, its list's SHA-256).
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
         ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
