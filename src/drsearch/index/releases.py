@@ -131,7 +131,8 @@ def choose_blocklist(release: Release | None, given: BlockList | None,
     """Apply the rule: the blocklist to open a database of ``release`` with.
 
     ``given``: the caller's list (None: none given). Raises BlocklistError (exit 2) for a
-    list read from a file or bytes with no docids (``BlockList.empty()`` is "none"), a release opened with another list and no ``override``, or
+    list read from a file or bytes with no docids (``BlockList.empty()`` is "none"), a
+    release opened with another list and no ``override``, or
     ``override`` on a bare database; CorpusFileError for a release missing its list;
     InvalidInputError for a policy that is not one of :data:`POLICIES`.
     """
