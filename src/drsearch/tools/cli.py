@@ -43,6 +43,7 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .dev_cli import register as register_dev_verb
 from .extras import missing_extra
 from .generate_cli import register as register_generate_verb
 from .kg_cli import register as register_kg_verb
@@ -336,6 +337,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_generate_verb(sub)  # generate drbencher|openbiorq (generate_cli.py, openbiorq_cli.py)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
+    register_dev_verb(sub)  # dev model|wait (dev_cli.py, drsearch.dev)
     _name_commands(ap)
     return ap
 
