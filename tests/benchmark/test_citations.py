@@ -23,10 +23,10 @@ from drsearch.benchmark import (
     extract_citations,
 )
 from drsearch.benchmark.citations import CITATION_KINDS, CitationCheck, arxiv_id
+from drsearch.dev.judge import serve_judge
 from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
-from .fake_judge import serve_judge
 from .record_server import serve_records
 
 DOC = "d-8b601c6f3f2c9567"

@@ -44,6 +44,7 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .dev_cli import register as register_dev_verb
 from .embed_cli import add_retriever_options, open_checked, open_chosen
 from .embed_cli import register as register_embed_verb
 from .extras import missing_extra
@@ -358,6 +359,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_embed_verb(sub)  # embed (embed_cli.py, drsearch.dense)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
+    register_dev_verb(sub)  # dev model|wait (dev_cli.py, drsearch.dev)
     _name_commands(ap)
     return ap
 

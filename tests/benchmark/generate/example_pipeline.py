@@ -1,5 +1,5 @@
 """A small but real generator: three stages over the sample questions, two of them asking
-models (served by the rule-based responder in tests/agents/fake_llm.py).
+models (served by the rule-based responder in drsearch.dev.chat).
 
 - ``seed``: candidates from the question rows; rejects answers without a number;
 - ``rewrite``: a ``rewriter`` model rewrites each question; rejects replies that are not questions;
@@ -31,9 +31,9 @@ from drsearch.benchmark.generate import (
     Stage,
     StageContext,
 )
+from drsearch.dev.chat import Rule
 from drsearch.tools.generate_cli import generate_main
 
-from ...agents.fake_llm import Rule
 from ...helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"

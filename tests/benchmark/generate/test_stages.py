@@ -31,10 +31,10 @@ from drsearch.benchmark.generate import (
     Stage,
     run_pipeline,
 )
+from drsearch.dev.chat import Rule, serve_rules
 from drsearch.index import BlockList, Engine
 from drsearch.tools.generate_cli import generate_main
 
-from ...agents.fake_llm import Rule, serve_rules
 from ...helpers import DATA, REPO
 from . import example_pipeline as ex
 
