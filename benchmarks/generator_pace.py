@@ -40,10 +40,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "scripts")]
 
-from tests.agents.fake_llm import RuleResponder  # noqa: E402
 from tests.benchmark.generate.drbencher.kgserver import DOCS, kg_serve  # noqa: E402
-from tests.benchmark.generate.drbencher.responder import RULES  # noqa: E402
 
+from drsearch.dev.chat import RuleResponder  # noqa: E402
+from drsearch.dev.drbencher import RULES  # noqa: E402
 from drsearch.tools.cli import main as drsearch  # noqa: E402
 
 MODEL_STAGES = ("clues", "compose", "validate", "v1", "v2")

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from ....agents.fake_llm import RuleResponder, serve_chat
+from drsearch.dev.chat import RuleResponder, serve_chat
+from drsearch.dev.drbencher import RULES
+
 from ....terminal import in_terminal, piped
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
-from .responder import RULES
 from .test_kg_stages import generate
 from .test_pipeline import v2_config
 
