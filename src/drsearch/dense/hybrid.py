@@ -12,12 +12,10 @@ dense best chunk.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, Document, QueryTimeoutError, SearchResult, check_k
-from ..contract.retriever import BlocklistInfo, BlocklistOrigin
+from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, QueryTimeoutError, SearchResult, check_k
+from .over_engine import OverEngine
 from .retriever import DenseRetriever
 
 RRF_K = 60
@@ -41,7 +39,7 @@ def rrf(lists: list[list[tuple[int, float]]], chunk_doc: Any, k: int,
     return [(int(chunk), float(score)) for score, chunk in order[:k]]
 
 
-class HybridRetriever:
+class HybridRetriever(OverEngine):
     """BM25 and dense fused by RRF over ``dense``'s engine; owns ``dense`` (``close``)."""
 
     kind = "hybrid"
@@ -50,33 +48,7 @@ class HybridRetriever:
         self.depth = check_k(depth, MAX_RUN_K)
         self.rrf_k = rrf_k
         self.dense = dense
-        self.engine = dense.engine
-        self.config = f"hybrid:rrf:k={rrf_k}:depth={self.depth}:{dense.config}"
-        self._meta: dict[str, Any] = {**self.engine.meta, "retriever": self.config}
-
-    @property
-    def path(self) -> Path:
-        return self.engine.path
-
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        return self._meta
-
-    @property
-    def blocklist(self) -> BlocklistInfo:
-        return self.engine.blocklist
-
-    @property
-    def blocked_matched(self) -> int:
-        return self.engine.blocked_matched
-
-    @property
-    def blocklist_choice(self) -> BlocklistOrigin:
-        return self.engine.blocklist_choice
-
-    @property
-    def passages(self) -> bool:
-        return self.engine.passages
+        super().__init__(dense.engine, f"hybrid:rrf:k={rrf_k}:depth={self.depth}:{dense.config}")
 
     def rank(self, query: str, k: int) -> list[tuple[int, float]]:
         lists = [self.engine.rank(query, self.depth, max_k=self.depth), self.dense.rank(query, self.depth)]
@@ -96,9 +68,6 @@ class HybridRetriever:
             raise QueryTimeoutError("query ran past its time limit")
         return SearchResult(query, k, self.engine.hits(query, ranked, with_text=with_text, deadline=deadline))
 
-    def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:
-        return self.engine.open_document(docid=docid, url=url)
-
     def stats(self) -> dict[str, Any]:
         body = self.dense.stats()
         body["scorer"] = self.kind
@@ -108,12 +77,6 @@ class HybridRetriever:
 
     def close(self) -> None:
         self.dense.close()
-
-    def __enter__(self) -> HybridRetriever:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 __all__ = ["DEFAULT_DEPTH", "RRF_K", "HybridRetriever", "rrf"]

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, Document, QueryTimeoutError, SearchResult, check_k
-from ..contract.retriever import BlocklistInfo, BlocklistOrigin
+from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, QueryTimeoutError, SearchResult, check_k
 from ..index import Engine
 from .embed import EmbeddingModelError
+from .over_engine import OverEngine
 from .sidecar import VectorsError, open_records, quantise
 from .vectors import TextEmbedder
 
@@ -57,7 +57,7 @@ def check_sidecar(header: Mapping[str, Any], engine: Engine, embedder: TextEmbed
                                       f"the query model's is {model.get(key)!r})")
 
 
-class DenseRetriever:
+class DenseRetriever(OverEngine):
     """Dense retrieval over ``engine``'s corpus with the sidecar ``vectors`` and ``embedder``
     (the model that embedded them: checked). Thread-safe. Owns ``engine`` (``close`` closes it).
 
@@ -69,7 +69,6 @@ class DenseRetriever:
     def __init__(self, engine: Engine, vectors: Path, embedder: TextEmbedder) -> None:
         header, records = open_records(vectors)
         check_sidecar(header, engine, embedder, vectors)
-        self.engine = engine
         self.embedder = embedder
         self.vectors_path = vectors
         self.header = header
@@ -87,35 +86,9 @@ class DenseRetriever:
         self._hidden = hidden
         self._rowids = np.arange(n + 1, dtype=np.int64)
         self.vectors_sha256 = _file_sha256(vectors)
-        self.config = (f"dense:{header['model']}:{header['model_sha256'][:12]}:"
-                       f"{header['vector_format']}:{self.vectors_sha256[:16]}")
-        self._meta: dict[str, Any] = {**engine.meta, "retriever": self.config}
+        super().__init__(engine, f"dense:{header['model']}:{header['model_sha256'][:12]}:"
+                                 f"{header['vector_format']}:{self.vectors_sha256[:16]}")
         self._embed_lock = threading.Lock()
-
-    # -- the Retriever protocol ------------------------------------------------------------
-    @property
-    def path(self) -> Path:
-        return self.engine.path
-
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        return self._meta
-
-    @property
-    def blocklist(self) -> BlocklistInfo:
-        return self.engine.blocklist
-
-    @property
-    def blocked_matched(self) -> int:
-        return self.engine.blocked_matched
-
-    @property
-    def blocklist_choice(self) -> BlocklistOrigin:
-        return self.engine.blocklist_choice
-
-    @property
-    def passages(self) -> bool:
-        return self.engine.passages
 
     def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
                max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:
@@ -131,9 +104,6 @@ class DenseRetriever:
             raise QueryTimeoutError("query ran past its time limit")
         return SearchResult(query, k, self.engine.hits(query, ranked, with_text=with_text, deadline=deadline))
 
-    def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:
-        return self.engine.open_document(docid=docid, url=url)
-
     def stats(self) -> dict[str, Any]:
         """The engine's statistics, with ``scorer`` "dense" and the vectors' description."""
         body = self.engine.stats()
@@ -142,15 +112,6 @@ class DenseRetriever:
             "path": str(self.vectors_path), "sha256": self.vectors_sha256,
             **{key: self.header[key] for key in sorted(self.header) if key not in ("format", "text")}}}
         return body
-
-    def close(self) -> None:
-        self.engine.close()
-
-    def __enter__(self) -> DenseRetriever:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- ranking -----------------------------------------------------------------------------
     def query_vector(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
