@@ -34,7 +34,7 @@ EXPECTED_CONTRACT_API = {
     "InvalidRequestError", "NotADatabaseError", "QueryTimeoutError", "SearchResult",
     "atomic_output", "write_bytes_atomic", "write_json_atomic",
     "BlocklistOrigin", "ReleaseInfo", "OPEN_FIELDS", "RETRIEVE_FIELDS", "SEARCH_FIELDS", "UnknownFields",
-    "check_http_url", "error_of", "too_many_terms", "read_json_object",
+    "check_http_url", "error_of", "too_many_terms", "read_json_object", "json_object_lines",
     # one writer per output directory
     "DirLock", "LOCK_NAME", "entries", "holder_pid", "is_locked", "lock_dir", "pid_alive",
 }

@@ -191,7 +191,7 @@ def test_a_rerun_that_fails_on_bad_input_keeps_every_earlier_output(responder: A
     lines = ex.QUESTIONS.read_bytes().splitlines(keepends=True)
     bad.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[1:]))
     rc, _, err = generate(out, "--questions", str(bad), base_url=responder.url)
-    assert rc == 2 and f"{bad}:2: invalid JSON" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and f"{bad}:2: not valid JSON" in err and len(err.strip().splitlines()) == 1
     assert tree(out) == before  # timings.json included: nothing finished, no journal, no staging directory
     rc, summary, _ = generate(out, base_url=responder.url)  # the old input again: nothing to redo
     assert rc == 0 and summary is not None and summary["skipped"] == ["seed", "rewrite", "closed_book"]

@@ -77,7 +77,7 @@ from ...agents import (
 )
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
-from ...contract import DrsearchError
+from ...contract import DrsearchError, json_object_lines
 from ...contract.atomic import write_bytes_atomic, write_json_atomic
 from ...contract.dirlock import lock_dir
 from .errors import GenerateError, PipelineInputError
@@ -318,18 +318,8 @@ class StageContext:
         """A declared input as JSON objects, one per non-blank line."""
         if name not in self.stage.inputs:
             raise GenerateError(f"stage {self.stage.name}: {name} is not a declared input")
-        rows: list[dict[str, Any]] = []
-        for n, line in enumerate(self.path(name).read_text(encoding="utf-8").split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise PipelineInputError(f"{self.path(name)}:{n}: invalid JSON ({e})") from None
-            if not isinstance(row, dict):
-                raise PipelineInputError(f"{self.path(name)}:{n}: not a JSON object")
-            rows.append(row)
-        return rows
+        text = self.path(name).read_text(encoding="utf-8").split("\n")
+        return [row for _, row in json_object_lines(text, self.path(name), error=PipelineInputError)]
 
     def write_jsonl(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """A declared output, one canonical-JSON line per row, atomically."""
