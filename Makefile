@@ -16,15 +16,12 @@ $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/ind
 
 install: $(STAMP)
 
-# The main job on the bundled sample crawl (181 real pages + 3 leak artifacts): extract → dedup + index → search.
+# The main job on the bundled sample, offline, through the real components (scripts/demo.sh,
+# docs/QUICKSTART.md): extract -> dedup + index -> drsearch serve -> drsearch run (the agent's
+# model: `drsearch dev model --script agent`) -> drsearch score (`--script judge`). Servers on
+# free ports, stopped at the end; results in demo-out/.
 demo: $(STAMP)
-	@mkdir -p demo-out
-	$(VENV)/bin/drsearch corpus extract data/sample/crawl --out demo-out/docs.jsonl --force --quiet
-	$(VENV)/bin/drsearch corpus build demo-out/docs.jsonl --out demo-out/sample.sqlite3 --force --quiet
-	$(VENV)/bin/drsearch stats --database demo-out/sample.sqlite3
-	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 5 "video game streaming subscription"
-	$(VENV)/bin/drsearch search --database demo-out/sample.sqlite3 --k 2 --json "Stadia launch price" | head -c 300; echo
-	@echo "next: .venv/bin/drsearch serve --database demo-out/sample.sqlite3 --port 8000 (docs/SERVER.md)"
+	@bash scripts/demo.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts

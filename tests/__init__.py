@@ -1,6 +1,7 @@
 """The test suite. ``scripts/`` goes on sys.path: the offline stand-ins of the construction
-recipe (``scripts/offline_recipe``: loopback crawl site, scripted chat server, oracle judge)
-are shipped code that ``make sample-release`` runs, and the tests use the same modules."""
+recipe (``scripts/offline_recipe``: loopback crawl site, fixture, driver) are shipped code
+that ``make sample-release`` runs, and the tests use the same modules. The scripted models
+(chat server, oracle judge, rule-based responders) are the package's :mod:`drsearch.dev`."""
 
 from __future__ import annotations
 

@@ -5,9 +5,10 @@
 - ``fixture``: the fixture's upstream pool, multi-hop pages and blocklist, read from data/;
 - ``crawl_site``: the loopback crawl site (a real HTTP server on 127.0.0.1) that the
   fixture's URLs are fetched from;
-- ``chat``: the scripted OpenAI-compatible chat server, the offline stand-in for the
-  reference agent's model (the real recipe runs a real model);
-- ``judge``: the oracle judge (correct iff the answer is the label).
+
+The offline stand-in for the reference agent's model (the real recipe runs a real model) and
+the oracle judge (correct iff the answer is the label) are :mod:`drsearch.dev.chat` and
+:mod:`drsearch.dev.judge` (``drsearch dev model`` serves them as a command).
 
 A real ``drsearch serve`` for a ``with`` block is the server layer's
 :class:`drsearch.server.ServeProcess`.

@@ -37,14 +37,14 @@ from typing import Any
 
 from drsearch.corpus import FetchSettings, build_corpus, extract_crawl, fetch_urls, stable_docid
 from drsearch.corpus.pipeline import DOCS_FILE, default_crawl_dir
+from drsearch.dev.chat import ScriptKey, serve_fake
+from drsearch.dev.judge import serve_judge
 from drsearch.release.repo_data import SAMPLE_RELEASE
 from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
-from .chat import ScriptKey, serve_fake
 from .crawl_site import MAX_BYTES
 from .fixture import BLOCKED, MULTIHOP, REFERENCE_AGENT, crawl_server, multihop_qids, write_upstream
-from .judge import serve_judge
 
 _AGENT = json.loads(REFERENCE_AGENT.read_text(encoding="utf-8"))
 MODEL: str = _AGENT["model"]

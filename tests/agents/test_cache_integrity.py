@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from drsearch.dev.chat import serve_fake
 from drsearch.tools.cli import main
 
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import serve_fake
 
 
 def run(out: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

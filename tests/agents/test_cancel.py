@@ -20,10 +20,10 @@ import pytest
 
 from drsearch.agents import ChatClient, RetryPolicy
 from drsearch.agents.llm import CallCancelled
+from drsearch.dev.chat import DEFAULT_SCRIPT, SEED_BASE, serve_fake
 from drsearch.tools.cli import main
 
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import DEFAULT_SCRIPT, SEED_BASE, serve_fake
 
 HANGING = 5
 # question 5 searches, then its second model call hangs (the first try only)

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from .fake_llm import DEFAULT_SCRIPT, SEED_BASE, FakeLLM, attempt_and_index, serve_fake
+from drsearch.dev.chat import DEFAULT_SCRIPT, SEED_BASE, FakeLLM, attempt_and_index, serve_fake
 
 
 def body(seed: int) -> dict[str, Any]:

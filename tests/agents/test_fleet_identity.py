@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from drsearch.agents import HttpSearcher, SearcherError
+from drsearch.dev.chat import SEED_BASE, FakeLLM, serve_chat
 
 from ..helpers import free_port as _free_port
 from .conftest import BLOCKED
-from .fake_llm import SEED_BASE, FakeLLM, serve_chat
 from .test_infra_failures import QIDS, _serve, lines, own_server, run
 
 

@@ -26,11 +26,11 @@ import httpx
 import pytest
 
 from drsearch.agents import HttpSearcher, SearcherError
+from drsearch.dev.chat import FakeLLM, serve_chat
 from drsearch.server import ServeProcess
 
 from ..helpers import free_port
 from .conftest import BLOCKED
-from .fake_llm import FakeLLM, serve_chat
 from .test_infra_failures import QIDS, lines, run
 
 STRIPPED = b"x-drsearch-identity"

@@ -1,6 +1,6 @@
 """A failure is never recorded as an answer: `drsearch run` against broken infrastructure.
 
-Real components: the scripted chat server (fake_llm.py) and a real `drsearch serve` on
+Real components: the scripted chat server (drsearch.dev.chat) and a real `drsearch serve` on
 127.0.0.1. A dead, wrong or unauthorised model endpoint is refused before anything is
 written (exit 2); an endpoint answering 500/401 mid-run, a search server killed mid-run and
 a full disk (a write failing half-way, through the run store's write seam) end those
@@ -26,12 +26,12 @@ import pytest
 
 from drsearch.agents import runstore
 from drsearch.agents.replay import ReplayCache
+from drsearch.dev.chat import SEED_BASE, FakeLLM, serve_chat, serve_fake
 from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
 from ..helpers import free_port as _free_port
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import SEED_BASE, FakeLLM, serve_chat, serve_fake
 
 QIDS = [json.loads(line)["metadata"]["qid"] for line in QUESTIONS.read_text().splitlines()]
 

@@ -38,6 +38,21 @@ def test_transient_errors_are_retried_with_backoff() -> None:
     assert len(set(seen)) == 1 and json.loads(seen[0]) == {"model": "m", "seed": 1}
 
 
+def test_a_retry_after_http_date_is_honoured() -> None:
+    """Retry-After as an HTTP date (RFC 9110 §10.2.3), not only as seconds: the one parser
+    (drsearch.contract.retry) serves the model client too."""
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=100), usegmt=True)
+    answers = iter([httpx.Response(503, headers={"retry-after": when}), httpx.Response(200, json=OK)])
+    http = httpx.Client(base_url="http://llm.test/v1", transport=httpx.MockTransport(lambda r: next(answers)))
+    sleeps: list[float] = []
+    chat = ChatClient(http, RetryPolicy(max_attempts=2, backoff_s=0.5, backoff_max_s=1000), sleep=sleeps.append)
+    assert chat.complete({})[1] == 2
+    assert len(sleeps) == 1 and 90 < sleeps[0] <= 100
+
+
 def test_timeouts_are_retried_then_give_up() -> None:
     sleeps: list[float] = []
     chat, seen = client([-1, 502, -1], sleeps, max_attempts=3, backoff_s=0.25)

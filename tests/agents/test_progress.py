@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from drsearch.dev.chat import serve_fake
+
 from ..terminal import in_terminal, piped
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import serve_fake
 
 SCRIPTS: dict[int, list[dict[str, Any]]] = {4: [{"status": 400}], 9: [{"status": 400}]}  # two model errors
 

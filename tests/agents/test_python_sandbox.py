@@ -20,9 +20,9 @@ import pytest
 
 from drsearch.agents import DR256, LocalPython
 from drsearch.agents.pytool import PROCESSES_MAX, python_limits
+from drsearch.dev.chat import serve_fake
 
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import serve_fake
 
 DRSEARCH = str(Path(sys.executable).with_name("drsearch"))
 

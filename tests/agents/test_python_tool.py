@@ -11,9 +11,9 @@ from typing import Any
 from drsearch.agents import CLOSED_BOOK, DR256, LocalPython, tool_schema_sha256, tool_schemas
 from drsearch.agents.canonical import sha256_json
 from drsearch.agents.pytool import format_python, python_limits
+from drsearch.dev.chat import serve_fake
 
 from .conftest import BLOCKED
-from .fake_llm import serve_fake
 from .test_run_e2e import lines, run_cli
 
 

@@ -18,10 +18,10 @@ import pytest
 
 from drsearch.agents import DR256, code_version, tool_schema_sha256
 from drsearch.agents.canonical import sha256_json
+from drsearch.dev.chat import SEED_BASE, serve_fake
 from drsearch.tools.cli import main
 
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import SEED_BASE, serve_fake
 
 SCRIPTS: dict[int, list[dict[str, Any]]] = {
     1: [  # malformed native calls, then text-tag calls (one malformed), then an answer

@@ -10,8 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from drsearch.dev.chat import serve_fake
+
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import serve_fake
 
 
 def test_one_writer_per_run_directory(sample_index: Path, tmp_path: Path) -> None:

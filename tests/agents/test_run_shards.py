@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from drsearch.agents.shards import shard_of
+from drsearch.dev.chat import serve_fake
 from drsearch.index import build
 from drsearch.tools.cli import main
 
 from .conftest import BLOCKED, QUESTIONS
-from .fake_llm import serve_fake
 
 ROWS = [json.loads(line) for line in QUESTIONS.read_text().splitlines()]
 QIDS = [r["metadata"]["qid"] for r in ROWS]

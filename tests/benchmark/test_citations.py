@@ -23,10 +23,10 @@ from drsearch.benchmark import (
     extract_citations,
 )
 from drsearch.benchmark.citations import CITATION_KINDS, CitationCheck, arxiv_id
+from drsearch.dev.judge import serve_judge
 from drsearch.index import BlockList, Engine
 
 from ..helpers import DATA
-from .fake_judge import serve_judge
 from .record_server import serve_records
 
 DOC = "d-8b601c6f3f2c9567"
@@ -164,6 +164,17 @@ def test_transient_is_retried_then_excluded() -> None:
     assert rates["existence"]["transient"] == 1 and rates["existence"]["rate"]["n"] == 1
     assert rates["existence"]["rate"]["rate"] == 1.0
     assert not down.no_resolver and rates["no_resolver"]["pmid"] == 0  # down, not unresolvable
+
+
+def test_a_resolvers_retry_after_is_honoured_up_to_a_minute() -> None:
+    answers = iter([httpx.Response(429, headers={"retry-after": "7"}),
+                    httpx.Response(503, headers={"retry-after": "86400"}), httpx.Response(200, text="record")])
+    client = httpx.Client(transport=httpx.MockTransport(lambda r: next(answers)))
+    waits: list[float] = []
+    auditor = CitationAuditor(RoutingResolver({"pmid": HttpRecordResolver(client, {"pmid": "https://r.test/{id}"})}),
+                              max_attempts=3, backoff_s=0.5, sleep=waits.append)
+    (check,) = auditor.audit("Shown in PMID 1.")
+    assert check.existence == "found" and check.attempts == 3 and waits == [7.0, 60.0]
 
 
 def test_a_kind_without_resolver_is_not_retried() -> None:

@@ -27,10 +27,10 @@ from drsearch.benchmark import (
     read_openbiorq,
 )
 from drsearch.contract import InvalidInputError
+from drsearch.dev.chat import serve_fake
 from drsearch.index import BlockList, Engine
 from drsearch.release import dr256 as release_dr256
 
-from ..agents.fake_llm import serve_fake
 from ..helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"

@@ -27,9 +27,9 @@ from drsearch.benchmark import (
     write_graded,
 )
 from drsearch.contract import InvalidInputError
+from drsearch.dev.judge import FakeJudge, serve_judge
 
 from ..helpers import DATA
-from .fake_judge import FakeJudge, serve_judge
 
 TASKS = load_tasks("dr256", DATA / "sample/questions.jsonl")
 

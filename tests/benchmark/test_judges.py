@@ -32,8 +32,7 @@ from drsearch.benchmark.judges import (
     parse_correctness,
     parse_deepsearchqa,
 )
-
-from .fake_judge import FakeJudge, Reply, checklist, correctness, dsqa, response_of, serve_judge
+from drsearch.dev.judge import FakeJudge, Reply, checklist, correctness, dsqa, response_of, serve_judge
 
 DR = GradingTask(kind="dr256", question_id="q-1", index=0, question="How many jets?", reference="30",
                  tier="frontier", difficulty="2")

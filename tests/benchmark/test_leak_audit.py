@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drsearch.benchmark.leak_audit import audit_episode, audit_runs, contains_answer, normalise, tool_texts
+from drsearch.dev.chat import serve_fake
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
-from ..agents.fake_llm import serve_fake
 from ..helpers import DATA
-from .fake_judge import serve_judge
 
 QUESTIONS = DATA / "sample/questions.jsonl"
 QIDS = [json.loads(line)["metadata"]["qid"] for line in QUESTIONS.read_text().splitlines()]

@@ -13,7 +13,7 @@ import pytest
 
 from drsearch.corpus import fetch_urls, read_records
 from drsearch.corpus.crawl import RECORDS, read_body
-from drsearch.corpus.fetch import USER_AGENT, FetchSettings, retry_after_seconds
+from drsearch.corpus.fetch import USER_AGENT, FetchSettings, backoff_seconds
 from drsearch.corpus.robots import RobotsCache
 
 from .conftest import MALFORMED, SETTINGS, Crawled
@@ -148,13 +148,14 @@ def test_interrupted_run_keeps_what_was_written(crawl_server: CrawlServer, tmp_p
     assert done["already_fetched"] == len(kept.records) and len(read_records(tmp_path / "crawl").records) == 30
 
 
-def test_retry_after_parses_seconds_and_http_dates() -> None:
-    from datetime import UTC, datetime
-
-    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert retry_after_seconds("7") == 7.0
-    assert retry_after_seconds("Thu, 01 Jan 2026 12:00:30 GMT", now) == 30.0
-    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+def test_retry_after_is_a_floor_under_the_backoff_and_capped() -> None:
+    """The shared policy (drsearch.contract.retry): a server's Retry-After of 0 does not make
+    the crawler retry sooner than its own backoff; a long one is capped at max_retry_after_s."""
+    settings = FetchSettings(backoff_s=0.5, max_backoff_s=30, max_retry_after_s=5)
+    assert 0.5 <= backoff_seconds(0, settings, "0") <= 0.625  # jitter: at most a quarter more
+    assert backoff_seconds(0, settings, "3") == 3.0
+    assert backoff_seconds(0, settings, "3600") == 5.0
+    assert 0.5 <= backoff_seconds(0, settings, "soon") <= 0.625
 
 
 def test_unwritable_crawl_dir_and_missing_url_list_are_clean_errors(tmp_path: Path) -> None:

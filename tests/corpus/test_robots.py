@@ -165,3 +165,22 @@ def test_empty_values_odd_lines_and_bom() -> None:
     assert RobotsTxt.parse("").for_agent(USER_AGENT).allowed("https://h/anything")
     assert not RobotsTxt.parse("User-agent: *\r\nDisallow: /\r\n").for_agent(USER_AGENT).allowed("https://h/x")
     assert RobotsTxt.parse("User-agent: *\nDisallow: /\n").for_agent(USER_AGENT).allowed("https://h/robots.txt")
+
+
+@pytest.mark.parametrize("status,decision", [(503, "robots_unavailable"), (429, "robots_unavailable"),
+                                             (408, "robots_unavailable"), (404, None), (403, None)])
+def test_a_transient_robots_answer_disallows_for_this_run(status: int, decision: str | None) -> None:
+    """5xx, 429 and 408 (drsearch.contract.retry's RETRY_STATUSES) say nothing about the rules:
+    unavailable, retried on the next run; another 4xx means no robots.txt (RFC 9309 §2.3.1.3)."""
+    import asyncio
+
+    import httpx
+
+    from drsearch.corpus.robots import RobotsCache
+
+    async def decide() -> str | None:
+        transport = httpx.MockTransport(lambda r: httpx.Response(status))
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await RobotsCache(client, USER_AGENT).decision("https://site.test/page")
+
+    assert asyncio.run(decide()) == decision

@@ -34,16 +34,16 @@ EXPECTED_CONTRACT_API = {
     "InvalidRequestError", "NotADatabaseError", "QueryTimeoutError", "SearchResult",
     "atomic_output", "write_bytes_atomic", "write_json_atomic",
     "BlocklistOrigin", "ReleaseInfo", "OPEN_FIELDS", "RETRIEVE_FIELDS", "SEARCH_FIELDS", "UnknownFields",
-    "check_http_url", "error_of", "too_many_terms",
+    "check_http_url", "error_of", "too_many_terms", "read_json_object", "json_object_lines",
     # one writer per output directory
     "DirLock", "LOCK_NAME", "entries", "holder_pid", "is_locked", "lock_dir", "pid_alive",
 }
 
 
 def test_the_contract_exports_each_module_s_names_once() -> None:
-    from drsearch.contract import atomic, dirlock, errors, models, request, retriever, searcher
+    from drsearch.contract import atomic, dirlock, errors, jsonfile, models, request, retriever, searcher
 
-    modules = (atomic, dirlock, errors, models, request, retriever, searcher)
+    modules = (atomic, dirlock, errors, jsonfile, models, request, retriever, searcher)
     assert sorted(drsearch.contract.__all__) == sorted(n for m in modules for n in m.__all__)
     assert len(set(drsearch.contract.__all__)) == len(drsearch.contract.__all__)
 

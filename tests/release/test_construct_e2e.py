@@ -2,7 +2,7 @@
 only, as ``make sample-release`` runs it (scripts/offline_recipe/driver.py, once per session:
 tests/conftest.py): the fixture's URLs crawled from the loopback crawl server, the
 corpus served by a real `drsearch serve` with the reviewed blocklist, three `drsearch run --preset dr256 --attempt
-0|1|2` rollouts driven by the scripted chat server (scripts/offline_recipe/chat.py), `drsearch
+0|1|2` rollouts driven by the scripted chat server (drsearch.dev.chat), `drsearch
 score` with the oracle judge, `construct calibrate` (with the rollouts' leak audit) and
 `construct select --per-tier 2` into a release that `validate --deep` passes.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,12 @@ def test_make_demo_runs_the_main_job() -> None:
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "documents: 184" in p.stdout
     assert "  1. " in p.stdout and "stadia" in p.stdout.lower()
+    # the whole main job: served, run by the scripted agent over HTTP, graded, and where to look
+    assert "total                          12" in p.stdout and "accuracy   " in p.stdout, p.stdout
+    assert "demo-out/run/trajectories.jsonl" in p.stdout and "docs/QUICKSTART.md" in p.stdout
+    urls = p.stdout.split("search server ", 1)[1].split("\n", 1)[0]
+    ports = [int(u.split(":")[2].split("/")[0]) for u in urls.replace(",", " ").split() if u.startswith("http")]
+    assert len(ports) == 3
+    for port in ports:  # every server the demo started is stopped
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, port

@@ -19,10 +19,10 @@ import pytest
 from offline_recipe.fixture import DISTRACTORS
 
 from drsearch.corpus import stable_docid
+from drsearch.dev.judge import serve_judge
 from drsearch.index import sha256_file
 from drsearch.server import ServeProcess
 
-from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 from .test_cli_score import BIO_CHECKLIST, cli, episode_record, write_run
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from drsearch.agents.canonical import sha256_hex
+from drsearch.dev.chat import ScriptKey, serve_fake
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
 from ..agents.conftest import search_server  # noqa: F401  (a real `drsearch serve` of the sample corpus)
-from ..agents.fake_llm import ScriptKey, serve_fake
-from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"

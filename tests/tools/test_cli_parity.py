@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from drsearch.dev.judge import serve_judge
 from drsearch.index import Engine
 from drsearch.tools.cli import main, make_parser
 
-from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 from ..server.conftest import make_client
 from ..terminal import in_terminal, piped
@@ -73,6 +73,8 @@ def test_every_option_of_every_verb_has_a_help_line() -> None:
 # Verbs without --json, and why: their stdout carries no result to print as JSON.
 NO_JSON = {("serve",): "its output is the HTTP API itself", ("mcp",): "its output is the MCP protocol itself",
            ("kg", "serve"): "its output is the SPARQL protocol itself",
+           ("dev", "model"): "its output is the chat-completions API itself",
+           ("dev", "wait"): "it prints nothing: its exit status is the answer",
            ("generate", "drbencher"): "its stdout is always the JSON summary (the generators' shared CLI)"}
 
 

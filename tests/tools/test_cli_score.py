@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from drsearch.dev.chat import serve_fake
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
-from ..agents.fake_llm import serve_fake
-from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from drsearch.benchmark.judges import RAW_REPLY_CHARS
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
-from ..benchmark.fake_judge import serve_judge
 from .test_cli_score import DSQA_TASKS, episode_record, write_run
 
 GIBBERISH = "I think it is fine, mostly. <no json here>"

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ..benchmark.fake_judge import serve_judge
+from drsearch.dev.judge import serve_judge
+
 from ..benchmark.record_server import serve_records
 from .test_cli_score import BIO_CHECKLIST, cli, episode_record, write_run
 

@@ -53,7 +53,7 @@ def test_the_numeric_path_reports_behaviour_and_the_leak_audit_as_the_llm_path_d
     """``behaviour`` (zero-tool, cite, non-attempt, wrong-paper rates) and ``leak_audit`` are in
     scores.json whatever the judge: the same run graded numerically and by an LLM judge reports
     the same blocks."""
-    from ..benchmark.fake_judge import serve_judge
+    from drsearch.dev.judge import serve_judge
 
     episodes = [episode_record(ROWS[0]["metadata"]["qid"], 0, "answered", "30"),
                 episode_record(ROWS[1]["metadata"]["qid"], 1, "answered", "about 28.5", tool_calls=0),

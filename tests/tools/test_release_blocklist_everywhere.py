@@ -25,11 +25,11 @@ from mcp import Client, StdioServerParameters
 from drsearch.compat import LuceneSearcher
 from drsearch.compat.langchain import DrsearchRetriever
 from drsearch.contract import BlocklistError, DocumentNotFoundError
+from drsearch.dev.chat import serve_fake
+from drsearch.dev.judge import serve_judge
 from drsearch.index import BlockList, Engine, sha256_file
 from drsearch.server import ServeProcess
 
-from ..agents.fake_llm import serve_fake
-from ..benchmark.fake_judge import serve_judge
 from ..helpers import DATA
 from .test_cli_score import BIO_CHECKLIST, cli, episode_record, write_run
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from drsearch.dev.chat import serve_fake
 from drsearch.index import sha256_file
 
-from ..agents.fake_llm import serve_fake
 from .test_cli_blocking import _serve_cmd
 from .test_cli_score import cli
 from .test_release_blocklist_everywhere import QUESTIONS, root  # noqa: F401  (the release fixture)

@@ -3,11 +3,11 @@
     DrsearchError (drsearch.index)
     └── AgentError                 an agent run cannot go on (CLI exit 1 unless noted)
         ├── LLMError               the model endpoint refused a request for good: a 4xx other
-        │   │                      than 401/403/404/429, or a 200 that is not a chat completion
+        │   │                      than 401/403/404/408/429, or a 200 that is not a chat completion
         │   │                      (the model's outcome: status ``model_error``, cached)
         │   └── EndpointError      (also an InfrastructureError) unreachable, 429/5xx after
         │       │                  the retries, or 401/403/404
-        │       ├── TransientLLMError  connect error, timeout, 429 or 5xx: retried with backoff
+        │       ├── TransientLLMError  connect error, timeout, 408, 429, 5xx: retried with backoff
         │       └── EndpointProbeError the endpoint failed the check before a run (CLI exit 2)
         ├── InfrastructureError    not the model's doing: status ``infra_error``, never cached,
         │   │                      never a finished episode; a rerun retries it
@@ -46,7 +46,7 @@ class LLMError(AgentError):
     """The chat-completions endpoint failed a call for good.
 
     As such (not an :class:`EndpointError`): it refused the request (a 4xx other than
-    401/403/404/429, e.g. a prompt over the context length) or sent a 200 that is not a
+    401/403/404/408/429, e.g. a prompt over the context length) or sent a 200 that is not a
     chat completion. That is the model's outcome for this request, the same on every try.
     """
 
@@ -78,7 +78,7 @@ class EndpointError(LLMError, InfrastructureError):
 
 
 class TransientLLMError(EndpointError):
-    """A failure worth retrying: connection, timeout, HTTP 429 or 5xx."""
+    """A failure worth retrying: connection, timeout, HTTP 408, 429 or 5xx."""
 
     error_type = "llm_transient"
 

@@ -1,7 +1,8 @@
 """An OpenAI-compatible ``/v1/chat/completions`` client over an injected httpx client.
 
-Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with
-bounded exponential backoff (``Retry-After`` honoured up to the cap). Running out of
+Transient failures (connection errors, timeouts, HTTP 408, 429 and 5xx) are retried with
+bounded exponential backoff (``Retry-After``, seconds or an HTTP date, honoured up to the
+cap): drsearch.contract.retry's one loop. Running out of
 attempts, or a 401/403/404, raises :class:`EndpointError` (an infrastructure failure:
 never cached); any other refusal raises a plain :class:`LLMError` (the model's outcome).
 :class:`CachedChat` puts the :class:`~drsearch.agents.replay.ReplayCache` in front of it,
@@ -21,15 +22,18 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract import InvalidInputError, error_body
+from ..contract import retry as retrying
 from .canonical import canonical_bytes
 from .errors import EndpointError, EndpointProbeError, LLMError, TransientLLMError
 from .replay import ReplayCache
+
+T = TypeVar("T")
 
 
 class RetryPolicy(BaseModel):
@@ -42,12 +46,11 @@ class RetryPolicy(BaseModel):
     backoff_max_s: float = Field(default=30.0, ge=0)
     timeout_s: float = Field(default=600.0, gt=0)
 
-    def wait_s(self, attempt: int, retry_after_s: float | None) -> float:
-        """Seconds to wait before try ``attempt`` (1-based count of failures so far)."""
-        wait = float(self.backoff_s * 2 ** (attempt - 1))
-        if retry_after_s is not None:
-            wait = max(wait, retry_after_s)
-        return min(wait, self.backoff_max_s)
+    def policy(self) -> retrying.RetryPolicy:
+        """These settings as the shared policy (drsearch.contract.retry): a ``Retry-After``
+        is honoured up to ``backoff_max_s`` as well."""
+        return retrying.RetryPolicy(max_attempts=self.max_attempts, backoff_s=self.backoff_s,
+                                    backoff_max_s=self.backoff_max_s, timeout_s=self.timeout_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +82,6 @@ def _listed_models(r: httpx.Response) -> set[str]:
         return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
     except (ValueError, AttributeError, TypeError):
         return set()
-
-
-def _retry_after(r: httpx.Response) -> float | None:
-    try:
-        return float(r.headers["retry-after"])
-    except (KeyError, ValueError):
-        return None
 
 
 class ChatClient:
@@ -160,8 +156,9 @@ class ChatClient:
             r = self._post(body)
         except (httpx.TransportError, httpx.TimeoutException) as e:
             raise TransientLLMError(f"{e.__class__.__name__}: {e}") from None
-        if r.status_code == 429 or r.status_code >= 500:
-            raise TransientLLMError(f"HTTP {r.status_code}: {r.text[:300]}", _retry_after(r))
+        again = retrying.transient_answer(r.status_code, r.headers, r.text[:300])
+        if again is not None:
+            raise TransientLLMError(again.reason, again.retry_after_s)
         if r.status_code in _UNUSABLE:  # a wrong URL, model name or key: not the model's answer
             raise EndpointError(f"HTTP {r.status_code}: {r.text[:300]}")
         if r.status_code != 200:
@@ -180,35 +177,40 @@ class ChatClient:
         LLMError for any other refusal, CallCancelled once :meth:`cancel` was called.
         """
         data = canonical_bytes(body)
-        for attempt in range(1, self.retry.max_attempts + 1):
+
+        def attempt(n: int) -> tuple[bytes, int]:
+            self._check()  # cancelled while waiting to retry
             try:
-                return self._once(data), attempt
+                return self._once(data), n
             except TransientLLMError as e:
-                if attempt == self.retry.max_attempts:
-                    raise EndpointError(f"gave up after {attempt} attempts: {e.message}", attempt) from None
-                self._sleep(self.retry.wait_s(attempt, e.retry_after_s))
-                self._check()
+                raise retrying.TryAgain(e.message, e.retry_after_s) from None
             except LLMError as e:
-                e.attempts = attempt
+                e.attempts = n
                 raise
-        raise AssertionError("unreachable")
+
+        return self._retrying(attempt)
+
+    def _retrying(self, attempt: Callable[[int], T]) -> T:
+        """``attempt`` under the retry policy; EndpointError when it gives up."""
+        try:
+            return retrying.retry(attempt, self.retry.policy(), sleep=self._sleep)
+        except retrying.GaveUp as e:
+            raise EndpointError(f"gave up after {e.attempts} attempts: {e.last.reason}", e.attempts) from None
 
     def _get_models(self) -> httpx.Response:
         """``GET /models`` with the same retries as a completion (transient failures only)."""
-        for attempt in range(1, self.retry.max_attempts + 1):
+        def attempt(_: int) -> httpx.Response:
+            self._check()
             try:
                 r = self._client.get("/models")
             except (httpx.TransportError, httpx.TimeoutException) as e:
-                error = f"{e.__class__.__name__}: {e}"
-            else:
-                if r.status_code != 429 and r.status_code < 500:
-                    return r
-                error = f"HTTP {r.status_code}: {r.text[:300]}"
-            if attempt == self.retry.max_attempts:
-                raise EndpointError(f"gave up after {attempt} attempts: {error}", attempt)
-            self._sleep(self.retry.wait_s(attempt, None))
-            self._check()
-        raise AssertionError("unreachable")
+                raise retrying.TryAgain(f"{e.__class__.__name__}: {e}") from None
+            again = retrying.transient_answer(r.status_code, r.headers, r.text[:300])
+            if again is not None:
+                raise again
+            return r
+
+        return self._retrying(attempt)
 
     def probe(self, model: str, *, option: str = "--base-url") -> None:
         """Check that the endpoint serves ``model`` before a run writes anything.
@@ -251,6 +253,15 @@ class CachedChat:
         self._client = client
         self._cache = cache
         self._cancelled = threading.Event()
+        self._observe: Callable[[ChatOutcome], None] | None = None
+
+    def observed(self, observe: Callable[[ChatOutcome], None]) -> CachedChat:
+        """This chat (same client, cache and cancellation) reporting every outcome to
+        ``observe`` (a generator stage counts its calls and tokens this way)."""
+        view = CachedChat(self._client, self._cache)
+        view._cancelled = self._cancelled
+        view._observe = observe
+        return view
 
     def cancel(self) -> None:
         """Make calls in flight and every later call raise CallCancelled (replay runs too)."""
@@ -278,7 +289,10 @@ class CachedChat:
             return True, raw
 
         ok, raw = self._cache.fetch("llm", ["llm", model, body], describe, None if client is None else live)
-        return ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
+        outcome = ChatOutcome(ok, raw, attempts[0], attempts[0] == 0)
+        if self._observe is not None:
+            self._observe(outcome)
+        return outcome
 
 
 def api_key_from_env(var: str | None) -> str | None:

@@ -1,6 +1,7 @@
 """The replay cache: tool and LLM responses in one SQLite file, keyed by canonical JSON.
 
-Keys: ``("tool", name, arguments, corpus identity, blocklist sha256)`` for tool calls,
+Keys: ``("tool", name, arguments, corpus identity, blocklist sha256)`` for tool calls (then
+the retriever's configuration, for any retriever but BM25: docs/RETRIEVERS.md),
 ``("llm", model, request body)`` for chat completions, each as canonical JSON hashed with
 SHA-256. Values: the exact response bytes and whether they were a success. Modes:
 
@@ -260,6 +261,8 @@ class CachedSearcher:
     def _call(self, tool: str, args: dict[str, Any], live: Callable[[], ToolResponse] | None) -> ToolResponse:
         c = self.corpus()
         key = ["tool", tool, args, c.identity, c.blocklist_sha256]
+        if c.retriever is not None and c.retriever != "bm25":  # BM25's keys stay as they were
+            key.append(c.retriever)
 
         def run() -> tuple[bool, bytes]:
             assert live is not None

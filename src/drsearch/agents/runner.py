@@ -155,7 +155,8 @@ def _recorded_corpus(recorded: dict[str, Any]) -> CorpusInfo:
     """What an offline replay serves: the corpus and blocklist the recorded run.json names."""
     if not (recorded.get("corpus_identity") and recorded.get("blocklist_sha256")):
         raise RunStoreError("--replay: the recorded run.json lacks corpus_identity/blocklist_sha256")
-    return CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"])
+    return CorpusInfo(recorded["corpus_identity"], recorded["blocklist_sha256"],
+                      retriever=recorded.get("retriever"))
 
 
 def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
@@ -210,7 +211,9 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
             "questions_sha256": questions_sha256,
             "replay_from": str(spec.replay_from) if spec.replay_from else None,
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools)}
+            "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools),
+            # a retriever other than BM25 (its configuration): a replay keys its searches by it
+            **({"retriever": corpus.retriever} if corpus.retriever not in (None, "bm25") else {})}
 
 
 def _corpus_file(live: Searcher | None, recorded: dict[str, Any]) -> dict[str, Any]:

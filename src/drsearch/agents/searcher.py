@@ -28,6 +28,7 @@ from ..contract import (
     canonical_json,
     error_body,
 )
+from ..contract.retry import RETRY_STATUSES, GaveUp, RetryPolicy, TryAgain, retry, transient_answer
 from .errors import SearcherError
 
 
@@ -45,7 +46,8 @@ class EngineSearcher:
         e = self._engine
         choice = e.blocklist_choice
         return CorpusInfo(e.meta["content_identity"], e.blocklist.sha256, len(e.blocklist), e.blocked_matched,
-                          choice.origin, choice.release_sha256)
+                          choice.origin, choice.release_sha256,
+                          retriever=e.meta.get("retriever"))
 
     @staticmethod
     def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
@@ -66,8 +68,9 @@ class EngineSearcher:
 class HttpSearcher:
     """A client of ``drsearch serve`` (or the DR-256 service) over an injected httpx client.
 
-    4xx answers are returned as error bodies; connection errors, timeouts and 5xx are
-    retried ``attempts`` times with exponential backoff, then raise SearcherError.
+    4xx answers are returned as error bodies; connection errors, timeouts, 408, 429 and 5xx
+    are retried ``attempts`` times with exponential backoff (``Retry-After`` honoured, up to
+    30 s; drsearch.contract.retry's one loop), then raise SearcherError.
 
     Identity (docs/SCALING.md): the first ``x-drsearch-identity`` header, or the identity
     ``/health``'s body names (``drsearch run`` asks ``/health`` first), fixes the fleet's
@@ -75,7 +78,8 @@ class HttpSearcher:
     at once: a retry that reached a right replica would hide the mixed fleet. A response
     without the header is not an answer either: it is retried (the next try may take another
     route), then refused -- a gateway that strips the header hides which replica answered.
-    A 5xx without the header is a proxy's own error (no replica reached), retried as any 5xx.
+    A 5xx (or 408/429) without the header is a proxy's own error (no replica reached), retried
+    as any transient answer.
     A header that appears after answers without one is refused too (the other way round).
 
     ``health_check_every`` (N > 0) is the check for gateways that strip the header: responses
@@ -88,12 +92,15 @@ class HttpSearcher:
     """
 
     def __init__(self, client: httpx.Client, *, attempts: int = 4, backoff_s: float = 0.25,
-                 health_check_every: int = 0, seed: int = 0) -> None:
+                 health_check_every: int = 0, seed: int = 0, retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], object] = time.sleep) -> None:
+        """``retry`` (the shared policy) wins over ``attempts``/``backoff_s``, its shorthand;
+        ``sleep`` (tests) replaces the retry wait."""
         if health_check_every < 0:
             raise ValueError("health_check_every must be >= 0")
         self._client = client
-        self._attempts = attempts
-        self._backoff_s = backoff_s
+        self._sleep = sleep
+        self._retry = retry or RetryPolicy(max_attempts=attempts, backoff_s=backoff_s, backoff_max_s=30.0)
         self._corpus: CorpusInfo | None = None
         self._identity: str | None = None
         self._headerless_seen = False  # a response without the header was accepted before any identity
@@ -108,7 +115,8 @@ class HttpSearcher:
                 timeout_s: float = 30.0, health_check_every: int = 0) -> HttpSearcher:
         """A searcher with its own client for the server at ``search_url`` (close it with :meth:`close`)."""
         return cls(httpx.Client(base_url=search_url.rstrip("/"), transport=transport, timeout=timeout_s),
-                   health_check_every=health_check_every)
+                   health_check_every=health_check_every,
+                   retry=RetryPolicy(max_attempts=4, backoff_s=0.25, timeout_s=timeout_s))
 
     def close(self) -> None:
         self._client.close()
@@ -117,23 +125,24 @@ class HttpSearcher:
         return self._rng.randint(1, 2 * self._health_every) if self._health_every else 0
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        last = ""
-        for attempt in range(self._attempts):
-            if attempt:
-                time.sleep(self._backoff_s * 2 ** (attempt - 1))
+        def attempt(_: int) -> httpx.Response:
             try:
                 r = self._client.request(method, path, json=body)
             except httpx.HTTPError as e:
-                last = f"{e.__class__.__name__}: {e}"
-                continue
+                raise TryAgain(f"{e.__class__.__name__}: {e}") from None
             missing = self._check_identity(method, path, r)
             if missing:
-                last = missing
-                continue
-            if r.status_code < 500:
-                return r
-            last = f"HTTP {r.status_code}: {r.text[:200]}"
-        raise SearcherError(f"{method} {path} failed after {self._attempts} attempts: {last}")
+                raise TryAgain(missing)
+            again = transient_answer(r.status_code, r.headers, r.text[:200])
+            if again is not None:
+                raise again
+            return r
+
+        try:
+            return retry(attempt, self._retry, sleep=self._sleep)
+        except GaveUp as e:
+            raise SearcherError(f"{method} {path} failed after {e.attempts} attempts: "
+                                f"{e.last.reason}") from None
 
     @property
     def identity(self) -> str | None:
@@ -155,8 +164,8 @@ class HttpSearcher:
     def _check_identity(self, method: str, path: str, r: httpx.Response) -> str:
         """Raise on a foreign identity; return why ``r`` must be retried ('' if it is usable)."""
         got = r.headers.get(IDENTITY_HEADER)
-        if got is None and r.status_code >= 500:
-            return ""  # a proxy's own 502/503 (no replica reached): retried like any 5xx
+        if got is None and r.status_code in RETRY_STATUSES:
+            return ""  # a proxy's own 502/503/429 (no replica reached): retried like any transient answer
         with self._identity_lock:
             expected = self._identity
             if got is None:
@@ -231,7 +240,8 @@ def _health_corpus(r: httpx.Response) -> CorpusInfo:
         body = r.json()
         bl = body["blocklist"]
         return CorpusInfo(body["corpus"]["identity"], bl["sha256"], bl.get("count"), bl.get("matched"),
-                          bl.get("origin"), bl.get("release_sha256"))
+                          bl.get("origin"), bl.get("release_sha256"),
+                          retriever=body.get("retriever"))
     except (ValueError, KeyError, TypeError) as e:
         raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
 

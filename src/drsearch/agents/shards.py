@@ -19,11 +19,11 @@ episode in the wrong shard, and an output directory that holds anything.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..contract import read_json_object
 from ..contract.atomic import write_bytes_atomic, write_json_atomic
 from .canonical import canonical_json
 from .errors import RunStoreError
@@ -55,14 +55,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunStoreError(f"{run_dir}: not a run directory (no run.json)") from None
-    except (OSError, ValueError) as e:
-        raise RunStoreError(f"{path}: unreadable ({e})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("shard"), dict):
+    manifest = read_json_object(run_dir / "run.json", missing=f"{run_dir}: not a run directory (no run.json)",
+                                error=RunStoreError)
+    if not isinstance(manifest.get("shard"), dict):
         raise RunStoreError(f"{run_dir}: not a shard (its run.json has no 'shard'; run it with --shard I/N)")
     return manifest
 

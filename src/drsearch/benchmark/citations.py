@@ -8,7 +8,8 @@
   line it appeared on as the claim it supports.
 - **L1 existence** (:class:`CitationResolver`): a tristate ``found`` / ``notfound`` /
   ``transient``. Transient outcomes (timeouts, 429, 5xx) are retried a bounded number of
-  times and, if still transient, left out of the existence rate, never counted as
+  times (drsearch.contract.retry's loop, waiting at least a resolver's ``Retry-After``, up
+  to a minute) and, if still transient, left out of the existence rate, never counted as
   fabricated. :class:`CorpusResolver` opens docids and URLs through a
   :class:`~drsearch.index.Searcher`; :class:`HttpRecordResolver` fetches PMIDs, DOIs,
   NCT numbers and arXiv ids from URL templates over an injected httpx client (tests pass a double);
@@ -22,15 +23,17 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import httpx
 
 from ..contract import DrsearchError, Searcher
+from ..contract.retry import GaveUp, RetryPolicy, TryAgain, parse_retry_after, retry
 from .judges import JudgeParseError, JudgePrompt, LLMJudge, default_prompt, json_object
 from .stats import wilson_interval
 
@@ -179,12 +182,14 @@ class Resolution:
 
     ``retry`` False marks a transient outcome that asking again cannot change (no resolver
     for that kind of identifier): it is not retried, and still left out of the rate.
+    ``retry_after_s`` is the server's ``Retry-After``, when a transient answer carried one.
     """
 
     status: Existence
     record: str | None = None
     detail: str = ""
     retry: bool = True
+    retry_after_s: float | None = None
 
 
 class CitationResolver(Protocol):
@@ -249,7 +254,8 @@ class HttpRecordResolver:
             return Resolution("found", r.text[: self._max_chars])
         if r.status_code in NOTFOUND_STATUSES:
             return Resolution("notfound", detail=f"HTTP {r.status_code}")
-        return Resolution("transient", detail=f"HTTP {r.status_code}")
+        return Resolution("transient", detail=f"HTTP {r.status_code}",
+                          retry_after_s=parse_retry_after(r.headers.get("retry-after")))
 
 
 class RoutingResolver:
@@ -331,6 +337,20 @@ class CitationCheck:
                 "value": self.value, "wrong_paper": self.wrong_paper}
 
 
+RESOLVE_RETRY = RetryPolicy(max_attempts=3, backoff_s=0.5, backoff_max_s=math.inf, retry_after_max_s=60.0,
+                            timeout_s=30.0)
+"""Existence checks' retries (no cap on the exponential: a few tries at most; a resolver's
+``Retry-After`` honoured up to a minute) and each record request's time limit."""
+
+
+class _Transient(TryAgain):
+    """A transient resolution, carried through the retry loop."""
+
+    def __init__(self, resolution: Resolution) -> None:
+        super().__init__(resolution.detail or "transient", resolution.retry_after_s)
+        self.resolution = resolution
+
+
 class CitationAuditor:
     """Extracts, resolves (retrying transient outcomes) and judges support."""
 
@@ -343,16 +363,22 @@ class CitationAuditor:
         self.support = support
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self.retry = replace(RESOLVE_RETRY, max_attempts=max_attempts, backoff_s=backoff_s)
         self.docid_pattern = docid_pattern
         self._sleep = sleep
 
     def _resolve(self, citation: Citation) -> tuple[Resolution, int]:
-        for attempt in range(1, self.max_attempts + 1):
+        def attempt(n: int) -> tuple[Resolution, int]:
             resolution = self.resolver.resolve(citation)
-            if resolution.status != "transient" or not resolution.retry or attempt == self.max_attempts:
-                return resolution, attempt
-            self._sleep(self.backoff_s * 2 ** (attempt - 1))
-        raise AssertionError("unreachable")
+            if resolution.status == "transient" and resolution.retry:
+                raise _Transient(resolution)
+            return resolution, n
+
+        try:
+            return retry(attempt, self.retry, sleep=self._sleep)
+        except GaveUp as e:
+            assert isinstance(e.last, _Transient)
+            return e.last.resolution, e.attempts
 
     def check(self, citation: Citation) -> CitationCheck:
         resolution, attempts = self._resolve(citation)

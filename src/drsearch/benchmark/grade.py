@@ -19,7 +19,6 @@ The order of the result is the tasks' index order, whatever the episodes' order.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.canonical import canonical_json
-from ..contract import InvalidInputError
+from ..contract import InvalidInputError, read_json_object
 from .citations import CitationAuditor
 from .datasets import GradingTask
 from .datasets._jsonl import read_objects
@@ -63,15 +62,7 @@ class RunEpisodes:
 def read_run(run_dir: str | Path) -> RunEpisodes:
     """Read a run directory; InvalidInputError if it is not one (names the file and line)."""
     root = Path(run_dir)
-    manifest_path = root / "run.json"
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(f"{root}: not a run directory (no run.json)") from None
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"{manifest_path}: unreadable ({e})") from None
-    if not isinstance(manifest, dict):
-        raise InvalidInputError(f"{manifest_path}: not a JSON object")
+    manifest = read_json_object(root / "run.json", missing=f"{root}: not a run directory (no run.json)")
     episodes: dict[str, dict[str, Any]] = {}
     trajectories = root / "trajectories.jsonl"
     if trajectories.exists():

@@ -20,9 +20,13 @@ from .errors import BlocklistError
 IDENTITY_HEADER = "x-drsearch-identity"
 
 
-def fleet_identity(corpus_identity: str, blocklist_sha256: str) -> str:
-    """The ``x-drsearch-identity`` value: ``<corpus identity>:<blocklist SHA-256>``."""
-    return f"{corpus_identity}:{blocklist_sha256}"
+def fleet_identity(corpus_identity: str, blocklist_sha256: str, retriever: str | None = None) -> str:
+    """The ``x-drsearch-identity`` value: ``<corpus identity>:<blocklist SHA-256>``, then
+    ``:<retriever configuration>`` for any retriever but BM25 (whose value it leaves as it
+    was), so a client notices a replica that ranks another way."""
+    if retriever is None or retriever == "bm25":
+        return f"{corpus_identity}:{blocklist_sha256}"
+    return f"{corpus_identity}:{blocklist_sha256}:{retriever}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +43,12 @@ class CorpusInfo:
     # database, the SHA-256 of the release's own list (None: not reported)
     blocklist_origin: str | None = None
     release_blocklist_sha256: str | None = None
+    retriever: str | None = None  # a retriever's configuration (None: BM25)
 
     @property
     def fleet_identity(self) -> str:
         """The ``x-drsearch-identity`` header value a server of this corpus sends."""
-        return fleet_identity(self.identity, self.blocklist_sha256)
+        return fleet_identity(self.identity, self.blocklist_sha256, self.retriever)
 
     def check_blocklist_complete(self, where: str) -> None:
         """Raise BlocklistError when ``where`` (a server) reports a blocklist naming docids

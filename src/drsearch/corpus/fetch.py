@@ -5,14 +5,15 @@
 - at most ``concurrency`` requests at once overall and ``per_host`` per host;
 - a timeout per request, redirects followed up to ``max_redirects``, bodies larger than
   ``max_bytes`` refused (``too_large``: by Content-Length, or while streaming);
-- 429 and 5xx answers and network errors retried up to ``retries`` times with exponential
-  backoff, or after the server's ``Retry-After`` (seconds or an HTTP date; capped);
+- 408, 429 and 5xx answers and network errors retried up to ``retries`` times with
+  exponential backoff (jittered), waiting at least the server's ``Retry-After`` (seconds or
+  an HTTP date; capped at ``max_retry_after_s``): drsearch.contract.retry's one loop;
 - robots.txt fetched once per origin and checked for each URL's own path (robots.py);
 - a descriptive User-Agent.
 
 Resumable: a record is appended (and fsynced) as soon as a URL is done and its body renamed
 into place first; a rerun skips every URL that already has a final record and retries only
-transient failures (timeouts, network errors, 429/5xx, robots.txt unavailable). Ctrl-C or a
+transient failures (timeouts, network errors, 408/429/5xx, robots.txt unavailable). Ctrl-C or a
 crash loses at most the URLs in flight.
 """
 
@@ -20,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,15 @@ import httpx
 from .. import __version__
 from ..contract import InvalidInputError
 from ..contract.dirlock import lock_dir
+from ..contract.retry import (
+    RETRY_STATUSES,
+    GaveUp,
+    RetryPolicy,
+    TryAgain,
+    parse_retry_after,
+    retry_async,
+    transient_answer,
+)
 from ..index import canonicalize_url
 from .crawl import (
     FETCH_SUMMARY,
@@ -48,7 +56,6 @@ from .robots import RobotsCache
 from .urllist import UrlList, host_of, read_url_list
 
 USER_AGENT = f"drsearch-corpus/{__version__} (offline research corpus builder; honours robots.txt)"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({"timeout", "connect_error", "network_error", "robots_unavailable",
                               *(f"http_{s}" for s in RETRY_STATUSES)})
 
@@ -69,6 +76,13 @@ class FetchSettings:
     user_agent: str = USER_AGENT
     obey_robots: bool = True
 
+    @property
+    def retry(self) -> RetryPolicy:
+        """These settings as the shared retry policy (jitter spreads a crawl's retries)."""
+        return RetryPolicy(max_attempts=self.retries + 1, backoff_s=self.backoff_s,
+                           backoff_max_s=self.max_backoff_s, retry_after_max_s=self.max_retry_after_s,
+                           jitter=0.25, timeout_s=self.timeout_s)
+
 
 @dataclass(frozen=True)
 class _Result:
@@ -84,29 +98,10 @@ class _TooLarge(Exception):
     pass
 
 
-def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date); None if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
 def backoff_seconds(attempt: int, settings: FetchSettings, retry_after: str | None) -> float:
-    """The wait before retry ``attempt`` (0-based): Retry-After if given, else exponential with jitter."""
-    server = retry_after_seconds(retry_after)
-    if server is not None:
-        return min(server, settings.max_retry_after_s)
-    delay: float = settings.backoff_s * 2**attempt * (1 + random.random() / 4)
-    return min(delay, settings.max_backoff_s)
+    """The wait before retry ``attempt`` (0-based): exponential with jitter, at least the
+    server's ``Retry-After`` (seconds or an HTTP date; capped)."""
+    return settings.retry.wait_s(attempt + 1, parse_retry_after(retry_after))
 
 
 async def _read_limited(resp: httpx.Response, limit: int) -> bytes:
@@ -122,38 +117,40 @@ async def _read_limited(resp: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def fetch_one(client: httpx.AsyncClient, url: str, settings: FetchSettings) -> _Result:
-    """GET one URL with retries; never raises for HTTP or network trouble."""
-    error: str | None = None
+async def _attempt(client: httpx.AsyncClient, url: str, settings: FetchSettings, attempt: int) -> _Result:
+    """One GET: a final result, or TryAgain (429/5xx, timeouts, network errors)."""
     status: int | None = None
-    for attempt in range(settings.retries + 1):
-        wait: float | None = None
-        try:
-            async with client.stream("GET", url) as resp:
-                status, ctype, final = resp.status_code, resp.headers.get("content-type"), str(resp.url)
-                if status in RETRY_STATUSES:
-                    error = f"http_{status}"
-                    wait = backoff_seconds(attempt, settings, resp.headers.get("retry-after"))
-                elif not 200 <= status < 300:
-                    return _Result(status, ctype, final, None, f"http_{status}", attempt + 1)
-                else:
-                    body = await _read_limited(resp, settings.max_bytes)
-                    return _Result(status, ctype, final, body, None, attempt + 1)
-        except _TooLarge:
-            return _Result(status, None, None, None, "too_large", attempt + 1)
-        except httpx.TooManyRedirects:
-            return _Result(None, None, None, None, "too_many_redirects", attempt + 1)
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol):
-            return _Result(None, None, None, None, "invalid_url", attempt + 1)
-        except httpx.TimeoutException:
-            status, error = None, "timeout"
-        except httpx.ConnectError:
-            status, error = None, "connect_error"
-        except httpx.HTTPError:
-            status, error = None, "network_error"
-        if attempt < settings.retries:
-            await asyncio.sleep(wait if wait is not None else backoff_seconds(attempt, settings, None))
-    return _Result(status, None, None, None, error, settings.retries + 1)
+    try:
+        async with client.stream("GET", url) as resp:
+            status, ctype, final = resp.status_code, resp.headers.get("content-type"), str(resp.url)
+            again = transient_answer(status, resp.headers)
+            if again is not None:
+                again.reason = f"http_{status}"  # the record's error code
+                raise again
+            if not 200 <= status < 300:
+                return _Result(status, ctype, final, None, f"http_{status}", attempt)
+            body = await _read_limited(resp, settings.max_bytes)
+            return _Result(status, ctype, final, body, None, attempt)
+    except _TooLarge:
+        return _Result(status, None, None, None, "too_large", attempt)
+    except httpx.TooManyRedirects:
+        return _Result(None, None, None, None, "too_many_redirects", attempt)
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol):
+        return _Result(None, None, None, None, "invalid_url", attempt)
+    except httpx.TimeoutException:
+        raise TryAgain("timeout") from None
+    except httpx.ConnectError:
+        raise TryAgain("connect_error") from None
+    except httpx.HTTPError:
+        raise TryAgain("network_error") from None
+
+
+async def fetch_one(client: httpx.AsyncClient, url: str, settings: FetchSettings) -> _Result:
+    """GET one URL with retries (``settings.retry``); never raises for HTTP or network trouble."""
+    try:
+        return await retry_async(lambda attempt: _attempt(client, url, settings, attempt), settings.retry)
+    except GaveUp as e:
+        return _Result(e.last.status, None, None, None, e.last.reason, e.attempts)
 
 
 def _now() -> str:
@@ -295,5 +292,4 @@ __all__ = [
     "fetch_one",
     "fetch_urls",
     "pending_urls",
-    "retry_after_seconds",
 ]

@@ -28,7 +28,8 @@ first matching rule and knows no wildcards):
 
 Per RFC 9309: a robots.txt answered with 4xx means no restrictions; 5xx, a network error
 or a timeout means "disallow everything" for this run (recorded as ``robots_unavailable``
-and retried on the next run). Only the first 500 KiB are parsed.
+and retried on the next run); so do 429 and 408, answers that say nothing about the rules
+(drsearch.contract.retry's ``RETRY_STATUSES``). Only the first 500 KiB are parsed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
+
+from ..contract.retry import RETRY_STATUSES
 
 MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309: parse at least 500 KiB
 
@@ -208,7 +211,7 @@ class RobotsCache:
             resp = await self._client.get(origin + "/robots.txt", follow_redirects=True)
         except httpx.HTTPError:
             return None
-        if resp.status_code >= 500 or resp.status_code == 429:
+        if resp.status_code in RETRY_STATUSES:  # a transient answer says nothing about the rules
             return None
         if resp.status_code >= 400:
             return ALLOW_ALL  # no robots.txt: everything allowed

@@ -37,6 +37,7 @@ import xxhash
 from .. import __version__
 from ..contract.dirlock import lock_dir
 from ..contract.errors import BuildError, InvalidDocumentError, InvalidInputError
+from ..contract.jsonfile import json_object_lines
 from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
@@ -233,15 +234,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     except OSError as e:
         raise InvalidDocumentError(f"cannot read {path}: {e.strerror}") from e
     try:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise InvalidDocumentError(f"{path}:{n}: not valid JSON ({e})") from e
-            if not isinstance(obj, dict):
-                raise InvalidDocumentError(f"{path}:{n}: a document must be a JSON object")
+        for n, obj in json_object_lines(fh, path, what="a document", error=InvalidDocumentError):
             yield SourcedDoc(obj, where=f"{path}:{n}")
     finally:
         fh.close()

@@ -300,7 +300,8 @@ class Engine:
         ``blocklist`` None applies it, a list with other bytes raises BlocklistError unless
         ``release_blocklist="override"``; ``"none"`` opens it with no blocklist (both logged
         as warnings on the ``drsearch`` logger); ``"ignore"`` skips the rule (tools that
-        check the whole file). A list with no docids raises BlocklistError. The choice is
+        check the whole file). A list read from a file or bytes with no docids raises
+        BlocklistError (``BlockList.empty()`` means no blocklist). The choice is
         kept as ``blocklist_choice`` (origin, release, its list's SHA-256).
         ``native``: rank with the C loops (None: when built, the default; False: numpy only).
         ``pruning``: in C, ``always`` skips postings that cannot reach the top k (exact
@@ -851,6 +852,49 @@ class Engine:
         return [(r, -s) for r, s in self._db().execute(
             "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
             "ORDER BY rank LIMIT ?", (match, limit))]
+
+    # -- chunks, for rankers built over this engine (drsearch.dense) -------------------
+    @property
+    def chunk_documents(self) -> npt.NDArray[np.int32]:
+        """Each chunk's document rowid, indexed by chunk rowid (1..chunks; entry 0 unused)."""
+        return self._chunk_doc
+
+    @property
+    def blocked_chunks(self) -> npt.NDArray[np.bool_] | None:
+        """True at the chunk rowids of blocked documents (None: nothing of the corpus blocked)."""
+        return self._blocked_chunks
+
+    def chunk_texts(self, rows: list[int]) -> list[str]:
+        """The texts of chunks ``rows`` (rowids), in order; CorruptIndexError on damage."""
+        with self._reading():
+            return self._texts(rows)
+
+    def hits(self, query: str, ranked: list[tuple[int, float]], *, with_text: bool = True,
+             deadline: float | None = None) -> list[Hit]:
+        """The hits of chunks another ranker chose, as ``search`` makes them: ``ranked`` is
+        (chunk rowid, score) best first, one chunk per document, none blocked (the caller's
+        guarantee). Snippets mark the query's terms as BM25's do. Raises InvalidQueryError,
+        QueryTimeoutError, CorruptIndexError."""
+        if deadline is None:
+            deadline = time.monotonic() + self.time_limit_s
+        parsed = self.parse(query)
+        if not ranked:
+            return []
+        with self._reading():
+            rows = np.array([c for c, _ in ranked], dtype=np.intp)
+            docs = self._doc_table().get(self._chunk_doc[rows].tolist())
+            ordinals = self._chunk_ordinal[rows].tolist()
+            if with_text:
+                chunk_texts = self._texts(rows.tolist())
+                terms = self._postings(parsed, deadline)
+                snippets = self._snippets(parsed, terms, deadline).many(chunk_texts)
+            else:
+                chunk_texts = snippets = [""] * len(ranked)
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError("query ran past its time limit")
+        return [Hit(rank, docid, url, title, score, ordinal, text, snippet)
+                for rank, ((_, score), (docid, url, title), ordinal, text, snippet) in enumerate(
+                    zip(ranked, docs, ordinals, chunk_texts, snippets, strict=True), 1)]
 
     # -- open ----------------------------------------------------------------------------
     def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:

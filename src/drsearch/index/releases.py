@@ -131,13 +131,16 @@ def choose_blocklist(release: Release | None, given: BlockList | None,
     """Apply the rule: the blocklist to open a database of ``release`` with.
 
     ``given``: the caller's list (None: none given). Raises BlocklistError (exit 2) for a
-    list with no docids, a release opened with another list and no ``override``, or
+    list read from a file or bytes with no docids (``BlockList.empty()`` is "none"), a
+    release opened with another list and no ``override``, or
     ``override`` on a bare database; CorpusFileError for a release missing its list;
     InvalidInputError for a policy that is not one of :data:`POLICIES`.
     """
     if policy not in POLICIES:
         raise InvalidInputError(f"release blocklist policy {policy!r}: one of {', '.join(POLICIES)}")
-    if given is not None and not given.docids and policy != "ignore":
+    # a list read from a file or bytes that names nothing is refused (a mistake that would
+    # hide nothing); BlockList.empty() is the library's own spelling of "no blocklist"
+    if given is not None and not given.docids and given.source and policy != "ignore":
         raise BlocklistError(f"blocklist {given.source or '<bytes>'} lists no docids (empty or only "
                              "comments): it would hide nothing; say --blocked-docids none for no blocklist")
     if policy == "none" and given is not None:

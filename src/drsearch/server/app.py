@@ -177,7 +177,8 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 
 def served_identity(engine: Retriever) -> str:
     """The ``x-drsearch-identity`` value of every response of an app over ``engine``."""
-    return fleet_identity(engine.meta["content_identity"], engine.blocklist.sha256)
+    meta = engine.meta
+    return fleet_identity(meta["content_identity"], engine.blocklist.sha256, meta.get("retriever"))
 
 
 def create_app(engine: Retriever, settings: ServerSettings | None = None, *,

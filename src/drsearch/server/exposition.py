@@ -49,6 +49,8 @@ def health_body(engine: Retriever, state: dict[str, Any] | None = None, origin: 
             "origin": origin or ("file" if blocklist_enabled(engine) else "none"),
             "release_sha256": release_sha256,
         },
+        # only for a retriever other than BM25 (a BM25 server's body is as it always was)
+        **({"retriever": meta["retriever"]} if meta.get("retriever") not in (None, "bm25") else {}),
     }
 
 

@@ -39,7 +39,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import weakref
@@ -49,6 +48,7 @@ from types import TracebackType
 from typing import Any
 
 from ..contract import DrsearchError
+from ..contract.retry import GaveUp, RetryPolicy, TryAgain, retry
 
 DRSEARCH: tuple[str, ...] = (sys.executable, "-c", "from drsearch.tools.cli import entry; entry()")
 """The ``drsearch`` command of this interpreter (run as a process, never imported: the layers
@@ -81,6 +81,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
+
+READY_POLL_S = 0.1
+"""How often a starting server is asked whether it is ready."""
 
 # No proxy for loopback: urllib would otherwise honour http_proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -210,17 +213,16 @@ class ServeProcess:
     def _wait_ready(self) -> str | None:
         """None once the server is ready, else why not (it exited, or the deadline passed)."""
         proc = self.proc
-        deadline = time.monotonic() + self.start_timeout_s
-        last = "no answer"
         healthy = False
-        while True:
+
+        def attempt(_: int) -> str | None:
+            nonlocal healthy
             if proc.poll() is not None:
                 return f"exited {proc.returncode} before answering"
-            if time.monotonic() > deadline:
-                return f"not ready within {self.start_timeout_s:g} s (last: {last})"
+            last = "no answer"
             try:
                 if not healthy:
-                    status, _ = _get(self.url + "/health", 1.0)
+                    status, _body = _get(self.url + "/health", 1.0)
                     healthy = status == 200
                     last = f"/health {status}"
                 if healthy:
@@ -233,7 +235,15 @@ class ServeProcess:
                         return None
             except (OSError, ValueError) as e:  # not listening yet, reset, a half-written answer
                 last = f"{e.__class__.__name__}: {e}"
-            time.sleep(0.1)
+            raise TryAgain(last)
+
+        # a steady poll (backoff capped at its start) until the start time is spent
+        poll = RetryPolicy(max_attempts=None, backoff_s=READY_POLL_S, backoff_max_s=READY_POLL_S,
+                           deadline_s=self.start_timeout_s)
+        try:
+            return retry(attempt, poll)
+        except GaveUp as e:
+            return f"not ready within {self.start_timeout_s:g} s (last: {e.last.reason})"
 
     # -- stopping ---------------------------------------------------------------------------
 

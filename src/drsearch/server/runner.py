@@ -27,7 +27,8 @@ from typing import Any, Literal
 from fastapi import FastAPI
 
 from ..contract import BlocklistError
-from ..index import BlockList, Engine, policy_for
+from ..dense import open_retriever
+from ..index import BlockList, policy_for
 from .app import create_app, served_identity
 from .exposition import blocklist_enabled
 from .health import write_verify_state
@@ -51,8 +52,9 @@ def app_from_config(config: ServeConfig) -> FastAPI:
                              f"{blocklist.sha256[:12]}…, was {expected[:12]}…): every worker "
                              "must hide the same documents; restart drsearch serve")
     # the parent decided the blocklist by the release rule; the worker reopens it the same way
-    engine = Engine.open(config.database, blocklist, release_blocklist=policy_for(config.blocklist_origin),
-                         time_limit_s=config.settings.time_limit_s)
+    engine = open_retriever(config.database, blocklist, config.retriever, vectors=config.vectors,
+                            release_blocklist=policy_for(config.blocklist_origin),
+                            time_limit_s=config.settings.time_limit_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
                      release_blocklist_sha256=config.release_blocklist_sha256)
     set_identity(served_identity(engine))

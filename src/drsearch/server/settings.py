@@ -135,6 +135,8 @@ class ServeConfig(BaseModel):
     release_blocklist_sha256: str | None = None
     blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    vectors: Path | None = None  # the dense retriever's sidecar (None: DATABASE.vectors)
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that carry this config to uvicorn workers."""

@@ -24,6 +24,7 @@ from ..contract import (
     CorpusFileError,
     DrsearchError,
     InvalidInputError,
+    Retriever,
     canonical_json,
     number_from_text,
     parse_open,
@@ -43,6 +44,9 @@ from .calibrate_cli import register as register_calibrate_verb
 from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
+from .dev_cli import register as register_dev_verb
+from .embed_cli import add_retriever_options, open_checked, open_chosen
+from .embed_cli import register as register_embed_verb
 from .extras import missing_extra
 from .generate_cli import register as register_generate_verb
 from .kg_cli import register as register_kg_verb
@@ -73,6 +77,13 @@ def _engine(args: argparse.Namespace, *, check_blocklist: bool = True) -> Engine
     return engine
 
 
+def _retriever(args: argparse.Namespace) -> Retriever:
+    """The retriever ``--retriever`` names (the engine for bm25), its blocklist checked as
+    :func:`_engine` checks it."""
+    listed, policy = requested_blocklist(args)
+    return open_checked(args, listed, policy, check_blocklist=not args.allow_missing_blocked)
+
+
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     settings = BuildSettings(tokenizer=args.tokenizer, threads=args.threads)
     bars = StageBars(args.quiet)
@@ -99,6 +110,8 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     if args.topics is not None:
+        if args.retriever != "bm25":
+            raise InvalidInputError("--topics: with --retriever bm25 only, for now")
         return cmd_search_topics(args, out)
     if args.query is None:
         raise InvalidInputError("give a QUERY, or --topics TOPICS.tsv --output RUN.trec")
@@ -109,8 +122,11 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError(f"{', '.join(batch_only)}: only with --topics")
     # checked as POST /search checks its body (the request contract; --k read as a JSON number)
     request = parse_search(_given(query=args.query, k=args.k))
-    with _engine(args) as engine:
-        result = engine.search(request.query, request.k)
+    retriever = _retriever(args)
+    try:
+        result = retriever.search(request.query, request.k)
+    finally:
+        retriever.close()
     if args.json:
         print(canonical_json(result.to_dict()), file=out)
         return 0
@@ -206,6 +222,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # one engine for every check of this process; the workers open their own (one each)
     report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy,
                            require_complete=not args.allow_missing_blocked)
+    if args.retriever != "bm25" or args.vectors is not None:  # its vectors and model, before any worker
+        open_chosen(args, blocklist, release_blocklist=policy).close()
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
@@ -230,7 +248,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     config = ServeConfig(database=report.path.resolve(), settings=settings,
                          blocked_docids=None if chosen.path is None else chosen.path.resolve(),
                          blocklist_sha256=None if blocklist is None else blocklist.sha256,
-                         blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256)
+                         blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256,
+                         retriever=args.retriever,
+                         vectors=None if args.vectors is None else Path(args.vectors).resolve())
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log, verified=args.verify)
     return 0
@@ -271,6 +291,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="results to return (1..100, default 10; with --topics 1..10000, default 1000)")
     p.add_argument("query", metavar="QUERY", nargs="?", help="free text (never query syntax)")
     add_batch_options(p)
+    add_retriever_options(p)
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("open", help="print a document")
@@ -322,6 +343,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--release-dir", metavar="DIR",
                    help="the release the database belongs to (default: found when the database is "
                         "DIR/search/corpus.sqlite3 beside DIR/manifest.json)")
+    add_retriever_options(p)
     p.set_defaults(handler=cmd_serve)
 
     register_release_verbs(sub)  # release manifest|assemble, validate (release_cli.py, drsearch.release)
@@ -334,8 +356,10 @@ def make_parser() -> argparse.ArgumentParser:
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     register_kg_verb(sub)  # kg serve (kg_cli.py, drsearch.benchmark.generate.drbencher)
     register_generate_verb(sub)  # generate drbencher|openbiorq (generate_cli.py, openbiorq_cli.py)
+    register_embed_verb(sub)  # embed (embed_cli.py, drsearch.dense)
     register_eval_verb(sub)  # eval (trec_cli.py, drsearch.compat)
     register_mcp_verb(sub)  # mcp (mcp_cli.py, drsearch.mcpserver)
+    register_dev_verb(sub)  # dev model|wait (dev_cli.py, drsearch.dev)
     _name_commands(ap)
     return ap
 

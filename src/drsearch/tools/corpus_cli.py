@@ -56,7 +56,7 @@ _FETCH_OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
     ("--concurrency", int, 16, "requests at once (default 16)"),
     ("--per-host", int, 2, "requests at once per host (default 2)"),
     ("--timeout", float, 20.0, "seconds per request (default 20)"),
-    ("--retries", int, 3, "retries on 429/5xx/network errors (default 3)"),
+    ("--retries", int, 3, "retries on 408/429/5xx/network errors (default 3)"),
     ("--max-bytes", int, 10 * 1024 * 1024, "largest body (default 10 MiB)"),
     ("--max-redirects", int, 5, "redirects followed (default 5)"),
 )

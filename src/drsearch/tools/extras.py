@@ -51,6 +51,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "score": "grading",
     "calibrate": "grading",
     "dedup": "embed",
+    "embed": "embed",
     "kg": "kg",
     "generate": "agents",
     "mcp": "mcp",

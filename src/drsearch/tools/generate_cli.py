@@ -3,6 +3,7 @@
 ::
 
     drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
+                                [--concurrency N] [--quiet]
     drsearch generate openbiorq STAGE OBRQ_DIR ...   (openbiorq_cli.py)
 
 The options every generator takes (``--out``, ``--until``, ``--cache-mode`` …) and the
@@ -24,11 +25,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from ..benchmark.generate import GenerateSettings, Pipeline
+    from ..benchmark.generate.stages import StageProgress
 
 # GenerateSettings' fields (and RetryPolicy's) -> the flags that set them, for error messages
 _OPTIONS = {"out": "--out", "until": "--until", "cache_mode": "--cache-mode", "cache": "--cache",
             "api_key_env": "--api-key-env", "retry.max_attempts": "--max-attempts",
-            "retry.backoff_s": "--backoff",
+            "retry.backoff_s": "--backoff", "concurrency": "--concurrency",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
 
@@ -45,6 +47,10 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S",
                         help="first retry wait (default 1 s)")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="items a stage processes at once, e.g. model calls in flight (default 1; "
+                             "the outputs do not depend on it and changing it reruns nothing)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def settings_from(args: argparse.Namespace) -> GenerateSettings:
@@ -58,20 +64,22 @@ def settings_from(args: argparse.Namespace) -> GenerateSettings:
     try:
         return GenerateSettings(out=args.out, until=args.until, cache_mode=args.cache_mode, cache=args.cache,
                                 api_key_env=args.api_key_env,
-                                retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+                                retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff),
+                                concurrency=args.concurrency)
     except ValidationError as e:
         raise ValueError(describe_validation_error(e, _OPTIONS)) from None
 
 
 def run_generator(build: Callable[[], Pipeline], settings: GenerateSettings, *, prog: str = "generate",
-                  out: TextIO | None = None) -> int:
+                  out: TextIO | None = None, progress: StageProgress | None = None) -> int:
     """Build the pipeline (its own checks: exit 2 before anything is written) and run it with
-    ``settings``; print the summary as JSON; the exit code."""
+    ``settings``; print the summary as JSON; the exit code. ``progress`` (the command line's
+    bars) is told how far each stage is."""
     from ..benchmark.generate import run_pipeline
     from ..contract import DrsearchError
 
     try:
-        summary = run_pipeline(build(), settings)
+        summary = run_pipeline(build(), settings, progress)
     except DrsearchError as e:
         print(f"{prog}: error: {e.message}", file=sys.stderr)
         return e.exit_code
@@ -84,14 +92,15 @@ def run_generator(build: Callable[[], Pipeline], settings: GenerateSettings, *, 
 
 
 def run_parsed(build: Callable[[argparse.Namespace], Pipeline], args: argparse.Namespace, *,
-               prog: str = "generate", out: TextIO | None = None) -> int:
+               prog: str = "generate", out: TextIO | None = None,
+               progress: StageProgress | None = None) -> int:
     """Run a generator from options parsed by a parser that got :func:`add_generate_arguments`."""
     try:
         settings = settings_from(args)
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    return run_generator(lambda: build(args), settings, prog=prog, out=out)
+    return run_generator(lambda: build(args), settings, prog=prog, out=out, progress=progress)
 
 
 def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequence[str] | None = None, *,
@@ -109,14 +118,20 @@ def generate_main(build: Callable[[argparse.Namespace], Pipeline], argv: Sequenc
 
 def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.generate.drbencher.pipeline import build
+    from .progress import GeneratorBars
 
     prog = "drsearch generate drbencher"
 
     def warn(message: str) -> None:
         print(f"{prog}: warning: {message}", file=sys.stderr)
 
-    return run_parsed(lambda a: build(Path(a.config), settings_from(a), refresh_kg=a.refresh_kg, warn=warn),
-                      args, prog=prog, out=out)
+    bars = GeneratorBars(args.quiet)  # drawn on a terminal's stderr only, never with --quiet
+    try:
+        return run_parsed(lambda a: build(Path(a.config), settings_from(a), refresh_kg=a.refresh_kg,
+                                          warn=warn),
+                          args, prog=prog, out=out, progress=bars if bars.draw else None)
+    finally:
+        bars.close()
 
 
 def register(sub: Any) -> None:

@@ -8,15 +8,16 @@ bound. On stdio, stdout carries the protocol only; every message goes to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import TextIO
 
 from ..contract import MAX_K, InvalidInputError
-from ..index import Engine
 from ..mcpserver import SEARCH_K_DEFAULT, SNIPPET_CHARS_DEFAULT
 from .argtypes import int_in, seconds
 from .binding import check_bindable
 from .blocking import add_blocklist_options, requested_blocklist
+from .embed_cli import add_retriever_options, open_checked
 
 
 def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -42,11 +43,11 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
         check_bindable(host, port)
     settings = McpSettings(k=args.k, snippet_chars=args.snippet_chars, page_chars=args.page_chars)
     listed, policy = requested_blocklist(args)
-    with Engine.open(args.database, listed, release_blocklist=policy) as engine:
-        if not args.allow_missing_blocked:
-            engine.check_blocklist_complete()
+    # --retriever: dense/hybrid need their vectors and model (one line, exit 2 without them)
+    engine = open_checked(args, listed, policy, check_blocklist=not args.allow_missing_blocked)
+    with contextlib.closing(engine):
         print(f"drsearch mcp: serving {engine.path} (identity {engine.meta['content_identity']}, "
-              f"{len(engine.blocklist)} blocked docids; k={settings.k}, "
+              f"{len(engine.blocklist)} blocked docids; retriever {args.retriever}; k={settings.k}, "
               f"snippet_chars={settings.snippet_chars}, page_chars={settings.page_chars}) "
               f"over {args.transport}", file=sys.stderr, flush=True)
         server = build_server(EngineSearcher(engine), settings)
@@ -82,6 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level with streamable-http (default warning)")
+    add_retriever_options(p)
     p.set_defaults(handler=cmd_mcp)
 
 

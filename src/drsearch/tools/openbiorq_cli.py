@@ -281,8 +281,8 @@ def register(sub: Any) -> None:
     p.add_argument("--api-min-interval", type=float, default=1.0, metavar="S",
                    help="openness: at least S seconds between live requests to one API (default 1)")
     p.add_argument("--api-max-attempts", type=int, default=5, metavar="N",
-                   help="openness: tries per evidence request on 429, 5xx or a transport error, Retry-After "
-                        "honoured (default 5)")
+                   help="openness: tries per evidence request on 408, 429, 5xx or a transport error, "
+                        "Retry-After honoured (default 5)")
     p.add_argument("--api-backoff", type=float, default=1.0, metavar="S",
                    help="openness: first wait before another try when the server names none (default 1 s, "
                         "doubling)")

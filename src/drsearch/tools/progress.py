@@ -84,6 +84,33 @@ class StageBars:
         self.bars.clear()
 
 
+class GeneratorBars:
+    """A generator's bars (``drsearch generate``): one per stage that processes items, with
+    its count, rate, ETA and the model calls made so far; the previous stage's bar is closed
+    when the next stage reports. Called from the stage's worker threads (serialised by the
+    stage). ``draw`` False (``--quiet``, or stderr is not a terminal): pass no progress at all."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.draw = not quiet and stderr_is_terminal()
+        self.stage: str | None = None
+        self.bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int, calls: int) -> None:
+        if stage != self.stage or self.bar is None or self.bar.total != total:
+            self.close()
+            self.stage = stage
+            self.bar = progress_bar(stage, " item", total, quiet=not self.draw, initial=done)
+        else:
+            self.bar.update(done - self.bar.n)
+        self.bar.set_postfix(calls=calls, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.bar = None
+        self.stage = None
+
+
 def byte_bars(quiet: bool, force: bool = False) -> ProgressFactory | None:
     """Byte bars for hashing and the deep checks: drawn on a terminal's stderr (or when
     ``force``), never with ``quiet`` (None: no bars at all)."""
@@ -117,4 +144,4 @@ def chunk_progress(quiet: bool) -> tuple[Callable[[int], None] | None, list[Any]
     return progress, bars
 
 
-__all__ = ["StageBars", "byte_bars", "chunk_progress", "progress_bar", "stderr_is_terminal"]
+__all__ = ["GeneratorBars", "StageBars", "byte_bars", "chunk_progress", "progress_bar", "stderr_is_terminal"]

@@ -110,6 +110,7 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
 
     from ..agents import EngineSearcher, HttpSearcher
     from ..benchmark import CitationAuditor, CorpusResolver, HttpRecordResolver, RoutingResolver, SupportJudge
+    from ..benchmark.citations import RESOLVE_RETRY
     from ..index import Engine
 
     routes: dict[str, Any] = {}
@@ -128,7 +129,7 @@ def _auditor(args: argparse.Namespace, llm: LLMJudge) -> Iterator[CitationAudito
             routes["docid"] = routes["url"] = CorpusResolver(searcher)
         templates = dict(_record_url(t) for t in args.record_url or ())
         if templates:
-            client = stack.enter_context(httpx.Client(timeout=30.0, follow_redirects=True))
+            client = stack.enter_context(httpx.Client(timeout=RESOLVE_RETRY.timeout_s, follow_redirects=True))
             resolver = HttpRecordResolver(client, templates)
             routes.update(dict.fromkeys(templates, resolver))
         yield CitationAuditor(RoutingResolver(routes), SupportJudge(llm))

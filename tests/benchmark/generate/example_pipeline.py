@@ -1,5 +1,5 @@
 """A small but real generator: three stages over the sample questions, two of them asking
-models (served by the rule-based responder in tests/agents/fake_llm.py).
+models (served by the rule-based responder in drsearch.dev.chat).
 
 - ``seed``: candidates from the question rows; rejects answers without a number;
 - ``rewrite``: a ``rewriter`` model rewrites each question; rejects replies that are not questions;
@@ -31,9 +31,9 @@ from drsearch.benchmark.generate import (
     Stage,
     StageContext,
 )
+from drsearch.dev.chat import Rule
 from drsearch.tools.generate_cli import generate_main
 
-from ...agents.fake_llm import Rule
 from ...helpers import DATA
 
 QUESTIONS = DATA / "sample/questions.jsonl"
@@ -69,8 +69,8 @@ def rewrite(ctx: StageContext) -> None:
         return Keep({**item, "rewritten": text})
 
     items = ctx.read_jsonl("seeds.jsonl")
-    ctx.write_jsonl("rewritten.jsonl", ctx.map(items, lambda i: i["qid"], process,
-                                               concurrency=int(ctx.settings["concurrency"])))
+    # at the run's --concurrency: no stage setting, so changing it reruns nothing
+    ctx.write_jsonl("rewritten.jsonl", ctx.map(items, lambda i: i["qid"], process))
 
 
 def closed_book(ctx: StageContext) -> None:
@@ -104,14 +104,13 @@ def closed_book(ctx: StageContext) -> None:
     ctx.write_jsonl("questions.jsonl", rows)
 
 
-def build(questions: Path, base_url: str, *, style: str = "concise", solver_temperature: float = 0.0,
-          concurrency: int = 1) -> Pipeline:
+def build(questions: Path, base_url: str, *, style: str = "concise", solver_temperature: float = 0.0) -> Pipeline:
     rewriter = ModelEndpoint(model="rewriter", base_url=base_url)
     solver = ModelEndpoint(model="solver", base_url=base_url)
     return Pipeline("example", [
         Stage("seed", seed, inputs=(str(questions),), outputs=("seeds.jsonl",)),
         Stage("rewrite", rewrite, inputs=("seeds.jsonl",), outputs=("rewritten.jsonl",),
-              settings={"concurrency": concurrency, "seed": 7, "style": style, "temperature": 0.0},
+              settings={"seed": 7, "style": style, "temperature": 0.0},
               models=(rewriter,)),
         Stage("closed_book", closed_book, inputs=("rewritten.jsonl",), outputs=("questions.jsonl",),
               settings={"preset": CLOSED_BOOK.model_copy(update={"temperature": solver_temperature,
@@ -148,9 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--questions", type=Path, default=QUESTIONS)
         p.add_argument("--base-url", required=True)
         p.add_argument("--style", default="concise")
-        p.add_argument("--concurrency", type=int, default=1)
 
-    return generate_main(lambda a: build(a.questions, a.base_url, style=a.style, concurrency=a.concurrency),
+    return generate_main(lambda a: build(a.questions, a.base_url, style=a.style),
                          argv, prog="example-generator", add_arguments=options)
 
 

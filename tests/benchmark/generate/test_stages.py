@@ -31,10 +31,10 @@ from drsearch.benchmark.generate import (
     Stage,
     run_pipeline,
 )
+from drsearch.dev.chat import Rule, serve_rules
 from drsearch.index import BlockList, Engine
 from drsearch.tools.generate_cli import generate_main
 
-from ...agents.fake_llm import Rule, serve_rules
 from ...helpers import DATA, REPO
 from . import example_pipeline as ex
 
@@ -191,7 +191,7 @@ def test_a_rerun_that_fails_on_bad_input_keeps_every_earlier_output(responder: A
     lines = ex.QUESTIONS.read_bytes().splitlines(keepends=True)
     bad.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[1:]))
     rc, _, err = generate(out, "--questions", str(bad), base_url=responder.url)
-    assert rc == 2 and f"{bad}:2: invalid JSON" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and f"{bad}:2: not valid JSON" in err and len(err.strip().splitlines()) == 1
     assert tree(out) == before  # timings.json included: nothing finished, no journal, no staging directory
     rc, summary, _ = generate(out, base_url=responder.url)  # the old input again: nothing to redo
     assert rc == 0 and summary is not None and summary["skipped"] == ["seed", "rewrite", "closed_book"]
@@ -414,3 +414,20 @@ def test_a_tool_augmented_episode_stage_replays_its_searches_offline(sample_inde
     assert_same_tree(saved, out)
     used = json.loads((out / "timings.json").read_text())["stages"]["solve"]["cache"]
     assert used["tool"] == {"hits": 3, "misses": 0, "stored": 0} and used["llm"]["hits"] == 6
+
+
+def test_the_concurrency_is_no_stage_setting_and_changes_no_output(responder: Any, tmp_path: Path) -> None:
+    """``--concurrency`` is a property of the run: 1 then 3 on one directory reruns nothing,
+    and a fresh directory at 3 is the one at 1, byte for byte (timings.json apart)."""
+    one, three = tmp_path / "one", tmp_path / "three"
+    rc, first, err = generate(one, "--concurrency", "1", base_url=responder.url)
+    assert rc == 0 and first is not None, err
+    rc, again, err = generate(one, "--concurrency", "3", base_url=responder.url)
+    assert rc == 0 and again is not None, err
+    assert again["ran"] == [] and again["skipped"] == ["seed", "rewrite", "closed_book"]
+    rc, _, err = generate(three, "--concurrency", "3", base_url=responder.url)
+    assert rc == 0, err
+    assert_same_tree(one, three, ignore={"timings.json", "cache.sqlite3"})
+    timings = json.loads((three / "timings.json").read_text())
+    assert timings["last_invocation"]["concurrency"] == 3 and timings["stages"]["rewrite"]["concurrency"] == 3
+    assert timings["stages"]["rewrite"]["model"]["calls"] == first["timings"]["rewrite"]["model"]["calls"] > 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -11,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ...contract import InvalidInputError
+from ...contract import InvalidInputError, json_object_lines
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,17 +37,8 @@ def read_objects(path: str | os.PathLike[str], *,
         raise InvalidInputError(f"{name}: cannot read ({e.strerror})") from None
     if skip_torn_tail:
         data = data[: data.rfind(b"\n") + 1]
-    for n, raw in enumerate(data.splitlines(), 1):
-        if not raw.strip():
-            continue
-        where = f"{name}:{n}"
-        try:
-            value = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InvalidInputError(f"{where}: not valid JSON ({e})") from None
-        if not isinstance(value, dict):
-            raise InvalidInputError(f"{where}: a line must be a JSON object")
-        yield where, value
+    for n, value in json_object_lines(data.splitlines(), name):
+        yield f"{name}:{n}", value
 
 
 def parse_row(model: type[M], value: dict[str, Any], where: str) -> M:

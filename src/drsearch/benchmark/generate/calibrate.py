@@ -22,11 +22,9 @@ the rules below put each item in a bucket (docs/GENERATE.md, "Calibration"):
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ...contract import InvalidInputError
@@ -190,17 +188,6 @@ def wilson_table(counts: Mapping[str, int]) -> dict[str, dict[str, Any]]:
     return {b: {"ci95": list(wilson_interval(c, n)), "count": c, "n": n, "rate": c / n if n else 0.0}
             for b, c in counts.items()}
 
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"{path}: unreadable ({e.__class__.__name__})") from None
-    if not isinstance(value, dict):
-        raise InvalidInputError(f"{path}: not a JSON object")
-    return value
 
 
 __all__ = ["BUCKETS", "DR256_ATTEMPTS", "DR256_MIN_TURNS", "DRBENCHER_K", "DRBENCHER_TAU", "GRADED",

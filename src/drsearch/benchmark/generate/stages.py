@@ -14,9 +14,10 @@ OpenAI-compatible client behind its replay cache). :func:`run_pipeline` then kee
   then item order, as ``{"candidate", "check", "key", "reason", "stage"}``: nothing is
   dropped without a reason;
 - ``timings.json`` — the clock and cache facts of the last run of each stage (wall time,
-  cache hits/misses/stored, cache mode, items resumed from a journal). They differ from run
-  to run, so they are kept out of ``manifest.json``: every other file regenerates byte for
-  byte;
+  cache hits/misses/stored, cache mode, items resumed from a journal, the concurrency it ran
+  at, and its model calls and the tokens their responses report under ``model``). They differ
+  from run to run, so they are kept out of ``manifest.json``: every other file regenerates
+  byte for byte;
 - ``stages/<stage>.rejected.jsonl`` — a stage's rejections (an output of the stage);
   ``stages/<stage>.journal.jsonl`` — the per-item journal of a stage in progress.
 
@@ -29,6 +30,11 @@ replaced; the replay cache regenerates them). A stage that fails (bad input, a f
 Ctrl-C, kill -9) therefore leaves the directory's earlier outputs and manifest byte for byte as
 they were. ``until`` stops after the named stage. Ctrl-C or kill -9 loses only the unfinished
 items of the stage that was running (see :mod:`.journal`).
+
+``concurrency`` (``--concurrency N``) is how many items :meth:`StageContext.map` processes at
+once when the stage names no concurrency of its own. It is a property of the run, not of a
+stage: it is in no stage's settings, so changing it reruns nothing, and it changes no output
+(kept rows and rejections are written in item order, whatever order the calls finish in).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -57,6 +63,7 @@ from ...agents import (
     CachedSearcher,
     CacheMode,
     ChatClient,
+    ChatOutcome,
     CorpusInfo,
     LocalPython,
     Preset,
@@ -70,7 +77,7 @@ from ...agents import (
 )
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
-from ...contract import DrsearchError
+from ...contract import DrsearchError, json_object_lines
 from ...contract.atomic import write_bytes_atomic, write_json_atomic
 from ...contract.dirlock import lock_dir
 from .errors import GenerateError, PipelineInputError
@@ -206,6 +213,51 @@ class GenerateSettings(BaseModel):
     cache: Path | None = None
     api_key_env: str | None = None
     retry: RetryPolicy = RetryPolicy()
+    concurrency: int = Field(default=1, ge=1, le=64)
+    """Items a stage's :meth:`StageContext.map` processes at once (no stage setting: see above)."""
+
+
+class StageProgress(Protocol):
+    """Told, after each item a stage's :meth:`StageContext.map` finishes, how far it is
+    (``done`` of ``total``, items resumed from a journal counted as done) and how many model
+    calls the stage has made; the command line draws a bar from it."""
+
+    def __call__(self, stage: str, done: int, total: int, calls: int) -> None: ...
+
+
+class _Meter:
+    """A stage's model calls and the tokens their responses report (``usage``; a cached
+    response counts the tokens it reported when recorded)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.cached = 0
+        self.tokens = {"completion_tokens": 0, "prompt_tokens": 0, "total_tokens": 0}
+
+    def observe(self, outcome: ChatOutcome) -> None:
+        usage: Any = None
+        if outcome.ok:
+            try:
+                usage = json.loads(outcome.body).get("usage")
+            except (ValueError, AttributeError):
+                usage = None
+        with self.lock:
+            self.calls += 1
+            self.cached += outcome.cached
+            if isinstance(usage, dict):
+                for k in ("completion_tokens", "prompt_tokens"):
+                    n = usage.get(k)
+                    if isinstance(n, int) and not isinstance(n, bool):
+                        self.tokens[k] += n
+                total = usage.get("total_tokens")
+                if not (isinstance(total, int) and not isinstance(total, bool)):
+                    total = sum(n for k in ("completion_tokens", "prompt_tokens")
+                                if isinstance(n := usage.get(k), int) and not isinstance(n, bool))
+                self.tokens["total_tokens"] += total
+
+    def record(self) -> dict[str, Any]:
+        return {"cached": self.cached, "calls": self.calls, **self.tokens}
 
 
 def generate_code_sha256() -> str:
@@ -223,11 +275,16 @@ class StageContext:
     write its outputs. Counts and rejections are recorded as it goes."""
 
     def __init__(self, stage: Stage, out_dir: Path, chats: Mapping[str, CachedChat],
-                 journal: Journal, cache: ReplayCache, staging: Path | None = None) -> None:
+                 journal: Journal, cache: ReplayCache, staging: Path | None = None, *,
+                 concurrency: int = 1, progress: StageProgress | None = None) -> None:
         self.stage = stage
         self.out_dir = out_dir
         self.staging = out_dir if staging is None else staging
-        self._chats = chats
+        self.meter = _Meter()
+        self._chats = {url: chat.observed(self.meter.observe) for url, chat in chats.items()}
+        self._cancel = list(chats.values())  # cancelling the shared chats reaches these views too
+        self.concurrency = concurrency
+        self._progress = progress
         self._cache = cache
         self._journal = journal
         self._lock = threading.Lock()
@@ -261,18 +318,8 @@ class StageContext:
         """A declared input as JSON objects, one per non-blank line."""
         if name not in self.stage.inputs:
             raise GenerateError(f"stage {self.stage.name}: {name} is not a declared input")
-        rows: list[dict[str, Any]] = []
-        for n, line in enumerate(self.path(name).read_text(encoding="utf-8").split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise PipelineInputError(f"{self.path(name)}:{n}: invalid JSON ({e})") from None
-            if not isinstance(row, dict):
-                raise PipelineInputError(f"{self.path(name)}:{n}: not a JSON object")
-            rows.append(row)
-        return rows
+        text = self.path(name).read_text(encoding="utf-8").split("\n")
+        return [row for _, row in json_object_lines(text, self.path(name), error=PipelineInputError)]
 
     def write_jsonl(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """A declared output, one canonical-JSON line per row, atomically."""
@@ -371,8 +418,9 @@ class StageContext:
                                     "stage": self.stage.name})
 
     def map(self, items: Sequence[Any], key: Callable[[Any], str], process: Callable[[Any], Outcome],
-            concurrency: int = 1) -> list[dict[str, Any]]:
-        """``process`` every item (at most ``concurrency`` at once); the kept rows, in item order.
+            concurrency: int | None = None) -> list[dict[str, Any]]:
+        """``process`` every item (at most ``concurrency`` at once; None: the run's
+        ``--concurrency``); the kept rows, in item order, whatever order they finish in.
 
         Each finished item is journaled before the next is reported, so an interrupted stage
         resumes with the items it finished (``process`` is not called for them again).
@@ -385,6 +433,10 @@ class StageContext:
             raise GenerateError(f"stage {self.stage.name}: item key {dup!r} is not unique")
         pending = [(k, item) for k, item in zip(keys, items, strict=True) if k not in self._journal.done]
         self.resumed += len(keys) - len(pending)
+        if concurrency is None:
+            concurrency = self.concurrency
+        done = [len(keys) - len(pending)]
+        self._report(done[0], len(keys))
 
         def one(k: str, item: Any) -> None:
             outcome = process(item)
@@ -396,6 +448,9 @@ class StageContext:
             else:
                 raise GenerateError(f"stage {self.stage.name}: item {k}: process returned "
                                     f"{type(outcome).__name__}, not Keep or Reject")
+            with self._lock:
+                done[0] += 1
+                self._report(done[0], len(keys))
 
         if concurrency <= 1:
             for k, item in pending:
@@ -409,7 +464,7 @@ class StageContext:
                 except BaseException:
                     for f in futures:
                         f.cancel()
-                    for chat in self._chats.values():
+                    for chat in self._cancel:
                         chat.cancel()
                     raise
         kept: list[dict[str, Any]] = []
@@ -423,6 +478,10 @@ class StageContext:
             self.counts_in += len(keys)
             self.counts_out += len(kept)
         return kept
+
+    def _report(self, done: int, total: int) -> None:
+        if self._progress is not None:
+            self._progress(self.stage.name, done, total, self.meter.calls)
 
     def record(self) -> dict[str, Any]:
         rejected = Counter(r["check"] for r in self.rejections)
@@ -468,9 +527,11 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
 class _Runner:
     """One invocation of :func:`run_pipeline` (state kept small and explicit)."""
 
-    def __init__(self, pipeline: Pipeline, settings: GenerateSettings) -> None:
+    def __init__(self, pipeline: Pipeline, settings: GenerateSettings,
+                 progress: StageProgress | None = None) -> None:
         self.p = pipeline
         self.s = settings
+        self.progress = progress
         self.out = settings.out
         self.manifest_path = self.out / "manifest.json"
         self.timings_path = self.out / "timings.json"
@@ -589,7 +650,8 @@ class _Runner:
         staging.mkdir(parents=True)
         before = cache.stats()
         t0 = time.monotonic()
-        ctx = StageContext(stage, self.out, chats, journal, cache, staging)
+        ctx = StageContext(stage, self.out, chats, journal, cache, staging, concurrency=self.s.concurrency,
+                           progress=self.progress)
         try:
             self._run(stage, ctx)
         except BaseException:
@@ -604,7 +666,8 @@ class _Runner:
         after = cache.stats()
         used = {kind: {k: n - before.get(kind, {}).get(k, 0) for k, n in counts.items()}
                 for kind, counts in after.items()}
-        timing = {"cache": used, "cache_mode": cache.mode, "resumed_items": ctx.resumed,
+        timing = {"cache": used, "cache_mode": cache.mode, "concurrency": self.s.concurrency,
+                  "model": ctx.meter.record(), "resumed_items": ctx.resumed,
                   "wall_s": round(time.monotonic() - t0, 6)}
         return entry, timing, journal
 
@@ -628,6 +691,7 @@ class _Runner:
         key_env = api_key_from_env(self.s.api_key_env) if self.s.cache_mode != "replay" else None
         ran: list[str] = []
         skipped: list[str] = []
+        report: dict[str, Any] = {}
         with ExitStack() as stack:
             # one writer per output directory: a second generator on it is refused (exit 2)
             stack.enter_context(lock_dir(self.out, "generator output directory"))
@@ -657,26 +721,31 @@ class _Runner:
                     timings["stages"][stage.name] = timing
                     write_json_atomic(self.timings_path, timings)
                     ran.append(stage.name)
+                    report[stage.name] = {"model": timing["model"], "wall_s": timing["wall_s"]}
                 if stage.name == self.s.until:
                     break
-            timings["last_invocation"] = {"cache_mode": self.s.cache_mode, "ran": ran, "skipped": skipped,
-                                          "until": self.s.until}
+            timings["last_invocation"] = {"cache_mode": self.s.cache_mode, "concurrency": self.s.concurrency,
+                                          "ran": ran, "skipped": skipped, "until": self.s.until}
             write_json_atomic(self.timings_path, timings)
         return {"generator": self.p.name, "out": str(self.out), "ran": ran, "skipped": skipped,
                 "stopped_after": self.s.until,
-                "counts": {name: e["counts"] for name, e in manifest["stages"].items()}}
+                "counts": {name: e["counts"] for name, e in manifest["stages"].items()},
+                "timings": report}
 
 
-def run_pipeline(pipeline: Pipeline, settings: GenerateSettings) -> dict[str, Any]:
+def run_pipeline(pipeline: Pipeline, settings: GenerateSettings,
+                 progress: StageProgress | None = None) -> dict[str, Any]:
     """Run ``pipeline`` into ``settings.out`` (resuming, skipping unchanged stages); returns a
-    summary ``{generator, out, ran, skipped, stopped_after, counts}``.
+    summary ``{generator, out, ran, skipped, stopped_after, counts, timings}`` (``timings``:
+    per stage run now, its model calls and tokens and its wall time, as in timings.json).
+    ``progress`` is told how far each stage's items are.
 
     Raises PipelineInputError before writing anything for an unknown ``until`` stage, a
     missing external input, an output directory of another generator or a replay without a
     cache; GenerateError when a stage fails; ReplayMissError for a call replay cannot answer.
     """
-    return _Runner(pipeline, settings).run()
+    return _Runner(pipeline, settings, progress).run()
 
 
 __all__ = ["RESERVED", "GenerateSettings", "Keep", "ModelEndpoint", "Outcome", "Pipeline", "Reject", "Stage",
-           "StageContext", "file_sha256", "generate_code_sha256", "run_pipeline"]
+           "StageContext", "StageProgress", "file_sha256", "generate_code_sha256", "run_pipeline"]

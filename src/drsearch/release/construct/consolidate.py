@@ -19,7 +19,6 @@ an unknown ``--map`` field or one no row has, an upstream file without rows.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from ...agents.canonical import canonical_json
 from ...benchmark.datasets.dr256 import normalise_question
 from ...benchmark.generate import Keep, Reject, StageContext
 from ...benchmark.leak_audit import normalise as normalise_label
-from ...contract import InvalidInputError
+from ...contract import InvalidInputError, json_object_lines
 from .work import run_stage
 
 FIELDS = ("id", "question", "answer", "urls", "queries", "difficulty", "teacher_correct")
@@ -73,15 +72,7 @@ def read_upstream(path: Path, mapping: Mapping[str, str]) -> list[dict[str, Any]
         raise InvalidInputError(f"cannot read upstream rows {path}: {e}") from None
     objects: list[tuple[int, dict[str, Any]]] = []
     seen_fields: set[str] = set()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except ValueError as e:
-            raise InvalidInputError(f"{path}:{n}: not JSON ({e})") from None
-        if not isinstance(raw, dict):
-            raise InvalidInputError(f"{path}:{n}: not a JSON object")
+    for n, raw in json_object_lines(lines, path):
         seen_fields.update(raw)
         objects.append((n, raw))
     if not objects:

@@ -27,7 +27,6 @@ from drsearch.benchmark.generate.drbencher import (
     SparqlSettings,
 )
 from drsearch.benchmark.generate.drbencher.kgstore import KGStore
-from drsearch.benchmark.generate.drbencher.sparql import retry_after_s
 from drsearch.index import Engine
 
 from ....helpers import REPO
@@ -202,8 +201,17 @@ def test_retries_back_off_and_honour_retry_after() -> None:
         with pytest.raises(SparqlError, match="failed 3 time"):
             client.fetch("ASK {}", "q")
         client.close()
-    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
-    assert retry_after_s("soon") is None and retry_after_s(None) is None
+
+
+def test_a_408_is_retried_not_stored_as_the_querys_failure() -> None:
+    """408 (the server timed the request out) says nothing about the query: tried again, as
+    every status in drsearch.contract.retry's RETRY_STATUSES."""
+    waits: list[float] = []
+    with scripted([(408, {}, 0.0)]) as (url, h):
+        client = SparqlClient(SparqlSettings(endpoint=url, backoff_s=0.5), sleep=waits.append)
+        ok, _ = client.fetch("ASK {}", "q")
+        client.close()
+    assert ok and waits == [0.5] and len(h.seen) == 2
 
 
 def test_a_per_query_timeout_and_at_most_n_in_flight() -> None:

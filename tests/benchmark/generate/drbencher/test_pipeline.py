@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from drsearch.agents import read_questions
+from drsearch.dev.chat import serve_rules
+from drsearch.dev.drbencher import MODEL, RULES, SOLVER, SOLVER2
 from drsearch.server import ServeProcess
 
-from ....agents.fake_llm import serve_rules
 from ....helpers import DATA, REPO
 from ..test_stages import assert_same_tree
 from .kgserver import kg_serve
-from .responder import MODEL, RULES, SOLVER, SOLVER2
 from .test_kg_stages import generate, rows, write_config
 
 TEMPLATES = ["pendulum_drift", "population_density", "date_difference"]  # one per domain: no draw decides

@@ -128,3 +128,29 @@ def test_the_units_tables_convert_exactly_and_refuse_what_they_lack() -> None:
     for pid, unit in (("P1082", wd + "Q11573"), ("P2044", None), ("P2044", "metre")):
         with pytest.raises(UnknownUnitError, match=f"^{pid} .* is stated in unit "):
             parse_value(pid, {"value": "1"}, unit)
+
+
+def test_the_shipped_endpoints_take_their_ports_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRSEARCH_KG_PORT", raising=False)
+    monkeypatch.setenv("DRSEARCH_MODEL_PORT", "")  # empty: the default, as in the shell's ${X:-d}
+    config, _ = load_config(DATA / "kg/gen.json")
+    assert config.kg.endpoint == "http://127.0.0.1:8765/sparql"
+    assert config.generator.base_url == "http://127.0.0.1:8001/v1"
+    monkeypatch.setenv("DRSEARCH_KG_PORT", "18765")
+    monkeypatch.setenv("DRSEARCH_MODEL_PORT", "18001")
+    config, _ = load_config(DATA / "kg/gen.json")
+    assert config.kg.endpoint == "http://127.0.0.1:18765/sparql"
+    assert config.generator.base_url == "http://127.0.0.1:18001/v1"
+
+
+def test_an_unset_variable_without_a_default_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRSEARCH_NO_SUCH_PORT", raising=False)
+    path = tmp_path / "gen.json"
+    path.write_text((DATA / "kg/gen.json").read_text().replace("${DRSEARCH_MODEL_PORT:-8001}",
+                                                               "${DRSEARCH_NO_SUCH_PORT}"))
+    (tmp_path / "docs.jsonl").write_text("{}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert e.value.message == (f"{path}:16: generator.base_url: ${{DRSEARCH_NO_SUCH_PORT}} is not set "
+                               "(set it, or write ${DRSEARCH_NO_SUCH_PORT:-DEFAULT})")
+    assert e.value.exit_code == 2

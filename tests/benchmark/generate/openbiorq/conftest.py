@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from drsearch.dev.chat import RuleResponder, serve_rules
 from drsearch.tools.cli import main
 
-from ....agents.fake_llm import RuleResponder, serve_rules
 from ....helpers import DATA
 from .rules import RULES
 

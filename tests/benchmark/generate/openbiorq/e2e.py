@@ -7,7 +7,7 @@ ending in ``&`` (``drsearch serve --database FILE ...``) as a real ``drsearch se
 on a free port (tests/helpers.py), whose URL becomes ``$CORPUS``. The other servers are the
 tests' own, on 127.0.0.1: ``$LLM`` the rule-based responder playing writer, judge
 (tests/benchmark/generate/openbiorq/rules.py) and the three roster models (roster.py),
-``$GRADER`` the checklist judge (tests/benchmark/fake_judge.py), ``$APIS`` the loopback server in
+``$GRADER`` the checklist judge (drsearch.dev.judge), ``$APIS`` the loopback server in
 the shapes of Europe PMC, ClinicalTrials.gov v2 and Semantic Scholar (evidence_servers.py).
 
 Run it as one command from the repository root::
@@ -30,12 +30,12 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from drsearch.dev.chat import serve_rules
+from drsearch.dev.judge import serve_judge
 from drsearch.server import ServeProcess
 from drsearch.tools.cli import main
 
-from ....agents.fake_llm import serve_rules
 from ....helpers import DATA, REPO
-from ...fake_judge import serve_judge
 from . import roster
 from .evidence_servers import api_shapes
 from .rules import RULES

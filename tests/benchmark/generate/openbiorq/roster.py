@@ -1,6 +1,6 @@
-"""The three rule-based roster models of the end-to-end run (served by tests/agents/fake_llm.py
+"""The three rule-based roster models of the end-to-end run (served by drsearch.dev.chat
 beside the writer and judge of rules.py), and what their answers score under the checklist
-judge of tests/benchmark/fake_judge.py (a criterion is met iff the answer contains its text).
+judge of drsearch.dev.judge (a criterion is met iff the answer contains its text).
 
 Every exported rubric is ``rules._criteria(clause)``: must_mention 3, must_acknowledge 2,
 must_ground 2, must_mention 1, must_avoid 3 (weights, total 11). An answer is one of
@@ -28,8 +28,8 @@ import re
 from typing import Any
 
 from drsearch.agents import DR256
+from drsearch.dev.chat import Rule
 
-from ....agents.fake_llm import Rule
 from .rules import _criteria
 
 ROSTER = ("roster-a", "roster-b", "roster-c")

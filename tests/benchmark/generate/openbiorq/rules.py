@@ -1,4 +1,4 @@
-"""The rule-based models of the OpenBioRQ-style pipeline tests (served by tests/agents/fake_llm.py).
+"""The rule-based models of the OpenBioRQ-style pipeline tests (served by drsearch.dev.chat).
 
 They play the writer (extractor, refiner, rubric writer) and the judge (self-containment,
 rubric criteria) over data/openbiorq/sources.jsonl, whose sources state their open questions
@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from ....agents.fake_llm import Rule
+from drsearch.dev.chat import Rule
 
 OPEN = re.compile(r"It (?:remains unknown|is unclear) whether ([^.]+)\.")
 FIXTURE_COUNTS = {"sources": 10, "extracted": 14, "refined": 13, "deduped": 12, "rubrics": 11}

@@ -26,10 +26,10 @@ from drsearch.benchmark.generate.openbiorq.export import NO_REPORT
 from drsearch.benchmark.generate.openbiorq.openness import verdict
 from drsearch.benchmark.generate.openbiorq.replies import OpennessReply
 from drsearch.contract import InvalidInputError
+from drsearch.dev.chat import serve_fake, serve_rules
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
-from ....agents.fake_llm import serve_fake, serve_rules
-from ...fake_judge import serve_judge
 from ..test_stages import assert_same_tree
 from .conftest import generate, jsonl
 from .evidence_servers import api_shapes, control_rows, drsearch_serve

@@ -20,8 +20,8 @@ from drsearch.benchmark.generate.openbiorq import STAGES, rubric_problems
 from drsearch.benchmark.generate.openbiorq.dedupstage import dedup_items
 from drsearch.benchmark.generate.openbiorq.textstages import audit_sample
 from drsearch.benchmark.stats import wilson_interval
+from drsearch.dev.chat import Rule, RuleResponder, serve_rules
 
-from ....agents.fake_llm import Rule, RuleResponder, serve_rules
 from ..test_stages import assert_same_tree
 from .conftest import generate, jsonl
 from .rules import FIXTURE_COUNTS, RULES, criteria_judge

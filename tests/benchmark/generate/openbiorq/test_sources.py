@@ -107,9 +107,9 @@ def test_the_summary_without_json_is_a_short_table(tmp_path: Path) -> None:
     import contextlib
     import io
 
+    from drsearch.dev.chat import serve_rules
     from drsearch.tools.cli import main
 
-    from ....agents.fake_llm import serve_rules
     from .rules import RULES
 
     buf = io.StringIO()

@@ -3,13 +3,21 @@
 Unknown keys are rejected; every error is :class:`ConfigError` (exit 2) as
 ``FILE:LINE: field: message`` (the line of the offending key or value). Paths inside the
 config (``articles``) are relative to the config file.
+
+A string value may name environment variables as ``${NAME}`` or ``${NAME:-default}`` (the
+default when NAME is unset or empty), expanded before validation: the shipped config's
+endpoint URLs take their ports from ``DRSEARCH_KG_PORT`` and ``DRSEARCH_MODEL_PORT`` that
+way. An unset variable without a default is an error naming its line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -151,6 +159,30 @@ class GenConfig(_Strict):
         return v
 
 
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: Any, environ: Mapping[str, str], where: tuple[str | int, ...] = ()) -> Any:
+    """``value`` with every ``${NAME}`` / ``${NAME:-default}`` of its strings replaced from
+    ``environ``; KeyError(path, NAME) for an unset variable without a default."""
+    if isinstance(value, dict):
+        return {k: expand_env(v, environ, (*where, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, environ, (*where, i)) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def one(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if environ.get(name):
+            return environ[name]
+        if default is None:
+            raise KeyError(where, name)
+        return default
+
+    return _VARIABLE.sub(one, value)
+
+
 def load_config(path: Path) -> tuple[GenConfig, Path]:
     """The validated config and the resolved articles path; ConfigError (``file:line``) else."""
     try:
@@ -163,6 +195,13 @@ def load_config(path: Path) -> tuple[GenConfig, Path]:
         data, lines = loads_with_lines(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    try:
+        data = expand_env(data, os.environ)
+    except KeyError as e:
+        where, name = e.args
+        field = ".".join(str(w) for w in where)
+        raise ConfigError(f"{path}:{line_of(lines, where)}: {field}: ${{{name}}} is not set "
+                          f"(set it, or write ${{{name}:-DEFAULT}})") from None
     try:
         config = GenConfig.model_validate(data)
     except ValidationError as e:
@@ -178,4 +217,4 @@ def load_config(path: Path) -> tuple[GenConfig, Path]:
 
 
 __all__ = ["ChainSettings", "DifficultyFilter", "Diversity", "GenConfig", "Generator", "ToolFilter", "Topic",
-           "load_config"]
+           "expand_env", "load_config"]

@@ -1,5 +1,5 @@
 """``drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
-[--refresh-kg]``.
+[--refresh-kg] [--concurrency N] [--quiet]``.
 
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once

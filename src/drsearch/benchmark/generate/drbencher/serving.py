@@ -20,6 +20,7 @@ import httpx
 
 from ....agents import EngineSearcher, HttpSearcher, SearcherError
 from ....contract import CorpusInfo, InvalidInputError, ToolResponse
+from ....contract.retry import RetryPolicy
 from ....index import Engine
 from ..errors import GenerateError
 
@@ -53,7 +54,8 @@ def drsearch_serve(database: Path) -> Iterator[str]:
 def probe_search_server(search_url: str) -> None:
     """``GET /health`` of ``search_url`` once (a run's probe, before anything is written):
     InvalidInputError (exit 2) when it does not answer as a drsearch server."""
-    http = HttpSearcher(httpx.Client(base_url=search_url.rstrip("/"), timeout=10.0), attempts=1)
+    once = RetryPolicy(max_attempts=1, timeout_s=10.0)  # a probe: one answer decides
+    http = HttpSearcher(httpx.Client(base_url=search_url.rstrip("/"), timeout=once.timeout_s), retry=once)
     try:
         http.corpus()
     except SearcherError as e:

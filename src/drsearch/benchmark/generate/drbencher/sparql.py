@@ -3,8 +3,9 @@
 :class:`SparqlClient` speaks the protocol to any endpoint — the live Wikidata Query Service
 or ``drsearch kg serve`` — with a descriptive User-Agent (the service's policy asks for
 one), at most ``max_in_flight`` queries at once, a per-query timeout, and bounded
-exponential backoff on 429 and 5xx (and on transport errors) that honours ``Retry-After``
-(seconds or an HTTP date). A query is sent with GET when its URL stays short, else POST
+exponential backoff on 408, 429 and 5xx (and on transport errors) that honours
+``Retry-After`` (seconds or an HTTP date, up to ``backoff_max_s``; drsearch.contract.retry's
+one loop). A query is sent with GET when its URL stays short, else POST
 (``application/x-www-form-urlencoded``), unless ``method`` forces one. Results are
 ``application/sparql-results+json``.
 
@@ -18,7 +19,6 @@ language filters, never ``SERVICE wikibase:label`` (:func:`check_portable`).
 
 from __future__ import annotations
 
-import email.utils
 import json
 import threading
 import time
@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .... import __version__
 from ....agents import ReplayCache
 from ....agents.canonical import sha256_hex
+from ....contract.retry import GaveUp, RetryPolicy, TryAgain, retry, transient_answer
 from .errors import KGEndpointError, SparqlError
 from .protocol import RESULTS_JSON
 
@@ -53,28 +54,18 @@ class SparqlSettings(BaseModel):
     backoff_s: float = Field(default=1.0, ge=0)
     backoff_max_s: float = Field(default=60.0, ge=0)
 
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry fields as the shared policy (a ``Retry-After`` is honoured up to ``backoff_max_s``)."""
+        return RetryPolicy(max_attempts=self.max_attempts, backoff_s=self.backoff_s,
+                           backoff_max_s=self.backoff_max_s, timeout_s=self.timeout_s)
+
 
 def check_portable(query: str) -> None:
     """Refuse a query the offline store cannot run (the label service is Wikidata-only)."""
     if "wikibase:label" in query:
         raise ValueError("query uses SERVICE wikibase:label: use rdfs:label/skos:altLabel with a language "
                          "filter so it runs on drsearch kg serve too")
-
-
-def retry_after_s(value: str | None, now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds: a number, or an HTTP date (seconds from ``now``); None if absent
-    or unreadable."""
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 @dataclass(frozen=True)
@@ -134,27 +125,24 @@ class SparqlClient:
         """``(ok, body)`` of one query after retries. ok False: a 4xx answer (the query is at
         fault: stored by the cache as a failure). Raises SparqlError when tries run out."""
         s = self.settings
-        last = ""
-        for attempt in range(1, s.max_attempts + 1):
-            wait_hint: float | None = None
+
+        def attempt(_: int) -> tuple[bool, bytes]:
             try:
                 r = self._send(query)
             except httpx.HTTPError as e:
-                last = f"{e.__class__.__name__}: {e}"
-            else:
-                if r.status_code == 200:
-                    return True, r.content
-                if r.status_code == 429 or r.status_code >= 500:
-                    last = f"HTTP {r.status_code}"
-                    wait_hint = retry_after_s(r.headers.get("retry-after"))
-                else:
-                    return False, json.dumps({"error": r.text[:500], "status": r.status_code}).encode()
-            if attempt < s.max_attempts:
-                wait = s.backoff_s * 2 ** (attempt - 1)
-                if wait_hint is not None:
-                    wait = max(wait, wait_hint)
-                self._sleep(min(wait, s.backoff_max_s))
-        raise SparqlError(f"{describe}: {s.endpoint} failed {s.max_attempts} time(s) ({last})")
+                raise TryAgain(f"{e.__class__.__name__}: {e}") from None
+            if r.status_code == 200:
+                return True, r.content
+            again = transient_answer(r.status_code, r.headers)
+            if again is not None:
+                raise again
+            return False, json.dumps({"error": r.text[:500], "status": r.status_code}).encode()
+
+        try:
+            return retry(attempt, s.retry, sleep=self._sleep)
+        except GaveUp as e:
+            raise SparqlError(f"{describe}: {s.endpoint} failed {e.attempts} time(s) "
+                              f"({e.last.reason})") from None
 
     def probe(self) -> None:
         """``ASK {}`` once (no retries): KGEndpointError (exit 2) when the endpoint does not answer it."""
@@ -213,4 +201,4 @@ def binding_value(binding: dict[str, Any], var: str) -> str | None:
 
 
 __all__ = ["DEFAULT_USER_AGENT", "RESULTS_JSON", "CachedSparql", "SparqlClient", "SparqlResult",
-           "SparqlSettings", "binding_value", "check_portable", "retry_after_s"]
+           "SparqlSettings", "binding_value", "check_portable"]

@@ -22,13 +22,12 @@ InvalidInputError (exit 2).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ....agents.canonical import sha256_hex
-from ....contract import InvalidInputError
+from ....contract import InvalidInputError, read_json_object
 from ...grade import RunEpisodes
 from ...records import GradedQuestion
 from ..calibrate import BUCKETS, OPENBIORQ_THRESHOLD, calibrate, frozen_core
@@ -40,14 +39,8 @@ DEEP = (0.35, 0.40)
 
 def read_calibration(path: Path) -> dict[str, Any]:
     """An OpenBioRQ ``calibration.json``; InvalidInputError for anything else."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"{path}: unreadable ({e.__class__.__name__})") from None
-    if not isinstance(value, dict) or value.get("rule") != "openbiorq" \
-            or not isinstance(value.get("items"), list):
+    value = read_json_object(path)
+    if value.get("rule") != "openbiorq" or not isinstance(value.get("items"), list):
         raise InvalidInputError(f"{path}: not a calibration of rule openbiorq (drsearch calibrate --rule "
                                 "openbiorq)")
     _check_consistent(value, path)

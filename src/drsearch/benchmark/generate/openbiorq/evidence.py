@@ -16,9 +16,10 @@ Every request goes through the pipeline's replay cache (``StageContext.fetch``),
 per route (at most one live request per ``min_interval_s``), sends a descriptive ``User-Agent``
 and is recorded in the bundle with its HTTP status and the SHA-256 of its body. A 404 is an
 answer (no evidence). The public APIs answer 429 when a client goes too fast (Semantic Scholar's
-shared pool often does) and 5xx when busy: those, and transport errors, are tried again up to
-``max_attempts`` times in all, waiting the server's ``Retry-After`` (seconds or an HTTP date,
-capped at ``MAX_WAIT_S``) or else ``backoff_s`` · 2^n; only the final answer is cached. A
+shared pool often does) and 5xx when busy: those (and 408), and transport errors, are tried again
+up to ``max_attempts`` times in all, waiting ``backoff_s`` · 2^n or the server's ``Retry-After``
+(seconds or an HTTP date) when that is longer, capped at ``MAX_WAIT_S``
+(drsearch.contract.retry's one loop); only the final answer is cached. A
 Semantic Scholar API key (``s2_api_key``, read from the environment variable the settings name)
 is sent as ``x-api-key`` and recorded nowhere. Any
 other status (a 4xx is the request's fault), or running out of attempts, stops the stage with
@@ -38,7 +39,7 @@ import httpx
 
 from .... import __version__
 from ....agents.canonical import sha256_hex
-from ....corpus.fetch import retry_after_seconds
+from ....contract.retry import RETRY_STATUSES, GaveUp, RetryPolicy, TryAgain, retry, transient_answer
 from ...citations import arxiv_id
 from ..errors import GenerateError
 from ..stages import StageContext
@@ -48,7 +49,6 @@ PUBLIC_APIS = {"ctgov": "https://clinicaltrials.gov/api/v2", "europepmc": "https
 """The public APIs' base URLs (``--public-apis``); each can be pointed elsewhere."""
 ROUTE_OF_KIND = {"pmid": "europepmc", "nct": "ctgov", "arxiv": "s2"}
 SNIPPET_CHARS = 300
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_WAIT_S = 60.0
 USER_AGENT = f"drsearch/{__version__} (openbiorq openness evidence; one request per route at a time)"
 
@@ -79,11 +79,11 @@ class Gatherer:
         self.ctx = ctx
         self.routes = dict(routes)
         self.k = k
-        self.max_attempts = max(1, max_attempts)
-        self.backoff_s = backoff_s
+        self.retry = RetryPolicy(max_attempts=max(1, max_attempts), backoff_s=backoff_s,
+                                 backoff_max_s=MAX_WAIT_S, retry_after_max_s=MAX_WAIT_S, timeout_s=30.0)
         # Semantic Scholar's key goes in a header: never in a URL, the cache key or the bundle
         self.headers = {"s2": {"x-api-key": s2_api_key}} if s2_api_key else {}
-        self.client = httpx.Client(timeout=30.0, transport=transport, follow_redirects=False,
+        self.client = httpx.Client(timeout=self.retry.timeout_s, transport=transport, follow_redirects=False,
                                    headers={"accept": "application/json", "user-agent": USER_AGENT})
         # the public APIs are rate-limited; our own search server is not
         self.limiters = {name: RateLimiter(0.0 if name == "corpus" else min_interval_s)
@@ -95,29 +95,28 @@ class Gatherer:
     def _get(self, route: str, method: str, url: str, body: dict[str, Any] | None,
              responses: list[dict[str, Any]]) -> Any:
         """The JSON answer of one request (None for a 404), recorded in ``responses``."""
+        def attempt(_: int) -> tuple[bool, bytes]:
+            self.limiters[route].wait()
+            try:
+                r = self.client.request(method, url, json=body, headers=self.headers.get(route))
+            except httpx.TransportError as e:
+                raise TryAgain(f"{e.__class__.__name__}: {e}") from None
+            except httpx.HTTPError as e:  # not worth another try (e.g. a malformed URL)
+                raise GenerateError(f"evidence route {route}: {method} {url}: "
+                                    f"{e.__class__.__name__}: {e}") from None
+            if r.status_code in (200, 404):
+                return r.status_code == 200, r.content
+            again = transient_answer(r.status_code, r.headers)
+            if again is None:
+                raise GenerateError(f"evidence route {route}: {method} {url}: HTTP {r.status_code}")
+            raise again
+
         def live() -> tuple[bool, bytes]:
-            last = ""
-            for attempt in range(self.max_attempts):
-                self.limiters[route].wait()
-                wait: float | None = None
-                try:
-                    r = self.client.request(method, url, json=body, headers=self.headers.get(route))
-                except httpx.TransportError as e:
-                    last = f"{e.__class__.__name__}: {e}"
-                except httpx.HTTPError as e:  # not worth another try (e.g. a malformed URL)
-                    raise GenerateError(f"evidence route {route}: {method} {url}: "
-                                        f"{e.__class__.__name__}: {e}") from None
-                else:
-                    if r.status_code in (200, 404):
-                        return r.status_code == 200, r.content
-                    if r.status_code not in RETRY_STATUSES:
-                        raise GenerateError(f"evidence route {route}: {method} {url}: HTTP {r.status_code}")
-                    last = f"HTTP {r.status_code}"
-                    wait = retry_after_seconds(r.headers.get("retry-after"))
-                if attempt + 1 < self.max_attempts:
-                    time.sleep(min(MAX_WAIT_S, wait if wait is not None else self.backoff_s * 2 ** attempt))
-            raise GenerateError(f"evidence route {route}: {method} {url}: {last} "
-                                f"(after {self.max_attempts} attempt(s))")
+            try:
+                return retry(attempt, self.retry)
+            except GaveUp as e:
+                raise GenerateError(f"evidence route {route}: {method} {url}: {e.last.reason} "
+                                    f"(after {e.attempts} attempt(s))") from None
 
         ok, data = self.ctx.fetch("evidence", [route, method, url, body], f"{route} {method} {url}", live)
         responses.append({"body_sha256": sha256_hex(data), "method": method, "ok": ok, "request": body,

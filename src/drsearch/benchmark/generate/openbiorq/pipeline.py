@@ -64,7 +64,7 @@ class OpenBioRQSettings(BaseModel):
     evidence_k: Annotated[int, Field(ge=1, le=100)] = 5
     api_min_interval_s: Annotated[float, Field(ge=0.0)] = 1.0
     api_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
-    """Tries per evidence request on 429, 5xx or a transport error (``Retry-After`` honoured)."""
+    """Tries per evidence request on 408, 429, 5xx or a transport error (``Retry-After`` honoured)."""
     api_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 1.0
     s2_api_key_env: str | None = None
     """The environment variable holding a Semantic Scholar API key (its name is recorded, never

@@ -21,6 +21,8 @@ Script steps (dicts):
   (or ``fake.release`` is set), then answer as the rest of the step says.
 A script's last step repeats for later turns.
 
+``drsearch dev model`` serves these responders as a command (``--script agent|judge|drbencher``).
+
 ``GET /v1/models`` lists ``fake.models`` (answered with ``fake.models_status``); a
 completion without a ``seed`` is ``drsearch run``'s endpoint probe: recorded in
 ``fake.probes`` (not ``fake.requests``) and answered with ``fake.probe_status``.
@@ -37,6 +39,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+
+Completion = dict[str, Any]
+"""A chat-completions answer body (OpenAI's JSON shape)."""
 
 SEED_BASE = 20260811
 ATTEMPT_STRIDE = 1_000_000  # drsearch.agents.preset.ATTEMPT_SEED_STRIDE
@@ -121,7 +126,10 @@ class FakeLLM:
         calls = step.get("call", [])
         if step.get("open_first_hit"):
             last_tool = [m["content"] for m in messages if m["role"] in ("tool", "user")][-1]
-            calls = [("open", {"docid": re.search(r"docid: (\S+)", last_tool).group(1)})]
+            hit = re.search(r"docid: (\S+)", last_tool)
+            if hit is None:  # no hit to open: the connection drops (an infrastructure failure)
+                raise LookupError("open_first_hit: no docid in the last tool reply")
+            calls = [("open", {"docid": hit.group(1)})]
         if calls:
             def arguments(a: str | dict[str, Any]) -> str:
                 return a if isinstance(a, str) else json.dumps(a).replace("QUESTION", question)
@@ -150,6 +158,11 @@ class Responder(Protocol):
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
 
 
+def error_body(message: str, kind: str) -> dict[str, Any]:
+    """An OpenAI-shaped error body."""
+    return {"error": {"message": message, "type": kind}}
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: Responder
 
@@ -162,10 +175,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, answer)
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        except ValueError as e:  # a client's mistake is a 400 with its reason, never a dropped connection
+            self._send(400, error_body(f"body is not JSON ({e})", "invalid_request_error"))
+            return
         if self.path != "/v1/chat/completions":
             status, answer = 404, {"error": "no such path"}
-        else:
+        elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            status, answer = 400, error_body("a chat completion needs a JSON object with 'messages'",
+                                         "invalid_request_error")
+        else:  # a responder that raises drops the connection: the tests' way to inject a transport failure
             status, answer = self.fake.respond(body)
         self._send(status, answer)
 
@@ -179,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -188,14 +208,42 @@ class _Server(ThreadingHTTPServer):
         pass  # a client killed mid-request (the kill -9 test) is expected, not news
 
 
+def completion(content: str | None, model: str, tool_calls: list[dict[str, Any]] | None = None,
+               prompt: str = "") -> Completion:
+    """A one-choice chat completion: ``content`` and, when given, native ``tool_calls``. Its
+    usage counts words as tokens (``prompt``: the request's text), so runs show plausible sizes."""
+    message: dict[str, Any] = {"content": content, "role": "assistant"}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    calls = tool_calls or []
+    out = len((content or "").split()) + sum(len(c["function"]["arguments"].split()) for c in calls)
+    read = len(prompt.split())
+    finish = "tool_calls" if tool_calls else "stop"
+    return {"choices": [{"finish_reason": finish, "index": 0, "message": message}], "id": "cmpl-scripted",
+            "model": model, "object": "chat.completion",
+            "usage": {"completion_tokens": out, "prompt_tokens": read, "total_tokens": out + read}}
+
+
+def make_server(fake: Responder, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A bound (not yet serving) HTTP server answering with ``fake``; ``base_url`` gives its URL."""
+    return _Server((host, port), type("Handler", (_Handler,), {"fake": fake}))
+
+
+def base_url(server: ThreadingHTTPServer) -> str:
+    """``http://HOST:PORT/v1`` of a bound server (IPv6 hosts in brackets)."""
+    host, port = server.server_address[:2]
+    shown = f"[{host!s}]" if ":" in str(host) else str(host)
+    return f"http://{shown}:{port}/v1"
+
+
 @contextmanager
-def serve_chat(fake: Responder) -> Iterator[str]:
+def serve_chat(fake: Responder, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve ``fake.respond`` as ``POST /v1/chat/completions`` on 127.0.0.1; yields the base URL."""
-    server = _Server(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": fake}))
+    server = make_server(fake, host, port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield base_url(server)
     finally:
         server.shutdown()
         server.server_close()
@@ -269,3 +317,8 @@ def serve_rules(rules: list[Rule], delay_s: float = 0.0) -> Iterator[RuleRespond
     with serve_chat(responder) as url:
         responder.url = url
         yield responder
+
+
+__all__ = ["ATTEMPT_STRIDE", "DEFAULT_SCRIPT", "SEED_BASE", "Completion", "FakeLLM", "Responder", "Rule",
+           "RuleResponder", "ScriptKey", "attempt_and_index", "base_url", "completion", "error_body",
+           "make_server", "serve_chat", "serve_fake", "serve_rules"]

@@ -1,5 +1,6 @@
-"""The generator model of the tests: rule-based replies (tests/agents/fake_llm.py) that are
-pure functions of the prompt, with the failure cases the issue names built in:
+"""The DrBencher generator's scripted model (``drsearch dev model --script drbencher``; the tests'
+fixture model): rule-based replies (:class:`drsearch.dev.chat.Rule`) that are
+pure functions of the prompt, with the failure cases the tests pin built in:
 
 - clues: one fact per chain, naming the chain's intermediate entity (hops 1), or, when an earlier
   fact stated that first hop already, the second hop naming both entities (hops 2); except
@@ -23,7 +24,7 @@ import json
 import re
 from typing import Any
 
-from ....agents.fake_llm import Rule
+from .chat import Rule
 
 MODEL = "generator"
 
@@ -41,7 +42,8 @@ def clues(body: dict[str, Any]) -> str:
     facts = []
     stated: set[tuple[str, str]] = set()
     for i, c in enumerate(chains):
-        fact = {"chain": i, "hops": 1, "text": f"It is linked to {c['mid_label']}.", "triple": [qid, c["p1"], c["mid"]]}
+        fact = {"chain": i, "hops": 1, "text": f"It is linked to {c['mid_label']}.",
+                "triple": [qid, c["p1"], c["mid"]]}
         if qid == "Q1726" and c["mid"] == "Q106588" and c["obj"] == "Q1653":
             fact = {"chain": i, "hops": 2, "text": "It lies on a river that flows into the Danube.",
                     "triple": [c["mid"], c["p2"], c["obj"]]}
@@ -52,8 +54,8 @@ def clues(body: dict[str, Any]) -> str:
         elif qid == "Q1741" and i == 0:
             fact = {**fact, "text": f"It is produced by the {c['mid_label']}."}
         elif (c["p1"], c["mid"]) in stated and qid != "Q28513":
-            fact = {"chain": i, "hops": 2, "text": f"It is linked to {c['mid_label']}, which is linked to "
-                                                   f"{c['obj_label']}.", "triple": [c["mid"], c["p2"], c["obj"]]}
+            text = f"It is linked to {c['mid_label']}, which is linked to {c['obj_label']}."
+            fact = {"chain": i, "hops": 2, "text": text, "triple": [c["mid"], c["p2"], c["obj"]]}
         stated.add((c["p1"], c["mid"]))
         facts.append(fact)
     return "Here are the facts:\n```json\n" + json.dumps({"facts": facts}) + "\n```"

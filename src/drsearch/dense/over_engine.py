@@ -1,0 +1,63 @@
+"""What every ranker over an :class:`~drsearch.index.Engine`'s corpus answers as the engine
+does: the file, its identity (plus the ranker's configuration), the blocklist and the
+release rule's choice, documents, and closing. Dense and hybrid retrievers derive from it,
+so the Retriever protocol's corpus side is written once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
+
+from ..contract import Document
+from ..contract.retriever import BlocklistInfo, BlocklistOrigin
+from ..index import Engine
+
+
+class OverEngine:
+    """The corpus side of the Retriever protocol, delegated to ``engine``; ``config`` (the
+    ranker's configuration) joins the engine's ``meta`` as ``retriever``."""
+
+    def __init__(self, engine: Engine, config: str) -> None:
+        self.engine = engine
+        self.config = config
+        self._meta: dict[str, Any] = {**engine.meta, "retriever": config}
+
+    @property
+    def path(self) -> Path:
+        return self.engine.path
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        return self._meta
+
+    @property
+    def blocklist(self) -> BlocklistInfo:
+        return self.engine.blocklist
+
+    @property
+    def blocked_matched(self) -> int:
+        return self.engine.blocked_matched
+
+    @property
+    def blocklist_choice(self) -> BlocklistOrigin:
+        return self.engine.blocklist_choice
+
+    @property
+    def passages(self) -> bool:
+        return self.engine.passages
+
+    def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:
+        return self.engine.open_document(docid=docid, url=url)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["OverEngine"]

