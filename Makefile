@@ -16,11 +16,23 @@ $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/ind
 
 install: $(STAMP)
 
+# What `make demo` needs, and no more: the serve, run, score and extract extras (a ~20 s install,
+# not the dev tools). A venv that already has the dev install has all of them: nothing is
+# reinstalled there (the kernel is not rebuilt under a running test suite).
+DEMO_STAMP  := $(VENV)/.installed-demo
+DEMO_EXTRAS := server,agents,extract,grading
+$(DEMO_STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/index/_gil.c src/drsearch/index/_gil.h src/drsearch/index/_topk.h src/drsearch/index/_pages.h src/drsearch/index/_fts5.h \
+		$(wildcard src/drsearch/index/_k_*.h)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
+	  { [ -x $(PY) ] || $(PYTHON) -m venv $(VENV); } && \
+	  $(PY) -m pip install -q --upgrade pip && \
+	  $(PY) -m pip install -q -e '.[$(DEMO_EXTRAS)]' && touch $@; fi
+
 # The main job on the bundled sample, offline, through the real components (scripts/demo.sh,
 # docs/QUICKSTART.md): extract -> dedup + index -> drsearch serve -> drsearch run (the agent's
 # model: `drsearch dev model --script agent`) -> drsearch score (`--script judge`). Servers on
 # free ports, stopped at the end; results in demo-out/.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@bash scripts/demo.sh
 
 lint: $(STAMP)

@@ -289,3 +289,16 @@ def test_a_machine_without_a_sandbox_refuses_unless_allowed(sample_index: Path, 
         resumed = _run(tmp_path, QUESTIONS, BLOCKED, fake.url)  # where it can sandbox: not the same run
         assert resumed.returncode == 2, resumed.stderr
         assert resumed.stderr.endswith("holds a different run (differs in python_isolation); use another --out\n")
+
+
+def test_an_interpreter_installed_under_tmp_runs_in_the_sandbox(tmp_path: Path) -> None:
+    """A checkout in /tmp (CI's clone) has its .venv under /tmp, where the sandbox mounts its
+    own tmpfs: the interpreter is bound inside it, read-only, and the call answers as usual."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    limits = python_limits(DR256.model_copy(update={"tools": ("python",)}))
+    body = json.loads(LocalPython(executable=str(venv / "bin/python")).run(
+        "import sys\nprint(sys.prefix, 6 * 7)\nopen('/tmp/scratch', 'w').write('x')", limits).body)
+    assert body["exit_code"] == 0, body
+    assert body["output"].strip() == f"{venv} 42"

@@ -123,7 +123,11 @@ def _module(distribution: str) -> str | None:
 def test_extras_are_pyprojects_extras_and_name_their_distributions_modules() -> None:
     extras = _pyproject()["optional-dependencies"]
     assert isinstance(extras, dict)
-    assert list(EXTRAS) == [name for name in extras if name != "dev"]  # pyproject's order
+    assert list(EXTRAS) == [name for name in extras if name not in ("dev", "all")]  # pyproject's order
+    # `all` is every extra a verb or the library needs (not the benchmark, fp32 or smoke ones)
+    (meta,) = extras["all"]
+    named = set(meta.split("[", 1)[1].rstrip("]").split(","))
+    assert meta.startswith("drsearch[") and named == set(EXTRAS) - {"bench", "embed-fp32", "smoke"}
     for name, modules in EXTRAS.items():
         own = [_module(_distribution(r)) for r in extras[name]]
         assert {m for m in own if m is not None} <= set(modules), name

@@ -98,6 +98,11 @@ def _build_root(root: str, code_path: str, tmpfs_mb: int, owner: int) -> None:
     """Mount the new root on ``root`` (see the module doc); still in the old root."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing below propagates back to the host
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    # /tmp first: an interpreter installed under /tmp (a clone in /tmp, its .venv) is then bound
+    # inside the tmpfs, read-only, instead of being hidden by it (or colliding with its mount point)
+    os.makedirs(root + "/tmp")
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={tmpfs_mb}m,nr_inodes=16384,mode=1777")
     for path in LIBRARIES:
         if os.path.islink(path):  # merged /usr: keep the link, bind its target
             os.makedirs(root + os.path.dirname(path), exist_ok=True)
@@ -112,9 +117,6 @@ def _build_root(root: str, code_path: str, tmpfs_mb: int, owner: int) -> None:
         if os.path.exists(dev):
             open(root + dev, "w").close()  # a file to mount the device on
             _bind_read_only(dev, root + dev, devices=True)
-    os.makedirs(root + "/tmp")
-    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={tmpfs_mb}m,nr_inodes=16384,mode=1777")
     os.makedirs(root + WORK)
     with open(code_path, "rb") as src, open(root + WORK + "/main.py", "wb") as dst:
         dst.write(src.read())
