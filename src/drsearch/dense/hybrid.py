@@ -11,10 +11,9 @@ dense best chunk.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, QueryTimeoutError, SearchResult, check_k
+from ..contract import MAX_RUN_K, check_k
 from .over_engine import OverEngine
 from .retriever import DenseRetriever
 
@@ -51,22 +50,10 @@ class HybridRetriever(OverEngine):
         super().__init__(dense.engine, f"hybrid:rrf:k={rrf_k}:depth={self.depth}:{dense.config}")
 
     def rank(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunks by fused rank (module docstring); only the first ``depth`` of
+        each list count, so beyond ``depth`` documents a result may hold fewer than ``k``."""
         lists = [self.engine.rank(query, self.depth, max_k=self.depth), self.dense.rank(query, self.depth)]
         return rrf(lists, self.engine.chunk_documents, k, self.rrf_k)
-
-    def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
-               max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:
-        """The ``k`` best documents by fused rank (module docstring); only the first ``depth``
-        of each list count, so beyond ``depth`` documents a result may hold fewer than ``k``.
-        Errors as ``Engine.search``'s."""
-        k = check_k(k, min(max_k, MAX_RUN_K))
-        if deadline is None:
-            deadline = time.monotonic() + self.engine.time_limit_s
-        self.engine.parse(query, min(max_terms, MAX_QUERY_TERMS))
-        ranked = self.rank(query, k)
-        if time.monotonic() > deadline:
-            raise QueryTimeoutError("query ran past its time limit")
-        return SearchResult(query, k, self.engine.hits(query, ranked, with_text=with_text, deadline=deadline))
 
     def stats(self) -> dict[str, Any]:
         body = self.dense.stats()

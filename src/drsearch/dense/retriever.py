@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..contract import MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, QueryTimeoutError, SearchResult, check_k
 from ..index import Engine
 from .embed import EmbeddingModelError
 from .over_engine import OverEngine
@@ -89,20 +87,6 @@ class DenseRetriever(OverEngine):
         super().__init__(engine, f"dense:{header['model']}:{header['model_sha256'][:12]}:"
                                  f"{header['vector_format']}:{self.vectors_sha256[:16]}")
         self._embed_lock = threading.Lock()
-
-    def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
-               max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:
-        """The ``k`` documents whose best chunk's vector has the largest inner product with
-        the query's (ties: lower chunk rowid first). The request checks and errors are BM25's
-        (``Engine.search``): InvalidQueryError, InvalidKError, QueryTimeoutError."""
-        k = check_k(k, min(max_k, MAX_RUN_K))
-        if deadline is None:
-            deadline = time.monotonic() + self.engine.time_limit_s
-        self.engine.parse(query, min(max_terms, MAX_QUERY_TERMS))  # the same checks as BM25
-        ranked = self.rank(query, k)
-        if time.monotonic() > deadline:
-            raise QueryTimeoutError("query ran past its time limit")
-        return SearchResult(query, k, self.engine.hits(query, ranked, with_text=with_text, deadline=deadline))
 
     def stats(self) -> dict[str, Any]:
         """The engine's statistics, with ``scorer`` "dense" and the vectors' description."""
