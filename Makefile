@@ -68,7 +68,7 @@ bench: $(STAMP)
 # table (docs/BENCHMARKS.md; about 2 hours, ~30 GB of disk with --drop-indexes).
 .PHONY: bench-scales
 bench-scales: $(STAMP)
-	$(PY) benchmarks/search_bench.py --scales 1,4 --vocabulary normal,large --drop-indexes \
+	$(PY) benchmarks/search_bench.py --scales 1,4 --vocabulary web,synthetic15k --drop-indexes \
 		--json bench-scales.json $(BENCH_ARGS)
 
 quality: $(STAMP)

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=2000, help="documents (DR-256: 30318; 4x: 121272)")
     ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
     ap.add_argument("--tokenizer", choices=("porter", "unicode61"), default="porter")
-    ap.add_argument("--vocabulary", choices=corpus_gen.VOCABULARIES, default="normal",
-                    help="corpus variant: large injects Zipf-distributed rare entity names (search_bench's)")
+    ap.add_argument("--vocabulary", choices=corpus_gen.VOCABULARIES, default="web",
+                    help="corpus variant (corpus_gen.py): web (default), synthetic15k, large")
     ap.add_argument("--threads", type=int, default=2, help="threads for tantivy and our parallel build")
     ap.add_argument("--repeat", type=int, default=1, help="builds per configuration (median kept)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")

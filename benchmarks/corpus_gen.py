@@ -48,9 +48,10 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -133,6 +134,39 @@ class _Paragraphs:
         self.source_words: I64 = np.add.reduceat(self.words, self.start)
         self.chars: I64 = np.array([len(p) for p in self.text], dtype=np.int64)
         self._offsets: tuple[I64, I64, I64] | None = None
+        self._content: tuple[I64, I64, I64, I64] | None = None
+
+    @property
+    def content_count(self) -> I64:
+        """Content words per paragraph (``content_spans``)."""
+        return self.content_spans()[3]
+
+    def content_spans(self) -> tuple[I64, I64, I64, I64]:
+        """The content words of every paragraph, where the web vocabulary puts its tail types:
+        whitespace tokens whose letters (punctuation around them left out) are all alphabetic,
+        longer than 3 and not a stop word. Flat start and end character spans of those
+        letters, each paragraph's first index into them, and its count."""
+        if self._content is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            count = np.zeros(len(self.text), dtype=np.int64)
+            for j, t in enumerate(self.text):
+                n = 0
+                for m in _WORD_SPAN.finditer(t):
+                    core = _CORE.fullmatch(m.group())
+                    if core is None:
+                        continue
+                    word = core.group(1)
+                    if len(word) <= 3 or word.lower() in _STOP:
+                        continue
+                    starts.append(m.start() + core.start(1))
+                    ends.append(m.start() + core.end(1))
+                    n += 1
+                count[j] = n
+            first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+            self._content = (np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                             first, count)
+        return self._content
 
     def word_offsets(self) -> tuple[I64, I64, I64]:
         """Every paragraph's words as character spans (the ``str.split()`` words): flat start
@@ -148,6 +182,7 @@ class _Paragraphs:
 
 
 _WORD_SPAN = re.compile(r"\S+")  # the words of str.split() (both use Unicode's whitespace)
+_CORE = re.compile(r"[^\w]*([^\W\d_]+)[^\w]*")  # a word's letters, punctuation around them
 
 
 def _fill_stream(paras: _Paragraphs, src: int, rng: np.random.Generator,
@@ -236,11 +271,13 @@ def _bisect(f: Callable[[float], int], target: int, lo: float, hi: float) -> flo
 
 
 def iter_documents(sources: Sequence[Source], plan: CorpusPlan,
-                   entities: EntityInjector | None = None) -> Iterator[dict[str, str]]:
+                   entities: EntityInjector | WebInjector | None = None
+                   ) -> Iterator[dict[str, str]]:
     """The synthetic documents, in sorted docid order (one at a time: nothing accumulates).
 
-    ``entities``: replace some words of each document by rare names (``--vocabulary large``);
-    the injector records what it injected as the documents are generated.
+    ``entities``: replace some words of each document by rare names (``--vocabulary large``)
+    or by the fitted tail types (``--vocabulary web``); the injector records what it injected
+    as the documents are generated.
     """
     paras = _Paragraphs(sources)
     width = max(5, len(str(len(plan.para_ids))))
@@ -269,8 +306,9 @@ DEFAULT_ENTITY_RATE = 0.05
 DEFAULT_ENTITY_QUERIES = 100
 ZIPF_S = 1.0
 RARE_PER_CHUNKS = 1000  # a "rare" name occurs at most once per this many chunks
-VOCABULARIES = ("normal", "large")
-QUERY_CLASSES = ("normal", "entity", "rare")
+VOCABULARIES = ("web", "synthetic15k", "large")
+VOCABULARY_ALIASES = {"normal": "synthetic15k"}  # its name until the web vocabulary came
+QUERY_CLASSES = ("normal", "web", "entity", "rare")
 # A name is 4 consonant-vowel syllables, a consonant and "o" (``Bakuziroto``): ten letters,
 # capitalised. A final consonant + "o" matches no suffix of the Porter stemmer, so each name is
 # one FTS5 term under both tokenizers, and distinct names stay distinct terms.
@@ -397,6 +435,154 @@ def check_no_name_collisions(sources: Sequence[Source]) -> None:
             if m:
                 raise SystemExit(f"{SAMPLE}: {s.docid} has the word {m.group()!r}, which has the "
                                  "form of an injected entity name: change the name pattern")
+
+
+# -- web vocabulary: a fitted Zipf-Mandelbrot tail (vocab_fit.py) ---------------------------
+
+WEB_VERSION = 1
+FIT_FILE = Path(__file__).resolve().parent / "vocab_fit.json"
+WEB_KINDS = ("name", "word", "number", "alnum")
+WEB_QUERY_DOCS = 1_000  # documents whose tail tokens are kept for the web query classes
+_KIND_MULT = 2_654_435_761  # rank -> a fixed pseudo-random kind (Knuth's multiplicative hash)
+NUMBER_BASE = 10_000_000  # tail numbers have 8 or 9 digits: no real number of the sample has
+
+
+@dataclass(frozen=True, slots=True)
+class WebModel:
+    """The tail of ``vocab_fit.json``'s model: ranks 1..types with p(r) ~ (r + q)^-s, each
+    rank one type of a fixed kind (name, word, number, letters with digits)."""
+
+    rate: float
+    q: float
+    s: float
+    types: int
+    kinds: tuple[tuple[str, float], ...]
+    digest: str
+
+    @classmethod
+    def load(cls, path: Path = FIT_FILE) -> WebModel:
+        raw = path.read_bytes()
+        m = json.loads(raw)["model"]
+        return cls(float(m["rate"]), float(m["tail_q"]), float(m["tail_s"]), int(m["tail_types"]),
+                   tuple((k, float(m["kinds"][k])) for k in WEB_KINDS),
+                   hashlib.sha256(raw).hexdigest()[:12])
+
+    def draw(self, rng: np.random.Generator, k: int) -> I64:
+        """k ranks (1-based) by inverting the continuous CDF (vocab_fit.tail_cdf)."""
+        a = (0.5 + self.q) ** (1 - self.s)
+        b = (self.types + 0.5 + self.q) ** (1 - self.s)
+        x = (a - rng.random(k) * (a - b)) ** (1 / (1 - self.s)) - self.q
+        out: I64 = np.clip(np.floor(x + 0.5), 1, self.types).astype(np.int64)
+        return out
+
+    def kind_of(self, ranks: I64) -> I64:
+        """Each rank's kind (index into WEB_KINDS): fixed per rank, in the fitted shares."""
+        u = ((np.asarray(ranks, dtype=np.uint64) * np.uint64(_KIND_MULT)) % np.uint64(2 ** 32)) \
+            .astype(np.float64) / 2 ** 32
+        bounds = np.cumsum([share for _, share in self.kinds])
+        out: I64 = np.minimum(np.searchsorted(bounds, u, side="right"),
+                              len(WEB_KINDS) - 1).astype(np.int64)
+        return out
+
+    def tokens(self, ranks: I64) -> list[str]:
+        """The text of tail ranks: a name (``Bakuziroto``), a word (``bakuziroto``), a number
+        (8-9 digits) or letters with digits (``ba1234``). Every rank gets its own FTS5 term:
+        names and words come from one bijection of the ranks, so no two fold to one term."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        kinds = self.kind_of(ranks).tolist()
+        names = entity_names(ranks - 1)
+        codes = ((ranks - 1) * _NAME_MULT + _NAME_ADD) % NAME_CODES
+        out = []
+        for kind, name, code in zip(kinds, names, codes.tolist(), strict=True):
+            if kind == 0:
+                out.append(name)
+            elif kind == 1:
+                out.append(name.lower())
+            elif kind == 2:
+                out.append(str(NUMBER_BASE + code))
+            else:
+                out.append(f"{_SYLLABLES[code % len(_SYLLABLES)]}{code // len(_SYLLABLES) + 1000}")
+        return out
+
+
+class WebInjector:
+    """Replaces a fraction ``rate`` of each document's content words by tail types drawn from
+    the fitted model, keeping the punctuation around them (so word and chunk counts are the
+    normal corpus's). Document ``i`` draws from its own RNG (seed, 5, i). Records every drawn
+    rank (to count types) and, for the documents in ``query_docs``, the tokens put in."""
+
+    def __init__(self, seed: int, model: WebModel, query_docs: set[int]) -> None:
+        self.seed, self.model, self.query_docs = seed, model, query_docs
+        self._ranks: list[I64] = []
+        self._pending = 0
+        self.uniq: I64 = np.zeros(0, dtype=np.int64)
+        self.counts: I64 = np.zeros(0, dtype=np.int64)
+        self.injected = 0
+        self.kept: dict[int, list[int]] = {}
+
+    def inject(self, doc: int, ids: I64, paras: _Paragraphs) -> str:
+        text = "\n\n".join([paras.text[j] for j in ids.tolist()])
+        starts, ends, first, count = paras.content_spans()
+        cc = count[ids]
+        total = int(cc.sum())
+        rng = np.random.default_rng([self.seed, 5, doc])
+        k = int(rng.binomial(total, self.model.rate)) if total else 0
+        if k == 0:
+            return text
+        pos = np.sort(rng.choice(total, size=k, replace=False))
+        ranks = self.model.draw(rng, k)
+        self._record(ranks)
+        if doc in self.query_docs:
+            self.kept[doc] = ranks.tolist()
+        c0 = np.concatenate(([0], np.cumsum(cc)[:-1]))  # each paragraph's first content word
+        char0 = np.concatenate(([0], np.cumsum(paras.chars[ids] + 2)[:-1]))  # + "\n\n"
+        para = np.searchsorted(c0, pos, side="right") - 1
+        flat = first[ids[para]] + (pos - c0[para])
+        cuts = np.empty(2 * k + 2, dtype=np.int64)
+        cuts[0], cuts[-1] = 0, len(text)
+        cuts[1:-1:2], cuts[2:-1:2] = char0[para] + starts[flat], char0[para] + ends[flat]
+        c = cuts.tolist()
+        kept = [text[c[j]:c[j + 1]] for j in range(0, 2 * k + 2, 2)]
+        out = [x for pair in zip(kept, self.model.tokens(ranks), strict=False) for x in pair]
+        out.append(kept[-1])
+        return "".join(out)
+
+    def _record(self, ranks: I64) -> None:
+        self.injected += len(ranks)
+        self._ranks.append(ranks)
+        self._pending += len(ranks)
+        if self._pending >= 4_000_000:
+            self._merge()
+
+    def _merge(self) -> None:
+        """Fold the pending draws into (unique ranks, counts): memory stays ~ the types seen."""
+        if not self._ranks:
+            return
+        allr = np.concatenate([self.uniq, *self._ranks])
+        weights = np.concatenate([self.counts, np.ones(self._pending, dtype=np.int64)])
+        self.uniq, inv = np.unique(allr, return_inverse=True)
+        self.counts = np.bincount(inv, weights=weights).astype(np.int64)
+        self._ranks, self._pending = [], 0
+
+    def finish(self) -> tuple[I64, I64]:
+        """(ranks seen, their occurrence counts), ranks ascending."""
+        self._merge()
+        return self.uniq, self.counts
+
+
+def check_no_web_collisions(sources: Sequence[Source]) -> None:
+    """Fail loudly if a real word of the sample has the form of a tail type (any case): its
+    type counts and the web queries would then be wrong."""
+    alnum = re.compile(r"\b[bcdfghjklmnprstvz][aeiou]\d{4,}\b", re.IGNORECASE)
+    number = re.compile(r"\b\d{8,9}\b")
+    name = re.compile(NAME_RE.pattern, re.IGNORECASE)
+    for s in sources:
+        for text in (s.title, *s.paragraphs):
+            for pattern in (name, alnum, number):
+                m = pattern.search(text)
+                if m:
+                    raise SystemExit(f"{SAMPLE}: {s.docid} has the word {m.group()!r}, which has "
+                                     "the form of a web-vocabulary tail type: change the forms")
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -564,25 +750,31 @@ def _atomic_write(path: Path, lines: Iterator[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Vocabulary:
-    """Which corpus variant: ``normal``, or ``large`` with its entity-name parameters."""
+    """Which corpus variant: ``web`` (the fitted tail, vocab_fit.py), ``synthetic15k`` (the
+    sample's own ~15K terms; called ``normal`` before, which still names it), or ``large``
+    (synthetic15k with entity names, with their parameters)."""
 
-    name: str = "normal"
+    name: str = "web"
     types: int = DEFAULT_ENTITY_TYPES
     rate: float = DEFAULT_ENTITY_RATE
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "name", VOCABULARY_ALIASES.get(self.name, self.name))
         if self.name not in VOCABULARIES:
             raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {self.name!r}")
 
     @property
     def tag(self) -> str:
-        """The cache-name suffix ("" for normal: the normal corpus keeps its old file names)."""
-        if self.name == "normal":
+        """The cache-name suffix ("" for synthetic15k: that corpus keeps its old file names)."""
+        if self.name == "synthetic15k":
             return ""
+        if self.name == "web":
+            return f"-web{WEB_VERSION}-{WebModel.load().digest}"
         return f"-large{ENTITY_VERSION}-t{self.types}-r{self.rate:g}-z{ZIPF_S:g}"
 
 
-NORMAL = Vocabulary()
+NORMAL = Vocabulary("synthetic15k")
+WEB = Vocabulary("web")
 
 
 def _corpus_stem(n_docs: int, seed: int, vocab: Vocabulary) -> str:
@@ -590,26 +782,31 @@ def _corpus_stem(n_docs: int, seed: int, vocab: Vocabulary) -> str:
 
 
 def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED, cache: Path = CACHE,
-                  vocab: Vocabulary = NORMAL) -> tuple[Path, dict[str, float | int | str]]:
+                  vocab: Vocabulary = WEB) -> tuple[Path, dict[str, float | int | str]]:
     """Generate (or reuse) the corpus JSONL; returns its path and summary statistics.
 
     The large vocabulary also writes ``<stem>.entities.npz`` (per name: ``counts`` and
-    ``first_doc``; per document: ``source_of_doc``), before the meta file, whose presence
-    marks a complete cache entry.
+    ``first_doc``; per document: ``source_of_doc``), the web vocabulary ``<stem>.web.npz``
+    (the tail ranks seen and their counts, ``source_of_doc``, and the ranks put into each of
+    the ``WEB_QUERY_DOCS`` query documents), both before the meta file, whose presence marks a
+    complete cache entry.
     """
     cache.mkdir(parents=True, exist_ok=True)
     stem = _corpus_stem(n_docs, seed, vocab)
     path, meta_path = cache / f"{stem}.jsonl", cache / f"{stem}.meta.json"
     if path.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
-        meta.setdefault("vocabulary", "normal")
+        meta.setdefault("vocabulary", "synthetic15k")
         return path, meta
     sources = load_sources()
     plan = plan_corpus(sources, n_docs, seed)
-    injector = None
+    injector: EntityInjector | WebInjector | None = None
     if vocab.name == "large":
         check_no_name_collisions(sources)
         injector = EntityInjector(seed, vocab.types, vocab.rate)
+    elif vocab.name == "web":
+        check_no_web_collisions(sources)
+        injector = WebInjector(seed, WebModel.load(), web_query_docs(n_docs, seed))
     _atomic_write(path, (json.dumps(d, ensure_ascii=False) + "\n"
                          for d in iter_documents(sources, plan, injector)))
     chunks = int(n_chunks(plan.words).sum())
@@ -620,7 +817,9 @@ def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED, cache: Pat
         "bytes": path.stat().st_size, "sample_sha256_12": _sample_digest(),
         "generator_version": GENERATOR_VERSION, "vocabulary": vocab.name,
     }
-    if injector is not None:
+    if isinstance(injector, WebInjector):
+        meta.update(_save_web(cache / f"{stem}.web.npz", injector, plan))
+    elif injector is not None:
         tmp = cache / f".{stem}.entities.tmp-{os.getpid()}.npz"
         np.savez_compressed(tmp, counts=injector.counts, first_doc=injector.first_doc,
                             source_of_doc=plan.source_of_doc.astype(np.int32))
@@ -631,6 +830,105 @@ def ensure_corpus(n_docs: int = DR256_DOCS, seed: int = DEFAULT_SEED, cache: Pat
                      "entity_types_present": int((injector.counts > 0).sum())})
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta
+
+
+def web_query_docs(n_docs: int, seed: int) -> set[int]:
+    """The documents whose tail tokens the web query classes are drawn from (seeded)."""
+    rng = np.random.default_rng([seed, 6])
+    k = min(WEB_QUERY_DOCS, n_docs)
+    return set(rng.choice(n_docs, size=k, replace=False).tolist())
+
+
+def _save_web(path: Path, injector: WebInjector, plan: CorpusPlan) -> dict[str, float | int | str]:
+    """Write the web vocabulary's record (``ensure_corpus``) and return its meta entries:
+    the tail's size and the types the fitted model expected (``vocab_fit.py``)."""
+    import vocab_fit
+
+    ranks, counts = injector.finish()
+    docs = np.array(sorted(injector.kept), dtype=np.int64)
+    kept = [np.array(injector.kept[d], dtype=np.int64) for d in docs.tolist()]
+    offsets = np.concatenate(([0], np.cumsum([len(k) for k in kept]))).astype(np.int64)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npz")
+    np.savez_compressed(tmp, ranks=ranks, counts=counts,
+                        source_of_doc=plan.source_of_doc.astype(np.int32), query_docs=docs,
+                        query_offsets=offsets,
+                        query_ranks=np.concatenate(kept) if kept else np.zeros(0, np.int64))
+    os.replace(tmp, path)
+    model = injector.model
+    fit = vocab_fit.load_fit(FIT_FILE)["model"]
+    expected = vocab_fit.expected_tail_types(injector.injected, model.q, model.s, model.types)
+    return {"web_version": WEB_VERSION, "fit_sha256_12": model.digest, "tail_rate": model.rate,
+            "tail_tokens": injector.injected, "tail_types": len(ranks),
+            "tail_types_expected": round(expected), "tail_hapax": int((counts == 1).sum()),
+            "backbone_types": int(fit["backbone_types"]),
+            "types": int(fit["backbone_types"]) + len(ranks)}
+
+
+def make_web_queries(sources: Sequence[Source], model: WebModel,
+                     web: Mapping[str, npt.NDArray[Any]], chunks: int, n: int,
+                     seed: int) -> dict[str, list[str]]:
+    """Three classes of ``n`` queries over a web-vocabulary corpus, each from one query
+    document's own words (the page it was cut from, and the tail types put into it):
+
+    - *web*: 2-8 words, as agents write them: 1-3 tail types (names, rare words, numbers,
+      codes) and content words of the page, with a real number of the page (a year, a count)
+      in a third of them, in a seeded order;
+    - *entity*: a tail name (or any tail type if the document got no name) and 2 content
+      words: the two-words-and-a-rare-name shape;
+    - *rare*: one tail type alone that occurs at most once per ``RARE_PER_CHUNKS`` chunks.
+    """
+    rng = np.random.default_rng([seed, 7])
+    maker = _QueryMaker(sources, rng)
+    counts = dict(zip(web["ranks"].tolist(), web["counts"].tolist(), strict=True))
+    cap = max(1, chunks // RARE_PER_CHUNKS)
+    offsets = web["query_offsets"].tolist()
+    docs = web["query_docs"].tolist()
+    per_doc = [web["query_ranks"][offsets[i]:offsets[i + 1]] for i in range(len(docs))]
+    usable = [i for i, r in enumerate(per_doc) if len(r)]
+    if not usable:
+        raise SystemExit("no query document got a tail type: the corpus is too small")
+    numbers = [[w for p in s.paragraphs for w in re.findall(r"\b\d{2,4}\b", p)] for s in sources]
+    out: dict[str, list[str]] = {"web": [], "entity": [], "rare": []}
+    rare_pool = sorted({r for i in usable for r in per_doc[i].tolist() if counts[r] <= cap})
+    for _ in range(n):
+        i = usable[int(rng.integers(len(usable)))]
+        src = int(web["source_of_doc"][docs[i]])
+        content = maker.content[src] or ["news"]
+        ranks = per_doc[i]
+        length = int(rng.integers(2, 9))
+        m = min(length, len(ranks), 1 + int(rng.binomial(2, 0.35)))
+        picked = ranks[rng.choice(len(ranks), size=m, replace=False)]
+        words = model.tokens(picked) + maker.pick(content, length - m)
+        if numbers[src] and length - m >= 1 and rng.random() < 1 / 3:
+            words[-1] = numbers[src][int(rng.integers(len(numbers[src])))]
+        out["web"].append(" ".join(words[j] for j in rng.permutation(len(words)).tolist()))
+        kinds = model.kind_of(ranks)
+        named = ranks[kinds == 0]
+        one = named if len(named) else ranks
+        ent = model.tokens(one[int(rng.integers(len(one)))][None]) + maker.pick(content, 2)
+        out["entity"].append(" ".join(ent[j] for j in rng.permutation(len(ent)).tolist()))
+        if rare_pool:
+            out["rare"].append(model.tokens(np.array([rare_pool[int(rng.integers(
+                len(rare_pool)))]]))[0])
+    if not out["rare"]:
+        del out["rare"]
+    return out
+
+
+def ensure_web_queries(corpus: Path, meta: Mapping[str, Any], n: int,
+                       seed: int) -> tuple[Path, dict[str, list[str]]]:
+    """Generate (or reuse) the web, entity and rare query classes of a web-vocabulary corpus
+    (``ensure_corpus``'s path and meta); returns their path and the classes."""
+    stem = corpus.name.removesuffix(".jsonl")
+    path = corpus.with_name(f"{stem}.queries-w{n}-s{seed}.json")
+    if not path.is_file():
+        web = dict(np.load(corpus.with_name(f"{stem}.web.npz")))
+        queries = make_web_queries(load_sources(), WebModel.load(), web, int(meta["chunks"]),
+                                   n, seed)
+        _atomic_write(path, iter([json.dumps(queries, ensure_ascii=False, indent=0,
+                                             sort_keys=True) + "\n"]))
+    out: dict[str, list[str]] = json.loads(path.read_text(encoding="utf-8"))
+    return path, out
 
 
 PASSAGE_WORDS = 100  # DPR's and wiki-18's passage length
@@ -650,7 +948,7 @@ def iter_passages(docs: Iterator[dict[str, str]], n: int) -> Iterator[dict[str, 
 
 
 def ensure_passages(n: int, seed: int = DEFAULT_SEED, cache: Path = CACHE,
-                    vocab: Vocabulary = NORMAL) -> tuple[Path, dict[str, float | int | str]]:
+                    vocab: Vocabulary = WEB) -> tuple[Path, dict[str, float | int | str]]:
     """Generate (or reuse) a passage corpus of ``n`` passages; returns its path and statistics."""
     cache.mkdir(parents=True, exist_ok=True)
     stem = f"passages-v{GENERATOR_VERSION}-{_sample_digest()}-n{n}-s{seed}{vocab.tag}"
@@ -664,9 +962,13 @@ def ensure_passages(n: int, seed: int = DEFAULT_SEED, cache: Path = CACHE,
         if int((-(-plan.words // PASSAGE_WORDS)).sum()) >= n:
             break
         articles *= 2
+    injector: EntityInjector | WebInjector | None = None
     if vocab.name == "large":
         check_no_name_collisions(sources)
-    injector = EntityInjector(seed, vocab.types, vocab.rate) if vocab.name == "large" else None
+        injector = EntityInjector(seed, vocab.types, vocab.rate)
+    elif vocab.name == "web":
+        check_no_web_collisions(sources)
+        injector = WebInjector(seed, WebModel.load(), set())
     _atomic_write(path, (json.dumps(p, ensure_ascii=False) + "\n"
                          for p in iter_passages(iter_documents(sources, plan, injector), n)))
     meta: dict[str, float | int | str] = {
@@ -723,6 +1025,21 @@ def add_entity_args(ap: argparse.ArgumentParser) -> None:
                     help="queries of each extra class, entity and rare (default 100)")
 
 
+def add_vocabulary_arg(ap: argparse.ArgumentParser) -> None:
+    """``--vocabulary``: one corpus variant (web, the default; synthetic15k; large)."""
+    ap.add_argument("--vocabulary", type=_vocabulary_name, default="web",
+                    help="web (default: the sample's text with a tail of types fitted to real "
+                         "text, vocab_fit.py), synthetic15k (the sample's ~15K terms only; "
+                         "'normal' still names it) or large (synthetic15k + entity names)")
+
+
+def _vocabulary_name(value: str) -> str:
+    name = VOCABULARY_ALIASES.get(value, value)
+    if name not in VOCABULARIES:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(VOCABULARIES)}, not {value!r}")
+    return name
+
+
 def check_entity_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """argparse errors (exit 2) for entity options out of range."""
     if not 1 <= args.entity_types <= NAME_CODES:
@@ -749,7 +1066,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=DR256_DOCS, help="documents (default: DR-256's)")
     ap.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--vocabulary", choices=VOCABULARIES, default="normal")
+    add_vocabulary_arg(ap)
     ap.add_argument("--passages", type=int, metavar="N",
                     help="write N Search-R1-shaped passages ({id, contents}) instead of documents")
     add_entity_args(ap)
@@ -768,9 +1085,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"queries {qpath} ({len(queries)})")
     for q in queries[:12]:
         print(f"  {q}")
-    if vocab.name == "large":
-        epath, extra = ensure_entity_queries(corpus, meta, args.entity_queries, args.seed)
-        print(f"entity and rare-name queries {epath}")
+    if vocab.name in ("large", "web"):
+        ensure = ensure_entity_queries if vocab.name == "large" else ensure_web_queries
+        epath, extra = ensure(corpus, meta, args.entity_queries, args.seed)
+        print(f"{'/'.join(extra)} queries {epath}")
         for cls, qs in extra.items():
             for q in qs[:6]:
                 print(f"  {cls:<6} {q}")

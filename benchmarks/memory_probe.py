@@ -134,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--procs", type=int, default=2, help="serving processes (search_bench: 2)")
     ap.add_argument("--queries", type=int, default=corpus_gen.DEFAULT_QUERIES)
     ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
-    ap.add_argument("--docs", type=int, help="with --vocabulary large: the entity queries' corpus")
-    ap.add_argument("--vocabulary", choices=corpus_gen.VOCABULARIES, default="normal")
+    ap.add_argument("--docs", type=int, help="with --vocabulary large or web: the corpus its extra "
+                    "query classes come from (web without it: the normal queries only)")
+    ap.add_argument("--vocabulary", choices=corpus_gen.VOCABULARIES, default="web")
     ap.add_argument("--entity-queries", type=int, default=100)
     ap.add_argument("--top", type=int, default=8, help="anonymous mappings listed")
     ap.add_argument("--json", action="store_true")
@@ -145,12 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.procs < 1:
         ap.error("--procs must be positive")
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
-    if args.vocabulary == "large":
-        if args.docs is None:
-            ap.error("--vocabulary large needs --docs (the corpus its entity queries come from)")
+    if args.vocabulary == "large" and args.docs is None:
+        ap.error("--vocabulary large needs --docs (the corpus its entity queries come from)")
+    if args.vocabulary in ("large", "web") and args.docs is not None:
         corpus, cmeta = corpus_gen.ensure_corpus(args.docs, args.seed,
-                                                 vocab=corpus_gen.Vocabulary("large"))
-        _, extra = corpus_gen.ensure_entity_queries(corpus, cmeta, args.entity_queries, args.seed)
+                                                 vocab=corpus_gen.Vocabulary(args.vocabulary))
+        ensure = (corpus_gen.ensure_entity_queries if args.vocabulary == "large"
+                  else corpus_gen.ensure_web_queries)
+        _, extra = ensure(corpus, cmeta, args.entity_queries, args.seed)
         queries = queries + [q for qs in extra.values() for q in qs]
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(args.procs), ctx.Queue()

@@ -59,9 +59,10 @@ def test_the_bytes_are_pinned_so_a_cached_corpus_is_never_stale(tmp_path: Path) 
 
 
 def test_large_is_the_normal_corpus_with_some_words_replaced_by_names(tmp_path: Path) -> None:
-    normal, meta_n = cg.ensure_corpus(30, 2, cache=tmp_path)
+    normal, meta_n = cg.ensure_corpus(30, 2, cache=tmp_path, vocab=cg.NORMAL)
     large, meta_l = cg.ensure_corpus(30, 2, cache=tmp_path, vocab=SMALL)
-    assert normal != large and meta_n["vocabulary"] == "normal" and meta_l["vocabulary"] == "large"
+    assert normal != large and meta_n["vocabulary"] == "synthetic15k"
+    assert meta_l["vocabulary"] == "large"
     assert meta_n["chunks"] == meta_l["chunks"] and meta_n["words"] == meta_l["words"]
     replaced = total = 0
     for dn, dl in zip(_docs(normal), _docs(large), strict=True):
