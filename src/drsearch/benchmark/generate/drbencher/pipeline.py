@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ....agents import ChatClient, RetryPolicy
+from ....agents import ChatClient
 from ....agents.llm import api_key_from_env
 from ..embed import MODEL_SHA256
 from ..stages import GenerateSettings, Pipeline, Stage
@@ -97,9 +97,13 @@ def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = F
         models = [("generator", config.generator),
                   *((f"{name}.model", f.model) for name, f in (("v1", config.v1), ("v2", config.v2))
                     if f.enabled and f.model)]
+        # The stages' retries (--max-attempts, --backoff, Retry-After): an endpoint at its rate
+        # limit when the run starts is busy, not dead; one that never answers still ends the run
+        # here, before anything is written. A probe waits at most 30 s for one answer.
+        probe_retry = settings.retry.model_copy(update={"timeout_s": min(settings.retry.timeout_s, 30.0)})
         for field, m in models:
             chat = ChatClient.connect(m.base_url, api_key_from_env(settings.api_key_env),
-                                      retry=RetryPolicy(max_attempts=1, timeout_s=30))
+                                      retry=probe_retry)
             try:  # the endpoint comes from the config, not a flag: the error names its field
                 chat.probe(m.model, option=f"{config_path.name}: {field}.base_url")
             finally:
