@@ -4,11 +4,14 @@
 
     drsearch generate drbencher annotate GEN_DIR --out SHEET.csv [--sample N] [--seed S]
     drsearch generate drbencher agreement SHEET_A.csv SHEET_B.csv [--json]
+    drsearch generate drbencher refresh GEN_DIR [--endpoint URL] [--json]
 
 ``annotate`` writes the paper's annotation sheet for a stratified sample of GEN_DIR's
 questions; ``agreement`` compares two filled sheets (raw agreement, Krippendorff's α, the
-error-taxonomy tally). A sheet that cannot be used (a missing column, an unknown class, other
-items) is one line on stderr, exit 2 (docs/GENERATE.md, "Human validation").
+error-taxonomy tally); ``refresh`` re-executes every exported question against the KG endpoint
+now and lists the items whose gold moved (exit 3 when any item is flagged). A sheet that cannot
+be used (a missing column, an unknown class, other items) is one line on stderr, exit 2
+(docs/GENERATE.md, "Human validation", "Staleness audit").
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from typing import Any, TextIO
 
 from .argtypes import int_in
 
-VERBS = ("annotate", "agreement")
+VERBS = ("annotate", "agreement", "refresh")
+
+STALE_EXIT = 3
+"""``refresh``'s exit status when any item is flagged: apart from 1 (a failure, e.g. a query that
+failed for good) and 2 (bad input, an endpoint that does not answer)."""
 
 
 def cmd_annotate(args: argparse.Namespace, out: TextIO) -> int:
@@ -48,6 +55,14 @@ def cmd_agreement(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_refresh(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark.generate.drbencher.refresh import refresh, render_refresh
+
+    result = refresh(args.gen_dir, args.endpoint)
+    print(json.dumps(result, sort_keys=True) if args.json else render_refresh(result), file=out)
+    return STALE_EXIT if result["flagged"] else 0
+
+
 def register(parser: argparse.ArgumentParser) -> Any:
     """Add the verbs under ``generate drbencher``'s parser; the subparsers action (optional:
     without a verb, ``generate drbencher`` runs the generator)."""
@@ -67,6 +82,13 @@ def register(parser: argparse.ArgumentParser) -> Any:
     p.add_argument("sheet_b", type=Path, metavar="SHEET_B.csv", help="the other's, of the same items")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_agreement)
+    p = verbs.add_parser("refresh", help="staleness audit: each exported question's chain and gold against "
+                                         "the KG endpoint now (exit 3 when an item is flagged)")
+    p.add_argument("gen_dir", type=Path, metavar="GEN_DIR", help="output directory of the generator")
+    p.add_argument("--endpoint", metavar="URL",
+                   help="the SPARQL endpoint (default: the one the gold stage recorded in the manifest)")
+    p.add_argument("--json", action="store_true", help="print the audit as JSON")
+    p.set_defaults(handler=cmd_refresh)
     return verbs
 
 
