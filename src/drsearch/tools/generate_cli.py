@@ -4,6 +4,7 @@
 
     drsearch generate drbencher --config GEN.json --out GEN_DIR [--until STAGE] [--cache-mode M]
                                 [--concurrency N] [--quiet]
+    drsearch generate drbencher annotate|agreement ...   (drbencher_cli.py)
     drsearch generate openbiorq STAGE OBRQ_DIR ...   (openbiorq_cli.py)
 
 The options every generator takes (``--out``, ``--until``, ``--cache-mode`` …) and the
@@ -23,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .drbencher_cli import VERBS as DRBENCHER_VERBS
+
 if TYPE_CHECKING:
     from ..benchmark.generate import GenerateSettings, Pipeline
     from ..benchmark.generate.stages import StageProgress
@@ -34,9 +37,11 @@ _OPTIONS = {"out": "--out", "until": "--until", "cache_mode": "--cache-mode", "c
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
 
 
-def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every generator takes (pure argparse: ``drsearch --help`` needs no extra)."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if present)")
+def add_generate_arguments(parser: argparse.ArgumentParser, *, out_required: bool = True) -> None:
+    """The options every generator takes (pure argparse: ``drsearch --help`` needs no extra).
+    ``out_required=False``: a parser with verbs of its own checks ``--out`` itself."""
+    parser.add_argument("--out", required=out_required, metavar="DIR",
+                        help="output directory (resumed if present)")
     parser.add_argument("--until", metavar="STAGE", help="stop after this stage")
     parser.add_argument("--cache-mode", default="record",
                         choices=["off", "record", "replay", "replay-then-live"],
@@ -121,6 +126,11 @@ def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
     from .progress import GeneratorBars
 
     prog = "drsearch generate drbencher"
+    missing = [flag for flag, value in (("--config", args.config), ("--out", args.out)) if value is None]
+    if missing:  # not argparse's: the verbs (annotate, agreement, ...) take neither
+        print(f"{prog}: error: the following arguments are required: {', '.join(missing)} "
+              f"(or a verb: {', '.join(DRBENCHER_VERBS)})", file=sys.stderr)
+        return 2
 
     def warn(message: str) -> None:
         print(f"{prog}: warning: {message}", file=sys.stderr)
@@ -136,18 +146,22 @@ def cmd_generate_drbencher(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``generate`` verb (``generate drbencher``, ``generate openbiorq``) to the CLI."""
+    from .drbencher_cli import register as register_drbencher_verbs
     from .openbiorq_cli import register as register_openbiorq
 
     gen = sub.add_parser("generate", help="run a benchmark generator (docs/GENERATE.md)")
     names = gen.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
-    p = names.add_parser("drbencher", help="answer-first numeric questions from knowledge-graph chains")
-    add_generate_arguments(p)
-    p.add_argument("--config", required=True, metavar="GEN.json", help="the generator config (strict JSON)")
+    p = names.add_parser("drbencher", help="answer-first numeric questions from knowledge-graph chains; "
+                                           f"verbs on its output: {', '.join(DRBENCHER_VERBS)}")
+    add_generate_arguments(p, out_required=False)
+    p.add_argument("--config", metavar="GEN.json",
+                   help="the generator config (strict JSON; required without a verb)")
     p.add_argument("--refresh-kg", action="store_true",
                    help="ask the SPARQL endpoint again every query the finished stages recorded "
                         "and rerun from the first stage whose answers changed (default: reuse them, "
                         "with a warning)")
     p.set_defaults(handler=cmd_generate_drbencher)
+    register_drbencher_verbs(p)  # annotate, agreement, ... (drbencher_cli.py)
     register_openbiorq(names)
 
 

@@ -395,6 +395,10 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)
+    if drbencher is not None:  # the paper's tables (docs/GENERATE.md, "Scoring a run on it")
+        from ..benchmark.generate.drbencher.tabletext import render_drbencher
+
+        print(f"\n{render_drbencher(drbencher)}", file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
 

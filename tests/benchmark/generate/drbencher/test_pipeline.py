@@ -307,7 +307,9 @@ def test_drsearch_score_numeric_reports_entity_identification_and_accuracy_by_cc
     levels = {q["metadata"]["drbencher"]["cci"]["total"] for q in questions}
     assert set(block["accuracy_by_cci"]) == {str(c) for c in levels}
     assert sum(v["correct"] for v in block["accuracy_by_cci"].values()) == 1
-    assert "p" in block["jonckheere_terpstra"] or "error" in block["jonckheere_terpstra"]
+    trend = block["cci_trend"]["jonckheere_terpstra"]
+    assert "p_decreasing" in trend or "error" in trend
+    assert block["benchmark"]["all"]["questions"] == n and set(block["by_domain"]) >= {"all"}
 
 
 def test_the_stage_counts_of_the_three_template_run(run: tuple[Path, dict[str, Any], Path]) -> None:

@@ -3,7 +3,8 @@
     InvalidInputError (exit 2)
     ├── KGDataError          a knowledge-graph file that does not parse (file:line)
     ├── KGEndpointError      the SPARQL endpoint does not answer the probe (nothing written)
-    └── ConfigError          a generator config that does not validate (file:line)
+    ├── ConfigError          a generator config that does not validate (file:line)
+    └── AnnotationError      an annotation sheet that cannot be read or compared (file: reason)
     GenerateError (exit 1)
     └── SparqlError          a query that failed for good during a stage (tries exhausted,
                              a 4xx, a body that is not sparql-results+json)
@@ -27,8 +28,12 @@ class ConfigError(InvalidInputError):
     error_type = "invalid_generator_config"
 
 
+class AnnotationError(InvalidInputError):
+    error_type = "invalid_annotation_sheet"
+
+
 class SparqlError(GenerateError):
     error_type = "sparql_error"
 
 
-__all__ = ["ConfigError", "KGDataError", "KGEndpointError", "SparqlError"]
+__all__ = ["AnnotationError", "ConfigError", "KGDataError", "KGEndpointError", "SparqlError"]

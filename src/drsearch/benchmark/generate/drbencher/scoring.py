@@ -26,6 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...stats import mcnemar_exact, wilson_interval
 from .checks import mentions
+from .tables import (
+    Attempt,
+    accuracy_by_domain,
+    accuracy_grid,
+    benchmark_summary,
+    cci_trend,
+    failure_stage1,
+)
 
 if TYPE_CHECKING:
     from ...records import GradedQuestion
@@ -57,11 +65,15 @@ def _norm_sf(z: float) -> float:
 
 
 def jonckheere_terpstra(groups: Sequence[Sequence[float]]) -> dict[str, float]:
-    """``{J, mean, var, z, p}`` for groups in their hypothesised order (lowest level first).
+    """``{J, mean, var, z, p, p_decreasing, p_increasing}`` for groups in their hypothesised
+    order (lowest level first).
 
     J counts, over every pair of groups i < j and every pair of values (x from i, y from j),
     1 when x < y and ½ when x = y. The variance is the tie-corrected one (Lehmann), so 0/1
-    outcomes are handled; p is two-sided. Raises ValueError with fewer than two non-empty
+    outcomes are handled. All three p are the normal approximation: ``p`` two-sided,
+    ``p_decreasing`` one-sided against values that fall along the order (the paper's
+    alternative: accuracy falls as CCI rises; Φ(z)), ``p_increasing`` against values that rise
+    (1 − Φ(z)). Raises ValueError with fewer than two non-empty
     groups or no variance (every value equal)."""
     groups = [list(g) for g in groups if len(g)]
     if len(groups) < 2:
@@ -85,7 +97,8 @@ def jonckheere_terpstra(groups: Sequence[Sequence[float]]) -> dict[str, float]:
     if var <= 0:
         raise ValueError("no variance: every value is equal")
     z = (j - mean) / math.sqrt(var)
-    return {"J": j, "mean": mean, "p": min(1.0, 2.0 * _norm_sf(abs(z))), "var": var, "z": z}
+    return {"J": j, "mean": mean, "p": min(1.0, 2.0 * _norm_sf(abs(z))), "p_decreasing": _norm_sf(-z),
+            "p_increasing": _norm_sf(z), "var": var, "z": z}
 
 
 def majority_mcnemar(run_a: Mapping[str, Sequence[bool]],
@@ -171,41 +184,53 @@ def _trace(episode: Mapping[str, Any] | None) -> list[str]:
     return texts
 
 
-def drbencher_summary(questions: Path, graded: Sequence[Any], runs: Sequence[Any]) -> dict[str, Any] | None:
-    """The ``drbencher`` block of ``scores.json`` (None when the questions carry no
-    ``metadata.drbencher``): entity identification and accuracy by CCI over every graded
-    attempt, with Wilson intervals, and the Jonckheere–Terpstra trend of correctness across
-    CCI levels (null with a reason when it is not defined)."""
+def question_metadata(questions: Path) -> dict[str, dict[str, Any]]:
+    """``{question id: metadata.drbencher + {"domain": metadata.category}}`` of a questions
+    file's DrBencher rows (empty when it has none)."""
     meta: dict[str, dict[str, Any]] = {}
     for line in questions.read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
             block = row.get("metadata", {}).get("drbencher")
             if block is not None:
-                meta[row["metadata"]["qid"]] = block
+                meta[row["metadata"]["qid"]] = {**block, "domain": row["metadata"].get("category")}
+    return meta
+
+
+def _attempt(g: Any, identified: bool) -> Attempt:
+    verdict = (g.judge or {}).get("verdict")
+    return Attempt(question_id=g.question_id, correct=bool(g.correct), identified=identified,
+                   answered=verdict is not None,
+                   parse_error=None if verdict is None else verdict.get("parse_error"),
+                   relative_error=None if verdict is None else verdict.get("relative_error"))
+
+
+def drbencher_summary(questions: Path, graded: Sequence[Any], runs: Sequence[Any]) -> dict[str, Any] | None:
+    """The ``drbencher`` block of ``scores.json`` (None when the questions carry no
+    ``metadata.drbencher``): entity identification and accuracy by CCI over every graded
+    attempt, with Wilson intervals, and the paper's tables (:mod:`.tables`): ``benchmark``
+    (Table 2), ``by_domain`` (Table 4), ``grid`` (Table 5), ``cci_trend`` (Spearman's ρ and the
+    one-sided Jonckheere–Terpstra test; a reason where undefined) and ``failures`` (failure
+    analysis stage 1)."""
+    meta = question_metadata(questions)
     if not meta:
         return None
-    identified: list[bool] = []
-    by_cci: list[tuple[int, bool]] = []
+    attempts: list[Attempt] = []
     for g in graded:
         m = meta.get(g.question_id)
         if m is None:
             continue
         episode = runs[g.attempt].episodes.get(g.question_id) if g.attempt < len(runs) else None
-        identified.append(entity_identified(g.final_answer or "", _trace(episode), m["entities"]))
-        by_cci.append((int(m["cci"]["total"]), bool(g.correct)))
-    table = accuracy_by_cci(by_cci)
-    k = sum(identified)
-    trend: dict[str, Any]
-    try:
-        trend = jonckheere_terpstra([[float(ok) for c, ok in by_cci if str(c) == level] for level in table])
-    except ValueError as e:
-        trend = {"error": str(e)}
-    return {"accuracy_by_cci": table, "attempts": len(identified),
-            "entity_identification": {"ci": list(wilson_interval(k, len(identified))), "identified": k,
-                                      "rate": k / len(identified) if identified else None},
-            "jonckheere_terpstra": trend}
+        attempts.append(_attempt(g, entity_identified(g.final_answer or "", _trace(episode), m["entities"])))
+    table = accuracy_by_cci((int(meta[a.question_id]["cci"]["total"]), a.correct) for a in attempts)
+    k = sum(a.identified for a in attempts)
+    return {"accuracy_by_cci": table, "attempts": len(attempts),
+            "benchmark": benchmark_summary(meta), "by_domain": accuracy_by_domain(meta, attempts),
+            "cci_trend": cci_trend(meta, attempts),
+            "entity_identification": {"ci": list(wilson_interval(k, len(attempts))), "identified": k,
+                                      "rate": k / len(attempts) if attempts else None},
+            "failures": failure_stage1(attempts), "grid": accuracy_grid(meta, attempts)}
 
 
 __all__ = ["MAJORITY_ATTEMPTS", "accuracy_by_cci", "drbencher_summary", "entity_identified",
-           "jonckheere_terpstra", "majority_compare", "majority_mcnemar"]
+           "jonckheere_terpstra", "majority_compare", "majority_mcnemar", "question_metadata"]

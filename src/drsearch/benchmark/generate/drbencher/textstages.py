@@ -349,7 +349,7 @@ def export(ctx: StageContext) -> None:
                                  for i, e in enumerate(c["entities"])],
                     "grounded_chains": [f["chain"] for f in facts], "params": c["params"],
                     "properties": c["properties"], "template": c["template"],
-                    "tolerance": c["gold"]["tolerance"],
+                    "tolerance": c["gold"]["tolerance"], "topic": c["topic"],
                     "uniqueness": c["uniqueness"], "unit": c["gold"]["unit"], "v1": c.get("v1"),
                     "v2": c.get("v2")},
             },
