@@ -8,6 +8,8 @@ questions file that is not the one graded) exits 2 with one line on stderr.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +20,13 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     from ..benchmark.report import write_report
 
     files = write_report(list(args.runs), args.out, args.questions)
+    for line in files.warnings:
+        print(f"drsearch: warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"episodes": files.episodes, "files": [str(p) for p in files.frames],
+                          "html": str(files.html), "parquet": files.parquet, "tool_calls": files.tool_calls,
+                          "warnings": list(files.warnings)}, sort_keys=True), file=out)
+        return 0
     print(f"wrote {files.html} ({files.episodes} episode(s), {files.tool_calls} tool call(s))", file=out)
     print("rows: " + " ".join(str(p) for p in files.frames), file=out)
     if not files.parquet:
@@ -35,4 +44,6 @@ def register(sub: Any) -> None:
     p.add_argument("--questions", type=Path, metavar="FILE",
                    help="the questions file graded (default: the one scores.json names), for the gold "
                         "answers, question text and groups")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written as one JSON object (html, files, episodes, tool_calls)")
     p.set_defaults(handler=cmd_report)

@@ -129,6 +129,28 @@ def test_the_same_runs_give_the_same_bytes_through_any_path(graded_runs: Runs, t
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
 
 
+def test_a_questions_file_gone_is_a_warning_and_given_again_restores_the_gold(
+        graded_runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(graded_runs.blocked, run)
+    scores = json.loads((run / "scores.json").read_text())
+    scores["grading"]["questions"] = str(tmp_path / "moved/questions.jsonl")
+    (run / "scores.json").write_text(json.dumps(scores))
+    rc, _, err = _report(capsys, tmp_path / "rep", run)
+    assert rc == 0 and err.startswith("drsearch: warning: ") and "give --questions FILE" in err
+    assert {r["gold"] for r in _csv(tmp_path / "rep/episodes.csv")} == {""}
+    assert main(["report", str(run), "--out", str(tmp_path / "rep2"), "--questions", str(QUESTIONS)]) == 0
+    assert capsys.readouterr().err == ""
+    assert all(r["gold"] for r in _csv(tmp_path / "rep2/episodes.csv"))
+
+
+def test_json_says_what_was_written(graded_runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(graded_runs.blocked), "--out", str(tmp_path), "--json"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["html"] == str(tmp_path / "index.html") and written["episodes"] == 12
+    assert str(tmp_path / "episodes.csv") in written["files"] and written["warnings"] == []
+
+
 def test_cost_is_read_from_run_json_when_there(graded_runs: Runs, tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(graded_runs.blocked, run)

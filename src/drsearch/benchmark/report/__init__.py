@@ -39,6 +39,7 @@ class ReportFiles:
     episodes: int
     tool_calls: int
     parquet: bool
+    warnings: tuple[str, ...] = ()
 
 
 def write_report(run_dirs: list[Path], out: Path, questions: Path | None = None) -> ReportFiles:
@@ -58,8 +59,9 @@ def write_report(run_dirs: list[Path], out: Path, questions: Path | None = None)
     episodes = [e for r in runs for e in r.episodes]
     calls = [c for r in runs for c in r.calls]
     frames = write_frames(out, episodes, calls, EPISODE_COLUMNS, CALL_COLUMNS)
+    warnings = tuple(w for r in runs for w in r.warnings)
     return ReportFiles(html, tuple(frames), len(episodes), len(calls),
-                       any(p.suffix == ".parquet" for p in frames))
+                       any(p.suffix == ".parquet" for p in frames), warnings)
 
 
 __all__ = ["CALL_COLUMNS", "EPISODE_COLUMNS", "ReportFiles", "Run", "read_runs", "render", "write_report"]

@@ -51,6 +51,7 @@ class Run:
     """Per question id: the turns, each with its text and tool calls (documents returned)."""
     graded: list[GradedQuestion] = field(default_factory=list)
     cost: float | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def _cap(text: str, limit: int = TEXT_CAP) -> str:
@@ -276,8 +277,11 @@ def read_run_for_report(root: Path, label: str, questions: Path | None = None) -
     scores = _scores(root)
     graded = [g for g in read_graded(root / "scores.graded.jsonl") if g.attempt == 0]
     grading = scores.get("grading") or {}
-    q = read_questions(_questions_path(root, scores, questions), str(grading.get("dataset") or "dr256"),
-                       grading.get("questions_sha256"))
+    path = _questions_path(root, scores, questions)
+    q = read_questions(path, str(grading.get("dataset") or "dr256"), grading.get("questions_sha256"))
+    warnings = [] if path is not None else [
+        f"{root}: the questions file scores.json names ({grading.get('questions')}) is not there: no gold "
+        "answers, question text or groups beyond the graded tier and difficulty; give --questions FILE"]
     leaks = _leaks(scores)
     rows, calls, trajectories = [], [], {}
     for g in sorted(graded, key=lambda g: (g.index, g.question_id)):
@@ -289,7 +293,7 @@ def read_run_for_report(root: Path, label: str, questions: Path | None = None) -
     summary = read_json_object(root / "summary.json") if (root / "summary.json").is_file() else {}
     cost = next((c for c in (_cost(d.get("cost")) for d in (episodes.manifest, summary, scores))
                  if c is not None), None)
-    return Run(label, root, episodes.manifest, scores, rows, calls, trajectories, graded, cost)
+    return Run(label, root, episodes.manifest, scores, rows, calls, trajectories, graded, cost, warnings)
 
 
 def labels(paths: list[Path]) -> list[str]:
