@@ -71,3 +71,36 @@ def synthetic_run(root: Path, n: int, *, drbencher: bool = False) -> tuple[Path,
     (run / "trajectories.jsonl").write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in episodes))
     assert main(["score", str(run), "--questions", str(questions), "--judge", "numeric", "--quiet"]) == 0
     return run, questions
+
+
+def _item(i: int) -> dict[str, Any]:
+    kinds = ("must_mention", "must_mention", "must_ground", "must_acknowledge", "must_avoid")
+    checklist = [{"text": f"point {i}-{k}", "type": t, "weight": 1 + k % 3} for k, t in enumerate(kinds)]
+    task_id = f"src{i}#1"
+    return {"checklist": checklist, "question": f"What is known about mechanism {i}?", "task_id": task_id,
+            "track": "open", "metadata": {"qid": task_id, "openbiorq": {
+                "taxonomy": ("oncology", "immunology", "neurology")[i % 3],
+                "difficulty": {"bucket": ("core", "easy")[i % 2], "frozen_core": None}}}}
+
+
+def openbiorq_run(root: Path, n: int, judge_url: str) -> Path:
+    """A graded OpenBioRQ run of ``n`` items (OpenBioRQ export's metadata: taxonomy label and
+    difficulty bucket), graded by the checklist judge at ``judge_url`` (the scripted oracle: a
+    criterion is met when the answer quotes its text)."""
+    root.mkdir(parents=True, exist_ok=True)
+    items = [_item(i) for i in range(n)]
+    questions = root / "items.jsonl"
+    questions.write_text("".join(json.dumps(item, sort_keys=True) + "\n" for item in items))
+    run = root / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"model": "synthetic"}))
+    episodes = []
+    for i, item in enumerate(items):
+        met = item["checklist"][: 1 + i % 5]  # the first 1..5 criteria quoted
+        episode = _episode(i, "; ".join(c["text"] for c in met))
+        episode["qid"] = item["task_id"]
+        episodes.append(episode)
+    (run / "trajectories.jsonl").write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in episodes))
+    assert main(["score", str(run), "--questions", str(questions), "--dataset", "openbiorq", "--judge-model",
+                 "oracle", "--base-url", judge_url, "--quiet"]) == 0
+    return run

@@ -12,12 +12,12 @@ import pytest
 
 from drsearch.benchmark import compare_runs, read_graded
 from drsearch.benchmark.report import CALL_COLUMNS, EPISODE_COLUMNS, write_report
-from drsearch.benchmark.report.load import _facets
 from drsearch.contract import InvalidInputError
+from drsearch.dev.judge import serve_judge
 from drsearch.tools.cli import main
 
 from .conftest import QUESTIONS, Runs, blocked_docids
-from .synthetic import synthetic_run
+from .synthetic import openbiorq_run, synthetic_run
 
 
 def _report(capsys: pytest.CaptureFixture[str], out: Path, *runs: Path | str) -> tuple[int, str, str]:
@@ -172,11 +172,21 @@ def test_drbencher_runs_get_accuracy_by_cci_and_the_e_by_p_grid(tmp_path: Path) 
     assert html.count("/5</text>") >= 6
 
 
-def test_openbiorq_rows_are_grouped_by_bucket_and_domain() -> None:
-    row = {"task_id": "src#1", "track": "open", "metadata": {"openbiorq": {
-        "taxonomy": "oncology", "difficulty": {"bucket": "core", "frozen_core": True}}}}
-    facets = _facets(row)
-    assert facets["domain"] == "oncology" and facets["bucket"] == "core"
+def test_openbiorq_runs_get_the_bucket_and_domain_views_with_checklist_scores(tmp_path: Path) -> None:
+    with serve_judge() as judge:
+        run = openbiorq_run(tmp_path / "obrq", 12, judge.url)
+    write_report([run], tmp_path / "rep")
+    html = (tmp_path / "rep/index.html").read_text()
+    assert "Accuracy by bucket" in html and "Accuracy by domain" in html
+    rows = _csv(tmp_path / "rep/episodes.csv")
+    assert {r["domain"] for r in rows} == {"oncology", "immunology", "neurology"}
+    assert {r["bucket"] for r in rows} == {"core", "easy"}
+    graded = {g.question_id: g for g in read_graded(run / "scores.graded.jsonl")}
+    assert all(float(r["score"]) == graded[r["qid"]].score for r in rows)
+    core = [graded[r["qid"]] for r in rows if r["bucket"] == "core"]
+    mean = sum(g.score or 0.0 for g in core) / len(core)
+    solved = sum(g.correct for g in core)
+    assert f"({solved}/{len(core)}); mean checklist score {mean:.3f}" in html
 
 
 @pytest.mark.parametrize("case", ["not a run", "no scores", "other questions", "wrong questions file",

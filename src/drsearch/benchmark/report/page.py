@@ -37,7 +37,8 @@ def _rate(p: dict[str, Any]) -> str:
     if p["rate"] is None:
         return "—"
     correct = p["correct"] if "correct" in p else p["count"]  # scoring's proportions say count
-    return f"{p['rate']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({correct}/{p['n']})"
+    score = f"; mean checklist score {p['mean_score']:.3f}" if "mean_score" in p else ""
+    return f"{p['rate']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({correct}/{p['n']}){score}"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 1, attrs: str = "") -> str:

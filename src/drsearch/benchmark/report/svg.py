@@ -151,14 +151,15 @@ def grid_plot(title: str, cells: Mapping[tuple[int, int], Mapping[str, Any]]) ->
             if c is None:
                 continue
             rate = c["rate"] or 0.0
-            shade = round(255 - 180 * rate)
+            shade = round(255 - 130 * rate)  # light enough for the black count on it
             x, y = left + cell * j, top + cell * i
             body.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(cell - 2)}" height="{_f(cell - 2)}" '
                         f'fill="rgb({shade},{shade},255)" stroke="#888">'
                         f'<title>E={e} P={p}: {c["correct"]}/{c["n"]} '
                         f'[{c["ci"][0]:.3f}, {c["ci"][1]:.3f}]</title></rect>')
             body.append(_text(x + cell / 2 - 1, y + cell / 2 + 4, f"{c['correct']}/{c['n']}", "middle", 11))
-    return _svg(left + cell * max(1, len(ps)) + 20, top + cell * max(1, len(es)) + 24, body, title)
+    width = max(left + cell * max(1, len(ps)) + 20, 7.0 * len(title) + 10)  # room for the title
+    return _svg(width, top + cell * max(1, len(es)) + 24, body, title)
 
 
 __all__ = ["PALETTE", "accuracy_plot", "colour", "grid_plot", "histogram"]

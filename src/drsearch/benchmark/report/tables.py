@@ -58,17 +58,27 @@ def totals(run: Run) -> dict[str, Any]:
 
 
 def groups(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """Accuracy per value of ``key`` (numeric values in numeric order), ``{}`` when no row has one."""
+    """Accuracy per value of ``key`` (numeric values in numeric order), ``{}`` when no row has one.
+
+    Where the rows carry checklist scores (OpenBioRQ), each group also has ``mean_score``: the
+    mean over all its questions, an unscored one counting 0 (as ``scores.json``'s checklist)."""
     if all(r[key] in (None, "") for r in rows):
         return {}
-    hits: dict[Any, list[bool]] = {}
+    members: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
-        hits.setdefault("(unknown)" if r[key] in (None, "") else r[key], []).append(bool(r["correct"]))
+        members.setdefault("(unknown)" if r[key] in (None, "") else r[key], []).append(r)
+    scored = any(r["score"] is not None for r in rows)
 
     def order(k: Any) -> tuple[int, float, str]:
         return (0, float(k), "") if isinstance(k, int | float) else (1, 0.0, str(k))
 
-    return {str(k): proportion(sum(hits[k]), len(hits[k])) for k in sorted(hits, key=order)}
+    out = {}
+    for k in sorted(members, key=order):
+        group = members[k]
+        out[str(k)] = proportion(sum(bool(r["correct"]) for r in group), len(group))
+        if scored:
+            out[str(k)]["mean_score"] = round(sum(r["score"] or 0.0 for r in group) / len(group), 6)
+    return out
 
 
 def grid(rows: Sequence[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
