@@ -57,9 +57,12 @@ def _episode(i: int, answer: str) -> dict[str, Any]:
             "turns": turns}
 
 
-def synthetic_run(root: Path, n: int, *, drbencher: bool = False) -> tuple[Path, Path]:
+def synthetic_run(root: Path, n: int, *, drbencher: bool = False,
+                  endings: dict[int, str] | None = None) -> tuple[Path, Path]:
     """``(run_dir, questions)``: ``n`` answered, graded episodes (about half correct); with
-    ``drbencher``, the rows carry DrBencher's CCI and domain."""
+    ``drbencher``, the rows carry DrBencher's CCI and domain. ``endings`` ends question i
+    otherwise: ``empty`` (answered, no answer), ``missing`` (no episode line) or a status
+    (``budget``, ``turn_cap``, ``model_error``, ``infra_error``: no answer, a reason)."""
     template = json.loads((DATA / "sample/questions.jsonl").read_text().splitlines()[0])
     root.mkdir(parents=True, exist_ok=True)
     questions = root / "questions.jsonl"
@@ -68,6 +71,12 @@ def synthetic_run(root: Path, n: int, *, drbencher: bool = False) -> tuple[Path,
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"model": "synthetic"}))
     episodes = [_episode(i, str((i + (i % 2)) % 97)) for i in range(n)]
+    for i, ending in sorted((endings or {}).items()):
+        if ending == "empty":
+            episodes[i]["final_answer"] = ""
+        elif ending != "missing":
+            episodes[i].update(status=ending, final_answer=None, reason=f"ended: {ending}")
+    episodes = [e for i, e in enumerate(episodes) if (endings or {}).get(i) != "missing"]
     (run / "trajectories.jsonl").write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in episodes))
     assert main(["score", str(run), "--questions", str(questions), "--judge", "numeric", "--quiet"]) == 0
     return run, questions

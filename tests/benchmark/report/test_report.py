@@ -160,6 +160,19 @@ def test_cost_is_read_from_run_json_when_there(graded_runs: Runs, tmp_path: Path
     assert "<td>cost</td><td class=n>1.2500</td>" in (tmp_path / "rep/index.html").read_text()
 
 
+def test_every_way_an_episode_ends_is_counted(tmp_path: Path) -> None:
+    endings = {1: "empty", 2: "budget", 3: "turn_cap", 4: "model_error", 5: "infra_error", 6: "missing"}
+    run, _ = synthetic_run(tmp_path / "syn", 10, endings=endings)
+    write_report([run], tmp_path / "rep")
+    html = (tmp_path / "rep/index.html").read_text()
+    for status, count in (("answered", 4), ("empty", 1), ("turn cap", 1), ("budget", 1), ("model error", 1),
+                          ("infrastructure", 1), ("no episode", 1)):
+        assert f"<td>status: {status}</td><td class=n>{count}</td>" in html, status
+    rows = {r["qid"]: r for r in _csv(tmp_path / "rep/episodes.csv")}
+    assert rows["q-synthetic-00006"]["outcome"] == "missing_episode" and rows["q-synthetic-00006"]["turns"] == "0"
+    assert rows["q-synthetic-00002"]["status"] == "budget" and rows["q-synthetic-00002"]["correct"] == "False"
+
+
 def test_drbencher_runs_get_accuracy_by_cci_and_the_e_by_p_grid(tmp_path: Path) -> None:
     run, _ = synthetic_run(tmp_path / "drb", 30, drbencher=True)
     write_report([run], tmp_path / "rep")
