@@ -2,13 +2,15 @@
 chromedriver (``make browser`` installs both; the test skips with a one-line reason without them).
 
 The page loads from file:// with no console error and no network request, the table filters, a
-trajectory opens, a screenshot is kept (``report.png`` in the test's tmp directory, printed), and
+trajectory opens, a screenshot is kept (``artefacts/report-browser/report.png`` under the repository,
+ignored by git; ``DRSEARCH_ARTEFACTS`` names another directory), and
 1,000 synthetic episodes render in under 2 s: measured inside the page, from navigation start
 until the table is filled (``performance.now()`` at the end of its script)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +20,13 @@ import pytest
 
 from drsearch.benchmark.report import write_report
 
+from ...helpers import REPO
 from .conftest import Runs
 from .synthetic import synthetic_run
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 RENDER_LIMIT_MS = 2000
+ARTEFACTS = Path(os.environ.get("DRSEARCH_ARTEFACTS") or REPO / "artefacts") / "report-browser"
 
 
 def _browser_missing() -> str | None:
@@ -122,7 +126,8 @@ def test_the_report_opens_from_disk_filters_and_shows_a_trajectory(browser: Any,
     text = trajectory.text
     assert "turn 0" in text and "search" in text and "final answer:" in text and "judge:" in text
     assert trajectory.find_elements("css selector", "li.doc code")  # docids of the documents returned
-    shot = tmp_path / "report.png"
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / "report.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
