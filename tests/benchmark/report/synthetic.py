@@ -25,7 +25,8 @@ def _row(template: dict[str, Any], i: int, drbencher: bool) -> dict[str, Any]:
     if drbencher:  # DrBencher's row metadata: the CCI (entities E + properties P) and the domain
         e, p = 1 + i % 3, 1 + i % 2
         row["metadata"]["drbencher"] = {"cci": {"E": e, "P": p, "total": e + p}, "domain": ("geo", "bio")[i % 2],
-                                       "entities": [{"aliases": [], "label": f"factory {i}", "qid": f"Q{i}"}]}
+                                       "entities": [{"aliases": [], "label": f"factory {i}", "qid": f"Q{i}"}],
+                                       "template": f"t{e}{p}", "topic": f"topic {i % 5}"}
     return row
 
 
