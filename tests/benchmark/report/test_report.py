@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,27 @@ def test_json_says_what_was_written(graded_runs: Runs, tmp_path: Path, capsys: p
     written = json.loads(capsys.readouterr().out)
     assert written["html"] == str(tmp_path / "index.html") and written["episodes"] == 12
     assert str(tmp_path / "episodes.csv") in written["files"] and written["warnings"] == []
+
+
+def test_without_pyarrow_the_rows_are_csv_and_the_cli_says_how_to_get_parquet(
+        graded_runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError, as when not installed
+    rc, out, _ = _report(capsys, tmp_path, graded_runs.blocked)
+    assert rc == 0 and "pip install 'drsearch[report]'" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "index.html", "tool_calls.csv"]
+
+
+def test_three_runs_give_every_pair_its_comparison(graded_runs: Runs, tmp_path: Path) -> None:
+    third = tmp_path / "run-c"
+    shutil.copytree(graded_runs.blocked, third)
+    write_report([graded_runs.blocked, graded_runs.open, third], tmp_path / "rep")
+    html = (tmp_path / "rep/index.html").read_text()
+    for pair in ("run-a (A) vs run-b (B)", "run-a (A) vs run-c (B)", "run-b (A) vs run-c (B)"):
+        assert pair in html, pair
+    # a run against its own copy: nothing flips, p = 1
+    same = html.split("run-a (A) vs run-c (B)", 1)[1].split("<h3>", 1)[0]
+    assert "exact McNemar p = 1</p>" in same and "correct → incorrect (0)" in same
 
 
 def test_cost_is_read_from_run_json_when_there(graded_runs: Runs, tmp_path: Path) -> None:
