@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck importlint unit bench quality load fleet sample-release smoke clean
+.PHONY: install demo test lint typecheck importlint unit browser bench quality load fleet sample-release smoke clean
 
 $(STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearch/index/_gil.c src/drsearch/index/_gil.h src/drsearch/index/_topk.h src/drsearch/index/_pages.h src/drsearch/index/_fts5.h \
 		$(wildcard src/drsearch/index/_k_*.h)
@@ -30,8 +30,8 @@ $(DEMO_STAMP): pyproject.toml setup.py src/drsearch/index/_kernels.c src/drsearc
 
 # The main job on the bundled sample, offline, through the real components (scripts/demo.sh,
 # docs/QUICKSTART.md): extract -> dedup + index -> drsearch serve -> drsearch run (the agent's
-# model: `drsearch dev model --script agent`) -> drsearch score (`--script judge`). Servers on
-# free ports, stopped at the end; results in demo-out/.
+# model: `drsearch dev model --script agent`) -> drsearch score (`--script judge`) -> drsearch
+# report (demo-out/report/index.html). Servers on free ports, stopped at the end; results in demo-out/.
 demo: $(DEMO_STAMP)
 	@bash scripts/demo.sh
 
@@ -51,7 +51,22 @@ TEST_WORKERS ?= 2
 unit: $(STAMP)
 	$(VENV)/bin/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
-test: lint typecheck importlint unit
+# The headless browser the report's browser test drives (tests/benchmark/report/test_report_browser.py):
+# Debian's chromium and chromium-driver, installed with apt-get when missing and this user may (root,
+# or passwordless sudo). Never fails: where it cannot install, the test skips and says why.
+# DRSEARCH_NO_APT=1 leaves the system alone.
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ -n "$$DRSEARCH_NO_APT" ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "make browser: chromium not installed (no apt-get, or DRSEARCH_NO_APT): the browser test will skip"; \
+	else \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      chromium chromium-driver >/dev/null; } \
+	    || echo "make browser: could not install chromium chromium-driver: the browser test will skip"; \
+	fi
+
+test: lint typecheck importlint browser unit
 
 # The bundled sample release (docs/RELEASE.md): the DR-256 construction recipe run offline on
 # the fixture the top-level manifest.json names (data/construct, docs/CONSTRUCT.md), then

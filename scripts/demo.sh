@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the main job on the bundled sample, offline, through the real components
 # (docs/QUICKSTART.md walks the same path step by step):
-#   extract -> build -> drsearch serve -> drsearch run -> drsearch score
+#   extract -> build -> drsearch serve -> drsearch run -> drsearch score -> drsearch report
 # The agent's model and the judge are scripted OpenAI-compatible servers on 127.0.0.1
 # (`drsearch dev model --script agent|judge`): real HTTP, no weights, no network.
 # Every server started here is stopped on exit, whatever happens.
@@ -20,7 +20,7 @@ trap stop EXIT
 free_port() { "$BIN/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 mkdir -p "$OUT"
-rm -rf "$OUT/run" "$OUT/scores.json"
+rm -rf "$OUT/run" "$OUT/scores.json" "$OUT/report"
 echo "== 1. corpus: extract the sample crawl, dedup + index it"
 "$DRSEARCH" corpus extract data/sample/crawl --out "$OUT/docs.jsonl" --force --quiet
 "$DRSEARCH" corpus build "$OUT/docs.jsonl" --out "$OUT/sample.sqlite3" --force --quiet
@@ -48,16 +48,24 @@ echo "== 4. grade the run (the scripted judge: correct iff the answer equals the
 "$DRSEARCH" score "$OUT/run" --questions data/sample/questions.jsonl --judge-model oracle \
   --base-url "http://127.0.0.1:$JUDGE_PORT/v1" --quiet
 
+echo "== 5. the report: one HTML page (opens from disk, no network) and the same rows as CSV"
+"$DRSEARCH" report "$OUT/run" --out "$OUT/report"
+
 cat <<NEXT
+
+Report:
+  $OUT/report/index.html        open it in a browser: summary, accuracy by tier and difficulty,
+                                every episode (sort, filter, click one for its trajectory)
+  $OUT/report/episodes.csv      one row per episode; tool_calls.csv: one row per tool call
 
 Results:
   $OUT/run/run.json             the run's settings (model, endpoints, corpus identity)
   $OUT/run/trajectories.jsonl   one episode per question: every turn, tool call and answer
   $OUT/run/scores.json          the accuracy table above; scores.graded.jsonl: each verdict
-(An HTML report, \`drsearch report\`, is future work; the files above are the results.)
 
 Next:
   docs/QUICKSTART.md    the same path step by step, then comparing two runs (drsearch score --compare)
+  .venv/bin/drsearch report RUN_A RUN_B --out DIR    two graded runs side by side, paired McNemar
   .venv/bin/drsearch search --database $OUT/sample.sqlite3 --k 5 "video game streaming subscription"
   .venv/bin/drsearch serve --database $OUT/sample.sqlite3 --port 8000    (docs/SERVER.md)
 NEXT

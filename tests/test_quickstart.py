@@ -26,7 +26,8 @@ def test_every_shell_block_of_the_quickstart_is_bash_and_walks_the_main_job() ->
         "a shell block not fenced as bash would not be run by the test"
     script = "\n".join(bash_blocks(QUICKSTART))
     for step in ("drsearch corpus build", "drsearch serve", "drsearch dev model --script agent", "drsearch run",
-                 "drsearch dev model --script judge", "drsearch score", "drsearch score --compare"):
+                 "drsearch dev model --script judge", "drsearch score", "drsearch score --compare",
+                 "drsearch report"):
         assert step in script, step
 
 
@@ -46,6 +47,10 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     first = json.loads((qs / "run-a/trajectories.jsonl").read_text().splitlines()[0])
     assert f"{first['qid']} answered final answer: {first['final_answer']}" in out
     assert "  tool call: search" in out and "  tool call: open" in out
+    # the report of both runs: the page, its rows, and the blocked leak artifacts only from run B
+    assert "wrote qs/report/index.html (24 episode(s)" in out and out.count("run-a,q-") >= 2
+    page = (qs / "report/index.html").read_text()
+    assert "exact McNemar p" in page and (qs / "report/tool_calls.csv").is_file()
     # the last block stopped every server it started
     assert not any(_listening(p) for p in (search, model, judge))
 

@@ -130,6 +130,11 @@ def test_make_demo_runs_the_main_job() -> None:
     # the whole main job: served, run by the scripted agent over HTTP, graded, and where to look
     assert "total                          12" in p.stdout and "accuracy   " in p.stdout, p.stdout
     assert "demo-out/run/trajectories.jsonl" in p.stdout and "docs/QUICKSTART.md" in p.stdout
+    # it ends with the report: where it is, and the next commands
+    assert "wrote demo-out/report/index.html (12 episode(s)" in p.stdout
+    assert "demo-out/report/index.html        open it in a browser" in p.stdout.split("Next:")[0]
+    assert "drsearch report RUN_A RUN_B" in p.stdout.split("Next:")[1]
+    assert (REPO / "demo-out/report/index.html").is_file() and (REPO / "demo-out/report/episodes.csv").is_file()
     urls = p.stdout.split("search server ", 1)[1].split("\n", 1)[0]
     ports = [int(u.split(":")[2].split("/")[0]) for u in urls.replace(",", " ").split() if u.startswith("http")]
     assert len(ports) == 3

