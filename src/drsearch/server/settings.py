@@ -135,7 +135,7 @@ class ServeConfig(BaseModel):
     release_blocklist_sha256: str | None = None
     blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
-    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    retriever: str = "bm25"  # a spec, bm25|dense|hybrid[:rrf|:linear=W] (drsearch.dense.spec)
     vectors: Path | None = None  # the dense retriever's sidecar (None: DATABASE.vectors)
 
     def to_env(self) -> dict[str, str]:

@@ -16,15 +16,19 @@ from .progress import progress_bar
 
 if TYPE_CHECKING:
     from ..contract import Retriever
+    from ..dense import RetrieverSpec
     from ..index import BlockList, ReleasePolicy
 
 RETRIEVER_CHOICES = ("bm25", "dense", "hybrid")
 
 
 def add_retriever_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default="bm25",
-                   help="bm25 (default), dense (the corpus' vectors from `drsearch embed`) or hybrid "
-                        "(reciprocal-rank fusion of both, each at depth 100; docs/RETRIEVERS.md)")
+    # a plain string, parsed by the handler: a bad spec is one line, exit 2 (argparse's own
+    # type errors print the usage too)
+    p.add_argument("--retriever", default="bm25", metavar="bm25|dense|hybrid[:rrf|:linear=W]",
+                   help="bm25 (default), dense (the corpus' vectors from `drsearch embed`), hybrid or "
+                        "hybrid:rrf (reciprocal-rank fusion of both, each at depth 100), hybrid:linear=W "
+                        "(W x dense + (1-W) x bm25 of min-max normalised scores); docs/RETRIEVERS.md")
     p.add_argument("--vectors", metavar="SIDE", default=None,
                    help="the vectors sidecar of --retriever dense/hybrid (default CORPUS.vectors)")
 
@@ -33,10 +37,18 @@ def open_chosen(args: argparse.Namespace, blocklist: BlockList | None, **options
     """The retriever ``--retriever`` names over ``--database`` (exit 2 without its vectors)."""
     from ..dense import open_retriever
 
-    if args.vectors is not None and args.retriever == "bm25":
-        from ..contract import InvalidInputError
+    return open_retriever(args.database, blocklist, chosen_spec(args), vectors=args.vectors, **options)
+
+
+def chosen_spec(args: argparse.Namespace) -> RetrieverSpec:
+    """``--retriever`` parsed, ``--vectors`` checked against it (InvalidInputError, exit 2)."""
+    from ..contract import InvalidInputError
+    from ..dense import parse_retriever
+
+    spec = parse_retriever(args.retriever)
+    if args.vectors is not None and spec.kind == "bm25":
         raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
-    return open_retriever(args.database, blocklist, args.retriever, vectors=args.vectors, **options)
+    return spec
 
 
 def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: ReleasePolicy, *,
@@ -45,6 +57,7 @@ def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: 
     docids the corpus lacks when ``check_blocklist``."""
     from ..index import Engine
 
+    spec = chosen_spec(args)  # a bad spec before the file is opened
     engine = Engine.open(args.database, blocklist, release_blocklist=policy)
     try:
         if check_blocklist:
@@ -52,7 +65,7 @@ def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: 
     except BaseException:
         engine.close()
         raise
-    if args.retriever == "bm25" and args.vectors is None:
+    if spec.kind == "bm25" and not spec.rerank:
         return engine
     engine.close()
     return open_chosen(args, blocklist, release_blocklist=policy)
@@ -115,5 +128,5 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_embed)
 
 
-__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "cmd_embed", "open_checked", "open_chosen",
-           "register"]
+__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "chosen_spec", "cmd_embed", "open_checked",
+           "open_chosen", "register"]

@@ -8,6 +8,7 @@ An existing run file is replaced only with ``--force``: nothing already written 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, nu
 from ..contract.atomic import atomic_output
 from .argtypes import int_in
 from .blocking import requested_blocklist
+from .embed_cli import chosen_spec, open_chosen
 from .progress import progress_bar
 
 RUN_K_DEFAULT = 1000
@@ -56,9 +58,32 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     topics = read_topics(args.topics)
     check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
     bl, policy = requested_blocklist(args)
+    spec = chosen_spec(args)
+    with contextlib.ExitStack() as stack:
+        if spec.kind == "bm25":  # the engine, as before
+            searcher = LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy)
+        else:  # the retriever applies the blocklist (LuceneSearcher leaves it the caller's to close)
+            opened = open_chosen(args, bl, release_blocklist=policy)
+            retriever = stack.enter_context(contextlib.closing(opened))
+            searcher = LuceneSearcher(retriever)
+        stack.enter_context(searcher)
+        lines, queries_without_hits = _write_run(searcher, topics, k, args, output)
+    summary = {"lines": lines, "output": str(output), "queries": len(topics),
+               "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag,
+               **({"retriever": str(spec)} if spec.kind != "bm25" else {})}
+    if args.json:
+        print(canonical_json(summary), file=out)
+    else:
+        print(f"wrote {output}: {len(topics)} queries, {lines} lines "
+              f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
+    return 0
+
+
+def _write_run(searcher: LuceneSearcher, topics: list[tuple[str, str]], k: int, args: argparse.Namespace,
+               output: Path) -> tuple[int, int]:
+    """The run file of ``topics``, written whole or not at all: (lines, queries without hits)."""
     lines = queries_without_hits = 0
-    with LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy) as searcher, \
-            progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
+    with progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
             atomic_output(output) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")
         for qid, hits in _ranked(searcher, topics, k, args.threads, bar):
@@ -68,14 +93,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
                 lines += 1
         text.flush()
         text.detach()
-    summary = {"lines": lines, "output": str(output), "queries": len(topics),
-               "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag}
-    if args.json:
-        print(canonical_json(summary), file=out)
-    else:
-        print(f"wrote {output}: {len(topics)} queries, {lines} lines "
-              f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
-    return 0
+    return lines, queries_without_hits
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
