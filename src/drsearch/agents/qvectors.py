@@ -13,7 +13,7 @@ an answer and never another model's vector.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,4 +67,23 @@ class CachedQueryEmbedder:
         return out
 
 
-__all__ = ["CachedQueryEmbedder"]
+class LateCache:
+    """The run's replay cache for the reranker's requests, bound once it is open (kind
+    ``rerank``: a reranked run replays offline); unbound or mode ``off``: every call live."""
+
+    def __init__(self) -> None:
+        self._cache: ReplayCache | None = None
+
+    def bind(self, cache: ReplayCache) -> None:
+        self._cache = cache
+
+    def fetch(self, kind: str, key: Any, describe: str,
+              live: Callable[[], tuple[bool, bytes]] | None) -> tuple[bool, bytes]:
+        if self._cache is None or self._cache.mode == "off":
+            if live is None:
+                raise SearcherError(f"no live backend for {describe}")
+            return live()
+        return self._cache.fetch(kind, key, describe, live)
+
+
+__all__ = ["CachedQueryEmbedder", "LateCache"]

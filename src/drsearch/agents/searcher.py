@@ -25,6 +25,7 @@ from ..contract import (
     Retriever,
     Searcher,
     ToolResponse,
+    UpstreamUnavailableError,
     canonical_json,
     error_body,
 )
@@ -58,6 +59,8 @@ class EngineSearcher:
             body = call()
         except AgentError:
             raise
+        except UpstreamUnavailableError as e:  # the reranker's endpoint: infrastructure, not an answer
+            raise SearcherError(e.message) from None
         except DrsearchError as e:
             return ToolResponse(False, error_body(e.error_type, e.message))
         return ToolResponse(True, canonical_json(body).encode("utf-8"))

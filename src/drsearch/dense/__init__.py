@@ -22,6 +22,9 @@ from ..contract import DEFAULT_TIME_LIMIT_S, InvalidInputError, Retriever
 from ..index import BlockList, Engine, ReleasePolicy
 from .embed import Embedder, EmbeddingModelError
 from .hybrid import DEFAULT_DEPTH, HybridRetriever
+from .over_engine import OverEngine
+from .rerank import CallCache, LLMReranker, RerankConfig
+from .reranked import RerankedRetriever
 from .retriever import DenseRetriever, best_per_document
 from .sidecar import VectorsError, default_sidecar
 from .spec import SYNTAX, RetrieverSpec, parse_retriever
@@ -34,7 +37,8 @@ def open_retriever(path: str | os.PathLike[str], blocklist: BlockList | None = N
                    kind: str | RetrieverSpec = "bm25", *,
                    vectors: str | os.PathLike[str] | None = None, embedder: TextEmbedder | None = None,
                    release_blocklist: ReleasePolicy = "apply", time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-                   depth: int = DEFAULT_DEPTH) -> Retriever:
+                   depth: int = DEFAULT_DEPTH, rerank: RerankConfig | None = None,
+                   rerank_cache: CallCache | None = None, probe: bool = True) -> Retriever:
     """The retriever ``kind`` (a spec, ``bm25|dense|hybrid[:rrf|:linear=W]``, or a parsed
     :class:`RetrieverSpec`) over the corpus at ``path`` with ``blocklist``.
 
@@ -44,13 +48,44 @@ def open_retriever(path: str | os.PathLike[str], blocklist: BlockList | None = N
     ``depth`` best; ``hybrid:linear=W``: by ``W · dense + (1 − W) · bm25`` of their min-max
     normalised scores. Raises CorpusFileError (VectorsError: no, damaged, truncated or another
     corpus' vectors), EmbeddingModelError (model absent or not the sidecar's),
-    InvalidInputError (a spec that does not parse; ``+rerank``, which needs a reranker:
-    ``drsearch.dense.rerank``). ``release_blocklist``: as ``Engine.open``'s. Never falls back
-    to another retriever.
+    InvalidInputError (a spec that does not parse; ``+rerank`` without ``rerank``, or
+    ``rerank`` without ``+rerank``). ``+rerank``: the top ``rerank.depth`` reordered by an LLM
+    (``drsearch.dense.rerank``), its requests through ``rerank_cache`` where given; with
+    ``probe`` the endpoint is asked once first (UpstreamUnavailableError if it cannot answer).
+    ``release_blocklist``: as ``Engine.open``'s. Never falls back to another retriever.
     """
     spec = kind if isinstance(kind, RetrieverSpec) else parse_retriever(kind)
-    if spec.rerank:
-        raise InvalidInputError(f"--retriever {spec}: +rerank needs a reranker endpoint")
+    if spec.rerank and rerank is None:
+        raise InvalidInputError(f"--retriever {spec}: +rerank needs the reranker (--rerank-url and "
+                                "--rerank-model)")
+    if rerank is not None and not spec.rerank:
+        raise InvalidInputError(f"--rerank-url/--rerank-model: only with a --retriever ending in +rerank, "
+                                f"not {spec}")
+    reranker = None
+    if rerank is not None:
+        reranker = LLMReranker(rerank, rerank_cache)
+        try:
+            if probe:
+                reranker.probe()  # an endpoint that is down: the caller's start-up fails (exit 2)
+        except BaseException:
+            reranker.close()
+            raise
+    try:
+        base = _open_base(path, blocklist, spec, vectors, embedder, release_blocklist, time_limit_s, depth)
+    except BaseException:
+        if reranker is not None:
+            reranker.close()
+        raise
+    if reranker is None:
+        return base
+    assert isinstance(base, Engine | OverEngine)
+    return RerankedRetriever(base, reranker)
+
+
+def _open_base(path: str | os.PathLike[str], blocklist: BlockList | None, spec: RetrieverSpec,
+               vectors: str | os.PathLike[str] | None, embedder: TextEmbedder | None,
+               release_blocklist: ReleasePolicy, time_limit_s: float, depth: int) -> Retriever:
+    """``spec``'s retriever without its reranker."""
     if vectors is not None and spec.kind == "bm25":
         raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
     engine = Engine.open(path, blocklist, release_blocklist=release_blocklist, time_limit_s=time_limit_s)
@@ -78,6 +113,8 @@ __all__ = [
     "Embedder",
     "EmbeddingModelError",
     "HybridRetriever",
+    "RerankConfig",
+    "RerankedRetriever",
     "RetrieverSpec",
     "TextEmbedder",
     "VectorsError",

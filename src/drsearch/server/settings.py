@@ -137,6 +137,7 @@ class ServeConfig(BaseModel):
     settings: ServerSettings = ServerSettings()
     retriever: str = "bm25"  # a spec, bm25|dense|hybrid[:rrf|:linear=W] (drsearch.dense.spec)
     vectors: Path | None = None  # the dense retriever's sidecar (None: DATABASE.vectors)
+    rerank: dict[str, Any] | None = None  # +rerank: drsearch.dense.RerankConfig's fields
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that carry this config to uvicorn workers."""

@@ -20,7 +20,7 @@ from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, nu
 from ..contract.atomic import atomic_output
 from .argtypes import int_in
 from .blocking import requested_blocklist
-from .embed_cli import chosen_spec, open_chosen
+from .embed_cli import chosen_spec, open_chosen, rerank_config
 from .progress import progress_bar
 
 RUN_K_DEFAULT = 1000
@@ -59,8 +59,9 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
     bl, policy = requested_blocklist(args)
     spec = chosen_spec(args)
+    rerank_config(args)  # --rerank-* without +rerank: exit 2 before any query
     with contextlib.ExitStack() as stack:
-        if spec.kind == "bm25":  # the engine, as before
+        if str(spec) == "bm25":  # the engine, as before
             searcher = LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy)
         else:  # the retriever applies the blocklist (LuceneSearcher leaves it the caller's to close)
             opened = open_chosen(args, bl, release_blocklist=policy)
@@ -70,7 +71,7 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
         lines, queries_without_hits = _write_run(searcher, topics, k, args, output)
     summary = {"lines": lines, "output": str(output), "queries": len(topics),
                "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag,
-               **({"retriever": str(spec)} if spec.kind != "bm25" else {})}
+               **({"retriever": str(spec)} if str(spec) != "bm25" else {})}
     if args.json:
         print(canonical_json(summary), file=out)
     else:
