@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,15 @@ def test_a_reranked_run_replays_offline_and_a_down_reranker_is_infra_error(
         _run(tmp_path / "replay", "--replay", str(tmp_path / "rec"), "--database", str(corpus), *rerank)
         recorded = (tmp_path / "rec" / "trajectories.jsonl").read_bytes()
         assert (tmp_path / "replay" / "trajectories.jsonl").read_bytes() == recorded
+        # the searches ranked afresh (their answers dropped from a copy of the cache): the
+        # reranker's requests still come from the cache, with the endpoint down
+        shutil.copy(tmp_path / "rec" / "cache.sqlite3", tmp_path / "reranks.sqlite3")
+        with sqlite3.connect(tmp_path / "reranks.sqlite3") as db:
+            assert db.execute("DELETE FROM responses WHERE kind = 'tool'").rowcount >= 2
+        again = _run(tmp_path / "again", *base, *rerank, "--cache-mode", "replay-then-live",
+                     "--cache", str(tmp_path / "reranks.sqlite3"))
+        assert again["statuses"] == {"answered": 2}
+        assert (tmp_path / "again" / "trajectories.jsonl").read_bytes() == recorded
         # live searches (a fresh cache) with the reranker down: infrastructure failures
         down = _run(tmp_path / "down", *base, *rerank, "--cache-mode", "replay-then-live",
                     "--cache", str(tmp_path / "fresh.sqlite3"), rc=1)
