@@ -165,6 +165,23 @@ def test_search_cli_and_topics_take_a_linear_hybrid(corpus: Path, linear_retriev
     assert first[:3] == ["q1", "Q0", linear_retriever.search(QUERY, 1).hits[0].docid]
 
 
+def test_eval_ranks_with_a_linear_hybrid(corpus: Path, linear_retriever: Any, tmp_path: Path) -> None:
+    from drsearch.compat import evaluate, read_qrels, read_run
+
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(f"q1\t{QUERY}\nq2\tboundary layer transition\n")
+    top = linear_retriever.search(QUERY, 3).hits
+    qrels = tmp_path / "qrels"
+    qrels.write_text(f"q1 0 {top[2].docid} 1\nq2 0 {top[0].docid} 1\n")
+    run = tmp_path / "run.trec"
+    _cli(["search", "--database", str(corpus), "--retriever", "hybrid:linear=0.3", "--topics", str(topics),
+          "--output", str(run)])
+    body = json.loads(_cli(["eval", "--qrels", str(qrels), "--database", str(corpus), "--topics", str(topics),
+                            "--retriever", "hybrid:linear=0.3", "--json", "--quiet"]))
+    assert body["retriever"] == "hybrid:linear=0.3"
+    assert body["means"] == evaluate(read_qrels(qrels), read_run(run)).means
+
+
 def test_serve_reports_the_linear_fusion(corpus: Path) -> None:
     import httpx
 
