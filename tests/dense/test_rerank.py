@@ -187,3 +187,21 @@ def test_search_topics_reranks(corpus: Path, reranker: tuple[RerankResponder, st
     assert summary["retriever"] == "bm25+rerank" and summary["lines"] == 4
     assert [line.split()[2] for line in run.read_text().splitlines()] == [
         d for d, _ in _expected(corpus, QUERY, 4, "listwise")]
+
+
+def test_mcp_serves_the_reranked_order(corpus: Path, reranker: tuple[RerankResponder, str]) -> None:
+    import anyio
+    mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from ..mcpserver.test_mcp import _env, _exe
+    _, url = reranker
+
+    async def run(client: Any) -> str:
+        async with client:
+            found = await client.call_tool("search", {"query": QUERY, "k": 5})
+            return str(found.content[0].text)
+
+    params = mcp.StdioServerParameters(command=_exe(), env=_env(), args=[
+        "mcp", "--database", str(corpus), "--retriever", "bm25+rerank", "--rerank-url", url,
+        "--rerank-model", "scripted", "--rerank-depth", "5"])
+    found = anyio.run(run, mcp.Client(params, read_timeout_seconds=120))
+    assert [h["docid"] for h in json.loads(found)] == [d for d, _ in _expected(corpus, QUERY, 5, "listwise")]
