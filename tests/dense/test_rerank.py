@@ -102,6 +102,8 @@ def test_search_cli_reranks_and_exits_2_when_the_endpoint_is_down(
     for argv in (["--rerank-url", dead, "--rerank-model", "m"],  # unreachable at start-up
                  ["--rerank-url", url, "--rerank-model", "m", "--rerank-mode", "both"],
                  ["--rerank-url", url, "--rerank-model", "m", "--rerank-depth", "0"],
+                 ["--rerank-url", url, "--rerank-model", "m", "--rerank-depth", "abc"],
+                 ["--rerank-url", url, "--rerank-model", "m", "--rerank-depth", "101"],
                  ["--rerank-url", "ftp://x", "--rerank-model", "m"],
                  ["--rerank-model", "m"]):
         assert main(["search", "--database", str(corpus), "--retriever", "bm25+rerank", *argv, QUERY]) == 2, argv

@@ -34,7 +34,7 @@ def add_retriever_options(p: argparse.ArgumentParser) -> None:
                    help="with +rerank: the reranker's OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1")
     p.add_argument("--rerank-model", metavar="M", default=None,
                    help="with +rerank: the reranker's model name")
-    p.add_argument("--rerank-depth", type=int, default=None, metavar="N",
+    p.add_argument("--rerank-depth", default=None, metavar="N",  # checked by rerank_config: one line
                    help="with +rerank: how many of the retriever's best are reordered (default 20, max 100)")
     p.add_argument("--rerank-mode", default=None, metavar="listwise|pointwise",
                    help="with +rerank: one request for the list (default) or one per passage")
@@ -69,9 +69,14 @@ def rerank_config(args: argparse.Namespace) -> RerankConfig | None:
         return None
     if args.rerank_url is None or args.rerank_model is None:
         raise InvalidInputError(f"--retriever {spec}: give --rerank-url and --rerank-model")
-    return RerankConfig(args.rerank_url, args.rerank_model,
-                        DEFAULT_RERANK_DEPTH if args.rerank_depth is None else args.rerank_depth,
-                        args.rerank_mode or "listwise", args.rerank_api_key_env).checked()
+    depth = DEFAULT_RERANK_DEPTH
+    if args.rerank_depth is not None:
+        text = str(args.rerank_depth).strip()
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 100):
+            raise InvalidInputError(f"--rerank-depth {args.rerank_depth!r}: not an integer from 1 to 100")
+        depth = int(text)
+    return RerankConfig(args.rerank_url, args.rerank_model, depth, args.rerank_mode or "listwise",
+                        args.rerank_api_key_env).checked()
 
 
 def chosen_spec(args: argparse.Namespace) -> RetrieverSpec:
