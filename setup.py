@@ -18,7 +18,7 @@ setup(
             depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h",
                      "src/drsearch/index/_fts5.h", "src/drsearch/index/_gil.h",
                      *(f"src/drsearch/index/_k_{part}.h"
-                       for part in ("query", "rank", "entry", "snippet", "texts", "hits"))],
+                       for part in ("query", "rank", "entry", "snippet", "texts", "hits", "dense"))],
             optional=True,
             # -ffp-contract=off: no fused multiply-add, so sums stay bit-identical to numpy's.
             extra_compile_args=["-O3", "-ffp-contract=off"],

@@ -75,7 +75,8 @@ def _cli(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]
 def test_public_api_is_pinned() -> None:
     assert sorted(dense.__all__) == sorted([
         "RETRIEVERS", "DenseRetriever", "HybridRetriever", "EmbedReport", "Embedder", "EmbeddingModelError", "TextEmbedder",
-        "VectorsError", "best_per_document", "default_sidecar", "embed_corpus", "open_retriever"])
+        "VectorsError", "best_per_document", "default_sidecar", "embed_corpus", "open_retriever",
+        "RetrieverSpec", "SYNTAX", "parse_retriever", "RerankConfig", "RerankedRetriever"])
 
 
 def test_generators_import_the_same_embedder() -> None:

@@ -32,6 +32,7 @@ EXPECTED_CONTRACT_API = {
     "DocumentNotFoundError", "DrsearchError", "Hit", "IncompatibleIndexError",
     "InvalidDocumentError", "InvalidInputError", "InvalidKError", "InvalidQueryError",
     "InvalidRequestError", "NotADatabaseError", "QueryTimeoutError", "SearchResult",
+    "UpstreamUnavailableError",
     "atomic_output", "write_bytes_atomic", "write_json_atomic",
     "BlocklistOrigin", "ReleaseInfo", "OPEN_FIELDS", "RETRIEVE_FIELDS", "SEARCH_FIELDS", "UnknownFields",
     "check_http_url", "error_of", "too_many_terms", "read_json_object", "json_object_lines",

@@ -122,3 +122,20 @@ def test_progress_bar_on_a_terminal_only(cran_index: Path, small_topics: Path, t
     assert code == 0 and err == ""
     code, _, term = in_terminal(*args, "--output", str(tmp_path / "c.trec"), "--quiet")
     assert code == 0 and term == ""
+
+
+def test_eval_ranks_topics_itself_as_search_topics_would(cran_index: Path, small_topics: Path, cran_qrels: Path,
+                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run.trec"
+    assert call("search", "--database", str(cran_index), "--topics", str(small_topics), "--output", str(run))[0] == 0
+    code, text = call("eval", "--qrels", str(cran_qrels), "--database", str(cran_index), "--topics",
+                      str(small_topics), "--json", "--threads", "2", "--quiet")
+    assert code == 0
+    body = json.loads(text)
+    assert body["retriever"] == "bm25"
+    assert body["means"] == evaluate(read_qrels(cran_qrels), read_run(run)).means
+    for bad in (["--run", str(run), "--database", str(cran_index)], ["--database", str(cran_index)],
+                ["--run", str(run), "--retriever", "dense"],
+                ["--database", str(cran_index), "--topics", str(small_topics), "--retriever", "bm27"]):
+        assert call("eval", "--qrels", str(cran_qrels), *bad)[0] == 2, bad
+        assert capsys.readouterr().err.count("\n") == 1, bad

@@ -37,6 +37,7 @@ from .loop import INFRA_STATUS, Episode, run_episode
 from .preset import DR256, Preset, load_preset
 from .pytool import CachedPython, Isolation, LocalPython, PythonRunner, probe_isolation
 from .questions import Question, read_questions
+from .qvectors import CachedQueryEmbedder, LateCache
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher
@@ -63,6 +64,10 @@ class RunSpec(BaseModel):
     api_key_env: str | None = None
     search_url: str | None = None
     database: Path | None = None
+    # with --database: bm25|dense|hybrid[:rrf|:linear=W] (drsearch.dense.spec) and its sidecar
+    retriever: str = "bm25"
+    vectors: Path | None = None
+    rerank: dict[str, Any] | None = None  # +rerank: drsearch.dense.RerankConfig's fields
     blocked_docids: Path | None = None
     release_blocklist: ReleasePolicy = "apply"  # drsearch.index.releases: none/override say otherwise
     allow_missing_blocked: bool = False
@@ -98,6 +103,8 @@ class RunSpec(BaseModel):
     def _backends(self) -> RunSpec:
         if self.search_url and self.database:
             raise ValueError("give --search or --database, not both")
+        if (self.retriever != "bm25" or self.vectors is not None or self.rerank) and self.database is None:
+            raise ValueError("--retriever/--vectors go with --database (a server ranks with its own)")
         if self.blocked_docids is not None and self.database is None:
             raise ValueError("--blocked-docids goes with --database (a server applies its own blocklist)")
         if self.identity_check_every and not self.search_url:
@@ -159,7 +166,8 @@ def _recorded_corpus(recorded: dict[str, Any]) -> CorpusInfo:
                       retriever=recorded.get("retriever"))
 
 
-def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
+def _live_searcher(spec: RunSpec, stack: ExitStack, embedder: CachedQueryEmbedder | None = None,
+                   rerank_cache: LateCache | None = None, replaying: bool = False) -> Searcher:
     if spec.search_url:
         http = HttpSearcher.connect(spec.search_url, health_check_every=spec.identity_check_every)
         stack.callback(http.close)
@@ -172,7 +180,28 @@ def _live_searcher(spec: RunSpec, stack: ExitStack) -> Searcher:
                                              release_blocklist=spec.release_blocklist))
     if not spec.allow_missing_blocked:
         engine.check_blocklist_complete()
-    return EngineSearcher(engine)
+    if embedder is None and spec.rerank is None:
+        return EngineSearcher(engine)
+    from ..dense import RerankConfig, open_retriever
+    # +rerank: its requests through the run's cache; replaying, the endpoint is not probed
+    retriever = open_retriever(spec.database, blocklist, spec.retriever, vectors=spec.vectors,
+                               embedder=embedder, release_blocklist=spec.release_blocklist,
+                               rerank=None if spec.rerank is None else RerankConfig(**spec.rerank),
+                               rerank_cache=rerank_cache, probe=not replaying)
+    stack.callback(retriever.close)
+    return EngineSearcher(retriever)
+
+
+def _query_embedder(spec: RunSpec, replaying: bool) -> CachedQueryEmbedder | None:
+    """The query embedder of a ``--database`` run with a dense or hybrid retriever (None:
+    BM25, or a server's). Replaying, the model loads only for a vector the cache lacks;
+    otherwise it loads now (a missing model: exit 2 before anything is written)."""
+    from ..dense import Embedder, parse_retriever
+    from ..dense.embed import LazyEmbedder
+
+    if spec.database is None or parse_retriever(spec.retriever).kind == "bm25":
+        return None
+    return CachedQueryEmbedder(LazyEmbedder() if replaying else Embedder())
 
 
 def _cache_file(spec: RunSpec) -> tuple[Path, CacheMode]:
@@ -407,7 +436,10 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     cache_path, cache_mode = _cache_file(spec)
     offline = spec.replay_from is not None and not (spec.search_url or spec.database)
     with ExitStack() as stack:  # backends first: a bad option leaves no run directory behind
-        live = None if offline else _live_searcher(spec, stack)
+        replaying = cache_mode in ("replay", "replay-then-live")
+        embedder = None if offline else _query_embedder(spec, replaying)
+        rerank_cache = LateCache()
+        live = None if offline else _live_searcher(spec, stack, embedder, rerank_cache, replaying)
         corpus = _recorded_corpus(recorded) if live is None else live.corpus()
         search = "replay" if live is None else spec.search_url or str(spec.database)
         isolation = python_isolation(spec, preset, offline)
@@ -432,6 +464,9 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         except sqlite3.Error as e:
             raise LocalIOError(f"replay cache {cache_path}: cannot open ({e})") from None
         stack.callback(cache.close)
+        rerank_cache.bind(cache)  # the reranker's requests are kept in (and replayed from) it
+        if embedder is not None:
+            embedder.bind(cache)  # query vectors are kept in (and replayed from) the run's cache
         if live is None:
             searcher: Searcher = CachedSearcher(cache, None, corpus)
         else:

@@ -25,11 +25,12 @@ from ..contract import (
     Retriever,
     Searcher,
     ToolResponse,
+    UpstreamUnavailableError,
     canonical_json,
     error_body,
 )
 from ..contract.retry import RETRY_STATUSES, GaveUp, RetryPolicy, TryAgain, retry, transient_answer
-from .errors import SearcherError
+from .errors import AgentError, SearcherError
 
 
 class EngineSearcher:
@@ -51,9 +52,15 @@ class EngineSearcher:
 
     @staticmethod
     def _answer(call: Callable[[], dict[str, Any]]) -> ToolResponse:
-        """The body ``call`` returns, or the error body of the engine error it raises."""
+        """The body ``call`` returns, or the error body of the engine error it raises. An agents
+        error raised inside (a query vector the replay cache lacks and no model can make) is not
+        the engine's answer: it passes through (an infrastructure failure, never cached)."""
         try:
             body = call()
+        except AgentError:
+            raise
+        except UpstreamUnavailableError as e:  # the reranker's endpoint: infrastructure, not an answer
+            raise SearcherError(e.message) from None
         except DrsearchError as e:
             return ToolResponse(False, error_body(e.error_type, e.message))
         return ToolResponse(True, canonical_json(body).encode("utf-8"))

@@ -15,6 +15,8 @@ Every error a caller can act on derives from :class:`DrsearchError`::
     │   └── CorruptIndexError        damaged bytes met while answering (HTTP 500 corrupt_index)
     ├── DocumentNotFoundError        unknown *or blocked* document (CLI exit 1, HTTP 404)
     ├── QueryTimeoutError            a query ran past its time limit (CLI exit 1, HTTP 503)
+    ├── UpstreamUnavailableError     a service the retriever needs (the LLM reranker's endpoint)
+    │                                cannot answer (CLI exit 2, HTTP 503; an infra_error in a run)
     ├── BuildError                   an index could not be built (CLI exit 1)
     └── DirectoryBusyError           another live process is writing that output directory (CLI exit 2)
 
@@ -112,6 +114,15 @@ class DirectoryBusyError(DrsearchError):
     error_type = "directory_busy"
 
 
+class UpstreamUnavailableError(DrsearchError):
+    """A service the retriever depends on (the LLM reranker's endpoint) is unreachable or
+    failed: an infrastructure failure, never answered around (no unreranked fallback)."""
+
+    http_status = 503
+    exit_code = 2
+    error_type = "upstream_unavailable"
+
+
 __all__ = [
     "BlocklistError",
     "BuildError",
@@ -128,4 +139,5 @@ __all__ = [
     "InvalidRequestError",
     "NotADatabaseError",
     "QueryTimeoutError",
+    "UpstreamUnavailableError",
 ]

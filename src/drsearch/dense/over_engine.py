@@ -74,6 +74,10 @@ class OverEngine:
             raise QueryTimeoutError("query ran past its time limit")
         return SearchResult(query, k, self.engine.hits(query, ranked, with_text=with_text, deadline=deadline))
 
+    def stats(self) -> dict[str, Any]:
+        """The engine's statistics (a ranker adds its own description)."""
+        return self.engine.stats()
+
     def open_document(self, *, docid: str | None = None, url: str | None = None) -> Document:
         return self.engine.open_document(docid=docid, url=url)
 

@@ -5,11 +5,11 @@ supplies everything but the ranking: the request checks, the blocklist, document
 texts and snippets, ``open_document`` and ``stats``.
 
 Exact and byte-reproducible: the query vector is quantised like the chunks' (int8 with a
-scale), and the integer inner products are computed in float32, where every partial sum
-(at most 384 · 127² < 2²⁴) is an exact integer whatever order the BLAS adds in; the score
-is that integer times the two scales, in float64. So scores, ties (broken by chunk rowid)
-and the order are the same on every run, thread count and machine. A document counts by its
-best chunk; blocked documents' chunks are never candidates.
+scale), each chunk's inner product with it is an exact integer (int8 × int8 summed in int32:
+``drsearch.index.dense_scan``, the C kernel's SIMD loop or its numpy twin, bit for bit), and
+the score is that integer times the chunk's scale, then the query's, in float64. So scores,
+ties (broken by chunk rowid) and the order are the same on every run, path and machine. A
+document counts by its best chunk; blocked documents' chunks are never candidates.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..index import Engine
+from ..index.dense_scan import dense_scores
 from .embed import EmbeddingModelError
 from .over_engine import OverEngine
 from .sidecar import VectorsError, open_records, quantise
@@ -59,7 +60,8 @@ class DenseRetriever(OverEngine):
     """Dense retrieval over ``engine``'s corpus with the sidecar ``vectors`` and ``embedder``
     (the model that embedded them: checked). Thread-safe. Owns ``engine`` (``close`` closes it).
 
-    Memory: the vectors as float32, 4 bytes per component (1.5 KB a 384-d chunk).
+    Memory: the vectors as int8, 1 byte per component (384 bytes a 384-d chunk), and a
+    float64 scale and score per chunk.
     """
 
     kind = "dense"
@@ -72,7 +74,7 @@ class DenseRetriever(OverEngine):
         self.header = header
         n = int(header["rows"])
         # chunk rowid-indexed (entry 0 unused, as the engine's arrays)
-        self._matrix: npt.NDArray[np.float32] = np.zeros((n + 1, header["dimension"]), dtype=np.float32)
+        self._matrix: npt.NDArray[np.int8] = np.zeros((n + 1, header["dimension"]), dtype=np.int8)
         self._matrix[1:] = records["v"]
         self._scales: npt.NDArray[np.float64] = np.zeros(n + 1, dtype=np.float64)
         self._scales[1:] = records["s"]
@@ -82,7 +84,6 @@ class DenseRetriever(OverEngine):
         if engine.blocked_chunks is not None:
             hidden |= engine.blocked_chunks
         self._hidden = hidden
-        self._rowids = np.arange(n + 1, dtype=np.int64)
         self.vectors_sha256 = _file_sha256(vectors)
         super().__init__(engine, f"dense:{header['model']}:{header['model_sha256'][:12]}:"
                                  f"{header['vector_format']}:{self.vectors_sha256[:16]}")
@@ -98,19 +99,18 @@ class DenseRetriever(OverEngine):
         return body
 
     # -- ranking -----------------------------------------------------------------------------
-    def query_vector(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
-        """The query's quantised vector (int8 values held as float32) and its scale."""
+    def query_vector(self, query: str) -> tuple[npt.NDArray[np.int8], float]:
+        """The query's quantised vector and its scale."""
         with self._embed_lock:  # one onnxruntime run at a time: it uses every core already
             vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)
         record = quantise(vector)[0]
-        return record["v"].astype(np.float32), float(record["s"])
+        return np.ascontiguousarray(record["v"], dtype=np.int8), float(record["s"])
 
     def scores(self, query: str) -> npt.NDArray[np.float64]:
         """Every chunk's score by rowid (entry 0 and blocked chunks: -inf)."""
         q, q_scale = self.query_vector(query)
-        exact = self._matrix @ q  # integer-valued and exact in float32 (module docstring)
-        out: npt.NDArray[np.float64] = exact.astype(np.float64) * self._scales * q_scale
-        out[self._hidden] = -np.inf
+        out: npt.NDArray[np.float64] = np.empty(len(self._scales), dtype=np.float64)
+        dense_scores(self._matrix, q, self._scales, q_scale, self._hidden, out)
         return out
 
     def rank(self, query: str, k: int) -> list[tuple[int, float]]:

@@ -33,10 +33,11 @@ import numpy.typing as npt
 # optional `hits` (make_hits' buffers), 12 = gil_stats (a thread's time without the GIL and
 # waiting to take it back: the benchmark's account of the serial part), 13 = gil_spin (a
 # thread back from its GIL-free work polls the GIL before it sleeps), 14 = search_hits (a
-# complete search's ranking, texts, snippet plan and hits in one call). A kernel built from an
+# complete search's ranking, texts, snippet plan and hits in one call), 15 = dense_scores and
+# dense_isa (the dense retriever's int8 inner products). A kernel built from an
 # older _kernels.c is not used: ranking falls back to numpy (same results) and posting lists
 # are read by blob I/O, and native=True says why.
-KERNEL_ABI = 14
+KERNEL_ABI = 15
 
 F64 = npt.NDArray[np.float64]
 Array = npt.NDArray[Any]
@@ -263,6 +264,25 @@ def join_words(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     return _kernels.join_words(text, spans)
 
 
+# -- dense vectors (_k_dense.h) -----------------------------------------------------------------
+
+def dense_scores(matrix: Array, query: Array, scales: F64, q_scale: float, hidden: Array | None,
+                 out: F64, baseline: bool = False) -> None:
+    """Every row's exact score into ``out``: ``matrix`` (rows, dimension) C-contiguous int8,
+    ``query`` its dimension's int8, ``scales`` float64 per row, ``hidden`` bool per row (its
+    rows score -inf) or None; a row's score is ``(float64(int32 inner product) * scales[i]) *
+    q_scale`` (twin: :func:`drsearch.index.reference.dense_scores`). ``baseline``: the loop's
+    baseline (SSE2) copy even where the CPU has AVX2. Raises ValueError for inconsistent
+    shapes."""
+    _kernels.dense_scores(matrix, int(matrix.shape[1]), query, scales, q_scale, hidden, out, baseline)
+
+
+def dense_isa() -> str:
+    """Which copy of the dense loop this CPU runs (``avx2`` or ``baseline``; ``numpy`` without
+    the kernel)."""
+    return str(_kernels.dense_isa()) if available() else "numpy"
+
+
 # -- threads (_gil.c) ----------------------------------------------------------------------------
 
 def gil_stats() -> tuple[float, float, int]:
@@ -285,7 +305,8 @@ def gil_poll_ns(ns: int | None = None) -> int:
 
 
 __all__ = ["KERNEL_ABI", "NATIVE_AVAILABLE", "NOT_BUILT", "Paged", "Ranked", "SearchHits", "available",
-           "blob_pieces", "find_rows", "fts5_doclists", "gil_poll_ns", "gil_stats", "join_words",
+           "blob_pieces", "dense_isa", "dense_scores", "find_rows", "fts5_doclists", "gil_poll_ns",
+           "gil_stats", "join_words",
            "kernel_problem", "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
            "rank_maxscore", "rank_one", "read_blobs", "read_texts", "rescore", "rescore_arg",
            "search_context", "search_hits", "snippets", "texts_arg", "texts_snippets", "word_count"]

@@ -8,6 +8,8 @@ damaged). The pattern is bm25s' ``numba/`` folder: one place for the other imple
   the twin of ``rank_blocks``/``rank_maxscore``/``rank_one``/``rescore``.
 - :class:`PythonSnippets`: ``SnippetMaker``'s snippet of one text, the twin of
   ``snippets``/``texts_snippets``, which leave it the texts they cannot take.
+- :func:`dense_scores`: the dense retriever's exact int8 inner products in numpy, the twin of
+  ``dense_scores``.
 - :func:`decode_pages`: FTS5's leaf pages decoded into postings, the twin of ``fts5_doclists``
   (with :func:`varint`, ``get_varint`` of ``_pages.h``, which the segment reader uses too).
 """
@@ -462,4 +464,32 @@ def decode_pages(pages: Sequence[bytes], first_pgno: int, to_end: bool, chunks: 
     return terms, dfs, n_out
 
 
-__all__ = ["ELLIPSIS", "MAX_KEY", "NumpyRanking", "PythonSnippets", "decode_pages", "varint"]
+# Rows a block of dense_scores' numpy pass converts at once (a bounded float copy of the int8 rows).
+DENSE_BLOCK = 8192
+
+
+def dense_scores(matrix: npt.NDArray[np.int8], query: npt.NDArray[np.int8], scales: F64, q_scale: float,
+                 hidden: Bools | None, out: F64) -> None:
+    """``native.dense_scores`` in numpy, bit for bit: each block of rows as floats times the
+    query. Every product is an integer of at most 128² and every partial sum one below 2²⁴
+    (float32, up to 1024 dimensions) or 2⁵³ (float64, beyond): exact, whatever order or fused
+    multiply-add the BLAS uses, so the sums are the kernel's int32 ones; then the same two
+    float64 products in the same order. Raises ValueError for inconsistent shapes."""
+    n, d = matrix.shape
+    if (query.shape != (d,) or scales.shape != (n,) or out.shape != (n,)
+            or (hidden is not None and hidden.shape != (n,)) or d > 65536):
+        raise ValueError("dense_scores: inconsistent arguments")
+    ftype: type[np.floating[Any]] = np.float32 if d <= 1024 else np.float64
+    q: npt.NDArray[np.floating[Any]] = query.astype(ftype)
+    for lo in range(0, n, DENSE_BLOCK):
+        hi = min(n, lo + DENSE_BLOCK)
+        rows: npt.NDArray[np.floating[Any]] = matrix[lo:hi].astype(ftype)
+        dots = rows @ q
+        np.multiply(dots.astype(np.float64), scales[lo:hi], out=out[lo:hi])
+        out[lo:hi] *= q_scale
+    if hidden is not None:
+        out[hidden] = -np.inf
+
+
+__all__ = ["DENSE_BLOCK", "ELLIPSIS", "MAX_KEY", "NumpyRanking", "PythonSnippets", "decode_pages",
+           "dense_scores", "varint"]

@@ -4,7 +4,9 @@ A release directory holds the files of :data:`RELEASE_FILES`; ``write_release_ma
 describes every regular file under it (except the two files it writes) with its size,
 SHA-256 and role, plus the release's name and revision, the corpus identity, build
 parameters and counts. Output is deterministic: sorted keys, sorted paths, no timestamps,
-so the same release always gives byte-identical manifests. ``checksums.sha256`` covers
+so the same release always gives byte-identical manifests. A release with the dense
+retriever's vectors (``search/corpus.sqlite3.vectors``) gets a ``vectors`` section (their
+header) and the file the role ``corpus_vectors``; a release without them, neither. ``checksums.sha256`` covers
 every file including ``manifest.json`` and is checked by ``sha256sum -c checksums.sha256``
 run inside the release directory.
 """
@@ -23,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from ..contract import InvalidInputError
 from ..contract.atomic import write_bytes_atomic
 from ..contract.dirlock import LOCK_NAME, lock_dir
+from ..dense.sidecar import SUFFIX as SIDECAR_SUFFIX
+from ..dense.sidecar import VectorsError, open_records
 from ..index import BlockList, Engine, read_sqlite_header, sha256_file
 from ..index.releases import BLOCKED as BLOCKED  # the layout every front-end knows (re-exported)
 from ..index.releases import DATABASE as DATABASE
@@ -35,6 +39,11 @@ QUESTIONS = "benchmark/questions.jsonl"
 SUMMARY = "benchmark/summary.json"
 COVERAGE = "search/coverage_summary.json"
 SOURCES = "search/source_manifest_summary.json"
+VECTORS = DATABASE + SIDECAR_SUFFIX  # optional: the dense retriever's vectors (drsearch embed)
+VECTORS_ROLE = "corpus_vectors"
+# what the manifest's "vectors" section copies from the sidecar's header
+VECTORS_KEYS = ("content_identity", "dimension", "format_version", "max_tokens", "model", "model_sha256",
+                "normalised", "pooling", "route", "rows", "tokenizer_sha256", "vector_format")
 RELEASE_FILES: dict[str, str] = {  # path -> role
     QUESTIONS: "questions",
     BLOCKED: "blocked_docids",
@@ -96,6 +105,7 @@ class Manifest(BaseModel):
     corpus: dict[str, Any]
     counts: dict[str, Any]
     files: list[FileEntry]
+    vectors: dict[str, Any] | None = None  # the sidecar's header (VECTORS_KEYS), where there is one
 
     def entry(self, path: str) -> FileEntry | None:
         return next((f for f in self.files if f.path == path), None)
@@ -196,7 +206,25 @@ def hash_entries(root: Path, paths: Iterable[str], role_of: Callable[[str], str]
 
 
 def role_of(path: str) -> str:
-    return RELEASE_FILES.get(path, EXTRA_ROLE)
+    return VECTORS_ROLE if path == VECTORS else RELEASE_FILES.get(path, EXTRA_ROLE)
+
+
+def vectors_section(root: Path, corpus: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest's ``vectors`` section: the path and the header (model, SHA-256s, format,
+    rows, corpus identity) of the release's ``search/corpus.sqlite3.vectors``; None without one.
+    Raises VectorsError (CorpusFileError) for a damaged or truncated sidecar or one of another
+    corpus: a release is not described with vectors that cannot serve it."""
+    path = root / VECTORS
+    if not path.is_file():
+        return None
+    header, _ = open_records(path)
+    if (header.get("content_identity") != corpus.get("content_identity")
+            or header.get("rows") != corpus.get("chunks")):
+        raise VectorsError(f"{path}: vectors of another corpus (identity {header.get('content_identity')}, "
+                           f"{header.get('rows')} chunks; the release's corpus is "
+                           f"{corpus.get('content_identity')}, {corpus.get('chunks')} chunks); rerun "
+                           "`drsearch embed`")
+    return {"path": VECTORS, **{k: header[k] for k in VECTORS_KEYS if k in header}}
 
 
 def corpus_section(database: Path) -> dict[str, Any]:
@@ -326,6 +354,7 @@ def build_manifest(root: Path, name: str | None = None, revision: str | None = N
     release = _release_info(root, name, revision)
     corpus = corpus_section(root / DATABASE)
     counts = release_counts(root, corpus)
+    vectors = vectors_section(root, corpus)
     files = hash_entries(root, release_files(root), role_of, progress)
     return {
         "format": FORMAT,
@@ -334,6 +363,7 @@ def build_manifest(root: Path, name: str | None = None, revision: str | None = N
         "corpus": corpus,
         "counts": counts,
         "files": [f.model_dump() for f in files],
+        **({"vectors": vectors} if vectors is not None else {}),  # a release without: as before
     }
 
 
@@ -364,6 +394,8 @@ __all__ = [
     "LAYOUT",
     "MANIFEST",
     "RELEASE_FILES",
+    "VECTORS",
+    "VECTORS_KEYS",
     "FileEntry",
     "Manifest",
     "ProgressBar",
@@ -378,5 +410,6 @@ __all__ = [
     "parse_checksums",
     "read_manifest",
     "release_files",
+    "vectors_section",
     "write_release_manifest",
 ]

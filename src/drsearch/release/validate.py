@@ -33,7 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..contract import DrsearchError, InvalidInputError
+from ..dense.sidecar import open_records
 from ..index import (
     BlockList,
     Engine,
@@ -57,6 +60,8 @@ from .manifest import (
     MANIFEST,
     QUESTIONS,
     RELEASE_FILES,
+    VECTORS,
+    VECTORS_KEYS,
     Manifest,
     ProgressFactory,
     check_relative_path,
@@ -107,6 +112,7 @@ class _Validator:
                                                  self.manifest))
         if self.deep:
             self.check_deep()
+            self.check_vectors()
         recorded = self.meta.get("provenance") if self.meta is not None else None
         provenance = recorded if isinstance(recorded, dict) else None
         if self.meta is not None and (check := rc.provenance_check(self.meta, self.pins)) is not None:
@@ -390,6 +396,52 @@ class _Validator:
         self.timed("corpus fts5 integrity", "FTS5 integrity-check",
                    lambda tick: fts5_integrity_check(path, None, tick),
                    f"FTS5 integrity-check of the foreign file's {', '.join(tables)}: ok")
+
+    def check_vectors(self) -> None:
+        """The dense retriever's sidecar (``search/corpus.sqlite3.vectors``), where the manifest
+        names one or the file is there: whole (its size is its header's rows), of this corpus
+        (identity and chunk count), of the model the manifest records, and every record sound
+        (a finite positive scale, components within ±127). Its SHA-256 is the file check's."""
+        named = self.manifest.vectors if self.manifest is not None else None
+        path = self.root / VECTORS
+        if named is None and not path.is_file():
+            return
+        if not path.is_file():
+            self.add("corpus vectors", "FAIL", f"manifest.json names {VECTORS}, which is missing")
+            return
+        try:
+            header, records = open_records(path)
+        except DrsearchError as e:
+            self.add("corpus vectors", "FAIL", e.message)
+            return
+        problems = []
+        if self.meta is not None:
+            for key, meta_key in (("content_identity", "content_identity"), ("rows", "chunks")):
+                if header.get(key) != self.meta.get(meta_key):
+                    problems.append(f"header {key} {header.get(key)!r}, the corpus has "
+                                    f"{self.meta.get(meta_key)!r}")
+        for key in VECTORS_KEYS:
+            if named is not None and header.get(key) != named.get(key):
+                problems.append(f"header {key} {header.get(key)!r}, manifest.json says {named.get(key)!r}")
+        bad = 0
+        for lo in range(0, len(records), 65536):
+            block = records[lo:lo + 65536]
+            scales = block["s"].astype(np.float64)
+            bad += int(np.count_nonzero(~(np.isfinite(scales) & (scales > 0)))
+                       + np.count_nonzero((block["v"] == -128).any(axis=1)))
+        if bad:
+            problems.append(f"{bad} record(s) with a scale that is not finite and positive or a "
+                            "component of -128")
+        what = (f"{header.get('rows'):,} vectors of {header.get('dimension')} "
+                f"({header.get('vector_format')}), model {header.get('model')} "
+                f"{str(header.get('model_sha256'))[:12]}…")
+        if problems:
+            self.add("corpus vectors", "FAIL", f"{VECTORS}: " + "; ".join(problems[:3]), problems=problems)
+        elif named is None:
+            self.add("corpus vectors", "WARN", f"{what}, sound, but manifest.json does not name them "
+                     "(rewrite it: drsearch release manifest)")
+        else:
+            self.add("corpus vectors", "PASS", f"{what}: whole, of this corpus and of the manifest's model")
 
     def deep_hash(self, path: Path) -> None:
         size = path.stat().st_size

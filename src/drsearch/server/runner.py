@@ -27,7 +27,7 @@ from typing import Any, Literal
 from fastapi import FastAPI
 
 from ..contract import BlocklistError
-from ..dense import open_retriever
+from ..dense import RerankConfig, open_retriever
 from ..index import BlockList, policy_for
 from .app import create_app, served_identity
 from .exposition import blocklist_enabled
@@ -52,7 +52,10 @@ def app_from_config(config: ServeConfig) -> FastAPI:
                              f"{blocklist.sha256[:12]}…, was {expected[:12]}…): every worker "
                              "must hide the same documents; restart drsearch serve")
     # the parent decided the blocklist by the release rule; the worker reopens it the same way
+    # +rerank: the parent probed the endpoint before starting any worker
+    rerank = None if config.rerank is None else RerankConfig(**config.rerank)
     engine = open_retriever(config.database, blocklist, config.retriever, vectors=config.vectors,
+                            rerank=rerank, probe=False,
                             release_blocklist=policy_for(config.blocklist_origin),
                             time_limit_s=config.settings.time_limit_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,

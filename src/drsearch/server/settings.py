@@ -135,8 +135,9 @@ class ServeConfig(BaseModel):
     release_blocklist_sha256: str | None = None
     blocklist_sha256: str | None = None
     settings: ServerSettings = ServerSettings()
-    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    retriever: str = "bm25"  # a spec, bm25|dense|hybrid[:rrf|:linear=W] (drsearch.dense.spec)
     vectors: Path | None = None  # the dense retriever's sidecar (None: DATABASE.vectors)
+    rerank: dict[str, Any] | None = None  # +rerank: drsearch.dense.RerankConfig's fields
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that carry this config to uvicorn workers."""

@@ -12,6 +12,7 @@ functions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,7 +46,7 @@ from .construct_cli import register as register_construct_verbs
 from .corpus_cli import register as register_corpus_verbs
 from .dedup_cli import register as register_dedup_verb
 from .dev_cli import register as register_dev_verb
-from .embed_cli import add_retriever_options, open_checked, open_chosen
+from .embed_cli import add_retriever_options, chosen_spec, open_checked, open_chosen, rerank_config
 from .embed_cli import register as register_embed_verb
 from .extras import missing_extra
 from .generate_cli import register as register_generate_verb
@@ -111,8 +112,6 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     if args.topics is not None:
-        if args.retriever != "bm25":
-            raise InvalidInputError("--topics: with --retriever bm25 only, for now")
         return cmd_search_topics(args, out)
     if args.query is None:
         raise InvalidInputError("give a QUERY, or --topics TOPICS.tsv --output RUN.trec")
@@ -223,7 +222,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # one engine for every check of this process; the workers open their own (one each)
     report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy,
                            require_complete=not args.allow_missing_blocked)
-    if args.retriever != "bm25" or args.vectors is not None:  # its vectors and model, before any worker
+    rerank = rerank_config(args)
+    if chosen_spec(args).kind != "bm25" or rerank is not None:  # vectors, model, reranker: before any worker
         open_chosen(args, blocklist, release_blocklist=policy).close()
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
@@ -250,7 +250,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                          blocked_docids=None if chosen.path is None else chosen.path.resolve(),
                          blocklist_sha256=None if blocklist is None else blocklist.sha256,
                          blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256,
-                         retriever=args.retriever,
+                         retriever=str(chosen_spec(args)),
+                         rerank=None if rerank is None else dataclasses.asdict(rerank),
                          vectors=None if args.vectors is None else Path(args.vectors).resolve())
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log, verified=args.verify)

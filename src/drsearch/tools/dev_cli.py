@@ -2,7 +2,7 @@
 
 ::
 
-    drsearch dev model --script agent|judge|drbencher [--host 127.0.0.1] [--port 0]
+    drsearch dev model --script agent|judge|drbencher|rerank [--host 127.0.0.1] [--port 0]
     drsearch dev wait URL [URL ...] [--timeout 30]
 
 ``dev model`` serves the OpenAI-compatible chat API (``POST /v1/chat/completions``,
@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from .argtypes import int_in, seconds
 
-SCRIPTS = ("agent", "judge", "drbencher")
+SCRIPTS = ("agent", "judge", "drbencher", "rerank")
 
 
 class _Guarded:
@@ -52,6 +52,10 @@ def _responder(script: str) -> Any:
         from ..dev.agent import ReaderAgent
 
         return ReaderAgent()
+    if script == "rerank":
+        from ..dev.rerank import RerankResponder
+
+        return RerankResponder()
     if script == "judge":
         from ..dev.judge import FakeJudge
 

@@ -16,15 +16,30 @@ from .progress import progress_bar
 
 if TYPE_CHECKING:
     from ..contract import Retriever
+    from ..dense import RerankConfig, RetrieverSpec
     from ..index import BlockList, ReleasePolicy
 
 RETRIEVER_CHOICES = ("bm25", "dense", "hybrid")
 
 
 def add_retriever_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default="bm25",
-                   help="bm25 (default), dense (the corpus' vectors from `drsearch embed`) or hybrid "
-                        "(reciprocal-rank fusion of both, each at depth 100; docs/RETRIEVERS.md)")
+    # a plain string, parsed by the handler: a bad spec is one line, exit 2 (argparse's own
+    # type errors print the usage too)
+    p.add_argument("--retriever", default="bm25", metavar="bm25|dense|hybrid[:rrf|:linear=W][+rerank]",
+                   help="bm25 (default), dense (the corpus' vectors from `drsearch embed`), hybrid or "
+                        "hybrid:rrf (reciprocal-rank fusion of both, each at depth 100), hybrid:linear=W "
+                        "(W x dense + (1-W) x bm25 of min-max normalised scores); +rerank: the top "
+                        "--rerank-depth reordered by the LLM at --rerank-url; docs/RETRIEVERS.md")
+    p.add_argument("--rerank-url", metavar="URL", default=None,
+                   help="with +rerank: the reranker's OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1")
+    p.add_argument("--rerank-model", metavar="M", default=None,
+                   help="with +rerank: the reranker's model name")
+    p.add_argument("--rerank-depth", default=None, metavar="N",  # checked by rerank_config: one line
+                   help="with +rerank: how many of the retriever's best are reordered (default 20, max 100)")
+    p.add_argument("--rerank-mode", default=None, metavar="listwise|pointwise",
+                   help="with +rerank: one request for the list (default) or one per passage")
+    p.add_argument("--rerank-api-key-env", metavar="VAR", default=None,
+                   help="with +rerank: the environment variable holding the endpoint's API key")
     p.add_argument("--vectors", metavar="SIDE", default=None,
                    help="the vectors sidecar of --retriever dense/hybrid (default CORPUS.vectors)")
 
@@ -33,10 +48,46 @@ def open_chosen(args: argparse.Namespace, blocklist: BlockList | None, **options
     """The retriever ``--retriever`` names over ``--database`` (exit 2 without its vectors)."""
     from ..dense import open_retriever
 
-    if args.vectors is not None and args.retriever == "bm25":
-        from ..contract import InvalidInputError
+    return open_retriever(args.database, blocklist, chosen_spec(args), vectors=args.vectors,
+                          rerank=rerank_config(args), **options)
+
+
+def rerank_config(args: argparse.Namespace) -> RerankConfig | None:
+    """The ``--rerank-*`` options as a checked RerankConfig (None: none given); InvalidInputError
+    (one line, exit 2) for a bad one, or one without ``+rerank`` in ``--retriever``."""
+    from ..contract import InvalidInputError
+    from ..dense import RerankConfig
+    from ..dense.rerank import DEFAULT_RERANK_DEPTH
+
+    given = {"url": args.rerank_url, "model": args.rerank_model, "depth": args.rerank_depth,
+             "mode": args.rerank_mode, "api-key-env": args.rerank_api_key_env}
+    spec = chosen_spec(args)
+    if not spec.rerank:
+        extra = [f"--rerank-{k}" for k, v in given.items() if v is not None]
+        if extra:
+            raise InvalidInputError(f"{', '.join(extra)}: only with a --retriever ending in +rerank")
+        return None
+    if args.rerank_url is None or args.rerank_model is None:
+        raise InvalidInputError(f"--retriever {spec}: give --rerank-url and --rerank-model")
+    depth = DEFAULT_RERANK_DEPTH
+    if args.rerank_depth is not None:
+        text = str(args.rerank_depth).strip()
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 100):
+            raise InvalidInputError(f"--rerank-depth {args.rerank_depth!r}: not an integer from 1 to 100")
+        depth = int(text)
+    return RerankConfig(args.rerank_url, args.rerank_model, depth, args.rerank_mode or "listwise",
+                        args.rerank_api_key_env).checked()
+
+
+def chosen_spec(args: argparse.Namespace) -> RetrieverSpec:
+    """``--retriever`` parsed, ``--vectors`` checked against it (InvalidInputError, exit 2)."""
+    from ..contract import InvalidInputError
+    from ..dense import parse_retriever
+
+    spec = parse_retriever(args.retriever)
+    if args.vectors is not None and spec.kind == "bm25":
         raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
-    return open_retriever(args.database, blocklist, args.retriever, vectors=args.vectors, **options)
+    return spec
 
 
 def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: ReleasePolicy, *,
@@ -45,6 +96,8 @@ def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: 
     docids the corpus lacks when ``check_blocklist``."""
     from ..index import Engine
 
+    spec = chosen_spec(args)  # a bad spec (or --rerank-* without +rerank) before the file is opened
+    rerank_config(args)
     engine = Engine.open(args.database, blocklist, release_blocklist=policy)
     try:
         if check_blocklist:
@@ -52,7 +105,7 @@ def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: 
     except BaseException:
         engine.close()
         raise
-    if args.retriever == "bm25" and args.vectors is None:
+    if spec.kind == "bm25" and not spec.rerank:
         return engine
     engine.close()
     return open_chosen(args, blocklist, release_blocklist=policy)
@@ -115,5 +168,13 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_embed)
 
 
-__all__ = ["RETRIEVER_CHOICES", "add_retriever_options", "cmd_embed", "open_checked", "open_chosen",
-           "register"]
+__all__ = [
+    "RETRIEVER_CHOICES",
+    "add_retriever_options",
+    "chosen_spec",
+    "cmd_embed",
+    "open_checked",
+    "open_chosen",
+    "register",
+    "rerank_config",
+]

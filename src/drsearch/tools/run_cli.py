@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .blocking import NONE, add_blocklist_options, policy
+from .embed_cli import add_retriever_options
 
 # RunSpec / RetryPolicy fields as the options that set them (for one-line error messages)
 _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "base_url": "--base-url",
             "api_key_env": "--api-key-env", "search_url": "--search", "database": "--database",
+            "retriever": "--retriever", "vectors": "--vectors", "rerank": "--rerank-url",
             "blocked_docids": "--blocked-docids",
             "release_blocklist": "--blocked-docids none/--override-release-blocklist",
             "preset": "--preset", "attempt": "--attempt",
@@ -29,6 +31,16 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
             "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "identity_check_every": "--identity-check-every",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
+
+
+def _rerank(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--rerank-*`` as RerankConfig's fields (None without +rerank); InvalidInputError."""
+    import dataclasses
+
+    from .embed_cli import rerank_config
+
+    config = rerank_config(args)
+    return None if config is None else dataclasses.asdict(config)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -41,6 +53,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
             api_key_env=args.api_key_env, search_url=args.search, database=args.database,
+            retriever=args.retriever, vectors=None if args.vectors is None else Path(args.vectors),
+            rerank=_rerank(args),
             blocked_docids=None if args.blocked_docids in (None, NONE) else Path(args.blocked_docids),
             release_blocklist=policy(args.blocked_docids, args.override_release_blocklist),
             allow_missing_blocked=args.allow_missing_blocked,
@@ -138,6 +152,7 @@ def register(sub: Any) -> None:
     g.add_argument("--database", type=Path, metavar="CORPUS",
                    help="search an index file (or a release directory) in-process")
     add_blocklist_options(p)  # with --database (a server applies its own)
+    add_retriever_options(p)  # with --database (a server ranks with its own)
     p.add_argument("--identity-check-every", type=int, default=0, metavar="N",
                    help="with --search behind a gateway that strips x-drsearch-identity: accept answers "
                         "without it and check the identity in /health's body after a random gap of "

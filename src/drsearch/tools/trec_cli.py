@@ -8,6 +8,7 @@ An existing run file is replaced only with ``--force``: nothing already written 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,8 @@ from ..compat.pyserini import Hit
 from ..contract import MAX_RUN_K, InvalidInputError, canonical_json, check_k, number_from_text
 from ..contract.atomic import atomic_output
 from .argtypes import int_in
-from .blocking import requested_blocklist
+from .blocking import add_blocklist_options, requested_blocklist
+from .embed_cli import add_retriever_options, chosen_spec, open_chosen, rerank_config
 from .progress import progress_bar
 
 RUN_K_DEFAULT = 1000
@@ -56,9 +58,39 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
     topics = read_topics(args.topics)
     check_run_field("run tag", args.run_tag)  # before any query runs: a bad tag must not cost a batch
     bl, policy = requested_blocklist(args)
+    spec = chosen_spec(args)
+    with contextlib.ExitStack() as stack:
+        searcher = _searcher(args, bl, policy, stack)
+        lines, queries_without_hits = _write_run(searcher, topics, k, args, output)
+    summary = {"lines": lines, "output": str(output), "queries": len(topics),
+               "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag,
+               **({"retriever": str(spec)} if str(spec) != "bm25" else {})}
+    if args.json:
+        print(canonical_json(summary), file=out)
+    else:
+        print(f"wrote {output}: {len(topics)} queries, {lines} lines "
+              f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
+    return 0
+
+
+def _searcher(args: argparse.Namespace, bl: Any, policy: Any, stack: contextlib.ExitStack) -> LuceneSearcher:
+    """The batch searcher over ``--database`` with ``--retriever`` (closed by ``stack``)."""
+    spec = chosen_spec(args)
+    rerank_config(args)  # --rerank-* without +rerank: exit 2 before any query
+    if str(spec) == "bm25":  # the engine, as before
+        searcher = LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy)
+    else:  # the retriever applies the blocklist (LuceneSearcher leaves it the caller's to close)
+        opened = open_chosen(args, bl, release_blocklist=policy)
+        stack.enter_context(contextlib.closing(opened))
+        searcher = LuceneSearcher(opened)
+    return stack.enter_context(searcher)
+
+
+def _write_run(searcher: LuceneSearcher, topics: list[tuple[str, str]], k: int, args: argparse.Namespace,
+               output: Path) -> tuple[int, int]:
+    """The run file of ``topics``, written whole or not at all: (lines, queries without hits)."""
     lines = queries_without_hits = 0
-    with LuceneSearcher(args.database, blocked_docids=bl, release_blocklist=policy) as searcher, \
-            progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
+    with progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar, \
             atomic_output(output) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")
         for qid, hits in _ranked(searcher, topics, k, args.threads, bar):
@@ -68,20 +100,42 @@ def cmd_search_topics(args: argparse.Namespace, out: TextIO) -> int:
                 lines += 1
         text.flush()
         text.detach()
-    summary = {"lines": lines, "output": str(output), "queries": len(topics),
-               "queries_without_results": queries_without_hits, "k": k, "run_tag": args.run_tag}
-    if args.json:
-        print(canonical_json(summary), file=out)
-    else:
-        print(f"wrote {output}: {len(topics)} queries, {lines} lines "
-              f"({queries_without_hits} queries without results), tag {args.run_tag}", file=out)
-    return 0
+    return lines, queries_without_hits
+
+
+def _ranked_run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """``--topics`` ranked over ``--database`` with ``--retriever`` (the ``--k`` best of each),
+    as a run: ``{qid: {docid: score}}``."""
+    if args.database is None or args.topics is None:
+        raise InvalidInputError("give --run RUN.trec, or --database CORPUS and --topics TOPICS.tsv")
+    k = RUN_K_DEFAULT if args.k is None else check_k(number_from_text(args.k), MAX_RUN_K)
+    topics = read_topics(args.topics)
+    bl, policy = requested_blocklist(args)
+    run: dict[str, dict[str, float]] = {}
+    with contextlib.ExitStack() as stack:
+        searcher = _searcher(args, bl, policy, stack)
+        with progress_bar("searching", " query", len(topics), quiet=args.quiet) as bar:
+            for qid, hits in _ranked(searcher, topics, k, args.threads, bar):
+                run[qid] = {h.docid: h.score for h in hits}
+    return run
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
-    result = evaluate(read_qrels(args.qrels), read_run(args.run))
+    qrels = read_qrels(args.qrels)  # first: a bad qrels file is named before any run is read or ranked
+    if args.run is not None:
+        given = [flag for flag, v in (("--database", args.database), ("--topics", args.topics),
+                                      ("--k", args.k)) if v is not None]
+        if given or args.retriever != "bm25":
+            raise InvalidInputError(f"{', '.join(given) or '--retriever'}: not with --run (it scores a run "
+                                    "file; --database/--topics rank one)")
+        run = read_run(args.run)
+    else:
+        run = _ranked_run(args)
+    result = evaluate(qrels, run)
     if args.json:
         body = result.to_dict()
+        if args.run is None:
+            body["retriever"] = str(chosen_spec(args))
         if not args.per_query:
             del body["per_query"]
         print(canonical_json(body), file=out)
@@ -111,9 +165,20 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``drsearch eval``."""
-    p = sub.add_parser("eval", help="score a TREC run against qrels (nDCG@10, MAP, P@10, recall@1000)")
+    p = sub.add_parser("eval", help="score a TREC run (or --topics ranked with --retriever) against qrels "
+                                    "(nDCG@10, MAP, P@10, recall@1000)")
     p.add_argument("--qrels", required=True, metavar="QRELS", help="'qid iteration docid relevance' lines")
-    p.add_argument("--run", required=True, metavar="RUN.trec", help="'qid Q0 docid rank score tag' lines")
+    p.add_argument("--run", metavar="RUN.trec", help="'qid Q0 docid rank score tag' lines (or rank --topics "
+                   "over --database with --retriever)")
+    p.add_argument("--database", metavar="CORPUS", default=None,
+                   help="instead of --run: rank --topics over this index with --retriever, then score")
+    p.add_argument("--topics", metavar="TOPICS.tsv", default=None,
+                   help="with --database: 'qid<TAB>query' lines")
+    p.add_argument("--k", metavar="K", default=None, help="with --database: results a query (default 1000)")
+    p.add_argument("--threads", type=int_in(1, 256), default=1, help="with --database: queries at once")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_blocklist_options(p)
+    add_retriever_options(p)
     p.add_argument("--per-query", action="store_true", help="also print each query's measures")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.set_defaults(handler=cmd_eval)
