@@ -140,7 +140,7 @@ def test_readme_table_names_verbs_that_exist_and_aliases_that_note() -> None:
     rows = _table_rows()
     commands = {_command(r[1]) for r in rows}
     assert {"build", "corpus build", "import", "score", "compare", "agreement", "report", "calibrate",
-            "construct calibrate", "generate openbiorq", "validate"} == commands
+            "construct calibrate", "generate openbiorq", "release templates", "validate"} == commands
     for command in commands:
         with pytest.raises(SystemExit) as e, contextlib.redirect_stdout(io.StringIO()):
             main([*command.split(), "--help"])
