@@ -64,7 +64,7 @@ Results:
   $OUT/run/scores.json          the accuracy table above; scores.graded.jsonl: each verdict
 
 Next:
-  docs/QUICKSTART.md    the same path step by step, then comparing two runs (drsearch score --compare)
+  docs/QUICKSTART.md    the same path step by step, then comparing two runs (drsearch compare)
   .venv/bin/drsearch report RUN_A RUN_B --out DIR    two graded runs side by side, paired McNemar
   .venv/bin/drsearch search --database $OUT/sample.sqlite3 --k 5 "video game streaming subscription"
   .venv/bin/drsearch serve --database $OUT/sample.sqlite3 --port 8000    (docs/SERVER.md)

@@ -26,7 +26,7 @@ def test_every_shell_block_of_the_quickstart_is_bash_and_walks_the_main_job() ->
         "a shell block not fenced as bash would not be run by the test"
     script = "\n".join(bash_blocks(QUICKSTART))
     for step in ("drsearch corpus build", "drsearch serve", "drsearch dev model --script agent", "drsearch run",
-                 "drsearch dev model --script judge", "drsearch score", "drsearch score --compare",
+                 "drsearch dev model --script judge", "drsearch score", "drsearch compare",
                  "drsearch report"):
         assert step in script, step
 

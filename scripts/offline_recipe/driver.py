@@ -55,6 +55,9 @@ NAME = str(SAMPLE_RELEASE["name"])
 REVISION = str(SAMPLE_RELEASE["revision"])
 PER_TIER = int(SAMPLE_RELEASE["per_tier"])
 SEED = int(SAMPLE_RELEASE["seed"])
+# the sample release's README.md and TERMS.md: the bundled templates, completed for it
+RELEASE_README = Path(__file__).with_name("release_README.md")
+RELEASE_TERMS = Path(__file__).with_name("release_TERMS.md")
 FETCH = FetchSettings(concurrency=8, per_host=2, timeout_s=2.0, retries=1, backoff_s=0.05,
                       max_retry_after_s=5, max_bytes=MAX_BYTES, max_redirects=3)
 
@@ -178,5 +181,6 @@ def run_recipe(root: Path, *, frozen_fetch_times: bool = False, release: Path | 
     stage("calibrate", str(pool), "--runs", *map(str, runs))
     out = release if release is not None else root / "release"
     stage("select", str(pool), "--per-tier", str(PER_TIER), "--seed", str(SEED), "--out", str(out),
-          "--name", NAME, "--revision", REVISION)
+          "--name", NAME, "--revision", REVISION,
+          "--readme", str(RELEASE_README), "--terms", str(RELEASE_TERMS))
     return Recipe(root, pool, corpus, blocked, kept, runs, out, lines, requests, plan)

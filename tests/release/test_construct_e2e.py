@@ -19,7 +19,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from offline_recipe.driver import MODEL, NAME, PLAN, REVISION, Recipe, cli, jsonl
+from offline_recipe.driver import (
+    MODEL,
+    NAME,
+    PLAN,
+    RELEASE_README,
+    RELEASE_TERMS,
+    REVISION,
+    Recipe,
+    cli,
+    jsonl,
+)
 
 from drsearch.corpus import stable_docid
 from drsearch.index import BlockList, Engine
@@ -126,8 +136,11 @@ def test_the_release_carries_the_construction_evidence(recipe: Recipe) -> None:
     coverage = json.loads((rel / "audit" / "crawl_coverage.json").read_text())
     assert coverage["corpus_coverage"] is not None and coverage["fetch_summary"]["run"]["disallowed"] == 1
     manifest = json.loads((rel / "manifest.json").read_text())
-    extras = {f["path"] for f in manifest["files"] if f["role"] == "extra"}
-    assert {"selection/summary.json", "audit/leak_audit.jsonl", "audit/robots.jsonl"} <= extras
+    roles = {f["path"]: f["role"] for f in manifest["files"]}
+    assert {roles[p] for p in roles if p.startswith("selection/")} == {"selection"}
+    assert {roles[p] for p in roles if p.startswith("audit/")} == {"audit"}
+    assert {roles[p] for p in roles if p.startswith("baselines/")} == {"baseline"}
+    assert roles["README.md"] == "readme" and roles["TERMS.md"] == "terms" and "extra" not in roles.values()
 
 
 def test_the_walk_through_shows_this_run(recipe: Recipe) -> None:
@@ -141,9 +154,11 @@ def test_the_walk_through_shows_this_run(recipe: Recipe) -> None:
 def test_the_same_inputs_select_the_same_release(recipe: Recipe, tmp_path: Path) -> None:
     again = tmp_path / "again"
     code, text = cli("construct", "select", str(recipe.pool), "--per-tier", "2", "--seed", "7", "--out", str(again),
-                     "--name", NAME, "--revision", REVISION)
+                     "--name", NAME, "--revision", REVISION, "--readme", str(RELEASE_README),
+                     "--terms", str(RELEASE_TERMS))
     assert code == 0 and "(up to date" not in text, text
-    for rel in ("manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "selection/selection.jsonl"):
+    for rel in ("manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "selection/selection.jsonl",
+                "README.md", "baselines/attempt-0/run.json"):
         assert (again / rel).read_bytes() == (recipe.release / rel).read_bytes(), rel
 
 

@@ -8,7 +8,7 @@ EXPECTED_RELEASE_API = {
     "MANIFEST", "Check", "FileEntry", "Manifest", "ProgressBar", "ProgressFactory", "Status",
     "ValidationReport", "assemble_release", "data_manifest_problems",
     "pin_of_corpus_file", "read_manifest", "validate_release", "write_data_manifest",
-    "write_release_manifest",
+    "write_release_manifest", "PlaceholderError", "ReleaseDocuments", "write_templates",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +188,7 @@ def derived_release(release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
                     "--url-col", "address", "--title-col", "headline", "--text-col", "body",
                     *METADATA_ARGS, "--out", str(release / DATABASE), "--force", "--quiet")
     assert code == 0 and out.rstrip().endswith("; derived from Mini-256 v9"), out
+    shutil.rmtree(release / "baselines")  # the recipe's rollouts ran over the corpus replaced here
     # the release's summaries describe the index it now ships (the import's content identity is
     # not the recipe build's: the import keeps metadata columns, the build the extraction's record)
     conn = apsw.Connection(str(release / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
@@ -388,6 +390,7 @@ def test_a_release_of_an_index_imported_with_its_sources_fts5_chunks_validates(
                     "--url-col", "address", "--title-col", "headline", "--text-col", "body",
                     *METADATA_ARGS, "--out", str(release / DATABASE), "--force", "--quiet")
     assert code == 0 and "FTS5 table 'chunk_fts' in rowid order" in out, out
+    shutil.rmtree(release / "baselines")  # the recipe's rollouts ran over the corpus replaced here
     conn = apsw.Connection(str(release / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
     meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
     conn.close()

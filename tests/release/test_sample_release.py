@@ -132,7 +132,7 @@ def test_checksums_verify_with_sha256sum(pristine_release: Path) -> None:
     p = subprocess.run(["sha256sum", "--check", "--strict", "checksums.sha256"], cwd=pristine_release,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count(": OK") == 15
+    assert p.stdout.count(": OK") == 24
 
 
 def test_assemble_refuses_a_non_empty_directory(tmp_path: Path) -> None:

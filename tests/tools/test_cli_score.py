@@ -118,14 +118,14 @@ def test_regrading_offline_from_the_cache_is_identical(runs: dict[str, Any], tmp
 
 
 def test_compare_two_runs(runs: dict[str, Any]) -> None:
-    rc, text = cli("score", "--compare", str(runs["a"]), str(runs["b"]), "--json")
+    rc, text = cli("compare", str(runs["a"]), str(runs["b"]), "--json")
     assert rc == 0, text
     result = json.loads(text)
     assert result["n_paired"] == 12
     # B answered 0 wrongly and has no episode for 7: both lost; B got 1 right
     assert result["flips"] == {"correct_to_incorrect": sorted([QIDS[0], QIDS[7]]), "incorrect_to_correct": [QIDS[1]]}
     assert result["table"]["a_only"] == 2 and result["table"]["b_only"] == 1
-    rc, text = cli("score", "--compare", str(runs["a"]), str(runs["b"]))
+    rc, text = cli("compare", str(runs["a"]), str(runs["b"]))
     assert rc == 0 and "exact McNemar p" in text and QIDS[1] in text
 
 
@@ -134,14 +134,14 @@ def test_agreement_of_two_judges(runs: dict[str, Any]) -> None:
         rc, text = cli("score", str(runs["a"]), "--questions", str(QUESTIONS), "--judge-model", "judge-2",
                        "--base-url", fake.url, "--backoff", "0", "--out", str(runs["a"] / "scores-judge2.json"))
     assert rc == 0, text
-    rc, text = cli("score", "--agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"),
+    rc, text = cli("agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"),
                    "--json")
     result = json.loads(text)
     # judged by both: 0, 1, 5, 7; 6 failed under both judges; 2, 3, 4 and the 4 missing need no judge
     assert result["n_records"] == 12 and result["n"] == 4 and result["not_judged"] == 7
     assert result["judge_failed"] == {"a": 1, "b": 1}
     assert result["disagreements"] == [[QIDS[7], 0]] and result["agreement"]["count"] == 3
-    rc, text = cli("score", "--agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"))
+    rc, text = cli("agreement", str(runs["a"] / "scores.json"), str(runs["a"] / "scores-judge2.json"))
     assert rc == 0 and "judged by both 4" in text and "Cohen's kappa" in text
 
 
@@ -154,7 +154,7 @@ GRADE = ["--questions", str(QUESTIONS), *JUDGE]  # every grading option but RUN_
     (["score", "RUN"], "needs --questions"),
     (["score", "NOWHERE", "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", "http://127.0.0.1:9/v1"],
      "not a run directory"),
-    (["score", "--compare", "A", "B"], "no graded questions there"),
+    (["compare", "A", "B"], "no graded questions there"),
     (["score", "EMPTY", "--questions", "missing.jsonl", *JUDGE], "missing.jsonl: cannot read"),
     (["score", "EMPTY", "--questions", "bad.jsonl", *JUDGE], "bad.jsonl:2: not valid JSON"),
     (["score", "EMPTY", *GRADE], "EMPTY: no episodes in trajectories.jsonl (nothing to grade)"),
@@ -224,7 +224,7 @@ def test_failed_grading_keeps_the_scores_already_there(runs: dict[str, Any], tmp
 
 
 def test_agreement_refuses_two_different_runs(runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _ = cli("score", "--agreement", str(runs["a"]), str(runs["b"]))
+    rc, _ = cli("agreement", str(runs["a"]), str(runs["b"]))
     err = capsys.readouterr().err
     assert rc == 2 and "different runs" in err and len(err.strip().splitlines()) == 1
 
@@ -381,11 +381,11 @@ def test_openbiorq_end_to_end_with_threshold_and_citation_audit(sample_index: Pa
     assert [(c["value"], c["existence"]) for c in checks] == [(DOC, "found"), ("d-0000000000000000", "notfound")]
     assert len(checks[0]["support_judge"]["prompt_sha256"]) == 64
     # the reliability report reads checklist scores too: same scores (rho 1), labels differ on src2#0 only
-    rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"), "--json")
+    rc, text = cli("agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"), "--json")
     agreement = json.loads(text)
     assert rc == 0 and agreement["n"] == 3 and agreement["n_scored"] == 3 and agreement["spearman"] == 1.0
     assert agreement["disagreements"] == [["src2#0", 0]]
-    rc, text = cli("score", "--agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"))
+    rc, text = cli("agreement", str(tmp_path / "default.json"), str(tmp_path / "strict.json"))
     assert rc == 0 and "Spearman rho 1.0 over 3" in text
 
 

@@ -1,4 +1,4 @@
-"""`drsearch score --compare RUN_A RUN_B --majority`: the majority-vote McNemar between two
+"""`drsearch compare RUN_A RUN_B --majority`: the majority-vote McNemar between two
 runs of 3 attempts each, driven through the real CLI on numerically graded runs and
 cross-checked against statsmodels; bad input exits 2 with one line."""
 
@@ -66,7 +66,7 @@ def test_majority_mcnemar_of_two_runs_matches_statsmodels(tmp_path: Path) -> Non
     b = write_attempts(tmp_path / "B", PATTERN_B)
     grade(a, questions)
     grade(b, questions)
-    rc, text = cli("score", "--compare", str(a), str(b), "--majority", "--json")
+    rc, text = cli("compare", str(a), str(b), "--majority", "--json")
     assert rc == 0, text
     result = json.loads(text)
     maj_a, maj_b = [majority(p) for p in PATTERN_A], [majority(p) for p in PATTERN_B]
@@ -81,13 +81,13 @@ def test_majority_mcnemar_of_two_runs_matches_statsmodels(tmp_path: Path) -> Non
     assert result["accuracy_a"] == {"correct": 9, "rate": 9 / N}
     assert result["flips"] == {"correct_to_incorrect": QIDS[:6], "incorrect_to_correct": [QIDS[6]]}
     # not the attempt-0 comparison: that one pairs only the first attempts
-    rc, plain = cli("score", "--compare", str(a), str(b), "--json")
+    rc, plain = cli("compare", str(a), str(b), "--json")
     assert rc == 0 and json.loads(plain)["table"]["a_only"] != result["a_only"]
     # the text report carries the same numbers; the JSON is byte-identical on a rerun
-    rc, report = cli("score", "--compare", str(a), str(b), "--majority")
+    rc, report = cli("compare", str(a), str(b), "--majority")
     assert rc == 0 and f"majority-vote exact McNemar p = {result['p']}" in report
     assert "correct -> incorrect (6): " + " ".join(QIDS[:6]) in report
-    assert cli("score", "--compare", str(a), str(b), "--majority", "--json")[1] == text
+    assert cli("compare", str(a), str(b), "--majority", "--json")[1] == text
 
 
 def test_majority_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,14 +103,14 @@ def test_majority_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest
     grade(single, questions)
     capsys.readouterr()
     for argv, message in [
-        (["--compare", str(a), str(other), "--majority"],
+        (["compare", str(a), str(other), "--majority"],
          "the runs grade different questions: 4 only in A (e.g. q-majority-10)"),
-        (["--compare", str(two), str(a), "--majority"],
+        (["compare", str(two), str(a), "--majority"],
          "q-majority-00: run A has attempt(s) 0, 1; the majority vote needs exactly 3 attempts"),
-        (["--compare", str(a), str(single), "--majority"], "q-majority-00: run B has attempt(s) 0;"),
-        ([str(a), "--questions", str(questions), "--judge", "numeric", "--majority"],
+        (["compare", str(a), str(single), "--majority"], "q-majority-00: run B has attempt(s) 0;"),
+        (["score", str(a), "--questions", str(questions), "--judge", "numeric", "--majority"],
          "--majority goes with --compare RUN_A RUN_B"),
     ]:
-        rc = main(["score", *argv])
+        rc = main(argv)
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and message in err[0], (argv, err)

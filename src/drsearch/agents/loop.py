@@ -12,10 +12,12 @@ status and a reason. Final statuses (:data:`FINAL_STATUSES`: the model's outcome
 - ``model_error``: the endpoint refused a request for good (a plain LLMError, e.g. a 400
   for a prompt over the context length) or sent something that is not a chat completion.
 
-Not final: ``infra_error`` (an :class:`~drsearch.agents.errors.InfrastructureError`: model
-endpoint unreachable, 429/5xx after the retries or 401/403/404, search backend down,
-replay miss, a local write that failed). Such an episode is not the model's result: the
-run store does not count it as finished, so a rerun asks again.
+Not final: ``not_run`` (the run's ``--max-cost`` was spent before the episode could start;
+written by the runner, never by this loop) and ``infra_error`` (an
+:class:`~drsearch.agents.errors.InfrastructureError`: model endpoint unreachable, 429/5xx
+after the retries or 401/403/404, search backend down, replay miss, a local write that
+failed). Such an episode is not the model's result: the run store does not count it as
+finished, so a rerun asks again.
 
 The returned record is deterministic given the model's responses (no clocks in it);
 wall times and retry counts go to the separate ``timing`` dict.
@@ -42,7 +44,10 @@ FINAL_STATUSES = ("answered", "turn_cap", "budget", "model_error")
 """Outcomes the model caused: a finished episode (kept on resume, graded)."""
 INFRA_STATUS = "infra_error"
 """An infrastructure failure: recorded with its reason, never a finished episode."""
-STATUSES = (*FINAL_STATUSES, INFRA_STATUS)
+NOT_RUN_STATUS = "not_run"
+"""A question ``--max-cost`` left unstarted: recorded, never an answer nor a finished episode
+(a rerun with a larger budget runs it)."""
+STATUSES = (*FINAL_STATUSES, INFRA_STATUS, NOT_RUN_STATUS)
 
 
 @dataclass

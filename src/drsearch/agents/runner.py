@@ -19,9 +19,11 @@ import sqlite3
 import sys
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,10 @@ from .. import __version__
 from ..contract import InvalidInputError, check_http_url
 from ..index import BlockList, Engine, ReleasePolicy, cached_sha256
 from .canonical import sha256_hex
+from .cost import PriceTable, episode_usd, load_prices, run_cost, usd
 from .errors import CacheError, LocalIOError, RunStoreError, SandboxUnavailableError
 from .llm import CachedChat, CallCancelled, ChatClient, RetryPolicy, api_key_from_env
-from .loop import INFRA_STATUS, Episode, run_episode
+from .loop import INFRA_STATUS, NOT_RUN_STATUS, Episode, run_episode
 from .preset import DR256, Preset, load_preset
 from .pytool import CachedPython, Isolation, LocalPython, PythonRunner, probe_isolation
 from .questions import Question, read_questions
@@ -86,6 +89,9 @@ class RunSpec(BaseModel):
     replay_from: Path | None = None
     retry: RetryPolicy = RetryPolicy()
     quiet: bool = False
+    prices: Path | None = None  # a price file (drsearch.agents.cost): the run's cost in run.json
+    # no episode starts once the run directory's episodes cost this much (USD; needs prices)
+    max_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @field_validator("base_url", "search_url")
     @classmethod
@@ -116,6 +122,8 @@ class RunSpec(BaseModel):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
             raise ValueError("give --model and --base-url (or --replay RUN_DIR)")
+        if self.max_cost_usd is not None and self.prices is None:
+            raise ValueError("--max-cost needs --prices FILE (the prices that turn usage into USD)")
         return self
 
 
@@ -279,9 +287,39 @@ def _crashed(q: Question, preset: Preset, e: BaseException) -> Episode:
     return Episode(record, {"qid": q.qid, "wall_s": 0.0, "llm_calls": []})
 
 
-OUTCOME_ROWS = ("answered", "empty_answer", "budget", "model_error", "infra_error")
+def _not_run(q: Question, preset: Preset, reason: str) -> Episode:
+    """A question left unstarted because the run's ``--max-cost`` was spent: no answer."""
+    record: dict[str, Any] = {"accounting": {}, "final_answer": None, "index": q.index, "messages": [],
+              "prompt_sha256": q.prompt_sha256, "qid": q.qid, "reason": reason,
+              "seed": preset.seed_for(q.index), "status": NOT_RUN_STATUS, "tool_calls": [], "turns": []}
+    return Episode(record, {"qid": q.qid, "wall_s": 0.0, "llm_calls": []})
+
+
+class Budget:
+    """``--max-cost``: the USD the run directory's episodes have cost, against the limit."""
+
+    def __init__(self, table: PriceTable, model: str, limit_usd: float,
+                 records: list[dict[str, Any]]) -> None:
+        self.table, self.model = table, model
+        self.limit = Decimal(str(limit_usd))
+        self.spent = sum((episode_usd(table, model, r.get("accounting") or {}) for r in records), Decimal(0))
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.spent += episode_usd(self.table, self.model, record.get("accounting") or {})
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
+
+    def reason(self) -> str:
+        return (f"not_run: --max-cost {usd(self.limit)} USD spent ({usd(self.spent)} USD) before this "
+                "episode could start; rerun with a larger --max-cost to run it")
+
+
+OUTCOME_ROWS = ("answered", "empty_answer", "budget", "model_error", "infra_error", "not_run")
 """The rows of the run's status table: a final answer (non-empty, empty), out of turns or
-budget (``turn_cap``, ``budget``), the endpoint refused (``model_error``), infrastructure."""
+budget (``turn_cap``, ``budget``), the endpoint refused (``model_error``), infrastructure,
+and the questions a spent ``--max-cost`` left unstarted (``not_run``: no answer, no cost)."""
 
 
 def _row(record: dict[str, Any]) -> str:
@@ -382,37 +420,84 @@ def _python_runner(preset: Preset, cache: ReplayCache, offline: bool,
 
 def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
                  searcher: Searcher, store: RunStore, progress: _Progress,
-                 python: PythonRunner | None = None) -> dict[str, dict[str, Any]]:
+                 python: PythonRunner | None = None,
+                 budget: Budget | None = None) -> tuple[dict[str, dict[str, Any]], list[Question]]:
     """Run ``pending``, appending each episode; returns the episodes whose line could not be
-    written (a local I/O failure: an ``infra_error`` record, kept in memory for the summary)."""
+    written (a local I/O failure: an ``infra_error`` record, kept in memory for the summary)
+    and the questions never started because ``budget`` was spent (episodes start one at a
+    time as others end, so the budget is checked before each; those running finish)."""
     unwritten: dict[str, dict[str, Any]] = {}
+    queue: Iterator[Question] = iter(pending)
+    futures: dict[Future[Episode], Question] = {}
     pool = ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix="episode")
+
+    def start_more() -> None:
+        while len(futures) < spec.concurrency and not (budget is not None and budget.exhausted):
+            q = next(queue, None)
+            if q is None:
+                return
+            futures[pool.submit(run_episode, q, preset, model, chat, searcher, python)] = q
+
     try:
-        futures: dict[Future[Episode], Question] = {
-            pool.submit(run_episode, q, preset, model, chat, searcher, python): q for q in pending}
-        for fut in as_completed(futures):
-            try:
-                episode = fut.result()
-            except CallCancelled:  # unfinished: a rerun does it again
-                continue
-            except CacheError:  # an edited cache: stop the whole run (exit 2), record nothing for it
-                raise
-            except Exception as e:  # a bug must not lose the question: record it
-                episode = _crashed(futures[fut], preset, e)
-            try:
-                store.append(episode)
-            except LocalIOError as e:  # not on disk, so not finished: the rerun asks again
-                q = futures[fut]
-                unwritten[q.qid] = {"accounting": episode.record["accounting"], "index": q.index,
-                                    "qid": q.qid, "reason": f"{e.error_type}: {e.message}",
-                                    "status": INFRA_STATUS}
-            progress.update(INFRA_STATUS if futures[fut].qid in unwritten else episode.record["status"])
+        start_more()
+        while futures:
+            done, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for fut in done:
+                q = futures.pop(fut)
+                episode = _finished(fut, q, preset)
+                if episode is None:  # cancelled: unfinished, a rerun does it again
+                    continue
+                if budget is not None:
+                    budget.add(episode.record)
+                try:
+                    store.append(episode)
+                except LocalIOError as e:  # not on disk, so not finished: the rerun asks again
+                    unwritten[q.qid] = {"accounting": episode.record["accounting"], "index": q.index,
+                                        "qid": q.qid, "reason": f"{e.error_type}: {e.message}",
+                                        "status": INFRA_STATUS}
+                progress.update(INFRA_STATUS if q.qid in unwritten else episode.record["status"])
+            start_more()
     except BaseException:  # Ctrl-C: abandon the model calls in flight; their episodes stay unwritten
         chat.cancel()
         raise
     finally:  # drop queued questions (what is fsynced stays); running ones end at their next call
         pool.shutdown(wait=True, cancel_futures=True)
-    return unwritten
+    return unwritten, list(queue)
+
+
+def _finished(fut: Future[Episode], q: Question, preset: Preset) -> Episode | None:
+    """The episode of a done future; None when it was cancelled; a bug is recorded as one."""
+    try:
+        return fut.result()
+    except CallCancelled:
+        return None
+    except CacheError:  # an edited cache: stop the whole run (exit 2), record nothing for it
+        raise
+    except Exception as e:  # a bug must not lose the question: record it
+        return _crashed(q, preset, e)
+
+
+def _record_not_run(skipped: list[Question], preset: Preset, store: RunStore, budget: Budget | None,
+                    progress: _Progress) -> None:
+    """A ``not_run`` line for each question the spent budget left unstarted."""
+    if not skipped:
+        return
+    assert budget is not None
+    for q in skipped:
+        try:
+            store.append(_not_run(q, preset, budget.reason()))
+        except LocalIOError:  # nothing is lost: the question is simply not there, still to run
+            continue
+        progress.update(NOT_RUN_STATUS)
+
+
+def _prices(spec: RunSpec, model: str) -> PriceTable | None:
+    """The price file, checked to price the run's model before anything runs (exit 2 if not)."""
+    if spec.prices is None:
+        return None
+    table = load_prices(spec.prices)
+    table.require(model, "agent")
+    return table
 
 
 def execute_run(spec: RunSpec) -> dict[str, Any]:
@@ -430,6 +515,7 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     base_url = spec.base_url or recorded.get("base_url")
     if not model or not base_url:
         raise RunStoreError("--replay: the recorded run.json lacks model/base_url")
+    table = _prices(spec, model)
     questions, questions_sha256 = read_questions(spec.questions)
     selected = select(questions, spec)
     key = None if spec.replay_from is not None else api_key_from_env(spec.api_key_env)
@@ -473,10 +559,14 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
             searcher = CachedSearcher(cache, live, corpus) if cache.mode != "off" else live
         done = store.finished()
         pending = [q for q in selected if q.qid not in done]
+        budget = None if spec.max_cost_usd is None or table is None else \
+            Budget(table, model, spec.max_cost_usd, list(store.latest().values()))
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
         try:
-            unwritten = _run_pending(pending, spec, preset, model, CachedChat(client, cache), searcher, store,
-                                     progress, _python_runner(preset, cache, offline, isolation))
+            python = _python_runner(preset, cache, offline, isolation)
+            unwritten, skipped = _run_pending(pending, spec, preset, model, CachedChat(client, cache),
+                                              searcher, store, progress, python, budget)
+            _record_not_run(skipped, preset, store, budget, progress)
         finally:
             progress.close()
         io_errors = []
@@ -489,6 +579,12 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         records = [latest.get(q.qid) or {**never, "index": q.index, "qid": q.qid} for q in selected]
         summary = summarise(records, cache, time.monotonic() - t0, store.wall_s())
         summary["resumed"] = len(selected) - len(pending)
+        cost = _cost(table, model, store, budget, summary["statuses"].get(NOT_RUN_STATUS, 0))
+        summary["cost"] = cost
+        try:
+            store.set_cost(cost)
+        except OSError as e:
+            io_errors.append(f"{spec.out / 'run.json'}: cost not written ({e.strerror or e})")
         if store.timing_write_failures:
             io_errors.append(f"{store.timings}: {store.timing_write_failures} timing line(s) not written")
         summary["io_errors"] = io_errors
@@ -500,4 +596,17 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["OUTCOME_ROWS", "RunSpec", "code_version", "execute_run", "resolve_preset", "select", "summarise"]
+def _cost(table: PriceTable | None, model: str, store: RunStore, budget: Budget | None,
+          not_run: int) -> dict[str, Any] | None:
+    """run.json's ``cost``: every episode of the directory priced (None without a price file);
+    with ``--max-cost``, the budget, what it left unstarted, and whether it is spent."""
+    if table is None:
+        return None
+    cost = run_cost(table, model, store.latest().values())
+    cost["budget"] = None if budget is None else {
+        "exhausted": budget.exhausted, "max_cost_usd": usd(budget.limit), "not_run": not_run}
+    return cost
+
+
+__all__ = ["OUTCOME_ROWS", "Budget", "RunSpec", "code_version", "execute_run", "resolve_preset", "select",
+           "summarise"]

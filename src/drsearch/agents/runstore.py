@@ -9,7 +9,8 @@
   retries its question, and the finished episode then replaces it. At the end of each
   invocation the file is rewritten, atomically, in benchmark index order with one line per
   question (its finished episode, else its last infra failure), so a resumed run ends
-  byte-identical to an uninterrupted one.
+  byte-identical to an uninterrupted one. A question that ``--max-cost`` left unstarted
+  gets a ``not_run`` line, likewise not finished: a rerun with a larger budget runs it.
 - ``timings.jsonl`` (wall times, retries, cache hits) is kept apart because clocks are not
   reproducible; ``summary.json`` holds the totals of the last invocation.
 
@@ -31,7 +32,9 @@ from ..contract.dirlock import DirLock, lock_dir
 from ..contract.errors import InvalidInputError
 from .canonical import canonical_json
 from .errors import LocalIOError, RunStoreError
-from .loop import INFRA_STATUS, Episode
+from .loop import INFRA_STATUS, NOT_RUN_STATUS, Episode
+
+_UNFINISHED = (INFRA_STATUS, NOT_RUN_STATUS)
 
 RESUME_FIELDS = ("base_url", "blocklist_sha256", "corpus_identity", "model", "preset", "prompt_sha256",
                  "python_isolation", "questions_sha256", "shard", "tool_schema_sha256")
@@ -134,16 +137,17 @@ class RunStore:
         return out
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        """Finished episodes by qid (first one wins); an ``infra_error`` line is not one."""
+        """Finished episodes by qid (first one wins); an ``infra_error`` or ``not_run`` line is not one."""
         done: dict[str, dict[str, Any]] = {}
         for record in self.records():
-            if record.get("status") != INFRA_STATUS:
+            if record.get("status") not in _UNFINISHED:
                 done.setdefault(record["qid"], record)
         return done
 
     def latest(self) -> dict[str, dict[str, Any]]:
-        """One record per qid: its finished episode, else its last infrastructure failure."""
-        failed = {r["qid"]: r for r in self.records() if r.get("status") == INFRA_STATUS}
+        """One record per qid: its finished episode, else its last infrastructure failure or
+        ``not_run`` line (a question a spent ``--max-cost`` left unstarted)."""
+        failed = {r["qid"]: r for r in self.records() if r.get("status") in _UNFINISHED}
         return {**failed, **self.finished()}
 
     def append(self, episode: Episode) -> None:
@@ -183,6 +187,19 @@ class RunStore:
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line (kill -9): clock facts only
         return wall
+
+    def set_cost(self, cost: dict[str, Any] | None) -> None:
+        """Put the run's ``cost`` object in run.json (atomically; None removes a stale one): the
+        one field rewritten after the start, as each invocation adds episodes and spend."""
+        path = self.dir / "run.json"
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        if cost is None and "cost" not in manifest:
+            return
+        if cost is None:
+            del manifest["cost"]
+        else:
+            manifest["cost"] = cost
+        write_json_atomic(path, manifest)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.dir / "summary.json", summary)

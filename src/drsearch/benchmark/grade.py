@@ -6,6 +6,8 @@ Each task is matched to its episode by question id and classified before any jud
 asked (docs/DESIGN.md, "Evaluation protocol"):
 
 - no episode → ``missing_episode``;
+- status ``not_run`` (the run's ``--max-cost`` was spent before it started) → ``not_run``
+  (no answer, never wrong; left out of the scores and listed);
 - status ``infra_error`` (the latest attempt failed for infrastructure, not the model) →
   ``missing``;
 - status ``model_error`` (``error`` in older runs) → ``agent_error``; ``turn_cap`` or
@@ -42,6 +44,8 @@ MODEL_ERRORS = frozenset({"model_error", "error"})
 model and infrastructure failures were told apart)."""
 INFRA_FAILURE = "infra_error"
 """The status of an attempt that failed for infrastructure: graded ``missing``."""
+NOT_RUN = "not_run"
+"""The status of a question a spent ``--max-cost`` left unstarted: graded ``not_run``."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ def read_run(run_dir: str | Path) -> RunEpisodes:
             # as the run store reads it: the first finished episode wins; an infrastructure
             # failure stands only until one (a rerun's) comes, and then the latest one does
             held = episodes.get(record["qid"])
-            if held is None or held["status"] == INFRA_FAILURE:
+            if held is None or held["status"] in (INFRA_FAILURE, NOT_RUN):
                 episodes[record["qid"]] = record
     wall: dict[str, float] = {}
     timings = root / "timings.jsonl"
@@ -97,6 +101,8 @@ def _classify(episode: dict[str, Any] | None) -> tuple[str, Outcome | None, str 
         return status, "unfinished", reason
     if status == INFRA_FAILURE:
         return status, "missing", reason
+    if status == NOT_RUN:
+        return status, "not_run", reason
     if status in MODEL_ERRORS:
         return status, "agent_error", reason
     return status, "agent_error", f"unknown episode status {status!r}"

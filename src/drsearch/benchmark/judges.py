@@ -336,6 +336,19 @@ class JudgeReply:
     raw: str | None = None
     """The judge's last reply when it could not be parsed (AgentCompass's ``raw_response``),
     at most :data:`RAW_REPLY_CHARS` characters; None when it parsed or never came."""
+    usage: dict[str, int] | None = None
+    """Tokens of every try of this judgement as the endpoint reported them (``prompt_tokens``,
+    ``completion_tokens``), kept in the cache with the reply so that re-grading reports the
+    same cost; None for a cache row written before usage was kept."""
+
+
+def _usage_of(raw: bytes) -> dict[str, int]:
+    """A chat completion's reported usage (zeros where it reports none)."""
+    try:
+        usage = json.loads(raw).get("usage") or {}
+        return {k: int(usage.get(k) or 0) for k in ("completion_tokens", "prompt_tokens")}
+    except (ValueError, AttributeError, TypeError):
+        return {"completion_tokens": 0, "prompt_tokens": 0}
 
 
 class LLMJudge:
@@ -351,6 +364,12 @@ class LLMJudge:
         self._reached = False
         self._probe_error: str | None = None
         self._probe_lock = threading.Lock()
+        # tokens of every judgement asked through this judge (verdicts and citation support),
+        # as recorded with each reply: the judge's cost (drsearch score --prices)
+        self.usage = {"completion_tokens": 0, "prompt_tokens": 0}
+        self.judgements = 0
+        self.judgements_without_usage = 0
+        self._usage_lock = threading.Lock()
 
     def _check_endpoint(self) -> None:
         """Before the first live judgement: one tiny request, so a dead endpoint fails fast.
@@ -388,12 +407,14 @@ class LLMJudge:
             self._check_endpoint()
         error, unparsed = "", ""
         tries = self.settings.parse_attempts
+        usage = {"completion_tokens": 0, "prompt_tokens": 0}
         for attempt in range(1, tries + 1):
             try:
                 raw, _ = self.client.complete(body)
             except LLMError as e:
                 error = f"judge endpoint failed: {e.message}"
                 return False, canonical_bytes({"attempts": attempt, "error": error})
+            usage = {k: v + _usage_of(raw)[k] for k, v in usage.items()}
             try:
                 # a reply that is not a chat completion is kept as the bytes that came
                 unparsed = raw.decode("utf-8", "replace")
@@ -402,11 +423,11 @@ class LLMJudge:
             except JudgeParseError as e:
                 error = str(e)
                 continue
-            return True, canonical_bytes({"attempts": attempt, "content": content})
+            return True, canonical_bytes({"attempts": attempt, "content": content, "usage": usage})
         # kept so that a person can see what the judge said (and fix the prompt or parser)
         return True, canonical_bytes({"attempts": tries, "error": f"unparseable judge reply after {tries} "
                                                                   f"attempt(s): {error}",
-                                      "raw_response": unparsed[:RAW_REPLY_CHARS]})
+                                      "raw_response": unparsed[:RAW_REPLY_CHARS], "usage": usage})
 
     def ask(self, prompt: JudgePrompt, fields: Mapping[str, str], untrusted: Mapping[str, str],
             parse: Callable[[str], Any], describe: str) -> JudgeReply:
@@ -420,23 +441,37 @@ class LLMJudge:
         live = None if self.client is None else (lambda: self._live(body, parse))
         _, data = self.cache.fetch(self.settings.model, prompt.sha256, key_fields, describe, live)
         stored = json.loads(data)
+        usage = stored.get("usage")  # absent: an endpoint failure, or a cache row of before
+        self._count(usage)
         if "error" in stored:
             raw = stored.get("raw_response")  # absent: an endpoint failure, or a cache row of before
             return JudgeReply(False, None, str(stored["error"]), int(stored["attempts"]),
-                              None if raw is None else str(raw))
+                              None if raw is None else str(raw), usage)
         try:
             parsed = parse(stored["content"])
         except JudgeParseError as e:  # a cached reply that this version's parser rejects
             return JudgeReply(False, None, f"cached judge reply does not parse: {e}", int(stored["attempts"]),
-                              str(stored["content"])[:RAW_REPLY_CHARS])
-        return JudgeReply(True, parsed, None, int(stored["attempts"]))
+                              str(stored["content"])[:RAW_REPLY_CHARS], usage)
+        return JudgeReply(True, parsed, None, int(stored["attempts"]), usage=usage)
+
+    def _count(self, usage: dict[str, int] | None) -> None:
+        with self._usage_lock:
+            self.judgements += 1
+            if usage is None:
+                self.judgements_without_usage += 1
+                return
+            for key in self.usage:
+                self.usage[key] += int(usage.get(key) or 0)
 
     def record(self, prompt: JudgePrompt, reply: JudgeReply) -> dict[str, Any]:
         """The part of a verdict record every judge shares."""
-        record = {"attempts": reply.attempts, "error": reply.error, "model": self.settings.model,
+        record: dict[str, Any] = {"attempts": reply.attempts, "error": reply.error,
+                                  "model": self.settings.model,
                   "prompt": prompt.name, "prompt_sha256": prompt.sha256}
         if reply.raw is not None:
             record["raw_response"] = reply.raw
+        if reply.usage is not None:
+            record["usage"] = reply.usage
         return record
 
 

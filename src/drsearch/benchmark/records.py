@@ -22,14 +22,19 @@ Outcome = Literal[
     "missing_episode",
     "missing",
     "judge_failed",
+    "not_run",
 ]
 """Why an attempt scored as it did; only ``"correct"`` counts as correct. ``agent_error`` is
 the model's (the endpoint refused its request); ``missing`` is not: the question's latest
 attempt failed for infrastructure (status ``infra_error``: endpoint or search backend
-unreachable, 401/404, replay miss, a local write failure), so the run owes it a rerun."""
+unreachable, 401/404, replay miss, a local write failure), so the run owes it a rerun.
+``not_run``: the run's ``--max-cost`` was spent before the question started; no answer, so
+never wrong: :func:`~drsearch.benchmark.scoring.summarize` leaves it out of every number
+and lists it."""
 
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
-"""Every outcome, in the fixed order reports list them."""
+NOT_RUN: Outcome = "not_run"
+OUTCOMES: tuple[Outcome, ...] = tuple(o for o in get_args(Outcome) if o != NOT_RUN)
+"""Every outcome of a question that counts (all but ``not_run``), in the order reports list them."""
 
 
 class GradedQuestion(BaseModel):

@@ -209,6 +209,15 @@ def summarize(
     """
     table = _index(items)
     ids = _question_ids(table, expected_ids)
+    # a question a spent --max-cost left unstarted in any attempt has no answer to score:
+    # left out of every number (never counted wrong) and listed
+    not_run = sorted({qid for (qid, _), g in table.items() if g.outcome == "not_run"})
+    if not_run:
+        table = {key: g for key, g in table.items() if key[0] not in set(not_run)}
+        ids = [qid for qid in ids if qid not in set(not_run)]
+        if not ids:
+            raise ValueError(f"every question is not_run ({len(not_run)}): the run's --max-cost was "
+                             "spent before any started; nothing to score")
     if not ids:
         raise ValueError("no questions to score")
     first = {qid: table[(qid, 0)] for qid in ids if (qid, 0) in table}
@@ -226,6 +235,8 @@ def summarize(
         "checklist": _checklist(ids, first, solved_threshold, confidence),
         "attempts": _attempts(ids, table, confidence),
     }
+    if not_run:  # only then: the scores of a run without --max-cost are as before
+        body["not_run"] = {"count": len(not_run), "questions": not_run}
     result: dict[str, Any] = _canonical(body)
     return result
 
@@ -390,6 +401,10 @@ def render_table(summary: dict[str, Any]) -> str:
                 f"{key:<{width}}{row['n']:>6}{row['correct']:>9}{_fmt_rate(row['accuracy']):>10}  "
                 f"{_fmt_ci(row['ci'])}"
             )
+    not_run = (summary.get("not_run") or {}).get("count")
+    if not_run:
+        lines.append(f"{'not run':<18}{not_run:>7}  (--max-cost spent before they started: no answer, "
+                     "left out of every number above)")
     lines += _render_means(summary["per_question"])
     lines += _render_checklist(summary.get("checklist"), pct)
     lines += _render_attempts(summary.get("attempts"))

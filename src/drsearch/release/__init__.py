@@ -9,7 +9,8 @@ checks; ``repo_data`` is the repository's own data inventory (and names the samp
 
 Public API (pinned by tests/release/test_public_api.py)::
 
-    assemble_release(out, docs, questions, blocked, name=, revision=) -> Manifest
+    assemble_release(out, docs, questions, blocked, name=, revision=, documents=) -> Manifest
+    ReleaseDocuments(readme=, terms=, allow_placeholders=, tools=, code_license=); write_templates(dir)
     write_release_manifest(dir, name, revision) -> Manifest; read_manifest(dir) -> Manifest
     validate_release(dir, deep=) -> ValidationReport (Check records: PASS, FAIL, WARN)
     data_manifest_problems(repo); write_data_manifest(repo)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from .assemble import assemble_release
 from .checks import pin_of_corpus_file
+from .documents import PlaceholderError, ReleaseDocuments, write_templates
 from .manifest import (
     MANIFEST,
     FileEntry,
@@ -41,8 +43,10 @@ __all__ = [
     "Check",
     "FileEntry",
     "Manifest",
+    "PlaceholderError",
     "ProgressBar",
     "ProgressFactory",
+    "ReleaseDocuments",
     "Status",
     "ValidationReport",
     "assemble_release",
@@ -52,4 +56,5 @@ __all__ = [
     "validate_release",
     "write_data_manifest",
     "write_release_manifest",
+    "write_templates",
 ]

@@ -21,6 +21,7 @@ from ..contract.dirlock import LOCK_NAME, entries, lock_dir
 from ..corpus import source_summary
 from ..index import BlockList, BuildReport, BuildSettings, build, read_jsonl, sha256_file
 from .checks import answer_coverage
+from .documents import ReleaseDocuments, write_documents
 from .dr256 import QuestionSet, load_questions
 from .manifest import (
     BLOCKED,
@@ -84,6 +85,7 @@ def assemble_release(
     overwrite: bool = False,
     build_progress: Callable[[int], None] | None = None,
     hash_progress: ProgressFactory | None = None,
+    documents: ReleaseDocuments | None = None,
 ) -> Manifest:
     """Write a complete release to directory ``out``; returns its manifest.
 
@@ -91,13 +93,18 @@ def assemble_release(
     files and keeps, and inventories, any others). Raises InvalidInputError (invalid
     questions, blocklist or documents; ``out`` not a directory, or not empty) and
     BuildError. The corpus is built before any other file is written, so bad documents
-    leave an existing release as it was.
+    leave an existing release as it was. ``documents``: README.md and TERMS.md rendered from
+    completed templates, and tools/ with LICENSE-CODE (drsearch.release.documents); checked
+    before anything is built (PlaceholderError, exit 2, while placeholders remain unless
+    allowed). None: no release documents (``validate`` warns).
     """
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"{root} exists and is not a directory")
     _check_empty(root, overwrite)
     qs, blocklist = _check_inputs(Path(questions), Path(blocked))
+    release_docs = documents or ReleaseDocuments()
+    release_docs.check()
     made = [d for d in (root, root / "search") if not d.exists()]
     with lock_dir(root, "release directory"):  # one writer: a second assemble exits 2 naming this pid
         _check_empty(root, overwrite)  # again, locked: the holder may just have finished
@@ -113,7 +120,7 @@ def assemble_release(
                     d.rmdir()
             raise
         return _write_release(root, docs, questions, blocked, qs, blocklist, report, name, revision,
-                              hash_progress)
+                              hash_progress, release_docs)
 
 
 def _check_empty(root: Path, overwrite: bool) -> None:
@@ -123,7 +130,8 @@ def _check_empty(root: Path, overwrite: bool) -> None:
 
 def _write_release(root: Path, docs: str | os.PathLike[str], questions: str | os.PathLike[str],
                    blocked: str | os.PathLike[str], qs: QuestionSet, blocklist: BlockList, report: Any,
-                   name: str, revision: str, hash_progress: ProgressFactory | None) -> Manifest:
+                   name: str, revision: str, hash_progress: ProgressFactory | None,
+                   documents: ReleaseDocuments) -> Manifest:
     (root / "benchmark").mkdir(exist_ok=True)
     shutil.copyfile(questions, root / QUESTIONS)
     shutil.copyfile(blocked, root / BLOCKED)
@@ -134,7 +142,18 @@ def _write_release(root: Path, docs: str | os.PathLike[str], questions: str | os
     }
     for rel, body in summaries.items():
         (root / rel).write_bytes(manifest_json(body))
+    write_documents(root, documents, release_facts(name, revision, qs, blocklist, report, root / QUESTIONS))
     return write_release_manifest(root, name, revision, hash_progress)
 
 
-__all__ = ["assemble_release", "benchmark_summary", "coverage_summary"]
+def release_facts(name: str, revision: str, qs: QuestionSet, blocklist: BlockList, report: Any,
+                  questions: Path) -> dict[str, Any]:
+    """The ``{{field}}`` values of the release documents' templates (documents.FIELDS)."""
+    return {"blocked_docids": len(blocklist), "chunks": report.chunks,
+            "content_identity": report.content_identity,
+            "documents": report.documents, "name": name, "questions": len(qs.rows),
+            "questions_sha256": sha256_file(questions), "revision": revision,
+            "tiers": ", ".join(f"{n} {tier}" for tier, n in sorted(qs.tiers.items())) or "no tiers"}
+
+
+__all__ = ["assemble_release", "benchmark_summary", "coverage_summary", "release_facts"]

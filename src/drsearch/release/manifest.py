@@ -32,6 +32,7 @@ from ..index.releases import BLOCKED as BLOCKED  # the layout every front-end kn
 from ..index.releases import DATABASE as DATABASE
 from ..index.releases import MANIFEST as MANIFEST
 from ..index.schema import APPLICATION_ID
+from .documents import BASELINES, CODE_DIR, LICENSE_CODE, README, TERMS
 from .dr256 import load_questions
 
 CHECKSUMS = "checksums.sha256"
@@ -53,6 +54,12 @@ RELEASE_FILES: dict[str, str] = {  # path -> role
     SOURCES: "source_manifest_summary",
 }
 LAYOUT = (*RELEASE_FILES, MANIFEST, CHECKSUMS)
+DOCUMENT_ROLES: dict[str, str] = {README: "readme", TERMS: "terms", LICENSE_CODE: "license_code"}
+"""The release documents (the DR-256 card's README.md, TERMS.md, LICENSE-CODE): not needed to
+run the benchmark, so not in LAYOUT; ``validate`` warns when README or TERMS is missing."""
+FOLDER_ROLES: dict[str, str] = {BASELINES: "baseline", CODE_DIR: "code", "selection": "selection",
+                                "audit": "audit"}
+"""Roles by top-level folder: reference runs, packaged utilities, construction evidence."""
 FORMAT = "drsearch-release-manifest"
 FORMAT_VERSION = 1
 EXTRA_ROLE = "extra"
@@ -206,7 +213,14 @@ def hash_entries(root: Path, paths: Iterable[str], role_of: Callable[[str], str]
 
 
 def role_of(path: str) -> str:
-    return VECTORS_ROLE if path == VECTORS else RELEASE_FILES.get(path, EXTRA_ROLE)
+    """A release path's role: a release file's, a document's, its top-level folder's, else extra."""
+    if path == VECTORS:
+        return VECTORS_ROLE
+    known = RELEASE_FILES.get(path) or DOCUMENT_ROLES.get(path)
+    if known is not None:
+        return known
+    folder, sep, _ = path.partition("/")
+    return FOLDER_ROLES.get(folder, EXTRA_ROLE) if sep else EXTRA_ROLE
 
 
 def vectors_section(root: Path, corpus: dict[str, Any]) -> dict[str, Any] | None:

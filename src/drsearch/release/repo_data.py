@@ -24,6 +24,7 @@ FORMAT_VERSION = 1
 DATA_DIR = "data"
 ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/README.md", "documentation"),
+    ("data/prices.example.json", "example_prices"),
     ("data/*/LICENSE", "licence"),
     ("data/sample/docs.jsonl", "sample_corpus"),
     ("data/sample/questions.jsonl", "sample_questions"),

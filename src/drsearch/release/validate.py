@@ -8,7 +8,10 @@ corpus opens and its ``meta`` agrees with the manifest; questions.jsonl is schem
 with indices 0..N-1 and unique qids; every blocked docid exists in the corpus;
 summary.json, the coverage and source summaries and the manifest's counts agree with the
 questions and the corpus; a pinned identity (DR-256 v1.1.0) matches when the release
-names it or its content is recognised. ``deep`` also re-hashes the database and runs
+names it or its content is recognised; every file's role in the manifest is the one its
+path has, README.md and TERMS.md are there and complete (WARN), LICENSE-CODE is there
+where code ships, and baselines/ holds runs over this corpus and blocklist
+(:mod:`.doc_checks`). ``deep`` also re-hashes the database and runs
 ``PRAGMA quick_check`` and FTS5's integrity-check.
 
 Two kinds of corpus built by another tool are accepted (docs/RELEASE.md): the pinned
@@ -50,6 +53,7 @@ from ..index import (
 from ..index.integrity import fts5_tables
 from ..index.schema import APPLICATION_ID
 from . import checks as rc
+from . import doc_checks as dc
 from .dr256 import PinnedRelease, QuestionSet, load_questions
 from .manifest import (
     BLOCKED,
@@ -103,6 +107,9 @@ class _Validator:
         self.check_layout()
         self.check_manifest()
         self.check_files()
+        if self.manifest is not None:
+            self.checks.append(dc.role_check(self.manifest))
+        self.checks.extend(dc.documents_checks(self.root, self.manifest))
         self.check_checksums()
         self.check_corpus()
         self.check_questions()
@@ -110,6 +117,9 @@ class _Validator:
         if (self.meta is not None or self.foreign is not None) and self.questions is not None:
             self.checks.extend(rc.content_checks(self.root, self.meta, self.questions, self.blocklist,
                                                  self.manifest))
+        identity = self.meta.get("content_identity") if self.meta is not None else None
+        if (baselines := dc.baselines_check(self.root, identity, self.blocklist)) is not None:
+            self.checks.append(baselines)
         if self.deep:
             self.check_deep()
             self.check_vectors()

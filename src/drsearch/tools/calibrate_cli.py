@@ -265,7 +265,8 @@ def _print_counts(report: dict[str, Any], out: TextIO) -> None:
 
 def register(sub: Any) -> None:
     """Add the ``calibrate`` verb to the CLI's subparsers."""
-    p = sub.add_parser("calibrate", help="difficulty buckets from graded rollouts (see docs/GENERATE.md)")
+    p = sub.add_parser("calibrate", help="difficulty tiers of questions from graded rollouts, by a rule "
+                                         "(dr256, drbencher, openbiorq; docs/GENERATE.md)")
     p.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl",
                    help="the questions the runs answered")
     p.add_argument("--runs", required=True, nargs="+", type=Path, metavar="DIR",

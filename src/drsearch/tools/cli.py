@@ -266,7 +266,9 @@ def _database_args(p: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="drsearch", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="drsearch", description=__doc__.splitlines()[0],
+                                 epilog="One verb per job: README.md, \"Which verb does what\". "
+                                        "`drsearch VERB --help` for a verb's options.")
     ap.add_argument("--version", action="version", version=f"drsearch {__version__}")
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
 

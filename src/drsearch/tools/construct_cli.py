@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from ..contract import canonical_json
 from .argtypes import int_in
+from .release_cli import add_document_options, release_documents, warn_without_documents
 
 # drsearch.release.construct stands on the generators' pipeline machinery, which imports the
 # agents extra (httpx): each command imports it, so that registering them needs no extra.
@@ -119,9 +120,11 @@ def cmd_questions(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_select(args: argparse.Namespace, out: TextIO) -> int:
     from ..release.construct import select_release
 
+    documents = release_documents(args)
     record = select_release(args.pool, args.out, per_tier=args.per_tier, seed=args.seed,
                             template=args.prompt_template, allow_short=args.allow_short, name=args.name,
-                            revision=args.revision, crawl=args.crawl_dir)
+                            revision=args.revision, crawl=args.crawl_dir, documents=documents)
+    warn_without_documents(documents)
     facts = _facts(args.pool, "select")
     if args.json:
         print(canonical_json({"counts": record["counts"], "facts": facts, "ran": record["ran"],
@@ -195,8 +198,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the stage's counts and facts as JSON")
     p.set_defaults(handler=cmd_audit)
 
-    p = stages.add_parser("calibrate", help="DR-256 tiers from three graded reference-agent rollouts "
-                                            "(POOL/calibrate/tiers.jsonl)")
+    p = stages.add_parser("calibrate", help="DR-256 tiers of the pool from three graded reference-agent "
+                                            "rollouts (`drsearch calibrate --rule dr256` applied to a pool: "
+                                            "POOL/calibrate/tiers.jsonl)")
     p.add_argument("pool", metavar="POOL", help="the pool directory (audited)")
     p.add_argument("--runs", nargs="+", required=True, metavar="RUN",
                    help="the run directories of `drsearch run --preset dr256 --attempt 0|1|2` (any order)")
@@ -233,6 +237,7 @@ def register(sub: Any) -> None:
     p.add_argument("--name", default="drsearch-construct",
                    help="the release's name (default drsearch-construct)")
     p.add_argument("--revision", default="1.0.0", help="the release's revision (default 1.0.0)")
+    add_document_options(p)
     p.add_argument("--json", action="store_true",
                    help="print the stage's counts, facts and the release's counts")
     p.set_defaults(handler=cmd_select)

@@ -227,6 +227,10 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if args.out is None:
         raise InvalidInputError("give --out CORPUS.sqlite3 (or --inspect)")
+    if detect_format(args.source) == "jsonl":  # the job of `drsearch build`: this spelling is its alias
+        print(f"drsearch: note: `drsearch import --from FILE.jsonl` is now `drsearch build FILE.jsonl --out "
+              f"CORPUS` (import is for another tool's SQLite table); importing {args.source} as before",
+              file=sys.stderr)
     if not Path(args.out).parent.is_dir():  # before the source is hashed (minutes for a big one)
         raise InvalidInputError(f"directory {Path(args.out).parent} does not exist (create it first)")
     chunks = _chunk_mapping(args)
@@ -355,9 +359,11 @@ def register(sub: Any) -> None:
                    help="with --urls: trafilatura's balanced mode")
     p.set_defaults(handler=cmd_build)
 
-    p = sub.add_parser("import", help="build an index from another tool's SQLite table or a JSONL file")
+    p = sub.add_parser("import", help="build an index from another tool's SQLite table (a JSONL file: "
+                                      "`drsearch build`)")
     p.add_argument("--from", dest="source", required=True, metavar="SOURCE",
-                   help="a SQLite file or a JSONL file of documents")
+                   help="a SQLite file (a JSONL file of documents: still accepted, with a note; "
+                        "`drsearch build FILE.jsonl` is its one name)")
     p.add_argument("--inspect", action="store_true", help="list the source's tables, columns and row counts")
     p.add_argument("--out", metavar="CORPUS.sqlite3", help="index file to write (its directory must exist)")
     p.add_argument("--table", help="SQLite table or view holding the documents")

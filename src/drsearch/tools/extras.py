@@ -51,6 +51,8 @@ COMMAND_EXTRAS: dict[str, str] = {
     "cache": "agents",
     "score": "grading",
     "report": "grading",
+    "compare": "grading",
+    "agreement": "grading",
     "calibrate": "grading",
     "dedup": "embed",
     "embed": "embed",

@@ -1,4 +1,4 @@
-"""The release verbs of the CLI: ``release manifest|assemble`` and ``validate``.
+"""The release verbs of the CLI: ``release manifest|assemble|templates`` and ``validate``.
 
 ``register(sub)`` adds them to the main parser's subcommands (cli.py calls it). Handlers
 follow cli.py's contract: they return an exit code and raise DrsearchError for bad input,
@@ -14,9 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..contract import canonical_json
+from ..contract import InvalidInputError, canonical_json
 from ..index import BuildSettings
-from ..release import MANIFEST, assemble_release, validate_release, write_release_manifest
+from ..release import (
+    MANIFEST,
+    ReleaseDocuments,
+    assemble_release,
+    validate_release,
+    write_release_manifest,
+    write_templates,
+)
 from .progress import byte_bars, chunk_progress
 
 
@@ -30,16 +37,50 @@ def cmd_release_manifest(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def release_documents(args: argparse.Namespace) -> ReleaseDocuments:
+    """``--readme/--terms/--allow-placeholders/--tools/--code-license`` (assemble, construct select)."""
+    docs = ReleaseDocuments(readme=args.readme, terms=args.terms, allow_placeholders=args.allow_placeholders,
+                            tools=getattr(args, "tools", None),
+                            code_license=getattr(args, "code_license", None))
+    if (docs.readme is None) != (docs.terms is None) and not docs.allow_placeholders:
+        given, missing = ("--readme", "--terms") if docs.terms is None else ("--terms", "--readme")
+        raise InvalidInputError(f"{given} goes with {missing} (a release carries both README.md and "
+                                "TERMS.md)")
+    return docs
+
+
+def warn_without_documents(docs: ReleaseDocuments) -> None:
+    """After a release was written without README/TERMS: say so (stderr), once it exists, so
+    that a refusal stays one line."""
+    if not docs.wanted:
+        print("drsearch: warning: no --readme/--terms: the release carries no README.md or TERMS.md (a "
+              "DR-256 release does; `drsearch release templates --out DIR` writes the templates to complete)",
+              file=sys.stderr)
+
+
+def add_document_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--readme", type=Path, metavar="FILE",
+                   help="the release's README.md: a completed template (`drsearch release templates`); "
+                        "{{field}} marks are filled from the release")
+    p.add_argument("--terms", type=Path, metavar="FILE", help="the release's TERMS.md, likewise")
+    p.add_argument("--allow-placeholders", action="store_true",
+                   help="assemble although {{FILL: …}} placeholders remain (the bundled template where "
+                        "--readme/--terms is not given); validate warns about them")
+
+
 def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
+    documents = release_documents(args)
     progress, bars = chunk_progress(args.quiet)
     try:
         manifest = assemble_release(args.out, args.docs, args.questions, args.blocked_docids,
                                     name=args.name, revision=args.revision,
                                     settings=BuildSettings(tokenizer=args.tokenizer), overwrite=args.force,
-                                    build_progress=progress, hash_progress=byte_bars(args.quiet))
+                                    build_progress=progress, hash_progress=byte_bars(args.quiet),
+                                    documents=documents)
     finally:
         for bar in bars:
             bar.close()
+    warn_without_documents(documents)
     if args.json:
         print(_manifest_json(Path(args.out)), file=out)
         return 0
@@ -47,6 +88,13 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
     print(f"assembled {args.out}: {manifest.release.name} {manifest.release.revision}, "
           f"{counts['questions']} questions, {counts['documents']} documents, {counts['chunks']} chunks, "
           f"{counts['blocked_docids']} blocked docids", file=out)
+    return 0
+
+
+def cmd_release_templates(args: argparse.Namespace, out: TextIO) -> int:
+    written = write_templates(args.out)
+    print(f"wrote {', '.join(map(str, written))}: complete every {{{{FILL: …}}}}, then `drsearch release "
+          f"assemble … --readme {written[0]} --terms {written[1]}`", file=out)
     return 0
 
 
@@ -108,9 +156,19 @@ def _add_release(sub: Any) -> None:
     p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
                    help="FTS5 tokenizer of the corpus (default porter)")
     p.add_argument("--force", action="store_true", help="replace the release files in a non-empty DIR")
+    add_document_options(p)
+    p.add_argument("--tools", type=Path, metavar="DIR",
+                   help="packaged utilities shipped as the release's tools/, with LICENSE-CODE")
+    p.add_argument("--code-license", type=Path, metavar="FILE",
+                   help="with --tools: the code's licence text as LICENSE-CODE (default Apache-2.0)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the manifest written (one line of JSON)")
     p.set_defaults(handler=cmd_release_assemble)
+
+    p = verbs.add_parser("templates", help="write the README.md and TERMS.md templates a release's author "
+                                           "completes (for assemble/construct select --readme/--terms)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="where to write them")
+    p.set_defaults(handler=cmd_release_templates)
 
 
 def register(sub: Any) -> None:
@@ -129,4 +187,4 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_validate)
 
 
-__all__ = ["register"]
+__all__ = ["add_document_options", "register", "release_documents", "warn_without_documents"]

@@ -4,8 +4,9 @@ Prints a status table on stdout (``--json``: the run summary as one JSON line); 
 progress bar goes to stderr. Exit codes: 0 when every selected question has a finished
 episode; 1 when any ended in an infrastructure failure (rerun the same command to retry
 those); 2 for bad options, a model endpoint that fails the probe, or a run directory that
-holds a different run. Ctrl-C cancels the model calls in flight and exits 130 with one
-line naming what was kept.
+holds a different run, or a ``--prices`` file that does not price the model. Questions a
+spent ``--max-cost`` left unstarted (``not_run``) do not change the exit code. Ctrl-C cancels
+the model calls in flight and exits 130 with one line naming what was kept.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
             "limit": "--limit", "ids": "--ids", "shard": "--shard",
             "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "identity_check_every": "--identity-check-every",
-            "max_attempts": "--max-attempts", "backoff_s": "--backoff"}
+            "max_attempts": "--max-attempts", "backoff_s": "--backoff",
+            "prices": "--prices", "max_cost_usd": "--max-cost"}
 
 
 def _rerank(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -64,7 +66,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             concurrency=args.concurrency,
             limit=args.limit, ids=tuple(args.ids or ()), shard=args.shard,
             cache_mode=args.cache_mode, cache=args.cache,
-            replay_from=args.replay, quiet=args.quiet,
+            replay_from=args.replay, quiet=args.quiet, prices=args.prices, max_cost_usd=args.max_cost,
             retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
     except ValidationError as e:
         print(f"drsearch: error: {describe_validation_error(e, _OPTIONS)}", file=sys.stderr)
@@ -83,7 +85,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 _ROW_LABELS = {"answered": "answered", "empty_answer": "empty answer", "budget": "turn cap / budget",
-               "model_error": "model error", "infra_error": "infrastructure failure"}
+               "model_error": "model error", "infra_error": "infrastructure failure",
+               "not_run": "not run (--max-cost)"}
 
 
 def status_table(summary: dict[str, Any]) -> str:
@@ -100,6 +103,7 @@ def status_table(summary: dict[str, Any]) -> str:
                       for kind, c in summary["cache"].items()) or "off"
     lines.append(f"resumed {summary['resumed']} of {summary['questions']}; cache: {cache}; "
                  f"{summary['wall_s_this_invocation']:.1f} s this invocation")
+    lines.extend(_cost_lines(summary.get("cost")))
     failures = summary["infra_failures"]
     if failures:
         lines.append(f"{len(failures)} infrastructure failure(s), not finished: "
@@ -107,6 +111,20 @@ def status_table(summary: dict[str, Any]) -> str:
         lines.extend(f"  {f['qid']}: {str(f['reason'])[:240]}" for f in failures)
     lines.extend(f"local I/O error: {e}" for e in summary["io_errors"])
     return "\n".join(lines)
+
+
+def _cost_lines(cost: dict[str, Any] | None) -> list[str]:
+    if cost is None:
+        return []
+    tokens = "; ".join(f"{m} {c['input_tokens']} in / {c['output_tokens']} out tokens {c['total_usd']} USD"
+                       for m, c in cost["models"].items())
+    lines = [f"cost {cost['total_usd']} USD ({tokens}; tool calls {cost['tool_calls_usd']} USD), "
+             f"prices {cost['prices']['path']}"]
+    budget = cost.get("budget")
+    if budget and budget["not_run"]:
+        lines.append(f"--max-cost {budget['max_cost_usd']} USD spent: {budget['not_run']} question(s) "
+                     "not run (no answer, not graded); rerun with a larger --max-cost to run them")
+    return lines
 
 
 def _saved(out_dir: Path) -> int:
@@ -186,7 +204,25 @@ def register(sub: Any) -> None:
                    help="answer every model and tool call from RUN_DIR's cache (offline)")
     p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
+    p.add_argument("--prices", type=Path, metavar="FILE",
+                   help="price file (JSON or TOML: USD per million input/output tokens per model, per "
+                        "tool call): the run's cost goes into run.json (docs/AGENTS.md, Cost)")
+    p.add_argument("--max-cost", type=_usd, metavar="USD",
+                   help="with --prices: start no episode once the run's episodes cost this much; the "
+                        "rest are recorded not_run (a rerun with a larger budget runs them)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print the run summary as one JSON line instead of the status table")
     p.set_defaults(handler=cmd_run)
+
+
+def _usd(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of USD: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of USD >= 0, got {text}")
+    return value

@@ -1,20 +1,23 @@
-"""``drsearch score``: grade a run directory with an LLM judge (drsearch.benchmark; docs/GRADING.md).
-
-Three forms::
+"""``drsearch score`` grades a run directory with an LLM judge (drsearch.benchmark;
+docs/GRADING.md); ``drsearch compare`` and ``drsearch agreement`` read graded runs. One verb
+per job::
 
     drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [--attempts RUN …] [...]
     drsearch score RUN_DIR --questions FILE --judge numeric [--tolerance 0.02]
-    drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
-    drsearch score --compare RUN_A RUN_B --majority   the same on the majority of 3 attempts
-    drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
+    drsearch compare RUN_A RUN_B                  paired McNemar test and flip table
+    drsearch compare RUN_A RUN_B --majority       the same on the majority of 3 attempts
+    drsearch agreement GRADED_A GRADED_B          two judges on the same run: kappa, Spearman
 
-The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
+``score --compare`` and ``score --agreement``, the former spellings of the last two, still
+work, with a one-line note on stderr naming the new verb (same output, same exit codes).
+
+``score`` writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
 it, ``scores.graded.jsonl`` (one graded question per line), and prints the table (with
 ``--json``: the scores.json object); a progress bar on a terminal's stderr counts judged
 questions. Repeated
 attempts (pass@k) are RUN_DIR then the ``--attempts`` runs, or, when RUN_DIR holds no
-run.json, its ``attempt-0/``, ``attempt-1/``, … runs. The
-other two read graded files (a run directory, a scores.json or a .graded.jsonl path).
+run.json, its ``attempt-0/``, ``attempt-1/``, … runs. ``compare``
+and ``agreement`` read graded files (a run directory, a scores.json or a .graded.jsonl path).
 Bad input exits 2 with one line on stderr.
 """
 
@@ -27,6 +30,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -37,6 +41,7 @@ from .blocking import add_blocklist_options, requested_blocklist
 from .progress import progress_bar
 
 if TYPE_CHECKING:
+    from ..agents.cost import PriceTable
     from ..benchmark import CitationAuditor, GradedQuestion, LLMJudge, RunEpisodes
 
 _SETTING_OPTIONS = {"parse_attempts": "--parse-attempts", "max_attempts": "--max-attempts",
@@ -236,8 +241,9 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     runs = [read_run(p) for p in dirs]
     questions_sha256 = sha256_hex(args.questions.read_bytes())
     _check_runs(args, runs, tasks, questions_sha256)
+    table = _price_table(args, runs)  # before any judge call: an unpriced model is exit 2
     if args.judge == "numeric":
-        return _grade_numeric(args, out, runs, tasks, questions_sha256, scores)
+        return _grade_numeric(args, out, runs, tasks, questions_sha256, scores, table)
     graded: list[GradedQuestion] = []
     with _judge(args, run_dir) as llm, _auditor(args, llm) as auditor:
         judge = judge_for(args.dataset, llm, threshold=args.threshold)
@@ -273,12 +279,15 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
                   "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
+    if table is not None:
+        summary["cost"] = score_cost(table, runs, llm)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
     print(render_table(summary), file=out)
+    _print_cost(summary, out)
     if summary["leak_audit"]["totals"]["episodes"]:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
@@ -368,7 +377,7 @@ def _add_run_facts(summary: dict[str, Any], runs: list[RunEpisodes], tasks: list
 
 
 def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes], tasks: list[Any],
-                   questions_sha256: str, scores: Path) -> int:
+                   questions_sha256: str, scores: Path, table: PriceTable | None) -> int:
     """``--judge numeric``: the deterministic grader (no endpoint, no judge cache)."""
     from ..benchmark import grade_run, render_table, summarize, write_graded
     from ..benchmark.numeric import NumericJudge
@@ -392,6 +401,8 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
     if drbencher is not None:
         summary["drbencher"] = drbencher
     _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
+    if table is not None:
+        summary["cost"] = score_cost(table, runs, None)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     print(render_table(summary), file=out)
@@ -399,8 +410,58 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
         from ..benchmark.generate.drbencher.tabletext import render_drbencher
 
         print(f"\n{render_drbencher(drbencher)}", file=out)
+    _print_cost(summary, out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
     return 0
+
+
+def _price_table(args: argparse.Namespace, runs: list[RunEpisodes]) -> PriceTable | None:
+    """``--prices``, checked to price every run's model and the LLM judge's (exit 2 if not)."""
+    from ..agents.cost import load_prices
+
+    if args.prices is None:
+        return None
+    table = load_prices(args.prices)
+    for run in runs:
+        table.require(str(run.manifest.get("model")), f"agent (of {run.path})")
+    if args.judge != "numeric" and args.judge_model:
+        table.require(args.judge_model, "judge")
+    return table
+
+
+def score_cost(table: PriceTable, runs: list[RunEpisodes], llm: LLMJudge | None) -> dict[str, Any]:
+    """scores.json's ``cost``: each run's agent cost (as run.json's), the judge's (every judgement
+    asked, verdicts and citation support, at the tokens recorded with its reply; null for the
+    numeric judge), and their total (docs/GRADING.md, Cost)."""
+    from decimal import Decimal
+
+    from ..agents.cost import cost_object, run_cost, usd
+
+    agent = [{"run": str(r.path), **run_cost(table, str(r.manifest.get("model")), r.episodes.values())}
+             for r in runs]
+    judge = None
+    if llm is not None:
+        tokens = {llm.settings.model: (llm.usage["prompt_tokens"], llm.usage["completion_tokens"])}
+        priced = cost_object(table, tokens, {}, "judge", llm.judgements)
+        judge = {**{k: v for k, v in priced.items() if k != "episodes"}, "judgements": llm.judgements,
+                 "judgements_without_usage": llm.judgements_without_usage}
+    total = sum((Decimal(str(c["total_usd"])) for c in [*agent, *([judge] if judge else [])]), Decimal(0))
+    return {"agent": agent, "currency": "USD", "judge": judge, "prices": table.provenance(),
+            "total_usd": usd(total)}
+
+
+def _print_cost(summary: dict[str, Any], out: TextIO) -> None:
+    cost = summary.get("cost")
+    if cost is None:
+        return
+    judge = cost["judge"]
+    agent = sum(Decimal(str(c["total_usd"])) for c in cost["agent"])
+    line = f"\ncost {cost['total_usd']} USD: agent {float(agent)} USD"
+    if judge is not None:
+        line += f", judge {judge['total_usd']} USD over {judge['judgements']} judgement(s)"
+        if judge["judgements_without_usage"]:
+            line += f" ({judge['judgements_without_usage']} cached before usage was kept: not priced)"
+    print(f"{line} (prices {cost['prices']['path']})", file=out)
 
 
 def _tolerance(text: str) -> Any:
@@ -476,26 +537,53 @@ def _report_agreement(result: dict[str, Any], out: TextIO) -> None:
           f"{' '.join(q for q, _ in result['disagreements']) or '-'}", file=out)
 
 
+def _note_renamed(old: str, new: str) -> None:
+    """The one line an old spelling prints (stderr), naming the verb that now does its job."""
+    print(f"drsearch: note: `drsearch {old}` is now `drsearch {new}` (the old spelling still works)",
+          file=sys.stderr)
+
+
+def _grading_extra() -> None:
+    """The grading extra (judges: httpx, statistics: scipy): without it, one line before any work."""
+    import httpx  # noqa: F401
+    import scipy  # type: ignore[import-untyped]  # noqa: F401
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    """``drsearch compare RUN_A RUN_B [--majority]``: paired McNemar test and flip table."""
+    _grading_extra()
+    from ..benchmark import compare_runs
+
+    if args.majority:
+        from ..benchmark.generate.drbencher.scoring import majority_compare
+
+        return _paired(args, out, args.runs, majority_compare, _report_majority)
+    return _paired(args, out, args.runs, compare_runs, _report_compare)
+
+
+def cmd_agreement(args: argparse.Namespace, out: TextIO) -> int:
+    """``drsearch agreement GRADED_A GRADED_B``: two judges' grades of one run."""
+    _grading_extra()
+    from ..benchmark import judge_agreement
+
+    return _paired(args, out, args.graded, judge_agreement, _report_agreement)
+
+
 def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
     forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None]
     if sum(forms) != 1:
         raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B or --agreement A B")
-    # the grading extra (judges: httpx, statistics: scipy): without it, one line before any work
-    import httpx  # noqa: F401
-    import scipy  # type: ignore[import-untyped]  # noqa: F401
-
-    from ..benchmark import compare_runs, judge_agreement
-
+    _grading_extra()
     if args.majority and args.compare is None:
         raise InvalidInputError("--majority goes with --compare RUN_A RUN_B")
-    if args.compare is not None and args.majority:
-        from ..benchmark.generate.drbencher.scoring import majority_compare
-
-        return _paired(args, out, args.compare, majority_compare, _report_majority)
-    if args.compare is not None:
-        return _paired(args, out, args.compare, compare_runs, _report_compare)
-    if args.agreement is not None:
-        return _paired(args, out, args.agreement, judge_agreement, _report_agreement)
+    if args.compare is not None:  # the former spelling of `drsearch compare`
+        _note_renamed("score --compare", "compare")
+        args.runs = args.compare
+        return cmd_compare(args, out)
+    if args.agreement is not None:  # the former spelling of `drsearch agreement`
+        _note_renamed("score --agreement", "agreement")
+        args.graded = args.agreement
+        return cmd_agreement(args, out)
     if args.questions is None:
         raise InvalidInputError("score RUN_DIR needs --questions FILE")
     return _grade(args, out)
@@ -503,19 +591,21 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
 
 
 
+_MAJORITY_HELP = ("majority vote of 3 attempts per question (attempt-0/ … attempt-2/ runs graded together) "
+                  "on each side, then the exact McNemar test")
+
+
 def register(sub: Any) -> None:
-    """Add the ``score`` verb to the CLI's subparsers."""
-    p = sub.add_parser("score", help="grade a run with an LLM judge (see docs/GRADING.md)")
+    """Add the ``score``, ``compare`` and ``agreement`` verbs to the CLI's subparsers."""
+    p = sub.add_parser("score", help="grade a run with a judge (see docs/GRADING.md)")
     p.add_argument("run_dir", nargs="?", type=Path, metavar="RUN_DIR", help="run directory of `drsearch run`")
+    # the former spellings of `drsearch compare` / `drsearch agreement` (aliases that say so)
     p.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"),
-                   help="paired comparison of two graded runs (exact McNemar, flip table)")
-    p.add_argument("--majority", action="store_true",
-                   help="with --compare: majority vote of 3 attempts per question (attempt-0/ … attempt-2/ "
-                        "runs graded together) on each side, then the exact McNemar test")
+                   help="old spelling of `drsearch compare RUN_A RUN_B`")
+    p.add_argument("--majority", action="store_true", help="with --compare: " + _MAJORITY_HELP)
     p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
-                   help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
-    p.add_argument("--json", action="store_true",
-                   help="print JSON: the scores.json object, or the --compare/--agreement result")
+                   help="old spelling of `drsearch agreement GRADED_A GRADED_B`")
+    p.add_argument("--json", action="store_true", help="print the scores.json object as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
     p.add_argument("--dataset", choices=DATASET_KINDS, default="dr256", help="dataset format (default dr256)")
@@ -541,6 +631,9 @@ def register(sub: Any) -> None:
     p.add_argument("--judge-cache-mode", choices=["off", "record", "replay", "replay-then-live"],
                    default="replay-then-live", help="replay = re-grade offline from the cache only")
     p.add_argument("--concurrency", type=int, default=4, help="judge calls at once (default 4)")
+    p.add_argument("--prices", type=Path, metavar="FILE",
+                   help="price file (as drsearch run's): each run's and the judge's cost go into "
+                        "scores.json (docs/GRADING.md, Cost)")
     p.add_argument("--parse-attempts", type=int, default=3, help="re-asks after an unparseable verdict")
     p.add_argument("--max-attempts", type=int, default=6, help="tries per judge HTTP call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
@@ -555,3 +648,19 @@ def register(sub: Any) -> None:
                    help="citation audit: fetch pmid|doi|nct|arxiv records from URL with {id} (repeatable; "
                         "arXiv: https://arxiv.org/abs/{id})")
     p.set_defaults(handler=cmd_score)
+
+    c = sub.add_parser("compare", help="compare two graded runs: exact McNemar test, flipped questions "
+                                       "(docs/GRADING.md)")
+    c.add_argument("runs", nargs=2, type=Path, metavar="RUN",
+                   help="two graded runs of the same questions (run directories, scores.json or "
+                        ".graded.jsonl)")
+    c.add_argument("--majority", action="store_true", help=_MAJORITY_HELP)
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    c.set_defaults(handler=cmd_compare)
+
+    a = sub.add_parser("agreement", help="agreement of two judges' grades of one run: Cohen's kappa, "
+                                         "Spearman (docs/GRADING.md)")
+    a.add_argument("graded", nargs=2, type=Path, metavar="GRADED",
+                   help="two gradings of one run (scores.json or .graded.jsonl paths, or run directories)")
+    a.add_argument("--json", action="store_true", help="print the agreement as one JSON object")
+    a.set_defaults(handler=cmd_agreement)

@@ -57,7 +57,7 @@ def test_two_runs_give_the_page_the_rows_and_the_paired_comparison(graded_runs: 
     # groups the sample's questions carry: tier, bucket, difficulty (as plots and tables)
     assert "Accuracy by tier" in html and "Accuracy by bucket" in html and "Accuracy by difficulty" in html
     assert html.count("<svg") >= 5
-    # the paired comparison is score --compare's
+    # the paired comparison is drsearch compare's
     paired = compare_runs(read_graded(graded_runs.blocked / "scores.graded.jsonl"),
                           read_graded(graded_runs.open / "scores.graded.jsonl"))
     assert f"exact McNemar p = {paired['mcnemar_p']:.4g}" in html

@@ -1,6 +1,6 @@
 """The report's numbers: status counts, totals, accuracy by group with Wilson intervals, the
-DrBencher E × P grid and the paired comparisons (``scoring.compare_runs``, as ``drsearch score
---compare`` prints them). Pure functions of the rows :mod:`.load` reads."""
+DrBencher E × P grid and the paired comparisons (``scoring.compare_runs``, as ``drsearch
+compare`` prints them). Pure functions of the rows :mod:`.load` reads."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def grid(rows: Sequence[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]
 
 
 def comparisons(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Every pair of runs (in the order given): ``drsearch score --compare``'s paired table."""
+    """Every pair of runs (in the order given): ``drsearch compare``'s paired table."""
     return [{"a": a.label, "b": b.label, **compare_runs(a.graded, b.graded)}
             for a, b in combinations(runs, 2)]
 

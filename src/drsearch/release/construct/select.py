@@ -32,6 +32,8 @@ with the construction evidence beside it::
     RELEASE/audit/robots.jsonl         each URL's robots decision and fetch outcome
     RELEASE/audit/shortcuts.jsonl      the shortcut audit's probes
     RELEASE/audit/leak_audit.jsonl     the rollouts' leak audit
+    RELEASE/baselines/                 the calibration rollouts and their grades (.baselines)
+    RELEASE/README.md, TERMS.md        from the completed templates given (release.documents)
 
 and the manifest rewritten to inventory them. The release is written to a sibling
 directory and renamed into place only after ``validate --deep`` passes, so a failure leaves
@@ -58,8 +60,10 @@ from ...corpus.dedup import deduplicate, read_lines
 from ...corpus.pipeline import DOCS_FILE, default_crawl_dir
 from ...index import Engine, sha256_file
 from ..assemble import assemble_release
+from ..documents import ReleaseDocuments
 from ..manifest import manifest_json, write_release_manifest
 from ..validate import validate_release
+from .baselines import write_baselines
 from .calibrate import TIERS, audit_blocklist, read_audit_blocklist
 from .questions import DEFAULT_TEMPLATE, prompt_sha256, question_row, read_template, render
 from .work import (
@@ -204,11 +208,13 @@ def _evidence(root: Path, release: Path, crawl: Path, database: Path) -> None:
 def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: int,
                    template: str | Path | None = None, allow_short: bool = False,
                    name: str = "drsearch-construct", revision: str = "1.0.0",
-                   crawl: str | Path | None = None) -> dict[str, Any]:
+                   crawl: str | Path | None = None,
+                   documents: ReleaseDocuments | None = None) -> dict[str, Any]:
     """Select and assemble the release ``out`` (see the module doc); returns the select
     stage's record plus ``release`` (its manifest counts) and ``validation`` (the deep
     validation's verdict). ``crawl``: the crawl directory of the audited corpus (default
-    the one ``corpus build --urls`` keeps beside it)."""
+    the one ``corpus build --urls`` keeps beside it). ``documents``: the release's README.md
+    and TERMS.md (``assemble_release``'s; checked before anything is written)."""
     root = Path(pool)
     dest = Path(out)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -217,6 +223,8 @@ def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: in
         raise InvalidInputError(f"directory {dest.parent} does not exist (create it first)")
     source = Path(template) if template is not None else DEFAULT_TEMPLATE
     read_template(source)
+    if documents is not None:
+        documents.check()
     calibration = _calibration(root)
     settings = calibration["settings"]
     items = read_rows(root / TIERS_FILE)
@@ -251,7 +259,7 @@ def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: in
         docs.parent.mkdir()
         _write_jsonl(docs, deduplicate(read_lines(crawl_dir / DOCS_FILE)).documents)
         manifest = assemble_release(partial, docs, root / "select" / "questions.jsonl", blocked, name=name,
-                                    revision=revision)
+                                    revision=revision, documents=documents)
         shutil.rmtree(docs.parent)
         with Engine.open(partial / "search" / "corpus.sqlite3", release_blocklist="ignore") as engine:
             identity = engine.meta["content_identity"]
@@ -260,6 +268,7 @@ def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: in
                                     f"corpus {audit['corpus_identity']} ({database}); --crawl-dir names its "
                                     "crawl")
         _evidence(root, partial, crawl_dir, database)
+        write_baselines(partial, settings["runs"], settings.get("grades"))
         manifest = write_release_manifest(partial, name, revision)
         report = validate_release(partial, deep=True)
         if not report.ok():

@@ -1,6 +1,6 @@
 """Scoring a run on DrBencher questions: entity identification, accuracy by CCI, trend and
 paired tests. ``drsearch score --judge numeric`` adds :func:`drbencher_summary` to
-``scores.json`` when the questions are DrBencher rows; ``drsearch score --compare RUN_A
+``scores.json`` when the questions are DrBencher rows; ``drsearch compare RUN_A
 RUN_B --majority`` runs :func:`majority_compare` (two graded runs of 3 attempts each).
 
 - :func:`entity_identified`: the final answer **or** the trace names a withheld entity
