@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import io
 import json
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import pytest
 
 from drsearch.agents.cost import load_prices
+from drsearch.benchmark.report import read_runs
+from drsearch.benchmark.report.tables import totals as report_totals
 from drsearch.contract import InvalidInputError
 from drsearch.dev.chat import serve_fake
 from drsearch.dev.judge import serve_judge
@@ -263,3 +266,24 @@ def test_numeric_score_prices_the_run_only(capped_run: Path, tmp_path: Path) -> 
     assert rc == 0, err
     cost = json.loads((tmp_path / "scores.json").read_text())["cost"]
     assert cost["judge"] is None and cost["total_usd"] == cost["agent"][0]["total_usd"] > 0
+
+
+def test_the_report_counts_not_run_apart_and_shows_the_cost(capped_run: Path, tmp_path: Path) -> None:
+    """`drsearch report` agrees with scores.json: the 9 episodes --max-cost never started are
+    "not run", outside the accuracy's denominator, and the run's cost is the run.json total."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(capped_run, run_dir)
+    with serve_judge() as judge:
+        rc, _, err = cli("score", str(run_dir), "--questions", str(QUESTIONS), "--judge-model", "oracle",
+                         "--base-url", judge.url, "--quiet")
+    assert rc == 0, err
+    rc, _, err = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert rc == 0, err
+    scores = json.loads((run_dir / "scores.json").read_text())
+    totals = report_totals(read_runs([run_dir])[0])
+    assert totals["accuracy"]["n"] == scores["accuracy"]["n"] == 3
+    assert totals["accuracy"]["correct"] == scores["accuracy"]["count"]
+    assert totals["status"]["not run"] == 9 and totals["questions"] == 12
+    assert totals["cost"] == json.loads((run_dir / "run.json").read_text())["cost"]["total_usd"]
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "not run" in page

@@ -31,7 +31,11 @@ _RESPONSE = re.compile(r"<tool_response>\n(.*?)\n</tool_response>", re.S)
 TEXT_CAP = 2000
 """Characters of an assistant message or of a document-less tool response kept in the report."""
 
-STATUS_LABELS = ("answered", "empty", "turn cap", "budget", "model error", "infrastructure", "no episode")
+STATUS_LABELS = ("answered", "empty", "turn cap", "budget", "model error", "infrastructure", "no episode",
+                 "not run")
+NOT_RUN = "not run"
+"""A question ``drsearch run --max-cost`` never started: no answer, outside every denominator
+(as scores.json counts it)."""
 """The status column's values, in the order the summary counts them."""
 
 
@@ -74,11 +78,13 @@ def _cost(value: Any) -> float | None:
 def status_label(graded: GradedQuestion) -> str:
     """The status column: how the episode ended, ``empty`` for a finished one without an answer."""
     status = graded.episode_status
+    if graded.outcome == "not_run":
+        return NOT_RUN
     if graded.outcome == "empty_answer":
         return "empty"
     return {"answered": "answered", "turn_cap": "turn cap", "budget": "budget", "model_error": "model error",
             "error": "model error", "infra_error": "infrastructure",
-            "missing": "no episode"}.get(status, status)
+            "missing": "no episode", "not_run": NOT_RUN}.get(status, status)
 
 
 def documents(tool: str, text: str) -> list[dict[str, str]]:
@@ -322,5 +328,5 @@ def read_runs(paths: list[Path], questions: Path | None = None) -> list[Run]:
     return runs
 
 
-__all__ = ["STATUS_LABELS", "Questions", "Run", "call_rows", "documents", "episode_row", "labels",
+__all__ = ["NOT_RUN", "STATUS_LABELS", "Questions", "Run", "call_rows", "documents", "episode_row", "labels",
            "read_questions", "read_run_for_report", "read_runs", "status_label", "trajectory"]

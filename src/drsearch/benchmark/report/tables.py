@@ -11,12 +11,18 @@ from typing import Any
 
 from ..scoring import compare_runs
 from ..stats import wilson_interval
-from .load import STATUS_LABELS, Run
+from .load import NOT_RUN, STATUS_LABELS, Run
 
 GROUP_FIELDS = (("tier", "tier"), ("domain", "domain"), ("bucket", "bucket"), ("difficulty", "difficulty"),
                 ("cci", "CCI (DrBencher)"))
 """Episode-row fields accuracy is broken down by, with their titles; a field no question carries
 is left out."""
+
+
+def graded_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows accuracy counts: all but the questions ``--max-cost`` never started ("not
+    run"), which scores.json leaves out of every denominator too."""
+    return [r for r in rows if r["status"] != NOT_RUN]
 
 
 def status_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -43,7 +49,7 @@ def totals(run: Run) -> dict[str, Any]:
     n = len(ran) or 1
     cost = run.cost if run.cost is not None else _sum(rows, "cost")
     return {
-        "accuracy": proportion(sum(r["correct"] for r in rows), len(rows)),
+        "accuracy": proportion(sum(r["correct"] for r in graded_rows(rows)), len(graded_rows(rows))),
         "status": status_counts(rows),
         "questions": len(rows),
         "tool_calls": sum(r["tool_calls"] for r in rows),
@@ -61,7 +67,9 @@ def groups(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]
     """Accuracy per value of ``key`` (numeric values in numeric order), ``{}`` when no row has one.
 
     Where the rows carry checklist scores (OpenBioRQ), each group also has ``mean_score``: the
-    mean over all its questions, an unscored one counting 0 (as ``scores.json``'s checklist)."""
+    mean over all its questions, an unscored one counting 0 (as ``scores.json``'s checklist).
+    Questions never run (``--max-cost``) are in no group."""
+    rows = graded_rows(rows)
     if all(r[key] in (None, "") for r in rows):
         return {}
     members: dict[Any, list[dict[str, Any]]] = {}
@@ -84,7 +92,7 @@ def groups(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]
 def grid(rows: Sequence[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
     """DrBencher's E (entities) × P (properties) cells: accuracy per cell; ``{}`` without CCI."""
     cells: dict[tuple[int, int], list[bool]] = {}
-    for r in rows:
+    for r in graded_rows(rows):
         if isinstance(r["cci_E"], int) and isinstance(r["cci_P"], int):
             cells.setdefault((r["cci_E"], r["cci_P"]), []).append(bool(r["correct"]))
     return {k: proportion(sum(v), len(v)) for k, v in sorted(cells.items())}
@@ -96,4 +104,5 @@ def comparisons(runs: Sequence[Run]) -> list[dict[str, Any]]:
             for a, b in combinations(runs, 2)]
 
 
-__all__ = ["GROUP_FIELDS", "comparisons", "grid", "groups", "proportion", "status_counts", "totals"]
+__all__ = ["GROUP_FIELDS", "comparisons", "graded_rows", "grid", "groups", "proportion", "status_counts",
+           "totals"]
