@@ -3,7 +3,7 @@
 ::
 
     drsearch generate openbiorq {extract,…,openness,membership,export,all} OBRQ_DIR --sources SOURCES.jsonl
-        --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy FILE]
+        --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy NAME|FILE]
         [--baseline extracted] [--audit-sample 500] [--tau 0.90] [--vague-phrase P ...] [--redrafts 3]
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
         [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
@@ -43,6 +43,11 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _taxonomy(path: Path) -> tuple[str, ...]:
+    """A built-in taxonomy by name (``domains``, ``question-types``), else a JSON list in a file."""
+    from ..benchmark.datasets.openbiorq_taxonomy import TAXONOMIES
+
+    if str(path) in TAXONOMIES and not path.exists():
+        return TAXONOMIES[str(path)]
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -222,6 +227,7 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
 
         Embedder()  # a missing or unpinned model: exit 2 before any stage runs
     summary = run_pipeline(build_pipeline(settings), run)
+    _warn_answered(args.obrq_dir)
     if args.json:
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
@@ -232,6 +238,24 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else ""),
               file=out)
     return 0
+
+
+def _warn_answered(obrq_dir: Path) -> None:
+    """Warn (stderr) when the export carries items the openness stage labelled ``answered``: the
+    export keeps every item and records its label, so a resolved question would be served as an
+    open one unless its reader filters on ``metadata.openbiorq.openness.label``."""
+    labelled, exported = obrq_dir / "openness.jsonl", obrq_dir / "items.jsonl"
+    if not labelled.is_file() or not exported.is_file():
+        return
+    answered = {r["task_id"] for line in labelled.read_text(encoding="utf-8").splitlines() if line.strip()
+                if (r := json.loads(line)).get("openness", {}).get("label") == "answered"}
+    ids = [r["task_id"] for line in exported.read_text(encoding="utf-8").splitlines() if line.strip()
+           if (r := json.loads(line))["task_id"] in answered]
+    if ids:
+        shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+        print(f"drsearch generate openbiorq: warning: {len(ids)} exported item(s) are labelled answered by "
+              f"the openness stage ({shown}): not open questions; drop them or check their evidence "
+              "(metadata.openbiorq.openness)", file=sys.stderr)
 
 
 def register(sub: Any) -> None:
@@ -250,9 +274,12 @@ def register(sub: Any) -> None:
     p.add_argument("--judge-model", default="judge", metavar="J",
                    help="model that judges self-containment and rubric criteria (default judge)")
     p.add_argument("--tracks", type=_names, default=None, metavar="A,B,C",
-                   help="allowed tracks in dedup order (default clinical,translational,computational)")
-    p.add_argument("--taxonomy", type=Path, metavar="FILE",
-                   help="JSON list of taxonomy classes (default: 12)")
+                   help="allowed tracks in dedup order (default retrieval_verified,expert_consensus,"
+                        "priority_setting,expand; the earlier clinical,translational,computational "
+                        "still reads)")
+    p.add_argument("--taxonomy", type=Path, metavar="NAME|FILE",
+                   help="domains (default: the paper's 12 biomedical domains), question-types (the earlier "
+                        "12 classes), or a JSON list of classes in FILE")
     p.add_argument("--seed", type=int, default=15, help="seed sent with every model call (default 15)")
     p.add_argument("--temperature", type=float, default=0.0, help="temperature of every call (default 0)")
     p.add_argument("--audit-sample", type=int, default=500, metavar="N",

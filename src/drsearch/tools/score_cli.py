@@ -1,12 +1,13 @@
 """``drsearch score``: grade a run directory with an LLM judge (drsearch.benchmark; docs/GRADING.md).
 
-Three forms::
+Its forms::
 
     drsearch score RUN_DIR --questions FILE --judge-model M --base-url URL [--attempts RUN …] [...]
     drsearch score RUN_DIR --questions FILE --judge numeric [--tolerance 0.02]
     drsearch score --compare RUN_A RUN_B          paired McNemar test and flip table
     drsearch score --compare RUN_A RUN_B --majority   the same on the majority of 3 attempts
     drsearch score --agreement GRADED_A GRADED_B  two judges on the same run: kappa, Spearman
+    drsearch score --leaderboard RUN … --questions ITEMS   OpenBioRQ: graded runs side by side
 
 The first writes ``scores.json`` (sorted keys; default RUN_DIR/scores.json) and, beside
 it, ``scores.graded.jsonl`` (one graded question per line), and prints the table (with
@@ -273,12 +274,22 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
                   "for docids and URLs)")
         summary["grading"]["citation_support"] = auditor.support.describe() if auditor.support else None
     _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
+    if args.dataset == "openbiorq":
+        from ..benchmark.openbiorq_tables import read_item_facts, run_tables
+
+        selected = {t.question_id for t in tasks}
+        items = [i for i in read_item_facts(args.questions) if i["task_id"] in selected]
+        summary["openbiorq"] = run_tables(items, graded, runs[0].episodes)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
     print(render_table(summary), file=out)
+    if "openbiorq" in summary:
+        from ..benchmark.openbiorq_tables import render_run_tables
+
+        print("\n" + render_run_tables(summary["openbiorq"]), file=out)
     if summary["leak_audit"]["totals"]["episodes"]:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
@@ -474,12 +485,73 @@ def _report_agreement(result: dict[str, Any], out: TextIO) -> None:
         print(f"checklist scores: Spearman rho {result['spearman']} over {result['n_scored']}", file=out)
     print(f"disagreements ({len(result['disagreements'])}): "
           f"{' '.join(q for q, _ in result['disagreements']) or '-'}", file=out)
+    wp = result["wrong_paper"]
+    if wp["n"]:
+        agree = wp["agreement"]
+        print(f"wrong-paper verdicts on {wp['n']} citation(s) judged by both: agreement {agree['rate']} "
+              f"{agree['ci']}  Cohen's kappa {wp['kappa']} (both {wp['both']}, A only {wp['a_only']}, "
+              f"B only {wp['b_only']}, neither {wp['neither']})", file=out)
+
+
+def _leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    """``--leaderboard RUN …``: graded OpenBioRQ runs side by side (openbiorq_tables.leaderboard)."""
+    from ..agents.canonical import sha256_hex
+    from ..benchmark import read_graded, read_run
+    from ..benchmark.openbiorq_tables import leaderboard, read_item_facts, render_leaderboard
+
+    if args.questions is None:
+        raise InvalidInputError("--leaderboard needs --questions ITEMS.jsonl (the export the runs answered)")
+    items = read_item_facts(args.questions)
+    questions_sha256 = sha256_hex(args.questions.read_bytes())
+    runs, seen = [], set()
+    for path in args.leaderboard:
+        scores = path / "scores.json" if path.is_dir() else path
+        if scores.resolve() in seen:
+            raise InvalidInputError(f"{path}: the same run given twice")
+        seen.add(scores.resolve())
+        try:
+            summary = json.loads(scores.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InvalidInputError(f"{scores}: not a scores.json of `drsearch score` "
+                                    f"({e.__class__.__name__}); grade the run first") from None
+        grading = summary.get("grading") if isinstance(summary, dict) else None
+        if not isinstance(grading, dict) or grading.get("dataset") != "openbiorq":
+            raise InvalidInputError(f"{scores}: not graded as --dataset openbiorq")
+        graded = read_graded(graded_path(scores))
+        if {g.question_id for g in graded} != {i["task_id"] for i in items}:
+            raise InvalidInputError(f"{scores}: graded other items than {args.questions} (task ids differ)")
+        if grading.get("questions_sha256") != questions_sha256:  # e.g. the export re-run with difficulty
+            _warn(f"{scores}: graded against another file of the same items (SHA-256 "
+                  f"{str(grading.get('questions_sha256'))[:12]}…); domains, tracks and buckets are read from "
+                  f"{args.questions}")
+        # the run's trajectories (zero-tool, coverage): the directory given, else the one scores.json names
+        recorded = [Path(r) for r in grading.get("runs") or []]
+        run_dir = path if (path / "run.json").is_file() else recorded[0] if recorded else None
+        if run_dir is None or not (run_dir / "run.json").is_file():
+            raise InvalidInputError(f"{path}: no run directory beside it (give the run directory)")
+        episodes = read_run(run_dir).episodes
+        runs.append({"episodes": episodes, "graded": graded,
+                     "questions_sha256": grading.get("questions_sha256"),
+                     "model": grading.get("agent_model"), "name": str(path)})
+    body = leaderboard(items, runs)
+    body["questions"], body["questions_sha256"] = str(args.questions), questions_sha256
+    if args.out is not None:
+        from ..contract.atomic import write_json_atomic
+
+        write_json_atomic(args.out, body)
+    if args.json:
+        print(json.dumps(body, sort_keys=True), file=out)
+    else:
+        print(render_leaderboard(body), file=out)
+    return 0
 
 
 def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
-    forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None]
+    forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None,
+             args.leaderboard is not None]
     if sum(forms) != 1:
-        raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B or --agreement A B")
+        raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B, --agreement A B or "
+                                "--leaderboard RUN …")
     # the grading extra (judges: httpx, statistics: scipy): without it, one line before any work
     import httpx  # noqa: F401
     import scipy  # type: ignore[import-untyped]  # noqa: F401
@@ -496,6 +568,8 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
         return _paired(args, out, args.compare, compare_runs, _report_compare)
     if args.agreement is not None:
         return _paired(args, out, args.agreement, judge_agreement, _report_agreement)
+    if args.leaderboard is not None:
+        return _leaderboard(args, out)
     if args.questions is None:
         raise InvalidInputError("score RUN_DIR needs --questions FILE")
     return _grade(args, out)
@@ -514,8 +588,13 @@ def register(sub: Any) -> None:
                         "runs graded together) on each side, then the exact McNemar test")
     p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
                    help="agreement of two judges' grades of one run (scores.json or .graded.jsonl paths)")
+    p.add_argument("--leaderboard", nargs="+", type=Path, metavar="RUN",
+                   help="OpenBioRQ: graded runs (run directories or scores.json) side by side: solve rate on "
+                        "the whole set, the core and the frozen core (Wilson 95%%), per-domain/track "
+                        "micro- and macro-averages; needs --questions; --out FILE writes the JSON")
     p.add_argument("--json", action="store_true",
-                   help="print JSON: the scores.json object, or the --compare/--agreement result")
+                   help="print JSON: the scores.json object, or the --compare/--agreement/--leaderboard "
+                        "result")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
     p.add_argument("--dataset", choices=DATASET_KINDS, default="dr256", help="dataset format (default dr256)")

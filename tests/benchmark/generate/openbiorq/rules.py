@@ -56,7 +56,8 @@ def refiner(body: dict[str, Any]) -> str:
         question = f"In the setting of '{title}', is it known whether {clause}?"
     else:
         question = f"Is it known whether {clause}?"
-    label = "safety" if "safe" in clause else "computational_modelling" if "predict" in clause else "efficacy"
+    label = "pharmacology" if "safe" in clause else "medical_ai_informatics" if "predict" in clause \
+        else "clinical_medicine"
     if _field(prompt, "Source id") == "PMID:31000007" and "persists" in clause:
         label = "longevity"  # not a class of the taxonomy
     return json.dumps({"difficulty_hints": ["few trials", "heterogeneous outcomes", "long follow-up"],

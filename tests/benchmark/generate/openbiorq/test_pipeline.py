@@ -71,10 +71,10 @@ def test_extracted_task_ids_follow_the_extractors_order(generated: tuple[Path, d
     assert [r["task_id"] for r in rows][:3] == ["PMID:31000001#0", "PMID:31000001#1", "PMID:31000002#0"]
     first = rows[0]
     assert first["extracted_question"].startswith("Whether early anticoagulation lowers recurrent stroke")
-    assert first["id_kind"] == "pmid" and first["track"] == "clinical" and first["year"] == 2021
+    assert first["id_kind"] == "pmid" and first["track"] == "retrieval_verified" and first["year"] == 2021
     refined = {r["task_id"]: r for r in jsonl(out / "refined.jsonl")}
     assert refined["PMID:31000001#1"]["question"].startswith("In the setting of 'Timing of anticoagulation")
-    assert refined["NCT04000003#1"]["taxonomy"] == "safety" and len(refined["NCT04000003#1"]["difficulty_hints"]) == 3
+    assert refined["NCT04000003#1"]["taxonomy"] == "pharmacology" and len(refined["NCT04000003#1"]["difficulty_hints"]) == 3
     assert {r["initial_status"] for r in refined.values()} == {"open"}
 
 
@@ -88,9 +88,9 @@ def test_the_audit_reports_wilson_intervals_and_the_lift(generated: tuple[Path, 
     assert audit["extracted"]["rate_pct"] == 69.2 and audit["refined"]["rate_pct"] == 100.0
     assert audit["lift_pp"] == 30.8
     tracks = audit["extracted"]["per_track"]  # in the stated track order
-    assert [(t["track"], t["yes"], t["n"]) for t in tracks] == [("clinical", 5, 8), ("translational", 3, 3),
-                                                                ("computational", 1, 2)]
-    assert tracks[0]["ci95"] == list(wilson_interval(5, 8))
+    assert [(t["track"], t["yes"], t["n"]) for t in tracks] == [
+        ("retrieval_verified", 8, 11), ("expert_consensus", 1, 2), ("priority_setting", 0, 0), ("expand", 0, 0)]
+    assert tracks[0]["ci95"] == list(wilson_interval(8, 11))
 
 
 def test_rubrics_are_valid_hashed_and_readable_for_grading(generated: tuple[Path, dict[str, Any]]) -> None:
@@ -182,7 +182,7 @@ def test_stages_run_one_at_a_time_and_skip_what_is_done(responder: RuleResponder
     assert not (out / "refined.jsonl").exists()
     rc, summary, _ = generate("refine", out, base_url=responder.url)
     assert summary is not None and summary["skipped"] == ["extract"] and summary["ran"] == ["refine"]
-    rc, summary, _ = generate("refine", out, "--tracks", "clinical,translational,computational,methods",
+    rc, summary, _ = generate("refine", out, "--tracks", "retrieval_verified,expert_consensus,methods",
                               base_url=responder.url)
     assert summary is not None and summary["ran"] == ["extract", "refine"]  # a changed setting reruns
 

@@ -26,7 +26,7 @@ def test_the_fixture_reads_with_every_identifier_kind() -> None:
     assert len(sources) == 10
     assert [s.id_kind for s in sources].count("pmid") == 4
     assert {s.id_kind for s in sources} == {"pmid", "nct", "arxiv", "other"}
-    assert {s.track for s in sources} == {"clinical", "translational", "computational"}
+    assert {s.track for s in sources} == {"retrieval_verified", "expert_consensus"}  # the paper's tracks
 
 
 @pytest.mark.parametrize(("bad", "message"), [
@@ -52,10 +52,11 @@ def test_unknown_tracks_and_prefixes_are_all_listed(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as e:
         read_sources(path)
     assert e.value.message == (
-        f"{path}: unknown track(s) 'oncology' (line 2); known: clinical, translational, computational; unknown "
+        f"{path}: unknown track(s) 'oncology' (line 2); known: retrieval_verified, expert_consensus, "
+        "priority_setting, expand; unknown "
         "identifier prefix or shape 'PMC123' (line 3), 'NCT123' (line 4); known: PMID:<digits>, NCT<8 digits>, "
         "arXiv:<id>, doi:<doi>, DOC:<name>")
-    rows[1]["track"] = "clinical"
+    rows[0]["track"] = rows[1]["track"] = "clinical"
     assert read_sources(write(tmp_path / "t.jsonl", rows[:2]), ("clinical",))[1].track == "clinical"
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ....agents.canonical import sha256_hex
+from ...datasets.openbiorq_taxonomy import DOMAIN_LABELS
 from ..dedup import DEFAULT_TAU
 from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
@@ -28,9 +29,9 @@ from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
 STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
-TAXONOMY = ("efficacy", "safety", "mechanism", "diagnosis", "prognosis", "epidemiology", "prevention",
-            "implementation", "health_economics", "methodology", "computational_modelling", "other")
-"""The default 12-class taxonomy (``--taxonomy FILE`` replaces it)."""
+TAXONOMY = DOMAIN_LABELS
+"""The default taxonomy: the paper's 12 level-one biomedical domains (``--taxonomy question-types`` or
+``--taxonomy FILE`` replaces it; datasets.openbiorq_taxonomy)."""
 AUDIT_SAMPLE = 500
 
 
