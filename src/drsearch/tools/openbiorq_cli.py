@@ -226,7 +226,13 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         from ..benchmark.generate.embed import Embedder
 
         Embedder()  # a missing or unpinned model: exit 2 before any stage runs
-    summary = run_pipeline(build_pipeline(settings), run)
+    from .progress import GeneratorBars
+
+    bars = GeneratorBars(args.quiet)  # drawn on a terminal's stderr only, never with --quiet
+    try:
+        summary = run_pipeline(build_pipeline(settings), run, bars if bars.draw else None)
+    finally:
+        bars.close()
     _warn_answered(args.obrq_dir)
     if args.json:
         print(json.dumps(summary, sort_keys=True), file=out)
@@ -235,8 +241,12 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     print(f"ran {ran}; skipped {skipped}", file=out)
     for name, c in summary["counts"].items():
         rejected = ", ".join(f"{n} {check}" for check, n in c["rejected"].items())
-        print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else ""),
-              file=out)
+        timing = summary["timings"].get(name)  # stages run now: their model calls, tokens and wall time
+        spent = "" if timing is None else (f"; {timing['model']['calls']} calls ({timing['model']['cached']} "
+                                           f"cached), {timing['model']['total_tokens']} tokens, "
+                                           f"{timing['wall_s']:.1f} s")
+        print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else "")
+              + spent, file=out)
     return 0
 
 
@@ -294,7 +304,10 @@ def register(sub: Any) -> None:
     p.add_argument("--vague-phrase", action="append", metavar="P",
                    help="a phrase that makes a criterion vague (repeat; replaces the default list)")
     p.add_argument("--redrafts", type=int, default=3, help="rubric redrafts before an item is dropped (3)")
-    p.add_argument("--concurrency", type=int, default=1, help="model calls in flight per stage (default 1)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="items a stage processes at once, e.g. model calls in flight (default 1; the outputs "
+                        "do not depend on it and changing it reruns nothing)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--evidence-corpus", metavar="URL",
                    help="openness: a drsearch serve over follow-up records, searched by title and question")
     p.add_argument("--public-apis", action="store_true",

@@ -200,3 +200,24 @@ def test_record_delete_replay_regenerates_byte_identically(generated: tuple[Path
     assert summary is not None and summary["ran"] == list(STAGES[:5])
     assert not (replayed / "cache.sqlite3").exists()  # the cache given with --cache, not a new one
     assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
+
+
+def test_concurrency_changes_no_output_byte_and_reruns_nothing(generated: tuple[Path, dict[str, Any]],
+                                                              tmp_path: Path) -> None:
+    """--concurrency 8 writes the same bytes as 1 (rows in item order, whatever order the calls finish in),
+    is not a stage setting (the manifest is the same), and rerunning with another level skips every stage."""
+    recorded, _ = generated
+    parallel = tmp_path / "parallel"
+    with serve_rules(RULES) as r:
+        rc, summary, err = generate("rubric", parallel, "--baseline", "extracted", "--concurrency", "8",
+                                    base_url=r.url)
+        assert rc == 0, err
+        url = json.loads((recorded / "manifest.json").read_text())["stages"]["extract"]["models"][0]["base_url"]
+        manifest = (parallel / "manifest.json").read_text().replace(r.url, url)  # the one server address
+        assert manifest == (recorded / "manifest.json").read_text()
+        assert_same_tree(recorded, parallel, ignore={"timings.json", "cache.sqlite3", "manifest.json"})
+        assert json.loads((parallel / "timings.json").read_text())["last_invocation"]["concurrency"] == 8
+        rc, summary, err = generate("rubric", parallel, "--baseline", "extracted", "--concurrency", "2",
+                                    base_url=r.url)
+    assert rc == 0 and summary is not None and summary["ran"] == [], err
+

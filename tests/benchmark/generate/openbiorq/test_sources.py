@@ -4,6 +4,7 @@ identifier prefixes are all listed; the CLI exits 2 with one line and writes not
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +114,22 @@ def test_the_summary_without_json_is_a_short_table(tmp_path: Path) -> None:
 
     from .rules import RULES
 
-    buf = io.StringIO()
+    buf, again = io.StringIO(), io.StringIO()
     with serve_rules(RULES) as r, contextlib.redirect_stdout(buf):
         rc = main(["generate", "openbiorq", "refine", str(tmp_path / "o"), "--sources", str(SOURCES),
                    "--base-url", r.url], out=buf)
+        rerun = main(["generate", "openbiorq", "refine", str(tmp_path / "o"), "--sources", str(SOURCES),
+                      "--base-url", r.url], out=again)  # nothing run now: no calls to report
     assert rc == 0
-    assert buf.getvalue() == ("ran extract, refine; skipped nothing\n"
-                              "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
-                              "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
+    # each stage run now with its model calls (10 sources, 14 questions: one call each), tokens and time
+    assert re.fullmatch(r"ran extract, refine; skipped nothing\n"
+                        r"   extract: 10 in, 9 out \(rejected: 1 unparseable\); 10 calls \(0 cached\), \d+ tokens, "
+                        r"\d+\.\d s\n"
+                        r"    refine: 14 in, 13 out \(rejected: 1 unparseable\); 14 calls \(0 cached\), \d+ tokens, "
+                        r"\d+\.\d s\n", buf.getvalue()), buf.getvalue()
+    assert rerun == 0 and again.getvalue() == ("ran nothing; skipped extract, refine\n"
+                                           "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
+                                           "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
 
 
 @pytest.mark.parametrize(("source_id", "kind"), [

@@ -129,8 +129,8 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
     """The generator's pipeline for ``s`` (``s.sources`` made absolute)."""
     writer = ModelEndpoint(model=s.writer_model, base_url=s.base_url)
     judge = ModelEndpoint(model=s.judge_model, base_url=s.base_url)
-    common = {"code_sha256": package_sha256(), "concurrency": s.concurrency, "seed": s.seed,
-              "temperature": s.temperature}
+    # no concurrency here: the outputs do not depend on it, so changing it must rerun nothing
+    common = {"code_sha256": package_sha256(), "seed": s.seed, "temperature": s.temperature}
     writes = {**common, "writer_model": s.writer_model}
     judges = {**common, "judge_model": s.judge_model}
     return Pipeline(GENERATOR, [

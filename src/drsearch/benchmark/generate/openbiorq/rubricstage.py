@@ -58,8 +58,8 @@ def rubric_stage(ctx: StageContext) -> None:
             history.append(feedback)
         return Reject("rubric_invalid", f"{redrafts} redraft(s) and still: {'; '.join(feedback)}")
 
-    ctx.write_jsonl("rubrics.jsonl", ctx.map(ctx.read_jsonl("deduped.jsonl"), lambda i: i["task_id"], process,
-                                             concurrency=int(ctx.settings["concurrency"])))
+    items = ctx.read_jsonl("deduped.jsonl")
+    ctx.write_jsonl("rubrics.jsonl", ctx.map(items, lambda i: i["task_id"], process))
 
 
 __all__ = ["rubric_stage"]
