@@ -11,6 +11,7 @@
     drsearch generate openbiorq freeze OBRQ_DIR --calibration CAL --t0 T1 T2 T3
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
     drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
+    drsearch generate openbiorq datasheet OBRQ_DIR --as-of YYYY-MM-DD [--accessed NAME=DATE ...] [--sources F]
 
 STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
 inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
@@ -57,7 +58,7 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-_REPORTS = ("difficulty", "freeze", "churn", "coverage")
+_REPORTS = ("difficulty", "freeze", "churn", "coverage", "datasheet")
 
 
 def _difficulty_sha256(obrq_dir: Path) -> str | None:
@@ -108,10 +109,36 @@ def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_openbiorq_datasheet(args: argparse.Namespace, out: TextIO) -> int:
+    """``datasheet``: datasheet.json and datasheet.md of the export in OBRQ_DIR."""
+    from ..benchmark.generate.openbiorq.datasheet import datasheet, iso_date, render_markdown
+    from ..contract.atomic import write_bytes_atomic, write_json_atomic
+
+    if args.as_of is None:
+        raise InvalidInputError("datasheet needs --as-of YYYY-MM-DD (the snapshot date the openness labels "
+                                "and difficulty buckets hold for)")
+    accessed: dict[str, str] = {}
+    for text in args.accessed or ():
+        name, sep, date = text.partition("=")
+        if not sep or not name:
+            raise InvalidInputError(f"--accessed {text!r}: expected NAME=YYYY-MM-DD")
+        accessed[name] = iso_date(date, f"--accessed {name}")
+    sheet = datasheet(args.obrq_dir, iso_date(args.as_of, "--as-of"), accessed, args.sources)
+    write_json_atomic(args.obrq_dir / "datasheet.json", sheet)
+    write_bytes_atomic(args.obrq_dir / "datasheet.md", render_markdown(sheet).encode("utf-8"))
+    if args.json:
+        print(json.dumps(sheet, sort_keys=True), file=out)
+    else:
+        print(f"wrote {args.obrq_dir / 'datasheet.json'} and {args.obrq_dir / 'datasheet.md'}", file=out)
+    return 0
+
+
 def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     """``difficulty`` / ``freeze`` / ``churn``: reports over calibrations, written into OBRQ_DIR."""
     if args.stage == "coverage":
         return cmd_openbiorq_coverage(args, out)
+    if args.stage == "datasheet":
+        return cmd_openbiorq_datasheet(args, out)
     from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
     from ..contract.atomic import write_bytes_atomic, write_json_atomic
 
@@ -340,6 +367,11 @@ def register(sub: Any) -> None:
                         "made with --frozen-runs)")
     p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
                    help="coverage: run directories over the export")
+    p.add_argument("--as-of", metavar="YYYY-MM-DD",
+                   help="datasheet: the snapshot date the export's openness labels and buckets hold for")
+    p.add_argument("--accessed", action="append", metavar="NAME=YYYY-MM-DD",
+                   help="datasheet: when an endpoint of the export (model:M, europepmc, ctgov, s2, corpus) "
+                        "was accessed (repeatable; unrecorded otherwise)")
     p.add_argument("--boundary", type=fraction, default=0.15,
                    help="churn: boundary items have a max score within this of the threshold (0.15)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],

@@ -57,7 +57,7 @@ def test_the_sequence_is_what_the_page_shows() -> None:
     assert sum(c.startswith("drsearch run ") for c in commands) == 6
     assert sum(c.startswith("drsearch score ") for c in commands) == 7  # six gradings and the leaderboard
     assert [c.split()[3] for c in commands if c.startswith("drsearch generate openbiorq")] == [
-        "export", "difficulty", "freeze", "churn", "export", "coverage"]
+        "export", "difficulty", "freeze", "churn", "export", "coverage", "datasheet"]
     assert [strip_comment(c) for c in commands if strip_comment(c).endswith("&")] == [
         "drsearch serve --database followups.sqlite3 --port 8731 &"]
 
@@ -90,6 +90,20 @@ def _behaviour(work: Path) -> str:
 
     return (f"zero-tool {each('zero_tool')}; cite {each('cite')}; non-attempt {each('non_attempt')}; "
             f"source not cited (PMID) {wrong('pmid')}; source not cited (arXiv) {wrong('arxiv')}")
+
+
+def _datasheet(work: Path) -> str:
+    sheet = json.loads((work / "obrq/datasheet.json").read_text())
+    c, ends = sheet["counts"], sheet["endpoints"]
+    domains = ", ".join(f"{k} {v}" for k, v in sorted(c["domain"].items(), key=lambda kv: -kv[1]))
+    tracks = ", ".join(f"{k} {v}" for k, v in sorted(c["track"].items(), key=lambda kv: -kv[1]))
+    buckets = ", ".join(f"{k} {v}" for k, v in c["bucket"].items())
+    models = sum(e["kind"] == "model" for e in ends)
+    dated = sum(e["access_date_recorded"] for e in ends)
+    licences = ", ".join(f"{k} {v}" for k, v in sheet["licences"]["by_licence"].items())
+    return (f"{c['items']} items: {domains}; {tracks}; {buckets}; {len(ends)} endpoints ({models} models, "
+            f"{len(ends) - models} evidence routes), {dated or 'no'} access date recorded; "
+            f"licences {licences}")
 
 
 def results(work: Path) -> dict[str, str]:
@@ -130,6 +144,7 @@ def results(work: Path) -> dict[str, str]:
         "leaderboard (`--leaderboard`, six runs)": (
             f"solved whole/core/frozen core: {counts} of {n_items['whole']}/{n_items['core']}/"
             f"{n_items['frozen_core']}"),
+        "datasheet": _datasheet(work),
         "coverage": (f"{len(runs)} runs × {coverage['items']} items: {sum(len(r['missing']) for r in runs)} missing, "
                      f"{sum(len(r['differs']) for r in runs)} differing, "
                      f"{sum(r['replay_cache_misses'] for r in runs)} replay cache misses")}
