@@ -33,7 +33,7 @@ from .argtypes import fraction
 
 # openbiorq.STAGES, spelled here so that `drsearch --help` does not import the generator (httpx);
 # tests/tools/test_stage_names.py keeps the two equal
-_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
+_STAGES = ("extract", "refine", "audit", "dedup", "gold", "rubric", "openness", "membership", "export")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -58,7 +58,7 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-_REPORTS = ("difficulty", "freeze", "churn", "coverage", "datasheet")
+_REPORTS = ("difficulty", "freeze", "churn", "coverage", "datasheet", "gold-audit")
 
 
 def _difficulty_sha256(obrq_dir: Path) -> str | None:
@@ -133,8 +133,64 @@ def cmd_openbiorq_datasheet(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_openbiorq_gold_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``gold-audit``: the gold answers' citations resolved (``--record-url``) and judged for support
+    (``--judge-model`` at ``--base-url``), written to OBRQ_DIR/gold_audit.json."""
+    from contextlib import ExitStack
+
+    import httpx
+
+    from ..agents import ChatClient, RetryPolicy
+    from ..agents.llm import api_key_from_env
+    from ..benchmark import (
+        CitationAuditor,
+        HttpRecordResolver,
+        JudgeCache,
+        JudgeSettings,
+        LLMJudge,
+        SupportJudge,
+    )
+    from ..benchmark.citations import RESOLVE_RETRY
+    from ..benchmark.generate.openbiorq.gold import gold_audit
+    from ..contract.atomic import write_json_atomic
+    from .score_cli import _record_url
+
+    rows_path = args.obrq_dir / "gold.jsonl"
+    if not rows_path.is_file():
+        raise InvalidInputError(f"{rows_path}: no such file (run the pipeline with --gold-model M first)")
+    if not args.record_url:
+        raise InvalidInputError("gold-audit needs --record-url KIND=URL (pmid|doi|nct|arxiv; URL with {id})")
+    if not args.judge_model or not args.base_url:
+        raise InvalidInputError("gold-audit needs --judge-model J and --base-url URL (the support judge)")
+    templates = dict(_record_url(t) for t in args.record_url)
+    rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cache_path = args.obrq_dir / "gold_audit_cache.sqlite3"
+    with ExitStack() as stack:
+        cache = stack.enter_context(JudgeCache(cache_path, "replay-then-live"))
+        client = ChatClient.connect(args.base_url, api_key_from_env(args.api_key_env),
+                                    retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+        stack.callback(client.close)
+        http = stack.enter_context(httpx.Client(timeout=RESOLVE_RETRY.timeout_s, follow_redirects=True))
+        judge = SupportJudge(LLMJudge(client, JudgeSettings(model=args.judge_model), cache))
+        auditor = CitationAuditor(HttpRecordResolver(http, templates), judge)
+        report = gold_audit(rows, auditor)
+    report["record_urls"] = templates
+    write_json_atomic(args.obrq_dir / "gold_audit.json", report)
+    if args.json:
+        print(json.dumps(report, sort_keys=True), file=out)
+        return 0
+    c = report["citations"]
+    print(f"{report['answers']} gold answers, {report['answers_citing']} citing; {c['cited']} citations: "
+          f"existence {c['existence']['rate']['rate']} over {c['existence']['rate']['n']}, wrong paper "
+          f"{c['wrong_paper']['count']} of {c['wrong_paper']['n']} judged; wrote "
+          f"{args.obrq_dir / 'gold_audit.json'}", file=out)
+    return 0
+
+
 def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     """``difficulty`` / ``freeze`` / ``churn``: reports over calibrations, written into OBRQ_DIR."""
+    if args.stage == "gold-audit":
+        return cmd_openbiorq_gold_audit(args, out)
     if args.stage == "coverage":
         return cmd_openbiorq_coverage(args, out)
     if args.stage == "datasheet":
@@ -233,7 +289,8 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         run = settings_from(args)
         settings = OpenBioRQSettings(
             sources=args.sources, base_url=args.base_url, writer_model=args.writer_model,
-            judge_model=args.judge_model, seed=args.seed, temperature=args.temperature,
+            judge_model=args.judge_model, gold_model=args.gold_model, seed=args.seed,
+            temperature=args.temperature,
             audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
             embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
             evidence_corpus=args.evidence_corpus, evidence_apis=apis, evidence_k=args.evidence_k,
@@ -317,6 +374,9 @@ def register(sub: Any) -> None:
     p.add_argument("--taxonomy", type=Path, metavar="NAME|FILE",
                    help="domains (default: the paper's 12 biomedical domains), question-types (the earlier "
                         "12 classes), or a JSON list of classes in FILE")
+    p.add_argument("--gold-model", metavar="G",
+                   help="the gold stage: model that writes each question's reference answer, given to the "
+                        "rubric writer as context only (default: no gold stage)")
     p.add_argument("--seed", type=int, default=15, help="seed sent with every model call (default 15)")
     p.add_argument("--temperature", type=float, default=0.0, help="temperature of every call (default 0)")
     p.add_argument("--audit-sample", type=int, default=500, metavar="N",
@@ -367,6 +427,8 @@ def register(sub: Any) -> None:
                         "made with --frozen-runs)")
     p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
                    help="coverage: run directories over the export")
+    p.add_argument("--record-url", action="append", metavar="KIND=URL",
+                   help="gold-audit: fetch pmid|doi|nct|arxiv records from URL with {id} (repeatable)")
     p.add_argument("--as-of", metavar="YYYY-MM-DD",
                    help="datasheet: the snapshot date the export's openness labels and buckets hold for")
     p.add_argument("--accessed", action="append", metavar="NAME=YYYY-MM-DD",

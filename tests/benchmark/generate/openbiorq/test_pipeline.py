@@ -45,7 +45,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 def test_every_stage_runs_and_counts_its_candidates(generated: tuple[Path, dict[str, Any]]) -> None:
     out, summary = generated
-    assert summary["ran"] == list(STAGES[:5]) and summary["generator"] == "openbiorq"
+    assert summary["ran"] == list(STAGES[:STAGES.index("rubric") + 1]) and summary["generator"] == "openbiorq"
     counts = summary["counts"]
     assert counts["extract"] == {"in": 10, "out": 9, "rejected": {"unparseable": 1}, "rejected_total": 1}
     assert counts["refine"] == {"in": 14, "out": 13, "rejected": {"unparseable": 1}, "rejected_total": 1}
@@ -150,12 +150,12 @@ def test_an_interrupted_stage_resumes_with_only_its_unfinished_items(tmp_path: P
         journal = out / "stages/rubric.journal.jsonl"
         assert journal.is_file() and len(journal.read_text().splitlines()) == 2  # header + the first item
         manifest = json.loads((out / "manifest.json").read_text())
-        assert manifest["stage_order"] == ["extract", "refine", "audit", "dedup"]
+        assert manifest["stage_order"] == ["extract", "refine", "audit", "dedup", "gold"]
         r.rules[:] = RULES
         r.requests.clear()
         rc, summary, err = generate("rubric", out, base_url=r.url)
         assert rc == 0, err
-        assert summary is not None and summary["skipped"] == ["extract", "refine", "audit", "dedup"]
+        assert summary is not None and summary["skipped"] == ["extract", "refine", "audit", "dedup", "gold"]
         assert summary["ran"] == ["rubric"]
         asked = prompts_of(r, "Task: write a checklist rubric.")
         assert len(asked) == 11 + 3 + 1 + 1  # 11 items not finished: one draft each; 3 + 1 + 1 redrafts
@@ -197,7 +197,7 @@ def test_record_delete_replay_regenerates_byte_identically(generated: tuple[Path
     rc, summary, err = generate("rubric", replayed, "--baseline", "extracted", "--cache-mode", "replay",
                                 "--cache", str(cache), base_url=url)  # its server is gone: offline
     assert rc == 0, err
-    assert summary is not None and summary["ran"] == list(STAGES[:5])
+    assert summary is not None and summary["ran"] == list(STAGES[:STAGES.index("rubric") + 1])
     assert not (replayed / "cache.sqlite3").exists()  # the cache given with --cache, not a new one
     assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
 

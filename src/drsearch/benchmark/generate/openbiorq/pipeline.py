@@ -20,6 +20,7 @@ from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
 from .evidence import PUBLIC_APIS
 from .export import export_stage
+from .gold import gold_stage
 from .membership import membership_stage
 from .openness import openness_stage
 from .rubric import MAX_CRITERIA, MIN_CRITERIA, REDRAFTS, VAGUE_PHRASES
@@ -28,7 +29,7 @@ from .sources import DEFAULT_TRACKS
 from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
-STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
+STAGES = ("extract", "refine", "audit", "dedup", "gold", "rubric", "openness", "membership", "export")
 TAXONOMY = DOMAIN_LABELS
 """The default taxonomy: the paper's 12 level-one biomedical domains (``--taxonomy question-types`` or
 ``--taxonomy FILE`` replaces it; datasets.openbiorq_taxonomy)."""
@@ -44,6 +45,8 @@ class OpenBioRQSettings(BaseModel):
     base_url: str
     writer_model: Annotated[str, Field(min_length=1)] = "writer"
     judge_model: Annotated[str, Field(min_length=1)] = "judge"
+    gold_model: Annotated[str, Field(min_length=1)] | None = None
+    """The model of the optional gold stage (reference answers as rubric-drafting context); None: off."""
     tracks: tuple[str, ...] = DEFAULT_TRACKS
     taxonomy: tuple[str, ...] = TAXONOMY
     seed: int = 15
@@ -145,7 +148,10 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
         Stage("dedup", dedup_stage, inputs=("refined.jsonl",), outputs=("deduped.jsonl", "dedup.json"),
               settings={"code_sha256": common["code_sha256"], "tau": s.tau, "tracks": list(s.tracks),
                         "embedding_model": str(s.embedding_model) if s.embedding_model else None}),
-        Stage("rubric", rubric_stage, inputs=("deduped.jsonl",), outputs=("rubrics.jsonl",),
+        Stage("gold", gold_stage, inputs=("deduped.jsonl",), outputs=("gold.jsonl",),
+              settings={**common, "gold_model": s.gold_model},
+              models=(ModelEndpoint(model=s.gold_model, base_url=s.base_url),) if s.gold_model else ()),
+        Stage("rubric", rubric_stage, inputs=("deduped.jsonl", "gold.jsonl"), outputs=("rubrics.jsonl",),
               settings={**writes, "judge_model": s.judge_model, "max_criteria": s.max_criteria,
                         "min_criteria": s.min_criteria, "redrafts": s.redrafts,
                         "vague_phrases": list(s.vague_phrases)}, models=(writer, judge)),
