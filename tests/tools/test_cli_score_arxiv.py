@@ -53,7 +53,7 @@ def test_arxiv_wrong_paper_rate_and_citation_audit(tmp_path: Path) -> None:
     with serve_records() as records:
         scores, asked = _score(run, questions, tmp_path / "scores.json", f"arxiv={records.url}/abs/{{id}}")
     # behaviour: 2 arXiv-sourced answers cite arXiv ids; the one citing another paper is the wrong paper
-    wrong = scores["behaviour"]["wrong_paper"]
+    wrong = scores["behaviour"]["source_not_cited"]
     assert (wrong["arxiv"]["count"], wrong["arxiv"]["n"]) == (1, 2)
     assert (wrong["pmid"]["count"], wrong["pmid"]["n"]) == (0, 0)
     # the audit: ids requested in their normalised form (no version, no .pdf)
@@ -94,7 +94,7 @@ def test_arxiv_ids_without_a_record_url_are_transient_never_found(tmp_path: Path
     graded = [c for line in (tmp_path / "scores.graded.jsonl").read_text().splitlines()
               for c in json.loads(line)["judge"]["citations"] if c["kind"] == "arxiv"]
     assert {(c["existence"], c["attempts"], c["detail"]) for c in graded} == {("transient", 1, "no resolver for arxiv")}
-    assert scores["behaviour"]["wrong_paper"]["arxiv"]["n"] == 2  # behaviour needs no resolver
+    assert scores["behaviour"]["source_not_cited"]["arxiv"]["n"] == 2  # behaviour needs no resolver
     warnings = [line for line in capsys.readouterr().err.splitlines() if "no resolver" in line]
     assert warnings == ["drsearch: warning: citation audit: 3 citation(s) of a kind with no resolver (3 arxiv): "
                         "transient, left out of the existence rate (--record-url KIND=URL for pmid|doi|nct|arxiv; "

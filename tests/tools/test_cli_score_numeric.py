@@ -68,7 +68,7 @@ def test_the_numeric_path_reports_behaviour_and_the_leak_audit_as_the_llm_path_d
     assert (b["non_attempt"]["count"], b["non_attempt"]["n"]) == (9, 12)  # empty, turn cap, 7 without an episode
     assert (b["zero_tool"]["count"], b["zero_tool"]["n"]) == (1, 3)
     assert (b["cite"]["count"], b["cite"]["n"]) == (1, 3)
-    assert set(b["wrong_paper"]) == {"pmid", "nct", "arxiv"}
+    assert set(b["source_not_cited"]) == {"pmid", "nct", "arxiv"}
     assert scores["leak_audit"]["totals"]["episodes"] == 5
     with serve_judge() as judge:
         assert main(["score", str(run), "--questions", str(QUESTIONS), "--judge-model", "j", "--base-url", judge.url,

@@ -352,9 +352,52 @@ def judge_agreement(
         "disagreements": [list(key) for key in keys if table_a[key].correct != table_b[key].correct],
         "n_scored": len(scored),
         "spearman": spearman(scores_a, scores_b) if scored else None,
+        "wrong_paper": wrong_paper_agreement([table_a[key] for key in paired],
+                                             [table_b[key] for key in paired], confidence=confidence),
     }
     result: dict[str, Any] = _canonical(body)
     return result
+
+
+def _judged_citations(g: GradedQuestion) -> list[dict[str, Any]]:
+    return [c for c in (g.judge or {}).get("citations") or () if isinstance(c, dict)]
+
+
+def wrong_paper_agreement(a: Sequence[GradedQuestion], b: Sequence[GradedQuestion], *,
+                          confidence: float = 0.95) -> dict[str, Any]:
+    """Agreement of two support judges on the binary wrong-paper verdict (the paper's L2).
+
+    ``a`` and ``b`` are the same records graded twice (paired in order). A citation is
+    compared when both audits found its record and both judges gave a support verdict; the
+    label is wrong paper (support ``no``) or not (``yes`` or ``partial``). Citations pair by
+    their position in the answer, kind and value (one answer, one extraction). Returns
+    ``n``, raw agreement with its interval, Cohen's kappa (None when ``n`` is 0), the 2×2
+    counts (``both``, ``a_only``, ``b_only``, ``neither``) and the judges' models.
+    """
+    labels_a: list[bool] = []
+    labels_b: list[bool] = []
+    models_a: set[str] = set()
+    models_b: set[str] = set()
+    for x, y in zip(a, b, strict=True):
+        for cx, cy in zip(_judged_citations(x), _judged_citations(y), strict=False):
+            if (cx.get("kind"), cx.get("value")) != (cy.get("kind"), cy.get("value")):
+                raise ValueError(f"question {x.question_id!r}: the two audits cite different identifiers "
+                                 "(different runs, or different citation extraction)")
+            if cx.get("existence") != "found" or cy.get("existence") != "found" \
+                    or cx.get("support") is None or cy.get("support") is None:
+                continue
+            labels_a.append(cx["support"] == "no")
+            labels_b.append(cy["support"] == "no")
+            models_a.add(str((cx.get("support_judge") or {}).get("model")))
+            models_b.add(str((cy.get("support_judge") or {}).get("model")))
+    n = len(labels_a)
+    pairs = list(zip(labels_a, labels_b, strict=True))
+    agree = sum(x == y for x, y in pairs)
+    return {"a_only": pairs.count((True, False)), "agreement": _proportion(agree, n, confidence),
+            "b_only": pairs.count((False, True)), "both": pairs.count((True, True)),
+            "judges": {"a": sorted(models_a), "b": sorted(models_b)},
+            "kappa": cohen_kappa(labels_a, labels_b) if n else None, "n": n,
+            "neither": pairs.count((False, False))}
 
 
 def _fmt_rate(value: float | None) -> str:

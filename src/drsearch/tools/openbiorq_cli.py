@@ -3,7 +3,7 @@
 ::
 
     drsearch generate openbiorq {extract,…,openness,membership,export,all} OBRQ_DIR --sources SOURCES.jsonl
-        --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy FILE]
+        --base-url URL [--writer-model M] [--judge-model J] [--tracks a,b,c] [--taxonomy NAME|FILE]
         [--baseline extracted] [--audit-sample 500] [--tau 0.90] [--vague-phrase P ...] [--redrafts 3]
         [--cache-mode record|replay|replay-then-live|off] [--cache FILE] [--api-key-env VAR]
         [--evidence-corpus URL] [--public-apis] [--inject-controls FILE]
@@ -11,6 +11,7 @@
     drsearch generate openbiorq freeze OBRQ_DIR --calibration CAL --t0 T1 T2 T3
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
     drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
+    drsearch generate openbiorq datasheet OBRQ_DIR --as-of YYYY-MM-DD [--accessed NAME=DATE ...] [--sources F]
 
 STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
 inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
@@ -32,7 +33,7 @@ from .argtypes import fraction
 
 # openbiorq.STAGES, spelled here so that `drsearch --help` does not import the generator (httpx);
 # tests/tools/test_stage_names.py keeps the two equal
-_STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
+_STAGES = ("extract", "refine", "audit", "dedup", "gold", "rubric", "openness", "membership", "export")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -43,6 +44,11 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _taxonomy(path: Path) -> tuple[str, ...]:
+    """A built-in taxonomy by name (``domains``, ``question-types``), else a JSON list in a file."""
+    from ..benchmark.datasets.openbiorq_taxonomy import TAXONOMIES
+
+    if str(path) in TAXONOMIES and not path.exists():
+        return TAXONOMIES[str(path)]
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -52,7 +58,7 @@ def _taxonomy(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-_REPORTS = ("difficulty", "freeze", "churn", "coverage")
+_REPORTS = ("difficulty", "freeze", "churn", "coverage", "datasheet", "gold-audit")
 
 
 def _difficulty_sha256(obrq_dir: Path) -> str | None:
@@ -103,10 +109,92 @@ def cmd_openbiorq_coverage(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_openbiorq_datasheet(args: argparse.Namespace, out: TextIO) -> int:
+    """``datasheet``: datasheet.json and datasheet.md of the export in OBRQ_DIR."""
+    from ..benchmark.generate.openbiorq.datasheet import datasheet, iso_date, render_markdown
+    from ..contract.atomic import write_bytes_atomic, write_json_atomic
+
+    if args.as_of is None:
+        raise InvalidInputError("datasheet needs --as-of YYYY-MM-DD (the snapshot date the openness labels "
+                                "and difficulty buckets hold for)")
+    accessed: dict[str, str] = {}
+    for text in args.accessed or ():
+        name, sep, date = text.partition("=")
+        if not sep or not name:
+            raise InvalidInputError(f"--accessed {text!r}: expected NAME=YYYY-MM-DD")
+        accessed[name] = iso_date(date, f"--accessed {name}")
+    sheet = datasheet(args.obrq_dir, iso_date(args.as_of, "--as-of"), accessed, args.sources)
+    write_json_atomic(args.obrq_dir / "datasheet.json", sheet)
+    write_bytes_atomic(args.obrq_dir / "datasheet.md", render_markdown(sheet).encode("utf-8"))
+    if args.json:
+        print(json.dumps(sheet, sort_keys=True), file=out)
+    else:
+        print(f"wrote {args.obrq_dir / 'datasheet.json'} and {args.obrq_dir / 'datasheet.md'}", file=out)
+    return 0
+
+
+def cmd_openbiorq_gold_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``gold-audit``: the gold answers' citations resolved (``--record-url``) and judged for support
+    (``--judge-model`` at ``--base-url``), written to OBRQ_DIR/gold_audit.json."""
+    from contextlib import ExitStack
+
+    import httpx
+
+    from ..agents import ChatClient, RetryPolicy
+    from ..agents.llm import api_key_from_env
+    from ..benchmark import (
+        CitationAuditor,
+        HttpRecordResolver,
+        JudgeCache,
+        JudgeSettings,
+        LLMJudge,
+        SupportJudge,
+    )
+    from ..benchmark.citations import RESOLVE_RETRY
+    from ..benchmark.generate.openbiorq.gold import gold_audit
+    from ..contract.atomic import write_json_atomic
+    from .score_cli import _record_url
+
+    rows_path = args.obrq_dir / "gold.jsonl"
+    if not rows_path.is_file():
+        raise InvalidInputError(f"{rows_path}: no such file (run the pipeline with --gold-model M first)")
+    if not args.record_url:
+        raise InvalidInputError("gold-audit needs --record-url KIND=URL (pmid|doi|nct|arxiv; URL with {id})")
+    if not args.judge_model or not args.base_url:
+        raise InvalidInputError("gold-audit needs --judge-model J and --base-url URL (the support judge)")
+    templates = dict(_record_url(t) for t in args.record_url)
+    rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cache_path = args.obrq_dir / "gold_audit_cache.sqlite3"
+    with ExitStack() as stack:
+        cache = stack.enter_context(JudgeCache(cache_path, "replay-then-live"))
+        client = ChatClient.connect(args.base_url, api_key_from_env(args.api_key_env),
+                                    retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
+        stack.callback(client.close)
+        http = stack.enter_context(httpx.Client(timeout=RESOLVE_RETRY.timeout_s, follow_redirects=True))
+        judge = SupportJudge(LLMJudge(client, JudgeSettings(model=args.judge_model), cache))
+        auditor = CitationAuditor(HttpRecordResolver(http, templates), judge)
+        report = gold_audit(rows, auditor)
+    report["record_urls"] = templates
+    write_json_atomic(args.obrq_dir / "gold_audit.json", report)
+    if args.json:
+        print(json.dumps(report, sort_keys=True), file=out)
+        return 0
+    c = report["citations"]
+    print(f"{report['answers']} gold answers, {report['answers_citing']} citing; {c['cited']} citations: "
+          f"existence {c['existence']['rate']['rate']} over {c['existence']['rate']['n']}, wrong paper "
+          f"{c['wrong_paper']['count']} of {c['wrong_paper']['n']} judged; wrote "
+          f"{args.obrq_dir / 'gold_audit.json'}", file=out)
+    return 0
+
+
 def cmd_openbiorq_report(args: argparse.Namespace, out: TextIO) -> int:
     """``difficulty`` / ``freeze`` / ``churn``: reports over calibrations, written into OBRQ_DIR."""
+    if args.stage == "gold-audit":
+        return cmd_openbiorq_gold_audit(args, out)
     if args.stage == "coverage":
         return cmd_openbiorq_coverage(args, out)
+    if args.stage == "datasheet":
+        return cmd_openbiorq_datasheet(args, out)
     from ..benchmark.generate.openbiorq.difficulty import churn, difficulty_report, freeze, read_calibration
     from ..contract.atomic import write_bytes_atomic, write_json_atomic
 
@@ -201,7 +289,8 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         run = settings_from(args)
         settings = OpenBioRQSettings(
             sources=args.sources, base_url=args.base_url, writer_model=args.writer_model,
-            judge_model=args.judge_model, seed=args.seed, temperature=args.temperature,
+            judge_model=args.judge_model, gold_model=args.gold_model, seed=args.seed,
+            temperature=args.temperature,
             audit_sample=args.audit_sample, audit_seed=args.audit_seed, baseline=args.baseline, tau=args.tau,
             embedding_model=args.embedding_model, redrafts=args.redrafts, concurrency=args.concurrency,
             evidence_corpus=args.evidence_corpus, evidence_apis=apis, evidence_k=args.evidence_k,
@@ -221,7 +310,14 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
         from ..benchmark.generate.embed import Embedder
 
         Embedder()  # a missing or unpinned model: exit 2 before any stage runs
-    summary = run_pipeline(build_pipeline(settings), run)
+    from .progress import GeneratorBars
+
+    bars = GeneratorBars(args.quiet)  # drawn on a terminal's stderr only, never with --quiet
+    try:
+        summary = run_pipeline(build_pipeline(settings), run, bars if bars.draw else None)
+    finally:
+        bars.close()
+    _warn_answered(args.obrq_dir)
     if args.json:
         print(json.dumps(summary, sort_keys=True), file=out)
         return 0
@@ -229,9 +325,31 @@ def cmd_generate_openbiorq(args: argparse.Namespace, out: TextIO) -> int:
     print(f"ran {ran}; skipped {skipped}", file=out)
     for name, c in summary["counts"].items():
         rejected = ", ".join(f"{n} {check}" for check, n in c["rejected"].items())
-        print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else ""),
-              file=out)
+        timing = summary["timings"].get(name)  # stages run now: their model calls, tokens and wall time
+        spent = "" if timing is None else (f"; {timing['model']['calls']} calls ({timing['model']['cached']} "
+                                           f"cached), {timing['model']['total_tokens']} tokens, "
+                                           f"{timing['wall_s']:.1f} s")
+        print(f"{name:>10}: {c['in']} in, {c['out']} out" + (f" (rejected: {rejected})" if rejected else "")
+              + spent, file=out)
     return 0
+
+
+def _warn_answered(obrq_dir: Path) -> None:
+    """Warn (stderr) when the export carries items the openness stage labelled ``answered``: the
+    export keeps every item and records its label, so a resolved question would be served as an
+    open one unless its reader filters on ``metadata.openbiorq.openness.label``."""
+    labelled, exported = obrq_dir / "openness.jsonl", obrq_dir / "items.jsonl"
+    if not labelled.is_file() or not exported.is_file():
+        return
+    answered = {r["task_id"] for line in labelled.read_text(encoding="utf-8").splitlines() if line.strip()
+                if (r := json.loads(line)).get("openness", {}).get("label") == "answered"}
+    ids = [r["task_id"] for line in exported.read_text(encoding="utf-8").splitlines() if line.strip()
+           if (r := json.loads(line))["task_id"] in answered]
+    if ids:
+        shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+        print(f"drsearch generate openbiorq: warning: {len(ids)} exported item(s) are labelled answered by "
+              f"the openness stage ({shown}): not open questions; drop them or check their evidence "
+              "(metadata.openbiorq.openness)", file=sys.stderr)
 
 
 def register(sub: Any) -> None:
@@ -250,9 +368,15 @@ def register(sub: Any) -> None:
     p.add_argument("--judge-model", default="judge", metavar="J",
                    help="model that judges self-containment and rubric criteria (default judge)")
     p.add_argument("--tracks", type=_names, default=None, metavar="A,B,C",
-                   help="allowed tracks in dedup order (default clinical,translational,computational)")
-    p.add_argument("--taxonomy", type=Path, metavar="FILE",
-                   help="JSON list of taxonomy classes (default: 12)")
+                   help="allowed tracks in dedup order (default retrieval_verified,expert_consensus,"
+                        "priority_setting,expand; the earlier clinical,translational,computational "
+                        "still reads)")
+    p.add_argument("--taxonomy", type=Path, metavar="NAME|FILE",
+                   help="domains (default: the paper's 12 biomedical domains), question-types (the earlier "
+                        "12 classes), or a JSON list of classes in FILE")
+    p.add_argument("--gold-model", metavar="G",
+                   help="the gold stage: model that writes each question's reference answer, given to the "
+                        "rubric writer as context only (default: no gold stage)")
     p.add_argument("--seed", type=int, default=15, help="seed sent with every model call (default 15)")
     p.add_argument("--temperature", type=float, default=0.0, help="temperature of every call (default 0)")
     p.add_argument("--audit-sample", type=int, default=500, metavar="N",
@@ -267,7 +391,10 @@ def register(sub: Any) -> None:
     p.add_argument("--vague-phrase", action="append", metavar="P",
                    help="a phrase that makes a criterion vague (repeat; replaces the default list)")
     p.add_argument("--redrafts", type=int, default=3, help="rubric redrafts before an item is dropped (3)")
-    p.add_argument("--concurrency", type=int, default=1, help="model calls in flight per stage (default 1)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="items a stage processes at once, e.g. model calls in flight (default 1; the outputs "
+                        "do not depend on it and changing it reruns nothing)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--evidence-corpus", metavar="URL",
                    help="openness: a drsearch serve over follow-up records, searched by title and question")
     p.add_argument("--public-apis", action="store_true",
@@ -300,6 +427,13 @@ def register(sub: Any) -> None:
                         "made with --frozen-runs)")
     p.add_argument("--runs", type=Path, nargs="+", metavar="RUN",
                    help="coverage: run directories over the export")
+    p.add_argument("--record-url", action="append", metavar="KIND=URL",
+                   help="gold-audit: fetch pmid|doi|nct|arxiv records from URL with {id} (repeatable)")
+    p.add_argument("--as-of", metavar="YYYY-MM-DD",
+                   help="datasheet: the snapshot date the export's openness labels and buckets hold for")
+    p.add_argument("--accessed", action="append", metavar="NAME=YYYY-MM-DD",
+                   help="datasheet: when an endpoint of the export (model:M, europepmc, ctgov, s2, corpus) "
+                        "was accessed (repeatable; unrecorded otherwise)")
     p.add_argument("--boundary", type=fraction, default=0.15,
                    help="churn: boundary items have a max score within this of the threshold (0.15)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],

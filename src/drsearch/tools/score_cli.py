@@ -7,6 +7,7 @@ per job::
     drsearch compare RUN_A RUN_B                  paired McNemar test and flip table
     drsearch compare RUN_A RUN_B --majority       the same on the majority of 3 attempts
     drsearch agreement GRADED_A GRADED_B          two judges on the same run: kappa, Spearman
+    drsearch leaderboard RUN … --questions ITEMS  OpenBioRQ: graded runs side by side
 
 ``score --compare`` and ``score --agreement``, the former spellings of the last two, still
 work, with a one-line note on stderr naming the new verb (same output, same exit codes).
@@ -281,6 +282,12 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
     _add_run_facts(summary, runs, tasks, graded, args.questions, questions_sha256)
     if table is not None:
         summary["cost"] = score_cost(table, runs, llm)
+    if args.dataset == "openbiorq":
+        from ..benchmark.openbiorq_tables import read_item_facts, run_tables
+
+        selected = {t.question_id for t in tasks}
+        items = [i for i in read_item_facts(args.questions) if i["task_id"] in selected]
+        summary["openbiorq"] = run_tables(items, graded, runs[0].episodes)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
     if args.json:  # the object just written to scores.json
@@ -288,6 +295,10 @@ def _grade(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     print(render_table(summary), file=out)
     _print_cost(summary, out)
+    if "openbiorq" in summary:
+        from ..benchmark.openbiorq_tables import render_run_tables
+
+        print("\n" + render_run_tables(summary["openbiorq"]), file=out)
     if summary["leak_audit"]["totals"]["episodes"]:
         print("\n" + render_leak_audit(summary["leak_audit"]), file=out)
     print(f"\nwrote {scores} and {graded_path(scores)}", file=out)
@@ -535,6 +546,66 @@ def _report_agreement(result: dict[str, Any], out: TextIO) -> None:
         print(f"checklist scores: Spearman rho {result['spearman']} over {result['n_scored']}", file=out)
     print(f"disagreements ({len(result['disagreements'])}): "
           f"{' '.join(q for q, _ in result['disagreements']) or '-'}", file=out)
+    wp = result["wrong_paper"]
+    if wp["n"]:
+        agree = wp["agreement"]
+        print(f"wrong-paper verdicts on {wp['n']} citation(s) judged by both: agreement {agree['rate']} "
+              f"{agree['ci']}  Cohen's kappa {wp['kappa']} (both {wp['both']}, A only {wp['a_only']}, "
+              f"B only {wp['b_only']}, neither {wp['neither']})", file=out)
+
+
+def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    """``drsearch leaderboard RUN … --questions ITEMS``: graded OpenBioRQ runs side by side
+    (openbiorq_tables.leaderboard)."""
+    from ..agents.canonical import sha256_hex
+    from ..benchmark import read_graded, read_run
+    from ..benchmark.openbiorq_tables import leaderboard, read_item_facts, render_leaderboard
+
+    if args.questions is None:
+        raise InvalidInputError("--leaderboard needs --questions ITEMS.jsonl (the export the runs answered)")
+    items = read_item_facts(args.questions)
+    questions_sha256 = sha256_hex(args.questions.read_bytes())
+    runs, seen = [], set()
+    for path in args.runs:
+        scores = path / "scores.json" if path.is_dir() else path
+        if scores.resolve() in seen:
+            raise InvalidInputError(f"{path}: the same run given twice")
+        seen.add(scores.resolve())
+        try:
+            summary = json.loads(scores.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InvalidInputError(f"{scores}: not a scores.json of `drsearch score` "
+                                    f"({e.__class__.__name__}); grade the run first") from None
+        grading = summary.get("grading") if isinstance(summary, dict) else None
+        if not isinstance(grading, dict) or grading.get("dataset") != "openbiorq":
+            raise InvalidInputError(f"{scores}: not graded as --dataset openbiorq")
+        graded = read_graded(graded_path(scores))
+        if {g.question_id for g in graded} != {i["task_id"] for i in items}:
+            raise InvalidInputError(f"{scores}: graded other items than {args.questions} (task ids differ)")
+        if grading.get("questions_sha256") != questions_sha256:  # e.g. the export re-run with difficulty
+            _warn(f"{scores}: graded against another file of the same items (SHA-256 "
+                  f"{str(grading.get('questions_sha256'))[:12]}…); domains, tracks and buckets are read from "
+                  f"{args.questions}")
+        # the run's trajectories (zero-tool, coverage): the directory given, else the one scores.json names
+        recorded = [Path(r) for r in grading.get("runs") or []]
+        run_dir = path if (path / "run.json").is_file() else recorded[0] if recorded else None
+        if run_dir is None or not (run_dir / "run.json").is_file():
+            raise InvalidInputError(f"{path}: no run directory beside it (give the run directory)")
+        episodes = read_run(run_dir).episodes
+        runs.append({"episodes": episodes, "graded": graded,
+                     "questions_sha256": grading.get("questions_sha256"),
+                     "model": grading.get("agent_model"), "name": str(path)})
+    body = leaderboard(items, runs)
+    body["questions"], body["questions_sha256"] = str(args.questions), questions_sha256
+    if args.out is not None:
+        from ..contract.atomic import write_json_atomic
+
+        write_json_atomic(args.out, body)
+    if args.json:
+        print(json.dumps(body, sort_keys=True), file=out)
+    else:
+        print(render_leaderboard(body), file=out)
+    return 0
 
 
 def _note_renamed(old: str, new: str) -> None:
@@ -570,9 +641,11 @@ def cmd_agreement(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
-    forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None]
+    forms = [args.run_dir is not None, args.compare is not None, args.agreement is not None,
+             args.leaderboard is not None]
     if sum(forms) != 1:
-        raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B or --agreement A B")
+        raise InvalidInputError("give exactly one of RUN_DIR, --compare RUN_A RUN_B, --agreement A B or "
+                                "--leaderboard RUN …")
     _grading_extra()
     if args.majority and args.compare is None:
         raise InvalidInputError("--majority goes with --compare RUN_A RUN_B")
@@ -584,6 +657,10 @@ def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
         _note_renamed("score --agreement", "agreement")
         args.graded = args.agreement
         return cmd_agreement(args, out)
+    if args.leaderboard is not None:  # the former spelling of `drsearch leaderboard`
+        _note_renamed("score --leaderboard", "leaderboard")
+        args.runs = args.leaderboard
+        return cmd_leaderboard(args, out)
     if args.questions is None:
         raise InvalidInputError("score RUN_DIR needs --questions FILE")
     return _grade(args, out)
@@ -605,6 +682,8 @@ def register(sub: Any) -> None:
     p.add_argument("--majority", action="store_true", help="with --compare: " + _MAJORITY_HELP)
     p.add_argument("--agreement", nargs=2, type=Path, metavar=("GRADED_A", "GRADED_B"),
                    help="old spelling of `drsearch agreement GRADED_A GRADED_B`")
+    p.add_argument("--leaderboard", nargs="+", type=Path, metavar="RUN",
+                   help="old spelling of `drsearch leaderboard RUN … --questions ITEMS`")
     p.add_argument("--json", action="store_true", help="print the scores.json object as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--questions", type=Path, metavar="FILE", help="the dataset the run answered")
@@ -664,3 +743,13 @@ def register(sub: Any) -> None:
                    help="two gradings of one run (scores.json or .graded.jsonl paths, or run directories)")
     a.add_argument("--json", action="store_true", help="print the agreement as one JSON object")
     a.set_defaults(handler=cmd_agreement)
+
+    lb = sub.add_parser("leaderboard", help="OpenBioRQ: graded runs side by side, Wilson intervals "
+                                            "(docs/GENERATE.md)")
+    lb.add_argument("runs", nargs="+", type=Path, metavar="RUN",
+                    help="graded runs (run directories or scores.json): solve rate on the whole set, the "
+                         "core and the frozen core (Wilson 95%%), per-domain/track micro- and macro-averages")
+    lb.add_argument("--questions", type=Path, metavar="ITEMS", help="the export the runs answered (required)")
+    lb.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    lb.add_argument("--json", action="store_true", help="print the leaderboard as one JSON object")
+    lb.set_defaults(handler=cmd_leaderboard)

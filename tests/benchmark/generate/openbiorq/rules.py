@@ -56,7 +56,8 @@ def refiner(body: dict[str, Any]) -> str:
         question = f"In the setting of '{title}', is it known whether {clause}?"
     else:
         question = f"Is it known whether {clause}?"
-    label = "safety" if "safe" in clause else "computational_modelling" if "predict" in clause else "efficacy"
+    label = "pharmacology" if "safe" in clause else "medical_ai_informatics" if "predict" in clause \
+        else "clinical_medicine"
     if _field(prompt, "Source id") == "PMID:31000007" and "persists" in clause:
         label = "longevity"  # not a class of the taxonomy
     return json.dumps({"difficulty_hints": ["few trials", "heterogeneous outcomes", "long follow-up"],
@@ -138,7 +139,19 @@ def openness_judge(body: dict[str, Any]) -> str:
     return json.dumps({"evidence_ids": [], "reasoning": "nothing retrieved", "status": "unknown"})
 
 
+def gold_writer(body: dict[str, Any]) -> str:
+    """The gold stage's model: a reference answer citing two PMIDs, one per line (the first a record
+    the tests' record service has, the second one it does not); prose for one DOC item."""
+    question = _field(_prompt(body), "Question")
+    if "delivered remotely" in question:
+        return "I would rather answer in prose: it is unsettled."
+    clause = _clause(question.split("whether ", 1)[1]) if "whether " in question else question
+    return json.dumps({"answer": f"No completed trial has settled whether {clause} (PMID: 31000001).\n"
+                                 f"A cohort established that {clause} (PMID: 39999999)."})
+
+
 RULES = [
+    Rule("gold", "Task: write a reference answer.", gold_writer),
     Rule("writer", "Task: extract every open research question.", extractor),
     Rule("writer", "Task: refine an extracted open question.", refiner),
     Rule("writer", "Task: write a checklist rubric.", rubric_writer),

@@ -23,10 +23,10 @@ ROSTER = ("m1", "m2", "m3")
 
 def calibration(scores: dict[str, tuple[float | None, ...]], *, frozen: set[str] | None = None,
                 counts: dict[str, int] | None = None, questions: str = "q" * 64,
-                path: str = "cal.json") -> dict[str, Any]:
+                path: str = "cal.json", roster: tuple[str, ...] = ROSTER) -> dict[str, Any]:
     items = [{"bucket": "core" if all(s is not None and s < 0.5 for s in v) else "discriminating",
               "frozen_core": (q in frozen) if frozen is not None else None,
-              "models": {m: {"scores": [s]} for m, s in zip(ROSTER, v, strict=True)}, "qid": q}
+              "models": {m: {"scores": [s]} for m, s in zip(roster, v, strict=True)}, "qid": q}
              for q, v in scores.items()]
     if counts is None:  # what drsearch calibrate writes: the tally of the items' buckets
         counts = {b: sum(1 for i in items if i["bucket"] == b) for b in ("core", "discriminating")}
@@ -89,8 +89,33 @@ def test_churn_refuses_other_questions_or_rosters() -> None:
     a = calibration({"x": (0.1, 0.1, 0.1)}, path="A")
     with pytest.raises(InvalidInputError, match=r"^B: calibrated over other questions"):
         churn(a, calibration({"x": (0.1, 0.1, 0.1)}, questions="f" * 64, path="B"))
-    with pytest.raises(InvalidInputError, match=r"^B: another roster or other items than A"):
+    with pytest.raises(InvalidInputError, match=r"^B: other items than A"):
         churn(a, calibration({"y": (0.1, 0.1, 0.1)}, path="B"))
+    with pytest.raises(InvalidInputError, match=r"^a roster swap keeps the roster's size: A has 3 models"):
+        churn(a, calibration({"x": (0.1, 0.1)}, path="B", roster=("m1", "m4")))
+
+
+def test_churn_under_a_single_model_swap_and_a_whole_roster_swap() -> None:
+    """The paper's §5.5: the all-fail core re-derived from another triple, its Jaccard with A's core."""
+    a = {"p": (0.1, 0.2, 0.3), "q": (0.1, 0.1, 0.1), "r": (0.6, 0.1, 0.1), "s": (0.2, 0.2, 0.4),
+         "t": (0.1, 0.1, 0.45), "u": (None, 0.1, 0.1)}
+    # m3 replaced by m4: m4 solves s, fails r's items as m3 did; m1 and m2 unchanged but on q (m2 0.1 → 0.7)
+    b = {"p": (0.1, 0.2, 0.2), "q": (0.1, 0.7, 0.1), "r": (0.6, 0.1, 0.1), "s": (0.2, 0.2, 0.9),
+         "t": (0.1, 0.1, 0.2), "u": (0.1, 0.1, 0.1)}
+    report = churn(calibration(a, path="A"), calibration(b, path="B", roster=("m1", "m2", "m4")))
+    # graded by both: p q r s t (u has no m1 score in A); core A = {p, q, s, t}, core B = {p, t}
+    assert report["mode"] == "roster_swap" and report["swap"] == "single_model"
+    assert report["replaced"] == {"in": ["m4"], "out": ["m3"]} and report["shared"] == ["m1", "m2"]
+    assert report["ungraded"] == ["u"]
+    assert report["core"] == {"a": 4, "b": 2, "both": 2, "only_a": ["q", "s"], "only_b": []}
+    assert report["core_jaccard"] == {"swap": 0.5}  # |{p, t}| / |{p, q, s, t}|
+    assert (report["recovered"]["yes"], report["recovered"]["n"]) == (2, 4)
+    # shared models m1, m2 over the 5 graded items: one delta of 0.6 (q, m2), one fail-label flip
+    assert report["mean_abs_delta_shared"] == round(0.6 / 10, 6)
+    assert (report["fail_label_agreement_shared"]["yes"], report["fail_label_agreement_shared"]["n"]) == (9, 10)
+    whole = churn(calibration(a, path="A"), calibration(b, path="B", roster=("m4", "m5", "m6")))
+    assert whole["swap"] == "whole_roster" and whole["shared"] == [] and whole["mean_abs_delta_shared"] is None
+    assert whole["core_jaccard"] == {"swap": 0.5}
 
 
 def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
@@ -113,6 +138,12 @@ def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
     rc, _, err = generate("churn", out, "--calibration", str(with_t0), "--against", str(no_t0), sources=None)
     assert rc == 0, err
     assert json.loads((out / "churn.json").read_text())["core_jaccard"]["whole_roster"] == 1.0
+    swapped = write("s.json", calibration({"a#0": (0.1, 0.1, 0.9), "b#0": (0.9, 0.1, 0.1)}, roster=("m1", "m2", "m9")))
+    rc, _, err = generate("churn", out, "--calibration", str(with_t0), "--against", str(swapped), sources=None)
+    assert rc == 0, err
+    swap = json.loads((out / "churn.json").read_text())
+    assert swap["mode"] == "roster_swap" and swap["replaced"] == {"in": ["m9"], "out": ["m3"]}
+    assert swap["core_jaccard"] == {"swap": 0.0} and swap["b"] == str(swapped)
     for args, message in [
         (("freeze", "--calibration", str(no_t0)), "calibrated without temperature-0 runs"),
         (("freeze",), "freeze needs --calibration CAL"),
@@ -120,6 +151,9 @@ def test_cli_reports_and_bad_input(tmp_path: Path) -> None:
         (("churn", "--calibration", str(with_t0), "--against",
           str(write("c.json", calibration({"a#0": (0.1, 0.1, 0.1), "b#0": (0.9, 0.1, 0.1)}, questions="e" * 64)))),
          "calibrated over other questions"),
+        (("churn", "--calibration", str(with_t0), "--against",
+          str(write("f.json", calibration({"a#0": (0.1, 0.1), "b#0": (0.9, 0.1)}, roster=("m1", "m9"))))),
+         "a roster swap keeps the roster's size"),
         (("difficulty", "--calibration", str(tmp_path / "none.json")), "none.json: no such file"),
         (("difficulty", "--calibration",  # a hand edit: counts no longer the items' tally
           str(write("d.json", calibration({"a#0": (0.1, 0.1, 0.1)}, counts={"core": 5})))),

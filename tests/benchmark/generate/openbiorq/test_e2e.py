@@ -55,9 +55,9 @@ def _count(cell: str) -> int:
 def test_the_sequence_is_what_the_page_shows() -> None:
     commands = documented_commands()
     assert sum(c.startswith("drsearch run ") for c in commands) == 6
-    assert sum(c.startswith("drsearch score ") for c in commands) == 6
+    assert sum(c.startswith("drsearch score ") for c in commands) == 7  # six gradings and the leaderboard
     assert [c.split()[3] for c in commands if c.startswith("drsearch generate openbiorq")] == [
-        "export", "difficulty", "freeze", "churn", "export", "coverage"]
+        "export", "difficulty", "freeze", "churn", "export", "coverage", "datasheet"]
     assert [strip_comment(c) for c in commands if strip_comment(c).endswith("&")] == [
         "drsearch serve --database followups.sqlite3 --port 8731 &"]
 
@@ -85,10 +85,25 @@ def _behaviour(work: Path) -> str:
         return " / ".join(str(x[key]["count"]) for x in b) + f" of {b[0][key]['n']}"
 
     def wrong(kind: str) -> str:
-        return " / ".join(f"{x['wrong_paper'][kind]['count']} of {x['wrong_paper'][kind]['n']}" for x in b)
+        return " / ".join(f"{x['source_not_cited'][kind]['count']} of {x['source_not_cited'][kind]['n']}"
+                          for x in b)
 
     return (f"zero-tool {each('zero_tool')}; cite {each('cite')}; non-attempt {each('non_attempt')}; "
-            f"wrong paper (PMID) {wrong('pmid')}; wrong paper (arXiv) {wrong('arxiv')}")
+            f"source not cited (PMID) {wrong('pmid')}; source not cited (arXiv) {wrong('arxiv')}")
+
+
+def _datasheet(work: Path) -> str:
+    sheet = json.loads((work / "obrq/datasheet.json").read_text())
+    c, ends = sheet["counts"], sheet["endpoints"]
+    domains = ", ".join(f"{k} {v}" for k, v in sorted(c["domain"].items(), key=lambda kv: -kv[1]))
+    tracks = ", ".join(f"{k} {v}" for k, v in sorted(c["track"].items(), key=lambda kv: -kv[1]))
+    buckets = ", ".join(f"{k} {v}" for k, v in c["bucket"].items())
+    models = sum(e["kind"] == "model" for e in ends)
+    dated = sum(e["access_date_recorded"] for e in ends)
+    licences = ", ".join(f"{k} {v}" for k, v in sheet["licences"]["by_licence"].items())
+    return (f"{c['items']} items: {domains}; {tracks}; {buckets}; {len(ends)} endpoints ({models} models, "
+            f"{len(ends) - models} evidence routes), {dated or 'no'} access date recorded; "
+            f"licences {licences}")
 
 
 def results(work: Path) -> dict[str, str]:
@@ -107,6 +122,10 @@ def results(work: Path) -> dict[str, str]:
     flips, deep = churn["boundary_flips"], churn["deep_flips"]
     agree = churn["fail_label_agreement"]
     runs = coverage["runs"]
+    board = json.loads((work / "obrq/leaderboard.json").read_text())
+    counts = ", ".join(f"{r['run'].removeprefix('runs/')} {r['whole']['count']}/{r['core']['count']}/"
+                       f"{r['frozen_core']['count']}" for r in board["rows"])
+    n_items = board["items"]
     return {
         "roster runs (`dr256`, temperature 0.6)": f"solved {_solved(work, '')} of {n} ({' / '.join(ROSTER)})",
         "temperature-0 runs (`preset-t0.json`)": f"solved {_solved(work, '-t0')} of {n}",
@@ -122,6 +141,10 @@ def results(work: Path) -> dict[str, str]:
         "export": (f"{n} items: core {buckets['core']} (frozen {sum(r['frozen_core'] is True for r in rows)}), "
                    f"discriminating {buckets['discriminating']}, easy {buckets['easy']}; the export stage's settings "
                    "carry the frozen core's SHA-256"),
+        "leaderboard (`--leaderboard`, six runs)": (
+            f"solved whole/core/frozen core: {counts} of {n_items['whole']}/{n_items['core']}/"
+            f"{n_items['frozen_core']}"),
+        "datasheet": _datasheet(work),
         "coverage": (f"{len(runs)} runs × {coverage['items']} items: {sum(len(r['missing']) for r in runs)} missing, "
                      f"{sum(len(r['differs']) for r in runs)} differing, "
                      f"{sum(r['replay_cache_misses'] for r in runs)} replay cache misses")}

@@ -65,6 +65,21 @@ def generated(servers: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
     return out, summary
 
 
+def test_the_export_warns_of_items_labelled_answered(generated: tuple[Path, dict[str, Any]],
+                                                    servers: dict[str, Any]) -> None:
+    """The export keeps every item with its label: a resolved one would be served as open unless the
+    reader filters, so the CLI says how many and which (a rerun that skips every stage says it again)."""
+    out, _ = generated
+    answered = [r["task_id"] for r in jsonl(out / "items.jsonl")
+                if r["metadata"]["openbiorq"]["openness"]["label"] == "answered"]
+    rc, summary, err = generate("all", out, *evidence_args(servers), base_url=servers["llm"])
+    assert rc == 0 and summary is not None and summary["ran"] == []
+    (line,) = [x for x in err.splitlines() if "labelled answered" in x]
+    assert line.startswith(f"drsearch generate openbiorq: warning: {len(answered)} exported item(s) are labelled "
+                           f"answered by the openness stage ({', '.join(answered[:3])}, …)")
+    assert len(answered) == 4
+
+
 def test_controls_are_all_caught_and_open_negatives_never_flagged(generated: tuple[Path, dict[str, Any]]) -> None:
     out, summary = generated
     assert summary["counts"]["openness"] == {"in": 11 + 46, "out": 11 + 46, "rejected": {}, "rejected_total": 0}
@@ -102,7 +117,7 @@ def test_the_export_reads_for_grading_and_for_drsearch_run(generated: tuple[Path
     assert meta["source"] == {"id_kind": "nct", "source_id": "NCT04000010", "title": (
         "Long-acting cabotegravir for HIV prevention in adolescents (registration)"),
         "url": "https://trials.example/NCT04000010", "year": 2022}
-    assert meta["rubric_sha256"] == row["rubric_sha256"] and meta["taxonomy"] == "efficacy"
+    assert meta["rubric_sha256"] == row["rubric_sha256"] and meta["taxonomy"] == "clinical_medicine"
     assert row["prompt"][-1]["content"] == f"Question: {row['question']}\nAnswer:"
     edited = out.parent / "edited.jsonl"  # a rubric edited after the export is refused by grading
     row["checklist"][0]["weight"] = 1 if row["checklist"][0]["weight"] != 1 else 2

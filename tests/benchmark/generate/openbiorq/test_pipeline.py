@@ -45,7 +45,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 def test_every_stage_runs_and_counts_its_candidates(generated: tuple[Path, dict[str, Any]]) -> None:
     out, summary = generated
-    assert summary["ran"] == list(STAGES[:5]) and summary["generator"] == "openbiorq"
+    assert summary["ran"] == list(STAGES[:STAGES.index("rubric") + 1]) and summary["generator"] == "openbiorq"
     counts = summary["counts"]
     assert counts["extract"] == {"in": 10, "out": 9, "rejected": {"unparseable": 1}, "rejected_total": 1}
     assert counts["refine"] == {"in": 14, "out": 13, "rejected": {"unparseable": 1}, "rejected_total": 1}
@@ -71,10 +71,10 @@ def test_extracted_task_ids_follow_the_extractors_order(generated: tuple[Path, d
     assert [r["task_id"] for r in rows][:3] == ["PMID:31000001#0", "PMID:31000001#1", "PMID:31000002#0"]
     first = rows[0]
     assert first["extracted_question"].startswith("Whether early anticoagulation lowers recurrent stroke")
-    assert first["id_kind"] == "pmid" and first["track"] == "clinical" and first["year"] == 2021
+    assert first["id_kind"] == "pmid" and first["track"] == "retrieval_verified" and first["year"] == 2021
     refined = {r["task_id"]: r for r in jsonl(out / "refined.jsonl")}
     assert refined["PMID:31000001#1"]["question"].startswith("In the setting of 'Timing of anticoagulation")
-    assert refined["NCT04000003#1"]["taxonomy"] == "safety" and len(refined["NCT04000003#1"]["difficulty_hints"]) == 3
+    assert refined["NCT04000003#1"]["taxonomy"] == "pharmacology" and len(refined["NCT04000003#1"]["difficulty_hints"]) == 3
     assert {r["initial_status"] for r in refined.values()} == {"open"}
 
 
@@ -88,9 +88,9 @@ def test_the_audit_reports_wilson_intervals_and_the_lift(generated: tuple[Path, 
     assert audit["extracted"]["rate_pct"] == 69.2 and audit["refined"]["rate_pct"] == 100.0
     assert audit["lift_pp"] == 30.8
     tracks = audit["extracted"]["per_track"]  # in the stated track order
-    assert [(t["track"], t["yes"], t["n"]) for t in tracks] == [("clinical", 5, 8), ("translational", 3, 3),
-                                                                ("computational", 1, 2)]
-    assert tracks[0]["ci95"] == list(wilson_interval(5, 8))
+    assert [(t["track"], t["yes"], t["n"]) for t in tracks] == [
+        ("retrieval_verified", 8, 11), ("expert_consensus", 1, 2), ("priority_setting", 0, 0), ("expand", 0, 0)]
+    assert tracks[0]["ci95"] == list(wilson_interval(8, 11))
 
 
 def test_rubrics_are_valid_hashed_and_readable_for_grading(generated: tuple[Path, dict[str, Any]]) -> None:
@@ -150,12 +150,12 @@ def test_an_interrupted_stage_resumes_with_only_its_unfinished_items(tmp_path: P
         journal = out / "stages/rubric.journal.jsonl"
         assert journal.is_file() and len(journal.read_text().splitlines()) == 2  # header + the first item
         manifest = json.loads((out / "manifest.json").read_text())
-        assert manifest["stage_order"] == ["extract", "refine", "audit", "dedup"]
+        assert manifest["stage_order"] == ["extract", "refine", "audit", "dedup", "gold"]
         r.rules[:] = RULES
         r.requests.clear()
         rc, summary, err = generate("rubric", out, base_url=r.url)
         assert rc == 0, err
-        assert summary is not None and summary["skipped"] == ["extract", "refine", "audit", "dedup"]
+        assert summary is not None and summary["skipped"] == ["extract", "refine", "audit", "dedup", "gold"]
         assert summary["ran"] == ["rubric"]
         asked = prompts_of(r, "Task: write a checklist rubric.")
         assert len(asked) == 11 + 3 + 1 + 1  # 11 items not finished: one draft each; 3 + 1 + 1 redrafts
@@ -182,7 +182,7 @@ def test_stages_run_one_at_a_time_and_skip_what_is_done(responder: RuleResponder
     assert not (out / "refined.jsonl").exists()
     rc, summary, _ = generate("refine", out, base_url=responder.url)
     assert summary is not None and summary["skipped"] == ["extract"] and summary["ran"] == ["refine"]
-    rc, summary, _ = generate("refine", out, "--tracks", "clinical,translational,computational,methods",
+    rc, summary, _ = generate("refine", out, "--tracks", "retrieval_verified,expert_consensus,methods",
                               base_url=responder.url)
     assert summary is not None and summary["ran"] == ["extract", "refine"]  # a changed setting reruns
 
@@ -197,6 +197,27 @@ def test_record_delete_replay_regenerates_byte_identically(generated: tuple[Path
     rc, summary, err = generate("rubric", replayed, "--baseline", "extracted", "--cache-mode", "replay",
                                 "--cache", str(cache), base_url=url)  # its server is gone: offline
     assert rc == 0, err
-    assert summary is not None and summary["ran"] == list(STAGES[:5])
+    assert summary is not None and summary["ran"] == list(STAGES[:STAGES.index("rubric") + 1])
     assert not (replayed / "cache.sqlite3").exists()  # the cache given with --cache, not a new one
     assert_same_tree(recorded, replayed, ignore={"timings.json", "cache.sqlite3"})
+
+
+def test_concurrency_changes_no_output_byte_and_reruns_nothing(generated: tuple[Path, dict[str, Any]],
+                                                              tmp_path: Path) -> None:
+    """--concurrency 8 writes the same bytes as 1 (rows in item order, whatever order the calls finish in),
+    is not a stage setting (the manifest is the same), and rerunning with another level skips every stage."""
+    recorded, _ = generated
+    parallel = tmp_path / "parallel"
+    with serve_rules(RULES) as r:
+        rc, summary, err = generate("rubric", parallel, "--baseline", "extracted", "--concurrency", "8",
+                                    base_url=r.url)
+        assert rc == 0, err
+        url = json.loads((recorded / "manifest.json").read_text())["stages"]["extract"]["models"][0]["base_url"]
+        manifest = (parallel / "manifest.json").read_text().replace(r.url, url)  # the one server address
+        assert manifest == (recorded / "manifest.json").read_text()
+        assert_same_tree(recorded, parallel, ignore={"timings.json", "cache.sqlite3", "manifest.json"})
+        assert json.loads((parallel / "timings.json").read_text())["last_invocation"]["concurrency"] == 8
+        rc, summary, err = generate("rubric", parallel, "--baseline", "extracted", "--concurrency", "2",
+                                    base_url=r.url)
+    assert rc == 0 and summary is not None and summary["ran"] == [], err
+

@@ -13,7 +13,7 @@ def test_public_api() -> None:
     for name in obrq.__all__:
         assert getattr(obrq, name) is not None
     assert len(obrq.TAXONOMY) == 12
-    assert obrq.STAGES == ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
+    assert obrq.STAGES == ("extract", "refine", "audit", "dedup", "gold", "rubric", "openness", "membership", "export")
 
 
 def test_identifier_kinds() -> None:

@@ -4,6 +4,7 @@ identifier prefixes are all listed; the CLI exits 2 with one line and writes not
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ def test_the_fixture_reads_with_every_identifier_kind() -> None:
     assert len(sources) == 10
     assert [s.id_kind for s in sources].count("pmid") == 4
     assert {s.id_kind for s in sources} == {"pmid", "nct", "arxiv", "other"}
-    assert {s.track for s in sources} == {"clinical", "translational", "computational"}
+    assert {s.track for s in sources} == {"retrieval_verified", "expert_consensus"}  # the paper's tracks
 
 
 @pytest.mark.parametrize(("bad", "message"), [
@@ -52,10 +53,11 @@ def test_unknown_tracks_and_prefixes_are_all_listed(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as e:
         read_sources(path)
     assert e.value.message == (
-        f"{path}: unknown track(s) 'oncology' (line 2); known: clinical, translational, computational; unknown "
+        f"{path}: unknown track(s) 'oncology' (line 2); known: retrieval_verified, expert_consensus, "
+        "priority_setting, expand; unknown "
         "identifier prefix or shape 'PMC123' (line 3), 'NCT123' (line 4); known: PMID:<digits>, NCT<8 digits>, "
         "arXiv:<id>, doi:<doi>, DOC:<name>")
-    rows[1]["track"] = "clinical"
+    rows[0]["track"] = rows[1]["track"] = "clinical"
     assert read_sources(write(tmp_path / "t.jsonl", rows[:2]), ("clinical",))[1].track == "clinical"
 
 
@@ -112,14 +114,22 @@ def test_the_summary_without_json_is_a_short_table(tmp_path: Path) -> None:
 
     from .rules import RULES
 
-    buf = io.StringIO()
+    buf, again = io.StringIO(), io.StringIO()
     with serve_rules(RULES) as r, contextlib.redirect_stdout(buf):
         rc = main(["generate", "openbiorq", "refine", str(tmp_path / "o"), "--sources", str(SOURCES),
                    "--base-url", r.url], out=buf)
+        rerun = main(["generate", "openbiorq", "refine", str(tmp_path / "o"), "--sources", str(SOURCES),
+                      "--base-url", r.url], out=again)  # nothing run now: no calls to report
     assert rc == 0
-    assert buf.getvalue() == ("ran extract, refine; skipped nothing\n"
-                              "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
-                              "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
+    # each stage run now with its model calls (10 sources, 14 questions: one call each), tokens and time
+    assert re.fullmatch(r"ran extract, refine; skipped nothing\n"
+                        r"   extract: 10 in, 9 out \(rejected: 1 unparseable\); 10 calls \(0 cached\), \d+ tokens, "
+                        r"\d+\.\d s\n"
+                        r"    refine: 14 in, 13 out \(rejected: 1 unparseable\); 14 calls \(0 cached\), \d+ tokens, "
+                        r"\d+\.\d s\n", buf.getvalue()), buf.getvalue()
+    assert rerun == 0 and again.getvalue() == ("ran nothing; skipped extract, refine\n"
+                                           "   extract: 10 in, 9 out (rejected: 1 unparseable)\n"
+                                           "    refine: 14 in, 13 out (rejected: 1 unparseable)\n")
 
 
 @pytest.mark.parametrize(("source_id", "kind"), [

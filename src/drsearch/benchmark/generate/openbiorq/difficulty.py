@@ -14,10 +14,11 @@
   neither), core-label flips among boundary items (max of the roster's A scores within
   ±``boundary`` of the threshold) and among deep failures (max in [0.35, 0.40)), and the
   Jaccard of A's core with the core after substituting one model's B scores (each model) and
-  the whole roster's.
+  the whole roster's. When B's roster is another one of the same size (one model or more
+  replaced), :func:`roster_swap` reports the Jaccard of the two rosters' cores instead.
 
-Calibrations of other questions (different ``questions_sha256``) or of other rosters are
-InvalidInputError (exit 2).
+Calibrations of other questions (different ``questions_sha256``) or other items, and rosters of
+another size, are InvalidInputError (exit 2).
 """
 
 from __future__ import annotations
@@ -162,8 +163,12 @@ def churn(a: dict[str, Any], b: dict[str, Any], *, threshold: float = OPENBIORQ_
                                 f"({str(a.get('questions_sha256'))[:12]}…)")
     sa, sb = _scores(a), _scores(b)
     roster = sorted(next(iter(sa.values()), {}))
-    if set(sa) != set(sb) or any(sorted(sb[q]) != roster or sorted(sa[q]) != roster for q in sa):
-        raise InvalidInputError(f"{b['_path']}: another roster or other items than {a['_path']}")
+    other = sorted(next(iter(sb.values()), {}))
+    if set(sa) != set(sb) or any(sorted(sa[q]) != roster or sorted(sb[q]) != other for q in sa):
+        raise InvalidInputError(f"{b['_path']}: other items than {a['_path']} (or a roster that changes "
+                                "from item to item)")
+    if other != roster:
+        return roster_swap(a, sa, sb, roster, other, threshold=threshold)
     graded = [q for q in sa if all(sa[q][m] is not None and sb[q][m] is not None for m in roster)]
     pairs = [(sa[q][m], sb[q][m]) for q in graded for m in roster]
     deltas = [abs(float(x) - float(y)) for x, y in pairs]  # type: ignore[arg-type]
@@ -188,4 +193,37 @@ def churn(a: dict[str, Any], b: dict[str, Any], *, threshold: float = OPENBIORQ_
             "threshold": threshold, "ungraded": sorted(set(sa) - set(graded))}
 
 
-__all__ = ["BOUNDARY", "DEEP", "churn", "difficulty_report", "freeze", "freeze_t0", "read_calibration"]
+Scores = dict[str, dict[str, float | None]]
+
+
+def roster_swap(a: dict[str, Any], sa: Scores, sb: Scores, roster: list[str], other: list[str], *,
+                threshold: float) -> dict[str, Any]:
+    """Churn under a roster swap (the paper's §5.5): B calibrates another roster of the same size over
+    the same items, one model replaced (``single_model``) or more (``whole_roster``). Reports the
+    Jaccard of the two all-fail cores over the items both graded fully, how much of A's core B's
+    recovers, and, over the models both rosters share, the mean |Δscore| and fail-label agreement."""
+    if len(other) != len(roster):
+        raise InvalidInputError(f"a roster swap keeps the roster's size: {a['_path']} has {len(roster)} "
+                                f"models ({', '.join(roster)}), the other {len(other)} ({', '.join(other)})")
+    shared = sorted(set(roster) & set(other))
+    graded = [q for q in sa if all(s is not None for s in sa[q].values())
+              and all(s is not None for s in sb[q].values())]
+    core_a = _core({q: sa[q] for q in graded}, threshold)
+    core_b = _core({q: sb[q] for q in graded}, threshold)
+    pairs = [(float(sa[q][m]), float(sb[q][m])) for q in graded for m in shared]  # type: ignore[arg-type]
+    agree = sum((x < threshold) == (y < threshold) for x, y in pairs)
+    return {"core": {"a": len(core_a), "b": len(core_b), "both": len(core_a & core_b),
+                     "only_a": sorted(core_a - core_b), "only_b": sorted(core_b - core_a)},
+            "core_jaccard": {"swap": round(_jaccard(core_a, core_b), 6)},
+            "fail_label_agreement_shared": rate(agree, len(pairs)),
+            "mean_abs_delta_shared": round(sum(abs(x - y) for x, y in pairs) / len(pairs), 6)
+            if pairs else None,
+            "mode": "roster_swap", "recovered": rate(len(core_a & core_b), len(core_a)),
+            "replaced": {"in": sorted(set(other) - set(roster)), "out": sorted(set(roster) - set(other))},
+            "roster": roster, "roster_b": other, "shared": shared,
+            "swap": "single_model" if len(shared) == len(roster) - 1 else "whole_roster",
+            "threshold": threshold, "ungraded": sorted(set(sa) - set(graded))}
+
+
+__all__ = ["BOUNDARY", "DEEP", "churn", "difficulty_report", "freeze", "freeze_t0", "read_calibration",
+           "roster_swap"]

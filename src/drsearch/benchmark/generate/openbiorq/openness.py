@@ -88,9 +88,8 @@ def openness_stage(ctx: StageContext) -> None:
                      "initial_status": item.get("initial_status")}
             return Keep({"bundle": bundle, "openness": block, "task_id": item["task_id"]})
 
-        judged = ctx.map(items, lambda i: i["task_id"], process, concurrency=int(ctx.settings["concurrency"]))
-        judged_controls = ctx.map(controls, lambda c: f"control {c['task_id']}", process,
-                                  concurrency=int(ctx.settings["concurrency"])) if controls else []
+        judged = ctx.map(items, lambda i: i["task_id"], process)
+        judged_controls = ctx.map(controls, lambda c: f"control {c['task_id']}", process) if controls else []
     finally:
         gatherer.close()
     by_id = {j["task_id"]: j for j in judged}

@@ -14,11 +14,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ....agents.canonical import sha256_hex
+from ...datasets.openbiorq_taxonomy import DOMAIN_LABELS
 from ..dedup import DEFAULT_TAU
 from ..stages import ModelEndpoint, Pipeline, Stage
 from .dedupstage import dedup_stage
 from .evidence import PUBLIC_APIS
 from .export import export_stage
+from .gold import gold_stage
 from .membership import membership_stage
 from .openness import openness_stage
 from .rubric import MAX_CRITERIA, MIN_CRITERIA, REDRAFTS, VAGUE_PHRASES
@@ -27,10 +29,10 @@ from .sources import DEFAULT_TRACKS
 from .textstages import audit, extract, refine
 
 GENERATOR = "openbiorq"
-STAGES = ("extract", "refine", "audit", "dedup", "rubric", "openness", "membership", "export")
-TAXONOMY = ("efficacy", "safety", "mechanism", "diagnosis", "prognosis", "epidemiology", "prevention",
-            "implementation", "health_economics", "methodology", "computational_modelling", "other")
-"""The default 12-class taxonomy (``--taxonomy FILE`` replaces it)."""
+STAGES = ("extract", "refine", "audit", "dedup", "gold", "rubric", "openness", "membership", "export")
+TAXONOMY = DOMAIN_LABELS
+"""The default taxonomy: the paper's 12 level-one biomedical domains (``--taxonomy question-types`` or
+``--taxonomy FILE`` replaces it; datasets.openbiorq_taxonomy)."""
 AUDIT_SAMPLE = 500
 
 
@@ -43,6 +45,8 @@ class OpenBioRQSettings(BaseModel):
     base_url: str
     writer_model: Annotated[str, Field(min_length=1)] = "writer"
     judge_model: Annotated[str, Field(min_length=1)] = "judge"
+    gold_model: Annotated[str, Field(min_length=1)] | None = None
+    """The model of the optional gold stage (reference answers as rubric-drafting context); None: off."""
     tracks: tuple[str, ...] = DEFAULT_TRACKS
     taxonomy: tuple[str, ...] = TAXONOMY
     seed: int = 15
@@ -128,8 +132,8 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
     """The generator's pipeline for ``s`` (``s.sources`` made absolute)."""
     writer = ModelEndpoint(model=s.writer_model, base_url=s.base_url)
     judge = ModelEndpoint(model=s.judge_model, base_url=s.base_url)
-    common = {"code_sha256": package_sha256(), "concurrency": s.concurrency, "seed": s.seed,
-              "temperature": s.temperature}
+    # no concurrency here: the outputs do not depend on it, so changing it must rerun nothing
+    common = {"code_sha256": package_sha256(), "seed": s.seed, "temperature": s.temperature}
     writes = {**common, "writer_model": s.writer_model}
     judges = {**common, "judge_model": s.judge_model}
     return Pipeline(GENERATOR, [
@@ -144,7 +148,10 @@ def build_pipeline(s: OpenBioRQSettings) -> Pipeline:
         Stage("dedup", dedup_stage, inputs=("refined.jsonl",), outputs=("deduped.jsonl", "dedup.json"),
               settings={"code_sha256": common["code_sha256"], "tau": s.tau, "tracks": list(s.tracks),
                         "embedding_model": str(s.embedding_model) if s.embedding_model else None}),
-        Stage("rubric", rubric_stage, inputs=("deduped.jsonl",), outputs=("rubrics.jsonl",),
+        Stage("gold", gold_stage, inputs=("deduped.jsonl",), outputs=("gold.jsonl",),
+              settings={**common, "gold_model": s.gold_model},
+              models=(ModelEndpoint(model=s.gold_model, base_url=s.base_url),) if s.gold_model else ()),
+        Stage("rubric", rubric_stage, inputs=("deduped.jsonl", "gold.jsonl"), outputs=("rubrics.jsonl",),
               settings={**writes, "judge_model": s.judge_model, "max_criteria": s.max_criteria,
                         "min_criteria": s.min_criteria, "redrafts": s.redrafts,
                         "vague_phrases": list(s.vague_phrases)}, models=(writer, judge)),

@@ -56,7 +56,17 @@ def self_containment(question: str) -> Messages:
         f"Question: {question}")
 
 
-def rubric(item: dict[str, Any], feedback: Sequence[str] = ()) -> Messages:
+def gold(item: dict[str, Any]) -> Messages:
+    return _user(
+        "Task: write a reference answer.\n"
+        "Write the best answer you can to this open research question: what is known, what is not, and "
+        "the studies, trials or records you rely on, each cited by its identifier (PMID, NCT number, DOI or "
+        "arXiv id).\n"
+        'Reply as {"answer": "..."}.\n\n'
+        f"Question: {item['question']}")
+
+
+def rubric(item: dict[str, Any], feedback: Sequence[str] = (), reference: str | None = None) -> Messages:
     text = (
         "Task: write a checklist rubric.\n"
         "Write 5 to 8 criteria an expert would use to grade an answer to this open research question. Each "
@@ -66,6 +76,9 @@ def rubric(item: dict[str, Any], feedback: Sequence[str] = ()) -> Messages:
         "no for this question only. Include at least one must_acknowledge and one must_avoid.\n"
         'Reply as {"criteria": [{"type": "...", "weight": 1, "text": "..."}, ...]}.\n\n'
         f"Question: {item['question']}")
+    if reference is not None:  # the gold stage's answer: drafting context, never a target (the paper's §4.2)
+        text += ("\n\nReference answer (context for drafting only: it is not the answer to match, and its "
+                 f"citations are not evidence):\n{reference}")
     if feedback:
         listed = "\n".join(f"- {f}" for f in feedback)
         text += f"\n\nProblems with your previous draft (fix every one):\n{listed}"
@@ -95,4 +108,5 @@ def openness(item: dict[str, Any], evidence: Sequence[dict[str, Any]]) -> Messag
         f"Evidence: {json.dumps(listed, sort_keys=True)}")
 
 
-__all__ = ["SYSTEM", "Messages", "extract", "openness", "refine", "rubric", "self_containment", "specificity"]
+__all__ = ["SYSTEM", "Messages", "extract", "gold", "openness", "refine", "rubric", "self_containment",
+           "specificity"]

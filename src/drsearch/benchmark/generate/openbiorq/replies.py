@@ -31,6 +31,12 @@ class ExtractReply(BaseModel):
     questions: tuple[Text, ...]
 
 
+class GoldReply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answer: Text
+
+
 class RefineReply(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -113,5 +119,6 @@ class OpennessReply(BaseModel):
     reasoning: StrictStr = ""
 
 
-__all__ = ["STATUSES", "CriterionCheck", "DraftCriterion", "ExtractReply", "OpennessReply", "RefineReply",
+__all__ = ["STATUSES", "CriterionCheck", "DraftCriterion", "ExtractReply", "GoldReply", "OpennessReply",
+           "RefineReply",
            "RubricReply", "SpecificityReply", "UnparseableReply", "YesNoReply", "json_reply", "parse_reply"]

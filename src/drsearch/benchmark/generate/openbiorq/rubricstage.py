@@ -19,12 +19,14 @@ from ...datasets.openbiorq import rubric_sha256
 from ..stages import Keep, Outcome, Reject, StageContext
 from . import prompts
 from .calls import ask
+from .gold import reference_answers
 from .replies import RubricReply, SpecificityReply, UnparseableReply
 from .rubric import rubric_problems, specificity_problems
 
 
 def rubric_stage(ctx: StageContext) -> None:
     redrafts = int(ctx.settings["redrafts"])
+    references = reference_answers(ctx.read_jsonl("gold.jsonl"))  # empty unless the gold stage ran a model
     vague = tuple(ctx.settings["vague_phrases"])
 
     def process(item: dict[str, Any]) -> Outcome:
@@ -33,7 +35,8 @@ def rubric_stage(ctx: StageContext) -> None:
         for draft in range(redrafts + 1):
             what = f"rubric {item['task_id']} draft {draft}"
             try:
-                reply = ask(ctx, "writer", prompts.rubric(item, feedback), RubricReply, what)
+                reply = ask(ctx, "writer", prompts.rubric(item, feedback, references.get(item["task_id"])),
+                            RubricReply, what)
                 criteria = [c.model_dump() for c in reply.criteria]
             except UnparseableReply as e:
                 feedback = [f"the reply was not the JSON object asked for ({e})"]
@@ -58,8 +61,8 @@ def rubric_stage(ctx: StageContext) -> None:
             history.append(feedback)
         return Reject("rubric_invalid", f"{redrafts} redraft(s) and still: {'; '.join(feedback)}")
 
-    ctx.write_jsonl("rubrics.jsonl", ctx.map(ctx.read_jsonl("deduped.jsonl"), lambda i: i["task_id"], process,
-                                             concurrency=int(ctx.settings["concurrency"])))
+    items = ctx.read_jsonl("deduped.jsonl")
+    ctx.write_jsonl("rubrics.jsonl", ctx.map(items, lambda i: i["task_id"], process))
 
 
 __all__ = ["rubric_stage"]

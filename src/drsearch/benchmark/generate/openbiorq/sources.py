@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ....contract import InvalidInputError
 from ...datasets._jsonl import check_unique, parse_row, read_objects
+from ...datasets.openbiorq_taxonomy import TRACK_NAMES
 
 ID_PREFIXES: dict[str, str] = {"PMID:": "pmid", "NCT": "nct", "arXiv:": "arxiv", "doi:": "other",
                                "DOC:": "other"}
@@ -34,8 +35,9 @@ _ID_SHAPES: dict[str, re.Pattern[str]] = {
     "arxiv": re.compile(r"arXiv:(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Za-z-]+)?/\d{7})(v\d+)?"),
     "other": re.compile(r"(doi:|DOC:)[^#\s]+"),
 }
-DEFAULT_TRACKS = ("clinical", "translational", "computational")
-"""The tracks a sources file may use unless told otherwise (dedup walks them in this order)."""
+DEFAULT_TRACKS = TRACK_NAMES
+"""The tracks a sources file may use unless told otherwise (dedup walks them in this order): the paper's
+four, retrieval_verified, expert_consensus, priority_setting, expand (datasets.openbiorq_taxonomy)."""
 
 SourceId = Annotated[StrictStr, Field(pattern=r"^[^#\s]+$", min_length=1)]
 Text = Annotated[StrictStr, Field(min_length=1)]

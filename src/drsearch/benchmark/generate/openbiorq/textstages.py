@@ -47,8 +47,7 @@ def extract(ctx: StageContext) -> None:
             return Reject("no_open_questions", "the extractor found no open question in the source")
         return Keep({"questions": list(reply.questions), "source": source})
 
-    kept = ctx.map([s.as_row() for s in sources], lambda s: s["source_id"], process,
-                   concurrency=int(ctx.settings["concurrency"]))
+    kept = ctx.map([s.as_row() for s in sources], lambda s: s["source_id"], process)
     rows = []
     for entry in kept:
         source = entry["source"]
@@ -78,8 +77,7 @@ def refine(ctx: StageContext) -> None:
                      "tool_hints": list(reply.tool_hints)})
 
     items = ctx.read_jsonl("extracted.jsonl")
-    ctx.write_jsonl("refined.jsonl", ctx.map(items, lambda i: i["task_id"], process,
-                                             concurrency=int(ctx.settings["concurrency"])))
+    ctx.write_jsonl("refined.jsonl", ctx.map(items, lambda i: i["task_id"], process))
 
 
 def audit_sample(n: int, size: int, seed: int) -> list[int]:
@@ -132,7 +130,7 @@ def audit(ctx: StageContext) -> None:
         return Keep({"extracted": extracted, "refined": refined, "task_id": item["task_id"],
                      "track": item["track"]})
 
-    verdicts = ctx.map(sample, lambda i: i["task_id"], process, concurrency=int(ctx.settings["concurrency"]))
+    verdicts = ctx.map(sample, lambda i: i["task_id"], process)
     report = audit_report(verdicts, list(ctx.settings["tracks"]), baseline)
     report["sample"] = {"audited": len(verdicts), "population": len(items), "seed": seed, "size": size,
                         "drawn": len(sample)}
