@@ -116,6 +116,12 @@ def test_readme_goes_with_terms(tmp_path: Path) -> None:
     assert rc == 2 and "--readme goes with --terms" in err and not (tmp_path / "rel").exists()
 
 
+def test_templates_json_names_the_two_files(tmp_path: Path) -> None:
+    rc, out, err = cli("release", "templates", "--out", str(tmp_path / "docs"), "--json")
+    assert rc == 0, err
+    assert json.loads(out) == {"readme": str(tmp_path / "docs/README.md"), "terms": str(tmp_path / "docs/TERMS.md")}
+
+
 def test_templates_are_not_overwritten(tmp_path: Path) -> None:
     completed(tmp_path)
     rc, _, err = cli("release", "templates", "--out", str(tmp_path / "docs"))

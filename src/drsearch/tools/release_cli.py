@@ -93,6 +93,9 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_release_templates(args: argparse.Namespace, out: TextIO) -> int:
     written = write_templates(args.out)
+    if args.json:
+        print(canonical_json({"readme": str(written[0]), "terms": str(written[1])}), file=out)
+        return 0
     print(f"wrote {', '.join(map(str, written))}: complete every {{{{FILL: …}}}}, then `drsearch release "
           f"assemble … --readme {written[0]} --terms {written[1]}`", file=out)
     return 0
@@ -168,6 +171,7 @@ def _add_release(sub: Any) -> None:
     p = verbs.add_parser("templates", help="write the README.md and TERMS.md templates a release's author "
                                            "completes (for assemble/construct select --readme/--terms)")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="where to write them")
+    p.add_argument("--json", action="store_true", help="print the two paths written as JSON")
     p.set_defaults(handler=cmd_release_templates)
 
 

@@ -55,7 +55,8 @@ def _count(cell: str) -> int:
 def test_the_sequence_is_what_the_page_shows() -> None:
     commands = documented_commands()
     assert sum(c.startswith("drsearch run ") for c in commands) == 6
-    assert sum(c.startswith("drsearch score ") for c in commands) == 7  # six gradings and the leaderboard
+    assert sum(c.startswith("drsearch score ") for c in commands) == 6  # six gradings
+    assert sum(c.startswith("drsearch leaderboard ") for c in commands) == 1
     assert [c.split()[3] for c in commands if c.startswith("drsearch generate openbiorq")] == [
         "export", "difficulty", "freeze", "churn", "export", "coverage", "datasheet"]
     assert [strip_comment(c) for c in commands if strip_comment(c).endswith("&")] == [
@@ -141,7 +142,7 @@ def results(work: Path) -> dict[str, str]:
         "export": (f"{n} items: core {buckets['core']} (frozen {sum(r['frozen_core'] is True for r in rows)}), "
                    f"discriminating {buckets['discriminating']}, easy {buckets['easy']}; the export stage's settings "
                    "carry the frozen core's SHA-256"),
-        "leaderboard (`--leaderboard`, six runs)": (
+        "leaderboard (`drsearch leaderboard`, six runs)": (
             f"solved whole/core/frozen core: {counts} of {n_items['whole']}/{n_items['core']}/"
             f"{n_items['frozen_core']}"),
         "datasheet": _datasheet(work),
