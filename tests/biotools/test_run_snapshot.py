@@ -263,3 +263,40 @@ def test_a_service_answering_html_is_an_infrastructure_failure(tmp_path: Path) -
     rc, out, _err = _cli("cache", "verify", tmp_path / "run", "--json")
     rows = json.loads(out)["caches"][0]["rows"]
     assert rows.get("tool", 0) == 1  # pubmed, called before it; the failure itself is never stored
+
+
+def test_the_tools_beside_the_corpus_openbiorq_web(sample_index: Path, tmp_path: Path) -> None:
+    """A preset that mixes the ten tools with search and open: the corpus is served as ever,
+    the biomedical calls go to their services, and run.json records both."""
+    with serve_apis(FIXTURES, mcp=False) as apis, serve_chat(BioToolAgent()) as model_url:
+        endpoints = tmp_path / "endpoints.json"
+        endpoints.write_text(json.dumps({k: v for k, v in apis.endpoints.items() if k != "biomcp"}))
+        questions = _questions(tmp_path / "q.jsonl", "Which gene is P04637?")
+        rc, out, err = _cli("run", "--questions", questions, "--out", tmp_path / "run", "--preset", "openbiorq-web",
+                            "--database", sample_index, "--model", MODEL, "--base-url", model_url,
+                            "--tool-endpoints", endpoints, "--max-attempts", "1", "--quiet", "--json")
+    # biomcp's default endpoint (`biomcp run` on stdio) is not installed here: that call is an
+    # infrastructure failure, after the first round's five answers were recorded
+    assert rc == 1, err
+    summary = json.loads(out)
+    assert summary["statuses"] == {"infra_error": 1}
+    assert summary["infra_failures"][0]["reason"].startswith("tool_service_error: biomcp at biomcp run")
+    run_json = json.loads((tmp_path / "run/run.json").read_text())
+    assert run_json["tools"] == ["search", "open", *BIOTOOL_NAMES]
+    assert run_json["corpus_identity"] not in (None, "none") and run_json["biotool_endpoints"]["biomcp"] == "biomcp run"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "not readable JSON"),
+    ('{"pubmed": 3}', "expected a JSON object of tool -> URL"),
+    ('{"pubmedd": "http://127.0.0.1:1"}', "unknown tool(s) pubmedd"),
+])
+def test_a_bad_tool_endpoints_file_is_one_line_exit_2(tmp_path: Path, content: str, message: str) -> None:
+    endpoints = tmp_path / "e.json"
+    endpoints.write_text(content)
+    questions = _questions(tmp_path / "q.jsonl", "x")
+    with serve_chat(BioToolAgent()) as model_url:
+        rc, _out, err = _cli("run", "--questions", questions, "--out", tmp_path / "run", "--preset", "openbiorq",
+                             "--model", MODEL, "--base-url", model_url, "--tool-endpoints", endpoints, "--quiet")
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
