@@ -387,13 +387,14 @@ class _Validator:
 
     # -- deep ----------------------------------------------------------------------------
     def check_tool_snapshot(self) -> None:
-        """The tool snapshot beside the corpus, when the release carries one: every digest."""
-        from ..agents.errors import SnapshotError
-        from ..agents.snapshot import load_snapshot
-
+        """The tool snapshot beside the corpus, when the release carries one: every digest
+        (the agents extra is needed only then)."""
         where = self.root / TOOL_SNAPSHOT
         if not where.exists():
             return
+        from ..agents.errors import SnapshotError
+        from ..agents.snapshot import load_snapshot
+
         try:
             snap = load_snapshot(where)
         except SnapshotError as e:

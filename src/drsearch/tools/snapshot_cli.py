@@ -89,11 +89,11 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print {digest, path, rows} as one JSON line")
     p.set_defaults(handler=cmd_freeze)
     p = verbs.add_parser("verify", help="check a snapshot's digests (exit 2 on a mismatch)")
-    p.add_argument("snapshot", type=Path, metavar="SNAP")
+    p.add_argument("snapshot", type=Path, metavar="SNAP", help="a tool snapshot directory")
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")
     p.set_defaults(handler=cmd_verify)
     p = verbs.add_parser("coverage", help="which biomedical calls of which runs a snapshot answers")
-    p.add_argument("snapshot", type=Path, metavar="SNAP")
+    p.add_argument("snapshot", type=Path, metavar="SNAP", help="a tool snapshot directory")
     p.add_argument("--runs", nargs="+", required=True, type=Path, metavar="RUN", help="run directories")
     p.add_argument(
         "--show", type=int, default=20, metavar="N", help="missing calls listed per run (default 20)"
