@@ -84,6 +84,7 @@ def test_a_live_run_calls_every_tool_and_records_provenance(recorded: dict[str, 
     assert "GET /chembl/api/data/molecule/aspirin.json" not in recorded["served"]
     run_json = json.loads((run1 / "run.json").read_text())
     assert set(run_json["biotools"]) == set(BIOTOOL_NAMES) and run_json["tool_snapshot"] is None
+    assert len(run_json["biotools_sha256"]) == 64
     assert run_json["corpus_identity"] == "none" and run_json["search"] == "none"
 
 

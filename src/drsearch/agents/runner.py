@@ -277,13 +277,17 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
 
 
 def _biotool_facts(spec: RunSpec, preset: Preset) -> dict[str, Any]:
-    """run.json's record of the biomedical tools: their services and endpoints, the base URLs
-    asked (None: replayed), and the snapshot (path and digest) that answered them."""
+    """run.json's record of the biomedical tools: their services and endpoints, a hash of their
+    clients' source (as ``code_version`` hashes the agents layer's), the base URLs asked, and
+    the snapshot that answered them."""
     bio = [t for t in preset.tools if t in BIOTOOLS]
     if not bio:
         return {}
     live = LiveBioTools(load_endpoints(spec.tool_endpoints))
-    return {"biotools": signatures(bio),
+    source = Path(__file__).parent.parent / "biotools"  # its clients shape what the model reads
+    files = sorted(source.glob("*.py"))
+    digest = sha256_hex(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in files))
+    return {"biotools": signatures(bio), "biotools_sha256": digest,
             "biotool_endpoints": {t: live.endpoint(BIOTOOLS[t]) for t in bio},
             "tool_snapshot": None if spec.tool_snapshot is None else str(spec.tool_snapshot)}
 

@@ -112,7 +112,7 @@ class Fixtures:
         if nct:
             if nct in studies:
                 return _json(studies[nct])
-            return 404, TEXT, f"Study {nct} not found"  # the v2 API's 404 is not JSON
+            return 404, TEXT, f"Study {nct} not found"  # shape not verified (data/biotools/README.md)
         found = [s for _, s in sorted(studies.items()) if _matches(q.get("query.term", ""), s)]
         return _json({"studies": found[: int(q.get("pageSize", 10))]})
 
