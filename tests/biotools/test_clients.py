@@ -215,3 +215,28 @@ def test_an_unreachable_mcp_server_is_a_service_failure() -> None:
     live = LiveBioTools({"biomcp": "http://127.0.0.1:9/mcp"}, env={})
     with pytest.raises(ServiceError, match=r"biomcp at http://127\.0\.0\.1:9/mcp"):
         live.call("biomcp", BIOTOOLS["biomcp"].check({"action": "search", "query": "x"}))
+
+
+@pytest.mark.slow  # a Python subprocess that imports the MCP SDK: seconds on a loaded machine
+def test_biomcp_over_stdio_the_default_transport() -> None:
+    """The endpoint as a command speaking MCP on stdio (BioMCP's own `biomcp run`): here the
+    stand-in, started by the SDK's stdio client for the one call."""
+    import shlex
+    import sys
+
+    from ..helpers import DATA
+
+    code = f"from drsearch.dev.apis import run_biomcp_stdio; from pathlib import Path; " \
+           f"run_biomcp_stdio(Path({str(DATA / 'biotools/fixtures.json')!r}))"
+    live = LiveBioTools({"biomcp": f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"}, env={})
+    body = json.loads(live.call("biomcp", BIOTOOLS["biomcp"].check({"action": "fetch", "domain": "trial",
+                                                                    "id": "NCT04368728"})))
+    assert body["ok"] and "BioNTech SE" in body["content"]
+    assert body["requests"] == ['MCP tools/call fetch {"domain":"trial","id":"NCT04368728"}']
+
+
+def test_biomcp_is_error_is_a_refusal_the_model_reads(apis: LocalApis) -> None:
+    live = LiveBioTools(apis.endpoints, env={})
+    body = live.call("biomcp", BIOTOOLS["biomcp"].check({"action": "fetch", "domain": "trial", "id": "NCT00000000"}))
+    assert json.loads(body)["ok"] is False
+    assert json.loads(render(body, 2000))["error"]["type"] == "service_refused"

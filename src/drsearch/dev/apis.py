@@ -371,6 +371,21 @@ def build_biomcp(fixtures: Fixtures) -> Any:
     return Server("biomcp-fixture", on_list_tools=list_tools, on_call_tool=call)
 
 
+def run_biomcp_stdio(fixtures: Path = DEFAULT_FIXTURES) -> None:
+    """Serve the BioMCP stand-in to one client on stdin/stdout (the transport of ``biomcp run``):
+    ``python -c 'from drsearch.dev.apis import run_biomcp_stdio; run_biomcp_stdio()'``."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_biomcp(Fixtures.load(fixtures))
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
 class _Uvicorn:
     """A uvicorn server on a bound socket in a thread (stopped by :meth:`stop`)."""
 
@@ -444,4 +459,5 @@ def serve_apis(fixtures: Path = DEFAULT_FIXTURES, mcp: bool = True) -> Iterator[
         apis.stop()
 
 
-__all__ = ["DEFAULT_FIXTURES", "Fixtures", "LocalApis", "build_biomcp", "serve_apis", "start_apis"]
+__all__ = ["DEFAULT_FIXTURES", "Fixtures", "LocalApis", "build_biomcp", "run_biomcp_stdio", "serve_apis",
+           "start_apis"]
