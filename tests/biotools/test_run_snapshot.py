@@ -301,3 +301,30 @@ def test_a_bad_tool_endpoints_file_is_one_line_exit_2(tmp_path: Path, content: s
                              "--model", MODEL, "--base-url", model_url, "--tool-endpoints", endpoints, "--quiet")
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_freeze_refuses_bad_input_in_one_line(recorded: dict[str, Any], tmp_path: Path) -> None:
+    empty_run = tmp_path / "empty-run"
+    empty_run.mkdir()
+    cases = [
+        (("snapshot", "freeze", recorded["tmp"] / "run1", "--out", recorded["snap"]), "already exists"),
+        (("snapshot", "freeze", empty_run, "--out", tmp_path / "s1"), "no replay cache there"),
+        (("snapshot", "freeze", recorded["tmp"] / "run1", "--out", tmp_path / "s2", "--base", empty_run),
+         "no manifest.json and rows.jsonl there"),
+        (("snapshot", "coverage", recorded["snap"], "--runs", empty_run), "no trajectories.jsonl readable"),
+        (("snapshot", "verify", recorded["questions"]), "tool snapshot"),
+    ]
+    for argv, message in cases:
+        rc, _out, err = _cli(*argv)
+        assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
+    load_snapshot(recorded["snap"])  # the existing snapshot untouched
+
+
+def test_freeze_extends_a_base_snapshot_its_rows_winning(recorded: dict[str, Any], tmp_path: Path) -> None:
+    partial = _partial(recorded, recorded["tmp"] / "partial", drop=("kegg", "biomcp"))
+    rc, out, err = _cli("snapshot", "freeze", recorded["tmp"] / "run1", "--out", tmp_path / "s", "--base", partial,
+                        "--json")
+    assert rc == 0, err
+    assert json.loads(out)["rows"] == 10
+    assert load_snapshot(tmp_path / "s").rows == load_snapshot(recorded["snap"]).rows
