@@ -53,7 +53,7 @@ def write_bad_inputs(tmp: Path) -> None:
     ([*LIVE, "--preset", "{tmp}/bad.json"], "bad.json: max_turns: Input should be greater than or equal to 1"),
     ([*LIVE, "--preset", "{tmp}/page.json"], "open_page_chars must not exceed max_tool_response_chars"),
     ([*LIVE, "--preset", "{tmp}/base.json"], "unknown base 'dr1'"),
-    ([*LIVE, "--preset", "{tmp}/browse.json"], "browse.json: tools: unknown tool 'browse' (tools: search, open, python)"),
+    ([*LIVE, "--preset", "{tmp}/browse.json"], "browse.json: tools: unknown tool 'browse' (tools: search, open, python, pubmed"),
     ([*LIVE, "--preset", "{tmp}/twotools.json"], "twotools.json: tools: a tool is listed twice"),
     ([*LIVE, "--preset", "{tmp}/list.json"], "expected a JSON object"),
     ([*LIVE, "--preset", "{tmp}/text.json"], "text.json: not readable JSON"),

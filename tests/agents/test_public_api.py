@@ -19,7 +19,9 @@ def test_public_api() -> None:
         "RetryPolicy", "RunSpec", "RunStore", "RunStoreError", "Searcher", "SearcherError", "ToolResponse",
         "TransientLLMError", "code_version", "execute", "execute_run", "TOOL_DIALECTS", "ToolResult", "load_preset", "parse_tool_calls", "read_questions",
         "run_episode", "tool_schema_sha256", "tool_schemas",
-        "CacheCheck", "CacheError", "CorruptCacheError", "UnsignedCacheError", "upgrade_cache", "verify_cache"}
+        "CacheCheck", "CacheError", "CorruptCacheError", "UnsignedCacheError", "upgrade_cache", "verify_cache",
+        "OPENBIORQ", "BioCalls", "SnapshotError", "ToolServiceError", "ToolSnapshot", "coverage", "freeze",
+        "load_snapshot"}
     for name in agents.__all__:
         assert getattr(agents, name) is not None
 
@@ -30,6 +32,25 @@ def test_dr256_preset() -> None:
     assert DR256.max_turns == 20
     other = Preset(**{**DR256.model_dump(), "name": "greedy", "temperature": 0.0})  # presets are data
     assert other.sampling(0)["temperature"] == 0.0
+
+
+def test_openbiorq_presets_are_the_papers_settings() -> None:
+    """OpenBioRQ's harness: the ten tools, up to ten rounds, temperature 0; and the same with the
+    corpus's search and open beside them. Their schemas go out in TOOL_NAMES order."""
+    from drsearch.agents.preset import PRESET_DESCRIPTIONS
+    from drsearch.biotools import BIOTOOL_NAMES
+
+    p = PRESETS["openbiorq"]
+    assert p is agents.OPENBIORQ and p.tools == BIOTOOL_NAMES and len(p.tools) == 10
+    assert p.max_turns == 10 and p.temperature == 0.0 and p.sampling(0)["temperature"] == 0.0
+    assert "OpenBioRQ: Unsolved Biomedical Research Questions for Agents" in PRESET_DESCRIPTIONS["openbiorq"]
+    web = PRESETS["openbiorq-web"]
+    assert web.tools == ("search", "open", *BIOTOOL_NAMES) and web.temperature == 0.0
+    names = [t["function"]["name"] for t in agents.tool_schemas(web)]
+    assert names == ["search", "open", *BIOTOOL_NAMES]
+    assert set(PRESET_DESCRIPTIONS) == set(PRESETS)
+    mixed = Preset(**{**DR256.model_dump(), "name": "m", "tools": ["kegg", "search", "pubmed"]})
+    assert mixed.tools == ("search", "pubmed", "kegg")  # one spelling per set: one schema hash
 
 
 def test_a_preset_is_a_name_or_a_json_file(tmp_path: Path) -> None:

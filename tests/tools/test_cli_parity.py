@@ -74,6 +74,7 @@ def test_every_option_of_every_verb_has_a_help_line() -> None:
 NO_JSON = {("serve",): "its output is the HTTP API itself", ("mcp",): "its output is the MCP protocol itself",
            ("kg", "serve"): "its output is the SPARQL protocol itself",
            ("dev", "model"): "its output is the chat-completions API itself",
+           ("dev", "apis"): "its output is the stand-in APIs themselves (its one stdout line is already JSON)",
            ("dev", "wait"): "it prints nothing: its exit status is the answer",
            ("generate", "drbencher"): "its stdout is always the JSON summary (the generators' shared CLI)"}
 # `generate drbencher` has verbs of its own (annotate, agreement, ...), so it is no leaf of the verb

@@ -12,8 +12,11 @@ Public API (pinned by tests/agents/test_public_api.py)::
     execute(name, args, searcher, preset=DR256) -> ToolResult (.text for the model, .response)
     ReplayCache(path, mode); RunStore(dir); RunSpec; execute_run(spec) -> summary
     verify_cache(path) -> CacheCheck; upgrade_cache(path) -> rows signed
+    BioCalls(cache, live, snapshot): the biomedical tools in a run (drsearch.biotools)
+    load_snapshot(dir) -> ToolSnapshot; freeze(sources, out, base); coverage(snapshot, runs)
 """
 
+from .biocalls import BioCalls
 from .errors import (
     AgentError,
     CacheError,
@@ -26,12 +29,14 @@ from .errors import (
     ReplayMissError,
     RunStoreError,
     SearcherError,
+    SnapshotError,
+    ToolServiceError,
     TransientLLMError,
     UnsignedCacheError,
 )
 from .llm import CachedChat, ChatClient, ChatOutcome, RetryPolicy
 from .loop import FINAL_STATUSES, INFRA_STATUS, STATUSES, Accounting, Episode, run_episode
-from .preset import CLOSED_BOOK, DR256, PRESETS, TOOL_NAMES, Preset, load_preset
+from .preset import CLOSED_BOOK, DR256, OPENBIORQ, PRESETS, TOOL_NAMES, Preset, load_preset
 from .pytool import CachedPython, LocalPython, PythonRunner
 from .questions import Question, read_questions
 from .replay import (
@@ -46,6 +51,7 @@ from .replay import (
 from .runner import RunSpec, code_version, execute_run
 from .runstore import RunStore
 from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher, ToolResponse
+from .snapshot import ToolSnapshot, coverage, freeze, load_snapshot
 from .toolcalls import ParsedCall, parse_tool_calls
 from .tools import TOOL_DIALECTS, ToolResult, execute, tool_schema_sha256, tool_schemas
 
@@ -55,12 +61,14 @@ __all__ = [
     "DR256",
     "FINAL_STATUSES",
     "INFRA_STATUS",
+    "OPENBIORQ",
     "PRESETS",
     "STATUSES",
     "TOOL_DIALECTS",
     "TOOL_NAMES",
     "Accounting",
     "AgentError",
+    "BioCalls",
     "CacheCheck",
     "CacheError",
     "CacheMode",
@@ -92,14 +100,20 @@ __all__ = [
     "RunStoreError",
     "Searcher",
     "SearcherError",
+    "SnapshotError",
     "ToolResponse",
     "ToolResult",
+    "ToolServiceError",
+    "ToolSnapshot",
     "TransientLLMError",
     "UnsignedCacheError",
     "code_version",
+    "coverage",
     "execute",
     "execute_run",
+    "freeze",
     "load_preset",
+    "load_snapshot",
     "parse_tool_calls",
     "read_questions",
     "run_episode",

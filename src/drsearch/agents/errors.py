@@ -13,6 +13,8 @@
         │   │                      never a finished episode; a rerun retries it
         │   ├── EndpointError      (above)
         │   ├── SearcherError      the search backend is unreachable or broke its contract
+        │   ├── ToolServiceError   a biomedical tool's public API could not answer (unreachable,
+        │   │                      HTML instead of JSON, 5xx after the retries)
         │   ├── ReplayMissError    replay mode met a call that is not in the cache (names it)
         │   ├── LocalIOError       a local write failed (disk full, read-only directory, …)
         │   └── SandboxError       the python tool's sandbox could not be built for a call
@@ -23,7 +25,9 @@
             │                      run or grading stops; nothing is replayed or refetched
             ├── CorruptCacheError  a row whose digest does not match its key and body (edited
             │                      or damaged); the message names the key and the file
-            └── UnsignedCacheError a cache from before row digests (``drsearch cache upgrade``)
+            ├── UnsignedCacheError a cache from before row digests (``drsearch cache upgrade``)
+            └── SnapshotError      a tool snapshot that fails its digests, or was recorded from
+                                   other tools or endpoints than the run's preset offers
 
 Tool-level problems (unknown docid, bad ``k``, malformed tool calls) are *not* exceptions:
 they are returned to the model as structured tool errors and counted.
@@ -100,6 +104,12 @@ class SearcherError(InfrastructureError):
     error_type = "searcher_error"
 
 
+class ToolServiceError(InfrastructureError):
+    """A biomedical tool's service could not answer one call (never an answer, never cached)."""
+
+    error_type = "tool_service_error"
+
+
 class ReplayMissError(InfrastructureError):
     """A replay-only cache had no entry for a call; the message names the call."""
 
@@ -153,6 +163,12 @@ class UnsignedCacheError(CacheError):
     error_type = "unsigned_cache"
 
 
+class SnapshotError(CacheError):
+    """A tool snapshot that cannot be used: damaged, edited, or of other tools/endpoints."""
+
+    error_type = "tool_snapshot"
+
+
 def describe_validation_error(e: ValidationError, names: dict[str, str] | None = None) -> str:
     """A pydantic error as one line: ``field: message; …`` (``names`` renames fields, e.g. to
     CLI options), with no input values echoed and no documentation links."""
@@ -167,5 +183,6 @@ def describe_validation_error(e: ValidationError, names: dict[str, str] | None =
 
 __all__ = ["AgentError", "CacheError", "CorruptCacheError", "EndpointError", "EndpointProbeError",
            "InfrastructureError", "LLMError", "LocalIOError", "ReplayMissError", "RunStoreError",
-           "SandboxError", "SandboxUnavailableError", "SearcherError", "TransientLLMError",
+           "SandboxError", "SandboxUnavailableError", "SearcherError", "SnapshotError", "ToolServiceError",
+           "TransientLLMError",
            "UnsignedCacheError", "describe_validation_error"]

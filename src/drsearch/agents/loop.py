@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .biocalls import BioCalls
 from .canonical import sha256_hex
 from .errors import AgentError, CacheError, InfrastructureError, LLMError
 from .llm import CachedChat
@@ -94,17 +95,18 @@ class _Run:
     """State of one episode while it runs (kept small: see :func:`run_episode`)."""
 
     def __init__(self, q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
-                 python: PythonRunner | None) -> None:
+                 python: PythonRunner | None, biotools: BioCalls | None = None) -> None:
         self.q, self.preset, self.model, self.chat, self.searcher = q, preset, model, chat, searcher
-        self.python = python
+        self.python, self.biotools = python, biotools
         self.messages: list[dict[str, Any]] = q.prompt_messages()
         # every request of the episode is these fields plus the messages so far (closed-book:
         # no tools and no tool_choice, which some servers refuse without tools)
         tools = {"tool_choice": "auto", "tools": tool_schemas(preset)} if preset.tools else {}
         self.request = {"model": model, **tools, **preset.sampling(q.index)}
         self.acc = Accounting()
-        if "python" in preset.tools:
-            self.acc.tool_calls["python"] = 0
+        for name in preset.tools:  # every offered tool counted, from 0 (search/open always were)
+            if name not in ("search", "open"):
+                self.acc.tool_calls[name] = 0
         self.turns: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
         self.timing: dict[str, Any] = {"llm_calls": []}
@@ -141,7 +143,7 @@ class _Run:
             entry.update(error=call.error, malformed=True, raw=call.raw)
             self.calls.append(entry)
             return tool_error("malformed_tool_call", f"{call.error}; the call was not executed")
-        result = execute(call.name, call.arguments, self.searcher, self.preset, self.python)
+        result = execute(call.name, call.arguments, self.searcher, self.preset, self.python, self.biotools)
         self.acc.tool_calls[call.name] += 1
         self.acc.tool_errors += 0 if result.response.ok else 1
         self.acc.tool_response_bytes += len(result.response.body)
@@ -181,12 +183,13 @@ class _Run:
 
 
 def run_episode(q: Question, preset: Preset, model: str, chat: CachedChat, searcher: Searcher,
-                python: PythonRunner | None = None) -> Episode:
+                python: PythonRunner | None = None, biotools: BioCalls | None = None) -> Episode:
     """Run question ``q`` to a status; never raises for model, backend or replay failures
     (CallCancelled, CacheError, and bugs, pass through).
 
-    ``python`` runs the python tool's calls (needed when the preset offers it)."""
-    run = _Run(q, preset, model, chat, searcher, python)
+    ``python`` runs the python tool's calls (needed when the preset offers it), ``biotools``
+    the biomedical tools' (needed when it offers any)."""
+    run = _Run(q, preset, model, chat, searcher, python, biotools)
     status, reason, answer = "turn_cap", f"no final answer within {preset.max_turns} turns", None
     try:
         for turn in range(preset.max_turns):

@@ -14,13 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..biotools import BIOTOOL_NAMES
 from ..contract import DEFAULT_K, MAX_K, InvalidInputError
 from .errors import describe_validation_error
 
 ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed
 
-TOOL_NAMES = ("search", "open", "python")
-"""Every tool a preset may list, in the order their schemas are sent (and hashed)."""
+TOOL_NAMES = ("search", "open", "python", *BIOTOOL_NAMES)
+"""Every tool a preset may list, in the order their schemas are sent (and hashed): the
+corpus tools, python, then the ten biomedical tools of :mod:`drsearch.biotools`."""
 
 
 class Preset(BaseModel):
@@ -115,7 +117,27 @@ DR256 = Preset(name="dr256", temperature=0.6, top_p=0.95, extra_body={"top_k": 2
 CLOSED_BOOK = DR256.model_copy(update={"name": "closed-book", "max_turns": 1, "tools": ()})
 """DR-256 sampling, one turn, no tools: what a model answers from its own knowledge."""
 
-PRESETS: dict[str, Preset] = {"closed-book": CLOSED_BOOK, "dr256": DR256}
+OPENBIORQ = Preset(name="openbiorq", temperature=0.0, top_p=1.0, seed_base=20260812, max_turns=10,
+                   tools=BIOTOOL_NAMES)
+"""OpenBioRQ's harness: see PRESET_DESCRIPTIONS["openbiorq"]."""
+
+OPENBIORQ_WEB = OPENBIORQ.model_copy(update={"name": "openbiorq-web",
+                                              "tools": ("search", "open", *BIOTOOL_NAMES)})
+"""OpenBioRQ's settings with the frozen web corpus's search and open beside the ten tools."""
+
+PRESET_DESCRIPTIONS: dict[str, str] = {
+    "closed-book": "DR-256 sampling, one turn, no tools.",
+    "dr256": "DR-256's evaluation protocol (docs/DESIGN.md): search and open over the frozen corpus.",
+    "openbiorq": ("The agent harness of \"OpenBioRQ: Unsolved Biomedical Research Questions for Agents\" "
+                  "(§4): ten biomedical tools wrapping public APIs (pubmed, clinicaltrialsgov, openfda, "
+                  "opentargets, chembl, uniprot, pubchem, kegg, ncbi_datasets, biomcp), up to ten rounds, "
+                  "deterministic decoding (temperature 0, one attempt)."),
+    "openbiorq-web": "openbiorq's settings with the frozen corpus's search and open beside the ten tools.",
+}
+"""One line per named preset (``drsearch run --help``, docs/AGENTS.md)."""
+
+PRESETS: dict[str, Preset] = {"closed-book": CLOSED_BOOK, "dr256": DR256, "openbiorq": OPENBIORQ,
+                              "openbiorq-web": OPENBIORQ_WEB}
 
 
 def load_preset(ref: str) -> Preset:
@@ -152,4 +174,5 @@ def load_preset(ref: str) -> Preset:
         raise InvalidInputError(f"preset file {path}: {describe_validation_error(e)}") from None
 
 
-__all__ = ["ATTEMPT_SEED_STRIDE", "CLOSED_BOOK", "DR256", "PRESETS", "TOOL_NAMES", "Preset", "load_preset"]
+__all__ = ["ATTEMPT_SEED_STRIDE", "CLOSED_BOOK", "DR256", "OPENBIORQ", "OPENBIORQ_WEB", "PRESETS",
+           "PRESET_DESCRIPTIONS", "TOOL_NAMES", "Preset", "load_preset"]

@@ -59,6 +59,11 @@ def row_digest(key: str, kind: str, call: str, ok: int, body: bytes) -> str:
     return sha256_hex(canonical_json([key, kind, call, int(ok), hashlib.sha256(body).hexdigest()]))
 
 
+def cache_key(kind: str, key: Any) -> str:
+    """The row key of the call ``key`` of ``kind``: SHA-256 of canonical JSON of both."""
+    return sha256_hex(canonical_json([kind, key]))
+
+
 def _columns(db: sqlite3.Connection) -> set[str]:
     return {str(r[1]) for r in db.execute("PRAGMA table_info(responses)")}
 
@@ -126,7 +131,7 @@ class ReplayCache:
         ``describe`` names the call in that error. LocalIOError when the answer cannot be stored;
         CorruptCacheError when the stored row does not match its digest (whatever the mode).
         """
-        digest = sha256_hex(canonical_json([kind, key]))
+        digest = cache_key(kind, key)
         if self._db is not None and self.mode in ("replay", "replay-then-live"):
             with self._lock:
                 row = self._db.execute("SELECT ok, body, kind, call, digest FROM responses WHERE key = ?",
@@ -285,5 +290,6 @@ class CachedSearcher:
                           lambda: live.open(docid=docid, url=url, offset=offset, length=length))
 
 
-__all__ = ["CACHE_MODES", "CacheCheck", "CacheMode", "CachedSearcher", "ReplayCache", "row_digest",
+__all__ = ["CACHE_MODES", "CacheCheck", "CacheMode", "CachedSearcher", "ReplayCache", "cache_key",
+           "row_digest",
            "upgrade_cache", "verify_cache"]

@@ -30,8 +30,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import __version__
+from ..biotools import BIOTOOLS, LiveBioTools, load_endpoints, signatures
 from ..contract import InvalidInputError, check_http_url
 from ..index import BlockList, Engine, ReleasePolicy, cached_sha256
+from .biocalls import BioCalls
 from .canonical import sha256_hex
 from .cost import PriceTable, episode_usd, load_prices, run_cost, usd
 from .errors import CacheError, LocalIOError, RunStoreError, SandboxUnavailableError
@@ -43,8 +45,9 @@ from .questions import Question, read_questions
 from .qvectors import CachedQueryEmbedder, LateCache
 from .replay import CachedSearcher, CacheMode, ReplayCache
 from .runstore import RunStore
-from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, Searcher
+from .searcher import CorpusInfo, EngineSearcher, HttpSearcher, NoCorpus, Searcher
 from .shards import parse_shard, shard_of, shard_record
+from .snapshot import ToolSnapshot, freeze, load_snapshot
 from .tools import tool_schema_sha256
 
 
@@ -87,6 +90,9 @@ class RunSpec(BaseModel):
     cache_mode: CacheMode = "record"
     cache: Path | None = None
     replay_from: Path | None = None
+    # the biomedical tools: a frozen snapshot answering their calls, and base URLs per tool
+    tool_snapshot: Path | None = None
+    tool_endpoints: Path | None = None
     retry: RetryPolicy = RetryPolicy()
     quiet: bool = False
     prices: Path | None = None  # a price file (drsearch.agents.cost): the run's cost in run.json
@@ -118,13 +124,28 @@ class RunSpec(BaseModel):
         if self.release_blocklist != "apply" and self.database is None:
             raise ValueError("--blocked-docids none/--override-release-blocklist go with --database "
                              "(a server applies its own blocklist)")
-        if self.replay_from is None and not (self.search_url or self.database):
+        if self.tool_snapshot is not None and self.replay_from is None and \
+                self.cache_mode not in ("replay", "replay-then-live"):
+            raise ValueError("--tool-snapshot goes with --cache-mode replay or replay-then-live "
+                             "(or --replay)")
+        corpus_given = bool(self.search_url or self.database)
+        if self.replay_from is None and not corpus_given and _offers_corpus(self.preset):
             raise ValueError("give --search URL or --database CORPUS (or --replay RUN_DIR)")
         if self.replay_from is None and not (self.model and self.base_url):
             raise ValueError("give --model and --base-url (or --replay RUN_DIR)")
         if self.max_cost_usd is not None and self.prices is None:
             raise ValueError("--max-cost needs --prices FILE (the prices that turn usage into USD)")
         return self
+
+
+def _offers_corpus(ref: str | None) -> bool:
+    """Whether the preset ``ref`` offers search or open (an unreadable one: assume so, and
+    let resolving it say what is wrong)."""
+    try:
+        tools = DR256.tools if ref is None else load_preset(ref).tools
+    except InvalidInputError:
+        return True
+    return "search" in tools or "open" in tools
 
 
 def code_version() -> dict[str, str]:
@@ -250,7 +271,25 @@ def _manifest(spec: RunSpec, preset: Preset, model: str, base_url: str, corpus: 
             "search": search, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tool_schema_sha256": tool_schema_sha256(preset), "tools": list(preset.tools),
             # a retriever other than BM25 (its configuration): a replay keys its searches by it
-            **({"retriever": corpus.retriever} if corpus.retriever not in (None, "bm25") else {})}
+            **({"retriever": corpus.retriever} if corpus.retriever not in (None, "bm25") else {}),
+            # only with biomedical tools, so every other run.json is as before
+            **_biotool_facts(spec, preset)}
+
+
+def _biotool_facts(spec: RunSpec, preset: Preset) -> dict[str, Any]:
+    """run.json's record of the biomedical tools: their services and endpoints, a hash of their
+    clients' source (as ``code_version`` hashes the agents layer's), the base URLs asked, and
+    the snapshot that answered them."""
+    bio = [t for t in preset.tools if t in BIOTOOLS]
+    if not bio:
+        return {}
+    live = LiveBioTools(load_endpoints(spec.tool_endpoints))
+    source = Path(__file__).parent.parent / "biotools"  # its clients shape what the model reads
+    files = sorted(source.glob("*.py"))
+    digest = sha256_hex(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in files))
+    return {"biotools": signatures(bio), "biotools_sha256": digest,
+            "biotool_endpoints": {t: live.endpoint(BIOTOOLS[t]) for t in bio},
+            "tool_snapshot": None if spec.tool_snapshot is None else str(spec.tool_snapshot)}
 
 
 def _corpus_file(live: Searcher | None, recorded: dict[str, Any]) -> dict[str, Any]:
@@ -418,10 +457,57 @@ def _python_runner(preset: Preset, cache: ReplayCache, offline: bool,
     return CachedPython(cache, live)
 
 
+def _tool_snapshot(spec: RunSpec, preset: Preset) -> ToolSnapshot | None:
+    """``--tool-snapshot``, loaded and checked against the preset (SnapshotError: exit 2)."""
+    if spec.tool_snapshot is None:
+        return None
+    snapshot = load_snapshot(spec.tool_snapshot)
+    snapshot.check_preset(preset.tools)
+    return snapshot
+
+
+def _biocalls(spec: RunSpec, preset: Preset, cache: ReplayCache, snapshot: ToolSnapshot | None,
+              offline: bool, stack: ExitStack) -> BioCalls | None:
+    """The biomedical tools' caller when the preset offers any: through the snapshot and the
+    cache; live services unless the run replays (a replay never calls a service)."""
+    if not any(t in BIOTOOLS for t in preset.tools):
+        return None
+    replaying = spec.replay_from is not None or cache.mode == "replay"
+    live = None
+    if not replaying:
+        # the model's --max-attempts/--backoff govern the services' retries too (30 s timeouts)
+        r = spec.retry
+        policy = RetryPolicy(max_attempts=r.max_attempts, backoff_s=r.backoff_s,
+                             backoff_max_s=r.backoff_max_s, timeout_s=min(r.timeout_s, 30.0))
+        live = LiveBioTools(load_endpoints(spec.tool_endpoints), policy=policy.policy())
+        stack.callback(live.close)
+    return BioCalls(None if cache.mode == "off" else cache, live, snapshot)
+
+
+NEW_SNAPSHOT_DIR = "tool-snapshot"
+"""Where a ``replay-then-live`` run with ``--tool-snapshot`` freezes its snapshot extended by
+the calls it made live: ``OUT/tool-snapshot``."""
+
+
+def _snapshot_summary(spec: RunSpec, snapshot: ToolSnapshot, cache: ReplayCache,
+                      biotools: BioCalls | None, cache_path: Path) -> dict[str, Any]:
+    """The snapshot's part of the summary; in mode replay-then-live with calls made live, the
+    new snapshot (the old rows plus those) written to OUT/tool-snapshot."""
+    hits = 0 if biotools is None else biotools.snapshot_hits
+    out: dict[str, Any] = {"digest": snapshot.digest, "hits": hits, "path": str(snapshot.path),
+                           "written": None}
+    recorded = cache.stats().get("tool", {}).get("stored", 0)
+    if cache.mode == "replay-then-live" and spec.replay_from is None and recorded:
+        new = freeze([cache_path], spec.out / NEW_SNAPSHOT_DIR, snapshot, replace=True)
+        out["written"] = {"digest": new.digest, "path": str(new.path), "rows": new.manifest["rows"]}
+    return out
+
+
 def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: str, chat: CachedChat,
                  searcher: Searcher, store: RunStore, progress: _Progress,
                  python: PythonRunner | None = None,
-                 budget: Budget | None = None) -> tuple[dict[str, dict[str, Any]], list[Question]]:
+                 budget: Budget | None = None,
+                 biotools: BioCalls | None = None) -> tuple[dict[str, dict[str, Any]], list[Question]]:
     """Run ``pending``, appending each episode; returns the episodes whose line could not be
     written (a local I/O failure: an ``infra_error`` record, kept in memory for the summary)
     and the questions never started because ``budget`` was spent (episodes start one at a
@@ -436,7 +522,7 @@ def _run_pending(pending: list[Question], spec: RunSpec, preset: Preset, model: 
             q = next(queue, None)
             if q is None:
                 return
-            futures[pool.submit(run_episode, q, preset, model, chat, searcher, python)] = q
+            futures[pool.submit(run_episode, q, preset, model, chat, searcher, python, biotools)] = q
 
     try:
         start_more()
@@ -521,13 +607,18 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
     key = None if spec.replay_from is not None else api_key_from_env(spec.api_key_env)
     cache_path, cache_mode = _cache_file(spec)
     offline = spec.replay_from is not None and not (spec.search_url or spec.database)
+    snapshot = _tool_snapshot(spec, preset)
+    no_corpus = not offline and not (spec.search_url or spec.database)  # the biomedical tools alone
     with ExitStack() as stack:  # backends first: a bad option leaves no run directory behind
         replaying = cache_mode in ("replay", "replay-then-live")
-        embedder = None if offline else _query_embedder(spec, replaying)
+        embedder = None if offline or no_corpus else _query_embedder(spec, replaying)
         rerank_cache = LateCache()
-        live = None if offline else _live_searcher(spec, stack, embedder, rerank_cache, replaying)
+        live = None if offline or no_corpus else _live_searcher(spec, stack, embedder, rerank_cache,
+                                                                replaying)
+        if no_corpus:
+            live = NoCorpus()
         corpus = _recorded_corpus(recorded) if live is None else live.corpus()
-        search = "replay" if live is None else spec.search_url or str(spec.database)
+        search = "replay" if live is None else "none" if no_corpus else spec.search_url or str(spec.database)
         isolation = python_isolation(spec, preset, offline)
         manifest = _manifest(spec, preset, model, base_url, corpus, questions, questions_sha256, search)
         manifest["python_isolation"] = isolation
@@ -562,10 +653,12 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         budget = None if spec.max_cost_usd is None or table is None else \
             Budget(table, model, spec.max_cost_usd, list(store.latest().values()))
         progress = _Progress(len(selected), len(selected) - len(pending), spec.quiet)
+        biotools = _biocalls(spec, preset, cache, snapshot, offline, stack)
         try:
             python = _python_runner(preset, cache, offline, isolation)
             unwritten, skipped = _run_pending(pending, spec, preset, model, CachedChat(client, cache),
-                                              searcher, store, progress, python, budget)
+                                              searcher, store, progress, python, budget,
+                                              biotools)
             _record_not_run(skipped, preset, store, budget, progress)
         finally:
             progress.close()
@@ -588,6 +681,8 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         if store.timing_write_failures:
             io_errors.append(f"{store.timings}: {store.timing_write_failures} timing line(s) not written")
         summary["io_errors"] = io_errors
+        if snapshot is not None:
+            summary["tool_snapshot"] = _snapshot_summary(spec, snapshot, cache, biotools, cache_path)
         try:
             store.write_summary(summary)
         except OSError as e:

@@ -253,4 +253,23 @@ def _health_corpus(r: httpx.Response) -> CorpusInfo:
         raise SearcherError(f"GET /health: not a drsearch health body ({e})") from None
 
 
-__all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "Searcher", "ToolResponse"]
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"  # of no bytes: no blocklist
+
+
+class NoCorpus:
+    """The searcher of a run whose preset offers neither search nor open (the biomedical tools
+    alone): it serves no corpus, and a call of it is refused like an unknown document."""
+
+    IDENTITY = "none"
+
+    def corpus(self) -> CorpusInfo:
+        return CorpusInfo(self.IDENTITY, EMPTY_SHA256, 0, 0)
+
+    def search(self, query: str, k: int) -> ToolResponse:
+        return ToolResponse(False, error_body("no_corpus", "this run serves no corpus"))
+
+    def open(self, *, docid: str | None, url: str | None, offset: int, length: int | None) -> ToolResponse:
+        return ToolResponse(False, error_body("no_corpus", "this run serves no corpus"))
+
+
+__all__ = ["CorpusInfo", "EngineSearcher", "HttpSearcher", "NoCorpus", "Searcher", "ToolResponse"]

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ..biotools import BIOTOOLS, render
 from ..contract import (
     OPEN_TOOL,
     SEARCH_TOOL,
@@ -39,6 +40,7 @@ from ..contract import (
     strict_parameters,
     tool_arguments,
 )
+from .biocalls import BioCalls
 from .canonical import sha256_json
 from .preset import DR256, Preset
 from .pytool import PythonRunner, format_python, python_limits
@@ -78,7 +80,7 @@ def _functions(preset: Preset) -> list[dict[str, Any]]:
                                                "description": "the program; print the result"}}},
     }
     schemas = {"open": open_, "python": python, "search": search}
-    return [schemas[name] for name in preset.tools]
+    return [schemas[name] if name in schemas else BIOTOOLS[name].schema() for name in preset.tools]
 
 
 def preset_limits(preset: Preset) -> Limits:
@@ -139,7 +141,15 @@ class _Refused(Exception):
         self.error_type, self.message = error_type, message
 
 
-def _check_call(name: str, args: object, preset: Preset) -> SearchRequest | OpenRequest | str:
+@dataclass(frozen=True, slots=True)
+class BioRequest:
+    """A checked biomedical tool call: the tool and its canonical arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+def _check_call(name: str, args: object, preset: Preset) -> SearchRequest | OpenRequest | BioRequest | str:
     """The checked request of ``name(**args)`` (the python tool: its code). Null arguments
     count as not given. Raises _Refused: ``invalid_arguments`` for an unknown tool or a bad
     python call, else the request contract's own error type and message."""
@@ -147,6 +157,11 @@ def _check_call(name: str, args: object, preset: Preset) -> SearchRequest | Open
         offered = ", ".join(preset.tools) or "none: answer directly"
         raise _Refused("invalid_arguments", f"unknown tool {name!r} (tools: {offered})")
     given = tool_arguments(args)
+    if name in BIOTOOLS:
+        try:
+            return BioRequest(name, BIOTOOLS[name].check(given))
+        except InvalidInputError as e:
+            raise _Refused(e.error_type, e.message) from None
     if name == "python":
         if not isinstance(given, dict):
             raise _Refused("invalid_arguments", "python: arguments must be a JSON object")
@@ -234,7 +249,7 @@ def format_open(body: dict[str, Any], offset: int, limit: int | None = None) -> 
 
 
 def execute(name: str, args: object, searcher: Searcher, preset: Preset | None = None,
-            python: PythonRunner | None = None) -> ToolResult:
+            python: PythonRunner | None = None, biotools: BioCalls | None = None) -> ToolResult:
     """Run the call ``name(**args)`` against ``searcher`` (``python`` for the python tool; an
     episode offered it must pass one) and format the answer (capped to
     ``preset.max_tool_response_chars``; preset default DR-256).
@@ -243,7 +258,11 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     is refused is not run: its result is a structured tool error (``response.ok`` false),
     never an exception: ``search``/``open`` arguments get exactly the error type and message
     of ``POST /search``/``POST /open`` (``invalid_query``, ``invalid_k``, ``invalid_request``;
-    the request contract); an unknown tool or a bad python call ``invalid_arguments``.
+    the request contract); an unknown tool, a bad python call or a biomedical tool's
+    arguments outside its schema ``invalid_arguments``. A biomedical tool's answer (through
+    ``biotools``, which an episode offered one must pass) reads as its provenance line and the
+    service's answer (:func:`drsearch.biotools.render`); a service that cannot answer raises
+    ToolServiceError (an infrastructure failure, not an answer).
     """
     preset = preset or DR256
     try:
@@ -251,6 +270,11 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     except _Refused as e:
         body = error_body(e.error_type, e.message)
         return ToolResult(body.decode("utf-8"), ToolResponse(False, body))
+    if isinstance(request, BioRequest):
+        if biotools is None:
+            raise ValueError(f"the {name} tool was called but no BioCalls was given")
+        answer = biotools.call(request.name, request.arguments)
+        return ToolResult(render(answer.body, preset.max_tool_response_chars), answer)
     if isinstance(request, str):
         if python is None:
             raise ValueError("the python tool was called but no PythonRunner was given")
@@ -277,6 +301,7 @@ def execute(name: str, args: object, searcher: Searcher, preset: Preset | None =
     return ToolResult(_cap(text, preset.max_tool_response_chars), r)
 
 
-__all__ = ["AGENT_OPEN_FIELDS", "TOOL_DIALECTS", "Dialect", "ToolResult", "execute", "format_open",
+__all__ = ["AGENT_OPEN_FIELDS", "TOOL_DIALECTS", "BioRequest", "Dialect", "ToolResult", "execute",
+           "format_open",
            "format_search", "preset_limits", "strict_parameters", "tool_error", "tool_schema_sha256",
            "tool_schemas", "validate_arguments"]

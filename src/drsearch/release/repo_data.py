@@ -40,6 +40,8 @@ ROLES: tuple[tuple[str, str], ...] = (  # first matching pattern wins
     ("data/openbiorq/controls.jsonl", "openbiorq_fixture_controls"),
     ("data/openbiorq/preset-t0.json", "openbiorq_fixture_preset"),
     ("data/kg/README.md", "documentation"),
+    ("data/biotools/README.md", "documentation"),
+    ("data/biotools/fixtures.json", "biotools_fixture_records"),
     ("data/kg/kg.ttl", "kg_fixture_graph"),
     ("data/kg/docs.jsonl", "kg_fixture_articles"),
     ("data/kg/gen.json", "kg_fixture_generator_config"),

@@ -12,7 +12,9 @@ names it or its content is recognised; every file's role in the manifest is the 
 path has, README.md and TERMS.md are there and complete (WARN), LICENSE-CODE is there
 where code ships, and baselines/ holds runs over this corpus and blocklist
 (:mod:`.doc_checks`). ``deep`` also re-hashes the database and runs
-``PRAGMA quick_check`` and FTS5's integrity-check.
+``PRAGMA quick_check`` and FTS5's integrity-check, and checks the tool snapshot a release may
+carry beside its corpus (``tool-snapshot/``: the biomedical tools' frozen answers,
+drsearch.agents.snapshot) digest by digest.
 
 Two kinds of corpus built by another tool are accepted (docs/RELEASE.md): the pinned
 release's own corpus file, whose schema drsearch does not read (``foreign corpus``: its
@@ -75,6 +77,9 @@ from .manifest import (
     release_files,
 )
 from .report import Check, Status, ValidationReport
+
+TOOL_SNAPSHOT = "tool-snapshot"
+"""Where a release carries the biomedical tools' snapshot (``drsearch snapshot freeze --out``)."""
 
 
 class _Validator:
@@ -381,7 +386,27 @@ class _Validator:
             self.add("blocked_docids", "PASS", f"{len(self.blocklist)} docids, all in the corpus")
 
     # -- deep ----------------------------------------------------------------------------
+    def check_tool_snapshot(self) -> None:
+        """The tool snapshot beside the corpus, when the release carries one: every digest
+        (the agents extra is needed only then)."""
+        where = self.root / TOOL_SNAPSHOT
+        if not where.exists():
+            return
+        from ..agents.errors import SnapshotError
+        from ..agents.snapshot import load_snapshot
+
+        try:
+            snap = load_snapshot(where)
+        except SnapshotError as e:
+            self.add("tool snapshot", "FAIL", e.message)
+            return
+        m = snap.manifest
+        tools = ", ".join(sorted(m["tools"]))
+        self.add("tool snapshot", "PASS", f"{TOOL_SNAPSHOT}/: {m['rows']} answer(s) of {tools} (accessed "
+                 f"{', '.join(m['access_dates'])}), every digest matches", digest=snap.digest)
+
     def check_deep(self) -> None:
+        self.check_tool_snapshot()
         path = self.root / DATABASE
         if not path.is_file():
             return

@@ -58,6 +58,7 @@ from .report_cli import register as register_report_verb
 from .run_cli import MERGE_VERB
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
+from .snapshot_cli import register as register_snapshot_verb
 from .trec_cli import add_batch_options, cmd_search_topics
 from .trec_cli import register as register_eval_verb
 
@@ -355,6 +356,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)
     register_run_verb(sub)  # run (run_cli.py, drsearch.agents)
     register_cache_verb(sub)  # cache verify|upgrade (cache_cli.py, drsearch.agents.replay)
+    register_snapshot_verb(sub)  # snapshot freeze|verify|coverage (snapshot_cli.py, drsearch.agents.snapshot)
     register_score_verb(sub)  # score (score_cli.py, drsearch.benchmark)
     register_report_verb(sub)  # report (report_cli.py, drsearch.benchmark.report)
     register_calibrate_verb(sub)  # calibrate (calibrate_cli.py, drsearch.benchmark.generate)

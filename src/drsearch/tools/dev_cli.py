@@ -4,6 +4,10 @@
 
     drsearch dev model --script agent|judge|drbencher|rerank [--host 127.0.0.1] [--port 0]
     drsearch dev wait URL [URL ...] [--timeout 30]
+    drsearch dev apis [--fixtures FILE] [--endpoints-out FILE.json] [--no-mcp]
+
+``dev apis`` serves local stand-ins of the biomedical tools' ten APIs (drsearch.dev.apis)
+and prints the ``--tool-endpoints`` JSON of ``drsearch run`` as one line once they listen.
 
 ``dev model`` serves the OpenAI-compatible chat API (``POST /v1/chat/completions``,
 ``GET /v1/models``) with one of the scripted responders of :mod:`drsearch.dev`, prints its
@@ -15,16 +19,18 @@ shell script can start servers with ``&`` and go on when they listen.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from .argtypes import int_in, seconds
 
-SCRIPTS = ("agent", "judge", "drbencher", "rerank")
+SCRIPTS = ("agent", "judge", "drbencher", "rerank", "bioagent")
 
 
 class _Guarded:
@@ -56,6 +62,10 @@ def _responder(script: str) -> Any:
         from ..dev.rerank import RerankResponder
 
         return RerankResponder()
+    if script == "bioagent":
+        from ..dev.bioagent import BioToolAgent
+
+        return BioToolAgent()
     if script == "judge":
         from ..dev.judge import FakeJudge
 
@@ -89,6 +99,41 @@ def cmd_dev_model(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.server_close()
+    return 0
+
+
+def cmd_dev_apis(args: argparse.Namespace, out: TextIO) -> int:
+    from ..contract import InvalidInputError
+    from ..dev.apis import DEFAULT_FIXTURES, start_apis
+
+    fixtures = args.fixtures or DEFAULT_FIXTURES
+    if not fixtures.is_file():
+        raise InvalidInputError(f"--fixtures {fixtures}: no fixture file there (data/biotools/fixtures.json "
+                                "in a checkout of the repository)")
+    try:
+        apis = start_apis(fixtures, args.host, args.port, mcp=not args.no_mcp)
+    except OSError as e:
+        raise InvalidInputError(f"--host {args.host} --port {args.port}: cannot listen "
+                                f"({e.strerror or e})") from None
+    except ValueError as e:
+        raise InvalidInputError(f"--fixtures {fixtures}: not a fixture file ({e})") from None
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        text = json.dumps(apis.endpoints, sort_keys=True)
+        if args.endpoints_out:
+            args.endpoints_out.write_text(text + "\n", encoding="utf-8")
+        print(text, file=out, flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        apis.stop()
     return 0
 
 
@@ -131,6 +176,15 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int_in(0, 65535), default=0, help="port (default 0: a free one, printed)")
     p.set_defaults(handler=cmd_dev_model)
+    p = verbs.add_parser("apis", help="serve local stand-ins of the ten biomedical tools' APIs on 127.0.0.1")
+    p.add_argument("--fixtures", type=Path, metavar="FILE",
+                   help="fixture records (default data/biotools/fixtures.json of this checkout)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int_in(0, 65535), default=0, help="HTTP port (default 0: a free one)")
+    p.add_argument("--endpoints-out", type=Path, metavar="FILE.json",
+                   help="also write the endpoints (the --tool-endpoints file of drsearch run) here")
+    p.add_argument("--no-mcp", action="store_true", help="no BioMCP stand-in (it needs the mcp extra)")
+    p.set_defaults(handler=cmd_dev_apis)
     p = verbs.add_parser("wait", help="wait until URLs answer over HTTP (servers started with &)")
     p.add_argument("urls", nargs="+", metavar="URL", help="e.g. http://127.0.0.1:8000/health")
     p.add_argument("--timeout", type=seconds(3600), default=30.0, metavar="S",

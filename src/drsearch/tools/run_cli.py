@@ -32,7 +32,8 @@ _OPTIONS = {"questions": "--questions", "out": "--out", "model": "--model", "bas
             "cache_mode": "--cache-mode", "cache": "--cache",
             "replay_from": "--replay", "identity_check_every": "--identity-check-every",
             "max_attempts": "--max-attempts", "backoff_s": "--backoff",
-            "prices": "--prices", "max_cost_usd": "--max-cost"}
+            "prices": "--prices", "max_cost_usd": "--max-cost",
+            "tool_snapshot": "--tool-snapshot", "tool_endpoints": "--tool-endpoints"}
 
 
 def _rerank(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -67,6 +68,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             limit=args.limit, ids=tuple(args.ids or ()), shard=args.shard,
             cache_mode=args.cache_mode, cache=args.cache,
             replay_from=args.replay, quiet=args.quiet, prices=args.prices, max_cost_usd=args.max_cost,
+            tool_snapshot=args.tool_snapshot, tool_endpoints=args.tool_endpoints,
             retry=RetryPolicy(max_attempts=args.max_attempts, backoff_s=args.backoff))
     except ValidationError as e:
         print(f"drsearch: error: {describe_validation_error(e, _OPTIONS)}", file=sys.stderr)
@@ -185,7 +187,8 @@ def register(sub: Any) -> None:
                    help="run directory (resumed if present)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes at once (default 1)")
     p.add_argument("--preset", metavar="NAME|FILE.json",
-                   help="evaluation preset: a name (dr256, closed-book) or a JSON file of preset fields, "
+                   help="evaluation preset: a name (dr256, closed-book, openbiorq, openbiorq-web) or a JSON "
+                        "file of preset fields, "
                         'e.g. {"base": "dr256", "name": "mine", "max_turns": 8, '
                         '"tools": ["search", "python"]} (default dr256; with --replay, the recorded run\'s)'),
     p.add_argument("--attempt", type=int, default=0, metavar="N",
@@ -202,6 +205,14 @@ def register(sub: Any) -> None:
     p.add_argument("--cache", type=Path, metavar="FILE", help="cache file (default DIR/cache.sqlite3)")
     p.add_argument("--replay", type=Path, metavar="RUN_DIR",
                    help="answer every model and tool call from RUN_DIR's cache (offline)")
+    p.add_argument("--tool-snapshot", type=Path, metavar="SNAP",
+                   help="answer the biomedical tools' calls from this frozen tool snapshot (`drsearch "
+                        "snapshot freeze`): with --cache-mode replay (or --replay) a call it lacks is an "
+                        "infrastructure failure; with replay-then-live it is made live and DIR/tool-snapshot "
+                        "is written: SNAP extended by those calls")
+    p.add_argument("--tool-endpoints", type=Path, metavar="FILE.json",
+                   help='base URL per biomedical tool, e.g. {"pubmed": "http://127.0.0.1:8300"} '
+                        "(`drsearch dev apis` prints one); default: the public services")
     p.add_argument("--max-attempts", type=int, default=6, help="tries per model call (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait (default 1 s)")
     p.add_argument("--prices", type=Path, metavar="FILE",
