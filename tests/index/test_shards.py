@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -56,3 +57,25 @@ def test_split_refuses_what_it_cannot_split_exactly(tmp_path: Path) -> None:
     shard = split_index(whole, tmp_path, 2)[0].path
     with pytest.raises(InvalidInputError, match="already a shard"):
         split_index(shard, tmp_path, 2, overwrite=True)
+
+
+def test_shard_verb_writes_files_and_refuses_bad_input_in_one_line(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from drsearch.tools.cli import main
+
+    whole = tmp_path / "whole.sqlite3"
+    build(_docs()[:8], whole)
+    (tmp_path / "out").mkdir()
+    assert main(["shard", "--database", str(whole), "--shards", "2", "--out", str(tmp_path / "out"), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["index"] for r in lines] == [0, 1] and sum(r["documents"] for r in lines) == 8
+    # an existing output is a BuildError (exit 1), as for drsearch build; bad input exits 2
+    for argv, needle, code in (
+            (["--out", str(tmp_path / "nope")], "does not exist", 2),
+            (["--out", str(tmp_path / "out")], "already exists", 1),
+            (["--out", str(tmp_path / "out"), "--force", "--blocked-docids", str(tmp_path / "x")], "x", 2),
+            (["--out", str(tmp_path / "out"), "--force", "--shards", "9"], "no document", 2)):
+        shards = [] if "--shards" in argv else ["--shards", "2"]
+        assert main(["shard", "--database", str(whole), *shards, *argv]) == code
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("drsearch: error: ") and needle in err[0], err

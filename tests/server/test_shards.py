@@ -139,6 +139,9 @@ def test_broker_answers_with_the_whole_index_bytes(servers: tuple[Server, list[S
     for bad in ({"query": "river", "k": 0}, {"query": ""}, {"queries": "x"}):
         _same(whole, broker, "/retrieve" if "queries" in bad else "/search", bad)
     assert httpx.get(broker.base + "/health").json()["status"] == "ok"
+    for method, path, status in (("GET", "/search", 405), ("GET", "/stats", 404)):
+        got = httpx.request(method, broker.base + path)
+        assert got.status_code == status and "the broker serves" in got.json()["error"]["message"]
 
 
 def test_library_broker(servers: tuple[Server, list[Server], Server, Server]) -> None:

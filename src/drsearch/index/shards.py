@@ -161,7 +161,6 @@ class _Shard:
         c.close()
         with open(self.tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        os.replace(self.tmp, self.path)
         return ShardReport(self.path, self.index, n_docs, self.last_chunk - self.first_chunk + 1,
                            str(meta["content_identity"]))
 
@@ -243,6 +242,10 @@ def _split(engine: Engine, paths: list[Path], bl: BlockList,
                      "chunk_len": np.concatenate([chunk_len[:1], chunk_len[lo:hi + 1]]),
                      "chunk_ordinal": np.concatenate([ordinal[:1], ordinal[lo:hi + 1]])}
             reports.append(s.finish(_shard_meta(meta, s, local, set_id, count, bl, engine), local))
+        # every file complete before any is renamed into place: a failed split leaves the
+        # files that were there (another split's, which a broker would refuse to mix) intact
+        for s in shards:
+            os.replace(s.tmp, s.path)
         return reports
     except BaseException:
         for s in shards:

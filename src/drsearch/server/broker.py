@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import orjson
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -341,10 +342,19 @@ def create_broker_app(shards: ShardSet, *, time_limit_s: float = 15.0) -> Starle
     async def health(request: Request) -> Response:
         return await broker.health()
 
+    async def refused(request: Request, exc: Exception) -> Response:
+        # no such endpoint (/stats and /metrics are each shard's own) or method: the
+        # project's error body, as a server's, never a plain-text page
+        status = getattr(exc, "status_code", 404)
+        kind = "method_not_allowed" if status == 405 else "not_found"
+        return _error(status, kind, f"{request.method} {request.url.path}: the broker serves POST /search, "
+                      "/retrieve, /open and GET /health", shards.identity)
+
     return Starlette(routes=[Route("/search", post(broker.search), methods=["POST"]),
                              Route("/retrieve", post(broker.retrieve), methods=["POST"]),
                              Route("/open", post(broker.open), methods=["POST"]),
-                             Route("/health", health, methods=["GET"])])
+                             Route("/health", health, methods=["GET"])],
+                     exception_handlers={HTTPException: refused})
 
 
 __all__ = ["Broker", "Shard", "ShardSet", "ShardUnavailable", "connect_shards", "create_broker_app"]
