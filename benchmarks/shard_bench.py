@@ -6,7 +6,8 @@ worker) and each shard (one worker each) behind ``drsearch serve --shards`` on 1
 for each side: every query once in turn (latency p50/p99 of POST /search k=10) and
 ``--clients`` keep-alive clients for ``--duration`` seconds (throughput). Every broker answer is
 compared with the whole index's bytes first (exit 1 on any difference). Prints one JSON object
-with the load averages before and after, and the per-chunk costs (file bytes, server RSS) the
+with the load averages before and after, each server's CPU per request (shards, then the
+broker), and the per-chunk costs (file bytes, server RSS) the
 sizing in docs/SCALING.md starts from. On one machine the shards share its cores: this measures
 the broker's cost, not a fleet's speed-up.
 
@@ -108,6 +109,24 @@ def _throughput(port: int, queries: list[str], clients: int, duration: float) ->
     return round(sum(done) / (time.monotonic() - t0), 1)
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children (uvicorn's worker)."""
+    total = 0
+    for p in [pid, *(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(port: int, queries: list[str], pids: list[int]) -> dict[str, Any]:
+    """:func:`_latency`, and each server's CPU ms per request over those sequential requests."""
+    before = [_cpu_s(p) for p in pids]
+    got: dict[str, Any] = dict(_latency(port, queries))
+    got["cpu_ms_per_request"] = [round(1000 * (_cpu_s(p) - b) / len(queries), 2)
+                                 for p, b in zip(pids, before, strict=True)]
+    return got
+
+
 def _rss_bytes(pid: int) -> int:
     """RSS of a process and its children (uvicorn's worker)."""
     total = 0
@@ -178,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         chunks = json.loads(apsw.Connection(str(whole)).execute(
             "SELECT value FROM meta WHERE key='chunks'").get)
         result["chunks"] = chunks
-        result["whole"] = {**_latency(w_port, queries),
+        result["whole"] = {**_timed(w_port, queries, [w_proc.pid]),
                            "req_per_s": _throughput(w_port, queries, a.clients, a.duration),
                            "file_bytes": whole.stat().st_size, "rss_bytes": _rss_bytes(w_proc.pid)}
-        result["sharded"] = {**_latency(b_port, queries),
+        # cpu_ms_per_request: each shard's server, then the broker's
+        result["sharded"] = {**_timed(b_port, queries, [p.pid for p in procs[1:]]),
                              "req_per_s": _throughput(b_port, queries, a.clients, a.duration),
                              "file_bytes": sum(f.stat().st_size for f in files),
                              "rss_bytes": sum(_rss_bytes(p.pid) for p in procs[1:-1]),

@@ -20,3 +20,4 @@ def test_shard_bench_reports_both_sides(tmp_path: Path, capsys: pytest.CaptureFi
         assert got[side]["req_per_s"] > 0 and got[side]["p50_ms"] <= got[side]["p99_ms"]
         assert got[side]["file_bytes_per_chunk"] > 0
     assert len(got["engine_us_per_query"]["shards"]) == 2 and len(got["load_before"]) == 3
+    assert len(got["whole"]["cpu_ms_per_request"]) == 1 and len(got["sharded"]["cpu_ms_per_request"]) == 3
