@@ -27,7 +27,8 @@ def _docs() -> list[dict[str, object]]:
     return docs
 
 
-def test_shard_hits_equal_the_whole_index_hits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("native", [None, False])  # the C kernel where built, and numpy
+def test_shard_hits_equal_the_whole_index_hits(tmp_path: Path, native: bool | None) -> None:
     whole = tmp_path / "whole.sqlite3"
     build(_docs(), whole, BuildSettings(chunk_words=300, chunk_stride=250))
     bl = BlockList.from_bytes(b"d003\nd031\n")
@@ -35,8 +36,8 @@ def test_shard_hits_equal_the_whole_index_hits(tmp_path: Path) -> None:
     paths = [r.path for r in split_index(whole, tmp_path / "s", 4, blocklist=bl)]
     rng = random.Random(5)
     vocab = [f"c{i}" for i in range(40)] + [f"t{g}x{j}" for g in range(4) for j in range(12)]
-    with Engine.open(whole, bl) as w:
-        shards = [Engine.open(p, bl) for p in paths]
+    with Engine.open(whole, bl, native=native) as w:
+        shards = [Engine.open(p, bl, native=native) for p in paths]
         try:
             for _ in range(150):
                 q = " ".join(rng.sample(vocab, rng.randint(1, 4)))
