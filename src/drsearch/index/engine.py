@@ -49,7 +49,7 @@ from .doctable import DocTable, PagedFields
 from .hidden_terms import absent_keys, blocked_only_terms
 from .query import ParsedQuery, QueryTerm, parse_query
 from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
-from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, block_count
+from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, SHARD_SCHEMA_VERSION, block_count
 from .scoring import (
     IDF_FLOOR,
     DenseTerm,
@@ -233,9 +233,19 @@ class Engine:
         raw, arrays = _read_arrays(conn, self.meta, ("doc_fields",) if with_c else ())
         self._chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
         self._chunk_ordinal: npt.NDArray[np.int32] = arrays["chunk_ordinal"]
+        # A shard (drsearch.index.shards) ranks with the whole corpus' statistics: its avgdl
+        # for clamped terms' impacts, its df (shard_terms) for snippet weights.
+        self.shard: dict[str, Any] | None = _read_shard(conn, self.meta)
         self.scorer = Scorer(self._chunk_doc, arrays["chunk_len"],
                              self.meta["bm25"]["k1"], self.meta["bm25"]["b"], native=native,
-                             pruning=pruning, block_postings=self.block_postings)
+                             pruning=pruning, block_postings=self.block_postings,
+                             avgdl=None if self.shard is None else _corpus_avgdl(self.shard))
+        if self.shard is not None and blocklist.sha256 != self.shard["blocklist"]["sha256"]:
+            raise BlocklistError(
+                f"{path} is shard {self.shard['index']} of a split made with the blocklist of SHA-256 "
+                f"{self.shard['blocklist']['sha256']}; it was opened with {blocklist.sha256} "
+                f"({blocklist.source or 'no blocklist'}): serve every shard with the split's list, or "
+                "split again with this one (drsearch shard --blocked-docids)")
         self._blocked_docs, self._blocked_chunks, self.blocked_missing = self._resolve_blocklist(blocklist)
         # Unknown (rowid 0) and blocked document rowids, tested in one set lookup, so that
         # opening either takes the same path to the same exception.
@@ -318,6 +328,9 @@ class Engine:
         except IncompatibleIndexError as e:
             conn.close()
             raise IncompatibleIndexError(f"{p}: {e.message}") from e
+        except BlocklistError:  # a shard opened with a list other than its split's
+            conn.close()
+            raise
         except (apsw.Error, KeyError, ValueError, TypeError, IndexError, AttributeError,
                 InvalidInputError) as e:  # InvalidInputError: e.g. a tokenizer FTS5 lacks
             conn.close()
@@ -394,9 +407,11 @@ class Engine:
 
         A blocklist written for another docid scheme or another corpus matches nothing and
         hides nothing; the caller refuses it unless the user says the corpus is
-        deliberately partial (``--allow-missing-blocked``).
+        deliberately partial (``--allow-missing-blocked``). A shard holds part of the
+        corpus by design: its list is the split's (checked at open), and the split checked
+        it against the whole corpus; a broker checks the shards' matched counts add up.
         """
-        if self.blocked_missing:
+        if self.blocked_missing and self.shard is None:
             listed, missing = len(self.blocklist), self.blocked_missing
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
             raise BlocklistError(
@@ -815,6 +830,8 @@ class Engine:
         """Each present term's snippet (stem, weight), from ``_snippet_stems`` where a query
         had the term (same spelling) before."""
         kept = self._snippet_stems
+        if self.shard is not None:
+            return self._corpus_stem_pairs(parsed)
         stems = []
         for qt, t in zip(parsed.terms, terms, strict=True):
             if t is None:
@@ -827,6 +844,32 @@ class Engine:
                 kept[qt] = got
             stems.append(got)
         return stems
+
+    def _corpus_stem_pairs(self, parsed: ParsedQuery) -> list[tuple[str, float]]:
+        """A shard's :meth:`_stem_pairs`: the terms the whole corpus holds (where visible
+        to a query), weighed by the corpus' df and N (``shard_terms``), so a shard cuts the
+        snippets the whole index cuts, whichever of the query's terms it holds itself."""
+        kept = self._snippet_stems
+        todo = [qt for qt in parsed.terms if qt not in kept]
+        if todo:
+            assert self.shard is not None
+            n_rows = int(self.shard["chunks"])
+            hide = self.options.hide_blocked_only_terms
+            found = {term: (int(df), bool(hidden)) for term, df, hidden in self._db().execute(
+                "SELECT term, df, hidden FROM shard_terms WHERE term IN (SELECT value FROM json_each(?))",
+                (json.dumps([qt.term for qt in todo]),))}
+            if len(kept) + len(todo) >= _SNIPPET_STEMS_MAX:
+                kept = self._snippet_stems = {}
+            for qt in todo:
+                df, hidden = found.get(qt.term, (0, True))
+                # absent (or blocked-only) in the corpus: no stem, as a None term has none
+                kept[qt] = ("", 0.0) if df == 0 or (hidden and hide) else (
+                    stem_of(qt.term, qt.surface), bm25_idf(n_rows, df))
+        return [got for qt in parsed.terms if (got := kept[qt])[0] or got[1]]
+
+    def hidden_terms(self) -> frozenset[str]:
+        """The terms that only blocked chunks hold (a query treats them as absent)."""
+        return frozenset(self._hidden_terms)
 
     def _texts(self, chunk_ids: list[int]) -> list[str]:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""
@@ -961,6 +1004,7 @@ class Engine:
                 "sqlite_version": m["sqlite_version"],
             },
             "file": {"path": str(self.path), "bytes": self.path.stat().st_size},
+            **({} if self.shard is None else {"shard": self.shard}),
         }
 
 
@@ -993,6 +1037,37 @@ def _read_meta(conn: apsw.Connection) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
             raise IncompatibleIndexError(f"damaged meta value 'bm25': {param} = {str(value)[:60]!r}")
     return meta
+
+
+_SHARD_INTS = ("index", "count", "documents", "chunks", "tokens", "vocabulary", "first_document",
+               "first_chunk")
+
+
+def _read_shard(conn: apsw.Connection, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """``meta.shard`` of a shard file (schema version 3), checked; None for a whole index.
+    Raises IncompatibleIndexError for a malformed one, or one of a version 3 file without it."""
+    version = conn.execute("PRAGMA user_version").get
+    shard = meta.get("shard")
+    if shard is None and version != SHARD_SCHEMA_VERSION:
+        return None
+    ok = (isinstance(shard, dict) and version == SHARD_SCHEMA_VERSION and shard.get("format") == 1
+          and all(type(shard.get(k)) is int and shard[k] >= 0 for k in _SHARD_INTS)
+          and isinstance(shard.get("set"), str) and isinstance(shard.get("corpus"), str)
+          and isinstance(shard.get("blocklist"), dict) and isinstance(shard["blocklist"].get("sha256"), str)
+          and shard["index"] < shard["count"])
+    if not ok:
+        raise IncompatibleIndexError(f"damaged meta value 'shard' (schema version {version}): "
+                                     f"{json.dumps(shard)[:80]}")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")}
+    if "shard_terms" not in tables:
+        raise IncompatibleIndexError("damaged or incomplete shard (missing tables: shard_terms)")
+    return cast("dict[str, Any]", shard)
+
+
+def _corpus_avgdl(shard: dict[str, Any]) -> float:
+    """The whole corpus' avgdl, as mean_chunk_len computes it over the corpus' chunk lengths."""
+    n = int(shard["chunks"])
+    return float(int(shard["tokens"])) / float(n) if n else 1.0
 
 
 def _block_postings(conn: apsw.Connection, meta: dict[str, Any]) -> int | None:

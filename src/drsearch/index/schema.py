@@ -43,8 +43,13 @@ from __future__ import annotations
 
 APPLICATION_ID = 0x44525331  # "DRS1"
 SCHEMA_VERSION = 2
-# The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only) and 2.
-READABLE_VERSIONS = (1, 2)
+# A shard of a split index (drsearch.index.shards): version 2 plus ``meta.shard`` and the
+# ``shard_terms`` table, whose corpus-wide statistics the engine must use in place of the
+# file's own: a reader that does not know them would rank and cut snippets differently.
+SHARD_SCHEMA_VERSION = 3
+# The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only), 2
+# and 3 (a shard).
+READABLE_VERSIONS = (1, 2, 3)
 # Postings per block of the stored block maxima (schema version 2).
 BLOCK_POSTINGS = 64
 DOC_TEXT_CODEC = "zlib"
@@ -80,6 +85,10 @@ CREATE TABLE dense_tfs(id INTEGER PRIMARY KEY, tfs BLOB NOT NULL);
 CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL);
 """
 
+# A shard's every corpus term (all shards hold the same rows): its corpus-wide df and whether
+# only blocked documents hold it, under the blocklist of the split (snippet weights).
+SHARD_DDL = "CREATE TABLE shard_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, hidden INTEGER NOT NULL) " \
+    "WITHOUT ROWID;"
 FTS_DDL = (
     "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', "
     "tokenize={tokenize}, detail=full)"
@@ -100,4 +109,4 @@ def block_count(df: int, block_postings: int = BLOCK_POSTINGS) -> int:
 
 
 __all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "READABLE_VERSIONS",
-           "REQUIRED_TABLES", "SCHEMA_VERSION", "block_count"]
+           "REQUIRED_TABLES", "SCHEMA_VERSION", "SHARD_DDL", "SHARD_SCHEMA_VERSION", "block_count"]

@@ -131,7 +131,8 @@ class Scorer(NumpyRanking):
 
     def __init__(self, chunk_doc: npt.NDArray[np.int32], chunk_len: npt.NDArray[np.int32],
                  k1: float = 1.2, b: float = 0.75, *, native: bool | None = None,
-                 pruning: Pruning = "auto", block_postings: int | None = BLOCK_POSTINGS) -> None:
+                 pruning: Pruning = "auto", block_postings: int | None = BLOCK_POSTINGS,
+                 avgdl: float | None = None) -> None:
         """``native``: rank in C (None: when built; True: require it; False: numpy only).
         ``pruning``, in C: ``always`` skips what cannot reach the top k (exact MaxScore over
         the terms' stored upper bounds and block maxima, ``rank_maxscore``), ``never``
@@ -143,6 +144,9 @@ class Scorer(NumpyRanking):
 
         ``block_postings``: how many postings each of a list's ``block_max`` covers (the
         file's ``meta.block_postings``; None: no list has block maxima, a version-1 file).
+
+        ``avgdl``: the corpus' mean chunk length where ``chunk_len`` is not the whole corpus
+        (a shard: drsearch.index.shards); None: the mean of ``chunk_len``.
 
         The C kernel reads a document's chunks as consecutive rowids (how build() assigns
         them); a file laid out otherwise ranks with numpy.
@@ -162,7 +166,7 @@ class Scorer(NumpyRanking):
         # a norm at query time, computed for the rows they score (bitwise the same values).
         self._chunk_len = chunk_len
         self._chunk_len32 = np.ascontiguousarray(chunk_len, dtype=np.int32)  # the C rescoring's
-        self._avgdl = mean_chunk_len(chunk_len)
+        self._avgdl = mean_chunk_len(chunk_len) if avgdl is None else avgdl
         self.k1, self.b = k1, b
         self.k1p1 = k1 + 1.0
         # The one-term fast path's limit (:meth:`_rank_one`; 0 turns it off, as the tests

@@ -58,6 +58,8 @@ from .report_cli import register as register_report_verb
 from .run_cli import MERGE_VERB
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
+from .shard_cli import register as register_shard_verb
+from .shard_cli import serve_shards
 from .snapshot_cli import register as register_snapshot_verb
 from .trec_cli import add_batch_options, cmd_search_topics
 from .trec_cli import register as register_eval_verb
@@ -213,6 +215,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # the server extra, imported first: without it, one line naming it before any other check
     from ..server import ServeConfig, ServerSettings, serve, verify_corpus
 
+    if args.shards:
+        return serve_shards(args)
+    if args.database is None:
+        raise InvalidInputError("serve needs --database CORPUS (or --shards URL... for a broker)")
+
     check_bindable(args.host, args.port)
     args.database, release_dir = _release_of(args)
     chosen = serve_blocklist(args.blocked_docids, release_dir, args.override_release_blocklist)
@@ -313,7 +320,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_stats)
 
     p = sub.add_parser("serve", help="serve an index over HTTP (see docs/SERVER.md)")
-    p.add_argument("--database", required=True, metavar="CORPUS", help="index file (.sqlite3)")
+    p.add_argument("--database", metavar="CORPUS", help="index file (.sqlite3); required unless --shards")
+    p.add_argument("--shards", nargs="+", metavar="URL",
+                   help="serve a broker over these shard servers instead (docs/SCALING.md)")
     add_blocklist_options(p)  # serve: the choice is also shown in /health (blocklist.origin)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000)")
@@ -351,6 +360,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_retriever_options(p)
     p.set_defaults(handler=cmd_serve)
 
+    register_shard_verb(sub)  # shard (shard_cli.py, drsearch.index.shards)
     register_release_verbs(sub)  # release manifest|assemble, validate (release_cli.py, drsearch.release)
     register_corpus_verbs(sub)  # corpus fetch|extract|build, import (corpus_cli.py)
     register_construct_verbs(sub)  # construct consolidate|urls|answers|artifacts|audit (construct_cli.py)

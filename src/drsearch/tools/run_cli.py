@@ -154,8 +154,10 @@ MERGE_VERB = "run-merge"  # `drsearch run merge ...` is parsed as this verb (cli
 
 def register(sub: Any) -> None:
     """Add the ``run`` verb (and ``run merge``) to the CLI's subparsers."""
+    # No help=: argparse then lists no entry for it in `drsearch --help` (help=SUPPRESS
+    # would print "==SUPPRESS==" there); `drsearch run merge` is what users type.
     m = sub.add_parser(MERGE_VERB, prog="drsearch run merge",
-                       help="(drsearch run merge) join the shard directories of one run into one run")
+                       description="join the shard directories of one run into one run")
     m.add_argument("shards", nargs="+", type=Path, metavar="DIR",
                    help="the run directories of --shard 0/N .. N-1/N")
     m.add_argument("--out", required=True, type=Path, metavar="RUN",

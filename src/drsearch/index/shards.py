@@ -1,0 +1,319 @@
+"""Split a frozen index into S shard files that rank exactly as the whole index does.
+
+A shard is an ordinary corpus file (schema version 3: version 2 plus ``meta.shard`` and the
+``shard_terms`` table) holding a contiguous range of the index's documents, their chunks,
+texts and URLs, and those chunks' postings. Exactness comes by construction: every posting
+keeps the impact the whole index computed (with the corpus-wide N, avgdl and df), byte for
+byte; the only other corpus statistics a query reads are recorded and used in their place:
+
+- ``meta.shard.chunks`` and ``meta.shard.tokens``: the corpus' N and total length, whose
+  quotient is the avgdl of a clamped (dense) term's impact, computed at query time;
+- ``shard_terms(term, df, hidden)``: every term of the corpus with its corpus-wide df (the
+  IDF that weighs a term in a snippet) and whether only blocked documents hold it anywhere
+  (such a term is absent to a query, so it never picks a snippet).
+
+Documents are cut into contiguous rowid ranges of about N/S chunks each (never by hash):
+chunk rowids are FTS5's tie-break, so with ranges, among equal scores a lower shard index
+means a lower rowid, and a broker merges ties exactly by (score, shard, rank in shard)
+(docs/SCALING.md "Exact shards"). A clamped term stays clamped in every shard, a sparse one
+sparse: the storage follows the corpus' df, not the shard's.
+
+The blocklist is part of the split (``hidden`` depends on it): a shard refuses to open with
+any other list (Engine.open), and a blocked document stays in its shard's file, hidden by
+the shard's server as by the whole index's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from ..contract.errors import BuildError, InvalidInputError
+from .blocklist import BlockList
+from .doctable import DocTable
+from .engine import Engine
+from .fts5spec import sql_string
+from .schema import APPLICATION_ID, BLOCK_POSTINGS, DDL, FTS_DDL, SHARD_DDL, SHARD_SCHEMA_VERSION, block_count
+from .terms import IDF_FLOOR, chunk_norms, term_impacts
+
+# meta.shard's own format: a reader that does not know it refuses the file (schema version 3).
+SHARD_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ShardReport:
+    """One written shard: its path, index, documents, chunks and identity."""
+
+    path: Path
+    index: int
+    documents: int
+    chunks: int
+    identity: str
+
+
+def shard_paths(out_dir: Path, count: int) -> list[Path]:
+    """The files a split into ``count`` shards writes in ``out_dir``."""
+    width = len(str(count - 1))
+    return [out_dir / f"shard-{i:0{width}d}-of-{count}.sqlite3" for i in range(count)]
+
+
+def _partition(chunk_doc: npt.NDArray[np.int32], n_docs: int, count: int) -> list[tuple[int, int]]:
+    """Each shard's document rowid range (first, last), contiguous, about N/S chunks each:
+    document d goes to shard ``chunks_before(d) * S // N`` (``(d - 1) * S // D`` without
+    chunks), a non-decreasing function of d."""
+    n_chunks = len(chunk_doc) - 1
+    per_doc = np.bincount(chunk_doc[1:], minlength=n_docs + 1)[1:] if n_chunks else np.zeros(n_docs, np.int64)
+    before = np.concatenate([[0], np.cumsum(per_doc)[:-1]]) if n_docs else np.zeros(0, np.int64)
+    owner = (before * count) // n_chunks if n_chunks else (np.arange(n_docs) * count) // max(n_docs, 1)
+    ranges = []
+    for i in range(count):
+        docs = np.flatnonzero(owner == i)
+        if not len(docs):
+            raise InvalidInputError(f"cannot split {n_docs} documents of {n_chunks} chunks into {count} "
+                                    f"shards: shard {i} would hold no document (fewer shards)")
+        ranges.append((int(docs[0]) + 1, int(docs[-1]) + 1))
+    return ranges
+
+
+def _set_identity(corpus: str, count: int, blocklist: BlockList) -> str:
+    """The sharded build's identity: the same in every shard of one split."""
+    return xxhash.xxh3_128(f"drsearch-shards\0{SHARD_FORMAT}\0{corpus}\0{count}\0{blocklist.sha256}"
+                           .encode()).hexdigest()
+
+
+class _Shard:
+    """One shard file being written (a temporary name until complete)."""
+
+    def __init__(self, path: Path, src: Path, index: int, docs: tuple[int, int], chunks: tuple[int, int],
+                 tokenizer: str) -> None:
+        self.path, self.index = path, index
+        self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        self.tmp.unlink(missing_ok=True)
+        self.first_doc, self.last_doc = docs
+        self.first_chunk, self.last_chunk = chunks
+        self.conn = apsw.Connection(str(self.tmp), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+                                    | apsw.SQLITE_OPEN_URI)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE", "page_size=4096",
+                       "cache_size=-65536"):
+            self.conn.execute(f"PRAGMA {pragma}")
+        self.conn.execute("ATTACH ? AS src", ("file:" + quote(str(src.resolve())) + "?mode=ro&immutable=1",))
+        self.conn.execute("BEGIN")
+        self.conn.execute(DDL)
+        self.conn.execute(SHARD_DDL)
+        self.conn.execute(FTS_DDL.format(tokenize=tokenizer))
+        self.terms: list[tuple[str, int, int, int, float]] = []
+        self.postings = self.dense = 0
+
+    def copy_rows(self) -> None:
+        """Documents, texts, URLs and chunks of the shard's range, renumbered from 1; FTS5's
+        index over those chunks (FTS5 is the index of record, not a source of scores here)."""
+        d_off, c_off = self.first_doc - 1, self.first_chunk - 1
+        d_range, c_range = (self.first_doc, self.last_doc), (self.first_chunk, self.last_chunk)
+        c = self.conn
+        c.execute("INSERT INTO documents SELECT id - ?, docid, url, canonical_url, title, metadata, n_words, "
+                  "n_chunks FROM src.documents WHERE id BETWEEN ? AND ? ORDER BY id", (d_off, *d_range))
+        c.execute("INSERT INTO doc_texts SELECT id - ?, text FROM src.doc_texts WHERE id BETWEEN ? AND ? "
+                  "ORDER BY id", (d_off, *d_range))
+        # The whole index's URL -> document rows (every collision already resolved: first
+        # docid wins), each in its document's shard: a URL opens in one shard only.
+        c.execute("INSERT INTO urls SELECT canonical_url, doc - ? FROM src.urls WHERE doc BETWEEN ? AND ? "
+                  "ORDER BY canonical_url", (d_off, *d_range))
+        c.execute("INSERT INTO chunks SELECT id - ?, doc - ?, ordinal, start_word, end_word, text FROM "
+                  "src.chunks WHERE id BETWEEN ? AND ? ORDER BY id", (c_off, d_off, *c_range))
+        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+
+    def add_term(self, term: str, dense: bool, blob: bytes, df: int, max_impact: float) -> None:
+        tid = len(self.terms)
+        self.conn.execute(f"INSERT INTO {'dense_tfs' if dense else 'postings'} VALUES(?,?)", (tid, blob))
+        self.terms.append((term, tid, df, int(dense), max_impact))
+        self.postings += df
+        self.dense += dense
+
+    def finish(self, meta: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> ShardReport:
+        c = self.conn
+        c.executemany("INSERT INTO terms VALUES(?,?,?,?,?)", self.terms)
+        c.execute("INSERT INTO shard_terms SELECT term, df, hidden FROM temp.global_terms ORDER BY term")
+        rows = ((int(i), str(d), str(u), str(t)) for i, d, u, t in
+                c.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
+        n_docs = self.last_doc - self.first_doc + 1
+        offsets, data = DocTable.from_rows(rows, n_docs).arrays()
+        c.executemany("INSERT INTO arrays VALUES(?,?,?)", [
+            *((name, "<i4", arrays[name].astype("<i4").tobytes())
+              for name in ("chunk_doc", "chunk_len", "chunk_ordinal")),
+            ("doc_field_offsets", "<i8", offsets), ("doc_fields", "u1", data)])
+        c.executemany("INSERT INTO meta VALUES(?,?)",
+                      [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())])
+        c.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        c.execute(f"PRAGMA user_version={SHARD_SCHEMA_VERSION}")
+        c.execute("COMMIT")
+        c.execute("DETACH src")
+        c.close()
+        with open(self.tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        return ShardReport(self.path, self.index, n_docs, self.last_chunk - self.first_chunk + 1,
+                           str(meta["content_identity"]))
+
+    def abandon(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+def split_index(src: str | os.PathLike[str], out_dir: str | os.PathLike[str], count: int, *,
+                blocklist: BlockList | None = None, allow_missing_blocked: bool = False,
+                overwrite: bool = False,
+                progress: Callable[[int], None] | None = None) -> list[ShardReport]:
+    """Split the index ``src`` into ``count`` shard files in ``out_dir`` (:func:`shard_paths`).
+
+    ``blocklist``: the list the shards will be served with (the same every shard's server
+    must use; None: a release's own list, else none, as Engine.open decides); a list naming
+    docids the index lacks is a BlocklistError unless ``allow_missing_blocked``.
+    ``progress`` is called with numbers of terms done.
+    Raises InvalidInputError (count < 1, more shards than the documents allow, ``src`` a
+    shard itself or its chunks not grouped by document, ``out_dir`` missing), BuildError
+    (an output exists and not ``overwrite``, or cannot be written), and what Engine.open
+    raises for ``src``. Nothing is left behind on failure; the same inputs give the same bytes.
+    """
+    if count < 1:
+        raise InvalidInputError(f"--shards must be at least 1, got {count}")
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise InvalidInputError(f"directory {out} does not exist (create it first)")
+    paths = shard_paths(out, count)
+    existing = [p for p in paths if p.exists()]
+    if existing and not overwrite:
+        raise BuildError(f"{existing[0]} already exists (use --force / overwrite=True to replace it)")
+    # Engine.open's rule: a release's database gets the release's own list unless told
+    with Engine.open(src, blocklist) as engine:
+        if not allow_missing_blocked:
+            engine.check_blocklist_complete()
+        return _split(engine, paths, engine.blocklist, progress)
+
+
+def _split(engine: Engine, paths: list[Path], bl: BlockList,
+           progress: Callable[[int], None] | None) -> list[ShardReport]:
+    meta = engine.meta
+    if "shard" in meta:
+        raise InvalidInputError(f"{engine.path} is already a shard (split the whole index instead)")
+    chunk_doc = engine.chunk_documents
+    if len(chunk_doc) > 2 and not bool(np.all(chunk_doc[2:] >= chunk_doc[1:-1])):
+        raise InvalidInputError(f"{engine.path}: its chunks are not grouped by document, so no range "
+                                "of documents is a range of chunk rowids (FTS5's tie-break): cannot split")
+    count = len(paths)
+    n_docs, n_chunks = int(meta["documents"]), int(meta["chunks"])
+    ranges = _partition(chunk_doc, n_docs, count)
+    first_chunk = np.searchsorted(chunk_doc[1:], [lo for lo, _ in ranges], side="left") + 1
+    chunk_ranges = [(int(first_chunk[i]), int(first_chunk[i + 1]) - 1 if i + 1 < count else n_chunks)
+                     for i in range(count)]
+    chunk_len = engine.scorer._chunk_len
+    ordinal = engine._chunk_ordinal
+    k1, b = float(meta["bm25"]["k1"]), float(meta["bm25"]["b"])
+    avgdl = float(int(meta["tokens"])) / float(n_chunks) if n_chunks else 1.0
+    shards: list[_Shard] = []
+    try:
+        for i, path in enumerate(paths):
+            shards.append(_Shard(path, engine.path, i, ranges[i], chunk_ranges[i],
+                                 sql_string(meta["tokenizer"])))
+            shards[-1].copy_rows()
+        hidden = engine.hidden_terms()
+        for s in shards:
+            s.conn.execute("CREATE TEMP TABLE global_terms(term TEXT PRIMARY KEY, df INTEGER, "
+                           "hidden INTEGER) WITHOUT ROWID")
+            s.conn.executemany("INSERT INTO temp.global_terms VALUES(?,?,?)",
+                               ((t, df, int(t in hidden)) for t, df in engine._conn.execute(
+                                   "SELECT term, df FROM terms")))
+        _split_postings(engine, shards, (k1, b, avgdl), chunk_len, progress)
+        set_id = _set_identity(str(meta["content_identity"]), count, bl)
+        reports = []
+        for s, (lo, hi) in zip(shards, chunk_ranges, strict=True):
+            local = {"chunk_doc": np.concatenate([chunk_doc[:1], chunk_doc[lo:hi + 1] - (s.first_doc - 1)]),
+                     "chunk_len": np.concatenate([chunk_len[:1], chunk_len[lo:hi + 1]]),
+                     "chunk_ordinal": np.concatenate([ordinal[:1], ordinal[lo:hi + 1]])}
+            reports.append(s.finish(_shard_meta(meta, s, local, set_id, count, bl, engine), local))
+        # every file complete before any is renamed into place: a failed split leaves the
+        # files that were there (another split's, which a broker would refuse to mix) intact
+        for s in shards:
+            os.replace(s.tmp, s.path)
+        return reports
+    except BaseException:
+        for s in shards:
+            s.abandon()
+        raise
+
+
+def _split_postings(engine: Engine, shards: list[_Shard], bm25: tuple[float, float, float],
+                    chunk_len: npt.NDArray[np.int32], progress: Callable[[int], None] | None) -> None:
+    """Every term's postings cut at the shards' chunk ranges: impacts copied as they are,
+    rowids renumbered, block maxima made again for the shorter lists; a clamped term's tf
+    array sliced. A shard that holds none of a term's chunks gets no row for it."""
+    k1, b, avgdl = bm25
+    starts = np.array([s.first_chunk for s in shards], dtype=np.int64)
+    conn = engine._conn
+    done = 0
+    for term, tid, df, dense in conn.execute("SELECT term, id, df, dense FROM terms ORDER BY id"):
+        table, column = ("dense_tfs", "tfs") if dense else ("postings", "data")
+        row = conn.execute(f"SELECT {column} FROM {table} WHERE id = ?", (tid,)).fetchone()
+        if row is None:
+            raise BuildError(f"{engine.path}: term id {tid} has no {table} row")
+        blob = bytes(row[0])
+        if dense:
+            tfs = np.frombuffer(blob, "<u2")
+            for s in shards:
+                local = np.concatenate([tfs[:1], tfs[s.first_chunk:s.last_chunk + 1]]).astype("<u2")
+                nz = np.flatnonzero(local)
+                if len(nz):
+                    lens = np.concatenate([chunk_len[:1], chunk_len[s.first_chunk:s.last_chunk + 1]])
+                    top = term_impacts(IDF_FLOOR, local[nz].astype(np.float64),
+                                       chunk_norms(lens[nz], k1, b, avgdl), k1 + 1.0)
+                    s.add_term(term, True, local.tobytes(), len(nz), float(top.max()))
+        else:
+            impacts = np.frombuffer(blob, "<f8", df)
+            rows = np.frombuffer(blob, "<u4", df, 8 * df)
+            cuts = [*np.searchsorted(rows, starts, side="left").tolist(), df]
+            for s, a, z in zip(shards, cuts[:-1], cuts[1:], strict=True):
+                if z > a:
+                    part = impacts[a:z]
+                    data = [part.tobytes(), (rows[a:z] - (s.first_chunk - 1)).astype("<u4").tobytes()]
+                    if block_count(z - a):
+                        data.append(np.maximum.reduceat(part, np.arange(0, z - a, BLOCK_POSTINGS)).tobytes())
+                    s.add_term(term, False, b"".join(data), z - a, float(part.max()))
+        done += 1
+        if progress is not None and done % 10_000 == 0:
+            progress(10_000)
+    if progress is not None and done % 10_000:
+        progress(done % 10_000)
+
+
+def _shard_meta(meta: dict[str, Any], s: _Shard, local: dict[str, npt.NDArray[Any]], set_id: str,
+                count: int, bl: BlockList, engine: Engine) -> dict[str, Any]:
+    n_docs = s.last_doc - s.first_doc + 1
+    empty = int(s.conn.execute("SELECT count(*) FROM documents WHERE n_chunks = 0").get)
+    corpus = str(meta["content_identity"])
+    identity = xxhash.xxh3_128(f"{set_id}\0{s.index}".encode()).hexdigest()
+    return {**meta, "schema_version": SHARD_SCHEMA_VERSION, "documents": n_docs,
+            "indexed_documents": n_docs - empty,
+            "empty_documents": empty, "chunks": len(local["chunk_len"]) - 1,
+            "tokens": int(local["chunk_len"][1:].sum(dtype=np.int64)), "vocabulary": len(s.terms),
+            "postings": s.postings, "dense_terms": s.dense, "content_identity": identity,
+            "shard": {"format": SHARD_FORMAT, "set": set_id, "index": s.index, "count": count,
+                      "corpus": corpus,
+                      "documents": int(meta["documents"]), "chunks": int(meta["chunks"]),
+                      "tokens": int(meta["tokens"]), "vocabulary": int(meta["vocabulary"]),
+                      "first_document": s.first_doc, "first_chunk": s.first_chunk,
+                      "blocklist": {"sha256": bl.sha256, "count": len(bl),
+                                    "matched": engine.blocked_matched}}}
+
+
+__all__ = ["SHARD_FORMAT", "ShardReport", "shard_paths", "split_index"]
