@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import signal
 import time
-import urllib.error
-import urllib.request
 from types import FrameType
 from typing import Any, TextIO
 
@@ -94,6 +92,9 @@ def cmd_dev_model(args: argparse.Namespace, out: TextIO) -> int:
 
 def _answers(url: str) -> bool:
     """True when ``url`` answers over HTTP, whatever the status."""
+    import urllib.error  # here, not at the top: every `drsearch` command imports this module
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=1.0):
             return True
