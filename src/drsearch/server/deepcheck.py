@@ -2,9 +2,8 @@
 
 ``drsearch serve --verify fast`` (the default) starts the server after the fast checks and
 runs this module once, in a child process of the server (not of any worker) at the lowest
-CPU priority (nice 19 and, on Linux, the ``SCHED_IDLE`` class), so that its CPU time (about
-13 CPU-seconds per GB of index file: ~37 at DR-256 scale, docs/SERVER.md) is only ever time
-the workers leave idle::
+CPU priority (nice 19), so that its CPU time (about 13 CPU-seconds per GB of index file: ~37
+at DR-256 scale, docs/SERVER.md) is taken almost only from time the workers leave idle::
 
     python -m drsearch.server.deepcheck DATABASE RUN_DIR
 
@@ -61,16 +60,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def lower_priority() -> None:
-    """Run this process only on CPU time nobody else wants: nice 19, and on Linux the
-    ``SCHED_IDLE`` policy too (nice 19 still takes ~1.5% of a core beside each busy worker;
-    an idle-class process only runs when a CPU would otherwise idle). Where either is not
-    permitted, the process keeps what it has."""
+    """Run this process at nice 19: beside a busy worker (nice 0) it gets about 1.5% of a core
+    (CFS weights 15 against 1024). Not ``SCHED_IDLE``: on a server whose cores are never idle
+    that would never finish, and /health would say ``pending`` for as long as it runs. Where
+    lowering is not permitted, the process keeps the priority it has."""
     with contextlib.suppress(OSError):
         os.nice(19)
-    if hasattr(os, "SCHED_IDLE"):
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
