@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -108,7 +109,7 @@ print(json.dumps({"stages": stages, "hits": len(r.hits), "total_s": time.perf_co
 # `drsearch search` in a fresh interpreter: the CLI's import and the command timed inside, the
 # modules it ended with; the answer itself goes to stdout as for a user.
 _CLI_CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 t0 = time.perf_counter()
 from drsearch.tools.cli import main
 t1 = time.perf_counter()
@@ -116,8 +117,9 @@ code = main(sys.argv[1:])
 t2 = time.perf_counter()
 sys.stdout.flush()
 heavy = sorted(m for m in COSTLY if m in sys.modules)
-print(json.dumps({"import_s": t1 - t0, "command_s": t2 - t1, "code": code, "costly": heavy}),
-      file=sys.stderr)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"import_s": t1 - t0, "command_s": t2 - t1, "code": code, "costly": heavy,
+                  "cpu_s": ru.ru_utime + ru.ru_stime}), file=sys.stderr)
 """
 COSTLY = ("fastapi", "starlette", "uvicorn", "httpx", "onnxruntime", "pydantic", "scipy", "tqdm",
           "orjson", "numpy", "drsearch.server", "drsearch.release", "drsearch.corpus",
@@ -152,12 +154,14 @@ def cli_report(index: Path, runs: list[dict[str, Any]], cold: bool, as_json: boo
           f"{'cold' if cold else 'warm'}; medians (ms): import of the CLI {med('import_s'):.1f}, "
           f"command (open, search, print) {med('command_s'):.1f}, first answer (parent wall) "
           f"{wall:.1f} (target <= 500 on a quiet machine: {'PASS' if wall <= 500 else 'MISS'}); "
-          f"a bare interpreter {bare:.1f}")
+          f"CPU time of the process (user + system, what a quiet machine's wall approaches) "
+          f"{med('cpu_s'):.1f}; a bare interpreter {bare:.1f}; load averages {os.getloadavg()}")
     print(f"costly modules imported: {', '.join(runs[0]['costly']) or 'none'}")
     if as_json:
         print(json.dumps({"index": str(index), "runs": len(runs), "cold": cold, "cli": True,
                           "import_ms": med("import_s"), "command_ms": med("command_s"),
-                          "wall_ms": wall, "walls_ms": [r["wall_s"] * 1e3 for r in runs],
+                          "wall_ms": wall, "cpu_ms": med("cpu_s"),
+                          "walls_ms": [r["wall_s"] * 1e3 for r in runs],
                           "bare_interpreter_ms": bare, "costly": runs[0]["costly"]}, sort_keys=True))
 
 
