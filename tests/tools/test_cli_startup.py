@@ -57,10 +57,11 @@ def test_the_statistics_still_use_scipy_when_called() -> None:
 
 # What no `drsearch` process pays for until a command needs it (issue 49 §5: a fresh
 # `drsearch search` answers in <= 0.5 s): the web stack, HTTP clients, model runtimes,
-# pydantic (the build settings, the benchmark's dataset rows) and the layers above the index.
+# pydantic (the build settings, the benchmark's dataset rows) and the layers above the index
+# (drsearch.dense is not among them: `drsearch search` picks its retriever through it).
 COSTLY = ("fastapi", "starlette", "uvicorn", "httpx", "onnxruntime", "pydantic", "pydantic_core", "scipy",
           "tqdm", "orjson", "trafilatura", "selectolax", "http.client", "drsearch.server", "drsearch.release",
-          "drsearch.corpus", "drsearch.benchmark", "drsearch.agents", "drsearch.dense")
+          "drsearch.corpus", "drsearch.benchmark", "drsearch.agents")
 
 _COSTLY_PROBE = """
 import json, sys
