@@ -21,15 +21,24 @@ Each query of ``--runs`` runs is a fresh interpreter on a freshly evicted file; 
 shows the median per stage, and the parent's wall for the whole child (as search_bench's).
 ``--warm`` runs the same with the file left in the page cache.
 
+``--cli`` times what a user runs instead: ``drsearch search --database INDEX QUERY`` as a fresh
+process (``main`` of ``drsearch.tools.cli``, as the console script calls it), ``--runs`` times,
+each on a freshly evicted file (or warm with ``--warm``): the import of the CLI, the command
+(open, search, print), and the parent's wall from spawn to exit, the first answer's time
+(target <= 0.5 s on a quiet machine, issue 49 §5); it also lists the costly modules the
+process imported (numpy is the engine's own).
+
 Usage::
 
     python benchmarks/cold_probe.py INDEX [--runs 5] [--warm] [--json]
+    python benchmarks/cold_probe.py INDEX --cli [--runs 11] [--warm] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -97,6 +106,65 @@ print(json.dumps({"stages": stages, "hits": len(r.hits), "total_s": time.perf_co
 """
 
 
+# `drsearch search` in a fresh interpreter: the CLI's import and the command timed inside, the
+# modules it ended with; the answer itself goes to stdout as for a user.
+_CLI_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from drsearch.tools.cli import main
+t1 = time.perf_counter()
+code = main(sys.argv[1:])
+t2 = time.perf_counter()
+sys.stdout.flush()
+heavy = sorted(m for m in COSTLY if m in sys.modules)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"import_s": t1 - t0, "command_s": t2 - t1, "code": code, "costly": heavy,
+                  "cpu_s": ru.ru_utime + ru.ru_stime}), file=sys.stderr)
+"""
+COSTLY = ("fastapi", "starlette", "uvicorn", "httpx", "onnxruntime", "pydantic", "scipy", "tqdm",
+          "orjson", "numpy", "drsearch.server", "drsearch.release", "drsearch.corpus",
+          "drsearch.benchmark", "drsearch.agents")
+
+
+def cli_run(index: Path, query: str, cold: bool) -> dict[str, Any]:
+    """One fresh ``drsearch search`` process: its stages and the parent's wall (seconds)."""
+    if cold:
+        drop_from_page_cache(index)
+    code = _CLI_CHILD.replace("COSTLY", repr(COSTLY))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, "search", "--database", str(index), query],
+                         capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0 or not out.stdout.strip():
+        raise SystemExit(f"drsearch search failed:\n{out.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(out.stderr.strip().splitlines()[-1])
+    result["wall_s"] = wall
+    return result
+
+
+def cli_report(index: Path, runs: list[dict[str, Any]], cold: bool, as_json: bool) -> None:
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs) * 1e3
+
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    bare = (time.perf_counter() - t0) * 1e3
+    wall = med("wall_s")
+    print(f"drsearch search on {index}, {len(runs)} fresh processes, page cache "
+          f"{'cold' if cold else 'warm'}; medians (ms): import of the CLI {med('import_s'):.1f}, "
+          f"command (open, search, print) {med('command_s'):.1f}, first answer (parent wall) "
+          f"{wall:.1f} (target <= 500 on a quiet machine: {'PASS' if wall <= 500 else 'MISS'}); "
+          f"CPU time of the process (user + system, what a quiet machine's wall approaches) "
+          f"{med('cpu_s'):.1f}; a bare interpreter {bare:.1f}; load averages {os.getloadavg()}")
+    print(f"costly modules imported: {', '.join(runs[0]['costly']) or 'none'}")
+    if as_json:
+        print(json.dumps({"index": str(index), "runs": len(runs), "cold": cold, "cli": True,
+                          "import_ms": med("import_s"), "command_ms": med("command_s"),
+                          "wall_ms": wall, "cpu_ms": med("cpu_s"),
+                          "walls_ms": [r["wall_s"] * 1e3 for r in runs],
+                          "bare_interpreter_ms": bare, "costly": runs[0]["costly"]}, sort_keys=True))
+
+
 def one_run(index: Path, query: str, cold: bool) -> dict[str, Any]:
     if cold:
         drop_from_page_cache(index)
@@ -119,12 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
     ap.add_argument("--warm", action="store_true", help="leave the file in the page cache")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cli", action="store_true", help="time `drsearch search` processes instead")
     args = ap.parse_args(argv)
     if not args.index.is_file():
         ap.error(f"{args.index}: no such index file")
     if args.runs < 1:
         ap.error("--runs must be positive")
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
+    if args.cli:
+        cli_runs = [cli_run(args.index, queries[i % len(queries)], not args.warm) for i in range(args.runs)]
+        cli_report(args.index, cli_runs, not args.warm, args.json)
+        return 0
     # search_bench's first queries: the normal list from its start
     runs = [one_run(args.index, queries[i % len(queries)], not args.warm) for i in range(args.runs)]
     names = list(runs[0]["stages"])

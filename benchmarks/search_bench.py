@@ -937,7 +937,8 @@ def _serving_fn(kind: str, index: str, extra: dict[str, Any]) -> tuple[Callable[
             if gil_poll_ns(int(extra["gil_poll_ns"])) < 0:
                 raise SystemExit("search_bench: this kernel cannot poll for the GIL (gil_poll_ns -1)")
         e = Engine.open(index)  # thread-safe: each thread gets its own connection and arena
-        return (lambda q: e.search(q, 10)), str(e.scorer.kind)
+        k = int(extra.get("k", 10))  # http_bench.py's engine rate for /retrieve's topk
+        return (lambda q: e.search(q, k)), str(e.scorer.kind)
     if kind == "tantivy":
         t = Tantivy(Path(extra["dir"]), extra["tokenizer"], Meta(Path(index)))
         return (lambda q: t.complete(q, 10)), None

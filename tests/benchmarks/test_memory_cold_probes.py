@@ -41,6 +41,17 @@ def test_cold_probe_times_every_stage(sample_index: Path, capsys: pytest.Capture
     assert report["wall_ms"] >= report["child_ms"] > 0
 
 
+def test_cold_probe_times_drsearch_search(sample_index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cold_probe.main([str(sample_index), "--cli", "--runs", "2", "--queries", "20", "--warm", "--json"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["cli"] and report["runs"] == 2 and len(report["walls_ms"]) == 2
+    assert report["wall_ms"] > report["import_ms"] > 0 and report["command_ms"] > 0
+    assert report["costly"] == ["numpy"]  # the engine's arrays; no web stack, no pydantic
+    assert "first answer (parent wall)" in out
+
+
 def test_a_missing_index_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for probe in (memory_probe, cold_probe):
         with pytest.raises(SystemExit) as exc:

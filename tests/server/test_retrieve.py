@@ -289,3 +289,29 @@ def test_a_batch_body_is_the_one_encoding_of_its_results(sample_index: Path) -> 
                 assert body == retrieve_json([engine.search(q, 7) for q in queries], scores)
     finally:
         c.close()
+
+
+def test_a_batch_hands_each_thread_its_queries_once(sample_index: Path) -> None:
+    """A batch of 40 queries on 2 threads is 2 hand-offs between the event loop and the pool (one
+    per thread, each taking the next query in batch order), not 40: each hand-off and the loop's
+    wake-up cost about a tenth of a k=3 search. The body is the same."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from drsearch.contract import RetrieveRequest
+    from drsearch.server.batch import run_batch
+    from drsearch.server.encoding import retrieve_json
+
+    class CountingPool(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            CountingPool.submitted += 1
+            return super().submit(fn, *args, **kwargs)
+
+    queries = tuple(f"{q} {i}" for i in range(10) for q in (*QUERIES, "climate"))[:40]
+    with Engine.open(sample_index) as engine, CountingPool(max_workers=2) as pool:
+        body = asyncio.run(run_batch(engine, RetrieveRequest(queries, 3, True), deadline=time.monotonic() + 60,
+                                     max_terms=64, max_bytes=1 << 24, pool=pool))
+        assert body == retrieve_json([engine.search(q, 3) for q in queries], True)
+    assert CountingPool.submitted == 2

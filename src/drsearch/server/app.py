@@ -19,11 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope
 
 from .. import __version__
 from ..contract import (
@@ -40,6 +40,7 @@ from .batch import check_batch_work, run_batch
 from .encoding import canonical_bytes, document_json, search_json
 from .errors import JSON, error_response, from_http_exception
 from .exposition import PROMETHEUS_CONTENT_TYPE, blocklist_enabled, health_body, metrics_text, stats_body
+from .fastpath import DrsearchApp, FastRoutes
 from .health import HealthState
 from .metrics import MetricsStore
 from .middleware import ServerMiddleware
@@ -48,7 +49,7 @@ from .requests import (
     parse_open_body,
     parse_retrieve_body,
     parse_search_body,
-    read_body,
+    receive_body,
     request_models,
 )
 from .schemas import (
@@ -105,9 +106,9 @@ class _Api:
     async def _run(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
-    async def search(self, request: Request) -> Response:
+    async def search_body(self, scope: Scope, receive: Receive) -> bytes:
         deadline = time.monotonic() + self.settings.time_limit_s
-        body = await read_body(request, self.settings.max_body_bytes, deadline)
+        body = await receive_body(scope, receive, self.settings.max_body_bytes, deadline)
         req = parse_search_body(body, self.limits)
 
         def answer() -> bytes:
@@ -118,11 +119,11 @@ class _Api:
                 raise QueryTimeoutError("query ran past its time limit")
             return data
 
-        return Response(await self._run(answer), media_type=JSON)
+        return await self._run(answer)
 
-    async def open(self, request: Request) -> Response:
+    async def open_body(self, scope: Scope, receive: Receive) -> bytes:
         deadline = time.monotonic() + self.settings.time_limit_s
-        req = parse_open_body(await read_body(request, self.settings.max_body_bytes, deadline),
+        req = parse_open_body(await receive_body(scope, receive, self.settings.max_body_bytes, deadline),
                               self.limits)
 
         def answer() -> bytes:
@@ -136,19 +137,29 @@ class _Api:
                 raise
             return document_json(doc, req.offset, req.length)
 
-        return Response(await self._run(answer), media_type=JSON)
+        return await self._run(answer)
 
-    async def retrieve(self, request: Request) -> Response:
+    async def retrieve_body(self, scope: Scope, receive: Receive) -> bytes:
         """Search-R1's ``POST /retrieve``: every query of the batch as one /search, under the
         request's one deadline, a cap on its results and one on its answer's bytes
         (:mod:`drsearch.server.batch`)."""
         deadline = time.monotonic() + self.settings.time_limit_s
-        body = await read_body(request, self.settings.max_body_bytes, deadline)
+        body = await receive_body(scope, receive, self.settings.max_body_bytes, deadline)
         req = parse_retrieve_body(body, self.limits, self.settings.max_batch_queries)
         check_batch_work(req, self.settings.max_batch_results)
-        data = await run_batch(self.engine, req, deadline=deadline, max_terms=self.settings.max_query_terms,
+        return await run_batch(self.engine, req, deadline=deadline, max_terms=self.settings.max_query_terms,
                                max_bytes=self.settings.max_response_bytes, pool=self._batch_pool)
-        return Response(data, media_type=JSON)
+
+    # The FastAPI routes of the three: they describe the API (OpenAPI) and answer what reaches
+    # the router; a POST to their exact path is answered by the fast routes (FastRoutes).
+    async def search(self, request: Request) -> Response:
+        return Response(await self.search_body(request.scope, request.receive), media_type=JSON)
+
+    async def open(self, request: Request) -> Response:
+        return Response(await self.open_body(request.scope, request.receive), media_type=JSON)
+
+    async def retrieve(self, request: Request) -> Response:
+        return Response(await self.retrieve_body(request.scope, request.receive), media_type=JSON)
 
     async def health(self) -> Response:
         body = {**self.static_health, **self.health_state.body()}
@@ -183,7 +194,7 @@ def served_identity(engine: Retriever) -> str:
 
 def create_app(engine: Retriever, settings: ServerSettings | None = None, *,
                blocklist_origin: BlocklistOrigin | None = None,
-               release_blocklist_sha256: str | None = None) -> FastAPI:
+               release_blocklist_sha256: str | None = None) -> DrsearchApp:
     """The FastAPI app serving ``engine`` under ``settings`` (defaults if None).
 
     The engine is used as given (its blocklist and time limit were fixed when it was
@@ -204,19 +215,22 @@ def create_app(engine: Retriever, settings: ServerSettings | None = None, *,
     health = HealthState(settings.metrics_dir)
     api = _Api(engine, settings, metrics, health, {"origin": blocklist_origin,
                                                    "release_sha256": release_blocklist_sha256})
-    app = FastAPI(title="drsearch", version=__version__, description=DESCRIPTION,
+    app = DrsearchApp(title="drsearch", version=__version__, description=DESCRIPTION,
                   openapi_url="/openapi.json", docs_url="/docs", redoc_url=None,
                   redirect_slashes=False)  # /search/ is not /search: 404, not a 307 to re-POST
     app.state.engine, app.state.settings, app.state.metrics = engine, settings, metrics
     app.state.blocklist_origin = blocklist_origin
     app.state.health = health
 
-    async def drsearch_error(request: Request, exc: Exception) -> Response:
-        if not isinstance(exc, DrsearchError):
-            raise exc  # pragma: no cover - registered for DrsearchError only
+    def answer_error(exc: DrsearchError) -> Response:
         if isinstance(exc, CorruptIndexError):
             health.mark_corrupt(exc.message)
         return error_response(exc)
+
+    async def drsearch_error(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, DrsearchError):
+            raise exc  # pragma: no cover - registered for DrsearchError only
+        return answer_error(exc)
 
     def error(status: int, description: str) -> dict[int | str, dict[str, Any]]:
         return {status: {"model": ErrorResponse, "description": description}}
@@ -249,6 +263,10 @@ def create_app(engine: Retriever, settings: ServerSettings | None = None, *,
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(ServerMiddleware, metrics=metrics, endpoints=ENDPOINT_PATHS,
                        identity=served_identity(engine))
+    fast = FastRoutes({"/search": api.search_body, "/open": api.open_body, "/retrieve": api.retrieve_body},
+                      answer_error)
+    app.fast = ServerMiddleware(fast, metrics=metrics, endpoints=ENDPOINT_PATHS,
+                                identity=served_identity(engine))
     return app
 
 

@@ -12,13 +12,15 @@
   ends after it is 503 ``query_timeout``.
 
 The first failing query in batch order decides the error (its index named, as /search would
-answer it). Queries start in batch order (the pool's queue is FIFO), and a failure stops only
-the queries queued after it, so the failures before it in batch order are still met.
+answer it). Queries start in batch order (each of the pool's threads takes the next one until
+none is left), and a failure stops only the queries not yet started, all after it in batch
+order, so the failures before it in batch order are still met.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from concurrent.futures import Executor
@@ -53,6 +55,11 @@ class _Budget:
         with self._lock:
             self.used += n
             return self.used <= self.limit
+
+
+def _threads(pool: Executor) -> int:
+    """The threads of ``pool`` (a ThreadPoolExecutor's ``_max_workers``; 1 for another executor)."""
+    return int(getattr(pool, "_max_workers", 1))
 
 
 def check_batch_work(request: RetrieveRequest, max_results: int) -> None:
@@ -91,28 +98,44 @@ async def run_batch(engine: Retriever, request: RetrieveRequest, *, deadline: fl
             budget.stopped = True
             raise
 
-    loop = asyncio.get_running_loop()
-    futures = [loop.run_in_executor(pool, one, q) for q in request.queries]
-    for future in futures:  # the failures after the deciding one are dropped, not logged as unread
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
-    try:
-        parts = []
-        for i, future in enumerate(futures):
+    # Each of the pool's threads takes the next query in batch order until none is left (or a
+    # query failed): one hand-off between the event loop and a thread per thread, not per query
+    # (a hand-off and the wake-up of the loop cost about a tenth of a k=3 search).
+    n = len(request.queries)
+    parts: list[bytes | BaseException | None] = [None] * n
+    order = itertools.count()  # next() of a count is atomic under the GIL
+
+    def worker() -> None:
+        for i in order:
+            if i >= n:
+                return
             try:
-                parts.append(await future)
-            except ResponseTooLargeError:
-                raise
-            except DrsearchError as e:
-                if isinstance(e, CorruptIndexError):
-                    raise
-                raise type(e)(f"queries.{i}: {e.message}") from None
+                parts[i] = one(request.queries[i])
+            except _Skipped:
+                return
+            except BaseException as e:  # re-raised below, in batch order
+                parts[i] = e
+                return
+
+    loop = asyncio.get_running_loop()
+    workers = [loop.run_in_executor(pool, worker) for _ in range(min(n, _threads(pool)))]
+    try:
+        await asyncio.gather(*workers)
     finally:
-        budget.stopped = True
-        for future in futures:
-            future.cancel()  # those not started yet never start
+        budget.stopped = True  # a cancelled request: the queries not started never start
+    bodies = []
+    for i, part in enumerate(parts):
+        if isinstance(part, bytes):
+            bodies.append(part)
+            continue
+        if part is None:  # not started: an earlier query failed (met below) or, never, a bug
+            continue
+        if isinstance(part, ResponseTooLargeError | CorruptIndexError) or not isinstance(part, DrsearchError):
+            raise part
+        raise type(part)(f"queries.{i}: {part.message}") from None
     if time.monotonic() > deadline:
         raise QueryTimeoutError("the batch ran past its time limit")
-    return RETRIEVE_OPEN + b",".join(parts) + RETRIEVE_CLOSE
+    return RETRIEVE_OPEN + b",".join(bodies) + RETRIEVE_CLOSE
 
 
 __all__ = ["check_batch_work", "run_batch"]

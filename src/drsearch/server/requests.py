@@ -19,7 +19,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import from_json
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import Receive, Scope
 
 from ..contract import (
     MAX_JSON_INT,
@@ -146,7 +147,13 @@ def request_models(settings: ServerSettings) -> RequestModels:
 
 
 async def read_body(request: Request, limit: int, deadline: float | None = None) -> bytes:
-    """The request body, at most ``limit`` bytes. Raises PayloadTooLargeError beyond it.
+    """The request body, at most ``limit`` bytes (:func:`receive_body` of the request)."""
+    return await receive_body(request.scope, request.receive, limit, deadline)
+
+
+async def receive_body(scope: Scope, receive: Receive, limit: int, deadline: float | None = None) -> bytes:
+    """The body of the ASGI request ``scope``, read from ``receive``, at most ``limit`` bytes.
+    Raises PayloadTooLargeError beyond it.
 
     A declared Content-Length over the limit is refused before reading anything; a body
     without one (chunked) is counted as it arrives. A body still arriving at ``deadline``
@@ -154,28 +161,43 @@ async def read_body(request: Request, limit: int, deadline: float | None = None)
     mid-body raises Starlette's ``ClientDisconnect`` (the middleware counts it).
     """
     if deadline is None:
-        return await _read_body(request, limit)
+        return await _receive_body(scope, receive, limit)
     try:
         async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-            return await _read_body(request, limit)
+            return await _receive_body(scope, receive, limit)
     except TimeoutError:
         raise RequestTimeoutError("request body not received within the request's time limit") from None
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isascii() and declared.isdigit():
-        if int(declared) > limit:
-            raise PayloadTooLargeError(f"request body is {declared} bytes; the limit is {limit}")
-        return await request.body()
+def _declared_length(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name.lower() == b"content-length":
+            return bytes(value)
+    return None
+
+
+async def _receive_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    # Starlette's Request.body()/stream() without the Request: the same messages read the same way.
+    declared = _declared_length(scope)
+    counted = not (declared is not None and declared.isascii() and declared.isdigit())
+    if not counted and declared is not None and int(declared) > limit:
+        raise PayloadTooLargeError(f"request body is {declared.decode()} bytes; the limit is {limit}")
     parts: list[bytes] = []
     size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
-        parts.append(part)
-    return b"".join(parts)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        if message["type"] != "http.request":
+            continue
+        part = message.get("body", b"")
+        if part:
+            size += len(part)
+            if counted and size > limit:
+                raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
+            parts.append(part)
+        if not message.get("more_body", False):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decode_body(body: bytes) -> Any:
@@ -228,5 +250,6 @@ __all__ = [
     "parse_retrieve_body",
     "parse_search_body",
     "read_body",
+    "receive_body",
     "request_models",
 ]

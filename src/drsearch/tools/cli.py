@@ -31,7 +31,7 @@ from ..contract import (
     parse_open,
     parse_search,
 )
-from ..index import BlockList, BuildSettings, Engine, build, locate, policy_for, read_jsonl
+from ..index import BlockList, Engine, build, locate, policy_for, read_jsonl
 from .argtypes import build_threads, int_in, seconds
 from .binding import add_connection_arguments, check_bindable
 from .blocking import (
@@ -90,6 +90,8 @@ def _retriever(args: argparse.Namespace) -> Retriever:
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
+    from ..index import BuildSettings  # pydantic: only for the verbs that build
+
     settings = BuildSettings(tokenizer=args.tokenizer, threads=args.threads)
     bars = StageBars(args.quiet)
     exclude = BlockList.from_file(args.exclude_docids) if args.exclude_docids else None

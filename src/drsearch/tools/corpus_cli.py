@@ -20,24 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..contract import InvalidInputError, canonical_json
-from ..corpus import (
-    ChunkMapping,
-    ColumnMapping,
-    CorpusBuild,
-    ExtractSettings,
-    SourceInfo,
-    build_corpus,
-    detect_format,
-    extract_crawl,
-    import_corpus,
-    inspect_source,
-)
-from ..index import BuildSettings, Engine
-from ..release import pin_of_corpus_file
 from .progress import StageBars, byte_bars, chunk_progress
 
 if TYPE_CHECKING:  # fetching needs the agents extra (httpx): imported by the commands that fetch
-    from ..corpus import FetchSettings
+    from ..corpus import ChunkMapping, ColumnMapping, CorpusBuild, FetchSettings, SourceInfo
+    from ..index import BuildSettings
+
+# The corpus pipeline, the index builder and the release pins are imported by the commands that
+# use them, not when the parser is built: every `drsearch` command builds it (`drsearch search`
+# answering its first query in a fresh process is the cold start of docs/SERVER.md).
 
 _MAX_WARNINGS = 20
 _SQLITE_OPTIONS = ("table", "docid_col", "url_col", "title_col", "text_col")
@@ -120,6 +111,8 @@ def cmd_fetch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_extract(args: argparse.Namespace, out: TextIO) -> int:
+    from ..corpus import ExtractSettings, extract_crawl
+
     settings = ExtractSettings(workers=args.workers, favor_precision=not args.no_favor_precision)
     bars = StageBars(args.quiet)
     try:
@@ -148,6 +141,9 @@ def _check_build_args(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
+    from ..corpus import ExtractSettings, build_corpus
+    from ..index import BuildSettings
+
     _check_build_args(args)
     bars = StageBars(args.quiet)
     settings = BuildSettings(tokenizer=args.tokenizer)
@@ -201,6 +197,8 @@ def _print_source(info: SourceInfo, out: TextIO) -> None:
 
 
 def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
+    from ..corpus import ColumnMapping, detect_format
+
     given = [o for o in _SQLITE_OPTIONS if getattr(args, o) is not None] + (["metadata_col"]
                                                                              if args.metadata_col else [])
     if not given:
@@ -218,6 +216,9 @@ def _mapping(args: argparse.Namespace) -> ColumnMapping | None:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    from ..corpus import detect_format, import_corpus, inspect_source
+    from ..index import Engine
+
     if args.inspect:
         info = inspect_source(args.source)
         if args.json:
@@ -268,6 +269,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _chunk_mapping(args: argparse.Namespace) -> ChunkMapping | None:
+    from ..corpus import ChunkMapping
+
     if args.rechunk:
         named = [o for o, v in (("--chunks-table", args.chunks_table),
                                 ("--chunk-docid-col", args.chunk_docid_col)) if v is not None]
@@ -278,6 +281,8 @@ def _chunk_mapping(args: argparse.Namespace) -> ChunkMapping | None:
 
 
 def _import_settings(tokenizer: str | None) -> BuildSettings | None:
+    from ..index import BuildSettings
+
     """Build settings naming ``--tokenizer`` (None: the source's FTS5 tokenizer, else porter)."""
     if tokenizer is None:
         return None
@@ -308,6 +313,8 @@ def _hash_progress(quiet: bool, source: Path, bars: list[Any]) -> Callable[[int]
 
 
 def pinned_source(sha256: str, size: int) -> dict[str, str] | None:
+    from ..release import pin_of_corpus_file
+
     """The pinned release whose corpus file has this SHA-256 and size (e.g. DR-256 v1.1.0),
     as ``drsearch import`` records it in ``provenance.derived_from``; None if none."""
     pin = pin_of_corpus_file(sha256, size)

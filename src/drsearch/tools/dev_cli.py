@@ -22,8 +22,6 @@ import argparse
 import json
 import signal
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -139,6 +137,9 @@ def cmd_dev_apis(args: argparse.Namespace, out: TextIO) -> int:
 
 def _answers(url: str) -> bool:
     """True when ``url`` answers over HTTP, whatever the status."""
+    import urllib.error  # here, not at the top: every `drsearch` command imports this module
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=1.0):
             return True

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..release import ProgressBar, ProgressFactory
+if TYPE_CHECKING:  # annotations only: the release layer is not imported by every command
+    from ..release import ProgressBar, ProgressFactory
 
 
 def stderr_is_terminal() -> bool:

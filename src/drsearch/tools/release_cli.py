@@ -12,22 +12,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..contract import InvalidInputError, canonical_json
-from ..index import BuildSettings
-from ..release import (
-    MANIFEST,
-    ReleaseDocuments,
-    assemble_release,
-    validate_release,
-    write_release_manifest,
-    write_templates,
-)
 from .progress import byte_bars, chunk_progress
+
+if TYPE_CHECKING:
+    from ..release import ReleaseDocuments
+
+# The release layer (and through it the corpus pipeline and pydantic) is imported by these
+# commands when they run, not by every `drsearch` command building the parser.
 
 
 def cmd_release_manifest(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release import write_release_manifest
+
     manifest = write_release_manifest(args.dir, args.name, args.revision, byte_bars(args.quiet))
     if args.json:
         print(_manifest_json(Path(args.dir)), file=out)
@@ -39,6 +38,8 @@ def cmd_release_manifest(args: argparse.Namespace, out: TextIO) -> int:
 
 def release_documents(args: argparse.Namespace) -> ReleaseDocuments:
     """``--readme/--terms/--allow-placeholders/--tools/--code-license`` (assemble, construct select)."""
+    from ..release import ReleaseDocuments
+
     docs = ReleaseDocuments(readme=args.readme, terms=args.terms, allow_placeholders=args.allow_placeholders,
                             tools=getattr(args, "tools", None),
                             code_license=getattr(args, "code_license", None))
@@ -69,6 +70,9 @@ def add_document_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
+    from ..index import BuildSettings
+    from ..release import assemble_release
+
     documents = release_documents(args)
     progress, bars = chunk_progress(args.quiet)
     try:
@@ -92,6 +96,8 @@ def cmd_release_assemble(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_release_templates(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release import write_templates
+
     written = write_templates(args.out)
     if args.json:
         print(canonical_json({"readme": str(written[0]), "terms": str(written[1])}), file=out)
@@ -102,6 +108,8 @@ def cmd_release_templates(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _manifest_json(root: Path) -> str:
+    from ..release import MANIFEST
+
     """The manifest.json just written, as one line of canonical JSON (``--json``)."""
     return canonical_json(json.loads((root / MANIFEST).read_bytes()))
 
@@ -115,6 +123,8 @@ def _show_progress(args: argparse.Namespace) -> bool:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from ..release import validate_release
+
     show = _show_progress(args)
 
     def stage(msg: str) -> None:

@@ -35,11 +35,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..benchmark import ANSWER_TYPES, DATASET_KINDS
 from ..contract import InvalidInputError
 from .argtypes import fraction
 from .blocking import add_blocklist_options, requested_blocklist
 from .progress import progress_bar
+
+# drsearch.benchmark's DATASET_KINDS and ANSWER_TYPES, spelled here so that building the parser
+# (every `drsearch` command) does not import the benchmark layer and pydantic with it; a test
+# (tests/tools/test_cli_startup.py) keeps the copies equal.
+DATASET_KINDS = ("dr256", "deepsearchqa", "openbiorq")
+ANSWER_TYPES = ("Single Answer", "Set Answer")
 
 if TYPE_CHECKING:
     from ..agents.cost import PriceTable
