@@ -66,3 +66,7 @@ def lower_priority() -> None:
     lowering is not permitted, the process keeps the priority it has."""
     with contextlib.suppress(OSError):
         os.nice(19)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
