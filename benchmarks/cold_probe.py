@@ -25,7 +25,7 @@ shows the median per stage, and the parent's wall for the whole child (as search
 process (``main`` of ``drsearch.tools.cli``, as the console script calls it), ``--runs`` times,
 each on a freshly evicted file (or warm with ``--warm``): the import of the CLI, the command
 (open, search, print), and the parent's wall from spawn to exit, the first answer's time
-(target <= 0.5 s on a quiet machine, issue 49 §5); it also lists the costly modules the
+(target <= 0.5 s on a quiet machine); it also lists the costly modules the
 process imported (numpy is the engine's own).
 
 Usage::

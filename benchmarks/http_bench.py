@@ -1,4 +1,4 @@
-"""The HTTP path against the engine alone, on the same cores, interleaved (issue 49 §2).
+"""The HTTP path against the engine alone, on the same cores, interleaved.
 
 Three rates, each round measuring every one of them in turn (the order rotated round by round:
 the machine's speed drifts, and a slow minute should fall on all of them alike):

@@ -55,7 +55,7 @@ def test_the_statistics_still_use_scipy_when_called() -> None:
     assert "scipy.stats" in sys.modules
 
 
-# What no `drsearch` process pays for until a command needs it (issue 49 §5: a fresh
+# What no `drsearch` process pays for until a command needs it (a fresh
 # `drsearch search` answers in <= 0.5 s): the web stack, HTTP clients, model runtimes,
 # pydantic (the build settings, the benchmark's dataset rows) and the layers above the index
 # (drsearch.dense is not among them: `drsearch search` picks its retriever through it).
