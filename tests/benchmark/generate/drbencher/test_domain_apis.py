@@ -155,6 +155,31 @@ def test_a_service_that_is_down_fails_the_probe() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     api = live_api(f"http://127.0.0.1:{port}", attempts=1)
-    with pytest.raises(DomainAPIUnreachableError, match="domain_apis.sec_files: .*unreachable"):
+    with pytest.raises(DomainAPIUnreachableError, match=r"domain_apis\.sec_files: .*unreachable"):
         api.probe(("sec_files",))
     api.close()
+
+
+def test_drsearch_dev_domain_apis_serves_until_terminated(tmp_path: Path) -> None:
+    """The CLI entry point: prints its URL, answers the documented paths, a bad --fixtures is exit 2."""
+    import os
+    import subprocess
+    import urllib.request
+
+    from ....helpers import REPO
+    from .kgserver import CLI
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([*CLI, "dev", "domain-apis", "--port", "0"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        with urllib.request.urlopen(f"{url}/rest/json/cves/2.0?cveId=CVE-2021-44228", timeout=10) as r:
+            assert r.headers["content-type"] == "application/json"
+            assert b'"baseScore": 10.0' in r.read()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    bad = subprocess.run([*CLI, "dev", "domain-apis", "--fixtures", str(tmp_path / "nope.json")], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--fixtures" in bad.stderr

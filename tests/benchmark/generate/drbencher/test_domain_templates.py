@@ -14,6 +14,7 @@ import pytest
 from drsearch.benchmark.generate.drbencher.config import load_config
 from drsearch.benchmark.generate.drbencher.errors import ConfigError
 from drsearch.benchmark.generate.drbencher.templates import TEMPLATES, compute_gold, draw_params
+from drsearch.benchmark.numeric import answer_quantity
 
 ASPIRIN = {"pubchem:molecular_weight": Decimal("180.16")}
 P53 = {"uniprot:length": Decimal(393), "uniprot:mass": Decimal(43653)}
@@ -32,11 +33,11 @@ def half_up(x: Decimal, places: int) -> str:
 
 def test_biochemistry_golds_by_hand() -> None:
     g = compute_gold(TEMPLATES["molar_amount"], [ASPIRIN], {"mass_g": 1})
-    assert g.label == "5.55 mmol" and g.tolerance == "0.02"  # 1 g / 180.16 g/mol = 5.5506 mmol
+    assert g.label == "5.55" and g.unit == "mmol" and g.tolerance == "0.02"  # 1 g / 180.16 g/mol = 5.5506 mmol
     g = compute_gold(TEMPLATES["molarity"], [ASPIRIN], {"mass_g": 2, "volume_l": 0.5})
-    assert g.label == "0.0222 mol/L"  # 2 / 180.16 / 0.5 = 0.02220
+    assert g.label == "0.0222"  # 2 / 180.16 / 0.5 = 0.02220
     g = compute_gold(TEMPLATES["mean_residue_mass"], [P53], {})
-    assert g.label == half_up(Decimal(43653) / Decimal(393), 2) + " Da" == "111.08 Da"
+    assert g.label == half_up(Decimal(43653) / Decimal(393), 2) == "111.08" and g.unit == "Da"
 
 
 def test_financial_golds_by_hand_and_the_fiscal_years_the_question_states() -> None:
@@ -62,10 +63,12 @@ def test_security_golds_by_hand() -> None:
     assert g.label == "97.57"  # 10.0 × 0.97565 × 10 = 97.565, half up
 
 
-def test_every_template_of_the_new_domains_grades_at_two_percent() -> None:
+def test_every_template_of_the_new_domains_grades_at_two_percent_in_a_unit_the_grader_reads() -> None:
     for t in TEMPLATES.values():
         if set(t.domains) & {"biochemistry", "financial", "security"}:
             assert t.tolerance == "0.02", t.name
+            if t.label_unit:  # the label's unit is one the numeric grader converts
+                assert answer_quantity(f"1 {t.label_unit}").unit == t.label_unit, t.name
 
 
 def _config(tmp_path: Path, topics: list[dict[str, object]], templates: list[str]) -> Path:

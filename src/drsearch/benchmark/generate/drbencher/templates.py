@@ -71,6 +71,8 @@ class Template:
     derive: Callable[[Sequence[EntityValues]], dict[str, float | int]] = lambda v: {}
     """Scenario parameters that follow from the values (the fiscal years a growth spans), merged
     into the drawn ones so the question states them."""
+    stated: tuple[str, ...] = ()
+    """Properties whose values the question states through ``derive`` (not a value leak)."""
 
     @property
     def entities(self) -> int:
@@ -256,14 +258,14 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         lambda v, p: f"{_day(v[0], 'P576').isoformat()} − {_day(v[0], 'P571').isoformat()} in days"),
     # -- biochemistry (PubChem, UniProt) ---------------------------------------------------
     Template(
-        "molar_amount", ("biochemistry",), (("pubchem:molecular_weight",),), "mmol", "mmol",
+        "molar_amount", ("biochemistry",), (("pubchem:molecular_weight",),), "mmol", "",
         2, "0.02", "the amount of substance, in millimoles, in the given mass of the compound "
                    "(its molecular weight as PubChem lists it)",
         lambda rng: {"mass_g": rng.choice((0.1, 0.25, 0.5, 1, 2, 5, 10))},
         lambda v, p: moles_mmol(float(p["mass_g"]), _num(v[0], "pubchem:molecular_weight")),
         lambda v, p: f"{p['mass_g']} g / {_fmt(_num(v[0], 'pubchem:molecular_weight'))} g/mol × 1000"),
     Template(
-        "molarity", ("biochemistry",), (("pubchem:molecular_weight",),), "mol/L", "mol/L",
+        "molarity", ("biochemistry",), (("pubchem:molecular_weight",),), "mol/L", "",
         4, "0.02", "the molar concentration, in mol/L, of the given mass of the compound dissolved to the "
                    "given volume (its molecular weight as PubChem lists it)",
         lambda rng: {"mass_g": rng.choice((0.5, 1, 2, 5, 10)),
@@ -273,7 +275,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         lambda v, p: f"({p['mass_g']} g / {_fmt(_num(v[0], 'pubchem:molecular_weight'))} g/mol) / "
                      f"{p['volume_l']} L"),
     Template(
-        "mean_residue_mass", ("biochemistry",), (("uniprot:mass", "uniprot:length"),), "Da", "Da",
+        "mean_residue_mass", ("biochemistry",), (("uniprot:mass", "uniprot:length"),), "Da", "",
         2, "0.02", "the mean mass per residue, in daltons, of its canonical sequence (sequence mass over "
                    "length, as UniProt lists them)",
         lambda rng: {},
@@ -289,7 +291,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         lambda v, p: cagr_percent(_num(v[0], "sec:revenue_fy2"), _num(v[0], "sec:revenue_fy0"), 2),
         lambda v, p: f"(({_fmt(_num(v[0], 'sec:revenue_fy0'))} / "
                      f"{_fmt(_num(v[0], 'sec:revenue_fy2'))})^(1/2) − 1) × 100",
-        _fiscal_years),
+        _fiscal_years, ("sec:fiscal_year",)),
     Template(
         "net_margin", ("financial",), (("sec:net_income_fy0", "sec:revenue_fy0"),), "%", "%",
         2, "0.02", "its net profit margin, in percent, in the given fiscal year (net income over revenue, as "
@@ -298,7 +300,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         lambda v, p: ratio_percent(_num(v[0], "sec:net_income_fy0"), _num(v[0], "sec:revenue_fy0")),
         lambda v, p: f"{_fmt(_num(v[0], 'sec:net_income_fy0'))} / "
                      f"{_fmt(_num(v[0], 'sec:revenue_fy0'))} × 100",
-        _fiscal_year),
+        _fiscal_year, ("sec:fiscal_year",)),
     # -- security (NVD, FIRST EPSS, CISA KEV) -------------------------------------------------
     Template(
         "kev_remediation_window", ("security",), (("kev:date_added", "kev:due_date"),), "days", "days",

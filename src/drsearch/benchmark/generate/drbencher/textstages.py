@@ -287,7 +287,7 @@ def validate(ctx: StageContext) -> None:
                 return Reject("entity_named", named)
             leaked = leaked_values(q, [(f"{e['qid']}:{p}", v)
                                        for e, vals in zip(c["entities"], values, strict=True)
-                                       for p, v in sorted(vals.items())])
+                                       for p, v in sorted(vals.items()) if p not in template.stated])
             if leaked:
                 return Reject("value_leak", leaked)
             parts = described(c)
