@@ -12,7 +12,9 @@ provenance.tsv). Unknown records get each service's documented not-found answer.
 
 ``fault`` makes every answer a failure the client must survive or report: ``"429"`` (rate
 limited forever, ``Retry-After: 0``), ``"html"`` (a maintenance page), ``"not_json"`` (a
-200 whose body is not JSON). ``drsearch dev domain-apis`` serves them until Ctrl-C.
+200 whose body is not JSON); with ``fault_after`` N, only from the (N+1)-th request on (a
+service that answers a run's probe and then fails). ``drsearch dev domain-apis`` serves them
+until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class _Handler(BaseHTTPRequestHandler):
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.server.lock:
             self.server.requests.append(f"GET {url.path}" + (f"?{url.query}" if url.query else ""))
-        fault = self.server.fault
+            seen = len(self.server.requests)
+        fault = self.server.fault if seen > self.server.fault_after else None
         if fault == "429":
             self._send(429, JSON, '{"message": "rate limited"}', {"Retry-After": "0"})
         elif fault == "html":
@@ -120,9 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], data: dict[str, Any], fault: str | None) -> None:
+    def __init__(self, address: tuple[str, int], data: dict[str, Any], fault: str | None,
+                 fault_after: int = 0) -> None:
         super().__init__(address, _Handler)
-        self.data, self.fault = data, fault
+        self.data, self.fault, self.fault_after = data, fault, fault_after
         self.requests: list[str] = []
         self.lock = threading.Lock()
 
@@ -147,11 +151,11 @@ class DomainAPIs:
 
 
 def start_domain_apis(fixtures: Path = DEFAULT_FIXTURES, port: int = 0, fault: str | None = None,
-                      host: str = "127.0.0.1") -> DomainAPIs:
+                      host: str = "127.0.0.1", fault_after: int = 0) -> DomainAPIs:
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"fault {fault!r} (known: {', '.join(FAULTS)})")
     data = json.loads(fixtures.read_text(encoding="utf-8"))
-    return DomainAPIs(_Server((host, port), data, fault))
+    return DomainAPIs(_Server((host, port), data, fault, fault_after))
 
 
 @contextmanager

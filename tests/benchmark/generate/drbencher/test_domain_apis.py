@@ -74,6 +74,8 @@ def test_sec_ticker_to_cik_to_annual_10k_values(apis: DomainAPIs) -> None:
     assert msft == {"sec:fiscal_year": "2023", "sec:revenue_fy0": "211915000000",
                     "sec:revenue_fy2": "168088000000"}  # no NetIncomeLoss in the fixture: left out
     assert resolve(api, "ticker", "ZZZZ") == "SEC company_tickers lists no ticker ZZZZ"
+    # EDGAR answers an unknown CIK with a plain-text 404: no such record, not a failure
+    assert api.get("sec_data", "/api/xbrl/companyfacts/CIK0000000001.json") == (False, None)
     api.close()
 
 

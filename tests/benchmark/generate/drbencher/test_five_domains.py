@@ -95,3 +95,45 @@ def test_a_domain_api_that_cannot_answer_is_one_line_exit_2_nothing_written(tmp_
     assert len(run.stderr.strip().splitlines()) == 1 and "domain_apis." in run.stderr, run.stderr
     assert {"429": "HTTP 429", "not_json": "not JSON", "down": "unreachable"}[fault] in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_domain_api_failing_mid_stage_stops_it_and_keeps_what_was_written(tmp_path: Path) -> None:
+    """A service that answers the probe, then rate-limits forever in the middle of discover: exit 1,
+    one line naming the call; the earlier run's outputs stay byte for byte."""
+    from drsearch.dev.domainapis import start_domain_apis
+
+    config = json.loads((DATA / "domains/gen.json").read_text())
+    config["topics"] = [t for t in config["topics"] if t["domain"] == "security"]
+    config["templates"] = ["kev_remediation_window"]
+    config["articles"] = str(DATA / "kg/docs.jsonl")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    out = tmp_path / "out"
+
+    def run(url: str, target: int) -> subprocess.CompletedProcess[str]:
+        config["topics"][0]["target"] = target
+        config["domain_apis"] = {**{s: {"base_url": url, "rate_per_s": 20} for s in SERVICES},
+                                 "max_attempts": 2, "timeout_s": 5}
+        (tmp_path / "gen.json").write_text(json.dumps(config))
+        return subprocess.run([*CLI, "generate", "drbencher", "--config", str(tmp_path / "gen.json"), "--out",
+                               str(out), "--until", "discover", "--quiet"], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    with kg_serve() as endpoint:
+        config["kg"]["endpoint"] = endpoint
+        good = start_domain_apis()
+        first = run(good.url, 2)
+        good.stop()
+        assert first.returncode == 0, first.stderr
+        before = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
+                  and p.name not in ("timings.json", "cache.sqlite3")}
+        failing = start_domain_apis(fault="429", fault_after=3)  # the probe's three requests pass
+        second = run(failing.url, 1)  # a changed setting: discover runs again, and fails
+        failing.stop()
+    assert second.returncode == 1, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1 and "HTTP 429" in second.stderr, second.stderr
+    after = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
+             and p.name not in ("timings.json", "cache.sqlite3") and "journal" not in p.name}
+    assert after == before
+
+
+SERVICES = ("pubchem", "uniprot", "sec_files", "sec_data", "nvd", "epss", "kev")

@@ -185,6 +185,8 @@ class DomainAPI:
             except ServiceError as e:
                 raise DomainAPIError(str(e)) from None
             if not reply.ok and "json" not in reply.content_type:
+                if reply.status in (404, 410):  # no such record, in plain text (EDGAR: NoSuchKey)
+                    return False, b"null"
                 raise DomainAPIError(f"{service} GET {path}: HTTP {reply.status} answered "
                                      f"{reply.content_type or 'no content type'}, not JSON")
             return reply.ok, reply.text.encode("utf-8")
