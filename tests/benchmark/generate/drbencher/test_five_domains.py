@@ -137,3 +137,55 @@ def test_a_domain_api_failing_mid_stage_stops_it_and_keeps_what_was_written(tmp_
 
 
 SERVICES = ("pubchem", "uniprot", "sec_files", "sec_data", "nvd", "epss", "kev")
+
+
+def test_the_staleness_audit_asks_the_domain_api_again(tmp_path: Path) -> None:
+    """``refresh`` on a financial question: the same SEC answer flags nothing; Apple's FY2023 net
+    income restated in companyfacts moves the net-margin gold beyond 2 % (flagged ``moved``)."""
+    import io
+
+    from drsearch.dev.chat import serve_rules
+    from drsearch.dev.domainapis import start_domain_apis
+    from drsearch.dev.drbencher import RULES
+    from drsearch.tools.cli import main
+
+    from .test_kg_stages import generate
+
+    graph = tmp_path / "kg-all.ttl"
+    graph.write_bytes((DATA / "kg/kg.ttl").read_bytes() + (DATA / "domains/kg.ttl").read_bytes())
+    articles = tmp_path / "docs-all.jsonl"
+    articles.write_bytes((DATA / "kg/docs.jsonl").read_bytes() + (DATA / "domains/docs.jsonl").read_bytes())
+    fixture = json.loads((DATA / "domains/fixtures.json").read_text())
+    config = json.loads((DATA / "domains/gen.json").read_text())
+    config["topics"] = [t for t in config["topics"] if t["domain"] == "financial"]
+    config["templates"] = ["net_margin"]
+    config["articles"] = str(articles)
+    restated = tmp_path / "restated.json"
+    facts = fixture["sec"]["companyfacts"]["0000320193"]["facts"]["us-gaap"]["NetIncomeLoss"]["units"]["USD"]
+    facts.append({**facts[-1], "accn": "0000320193-24-000123", "filed": "2024-11-01", "val": 90000000000})
+    restated.write_text(json.dumps(fixture))
+
+    def audit() -> dict[str, object]:
+        buf = io.StringIO()
+        main(["generate", "drbencher", "refresh", str(tmp_path / "gen"), "--json"], buf)
+        return dict(json.loads(buf.getvalue()))
+
+    with kg_serve(graph) as endpoint, serve_rules(RULES) as llm:
+        config["kg"]["endpoint"] = endpoint
+        config["generator"]["base_url"] = llm.url
+        for fixtures, expect in ((DATA / "domains/fixtures.json", "ok"), (restated, "moved")):
+            apis = start_domain_apis(fixtures)
+            config["domain_apis"] = {s: {"base_url": apis.url, "rate_per_s": 20} for s in SERVICES}
+            (tmp_path / "gen.json").write_text(json.dumps(config))
+            if expect == "ok":
+                rc, _, err = generate(tmp_path / "gen.json", tmp_path / "gen")
+                assert rc == 0, err
+            else:  # the audit reads the base URL the discover stage recorded: the new server is another port
+                manifest = json.loads((tmp_path / "gen/manifest.json").read_text())
+                manifest["stages"]["discover"]["settings"]["domain_apis"] = config["domain_apis"]
+                (tmp_path / "gen/manifest.json").write_text(json.dumps(manifest))
+            result = audit()
+            apis.stop()
+            (item,) = result["items"]  # type: ignore[misc]
+            assert item["item"] == "drbencher-Q312:net_margin" and item["status"] == expect, item["reason"]
+    assert item["gold_then"] == "25.31 %" and item["gold_now"] == "23.48 %"  # 90,000 / 383,285

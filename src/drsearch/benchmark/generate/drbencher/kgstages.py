@@ -255,7 +255,8 @@ def discover_entry(ctx: StageContext, sparql: CachedSparql, api: DomainAPI, ti: 
             ctx.reject(key, candidate, *failed)
             continue
         seen.add(qid)
-        rows.append({**entity, **candidate, "identifier": {"kind": found.id_kind, "value": found.id_value},
+        rows.append({**entity, **candidate, "entry": candidate["identifier"],
+                     "identifier": {"kind": found.id_kind, "value": found.id_value},
                      "sources": found.sources})
         kept += 1
         ctx.count_out()
@@ -441,6 +442,7 @@ def gold(ctx: StageContext) -> None:
                                  "total": len(members) + len({(u["qid"], u["pid"]) for u in used})},
                          "entities": [{"aliases": m["aliases"], "label": m["label"], "qid": m["qid"],
                                        "role": "answer" if i == 0 else "partner", "values": m["values"],
+                                       **({"entry": m["entry"]} if "entry" in m else {}),
                                        **({"chains": m["chains"]} if i else {})}
                                       for i, m in enumerate(members)],
                          "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,

@@ -341,7 +341,7 @@ def export(ctx: StageContext) -> None:
                     "article_docid": c["article_docid"], "cci": c["cci"], "chains": c["chains"],
                     "clues": c["clues"], "computation": c["gold"]["formula"],
                     "entities": [{"aliases": e["aliases"], "label": e["label"], "qid": e["qid"],
-                                  "role": e["role"],
+                                  "role": e["role"], **({"entry": e["entry"]} if "entry" in e else {}),
                                   **({"article_docid": e["article_docid"], "chains": e["chains"],
                                       "clues": e["clues"],
                                       "grounded_chains": [f["chain"] for f in grounded_facts(e)],
