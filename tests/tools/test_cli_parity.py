@@ -75,6 +75,7 @@ NO_JSON = {("serve",): "its output is the HTTP API itself", ("mcp",): "its outpu
            ("kg", "serve"): "its output is the SPARQL protocol itself",
            ("dev", "model"): "its output is the chat-completions API itself",
            ("dev", "apis"): "its output is the stand-in APIs themselves (its one stdout line is already JSON)",
+           ("dev", "domain-apis"): "its output is the stand-in APIs themselves (its stdout line is their URL)",
            ("dev", "wait"): "it prints nothing: its exit status is the answer",
            ("generate", "drbencher"): "its stdout is always the JSON summary (the generators' shared CLI)"}
 # `generate drbencher` has verbs of its own (annotate, agreement, ...), so it is no leaf of the verb

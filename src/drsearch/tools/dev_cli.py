@@ -135,6 +135,38 @@ def cmd_dev_apis(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_dev_domain_apis(args: argparse.Namespace, out: TextIO) -> int:
+    from ..contract import InvalidInputError
+    from ..dev.domainapis import DEFAULT_FIXTURES, start_domain_apis
+
+    fixtures = args.fixtures or DEFAULT_FIXTURES
+    if not fixtures.is_file():
+        raise InvalidInputError(f"--fixtures {fixtures}: no fixture file there (data/domains/fixtures.json "
+                                "in a checkout of the repository)")
+    try:
+        apis = start_domain_apis(fixtures, args.port, host=args.host)
+    except OSError as e:
+        raise InvalidInputError(f"--host {args.host} --port {args.port}: cannot listen "
+                                f"({e.strerror or e})") from None
+    except ValueError as e:
+        raise InvalidInputError(f"--fixtures {fixtures}: not a fixture file ({e})") from None
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        print(apis.url, file=out, flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        apis.stop()
+    return 0
+
+
 def _answers(url: str) -> bool:
     """True when ``url`` answers over HTTP, whatever the status."""
     import urllib.error  # here, not at the top: every `drsearch` command imports this module
@@ -186,6 +218,14 @@ def register(sub: Any) -> None:
                    help="also write the endpoints (the --tool-endpoints file of drsearch run) here")
     p.add_argument("--no-mcp", action="store_true", help="no BioMCP stand-in (it needs the mcp extra)")
     p.set_defaults(handler=cmd_dev_apis)
+    p = verbs.add_parser("domain-apis", help="serve local stand-ins of DrBencher's domain APIs (PubChem, "
+                                             "UniProt, SEC EDGAR, NVD, EPSS, CISA KEV) on 127.0.0.1")
+    p.add_argument("--fixtures", type=Path, metavar="FILE",
+                   help="fixture records (default data/domains/fixtures.json of this checkout)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int_in(0, 65535), default=0,
+                   help="HTTP port (default 0: a free one, printed)")
+    p.set_defaults(handler=cmd_dev_domain_apis)
     p = verbs.add_parser("wait", help="wait until URLs answer over HTTP (servers started with &)")
     p.add_argument("urls", nargs="+", metavar="URL", help="e.g. http://127.0.0.1:8000/health")
     p.add_argument("--timeout", type=seconds(3600), default=30.0, metavar="S",

@@ -5,11 +5,14 @@
     drsearch generate drbencher annotate GEN_DIR --out SHEET.csv [--sample N] [--seed S]
     drsearch generate drbencher agreement SHEET_A.csv SHEET_B.csv [--json]
     drsearch generate drbencher refresh GEN_DIR [--endpoint URL] [--json]
+    drsearch generate drbencher articles GEN_DIR --out ARTICLES.jsonl [--api URL] [--crawl DIR] [--json]
 
 ``annotate`` writes the paper's annotation sheet for a stratified sample of GEN_DIR's
 questions; ``agreement`` compares two filled sheets (raw agreement, Krippendorff's α, the
 error-taxonomy tally); ``refresh`` re-executes every exported question against the KG endpoint
-now and lists the items whose gold moved (exit 3 when any item is flagged). A sheet that cannot
+now and lists the items whose gold moved (exit 3 when any item is flagged); ``articles`` fetches
+each entity's Wikipedia article (MediaWiki Action API, ``drsearch corpus fetch``'s client) into
+an articles file the config's ``articles`` takes. A sheet that cannot
 be used (a missing column, an unknown class, other items) is one line on stderr, exit 2
 (docs/GENERATE.md, "Human validation", "Staleness audit").
 """
@@ -23,7 +26,7 @@ from typing import Any, TextIO
 
 from .argtypes import int_in
 
-VERBS = ("annotate", "agreement", "refresh")
+VERBS = ("annotate", "agreement", "refresh", "articles")
 
 STALE_EXIT = 3
 """``refresh``'s exit status when any item is flagged: apart from 1 (a failure, e.g. a query that
@@ -63,6 +66,25 @@ def cmd_refresh(args: argparse.Namespace, out: TextIO) -> int:
     return STALE_EXIT if result["flagged"] else 0
 
 
+def cmd_articles(args: argparse.Namespace, out: TextIO) -> int:
+    from ..benchmark.generate.drbencher.wikipedia import fetch_articles, generation_entities
+    from ..contract import InvalidInputError, check_http_url
+
+    try:
+        check_http_url(args.api)
+    except ValueError as e:
+        raise InvalidInputError(f"--api: {e}") from None
+    entities = generation_entities(args.gen_dir)
+    crawl = args.crawl or args.gen_dir / "wikipedia-crawl"
+    result = fetch_articles(entities, args.api, args.out, crawl)
+    if args.json:
+        print(json.dumps(result, sort_keys=True), file=out)
+    else:
+        print(f"wrote {args.out}: {result['articles']} article(s) of {result['entities']} entities"
+              + "".join(f"\n  {q}: {why}" for q, why in result["skipped"].items()), file=out)
+    return 0
+
+
 def register(parser: argparse.ArgumentParser) -> Any:
     """Add the verbs under ``generate drbencher``'s parser; the subparsers action (optional:
     without a verb, ``generate drbencher`` runs the generator)."""
@@ -89,6 +111,18 @@ def register(parser: argparse.ArgumentParser) -> Any:
                    help="the SPARQL endpoint (default: the one the gold stage recorded in the manifest)")
     p.add_argument("--json", action="store_true", help="print the audit as JSON")
     p.set_defaults(handler=cmd_refresh)
+    p = verbs.add_parser("articles", help="each entity's Wikipedia article (MediaWiki Action API) as an "
+                                          "articles file for the config's `articles`")
+    p.add_argument("gen_dir", type=Path, metavar="GEN_DIR",
+                   help="output directory of the generator (its entities.jsonl, and gold.jsonl's partners)")
+    p.add_argument("--out", type=Path, required=True, metavar="ARTICLES.jsonl",
+                   help="the articles file to write")
+    p.add_argument("--api", default="https://en.wikipedia.org/w/api.php", metavar="URL",
+                   help="the MediaWiki Action API (default English Wikipedia's)")
+    p.add_argument("--crawl", type=Path, metavar="DIR",
+                   help="crawl directory, the fetches' cache (default GEN_DIR/wikipedia-crawl)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=cmd_articles)
     return verbs
 
 

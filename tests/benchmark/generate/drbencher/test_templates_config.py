@@ -85,7 +85,9 @@ def test_the_shipped_config_loads() -> None:
     config, articles = load_config(DATA / "kg/gen.json")
     assert articles == (DATA / "kg/docs.jsonl").resolve()
     assert config.topics[0].min_sitelinks == 20 and config.max_per_entity == 3
-    assert config.diversity.min_distance == 0.30 and set(config.templates) == set(TEMPLATES)
+    # every template of the KG domains (the API domains' templates are data/domains/gen.json's)
+    kg_templates = {n for n, t in TEMPLATES.items() if not set(t.domains) & {"biochemistry", "financial", "security"}}
+    assert config.diversity.min_distance == 0.30 and set(config.templates) == kg_templates
 
 
 @pytest.mark.parametrize(("edit", "line", "message"), [

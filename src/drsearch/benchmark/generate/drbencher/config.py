@@ -32,6 +32,14 @@ from pydantic import (
 from ....agents.errors import describe_validation_error
 from ....contract import check_http_url
 from ..stages import ModelEndpoint
+from .domainapi import (
+    API_DOMAINS,
+    DOMAIN_PROPERTIES,
+    ENTRY_KINDS,
+    WIKIDATA_ID_PROPERTY,
+    DomainAPISettings,
+    check_identifier,
+)
 from .errors import ConfigError
 from .jsonpos import line_of, loads_with_lines
 from .properties import GENERIC_PREDICATES, PROPERTIES
@@ -43,8 +51,9 @@ PID = r"^P[1-9][0-9]*$"
 
 
 def _known_property(pid: str) -> str:
-    if pid not in PROPERTIES:
-        raise ValueError(f"unknown property {pid} (known: {', '.join(sorted(PROPERTIES))})")
+    if pid not in PROPERTIES and pid not in DOMAIN_PROPERTIES:
+        known = ", ".join([*sorted(PROPERTIES), *DOMAIN_PROPERTIES])
+        raise ValueError(f"unknown property {pid} (known: {known})")
     return pid
 
 
@@ -63,17 +72,67 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Topic(_Strict):
-    """Entities of a type (``wdt:P31/wdt:P279*``) with every required property."""
+Domain = Literal["mountains", "cities", "countries", "geography", "history", "biochemistry", "financial",
+                 "security"]
+"""The paper's geophysical domain is split by entity kind (mountains, cities, countries,
+geography); history, and the three domains whose values come from their APIs."""
 
-    domain: Literal["mountains", "cities", "countries", "geography", "history"]
-    types: tuple[Qid, ...] = Field(min_length=1)
+
+class Entry(_Strict):
+    """An API domain's entry point: identifiers from an authoritative registry (the paper's
+    static seed lists), each resolved through the domain API and mapped to its Wikidata
+    entity by the external-id property ``wikidata_property``."""
+
+    kind: Literal["pubchem_cid", "uniprot_accession", "ticker", "cve"]
+    ids: tuple[str, ...] = Field(min_length=1)
+    wikidata_property: Annotated[str, Field(pattern=PID)] | None = None
+    """Default: P662 (PubChem CID), P352 (UniProt), P5531 (SEC CIK, for a ticker), P3587 (CVE)."""
+
+    @model_validator(mode="after")
+    def _ids(self) -> Entry:
+        for i in self.ids:
+            check_identifier(self.kind, i)
+        if len(set(self.ids)) != len(self.ids):
+            raise ValueError("an identifier is listed twice")
+        return self
+
+    def id_property(self) -> str:
+        return self.wikidata_property or WIKIDATA_ID_PROPERTY["cik" if self.kind == "ticker" else self.kind]
+
+
+class Topic(_Strict):
+    """Entities of a type (``wdt:P31/wdt:P279*``) with every required property; for the API
+    domains, the entities of ``entry``'s identifiers with every required property."""
+
+    domain: Domain
+    types: tuple[Qid, ...] = ()
     properties: tuple[PropertyId, ...] = Field(min_length=1)
+    entry: Entry | None = None
     min_sitelinks: int = Field(default=20, ge=0)
     target: int = Field(ge=1, le=10_000)
     seed_qids: tuple[Qid, ...] = ()
     max_candidates: int = Field(default=500, ge=1, le=100_000)
     """The Discover query's LIMIT (a live endpoint times out on unbounded type closures)."""
+
+    @model_validator(mode="after")
+    def _entry_point(self) -> Topic:
+        if self.domain in API_DOMAINS:
+            if self.entry is None:
+                raise ValueError(f"a {self.domain} topic needs an entry ({{kind, ids}}: one of "
+                                 f"{', '.join(ENTRY_KINDS[self.domain])})")
+            if self.entry.kind not in ENTRY_KINDS[self.domain]:
+                raise ValueError(f"entry kind {self.entry.kind} is not one of {self.domain}'s "
+                                 f"({', '.join(ENTRY_KINDS[self.domain])})")
+            wrong = [p for p in self.properties if p not in DOMAIN_PROPERTIES]
+        else:
+            if self.entry is not None:
+                raise ValueError(f"a {self.domain} topic is discovered by type: no entry")
+            if not self.types:
+                raise ValueError(f"a {self.domain} topic needs types (Wikidata classes)")
+            wrong = [p for p in self.properties if p not in PROPERTIES]
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)}: not a property of the {self.domain} domain")
+        return self
 
 
 
@@ -148,6 +207,8 @@ class GenConfig(_Strict):
     diversity: Diversity = Diversity()
     v1: DifficultyFilter = DifficultyFilter()
     v2: ToolFilter = ToolFilter()
+    domain_apis: DomainAPISettings = DomainAPISettings()
+    """Where the biochemistry, financial and security topics' APIs are and how fast to ask them."""
 
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z0-9]+)?$")
 
@@ -216,5 +277,15 @@ def load_config(path: Path) -> tuple[GenConfig, Path]:
     return config, articles
 
 
-__all__ = ["ChainSettings", "DifficultyFilter", "Diversity", "GenConfig", "Generator", "ToolFilter", "Topic",
-           "expand_env", "load_config"]
+__all__ = [
+    "ChainSettings",
+    "DifficultyFilter",
+    "Diversity",
+    "Entry",
+    "GenConfig",
+    "Generator",
+    "ToolFilter",
+    "Topic",
+    "expand_env",
+    "load_config",
+]

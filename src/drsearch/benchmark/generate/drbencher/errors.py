@@ -4,10 +4,15 @@
     ├── KGDataError          a knowledge-graph file that does not parse (file:line)
     ├── KGEndpointError      the SPARQL endpoint does not answer the probe (nothing written)
     ├── ConfigError          a generator config that does not validate (file:line)
-    └── AnnotationError      an annotation sheet that cannot be read or compared (file: reason)
+    ├── AnnotationError      an annotation sheet that cannot be read or compared (file: reason)
+    └── DomainAPIUnreachableError  a domain API (PubChem, SEC, NVD, ...) that does not answer
+                             its probe with JSON (down, rate-limiting past the retries,
+                             HTML): nothing written
     GenerateError (exit 1)
-    └── SparqlError          a query that failed for good during a stage (tries exhausted,
-                             a 4xx, a body that is not sparql-results+json)
+    ├── SparqlError          a query that failed for good during a stage (tries exhausted,
+    │                        a 4xx, a body that is not sparql-results+json)
+    └── DomainAPIError       a domain API call that failed for good during a stage (the
+                             stage stops; finished stages and items are kept)
 """
 
 from __future__ import annotations
@@ -36,4 +41,13 @@ class SparqlError(GenerateError):
     error_type = "sparql_error"
 
 
-__all__ = ["AnnotationError", "ConfigError", "KGDataError", "KGEndpointError", "SparqlError"]
+class DomainAPIUnreachableError(InvalidInputError):
+    error_type = "domain_api_unreachable"
+
+
+class DomainAPIError(GenerateError):
+    error_type = "domain_api_error"
+
+
+__all__ = ["AnnotationError", "ConfigError", "DomainAPIError", "DomainAPIUnreachableError", "KGDataError",
+           "KGEndpointError", "SparqlError"]

@@ -35,8 +35,25 @@ from weakref import WeakKeyDictionary
 from ....agents import ReplayCache
 from ....agents.canonical import sha256_hex
 from ..stages import Keep, Outcome, Reject, StageContext
-from .properties import PROPERTIES
-from .queries import UnknownUnitError, chains_query, discover_query, entity_query, parse_value, pid_of, qid_of
+from .domainapi import (
+    DOMAIN_PROPERTIES,
+    WIKIDATA_ID_PROPERTY,
+    DomainAPI,
+    DomainAPISettings,
+    Resolved,
+    resolve,
+)
+from .properties import PROPERTIES, Property
+from .queries import (
+    UnknownUnitError,
+    chains_query,
+    discover_query,
+    entity_query,
+    id_query,
+    parse_value,
+    pid_of,
+    qid_of,
+)
 from .sparql import CachedSparql, SparqlClient, SparqlResult, SparqlSettings
 from .templates import TEMPLATES, TemplateError, compute_gold, draw_params, values_from_json, values_to_json
 
@@ -170,15 +187,97 @@ def fetch_entity(sparql: CachedSparql, qid: str,
             "values": values_to_json(values)}, None
 
 
+def property_info(pid: str) -> Property:
+    """A Wikidata property or a domain API's (``pubchem:molecular_weight``)."""
+    return PROPERTIES[pid] if pid in PROPERTIES else DOMAIN_PROPERTIES[pid]
+
+
+@contextmanager
+def domain_api_of(ctx: StageContext) -> Iterator[DomainAPI]:
+    settings = DomainAPISettings.model_validate(ctx.settings.get("domain_apis", {}))
+    api = DomainAPI(settings, ctx.fetch, live=ctx.cache.mode != "replay")
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def _id_spellings(kind: str, value: str) -> list[str]:
+    """How Wikidata may write an identifier: a CIK with and without its leading zeros."""
+    return [value, str(int(value))] if kind == "cik" else [value]
+
+
+def discover_entry(ctx: StageContext, sparql: CachedSparql, api: DomainAPI, ti: int, topic: dict[str, Any],
+                   seen: set[str], rows: list[dict[str, Any]], lang: str) -> int:
+    """An API domain's topic: each identifier of its entry resolved through the domain API, mapped
+    to its entity by the external-id property, the entity's KG row joined with the API's values.
+    Checks: ``domain_record_missing``, ``no_entity`` (no entity has the identifier),
+    ``ambiguous_entity`` (several do), and discover's own. Returns how many were kept."""
+    entry, domain, kept = topic["entry"], topic["domain"], 0
+    for ident in entry["ids"]:
+        ctx.count_in()
+        key = f"{ti}:{entry['kind']}:{ident}"
+        candidate: dict[str, Any] = {"domain": domain, "identifier": {"kind": entry["kind"], "value": ident},
+                                     "source": "entry", "topic": ti}
+        if kept >= topic["target"]:
+            ctx.reject(key, candidate, "beyond_target", f"topic {ti} ({domain}) has its {topic['target']} "
+                                                        "entities already")
+            continue
+        found = resolve(api, entry["kind"], ident)
+        if not isinstance(found, Resolved):
+            ctx.reject(key, candidate, "domain_record_missing", found)
+            continue
+        pid = entry.get("wikidata_property") or WIKIDATA_ID_PROPERTY["cik" if entry["kind"] == "ticker"
+                                                                     else entry["kind"]]
+        result = sparql.select(id_query(pid, _id_spellings(found.id_kind, found.id_value)),
+                               f"entity of {found.id_kind} {found.id_value}")
+        qids = sorted({q for q in (qid_of(v) for v in result.values("item")) if q is not None},
+                      key=lambda q: int(q[1:]))
+        if len(qids) != 1:
+            check = "no_entity" if not qids else "ambiguous_entity"
+            ctx.reject(key, candidate, check, f"{len(qids)} entities have {pid} = {found.id_value}"
+                                              + (f" ({', '.join(qids)})" if qids else ""))
+            continue
+        qid = qids[0]
+        candidate = {**candidate, "qid": qid}
+        if qid in seen:
+            ctx.reject(key, candidate, "duplicate_entity", f"{qid} is a candidate already")
+            continue
+        entity, failed = fetch_entity(sparql, qid, lang)
+        if failed is None and entity is not None:
+            entity["values"] = {**entity["values"], **found.values}
+            missing = [p for p in topic["properties"] if p not in entity["values"]]
+            if missing:
+                failed = ("missing_property",
+                          f"{found.id_kind} {found.id_value} ({qid}) lacks {', '.join(missing)}")
+        if failed is not None or entity is None:
+            assert failed is not None
+            ctx.reject(key, candidate, *failed)
+            continue
+        seen.add(qid)
+        rows.append({**entity, **candidate, "entry": candidate["identifier"],
+                     "identifier": {"kind": found.id_kind, "value": found.id_value},
+                     "sources": found.sources})
+        kept += 1
+        ctx.count_out()
+    return kept
+
+
 def discover(ctx: StageContext) -> None:
     s = ctx.settings
     lang = str(s["language"])
     rows: list[dict[str, Any]] = []
     report: list[dict[str, Any]] = []
     seen: set[str] = set()
-    with sparql_of(ctx) as sparql:
+    with sparql_of(ctx) as sparql, domain_api_of(ctx) as api:
         for ti, topic in enumerate(s["topics"]):
             domain = topic["domain"]
+            if topic.get("entry"):
+                kept = discover_entry(ctx, sparql, api, ti, topic, seen, rows, lang)
+                report.append({"domain": domain, "found": len(topic["entry"]["ids"]), "from_seeds": 0,
+                               "kept": kept, "topic": ti,
+                               "warning": None if kept else "no entity found for this topic"})
+                continue
             result = sparql.select(discover_query(topic["types"], topic["properties"], topic["min_sitelinks"],
                                                   topic["max_candidates"]), f"discover topic {ti} ({domain})")
             found = {q for q in (qid_of(v) for v in result.values("item")) if q is not None}
@@ -327,20 +426,23 @@ def gold(ctx: StageContext) -> None:
                                                     f"distinct two-hop chain(s) (of {found} paths) < "
                                                     f"{s['chains']['min_chains']}")
                 members.append({**partner, "chains": ranked})
-            params = draw_params(template, seed, item["cid"])
+            values = [values_from_json(m["values"]) for m in members]
             try:
-                g = compute_gold(template, [values_from_json(m["values"]) for m in members], params)
+                params = draw_params(template, seed, item["cid"], values)
+                g = compute_gold(template, values, params)
             except TemplateError as e:
                 return Reject("template_error", str(e))
-            used = [{"pid": p, "property": PROPERTIES[p].label, "qid": m["qid"],
-                     "source": f"wikidata:{m['qid']}#{p}", "stated": m.get("stated", {}).get(p),
-                     "unit": PROPERTIES[p].unit, "value": m["values"][p]["value"]}
+            used = [{"pid": p, "property": property_info(p).label, "qid": m["qid"],
+                     "source": m.get("sources", {}).get(p, f"wikidata:{m['qid']}#{p}"),
+                     "stated": m.get("stated", {}).get(p),
+                     "unit": property_info(p).unit, "value": m["values"][p]["value"]}
                     for m, pids in zip(members, template.properties, strict=True) for p in pids]
             return Keep({"chains": entity["chains"], "cid": item["cid"], "domain": entity["domain"],
                          "cci": {"E": len(members), "P": len({(u["qid"], u["pid"]) for u in used}),
                                  "total": len(members) + len({(u["qid"], u["pid"]) for u in used})},
                          "entities": [{"aliases": m["aliases"], "label": m["label"], "qid": m["qid"],
                                        "role": "answer" if i == 0 else "partner", "values": m["values"],
+                                       **({"entry": m["entry"]} if "entry" in m else {}),
                                        **({"chains": m["chains"]} if i else {})}
                                       for i, m in enumerate(members)],
                          "gold": {"formula": g.formula, "label": g.label, "tolerance": g.tolerance,
@@ -352,5 +454,17 @@ def gold(ctx: StageContext) -> None:
     ctx.write_jsonl("gold.jsonl", kept)
 
 
-__all__ = ["chains", "discover", "fetch_entity", "gold", "kg_answers_name", "kg_fresh", "package_sha256",
-           "rank_chains", "recording_kg", "sparql_of"]
+__all__ = [
+    "chains",
+    "discover",
+    "discover_entry",
+    "fetch_entity",
+    "gold",
+    "kg_answers_name",
+    "kg_fresh",
+    "package_sha256",
+    "property_info",
+    "rank_chains",
+    "recording_kg",
+    "sparql_of",
+]

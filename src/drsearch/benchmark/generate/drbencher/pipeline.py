@@ -22,6 +22,7 @@ from ....agents.llm import api_key_from_env
 from ..embed import MODEL_SHA256
 from ..stages import GenerateSettings, Pipeline, Stage
 from .config import GenConfig, load_config
+from .domainapi import SERVICES_OF, DomainAPI
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
 from .serving import probe_search_server
@@ -45,7 +46,10 @@ def pipeline_for(config: GenConfig, articles: Path,
                               "language": config.language, "seed": config.seed}
     stages = [
         Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
-              settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics]}),
+              settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics],
+                        # only where a topic asks a domain API (the KG-only configs keep their key)
+                        **({"domain_apis": config.domain_apis.model_dump(mode="json")}
+                           if any(t.entry for t in config.topics) else {})}),
         Stage("chains", chains, inputs=("entities.jsonl",), outputs=("chains.jsonl",),
               settings={**common, "chains": config.chains.model_dump(mode="json")}),
         Stage("gold", gold, inputs=("chains.jsonl",), outputs=("gold.jsonl",),
@@ -93,6 +97,13 @@ def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = F
             client.probe()
         finally:
             client.close()
+    services = sorted({s for t in config.topics if t.entry for s in SERVICES_OF[t.entry.kind]})
+    if settings.cache_mode != "replay" and services:  # a domain API that cannot answer: exit 2
+        api = DomainAPI(config.domain_apis, lambda kind, key, describe, live: live())
+        try:
+            api.probe(tuple(services))
+        finally:
+            api.close()
     if settings.cache_mode != "replay" and settings.until not in KG_STAGES:  # a KG-only run needs no model
         models = [("generator", config.generator),
                   *((f"{name}.model", f.model) for name, f in (("v1", config.v1), ("v2", config.v2))

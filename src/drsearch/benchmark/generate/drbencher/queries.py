@@ -95,6 +95,23 @@ def entity_query(qid: str, lang: str) -> str:
             + quantities + "}\nORDER BY ?what STR(?value) STR(?unit)\n")
 
 
+_EXTERNAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,40}")
+
+
+def id_query(pid: str, values: Sequence[str]) -> str:
+    """The entities whose external id ``pid`` (``wdt:P662`` PubChem CID, ``wdt:P5531`` SEC
+    CIK, ...) is one of ``values`` (the spellings of one identifier)."""
+    _ids([pid])
+    bad = [v for v in values if not _EXTERNAL_ID.fullmatch(v)]
+    if bad:  # values are interpolated into the query: identifiers only, never free text
+        raise ValueError(f"not an identifier: {', '.join(bad)}")
+    quoted = " ".join(f'"{v}"' for v in values)
+    return (PREFIXES + "SELECT DISTINCT ?item WHERE {\n"
+            f"  VALUES ?id {{ {quoted} }}\n"
+            f"  ?item wdt:{pid} ?id .\n"
+            "}\nORDER BY ?item\n")
+
+
 def chains_query(qid: str, exclude: Sequence[str], lang: str, limit: int) -> str:
     """Two-hop entity-valued paths ``qid -p1-> mid -p2-> obj`` (no return to ``qid``, no
     excluded predicate), with the English (``lang``) labels of ``mid`` and ``obj``."""
@@ -147,5 +164,5 @@ def parse_value(pid: str, cell: dict[str, Any], unit: str | None = None) -> Valu
     return number * prop.units[uqid].factor
 
 
-__all__ = ["PREFIXES", "UnknownUnitError", "chains_query", "discover_query", "entity_query", "parse_value",
-           "pid_of", "qid_of"]
+__all__ = ["PREFIXES", "UnknownUnitError", "chains_query", "discover_query", "entity_query", "id_query",
+           "parse_value", "pid_of", "qid_of"]

@@ -14,7 +14,10 @@ its chains is asked again (``ASK { wd:S wdt:P wd:O }``). An item's ``status``:
 - ``chain_broken``: the gold holds, but a grounded fact the question states is gone.
 
 The endpoint and client settings are those the Gold stage recorded in ``manifest.json``
-(``endpoint`` overrides the URL). Nothing is cached: the point is the endpoint *now*.
+(``endpoint`` overrides the URL). An API domain's entity (biochemistry, financial, security)
+has its values asked again from the registry (its entry identifier, the ``domain_apis`` the
+discover stage recorded): an XBRL restatement moves a financial gold. Nothing is cached: the
+point is the endpoint *now*.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from .domainapi import DomainAPI, DomainAPISettings, Resolved, resolve
 from .errors import AnnotationError, KGDataError
 from .kgstages import fetch_entity
 from .queries import PREFIXES
@@ -32,6 +36,15 @@ from .tables import question_facts
 from .templates import TEMPLATES, TemplateError, compute_gold, values_from_json
 
 STATUSES = ("ok", "unavailable", "moved", "chain_broken")
+
+
+def _domain_apis(gen: Path) -> DomainAPISettings:
+    """The domain APIs the discover stage asked (the defaults when it asked none)."""
+    try:
+        stages = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))["stages"]
+        return DomainAPISettings.model_validate(stages["discover"]["settings"].get("domain_apis", {}))
+    except (OSError, ValueError, KeyError, TypeError):
+        return DomainAPISettings()
 
 
 def _settings(gen: Path, endpoint: str | None) -> tuple[SparqlSettings, str]:
@@ -78,7 +91,8 @@ def _fact_holds(sparql: CachedSparql, triple: list[str]) -> bool:
     return bool(sparql.select(query, f"fact {s} {p} {o}").boolean)
 
 
-def _audit(row: dict[str, Any], entity: Any, sparql: CachedSparql) -> dict[str, Any]:
+def _audit(row: dict[str, Any], entity: Any, sparql: CachedSparql,
+           api: DomainAPI | None = None) -> dict[str, Any]:
     meta = row["metadata"]["drbencher"]
     template = TEMPLATES[meta["template"]]
     then = str(row["label"])
@@ -94,6 +108,11 @@ def _audit(row: dict[str, Any], entity: Any, sparql: CachedSparql) -> dict[str, 
         found, why = entity(e["qid"])
         if found is None:
             return {**item, "reason": f"{why[0]}: {why[1]}", "status": "unavailable"}
+        if "entry" in e and api is not None:  # an API domain's values: the registry's answer now
+            fresh = resolve(api, e["entry"]["kind"], e["entry"]["value"])
+            if not isinstance(fresh, Resolved):
+                return {**item, "reason": f"domain_record_missing: {fresh}", "status": "unavailable"}
+            found = {**found, "values": {**found["values"], **fresh.values}}
         members.append(found)
     now_values = {(m["qid"], pid): v["value"] for m in members for pid, v in m["values"].items()}
     for p in meta["properties"]:
@@ -136,7 +155,11 @@ def refresh(gen: Path, endpoint: str | None = None) -> dict[str, Any]:
                 seen[qid] = fetch_entity(sparql, qid, language)
             return seen[qid]
 
-        items = [_audit(r, entity, sparql) for r in rows]
+        api = DomainAPI(_domain_apis(gen), lambda kind, key, describe, live: live())  # always asked anew
+        try:
+            items = [_audit(r, entity, sparql, api) for r in rows]
+        finally:
+            api.close()
     finally:
         client.close()
     counts = {s: sum(i["status"] == s for i in items) for s in STATUSES}

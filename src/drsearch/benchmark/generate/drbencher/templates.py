@@ -68,6 +68,11 @@ class Template:
     draw: Callable[[random.Random], dict[str, float | int]]
     compute: Callable[[Sequence[EntityValues], Params], float]
     formula: Callable[[Sequence[EntityValues], Params], str]
+    derive: Callable[[Sequence[EntityValues]], dict[str, float | int]] = lambda v: {}
+    """Scenario parameters that follow from the values (the fiscal years a growth spans), merged
+    into the drawn ones so the question states them."""
+    stated: tuple[str, ...] = ()
+    """Properties whose values the question states through ``derive`` (not a value leak)."""
 
     @property
     def entities(self) -> int:
@@ -150,6 +155,38 @@ def pendulum_drift_s_per_day(altitude_m: float, radius_m: float = EARTH_RADIUS_M
     return 86_400.0 * (math.sqrt(g0 / g_h) - 1.0)
 
 
+def moles_mmol(mass_g: float, molar_mass_g_per_mol: float) -> float:
+    """Amount of substance in ``mass_g`` grams, in millimoles."""
+    if molar_mass_g_per_mol <= 0:
+        raise TemplateError(f"molar mass {molar_mass_g_per_mol} g/mol is not positive")
+    return mass_g / molar_mass_g_per_mol * 1000.0
+
+
+def molarity_mol_per_l(mass_g: float, molar_mass_g_per_mol: float, volume_l: float) -> float:
+    """Concentration of ``mass_g`` grams dissolved to ``volume_l`` litres, mol/L."""
+    return moles_mmol(mass_g, molar_mass_g_per_mol) / 1000.0 / volume_l
+
+
+def mean_residue_mass(mass_da: float, length: float) -> float:
+    """Average mass of one residue (sequence mass / length), Da."""
+    if length <= 0:
+        raise TemplateError(f"sequence length {length} is not positive")
+    return mass_da / length
+
+
+def cagr_percent(start: float, end: float, years: int) -> float:
+    """Compound annual growth rate from ``start`` to ``end`` over ``years`` years, in %."""
+    if start <= 0 or end <= 0 or years <= 0:
+        raise TemplateError(f"CAGR needs positive values and years (start {start}, end {end}, years {years})")
+    return float(((end / start) ** (1.0 / years) - 1.0) * 100.0)
+
+
+def ratio_percent(part: float, whole: float) -> float:
+    if whole == 0:
+        raise TemplateError("the denominator is zero")
+    return part / whole * 100.0
+
+
 def days_between(start: date, end: date) -> int:
     if end < start:
         raise TemplateError(f"{end} is before {start}")
@@ -160,6 +197,15 @@ def days_between(start: date, end: date) -> int:
 
 def _fmt(x: float) -> str:
     return f"{x:,.10g}"
+
+
+def _fiscal_years(v: Sequence[EntityValues]) -> dict[str, float | int]:
+    fy = int(_num(v[0], "sec:fiscal_year"))
+    return {"fiscal_year_end": fy, "fiscal_year_start": fy - 2}
+
+
+def _fiscal_year(v: Sequence[EntityValues]) -> dict[str, float | int]:
+    return {"fiscal_year": int(_num(v[0], "sec:fiscal_year"))}
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -210,6 +256,83 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         lambda rng: {},
         lambda v, p: float(days_between(_day(v[0], "P571"), _day(v[0], "P576"))),
         lambda v, p: f"{_day(v[0], 'P576').isoformat()} − {_day(v[0], 'P571').isoformat()} in days"),
+    # -- biochemistry (PubChem, UniProt) ---------------------------------------------------
+    Template(
+        "molar_amount", ("biochemistry",), (("pubchem:molecular_weight",),), "mmol", "",
+        2, "0.02", "the amount of substance, in millimoles, in the given mass of the compound "
+                   "(its molecular weight as PubChem lists it)",
+        lambda rng: {"mass_g": rng.choice((0.1, 0.25, 0.5, 1, 2, 5, 10))},
+        lambda v, p: moles_mmol(float(p["mass_g"]), _num(v[0], "pubchem:molecular_weight")),
+        lambda v, p: f"{p['mass_g']} g / {_fmt(_num(v[0], 'pubchem:molecular_weight'))} g/mol × 1000"),
+    Template(
+        "molarity", ("biochemistry",), (("pubchem:molecular_weight",),), "mol/L", "",
+        4, "0.02", "the molar concentration, in mol/L, of the given mass of the compound dissolved to the "
+                   "given volume (its molecular weight as PubChem lists it)",
+        lambda rng: {"mass_g": rng.choice((0.5, 1, 2, 5, 10)),
+                     "volume_l": rng.choice((0.1, 0.25, 0.5, 1, 2))},
+        lambda v, p: molarity_mol_per_l(float(p["mass_g"]), _num(v[0], "pubchem:molecular_weight"),
+                                        float(p["volume_l"])),
+        lambda v, p: f"({p['mass_g']} g / {_fmt(_num(v[0], 'pubchem:molecular_weight'))} g/mol) / "
+                     f"{p['volume_l']} L"),
+    Template(
+        "mean_residue_mass", ("biochemistry",), (("uniprot:mass", "uniprot:length"),), "Da", "",
+        2, "0.02", "the mean mass per residue, in daltons, of its canonical sequence (sequence mass over "
+                   "length, as UniProt lists them)",
+        lambda rng: {},
+        lambda v, p: mean_residue_mass(_num(v[0], "uniprot:mass"), _num(v[0], "uniprot:length")),
+        lambda v, p: f"{_fmt(_num(v[0], 'uniprot:mass'))} Da / "
+                     f"{_fmt(_num(v[0], 'uniprot:length'))} residues"),
+    # -- financial (SEC EDGAR XBRL) ------------------------------------------------------------
+    Template(
+        "revenue_cagr", ("financial",), (("sec:revenue_fy0", "sec:revenue_fy2"),), "%", "%",
+        2, "0.02", "the compound annual growth rate of its revenue, in percent, from the given start fiscal "
+                   "year to the given end fiscal year (annual revenue as reported in its 10-K filings)",
+        lambda rng: {},
+        lambda v, p: cagr_percent(_num(v[0], "sec:revenue_fy2"), _num(v[0], "sec:revenue_fy0"), 2),
+        lambda v, p: f"(({_fmt(_num(v[0], 'sec:revenue_fy0'))} / "
+                     f"{_fmt(_num(v[0], 'sec:revenue_fy2'))})^(1/2) − 1) × 100",
+        _fiscal_years, ("sec:fiscal_year",)),
+    Template(
+        "net_margin", ("financial",), (("sec:net_income_fy0", "sec:revenue_fy0"),), "%", "%",
+        2, "0.02", "its net profit margin, in percent, in the given fiscal year (net income over revenue, as "
+                   "reported in its 10-K filing)",
+        lambda rng: {},
+        lambda v, p: ratio_percent(_num(v[0], "sec:net_income_fy0"), _num(v[0], "sec:revenue_fy0")),
+        lambda v, p: f"{_fmt(_num(v[0], 'sec:net_income_fy0'))} / "
+                     f"{_fmt(_num(v[0], 'sec:revenue_fy0'))} × 100",
+        _fiscal_year, ("sec:fiscal_year",)),
+    # -- security (NVD, FIRST EPSS, CISA KEV) -------------------------------------------------
+    Template(
+        "kev_remediation_window", ("security",), (("kev:date_added", "kev:due_date"),), "days", "days",
+        0, "0.02", "the number of days CISA gave federal agencies to remediate it: from its addition to the "
+                   "Known Exploited Vulnerabilities catalog to its due date",
+        lambda rng: {},
+        lambda v, p: float(days_between(_day(v[0], "kev:date_added"), _day(v[0], "kev:due_date"))),
+        lambda v, p: f"{_day(v[0], 'kev:due_date').isoformat()} − {_day(v[0], 'kev:date_added').isoformat()} "
+                     "in days"),
+    Template(
+        "days_to_kev", ("security",), (("nvd:published", "kev:date_added"),), "days", "days",
+        0, "0.02", "the number of days from its publication in the NVD to its addition to CISA's Known "
+                   "Exploited Vulnerabilities catalog",
+        lambda rng: {},
+        lambda v, p: float(days_between(_day(v[0], "nvd:published"), _day(v[0], "kev:date_added"))),
+        lambda v, p: f"{_day(v[0], 'kev:date_added').isoformat()} − "
+                     f"{_day(v[0], 'nvd:published').isoformat()} in days"),
+    Template(
+        "expected_exploited_hosts", ("security",), (("epss:probability",),), "hosts", "",
+        1, "0.02", "the expected number of the given exposed hosts on which it is exploited within 30 days, "
+                   "by its EPSS probability (FIRST)",
+        lambda rng: {"hosts": rng.choice((200, 500, 1000, 2500, 10000))},
+        lambda v, p: _num(v[0], "epss:probability") * int(p["hosts"]),
+        lambda v, p: f"{_fmt(_num(v[0], 'epss:probability'))} × {p['hosts']}"),
+    Template(
+        "severity_weighted_exposure", ("security",), (("nvd:base_score", "epss:probability"),), "", "",
+        2, "0.02", "its risk score: the CVSS v3.1 base score (NVD) times the EPSS probability (FIRST) "
+                   "times the given number of exposed hosts",
+        lambda rng: {"hosts": rng.choice((10, 50, 100, 500))},
+        lambda v, p: _num(v[0], "nvd:base_score") * _num(v[0], "epss:probability") * int(p["hosts"]),
+        lambda v, p: f"{_fmt(_num(v[0], 'nvd:base_score'))} × {_fmt(_num(v[0], 'epss:probability'))} × "
+                     f"{p['hosts']}"),
 )}
 """Every template by name."""
 
@@ -238,9 +361,12 @@ def verify_gold(template: Template, values: Sequence[EntityValues], params: Para
         return False
 
 
-def draw_params(template: Template, seed: int, candidate_id: str) -> dict[str, float | int]:
-    """The scenario parameters of one candidate: a RNG seeded by (seed, candidate id)."""
-    return template.draw(random.Random(f"{seed}:{candidate_id}"))
+def draw_params(template: Template, seed: int, candidate_id: str,
+                values: Sequence[EntityValues] = ()) -> dict[str, float | int]:
+    """The scenario parameters of one candidate: a RNG seeded by (seed, candidate id), plus
+    those the template derives from the entities' ``values``."""
+    drawn = template.draw(random.Random(f"{seed}:{candidate_id}"))
+    return {**drawn, **template.derive(values)} if values else drawn
 
 
 def values_to_json(values: EntityValues) -> dict[str, Any]:
@@ -268,7 +394,29 @@ def values_from_json(data: Mapping[str, Any]) -> dict[str, Value]:
     return out
 
 
-__all__ = ["TEMPLATES", "Coordinates", "EntityValues", "Gold", "Template", "TemplateError", "Value",
-           "barometric_pressure_hpa", "boiling_point_c", "compound_growth", "compute_gold", "days_between",
-           "draw_params", "haversine_km", "pendulum_drift_s_per_day", "population_density",
-           "values_from_json", "values_to_json", "verify_gold"]
+__all__ = [
+    "TEMPLATES",
+    "Coordinates",
+    "EntityValues",
+    "Gold",
+    "Template",
+    "TemplateError",
+    "Value",
+    "barometric_pressure_hpa",
+    "boiling_point_c",
+    "cagr_percent",
+    "compound_growth",
+    "compute_gold",
+    "days_between",
+    "draw_params",
+    "haversine_km",
+    "mean_residue_mass",
+    "molarity_mol_per_l",
+    "moles_mmol",
+    "pendulum_drift_s_per_day",
+    "population_density",
+    "ratio_percent",
+    "values_from_json",
+    "values_to_json",
+    "verify_gold",
+]

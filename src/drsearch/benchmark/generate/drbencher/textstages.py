@@ -287,7 +287,7 @@ def validate(ctx: StageContext) -> None:
                 return Reject("entity_named", named)
             leaked = leaked_values(q, [(f"{e['qid']}:{p}", v)
                                        for e, vals in zip(c["entities"], values, strict=True)
-                                       for p, v in sorted(vals.items())])
+                                       for p, v in sorted(vals.items()) if p not in template.stated])
             if leaked:
                 return Reject("value_leak", leaked)
             parts = described(c)
@@ -341,7 +341,7 @@ def export(ctx: StageContext) -> None:
                     "article_docid": c["article_docid"], "cci": c["cci"], "chains": c["chains"],
                     "clues": c["clues"], "computation": c["gold"]["formula"],
                     "entities": [{"aliases": e["aliases"], "label": e["label"], "qid": e["qid"],
-                                  "role": e["role"],
+                                  "role": e["role"], **({"entry": e["entry"]} if "entry" in e else {}),
                                   **({"article_docid": e["article_docid"], "chains": e["chains"],
                                       "clues": e["clues"],
                                       "grounded_chains": [f["chain"] for f in grounded_facts(e)],
