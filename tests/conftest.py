@@ -121,3 +121,28 @@ def release(pristine_release: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "release"
     shutil.copytree(pristine_release, dst)
     return dst
+
+
+# The sample's three blocked leak artifacts and the documents after them, up to this many: a
+# corpus small enough to embed in seconds, with blocked pages that match real queries.
+EMBEDDED_DOCS = 24
+
+
+@pytest.fixture(scope="session")
+def embedded_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small slice of the sample corpus (the blocked leak artifacts among them) with its
+    vectors (``CORPUS.vectors``, the pinned MiniLM), embedded once a session, for the
+    front-end contract over every retriever (tests/dense/test_front_end_contract.py)."""
+    pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not installed")
+    from drsearch.dense import Embedder, default_sidecar, embed_corpus
+
+    blocked = {line.strip() for line in (Path(__file__).parents[1] / "data/sample/blocked_docids.txt")
+               .read_text().splitlines() if line.strip() and not line.startswith("#")}
+    docs = sample_docs()
+    chosen = [d for d in docs if d["docid"] in blocked]
+    chosen += [d for d in docs if d["docid"] not in blocked][:EMBEDDED_DOCS - len(chosen)]
+    path = tmp_path_factory.mktemp("embedded") / "small.sqlite3"
+    build(chosen, path)
+    with Engine.open(path) as engine:
+        embed_corpus(engine, default_sidecar(path), Embedder())
+    return path

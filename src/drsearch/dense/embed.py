@@ -109,9 +109,11 @@ class Embedder:
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None,
                  tokenizer_path: str | os.PathLike[str] | None = None, *, model_sha256: str = MODEL_SHA256,
-                 batch_size: int = DEFAULT_BATCH, threads: int | None = None) -> None:
+                 batch_size: int = DEFAULT_BATCH, threads: int | None = None, device: str = "cpu") -> None:
+        from .models import onnx_session  # (models builds on this module)
+
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401 - the extra's check, worded as the CLI words it
             from tokenizers import Tokenizer
         except ImportError as e:  # worded as the CLI words a missing extra
             raise EmbeddingModelError("embeddings need the 'embed' extra: pip install 'drsearch[embed]' "
@@ -126,22 +128,17 @@ class Embedder:
         self.tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.no_padding()  # embed() pads each batch itself, to that batch's longest text
-        options = ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(str(self.model_path), options,
-                                                providers=["CPUExecutionProvider"])
-        except Exception as e:  # onnxruntime raises its own exception types for a corrupt file
-            raise EmbeddingModelError(f"embedding model {self.model_path}: onnxruntime cannot load it "
-                                      f"({e})") from None
+        self.device = device
+        self.session = onnx_session(self.model_path, device, threads)  # cuda: its provider or refused
 
     def describe(self) -> dict[str, Any]:
         """What every output that used these embeddings records."""
-        return {"dimension": DIMENSION, "max_tokens": MAX_TOKENS, "model": MODEL_ID,
-                "model_sha256": self.model_sha256, "normalised": True, "pooling": "mean",
-                "route": self.route, "tokenizer_sha256": self.tokenizer_sha256}
+        out = {"dimension": DIMENSION, "max_tokens": MAX_TOKENS, "model": MODEL_ID,
+               "model_sha256": self.model_sha256, "normalised": True, "pooling": "mean",
+               "route": self.route, "tokenizer_sha256": self.tokenizer_sha256}
+        if self.device != "cpu":  # recorded, not checked: the same vectors within the tolerance
+            out["device"] = self.device
+        return out
 
     def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
         batches: list[list[int]] = []

@@ -50,7 +50,8 @@ def check_sidecar(header: Mapping[str, Any], engine: Engine, embedder: TextEmbed
                            f"{header['rows']} chunks; this corpus is {engine.meta['content_identity']}, "
                            f"{engine.meta['chunks']} chunks); run `drsearch embed`")
     model = embedder.describe()
-    for key in ("dimension", "model", "model_sha256", "route", "pooling", "normalised", "max_tokens"):
+    for key in ("dimension", "model", "model_sha256", "tokenizer_sha256", "route", "pooling", "normalised",
+                "max_tokens"):
         if header.get(key) != model.get(key):
             raise EmbeddingModelError(f"{path}: vectors of another model ({key} {header.get(key)!r}, "
                                       f"the query model's is {model.get(key)!r})")

@@ -54,8 +54,13 @@ def app_from_config(config: ServeConfig) -> FastAPI:
     # the parent decided the blocklist by the release rule; the worker reopens it the same way
     # +rerank: the parent probed the endpoint before starting any worker
     rerank = None if config.rerank is None else RerankConfig(**config.rerank)
+    embedder = None
+    if config.embed_model is not None:
+        from ..dense.models import query_embedder_for
+
+        embedder = query_embedder_for(config.database, config.vectors, config.embed_model)
     engine = open_retriever(config.database, blocklist, config.retriever, vectors=config.vectors,
-                            rerank=rerank, probe=False,
+                            embedder=embedder, rerank=rerank, probe=False,
                             release_blocklist=policy_for(config.blocklist_origin),
                             time_limit_s=config.settings.time_limit_s)
     app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,

@@ -137,6 +137,7 @@ class ServeConfig(BaseModel):
     settings: ServerSettings = ServerSettings()
     retriever: str = "bm25"  # a spec, bm25|dense|hybrid[:rrf|:linear=W] (drsearch.dense.spec)
     vectors: Path | None = None  # the dense retriever's sidecar (None: DATABASE.vectors)
+    embed_model: str | None = None  # --embed-model: the vectors' model (None: the pinned MiniLM)
     rerank: dict[str, Any] | None = None  # +rerank: drsearch.dense.RerankConfig's fields
 
     def to_env(self) -> dict[str, str]:

