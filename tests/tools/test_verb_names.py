@@ -139,14 +139,14 @@ def _command(cell: str) -> str:
 def test_readme_table_names_verbs_that_exist_and_aliases_that_note() -> None:
     rows = _table_rows()
     commands = {_command(r[1]) for r in rows}
-    assert {"build", "corpus build", "import", "score", "compare", "agreement", "report", "calibrate",
-            "construct calibrate", "generate openbiorq", "release templates", "validate"} == commands
+    assert {"build", "corpus build", "import", "score", "compare", "agreement", "leaderboard", "report",
+            "calibrate", "construct calibrate", "generate openbiorq", "release templates", "validate"} == commands
     for command in commands:
         with pytest.raises(SystemExit) as e, contextlib.redirect_stdout(io.StringIO()):
             main([*command.split(), "--help"])
         assert e.value.code == 0, command
     aliases = {" ".join(r[2].strip("`").split()[:2]) for r in rows if r[2] != "—"}
-    assert aliases == {"import --from", "score --compare", "score --agreement"}  # each tested above
+    assert aliases == {"import --from", "score --compare", "score --agreement", "score --leaderboard"}
 
 
 def test_top_level_help_lists_each_job_s_verb_and_points_at_the_table() -> None:
