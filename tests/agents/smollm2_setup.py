@@ -42,9 +42,10 @@ def gguf_path() -> Path:
 
 
 def server_command(model: Path) -> list[str]:
-    """The model server's command line (smollm2_server.py in this interpreter)."""
+    """The model server's command line (smollm2_server.py in this interpreter), decoding under
+    a grammar (``--constrain``): tool calls well formed, JSON replies of the requested schema."""
     return [sys.executable, str(SERVER), "--model", str(model), "--n-ctx", str(N_CTX),
-            "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", str(THREADS)]
+            "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", str(THREADS), "--constrain"]
 
 
 @contextmanager
