@@ -19,7 +19,7 @@ import pytest
 from .smollm2_server import ModelProcess
 
 N_CTX = 4096  # longer episodes end as `model_error` (context exceeded): still a protocol fact
-MAX_NEW_TOKENS = 192  # the server's own cap when a request sets none (dr256 sets none)
+MAX_NEW_TOKENS = 320  # the server's own cap when a request sets none (dr256 sets none)
 THREADS = 2
 NOT_INSTALLED = "the smoke extra is not installed (make smoke)"
 SERVER = Path(__file__).with_name("smollm2_server.py")

@@ -105,18 +105,37 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
             "type": "object"}
 
 
+CLUE_CHARS = 160
+"""A clue is one sentence: its length in a clues schema (a reply of three clues then fits a
+small model's token budget instead of being cut off mid-JSON)."""
+
+
 def clues_schema(qid: str, chains: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """The clues reply: facts that each cite one hop of one of the given chains, as the prompt
-    asks (chain index, hops 1 with the first hop's triple, or 2 with the second's), at least
-    one per chain up to three; the text is free."""
-    cited = []
+    """The clues reply as the prompt asks for it: one fact per chain, in the chains' order, each
+    citing one hop of its chain (hops 1 with the first hop's triple, or 2 with the second's); the
+    text is one sentence (``CLUE_CHARS``), and a 2-hop fact's names the entity it goes through."""
+    per_chain = []
     for i, ch in enumerate(chains):
+        cited = []
         for hops, triple in ((1, [qid, ch["p1"], ch["mid"]]), (2, [ch["mid"], ch["p2"], ch["obj"]])):
-            cited.append(_object({"chain": {"const": i}, "hops": {"const": hops},
-                                  "text": {"minLength": 1, "type": "string"}, "triple": {"const": triple}}))
-    facts = {"items": {"anyOf": cited}, "maxItems": len(chains), "minItems": min(3, len(chains)),
+            text: dict[str, Any] = {"maxLength": CLUE_CHARS, "minLength": 1, "type": "string"}
+            if hops == 2:  # validation's multi-hop rule: a 2-hop fact names the entity it goes through
+                text = {"pattern": _naming(str(ch["mid_label"])), "type": "string"}
+            cited.append(_object({"chain": {"const": i}, "hops": {"const": hops}, "text": text,
+                                  "triple": {"const": triple}}))
+        per_chain.append({"anyOf": cited})
+    # "For each numbered chain below, write ONE fact": fact i cites chain i, one per chain
+    facts = {"items": False, "maxItems": len(chains), "minItems": len(chains), "prefixItems": per_chain,
              "type": "array"}
     return "clues", _object({"facts": facts})
+
+
+def _naming(label: str) -> str:
+    """A pattern for one sentence (of ``CLUE_CHARS`` or so) that names ``label`` as a word of
+    its own, as validation's ``mentions`` reads it: text, a space, the label, a separator."""
+    free = f"[^\"\\\\]{{0,{CLUE_CHARS // 2}}}"
+    escaped = "".join(f"\\{c}" if c in ".^$*+?()[]{}|\\/" else c for c in label)
+    return f"^{free} {escaped}([ ,.;:]{free})?$"
 
 
 SUPPORT_SCHEMA = ("support", _object({"supported": {"type": "boolean"}}))
