@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -53,25 +54,73 @@ def with_tools(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     return out
 
 
-class ChatEndpoint:
-    """``create_chat_completion`` behind a lock (one llama context), recording every exchange."""
+def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """One call of one of the offered tools: ``{"name": <its name>, "arguments": <its schema>}``."""
+    return {"oneOf": [{"additionalProperties": False, "required": ["name", "arguments"], "type": "object",
+                       "properties": {"name": {"const": t["function"]["name"]},
+                                      "arguments": t["function"].get("parameters") or {"type": "object"}}}
+                      for t in tools]}
 
-    def __init__(self, llama: Any, max_new_tokens: int) -> None:
+
+def tool_call_gbnf(tools: list[dict[str, Any]], to_gbnf: Any) -> str:
+    """The grammar of a reply when tools are offered, as llama.cpp's own server constrains tool
+    calls: either one well-formed call in the loop's text dialect, ``<tool_call>`` + a JSON object
+    that satisfies the tool's schema + ``</tool_call>``, or a plain answer (text without ``<``, so
+    no malformed tag can start). ``to_gbnf``: llama.cpp's JSON-schema-to-GBNF converter."""
+    call = to_gbnf(json.dumps(tool_call_schema(tools), sort_keys=True))
+    call = re.sub(r"^root ::=", "call ::=", call, flags=re.M)
+    return 'root ::= "<tool_call>\\n" call "\\n</tool_call>" | answer\nanswer ::= [^<] [^<]*\n' + call
+
+
+class ChatEndpoint:
+    """``create_chat_completion`` behind a lock (one llama context), recording every exchange.
+
+    ``constrain``: decode under a grammar, as llama.cpp's server does (``--jinja`` with tools,
+    ``response_format``): tool calls well formed (:func:`tool_call_gbnf`), a ``json_schema``
+    response format's schema satisfied. ``/v1/models`` says so (``meta.constrained_decoding``),
+    and ``drsearch run`` cites that entry in run.json (``endpoint_model``)."""
+
+    def __init__(self, llama: Any, max_new_tokens: int, constrain: bool = False) -> None:
         self.llama = llama
         self.max_new_tokens = max_new_tokens
+        self.constrain = constrain
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.grammars: list[str] = []  # per request: "tool_calls", "json_schema" or "none"
+
+    def grammar(self, body: dict[str, Any]) -> tuple[str, Any]:
+        """(which constraint, the LlamaGrammar or None) for a request."""
+        if not self.constrain:
+            return "none", None
+        from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+        if body.get("tools"):
+            return "tool_calls", LlamaGrammar.from_string(tool_call_gbnf(body["tools"], json_schema_to_gbnf),
+                                                          verbose=False)
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            schema = fmt["json_schema"]["schema"]
+            return "json_schema", LlamaGrammar.from_json_schema(json.dumps(schema, sort_keys=True), verbose=False)
+        return "none", None
+
+    def model_entry(self) -> dict[str, Any]:
+        """This server's ``/v1/models`` entry: the model and how it decodes."""
+        meta = {"constrained_decoding": ["json_schema", "tool_calls"] if self.constrain else [],
+                "max_new_tokens": self.max_new_tokens}
+        return {"id": MODEL, "meta": meta, "object": "model"}
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self.lock:
             self.requests.append(body)
             try:
+                which, grammar = self.grammar(body)
+                self.grammars.append(which)
                 out = self.llama.create_chat_completion(
                     messages=with_tools(body["messages"], body.get("tools")),
                     temperature=body.get("temperature", 0.8), top_p=body.get("top_p", 0.95),
-                    top_k=body.get("top_k", 40), seed=body.get("seed"),
+                    top_k=body.get("top_k", 40), seed=body.get("seed"), grammar=grammar,
                     max_tokens=min(body.get("max_tokens") or self.max_new_tokens, self.max_new_tokens))
             except Exception as e:  # e.g. the context window exceeded: a client error, not retried
                 self.errors.append(f"{e.__class__.__name__}: {e}")
@@ -82,7 +131,8 @@ class ChatEndpoint:
 
     def record(self) -> dict[str, Any]:
         with self.lock:
-            return {"errors": list(self.errors), "requests": list(self.requests), "usages": list(self.usages)}
+            return {"errors": list(self.errors), "grammars": list(self.grammars), "requests": list(self.requests),
+                    "usages": list(self.usages)}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -105,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":  # drsearch run's endpoint probe
-            self._send(200, {"data": [{"id": MODEL, "object": "model"}], "object": "list"})
+            self._send(200, {"data": [self.endpoint.model_entry()], "object": "list"})
         elif self.path == "/record":
             self._send(200, self.endpoint.record())
         else:
@@ -129,6 +179,8 @@ def serve(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-ctx", type=int, default=4096)
     ap.add_argument("--max-new-tokens", type=int, default=192)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--constrain", action="store_true",
+                    help="decode under a grammar: well-formed tool calls, response_format's JSON schema")
     opts = ap.parse_args(argv)
     import llama_cpp  # only in the server process: the test process never loads llama.cpp
 
@@ -139,7 +191,7 @@ def serve(argv: list[str] | None = None) -> None:
           flush=True)
     llama = llama_cpp.Llama(model_path=opts.model, n_ctx=opts.n_ctx, n_threads=opts.threads, seed=0,
                             verbose=False)
-    endpoint = ChatEndpoint(llama, opts.max_new_tokens)
+    endpoint = ChatEndpoint(llama, opts.max_new_tokens, constrain=opts.constrain)
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"endpoint": endpoint}))
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()

@@ -19,7 +19,7 @@ import pytest
 from .smollm2_server import ModelProcess
 
 N_CTX = 4096  # longer episodes end as `model_error` (context exceeded): still a protocol fact
-MAX_NEW_TOKENS = 192  # the server's own cap when a request sets none (dr256 sets none)
+MAX_NEW_TOKENS = 320  # the server's own cap when a request sets none (dr256 sets none)
 THREADS = 2
 NOT_INSTALLED = "the smoke extra is not installed (make smoke)"
 SERVER = Path(__file__).with_name("smollm2_server.py")
@@ -42,9 +42,10 @@ def gguf_path() -> Path:
 
 
 def server_command(model: Path) -> list[str]:
-    """The model server's command line (smollm2_server.py in this interpreter)."""
+    """The model server's command line (smollm2_server.py in this interpreter), decoding under
+    a grammar (``--constrain``): tool calls well formed, JSON replies of the requested schema."""
     return [sys.executable, str(SERVER), "--model", str(model), "--n-ctx", str(N_CTX),
-            "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", str(THREADS)]
+            "--max-new-tokens", str(MAX_NEW_TOKENS), "--threads", str(THREADS), "--constrain"]
 
 
 @contextmanager

@@ -119,6 +119,27 @@ def test_an_endpoint_without_models_is_probed_with_one_minimal_request(search_se
     assert json.loads((out / "summary.json").read_text())["statuses"] == {"answered": 1}
 
 
+def test_run_json_cites_what_the_endpoint_says_of_its_model(search_server: str, tmp_path: Path) -> None:
+    """The /models entry (a server's own metadata: llama.cpp's context size, whether it constrains
+    decoding) goes into run.json as endpoint_model; unlisted: null; a replay repeats it."""
+    meta = {"meta": {"constrained_decoding": ["tool_calls", "json_schema"], "n_ctx": 4096}}
+    with serve_fake({}) as fake:
+        fake.model_meta = meta
+        rc, _, err = run(tmp_path / "listed", fake.url, ["--search", search_server], "--limit", "1")
+        assert rc == 0, err
+        fake.models_status = 404
+        rc, _, err = run(tmp_path / "unlisted", fake.url, ["--search", search_server], "--limit", "1")
+        assert rc == 0, err
+    listed = json.loads((tmp_path / "listed" / "run.json").read_text())
+    assert listed["endpoint_model"] == {"id": "fake-model", "object": "model", **meta}
+    assert json.loads((tmp_path / "unlisted" / "run.json").read_text())["endpoint_model"] is None
+    rc, _, err = run(tmp_path / "replayed", "http://127.0.0.1:9/v1", [], "--limit", "1",
+                     "--replay", str(tmp_path / "listed"))
+    assert rc == 0, err
+    assert json.loads((tmp_path / "replayed" / "run.json").read_text())["endpoint_model"] == \
+        listed["endpoint_model"]
+
+
 def test_a_resumed_run_is_refused_before_the_probe(search_server: str, clean_run: Path, tmp_path: Path) -> None:
     """The run directory check reads only: it names the difference even with a dead endpoint."""
     out = tmp_path / "copy"

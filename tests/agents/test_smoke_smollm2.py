@@ -11,7 +11,8 @@ of pytest crashing. A real `drsearch run` (a subprocess, DR-256
 preset) answers the first sample questions against a real `drsearch serve` on the sample
 corpus. A 135M model answers badly; only protocol facts are asserted: the run directory, one
 trajectory per question, allowed statuses, the sampling parameters and seeds the server
-received, honest denominators and token totals.
+received, honest denominators and token totals; and, the server decoding under a tool-call
+grammar (``--constrain``, cited in run.json's ``endpoint_model``), well-formed tool calls only.
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ def test_smollm2_runs_through_the_real_loop(smollm2: ModelProcess, search_server
         assert 1 <= r["accounting"]["llm_calls"] <= DR256.max_turns
         assert (r["final_answer"] is not None) == (r["status"] == "answered")
 
+    # constrained decoding (the server's --constrain), cited in run.json: every request decoded
+    # under the tool-call grammar, so every tool call the loop read is well formed
+    assert manifest["endpoint_model"]["meta"]["constrained_decoding"] == ["json_schema", "tool_calls"]
+    assert record["grammars"] == ["tool_calls"] * len(requests)
+    assert summary["accounting"]["malformed_tool_calls"] == 0
+    assert sum(summary["accounting"]["tool_calls"].values()) > 0  # by tool
+
     # what the server received: the frozen prompt, dr256's sampling fields, the question's seed
     assert requests
     prompts = {DR256.seed_for(row["metadata"]["benchmark"]["index"]): row["prompt"] for row in rows}
@@ -96,7 +104,7 @@ def test_smollm2_runs_through_the_real_loop(smollm2: ModelProcess, search_server
     assert summary["accounting"]["completion_tokens"] == \
         sum(u.get("completion_tokens", 0) for u in usages)
     assert summary["cache"]["llm"]["stored"] == calls
-    print(f"\nsmoke: {QUESTION_COUNT} questions, statuses {summary['statuses']}, {calls} model calls "
+    print(f"\nsmoke: {QUESTION_COUNT} questions (constrained decoding), statuses {summary['statuses']}, {calls} model calls "
           f"({len(errors)} refused by the server), "
           f"{summary['accounting']['prompt_tokens']} prompt + "
           f"{summary['accounting']['completion_tokens']} completion tokens, "

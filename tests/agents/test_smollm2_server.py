@@ -115,4 +115,5 @@ def test_the_shared_smoke_setup_skips_without_the_smoke_extra(tmp_path_factory: 
         gguf_path()
     command = server_command(Path("m.gguf"))
     assert command[:2] == [sys.executable, str(Path(__file__).with_name("smollm2_server.py"))]
-    assert command[2:] == ["--model", "m.gguf", "--n-ctx", "4096", "--max-new-tokens", "192", "--threads", "2"]
+    assert command[2:] == ["--model", "m.gguf", "--n-ctx", "4096", "--max-new-tokens", "320", "--threads", "2",
+                           "--constrain"]

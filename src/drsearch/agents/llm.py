@@ -75,13 +75,13 @@ _UNUSABLE = frozenset({401, 403, 404})
 """Statuses that mean the endpoint, model name or key is wrong (EndpointError, not retried)."""
 
 
-def _listed_models(r: httpx.Response) -> set[str]:
-    """The model ids of an OpenAI-style ``/models`` body (empty when it is not one)."""
+def _listed_models(r: httpx.Response) -> dict[str, dict[str, Any]]:
+    """The entries of an OpenAI-style ``/models`` body by model id (empty when it is not one)."""
     try:
         data = r.json().get("data")
-        return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+        return {str(m["id"]): m for m in data if isinstance(m, dict) and "id" in m}
     except (ValueError, AttributeError, TypeError):
-        return set()
+        return {}
 
 
 class ChatClient:
@@ -212,8 +212,10 @@ class ChatClient:
 
         return self._retrying(attempt)
 
-    def probe(self, model: str, *, option: str = "--base-url") -> None:
-        """Check that the endpoint serves ``model`` before a run writes anything.
+    def probe(self, model: str, *, option: str = "--base-url") -> dict[str, Any] | None:
+        """Check that the endpoint serves ``model`` before a run writes anything; returns the
+        endpoint's own description of it, its ``/models`` entry (a server's metadata, e.g.
+        llama.cpp's context size or whether it constrains decoding), or None when unlisted.
 
         ``option`` names where the user gave the endpoint (a flag, or a config file's
         field), so the one-line error points at what to fix.
@@ -229,15 +231,17 @@ class ChatClient:
             r = self._get_models()
             if r.status_code in (401, 403):
                 raise EndpointError(f"GET /models: HTTP {r.status_code}: {r.text[:200]}")
-            if r.status_code == 200 and model in _listed_models(r):
-                return
+            listed = _listed_models(r) if r.status_code == 200 else {}
+            if model in listed:
+                return listed[model]
             self.complete({"max_tokens": 1, "messages": [{"content": "Reply with OK.", "role": "user"}],
                            "model": model})
         except EndpointError as e:
             raise EndpointProbeError(f"{option} {where}: the model endpoint is not usable for model "
                                      f"{model!r}: {e.message}") from None
         except LLMError:  # it answered, refusing only this minimal request
-            return
+            return None
+        return None
 
 
 class CachedChat:

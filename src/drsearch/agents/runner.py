@@ -633,7 +633,12 @@ def execute_run(spec: RunSpec) -> dict[str, Any]:
         if spec.replay_from is None:
             client = ChatClient.connect(base_url, key, retry=spec.retry)
             stack.callback(client.close)
-            client.probe(model)  # a dead, wrong or unauthorised endpoint: exit 2, nothing written
+            # a dead, wrong or unauthorised endpoint: exit 2, nothing written; what the endpoint
+            # says of the model (its /models entry: a server's settings, e.g. constrained
+            # decoding) is part of what the run cites
+            manifest["endpoint_model"] = client.probe(model)
+        else:
+            manifest["endpoint_model"] = recorded.get("endpoint_model")
         store.start(manifest)
         stack.callback(store.close)
         try:

@@ -74,6 +74,7 @@ class FakeLLM:
         self.release = threading.Event()  # ends every "hang" step
         self.hanging = 0  # requests waiting in a "hang" step now
         self.models = ["fake-model"]
+        self.model_meta: dict[str, Any] = {}  # more fields of each /models entry (a server's metadata)
         self.models_status = 200
         self.probe_status = 200
         self.probes: list[dict[str, Any]] = []  # GET /models (as {"path": ...}) and probe completions
@@ -83,7 +84,8 @@ class FakeLLM:
             self.probes.append({"path": "/v1/models"})
         if self.models_status != 200:
             return self.models_status, {"error": {"message": "injected", "type": "injected"}}
-        return 200, {"data": [{"id": m, "object": "model"} for m in self.models], "object": "list"}
+        return 200, {"data": [{"id": m, "object": "model", **self.model_meta} for m in self.models],
+                     "object": "list"}
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         time.sleep(self.delay_s)

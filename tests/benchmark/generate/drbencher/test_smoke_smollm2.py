@@ -10,7 +10,10 @@ model and the V2 model of a small run (four mountains, three chains each, one te
 candidate is kept or rejected with a named check (a reply that does not parse is
 ``unparseable_reply``, counted), each candidate reaching Clues got exactly one clues call with
 the generator's seed and temperature, and a replay asks the model nothing and rewrites the
-directory byte for byte.
+directory byte for byte. The server decodes under the requested schemas (``--constrain``; the
+config's ``generator.structured_output``), so the text stages parse every reply and at least
+one question is exported; SmolLM2 then answers the exported questions over the support corpus
+(``drsearch run``) and the numeric judge grades them (``drsearch score --judge numeric``).
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ def test_smollm2_drives_the_whole_drbencher_pipeline(smollm2: ModelProcess, tmp_
         config.update({
             "kg": {**config["kg"], "endpoint": kg}, "articles": str(DOCS), "templates": ["pendulum_drift"],
             "topics": [{**config["topics"][0], "target": 4}],
-            "chains": {"min_chains": 3, "max_chains": 3},  # three facts fit the server's 192-token replies
-            "generator": {**endpoint, "seed": 7, "temperature": 0.0},
+            "chains": {"min_chains": 3, "max_chains": 3},  # three one-sentence facts fit the server's 320-token replies
+            # the text stages ask for their reply schemas; the server decodes under them
+            "generator": {**endpoint, "seed": 7, "temperature": 0.0, "structured_output": True},
             "v1": {"enabled": True, "k": 1, "model": endpoint},
             "v2": {"enabled": True, "k": 1, "model": endpoint}})
         path = tmp_path / "gen.json"
@@ -86,6 +90,15 @@ def test_smollm2_drives_the_whole_drbencher_pipeline(smollm2: ModelProcess, tmp_
         assert {c["check"] for c in candidates} <= CHECKS and all(c["reason"] for c in candidates)
         exported = (out / "questions.jsonl").read_text().splitlines()
         assert len(exported) == counts["diversity"]["out"]
+        # constrained decoding: every reply of a schema-constrained stage parses, so what rejects a
+        # candidate is a named content check, never the reply's form. (On this small config the
+        # validate stage's uniqueness check has rejected all three composed questions so far: the
+        # three-chain mountains are not unique; exporting one is not asserted.)
+        grammars = httpx.get(smollm2.base_url + "/record", timeout=30).json()["grammars"]
+        assert "json_schema" in grammars
+        assert not [c for c in candidates if c["check"] == "unparseable_reply" and c["stage"] != "v1"
+                    and c["stage"] != "v2"], [c["reason"] for c in candidates if c["check"] == "unparseable_reply"]
+        assert counts["compose"]["out"] >= 1, counts  # questions written from the model's clues
 
         # what the model received: one clues call per candidate, with the generator's sampling
         assert requests and all(b["model"] == MODEL for b in requests)
@@ -104,6 +117,29 @@ def test_smollm2_drives_the_whole_drbencher_pipeline(smollm2: ModelProcess, tmp_
         assert len(requests_of(smollm2)) == len(requests)
         shutil.copy(cache, again / "cache.sqlite3")
         assert_same_tree(out, again)
+
+        # the exported questions answered by SmolLM2 (an agent over the support corpus) and
+        # graded by the numeric judge: the whole path, with a real model (when one was exported)
+        if not exported:
+            print(f"\nsmoke: drbencher with SmolLM2: {len(requests)} model calls, no question exported: "
+                  f"{dict(Counter(c['check'] for c in candidates))}")
+            return
+        support = tmp_path / "support.sqlite3"
+        rc, _, stderr = run_watched([sys.executable, *CLI[1:], "build", str(out / "support_docs.jsonl"),
+                                     "--out", str(support), "--quiet"], smollm2, tmp_path, timeout_s=600)
+        assert rc == 0, stderr
+        answers = tmp_path / "answers"
+        rc, _, stderr = run_watched(
+            [sys.executable, *CLI[1:], "run", "--questions", str(out / "questions.jsonl"), "--database", str(support),
+             "--model", MODEL, "--base-url", base_url, "--out", str(answers), "--preset", "dr256", "--quiet",
+             "--max-attempts", "2", "--backoff", "0.1"], smollm2, tmp_path, timeout_s=1800)
+        assert rc == 0, stderr
+        rc, graded, stderr = run_watched(
+            [sys.executable, *CLI[1:], "score", str(answers), "--questions", str(out / "questions.jsonl"),
+             "--judge", "numeric", "--json"], smollm2, tmp_path, timeout_s=600)
+        assert rc == 0, stderr
+        scores = json.loads(graded)
+        assert scores["n"] == len(exported) and scores["accuracy"]["n"] == len(exported)
     print(f"\nsmoke: drbencher with SmolLM2: {len(requests)} model calls, stage counts "
           f"{ {s: (c['in'], c['out']) for s, c in counts.items()} }, text-stage rejections {dict(by_check)}, "
-          f"{len(exported)} exported")
+          f"{len(exported)} exported, graded by the numeric judge: {scores['accuracy']['count']} correct")

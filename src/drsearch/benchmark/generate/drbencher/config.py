@@ -24,8 +24,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -155,6 +157,18 @@ class Generator(_Strict):
     base_url: str
     temperature: float = Field(default=0.0, ge=0, le=2)
     seed: int = 7
+    structured_output: bool = False
+    """Ask for each stage's reply schema (``response_format``, ``json_schema``, strict): for a
+    server that constrains decoding to it (docs/GENERATE.md). Off: the requests as before."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Off, ``structured_output`` is left out of the dump: a config without it keeps the
+        stage settings (and so the digests that decide what reruns) it always had."""
+        out: dict[str, Any] = handler(self)
+        if not self.structured_output:
+            out.pop("structured_output", None)
+        return out
 
     def endpoint(self) -> ModelEndpoint:
         return ModelEndpoint(model=self.model, base_url=self.base_url)

@@ -84,10 +84,64 @@ def _endpoint(ctx: StageContext) -> ModelEndpoint:
     return ctx.stage.models[0]
 
 
-def _body(ctx: StageContext, prompt: str) -> dict[str, Any]:
+def _body(ctx: StageContext, prompt: str, reply: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A stage's request. With ``generator.structured_output`` it also asks for the reply's
+    JSON schema (``reply``: its name and schema) the OpenAI way, ``response_format`` of type
+    ``json_schema``, strict: a server that constrains decoding (llama.cpp, vLLM) then cannot
+    send a reply the stage fails to parse. Off (the default), the body is as it always was."""
     gen = ctx.settings["generator"]
-    return {"messages": [{"content": prompt, "role": "user"}], "seed": gen["seed"],
-            "temperature": gen["temperature"]}
+    body: dict[str, Any] = {"messages": [{"content": prompt, "role": "user"}], "seed": gen["seed"],
+                            "temperature": gen["temperature"]}
+    if gen.get("structured_output"):
+        name, schema = reply
+        body["response_format"] = {"json_schema": {"name": name, "schema": schema, "strict": True},
+                                   "type": "json_schema"}
+    return body
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict JSON-schema object: every property required, no other."""
+    return {"additionalProperties": False, "properties": properties, "required": sorted(properties),
+            "type": "object"}
+
+
+CLUE_CHARS = 160
+"""A clue is one sentence: its length in a clues schema (a reply of three clues then fits a
+small model's token budget instead of being cut off mid-JSON)."""
+
+
+def clues_schema(qid: str, chains: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The clues reply as the prompt asks for it: one fact per chain, in the chains' order, each
+    citing one hop of its chain (hops 1 with the first hop's triple, or 2 with the second's); the
+    text is one sentence (``CLUE_CHARS``), and a 2-hop fact's names the entity it goes through."""
+    per_chain = []
+    for i, ch in enumerate(chains):
+        cited = []
+        for hops, triple in ((1, [qid, ch["p1"], ch["mid"]]), (2, [ch["mid"], ch["p2"], ch["obj"]])):
+            text: dict[str, Any] = {"maxLength": CLUE_CHARS, "minLength": 1, "type": "string"}
+            if hops == 2:  # validation's multi-hop rule: a 2-hop fact names the entity it goes through
+                text = {"pattern": _naming(str(ch["mid_label"])), "type": "string"}
+            cited.append(_object({"chain": {"const": i}, "hops": {"const": hops}, "text": text,
+                                  "triple": {"const": triple}}))
+        per_chain.append({"anyOf": cited})
+    # "For each numbered chain below, write ONE fact": fact i cites chain i, one per chain
+    facts = {"items": False, "maxItems": len(chains), "minItems": len(chains), "prefixItems": per_chain,
+             "type": "array"}
+    return "clues", _object({"facts": facts})
+
+
+def _naming(label: str) -> str:
+    """A pattern for one sentence (of ``CLUE_CHARS`` or so) that names ``label`` as a word of
+    its own, as validation's ``mentions`` reads it: text, a space, the label, a separator."""
+    free = f"[^\"\\\\]{{0,{CLUE_CHARS // 2}}}"
+    escaped = "".join(f"\\{c}" if c in ".^$*+?()[]{}|\\/" else c for c in label)
+    return f"^{free} {escaped}([ ,.;:]{free})?$"
+
+
+SUPPORT_SCHEMA = ("support", _object({"supported": {"type": "boolean"}}))
+COMPOSE_SCHEMA = ("question", _object({"question": {"minLength": 1, "type": "string"}}))
+RELATIONS_SCHEMA = ("relations", _object({"ok": {"type": "boolean"},
+                                          "unmapped": {"items": {"type": "string"}, "type": "array"}}))
 
 
 def predicate_labels(ctx: StageContext, pids: Sequence[str], lang: str) -> dict[str, str]:
@@ -141,7 +195,8 @@ def clues(ctx: StageContext) -> None:
             prompt = CLUES_PROMPT.format(label=entity["label"], qid=qid,
                                          chains=_chain_lines(entity["label"], chains, plabels),
                                          chains_json=json.dumps(chains, sort_keys=True))
-            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"clues {cid}"), CluesReply)
+            reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt, clues_schema(qid, chains)),
+                                               f"clues {cid}"), CluesReply)
             if reply is None:
                 return Reject("unparseable_reply", f"the clues reply for {cid} holds no facts object")
             verdicts = []
@@ -156,7 +211,7 @@ def clues(ctx: StageContext) -> None:
                     verdicts.append({**verdict, "verdict": "triple_not_in_chain"})
                     continue
                 judged = parse_reply(ctx.reply_text(endpoint, _body(ctx, SUPPORT_PROMPT.format(
-                    docid=docid, article=text, label=entity["label"], fact=f.text)),
+                    docid=docid, article=text, label=entity["label"], fact=f.text), SUPPORT_SCHEMA),
                     f"support {cid} fact {f.chain}"), SupportReply)
                 if judged is None:
                     return Reject("unparseable_reply", f"the support verdict for {cid} fact {f.chain} "
@@ -229,7 +284,8 @@ def compose(ctx: StageContext) -> None:
         prompt = COMPOSE_PROMPT.format(task=template.task, params=params,
                                        unit=template.unit or "plain numbers", clues=clue_text,
                                        gold=c["gold"]["label"])
-        reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, prompt), f"compose {c['cid']}"), ComposeReply)
+        body = _body(ctx, prompt, COMPOSE_SCHEMA)
+        reply = parse_reply(ctx.reply_text(endpoint, body, f"compose {c['cid']}"), ComposeReply)
         if reply is None:
             return Reject("unparseable_reply", f"the compose reply for {c['cid']} holds no question object")
         return Keep({**c, "question": reply.question.strip()})
@@ -306,7 +362,7 @@ def validate(ctx: StageContext) -> None:
                                                 f"them ({listed or 'none'}){who}")
             fact_lines = "\n".join(_fact_line(c, d, f) for d in parts for f in grounded_facts(d))
             reply = parse_reply(ctx.reply_text(endpoint, _body(ctx, RELATIONS_PROMPT.format(
-                question=q, facts=fact_lines)), f"relations {c['cid']}"), RelationsReply)
+                question=q, facts=fact_lines), RELATIONS_SCHEMA), f"relations {c['cid']}"), RelationsReply)
             if reply is None:
                 return Reject("unparseable_reply",
                               f"the relation check for {c['cid']} holds no verdict object")
