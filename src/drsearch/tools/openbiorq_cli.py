@@ -12,6 +12,7 @@
     drsearch generate openbiorq churn OBRQ_DIR --calibration A --against B [--boundary 0.15]
     drsearch generate openbiorq coverage OBRQ_DIR --runs RUN [RUN ...]
     drsearch generate openbiorq datasheet OBRQ_DIR --as-of YYYY-MM-DD [--accessed NAME=DATE ...] [--sources F]
+        [--tool-snapshot SNAP]
 
 STAGE runs the pipeline up to and including that stage (``all``: every stage); stages whose
 inputs, settings and code are unchanged are skipped, so each STAGE resumes the last. The
@@ -123,7 +124,8 @@ def cmd_openbiorq_datasheet(args: argparse.Namespace, out: TextIO) -> int:
         if not sep or not name:
             raise InvalidInputError(f"--accessed {text!r}: expected NAME=YYYY-MM-DD")
         accessed[name] = iso_date(date, f"--accessed {name}")
-    sheet = datasheet(args.obrq_dir, iso_date(args.as_of, "--as-of"), accessed, args.sources)
+    sheet = datasheet(args.obrq_dir, iso_date(args.as_of, "--as-of"), accessed, args.sources,
+                      args.tool_snapshot)
     write_json_atomic(args.obrq_dir / "datasheet.json", sheet)
     write_bytes_atomic(args.obrq_dir / "datasheet.md", render_markdown(sheet).encode("utf-8"))
     if args.json:
@@ -434,6 +436,9 @@ def register(sub: Any) -> None:
     p.add_argument("--accessed", action="append", metavar="NAME=YYYY-MM-DD",
                    help="datasheet: when an endpoint of the export (model:M, europepmc, ctgov, s2, corpus) "
                         "was accessed (repeatable; unrecorded otherwise)")
+    p.add_argument("--tool-snapshot", type=Path, metavar="SNAP",
+                   help="datasheet: the tool snapshot the agents' biomedical tools answer from (its tools, "
+                        "endpoints and access dates go into the datasheet)")
     p.add_argument("--boundary", type=fraction, default=0.15,
                    help="churn: boundary items have a max score within this of the threshold (0.15)")
     p.add_argument("--cache-mode", default="record", choices=["off", "record", "replay", "replay-then-live"],

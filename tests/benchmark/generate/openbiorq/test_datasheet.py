@@ -85,3 +85,34 @@ def test_datasheet_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     rc, _, err = generate("datasheet", tmp_path / "empty", "--as-of", "2026-11-30", sources=None)
     assert rc == 2 and "no export (items.jsonl and manifest.json)" in err
     assert not (out / "datasheet.json").exists()
+
+
+def test_the_datasheet_names_the_tool_snapshot_the_agents_answer_from(tmp_path: Path) -> None:
+    """--tool-snapshot: each tool's service, endpoints and the dates its rows were fetched, and
+    the snapshot's digest; a damaged snapshot is one line, exit 2."""
+    import httpx
+
+    from drsearch.agents.snapshot import tool_key, write_snapshot
+    from drsearch.biotools import BIOTOOLS, LiveBioTools
+
+    def esearch(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"esearchresult": {"count": "0", "idlist": []}})
+
+    rows = []
+    for day, query in (("2026-12-01", "BNT162b2"), ("2026-12-03", "mRNA-1273")):
+        args = BIOTOOLS["pubmed"].check({"query": query})
+        body = LiveBioTools(env={}, transport=httpx.MockTransport(esearch), today=lambda d=day: d).call(
+            "pubmed", args)
+        rows.append({"arguments": args, "body": body.decode(), "key": tool_key("pubmed", args), "tool": "pubmed"})
+    snap = write_snapshot(rows, tmp_path / "snap")
+    out = obrq(tmp_path)
+    rc, _, err = generate("datasheet", out, "--as-of", "2026-11-30", "--tool-snapshot", str(snap.path), sources=None)
+    assert rc == 0, err
+    sheet = json.loads((out / "datasheet.json").read_text())["tool_snapshot"]
+    assert sheet["digest"] == snap.digest and sheet["rows"] == 2 and list(sheet["tools"]) == ["pubmed"]
+    pubmed = sheet["tools"]["pubmed"]
+    assert pubmed["access_dates"] == ["2026-12-01", "2026-12-03"] and pubmed["endpoints"]
+    assert "## Tool snapshot" in (out / "datasheet.md").read_text()
+    (snap.path / "rows.jsonl").write_text((snap.path / "rows.jsonl").read_text().replace("BNT162b2", "BNT162b3"))
+    rc, _, err = generate("datasheet", out, "--as-of", "2026-11-30", "--tool-snapshot", str(snap.path), sources=None)
+    assert rc == 2 and err.count("\n") == 1 and "tool snapshot" in err, err

@@ -15,7 +15,9 @@ the sources file the extract stage read:
   and per openness label, and the frozen core's size and SHA-256;
 - ``licences``: exported items per source licence, from the sources' ``licence`` (or
   ``license``) field, ``not recorded`` where a source has none;
-- ``items_sha256`` and the export stage's settings SHA-256, so the datasheet names its export.
+- ``items_sha256`` and the export stage's settings SHA-256, so the datasheet names its export;
+- ``tool_snapshot`` (``--tool-snapshot SNAP``): the biomedical tools' frozen answers the agents
+  are evaluated against, each tool's service, endpoints and access dates, and the digest.
 
 Deterministic: the same directory and arguments give the same bytes (keys sorted, counts in the
 paper's order). InvalidInputError (CLI exit 2) for a directory without an export, a bad date,
@@ -86,10 +88,26 @@ def _licences(sources: Path, exported_sources: list[str]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _tool_snapshot(path: Path) -> dict[str, Any]:
+    """What a tool snapshot (``drsearch snapshot freeze``) says the agents' tools answered from:
+    each tool's service and endpoints and the dates its rows were fetched, the snapshot's digest.
+    The snapshot is checked whole first (a damaged one: SnapshotError, exit 2)."""
+    from ....agents.snapshot import load_snapshot
+
+    snap = load_snapshot(path)
+    dates: dict[str, set[str]] = {}
+    for entry in snap.entries:
+        dates.setdefault(str(entry["tool"]), set()).add(str(json.loads(entry["body"]).get("accessed")))
+    return {"digest": snap.digest, "path": str(path), "rows": len(snap.entries),
+            "tools": {name: {**sig, "access_dates": sorted(dates.get(name, ()))}
+                      for name, sig in sorted(snap.tools.items())}}
+
+
 def datasheet(obrq_dir: Path, as_of: str, accessed: Mapping[str, str],
-              sources: Path | None = None) -> dict[str, Any]:
+              sources: Path | None = None, tool_snapshot: Path | None = None) -> dict[str, Any]:
     """The datasheet of ``obrq_dir``'s export (module doc). ``sources`` defaults to the file the
-    extract stage recorded as its input."""
+    extract stage recorded as its input; ``tool_snapshot``: the snapshot the agents' biomedical
+    tools answer from (its tools, endpoints and access dates go into the datasheet)."""
     items_path, manifest_path = obrq_dir / "items.jsonl", obrq_dir / "manifest.json"
     if not items_path.is_file() or not manifest_path.is_file():
         raise InvalidInputError(f"{obrq_dir}: no export (items.jsonl and manifest.json); run the export "
@@ -134,6 +152,7 @@ def datasheet(obrq_dir: Path, as_of: str, accessed: Mapping[str, str],
                          "clinical decision-support tool and not for patient care"),
         "licences": {"by_licence": _licences(sources, exported_sources),
                      "field": "sources' licence (or license)", "sources": str(sources)},
+        "tool_snapshot": None if tool_snapshot is None else _tool_snapshot(tool_snapshot),
         "tracks": {t.name: t.why_open for t in TRACKS},
     }
 
@@ -150,6 +169,12 @@ def render_markdown(sheet: Mapping[str, Any]) -> str:
     lines += ["## Endpoints", "", "| name | url | stages | accessed |", "|---|---|---|---|"]
     lines += [f"| {e['name']} | {e['url']} | {', '.join(e['stages'])} | {e['access_date'] or NOT_RECORDED} |"
               for e in sheet["endpoints"]]
+    snap = sheet.get("tool_snapshot")
+    if snap:
+        lines += ["", "## Tool snapshot", "", f"`{snap['path']}`: {snap['rows']} recorded calls, digest "
+                  f"{snap['digest']}.", "", "| tool | service | endpoints | accessed |", "|---|---|---|---|"]
+        lines += [f"| {name} | {t.get('service')} | {', '.join(t.get('endpoints', []))} | "
+                  f"{', '.join(t['access_dates']) or NOT_RECORDED} |" for name, t in snap["tools"].items()]
     for key, title in (("domain", "Level-one domain"), ("track", "Track"), ("bucket", "Difficulty bucket"),
                        ("identifier_kind", "Identifier kind"), ("openness_label", "Openness label")):
         lines += ["", f"## {title}", "", "| value | items |", "|---|---|"]
