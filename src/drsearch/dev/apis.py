@@ -19,10 +19,12 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from .standin import TextHandler
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "data" / "biotools" / "fixtures.json"
 HTTP_TOOLS = (
@@ -281,7 +283,7 @@ class Fixtures:
         return _json({"reports": [{"gene": g} for g in found], "total_count": len(found)})
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TextHandler):
     server: _Server
 
     def _do(self, method: str) -> None:
@@ -307,17 +309,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._do("POST")
-
-    def _send(self, status: int, ctype: str, text: str) -> None:
-        data = text.encode("utf-8")
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class _Server(ThreadingHTTPServer):

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from .standin import RecordingServer, Running, TextHandler
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "data" / "domains" / "fixtures.json"
 JSON = "application/json"
@@ -87,7 +87,7 @@ def answer(d: dict[str, Any], path: str, q: dict[str, str]) -> Answer:
     return _json({"error": f"no such path {path}"}, 404)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TextHandler):
     server: _Server
 
     def do_GET(self) -> None:
@@ -106,48 +106,16 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(*answer(self.server.data, url.path, q))
 
-    def _send(self, status: int, ctype: str, text: str, headers: dict[str, str] | None = None) -> None:
-        data = text.encode("utf-8")
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(RecordingServer):
     def __init__(self, address: tuple[str, int], data: dict[str, Any], fault: str | None,
                  fault_after: int = 0) -> None:
         super().__init__(address, _Handler)
         self.data, self.fault, self.fault_after = data, fault, fault_after
-        self.requests: list[str] = []
-        self.lock = threading.Lock()
 
 
-class DomainAPIs:
+class DomainAPIs(Running):
     """A running stand-in: its ``url``, the requests it saw, ``stop()``."""
-
-    def __init__(self, server: _Server) -> None:
-        self._server = server
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def requests(self) -> list[str]:
-        with self._server.lock:
-            return list(self._server.requests)
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def start_domain_apis(fixtures: Path = DEFAULT_FIXTURES, port: int = 0, fault: str | None = None,

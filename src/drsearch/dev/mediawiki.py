@@ -12,16 +12,16 @@ redirects; it is shape-faithful, not Wikipedia.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .standin import RecordingServer, Running, TextHandler
 
-class _Handler(BaseHTTPRequestHandler):
+
+class _Handler(TextHandler):
     server: _Server
 
     def do_GET(self) -> None:
@@ -41,26 +41,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, "application/json; charset=utf-8", json.dumps(self.server.answer(q), sort_keys=True))
 
-    def _send(self, status: int, ctype: str, text: str) -> None:
-        data = text.encode("utf-8")
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(RecordingServer):
     def __init__(self, pages: dict[str, dict[str, str]], redirects: Mapping[str, str], robots: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.pages, self.redirects, self.robots = pages, dict(redirects), robots
-        self.requests: list[str] = []
-        self.lock = threading.Lock()
 
     def answer(self, q: Mapping[str, str]) -> dict[str, Any]:
         out: dict[str, Any] = {"batchcomplete": True, "query": {"pages": []}}
@@ -85,24 +70,12 @@ class _Server(ThreadingHTTPServer):
         return out
 
 
-class MediaWiki:
+class MediaWiki(Running):
     """A running stand-in: ``api`` (its ``/w/api.php`` URL), ``requests``, ``stop()``."""
 
     def __init__(self, server: _Server) -> None:
-        self._server = server
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        super().__init__(server)
         self.api = self.url + "/w/api.php"
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def requests(self) -> list[str]:
-        with self._server.lock:
-            return list(self._server.requests)
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def pages_from_articles(path: Path) -> dict[str, dict[str, str]]:

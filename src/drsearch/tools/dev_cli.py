@@ -22,6 +22,7 @@ import argparse
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -85,19 +86,30 @@ def cmd_dev_model(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError(f"--host {args.host} --port {args.port}: cannot listen "
                                 f"({e.strerror or e})") from None
 
+    print(base_url(server), file=out, flush=True)
+    return _until_stopped(server.serve_forever, server.server_close)
+
+
+def _until_stopped(run: Callable[[], object], close: Callable[[], object]) -> int:
+    """Run ``run`` (a server's loop, or a sleep) until Ctrl-C or SIGTERM, then ``close``: `kill
+    PID` ends a dev server as Ctrl-C does, cleanly, exit 0."""
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)  # `kill PID` ends it as Ctrl-C does: cleanly, exit 0
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        print(base_url(server), file=out, flush=True)
-        server.serve_forever()
+        run()
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        server.server_close()
+        close()
     return 0
+
+
+def _sleep_forever() -> None:
+    while True:
+        time.sleep(3600)
 
 
 def cmd_dev_apis(args: argparse.Namespace, out: TextIO) -> int:
@@ -116,23 +128,15 @@ def cmd_dev_apis(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as e:
         raise InvalidInputError(f"--fixtures {fixtures}: not a fixture file ({e})") from None
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    text = json.dumps(apis.endpoints, sort_keys=True)
     try:
-        text = json.dumps(apis.endpoints, sort_keys=True)
         if args.endpoints_out:
             args.endpoints_out.write_text(text + "\n", encoding="utf-8")
-        print(text, file=out, flush=True)
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except BaseException:
         apis.stop()
-    return 0
+        raise
+    print(text, file=out, flush=True)
+    return _until_stopped(_sleep_forever, apis.stop)
 
 
 def cmd_dev_domain_apis(args: argparse.Namespace, out: TextIO) -> int:
@@ -151,20 +155,8 @@ def cmd_dev_domain_apis(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as e:
         raise InvalidInputError(f"--fixtures {fixtures}: not a fixture file ({e})") from None
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        print(apis.url, file=out, flush=True)
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        apis.stop()
-    return 0
+    print(apis.url, file=out, flush=True)
+    return _until_stopped(_sleep_forever, apis.stop)
 
 
 def _answers(url: str) -> bool:
