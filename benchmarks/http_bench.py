@@ -19,8 +19,18 @@ The report gives each rate's median over ``--rounds`` (3), the ratios HTTP / eng
 round. Every HTTP answer must be 200; the first answer of each query is compared with the
 engine's own result (same docids in the same order), or the script fails.
 
+``--baseline SRC`` serves the same index a second time from another tree's ``src`` directory
+(``PYTHONPATH``; its C kernel built in place, e.g. a ``git archive`` of the commit before a
+change plus the built kernel) and measures its two endpoints in the same rounds, rotated with
+the others: a change's before and after under the same load, with their ratios. ``--floor``
+measures, in the same rounds, a bare ASGI app under the same uvicorn, httptools and uvloop
+answering the same requests with a pre-encoded answer of the median size
+(``http_floor_app.py``): the stack's own cost a request, the part of the gap that is not ours.
+
     python benchmarks/http_bench.py                        # 20,000-document corpus, 3 rounds of 8 s per rate
     python benchmarks/http_bench.py --database X.sqlite3 --seconds 10 --json out.json
+    python benchmarks/http_bench.py --baseline /tmp/before/src   # before/after, interleaved
+    python benchmarks/http_bench.py --floor                # and the bare stack's cost a request
 
 The queries are ``corpus_gen``'s (``search_bench.py``'s normal queries). The load generator is
 the minimal asyncio client of ``load_test.py`` (about 0.1 core at full load), in this process:
@@ -34,7 +44,9 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -138,8 +150,9 @@ async def _retrieve_client(host: str, port: int, payload: bytes, queries: int,
             "batch_ms": statistics.median(latencies) * 1e3}
 
 
-def check_answers(url: str, database: Path, queries: list[str], batch: list[str], topk: int) -> None:
-    """Each /search and the /retrieve batch answer what the engine answers (docids, order)."""
+def check_answers(url: str, database: Path, queries: list[str], batch: list[str], topk: int) -> list[bytes]:
+    """Each /search and the /retrieve batch answer what the engine answers (docids, order);
+    returns the /search bodies."""
     from drsearch.index import Engine
 
     host, port = _host_port(url)
@@ -166,6 +179,60 @@ def check_answers(url: str, database: Path, queries: list[str], batch: list[str]
         for q, items in zip(batch, lists, strict=True):
             if [i["document"]["id"] for i in items] != [h.docid for h in engine.search(q, topk).hits]:
                 raise SystemExit(f"http_bench: /retrieve of {q!r} differs from the engine's answer")
+    return bodies
+
+
+class FloorServer:
+    """``http_floor_app.py`` under uvicorn (httptools, uvloop, no access log, as ``drsearch
+    serve``) with ``workers`` processes on a free 127.0.0.1 port, answering ``body``."""
+
+    def __init__(self, body: bytes, workers: int) -> None:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        body_file = CACHE / "http_bench_floor_body.json"
+        body_file.write_bytes(body)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        with open(CACHE / "http_bench_floor.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(__file__).resolve().parent),
+                 "http_floor_app:app", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--workers", str(workers), "--http", "httptools", "--loop", "uvloop", "--no-access-log",
+                 "--log-level", "warning"],
+                env={**os.environ, "DRSEARCH_FLOOR_BODY": str(body_file)}, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        self.pid = self.proc.pid
+        self._wait_ready(workers)
+
+    def _wait_ready(self, workers: int) -> None:
+        import psutil
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.stop()
+                raise SystemExit(f"http_bench: the floor server exited ({CACHE / 'http_bench_floor.log'})")
+            live = workers == 1 or len(psutil.Process(self.pid).children()) >= workers
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    if live:
+                        time.sleep(0.5 if workers > 1 else 0)  # the last worker's loop started
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise SystemExit("http_bench: the floor server did not start within 60 s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.pid, signal.SIGKILL)
+                self.proc.wait()
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -175,8 +242,11 @@ def _host_port(url: str) -> tuple[str, int]:
 
 # -- the run ----------------------------------------------------------------------------------
 def one_round(r: int, url: str, server_pid: int, database: Path, queries: list[str], batch: list[str],
-              args: argparse.Namespace) -> dict[str, Any]:
-    host, port = _host_port(url)
+              args: argparse.Namespace, baseline: tuple[str, int] | None = None,
+              floor: tuple[str, int] | None = None) -> dict[str, Any]:
+    """Every rate once, the order rotated by ``r``; ``baseline``: the (url, pid) of the baseline
+    tree's server, whose two endpoints are measured too (``search_base``, ``retrieve_base``);
+    ``floor``: the (url, pid) of the floor server, sent the /search requests (``floor``)."""
     search_payloads = [json.dumps({"query": q, "k": 10}).encode() for q in queries]
     retrieve_payload = json.dumps({"queries": batch, "topk": args.topk}).encode()
     def engine(extra: dict[str, Any], qs: list[str]) -> dict[str, Any]:
@@ -184,20 +254,28 @@ def one_round(r: int, url: str, server_pid: int, database: Path, queries: list[s
         # answers per CPU-second of all its processes together (cores_busy: CPU-s per wall-s)
         return {"rate": t["qps"], "cpu_rate": t["qps"] / max(1e-9, t["cores_busy"])}
 
-    def http(phase: Any, per_answer: int) -> dict[str, Any]:
-        cpu0 = server_cpu_seconds(server_pid)
+    def http(pid: int, phase: Any, per_answer: int) -> dict[str, Any]:
+        cpu0 = server_cpu_seconds(pid)
         out: dict[str, Any] = run_loop(phase)
         answers = out.get("requests", out.get("batches", 0)) * per_answer
-        out["cpu_rate"] = answers / max(1e-9, server_cpu_seconds(server_pid) - cpu0)
+        out["cpu_rate"] = answers / max(1e-9, server_cpu_seconds(pid) - cpu0)
         return out
 
-    steps = {
-        "engine_k10": lambda: engine({}, queries),
-        "search": lambda: http(_search_clients(host, port, search_payloads, args.clients, args.seconds), 1),
-        "engine_batch": lambda: engine({"k": args.topk}, batch),
-        "retrieve": lambda: http(_retrieve_client(host, port, retrieve_payload, len(batch), args.seconds),
-                                 len(batch)),
-    }
+    def endpoints(url: str, pid: int, suffix: str) -> dict[str, Any]:
+        host, port = _host_port(url)
+        return {
+            "search" + suffix: lambda: http(pid, _search_clients(host, port, search_payloads, args.clients,
+                                                                 args.seconds), 1),
+            "retrieve" + suffix: lambda: http(pid, _retrieve_client(host, port, retrieve_payload, len(batch),
+                                                                    args.seconds), len(batch)),
+        }
+
+    served = endpoints(url, server_pid, "")
+    steps = {"engine_k10": lambda: engine({}, queries), "search": served["search"],
+             "engine_batch": lambda: engine({"k": args.topk}, batch), "retrieve": served["retrieve"],
+             **(endpoints(*baseline, "_base") if baseline else {})}
+    if floor is not None:
+        steps["floor"] = endpoints(*floor, "_floor")["search_floor"]
     names = list(steps)
     names = names[r % len(names):] + names[:r % len(names)]
     out: dict[str, Any] = {"load_start": loadavg()}
@@ -213,6 +291,9 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     def med(name: str, key: str = "rate") -> float:
         return statistics.median(r[name][key] for r in rounds)
 
+    def ratio(name: str, of: str, key: str = "rate") -> float:
+        return statistics.median(r[name][key] / r[of][key] for r in rounds)
+
     s = {name: med(name) for name in ("engine_k10", "search", "engine_batch", "retrieve")}
     s["search_ratio"] = statistics.median(r["search"]["rate"] / r["engine_k10"]["rate"] for r in rounds)
     s["retrieve_ratio"] = statistics.median(r["retrieve"]["rate"] / r["engine_batch"]["rate"]
@@ -223,6 +304,20 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                                                 for r in rounds)
     s["search_p50_ms"], s["search_p99_ms"] = med("search", "p50_ms"), med("search", "p99_ms")
     s["retrieve_batch_ms"] = med("retrieve", "batch_ms")
+    if "search_base" in rounds[0]:
+        for name, of in (("search_base", "engine_k10"), ("retrieve_base", "engine_batch")):
+            s[name] = med(name)
+            s[name + "_ratio"] = ratio(name, of)
+            s[name + "_cpu_ratio"] = ratio(name, of, "cpu_rate")
+        s["search_base_p50_ms"] = med("search_base", "p50_ms")
+        s["search_base_p99_ms"] = med("search_base", "p99_ms")
+        s["retrieve_base_batch_ms"] = med("retrieve_base", "batch_ms")
+    if "floor" in rounds[0]:
+        s["floor"], s["floor_cpu_rate"] = med("floor"), med("floor", "cpu_rate")
+        # CPU milliseconds a request: the server's, the engine's alone, the bare stack's
+        s["search_cpu_ms"] = 1e3 / med("search", "cpu_rate")
+        s["engine_k10_cpu_ms"] = 1e3 / med("engine_k10", "cpu_rate")
+        s["floor_cpu_ms"] = 1e3 / s["floor_cpu_rate"]
     return s
 
 
@@ -232,6 +327,7 @@ def report(s: dict[str, Any], load_start: list[float], rounds: list[dict[str, An
         return f"goal >= {goal}: {'PASS' if ratio >= goal else 'MISS'}"
 
     loads = " ".join(f"{r['load_end'][0]:.1f}" for r in rounds)
+    rest = s.get("search_cpu_ms", 0.0) - s.get("engine_k10_cpu_ms", 0.0) - s.get("floor_cpu_ms", 0.0)
     busy = max(load_start[0], *(r["load_end"][0] for r in rounds)) > (os.cpu_count() or 1)
     caveat = ("the machine was busier than its cores: the wall ratios are the scheduler's shares "
               "(more server threads, more share), not the HTTP path; the ratios per CPU-second are "
@@ -251,6 +347,15 @@ def report(s: dict[str, Any], load_start: list[float], rounds: list[dict[str, An
         f"batch threads: {s['retrieve']:,.1f} queries/s ({s['retrieve_batch_ms']:.0f} ms a batch)",
         f"  /retrieve / engine: {s['retrieve_ratio']:.2f} "
         f"({verdict(s['retrieve_ratio'], GOALS['retrieve'])}); per CPU-second: {s['retrieve_cpu_ratio']:.2f}",
+        *([f"baseline {args.baseline}: POST /search {s['search_base']:,.1f} req/s, p50 "
+           f"{s['search_base_p50_ms']:.1f} ms, p99 {s['search_base_p99_ms']:.1f} ms; / engine "
+           f"{s['search_base_ratio']:.2f}, per CPU-second {s['search_base_cpu_ratio']:.2f}",
+           f"baseline {args.baseline}: POST /retrieve {s['retrieve_base']:,.1f} queries/s "
+           f"({s['retrieve_base_batch_ms']:.0f} ms a batch); / engine {s['retrieve_base_ratio']:.2f}, "
+           f"per CPU-second {s['retrieve_base_cpu_ratio']:.2f}"] if "search_base" in s else []),
+        *([f"floor (http_floor_app.py, a {args.floor_bytes:,}-byte answer): {s['floor']:,.1f} req/s; CPU a "
+           f"request: /search {s['search_cpu_ms']:.3f} ms = the engine alone {s['engine_k10_cpu_ms']:.3f} ms "
+           f"+ the bare stack {s['floor_cpu_ms']:.3f} ms + the rest {rest:.3f} ms"] if "floor" in s else []),
     ])
 
 
@@ -268,6 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topk", type=int, default=3)
     ap.add_argument("--batch-threads", type=int, default=2)
     ap.add_argument("--json", type=Path, help="write every round and the summary here")
+    ap.add_argument("--baseline", type=Path, metavar="SRC",
+                    help="also measure a server of another tree's src directory (its kernel built), "
+                         "interleaved: before/after a change under the same load")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure a bare ASGI app answering a pre-encoded /search answer "
+                         "(the stack's own cost)")
     args = ap.parse_args(argv)
     if min(args.rounds, args.clients, args.workers, args.batch, args.topk, args.batch_threads) < 1:
         ap.error("--rounds, --clients, --workers, --batch, --topk and --batch-threads must be positive")
@@ -277,22 +388,38 @@ def main(argv: list[str] | None = None) -> int:
     database = args.database or ensure_index(args.docs, args.seed)
     if not database.is_file():
         ap.error(f"{database}: no such index file")
+    if args.baseline is not None and not (args.baseline / "drsearch" / "__init__.py").is_file():
+        ap.error(f"--baseline {args.baseline}: not a src directory holding drsearch/")
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
     batch = [queries[i % len(queries)] for i in range(args.batch)]
     # --verify none: no background deep check during the run (its one-off cost at start is
     # measured on its own, docs/SERVER.md "--verify")
-    server = start_server(database, "--verify", "none", "--batch-threads", str(args.batch_threads),
-                          "--max-batch-queries", str(args.batch),
-                          "--max-batch-results", str(max(2560, args.batch * args.topk)), workers=args.workers,
-                          log=CACHE / "http_bench_server.log")
+    flags = ("--verify", "none", "--batch-threads", str(args.batch_threads), "--max-batch-queries",
+             str(args.batch), "--max-batch-results", str(max(2560, args.batch * args.topk)))
+    server = start_server(database, *flags, workers=args.workers, log=CACHE / "http_bench_server.log")
+    base = floor = None
     try:
-        check_answers(server.url, database, queries, batch, args.topk)
+        if args.baseline is not None:
+            base = start_server(database, *flags, workers=args.workers, log=CACHE / "http_bench_baseline.log",
+                                env={"PYTHONPATH": str(args.baseline.resolve())})
+        for srv in (server, base):
+            if srv is not None:
+                bodies = check_answers(srv.url, database, queries, batch, args.topk)
+        if args.floor:
+            body = sorted(bodies, key=len)[len(bodies) // 2]
+            args.floor_bytes = len(body)
+            floor = FloorServer(body, args.workers)
         print(f"{database} ({database.stat().st_size / (1 << 20):,.0f} MiB), {len(queries)} queries; "
               f"load averages at start {load_start}", flush=True)
-        rounds = [one_round(r, server.url, server.pid, database, queries, batch, args)
+        rounds = [one_round(r, server.url, server.pid, database, queries, batch, args,
+                            (base.url, base.pid) if base is not None else None,
+                            (floor.url, floor.pid) if floor is not None else None)
                   for r in range(args.rounds)]
     finally:
         server.stop()
+        for other in (base, floor):
+            if other is not None:
+                other.stop()
     s = summary(rounds)
     print(report(s, load_start, rounds, args))
     if args.json:

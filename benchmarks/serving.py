@@ -37,12 +37,13 @@ def get_json(url: str, timeout: float = 5.0) -> Any:
 
 
 def start_server(database: Path, *args: str, workers: int = 1, log: Path | None = None,
-                 timeout: float = 60.0) -> ServeProcess:
+                 timeout: float = 60.0, env: dict[str, str] | None = None) -> ServeProcess:
     """`drsearch serve --log-level warning ARGS` on a free 127.0.0.1 port, returned once all
     `workers` are live (a request that reached the socket before the second worker is up would
-    be counted against the server); a script's one-line exit when it does not come up."""
+    be counted against the server); a script's one-line exit when it does not come up. ``env``:
+    variables added to the server's environment (``PYTHONPATH``: serve another tree's code)."""
     try:
         return ServeProcess(database, "--log-level", "warning", *args, workers=workers, log=log,
-                            start_timeout_s=timeout, stop_timeout_s=15.0).start()
+                            start_timeout_s=timeout, stop_timeout_s=15.0, env=env).start()
     except ServeError as e:
         raise SystemExit(e.message) from None
