@@ -67,10 +67,12 @@ quant_need(double floor, double unit)
 static int
 quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n_rows,
            const uint8_t *bl, const int32_t *cd, Best *heap, Py_ssize_t k, Py_ssize_t window,
-           Py_ssize_t *hn_out)
+           double theta0, Py_ssize_t *hn_out)
 {
     uint16_t acc[QUANT_WINDOW];
     uint64_t bits[QUANT_WINDOW / 64];
+    uint16_t surv[QUANT_WINDOW], surv_q[QUANT_WINDOW];
+    double *fbuf = NULL; /* the window's exact sums, when many chunks survive (lazily) */
     int64_t pre[QUANT_MAX_LISTS + 1]; /* pre[j]: the bounds of order[0..j) added up */
     memset(acc, 0, sizeof acc);
     memset(bits, 0, sizeof bits);
@@ -79,7 +81,9 @@ quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n
         pre[j + 1] = pre[j] + ls[order[j]].qmax;
     Py_ssize_t hn = 0, ne = 0; /* order[0..ne): non-essential (their bounds cannot reach) */
     double floor = -1.0;
-    int64_t need = 0;
+    /* theta0: the k-th best document score of a sample (quant_seed), a floor from the start. */
+    const int64_t need0 = quant_need(theta0, unit);
+    int64_t need = need0;
     int64_t doc = -1;
     Best cur = {0.0, 0};
     Py_ssize_t width = window < QUANT_FIRST ? window : QUANT_FIRST;
@@ -97,6 +101,7 @@ quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n
         if (width < window)
             width *= 2;
         /* Essential lists: their quantised impacts into the window's accumulator. */
+        Py_ssize_t ess_postings = 0;
         for (Py_ssize_t j = ne; j < nl; j++) {
             QList *l = &ls[order[j]];
             Py_ssize_t p = l->cur;
@@ -106,19 +111,23 @@ quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n
             const uint8_t *q = l->q;
             for (; p < l->n && (int64_t)id[p] < end; p++) {
                 const uint32_t r = id[p];
-                if (r <= prev || r > (uint64_t)n_rows)
+                if (r <= prev || r > (uint64_t)n_rows) {
+                    free(fbuf);
                     return -1;
+                }
                 prev = r;
                 const uint32_t off = r - base;
                 acc[off] = (uint16_t)(acc[off] + q[p]);
                 bits[off >> 6] |= (uint64_t)1 << (off & 63);
             }
             l->prev = prev;
+            ess_postings += p - l->cur;
             l->cur = p;
         }
         const int64_t ne_bound = pre[ne];
-        /* Touched chunks in ascending rowid: the few whose bound can reach the floor are
-           rescored exactly, term by term in phrase order. */
+        /* Touched chunks in ascending rowid whose bound can reach the need (at the window's
+           start: the need only rises, so this is a superset of those it keeps). */
+        Py_ssize_t n_surv = 0;
         const Py_ssize_t words = (Py_ssize_t)((end - base + 63) / 64);
         for (Py_ssize_t w = 0; w < words; w++) {
             uint64_t word = bits[w];
@@ -130,12 +139,46 @@ quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n
                 word &= word - 1;
                 const int64_t s = acc[off];
                 acc[off] = 0;
-                if (s + ne_bound < need)
+                if (s + ne_bound < need || (bl && bl[base + off]))
                     continue;
-                const uint32_t r = base + off;
-                if (bl && bl[r])
+                surv[n_surv] = (uint16_t)off;
+                surv_q[n_surv++] = (uint16_t)s;
+            }
+        }
+        if (!n_surv)
+            goto next;
+        /* Their exact scores: every list's impact in phrase order from 0.0. Few survivors:
+           each list's cursor gallops to each one. Many (more list probes than the window has
+           postings): every list's postings in the window are added into a float64 buffer
+           instead, in phrase order, the same IEEE additions. */
+        int dense = n_surv * nl > 2 * ess_postings + 64;
+        if (dense) {
+            if (!fbuf && !(fbuf = calloc((size_t)QUANT_WINDOW, sizeof(double))))
+                dense = 0; /* no memory: probe instead (the same scores) */
+        }
+        if (dense) {
+            for (Py_ssize_t i = 0; i < nl; i++) {
+                QList *l = &ls[i];
+                Py_ssize_t p = qgallop(l, l->seek, base);
+                for (; p < l->n && (int64_t)l->id[p] < end; p++) {
+                    if (l->id[p] < base) { /* a list out of order */
+                        free(fbuf);
+                        return -1;
+                    }
+                    fbuf[l->id[p] - base] += l->im[p];
+                }
+                l->seek = p;
+            }
+        }
+        for (Py_ssize_t j = 0; j < n_surv; j++) {
+            const uint32_t off = surv[j];
+            const uint32_t r = base + off;
+            double score = 0.0;
+            if (dense) {
+                score = fbuf[off];
+            } else {
+                if (surv_q[j] + ne_bound < need) /* the need rose since */
                     continue;
-                double score = 0.0;
                 for (Py_ssize_t i = 0; i < nl; i++) {
                     QList *l = &ls[i];
                     const Py_ssize_t p = qgallop(l, l->seek, r);
@@ -143,35 +186,95 @@ quant_core(QList *ls, Py_ssize_t nl, const int *order, double unit, Py_ssize_t n
                     if (p < l->n && l->id[p] == r)
                         score += l->im[p];
                 }
-                if (cd[r] != doc) {
-                    if (doc >= 0) {
-                        heap_offer(heap, &hn, k, cur);
-                        if (hn == k && heap[0].score != floor) {
-                            floor = heap[0].score;
-                            need = quant_need(floor, unit);
-                        }
+            }
+            if (cd[r] != doc) {
+                if (doc >= 0) {
+                    heap_offer(heap, &hn, k, cur);
+                    if (hn == k && heap[0].score != floor) {
+                        floor = heap[0].score;
+                        need = quant_need(floor, unit);
+                        if (need < need0)
+                            need = need0;
                     }
-                    doc = cd[r];
-                    cur.score = score;
-                    cur.chunk = r;
-                } else if (score > cur.score) { /* ties: the lower rowid, seen first, stays */
-                    cur.score = score;
-                    cur.chunk = r;
                 }
+                doc = cd[r];
+                cur.score = score;
+                cur.chunk = r;
+            } else if (score > cur.score) { /* ties: the lower rowid, seen first, stays */
+                cur.score = score;
+                cur.chunk = r;
             }
         }
+        if (dense)
+            memset(fbuf, 0, sizeof(double) * (size_t)(end - base));
+    next:
         /* More lists become non-essential as the floor rises (it only rises). */
         while (ne < nl && pre[ne + 1] < need)
             ne++;
         /* A non-essential list's rescoring cursor stays where the last chunk left it; its
            accumulation cursor is not used again. */
     }
+    free(fbuf);
     /* Rowids of the lists' unread tails are not checked: they were never used. */
     if (doc >= 0)
         heap_offer(heap, &hn, k, cur);
     qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
     *hn_out = hn;
     return 0;
+}
+
+static int
+cmp_u32(const void *x, const void *y)
+{
+    const uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int
+cmp_desc(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a < b) - (a > b);
+}
+
+/* A floor known before the traversal: the k-th best document score among a sample of chunks
+   (each list's first postings of its largest quant, `cand` of them in all, gathered by the
+   caller), each scored exactly as the traversal scores it. Any k distinct documents' scores
+   bound the true k-th from below, so pruning below it is exact; the sample only makes the
+   floor high from the first window (without it, every chunk of the first windows is rescored
+   while the heap fills). 0.0 when the sample holds fewer than k documents. `rows` is sorted
+   and deduplicated here; `scores` has room for n doubles. */
+static double
+quant_seed(QList *ls, Py_ssize_t nl, uint32_t *rows, Py_ssize_t n, Py_ssize_t k,
+           const uint8_t *bl, const int32_t *cd, double *scores)
+{
+    qsort(rows, (size_t)n, sizeof(uint32_t), cmp_u32);
+    Py_ssize_t m = 0, docs = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (i == 0 || rows[i] != rows[i - 1])
+            rows[m++] = rows[i];
+    int64_t doc = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const uint32_t r = rows[i];
+        if (bl && bl[r])
+            continue;
+        double score = 0.0;
+        for (Py_ssize_t j = 0; j < nl; j++) { /* phrase order, from 0.0 */
+            const Py_ssize_t p = qgallop(&ls[j], 0, r);
+            if (p < ls[j].n && ls[j].id[p] == r)
+                score += ls[j].im[p];
+        }
+        if (cd[r] != doc) {
+            doc = cd[r];
+            scores[docs++] = score;
+        } else if (score > scores[docs - 1]) {
+            scores[docs - 1] = score;
+        }
+    }
+    if (docs < k)
+        return 0.0;
+    qsort(scores, (size_t)docs, sizeof(double), cmp_desc);
+    return scores[k - 1];
 }
 
 static int
@@ -209,6 +312,8 @@ rank_quant(PyObject *self, PyObject *args)
     QList ls[QUANT_MAX_LISTS];
     int order[QUANT_MAX_LISTS];
     Best *heap = NULL;
+    uint32_t *seed = NULL;
+    double *seed_scores = NULL;
     if (!PyArg_ParseTuple(args, "OdnOy*n|n:rank_quant", &lists_obj, &unit, &n_rows, &blocked_obj,
                           &docs, &k, &window))
         return NULL;
@@ -226,6 +331,15 @@ rank_quant(PyObject *self, PyObject *args)
         goto done;
     }
     Py_ssize_t total = 0;
+    /* The seed sample: per list, its first `per` postings of its largest quant. */
+    const Py_ssize_t per = 2 * k / nl + 1;
+    seed = PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(per * nl) + 1);
+    seed_scores = PyMem_RawMalloc(sizeof(double) * (size_t)(per * nl) + 1);
+    Py_ssize_t n_seed = 0;
+    if (!seed || !seed_scores) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < nl; i++) {
         PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
         Py_buffer *b = &bufs[3 * i];
@@ -247,13 +361,25 @@ rank_quant(PyObject *self, PyObject *args)
         l->cur = l->seek = 0;
         l->prev = 0;
         l->qmax = 0;
-        for (Py_ssize_t p = 0; p < n; p++) /* one byte a posting: the list's own bound */
-            if (l->q[p] > l->qmax)
-                l->qmax = l->q[p];
+        Py_ssize_t at = n_seed, got_here = 0;
+        for (Py_ssize_t p = 0; p < n; p++) { /* one byte a posting: the list's own bound */
+            const int v = l->q[p];
+            if (v > l->qmax) {
+                l->qmax = v;
+                got_here = 0;
+            }
+            if (v == l->qmax && got_here < per)
+                seed[at + got_here++] = l->id[p];
+        }
+        for (Py_ssize_t j = 0; j < got_here; j++) /* rowids within range only */
+            if (seed[at + j] >= 1 && seed[at + j] <= (uint64_t)n_rows)
+                seed[n_seed++] = seed[at + j];
         order[i] = (int)i;
         total += n;
     }
     qsort_r(order, (size_t)nl, sizeof(int), cmp_qmax, ls);
+    const double theta0 = quant_seed(ls, nl, seed, n_seed, k, blocked.obj ? (const uint8_t *)blocked.buf : NULL,
+                                     (const int32_t *)docs.buf, seed_scores);
     if (!(heap = PyMem_RawMalloc(sizeof(Best) * (size_t)k))) {
         PyErr_NoMemory();
         goto done;
@@ -262,10 +388,10 @@ rank_quant(PyObject *self, PyObject *args)
     int rc;
     if (total >= 16384) {
         Py_BEGIN_ALLOW_THREADS
-        rc = quant_core(ls, nl, order, unit, n_rows, bl, (const int32_t *)docs.buf, heap, k, window, &hn);
+        rc = quant_core(ls, nl, order, unit, n_rows, bl, (const int32_t *)docs.buf, heap, k, window, theta0, &hn);
         Py_END_ALLOW_THREADS
     } else {
-        rc = quant_core(ls, nl, order, unit, n_rows, bl, (const int32_t *)docs.buf, heap, k, window, &hn);
+        rc = quant_core(ls, nl, order, unit, n_rows, bl, (const int32_t *)docs.buf, heap, k, window, theta0, &hn);
     }
     if (rc < 0) {
         PyErr_SetString(PyExc_ValueError, BAD_LIST);
@@ -281,6 +407,8 @@ rank_quant(PyObject *self, PyObject *args)
     }
 done:
     PyMem_RawFree(heap);
+    PyMem_RawFree(seed);
+    PyMem_RawFree(seed_scores);
     for (Py_ssize_t i = 0; i < got; i++)
         for (int j = 0; j < 3; j++)
             if (bufs[3 * i + j].obj)
