@@ -254,13 +254,16 @@ quant_seed(QList *ls, Py_ssize_t nl, uint32_t *rows, Py_ssize_t n, Py_ssize_t k,
         if (i == 0 || rows[i] != rows[i - 1])
             rows[m++] = rows[i];
     int64_t doc = -1;
+    Py_ssize_t at[QUANT_MAX_LISTS]; /* per list, a cursor that only moves forward: rows ascend */
+    for (Py_ssize_t j = 0; j < nl; j++)
+        at[j] = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         const uint32_t r = rows[i];
         if (bl && bl[r])
             continue;
         double score = 0.0;
         for (Py_ssize_t j = 0; j < nl; j++) { /* phrase order, from 0.0 */
-            const Py_ssize_t p = qgallop(&ls[j], 0, r);
+            const Py_ssize_t p = at[j] = qgallop(&ls[j], at[j], r);
             if (p < ls[j].n && ls[j].id[p] == r)
                 score += ls[j].im[p];
         }
@@ -361,19 +364,20 @@ rank_quant(PyObject *self, PyObject *args)
         l->cur = l->seek = 0;
         l->prev = 0;
         l->qmax = 0;
-        Py_ssize_t at = n_seed, got_here = 0;
-        for (Py_ssize_t p = 0; p < n; p++) { /* one byte a posting: the list's own bound */
-            const int v = l->q[p];
-            if (v > l->qmax) {
-                l->qmax = v;
-                got_here = 0;
+        /* One byte a posting: the list's own bound (a max reduction the compiler vectorises),
+           then its first `per` postings of that quant (usually found early), rowids within
+           range only. */
+        uint8_t qmax = 0;
+        for (Py_ssize_t p = 0; p < n; p++)
+            qmax = l->q[p] > qmax ? l->q[p] : qmax;
+        l->qmax = qmax;
+        Py_ssize_t got_here = 0;
+        for (Py_ssize_t p = 0; p < n && got_here < per; p++)
+            if (l->q[p] == qmax) {
+                got_here++;
+                if (l->id[p] >= 1 && l->id[p] <= (uint64_t)n_rows)
+                    seed[n_seed++] = l->id[p];
             }
-            if (v == l->qmax && got_here < per)
-                seed[at + got_here++] = l->id[p];
-        }
-        for (Py_ssize_t j = 0; j < got_here; j++) /* rowids within range only */
-            if (seed[at + j] >= 1 && seed[at + j] <= (uint64_t)n_rows)
-                seed[n_seed++] = seed[at + j];
         order[i] = (int)i;
         total += n;
     }
