@@ -241,13 +241,15 @@ def load_pisathon() -> tuple[Any | None, str]:
     return None, "pyterrier-pisa has no compiled _pisathon module for this Python"
 
 
-def _pisa_prepare(pisa: Any, path: Path) -> Any:
+def _pisa_prepare(pisa: Any, path: Path, quantize: bool = False) -> Any:
     """A retrieval context (BM25 k1 1.2, b 0.75 as FTS5's; no stemmer, no stopwords: the
     terms are drsearch's own, as codes); the first call writes PISA's block-max data and
-    compressed index next to the inverted index."""
+    compressed index next to the inverted index. ``quantize``: PISA as people run it, its
+    impacts precomputed and quantised to 8 bits (the wheel's ``quantize`` flag, PISA's
+    default width), in files of their own beside the unquantised ones."""
     ctx = pisa.RetrievalContext()
-    pisa.prepare_index(ctx, str(path), PISA_ENCODING, "bm25", "", block_size=PISA_BLOCK, quantize=0,
-                       bm25_k1=1.2, bm25_b=0.75, stop_fname="")
+    pisa.prepare_index(ctx, str(path), PISA_ENCODING, "bm25", "", block_size=PISA_BLOCK,
+                       quantize=1 if quantize else 0, bm25_k1=1.2, bm25_b=0.75, stop_fname="")
     return ctx
 
 
@@ -603,17 +605,23 @@ class Pisa:
     best chunk per document by over-fetching, as for tantivy."""
 
     def __init__(self, path: Path, index: Path, meta: Meta, algorithm: str,
-                 codes: dict[str, str] | None = None) -> None:
+                 codes: dict[str, str] | None = None, quantized: bool = False) -> None:
         from drsearch.index import Engine
 
         pisa, why = load_pisathon()
         if pisa is None:
             raise SystemExit(why)
         self.pisa, self.algorithm, self.meta = pisa, algorithm, meta
-        self.name = {"maxscore": "pisa", "block_max_wand": "pisa_bmw"}[algorithm]
+        self.name = {"maxscore": "pisa", "block_max_wand": "pisa_bmw"}[algorithm] + (
+            "_q8" if quantized else "")
         self.codes = pisa_term_codes(path) if codes is None else codes
-        self.ctx = _pisa_prepare(pisa, path)
+        self.ctx = _pisa_prepare(pisa, path, quantized)
         self.engine = Engine.open(index)  # its FTS5 tokenizer: the same terms as drsearch's
+
+    def terms(self, q: str) -> dict[str, float]:
+        """The query's terms as PISA's codes (absent terms dropped): what its call takes."""
+        codes = self.codes
+        return {codes[t.term]: 1.0 for t in self.engine.parse(q).terms if t.term in codes}
 
     def _retrieve(self, terms: dict[str, float], limit: int) -> tuple[np.ndarray, np.ndarray]:
         qidx, ranks = np.empty(limit, dtype=np.int32), np.empty(limit, dtype=np.int32)
@@ -629,8 +637,7 @@ class Pisa:
         ``ties``: order them as ours and FTS5 do (lower chunk rowid first), with every chunk
         tied at the k-th document's score fetched, for the agreement check only, so that the
         timed path does no extra work."""
-        codes = self.codes
-        terms = {codes[t.term]: 1.0 for t in self.engine.parse(q).terms if t.term in codes}
+        terms = self.terms(q)
         if not terms:
             return []
         m = self.meta
@@ -658,6 +665,22 @@ class Pisa:
             if len(out) == k and not (ties and float(scores.min()) >= out[-1][3]):
                 return out
             limit *= 4
+
+
+class PisaBare:
+    """PISA's engine-only call: the ``retrieve`` itself over a query parsed beforehand (its
+    codes looked up once, outside the timing), k chunks, no grouping into documents and no
+    hit rows: the floor any Python caller of PISA pays. Its ranked lists are chunks, not
+    documents; it is timed, not compared."""
+
+    def __init__(self, pisa: Pisa, queries: Sequence[str]) -> None:
+        self.pisa = pisa
+        self.name = pisa.name + "_bare"
+        self.parsed = {q: pisa.terms(q) for q in queries}
+
+    def ranked(self, q: str, k: int) -> object:
+        terms = self.parsed[q]
+        return self.pisa._retrieve(terms, k) if terms else None
 
 
 class Bm25s:
@@ -714,7 +737,7 @@ class Timings:
 
 
 ORDER_SEED = 20261129
-PISA_NAMES = ("pisa", "pisa_bmw")
+PISA_NAMES = ("pisa", "pisa_bmw", "pisa_q8", "pisa_q8_bare")
 
 
 def interleaved(engines: Sequence[Any], queries: Sequence[str], warmup: int, rounds: int,
@@ -1242,7 +1265,9 @@ def report(r: dict[str, Any]) -> str:
     lo = r.get("latency_order")
     if lo:
         lines.append(f"latency: engines interleaved, task order per query {lo['order']} "
-                     f"(seed {lo['seed']}), median of {lo['rounds']} rounds per query")
+                     f"(seed {lo['seed']}), median of {lo['rounds']} rounds per query"
+                     + (f"; 1-min load average {lo['load_1min']['before']:.2f} before, "
+                        f"{lo['load_1min']['after']:.2f} after" if "load_1min" in lo else ""))
     lines.append("")
     lat = r["latency_ms"]
     engines = [e for e in ("ours", "tantivy", "bm25s", *PISA_NAMES) if e in lat["ranked_k10"]]
@@ -1278,6 +1303,12 @@ def report(r: dict[str, Any]) -> str:
                              + (f"  goal <= {goal}x {'met' if ratio <= goal else 'not met'}"
                                 if goal else "  (info)")
                              + f"   (ours/PISA block-max WAND {bmw:.2f}x)")
+                if "pisa_q8" in vals:
+                    lines.append(f"{cls}: ours/PISA-q8 MaxScore {op} {p}: "
+                                 f"{vals['ours'][p] / vals['pisa_q8'][p]:.2f}x ({vals['pisa_q8'][p]:.3f}"
+                                 f" ms); ours/PISA-q8 engine-only call: "
+                                 f"{vals['ours'][p] / vals['pisa_q8_bare'][p]:.2f}x "
+                                 f"({vals['pisa_q8_bare'][p]:.3f} ms)")
             pa = (r.get("pisa_agreement_by_class") or {}).get(cls) or (
                 r.get("pisa_agreement") if cls == "normal" else None)
             if pa:
@@ -1608,7 +1639,11 @@ def run_config(args: argparse.Namespace, docs: int, vocab: corpus_gen.Vocabulary
         codes = pisa_term_codes(pisa_path)
         eng += [Pisa(pisa_path, ours_path, meta, alg, codes)
                 for alg in ("maxscore", "block_max_wand")]
+        q8 = Pisa(pisa_path, ours_path, meta, "maxscore", codes, quantized=True)
+        eng += [q8, PisaBare(q8, queries)]
+    load = {"before": os.getloadavg()[0]}
     lat = interleaved(eng, queries, args.warmup, args.rounds, snippet_peer=True, order=args.order)
+    load["after"] = os.getloadavg()[0]
     lat_ms = {cls: {op: {e: _latency_summary(Timings(t.per_query[a:b])) for e, t in per.items()}
                     for op, per in lat.items()} for cls, (a, b) in spans.items()}
     pisa_agree = None
@@ -1636,7 +1671,8 @@ def run_config(args: argparse.Namespace, docs: int, vocab: corpus_gen.Vocabulary
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "tokenizer": args.tokenizer, "queries": len(normal_queries), "corpus": cmeta,
         "vocabulary": vocab.name, "classes": {cls: len(qs) for cls, qs in classes.items()},
-        "latency_order": {"order": args.order, "seed": ORDER_SEED, "rounds": args.rounds},
+        "latency_order": {"order": args.order, "seed": ORDER_SEED, "rounds": args.rounds,
+                          "load_1min": load},
         "builds": builds, "first_query": fq, "throughput": tp, "threads": args.threads,
         "fts5": agree["normal"], "fts5_by_class": agree,
         "pisa_agreement": pisa_agree["normal"] if pisa_agree else None,

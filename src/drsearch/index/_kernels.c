@@ -402,6 +402,7 @@ sel_finish(Sel *q)
 #include "_k_texts.h"
 #include "_k_hits.h"
 #include "_k_dense.h"
+#include "_k_quant.h"
 
 static PyMethodDef methods[] = {
     {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
@@ -422,6 +423,7 @@ static PyMethodDef methods[] = {
     {"find_rows", find_rows, METH_VARARGS, find_rows_doc},
     {"rank_maxscore", rank_maxscore, METH_VARARGS, rank_maxscore_doc},
     {"rank_blocks", rank_blocks, METH_VARARGS, rank_blocks_doc},
+    {"rank_quant", rank_quant, METH_VARARGS, rank_quant_doc},
     {"search_hits", search_hits, METH_VARARGS, search_hits_doc},
     {"dense_scores", dense_scores, METH_VARARGS, dense_scores_doc},
     {"dense_isa", dense_isa, METH_NOARGS, dense_isa_doc},
@@ -448,9 +450,10 @@ static struct PyModuleDef module = {
    gil_stats (each thread's time without the GIL, and waiting to take it back); 13 = gil_spin
    (a thread back from its GIL-free work polls the GIL before it sleeps); 14 = search_hits (a
    complete search's ranking, texts, snippet plan and hits in one call); 15 = dense_scores and
-   dense_isa (the dense retriever's exact int8 inner products).
+   dense_isa (the dense retriever's exact int8 inner products); 16 = rank_quant (exact
+   ranking traversed over 8-bit quantised impacts).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 15
+#define KERNELS_ABI 16
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

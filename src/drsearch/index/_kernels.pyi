@@ -38,6 +38,10 @@ def rank_one(chunks: npt.NDArray[Any], impacts: npt.NDArray[Any], n_rows: int,
              blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
              /) -> list[tuple[int, float]]: ...
 
+def rank_quant(lists: Sequence[tuple[Any, Any, Any]], unit: float, n_rows: int,
+               blocked: npt.NDArray[Any] | None, chunk_doc: npt.NDArray[Any], k: int,
+               window: int = ..., /) -> list[tuple[int, float]]: ...
+
 def rescore(cands: npt.NDArray[Any], terms: Sequence[tuple[Any, ...]], file: Any,
             chunk_len: npt.NDArray[Any], k1: float, b: float, avgdl: float, k1p1: float, idf: float,
             chunk_doc: npt.NDArray[Any], k: int, texts: tuple[Any, ...] | None = ...,

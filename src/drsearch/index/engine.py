@@ -47,6 +47,7 @@ from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_
 from .blocklist import BlockList
 from .doctable import DocTable, PagedFields
 from .hidden_terms import absent_keys, blocked_only_terms
+from .quantized import QUANT_MAX_LISTS, QuantLists
 from .query import ParsedQuery, QueryTerm, parse_query
 from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
 from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, SHARD_SCHEMA_VERSION, block_count
@@ -155,7 +156,11 @@ class EngineOptions:
     kernel call (ranking, texts, snippets and hits; False: call by call).
     ``hide_blocked_only_terms``: a term only blocked chunks hold is looked up as an unknown
     word (SERVER.md, "Blocked-only words: timing"; False: under its own name, the route the
-    tests compare it with: the same rankings and scores, bit for bit)."""
+    tests compare it with: the same rankings and scores, bit for bit).
+    ``quantized``: :meth:`Engine.rank` traverses 8-bit quantised impacts and rescores the
+    survivors exactly (drsearch.index.quantized; lists quantised on first use and kept in
+    memory): the same rankings and scores, bit for bit; an option while it is not faster
+    (docs/ENGINE.md, "Traversal over quantised impacts")."""
 
     inline_postings: int = INLINE_POSTINGS
     paged_list_bytes: int = PAGED_LIST_BYTES
@@ -163,6 +168,7 @@ class EngineOptions:
     texts_with_ranking: bool = True
     search_in_one_call: bool = True
     hide_blocked_only_terms: bool = True
+    quantized: bool = False
 
 
 DEFAULT_OPTIONS = EngineOptions()
@@ -678,7 +684,23 @@ class Engine:
         parsed = self.parse(query)
         with self._reading():
             terms = self._postings(parsed, deadline)
+            present = [t for t in terms if t is not None]
+            if self.options.quantized and len(present) <= QUANT_MAX_LISTS:
+                quant = self._quant_lists()
+                lists = quant.of(present, self.scorer._as_list)
+                return self.scorer.rank_quantized(lists, quant.unit, k, self._blocked_chunks)
             return self.scorer.rank(terms, k, self._blocked_chunks, self._scratch(), deadline)
+
+    def _quant_lists(self) -> QuantLists:
+        """The engine's quantised lists (made at the first quantised query: the index's
+        largest impact sets the unit)."""
+        quant: QuantLists | None = getattr(self, "_quant", None)
+        if quant is None:
+            top = self._db().execute("SELECT max(max_impact) FROM terms").get
+            made = QuantLists(float(top or 1.0))
+            with self._lock:  # two threads' first queries: one unit, one cache
+                quant = self._quant = getattr(self, "_quant", None) or made
+        return quant
 
     def search(self, query: str, k: int = 10, *, with_text: bool = True, deadline: float | None = None,
                max_terms: int = MAX_QUERY_TERMS, max_k: int = MAX_K) -> SearchResult:

@@ -34,10 +34,11 @@ import numpy.typing as npt
 # waiting to take it back: the benchmark's account of the serial part), 13 = gil_spin (a
 # thread back from its GIL-free work polls the GIL before it sleeps), 14 = search_hits (a
 # complete search's ranking, texts, snippet plan and hits in one call), 15 = dense_scores and
-# dense_isa (the dense retriever's int8 inner products). A kernel built from an
+# dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
+# traversed over 8-bit quantised impacts). A kernel built from an
 # older _kernels.c is not used: ranking falls back to numpy (same results) and posting lists
 # are read by blob I/O, and native=True says why.
-KERNEL_ABI = 15
+KERNEL_ABI = 16
 
 F64 = npt.NDArray[np.float64]
 Array = npt.NDArray[Any]
@@ -122,6 +123,16 @@ def rank_one(chunks: Array, impacts: F64, n_rows: int, blocked: Array | None, ch
     """A query of one list: each document's best posting into a k-heap, in one pass. Raises
     ValueError for a list not ascending or out of range."""
     return _kernels.rank_one(chunks, impacts, n_rows, blocked, chunk_doc, k)
+
+
+def rank_quant(lists: Sequence[tuple[Array, Array, F64]], unit: float, n_rows: int,
+               blocked: Array | None, chunk_doc: Array, k: int, window: int = 16384) -> Ranked:
+    """The k best documents of ``lists`` (phrase order; each (chunks uint32, quants uint8,
+    impacts float64) with quants * unit >= impacts: :func:`drsearch.index.terms.quantize`),
+    traversed over the quants and rescored exactly: rank_blocks' answer, bit for bit. Raises
+    ValueError for inconsistent arguments or a damaged list. ``window``: the longest window
+    of rowids (64..16384, a power of two; smaller ones are for tests)."""
+    return _kernels.rank_quant(lists, unit, n_rows, blocked, chunk_doc, k, window)
 
 
 def rescore_arg(spec: Sequence[tuple[Any, ...]], file: Any, chunk_len: Array, k1: float, b: float,

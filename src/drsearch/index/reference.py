@@ -5,7 +5,8 @@ damaged). The pattern is bm25s' ``numba/`` folder: one place for the other imple
 
 - :class:`NumpyRanking`: ``Scorer``'s ranking in numpy (a whole-corpus accumulator, then
   thresholds; the exact rescoring beside clamped terms; the one-term pass sorted in Python),
-  the twin of ``rank_blocks``/``rank_maxscore``/``rank_one``/``rescore``.
+  the twin of ``rank_blocks``/``rank_maxscore``/``rank_one``/``rescore``; :func:`rank_quant`,
+  the twin of ``rank_quant`` (the traversal over 8-bit quantised impacts).
 - :class:`PythonSnippets`: ``SnippetMaker``'s snippet of one text, the twin of
   ``snippets``/``texts_snippets``, which leave it the texts they cannot take.
 - :func:`dense_scores`: the dense retriever's exact int8 inner products in numpy, the twin of
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .scoring import Scratch
 
 MAX_KEY = 65536  # _fts5.h's FTS5_MAX_KEY
+QUANT_SLACK = 2e-9  # _k_quant.h's: the relative slack on every quantised bound
 ELLIPSIS = "…"  # where a snippet leaves text out
 
 
@@ -493,3 +495,55 @@ def dense_scores(matrix: npt.NDArray[np.int8], query: npt.NDArray[np.int8], scal
 
 __all__ = ["DENSE_BLOCK", "ELLIPSIS", "MAX_KEY", "NumpyRanking", "PythonSnippets", "decode_pages",
            "dense_scores", "varint"]
+
+
+def _exact_at(lists: Sequence[tuple[Any, Any, F64]], rows: I64) -> F64:
+    """Every row's exact score: each list's impact there, added in phrase order from 0.0 (a
+    list without the row adds +0.0, which leaves the sum's bits as they are), as FTS5 sums."""
+    score = np.zeros(len(rows), dtype=np.float64)
+    for chunks, _, impacts in lists:
+        if not len(chunks):
+            continue
+        pos = np.minimum(np.searchsorted(chunks, rows), len(chunks) - 1)
+        score = score + np.where(chunks[pos] == rows, impacts[pos], 0.0)
+    return score
+
+
+def _best_docs(rows: I64, scores: F64, chunk_doc: npt.NDArray[np.int32], k: int) -> list[tuple[int, float]]:
+    """Each document's best row (higher score, then lower rowid), the first k of them in
+    that order."""
+    order = np.lexsort((rows, -scores))
+    _, first = np.unique(chunk_doc[rows[order]], return_index=True)
+    keep = order[np.sort(first)[:k]]
+    return list(zip(rows[keep].tolist(), scores[keep].tolist(), strict=True))
+
+
+def rank_quant(lists: Sequence[tuple[Any, Any, F64]], unit: float, n_rows: int, blocked: Bools | None,
+               chunk_doc: npt.NDArray[np.int32], k: int) -> list[tuple[int, float]]:
+    """The twin of ``_kernels.rank_quant``: the k best documents of ``lists`` (phrase order;
+    (chunks, quants, impacts) with quants * unit >= impacts), found over the quants and
+    rescored exactly. The quantised sum of every chunk orders them; the best by it are scored
+    exactly until k documents are known, whose k-th score is a floor; every chunk whose
+    quantised bound (loosened by the kernel's slack) can reach that floor is then scored
+    exactly, and those rank. The same answer as the kernel's, bit for bit."""
+    qsum = np.zeros(n_rows + 1, dtype=np.int64)
+    for chunks, quants, _ in lists:
+        np.add.at(qsum, chunks.astype(np.int64), quants.astype(np.int64))
+    touched = np.flatnonzero(qsum)
+    if blocked is not None:
+        touched = touched[~blocked[touched]]
+    if not len(touched):
+        return []
+    by_bound = touched[np.argsort(-qsum[touched], kind="stable")]
+    m = min(len(by_bound), 4 * k)
+    while True:
+        part = np.sort(by_bound[:m])
+        best = _best_docs(part, _exact_at(lists, part), chunk_doc, k)
+        if len(best) >= k or m == len(by_bound):
+            break
+        m = min(len(by_bound), 4 * m)
+    need = 0
+    if len(best) >= k and best[-1][1] > 0.0:
+        need = int(best[-1][1] / (unit * (1.0 + QUANT_SLACK)))
+    cand = touched[qsum[touched] >= need]
+    return _best_docs(cand, _exact_at(lists, cand), chunk_doc, k)

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from ..contract.errors import DrsearchError, QueryTimeoutError
 from . import native as kernel
+from . import reference
 from .memory import hugepage_zeros
 from .reference import NumpyRanking
 from .schema import BLOCK_POSTINGS, block_count
@@ -371,6 +372,17 @@ class Scorer(NumpyRanking):
         if rescore is not None:
             return n, n_full, cut, got[3:]
         return n, n_full, cut, None if texts is None else _made(got[3])
+
+    def rank_quantized(self, lists: Sequence[tuple[Any, Any, F64]], unit: float, k: int,
+                       blocked: Bools | None) -> list[tuple[int, float]]:
+        """:meth:`rank` of ``lists`` (phrase order; (rowids, quants, impacts) with quants * unit
+        >= impacts: drsearch.index.quantized), traversed over the quants and rescored exactly
+        (``rank_quant`` in C, its numpy twin without the kernel): the same answer, bit for bit."""
+        if not lists:
+            return []
+        if self._native:
+            return kernel.rank_quant(lists, unit, self.n_rows, blocked, self._chunk_doc32, k)
+        return reference.rank_quant(lists, unit, self.n_rows, blocked, self.chunk_doc, k)
 
     def _rank_one(self, t: SparseTerm, k: int, blocked: Bools | None) -> list[tuple[int, float]]:
         """:meth:`rank` for a query of one short sparse list: a chunk's score is its impact

@@ -60,6 +60,30 @@ def term_impacts(idf: F64 | float, tf: F64, norm: F64, k1p1: float) -> F64:
     return idf * ((tf * k1p1) / (tf + norm))
 
 
+QUANT_LEVELS = 255  # 8-bit quantised impacts: 1..255 (a posting's impact is never 0)
+
+
+def quant_unit(max_impact: float) -> float:
+    """The impact of one quantisation step for impacts up to ``max_impact`` (the largest of
+    the index or of the lists quantised together): a hair above max/255, so that the largest
+    impact quantises to 255, not 256, whatever the rounding of the division."""
+    if not max_impact > 0.0:
+        raise ValueError(f"max_impact must be positive, got {max_impact!r}")
+    return max_impact / QUANT_LEVELS * (1.0 + 1e-12)
+
+
+def quantize(impacts: F64, unit: float) -> npt.NDArray[np.uint8]:
+    """Each impact's 8-bit upper bound: the smallest q with ``q * unit >= impact`` (rounded
+    up, then checked in float64 and raised where the product fell short), so that a sum of
+    quants times ``unit`` never undercuts the exact score: a traversal over them prunes no
+    document of the true top k. Raises ValueError for an impact above 255 units."""
+    q = np.ceil(impacts / unit)
+    q[q * unit < impacts] += 1.0
+    if len(q) and (float(q.max()) > QUANT_LEVELS or float(q.min()) < 0.0):
+        raise ValueError("an impact is outside 0..255 quantisation units")
+    return q.astype(np.uint8)
+
+
 @dataclass(frozen=True, slots=True)
 class SparseTerm:
     """A query term with its postings: chunk rowids (ascending) and exact impacts."""
