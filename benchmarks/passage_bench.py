@@ -79,6 +79,8 @@ def build_all(corpus: Path, work: Path, tokenizer: str, threads: int, repeat: in
             log(f"build {name} ({r + 1}/{repeat}), load {before:.1f}")
             res = build_bench.measure(child, cargs)
             res["load"] = [before, load()]
+            log(f"build {name}: {res['wall_s']:.1f} s wall, {res['cpu_s']:.1f} s CPU, peak RSS "
+                f"{res['peak_rss_bytes'] / 1e6:.0f} MB")  # a run cut short keeps its builds in the log
             runs[name].append(res)
     out: dict[str, dict[str, Any]] = {}
     for name, rs in runs.items():
@@ -296,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             eng += [sb.Pisa(work / "pisa", ours_path, meta, alg, codes)
                     for alg in ("maxscore", "block_max_wand")]
         lat = ranked_latency(eng, queries, args.warmup, args.rounds)
+        log("ranked k=3 p50 / p99 ms: " + ", ".join(f"{k} {v['p50']:.3f} / {v['p99']:.3f}"
+                                                     for k, v in lat.items()))
         loads["latency"].append(load())
         del eng, meta
         log(f"serve to first /retrieve answer ({args.serve_runs} starts), load {load():.1f}")
