@@ -116,14 +116,25 @@ class Chunk:
 
 
 def iter_chunks(corpus: Path) -> Iterator[Chunk]:
-    """The corpus's chunks exactly as drsearch cuts and numbers them (docids must be sorted)."""
+    """The corpus's chunks exactly as drsearch cuts and numbers them (docids must be sorted).
+
+    A passage file (``{"id", "contents"}`` lines, ``corpus_gen.py --passages``) is taken as
+    ``drsearch build`` takes it: each passage one document and one chunk, ``contents`` whole,
+    numbered in file order (ids need not be sorted), its title the first line, its URL
+    ``passage:<id>``."""
     from drsearch.index import chunk_words
+    from drsearch.index.build import PASSAGE_URL_PREFIX, is_passage
     from drsearch.index.text import normalize_text
 
     rowid, last = 0, ""
     with open(corpus, encoding="utf-8") as fh:
         for doc, line in enumerate(fh, 1):
             d = json.loads(line)
+            if is_passage(d):
+                pid, contents = d["id"], d["contents"]
+                yield Chunk(doc, doc, 0, pid, f"{PASSAGE_URL_PREFIX}{pid}", contents.partition("\n")[0],
+                            contents)
+                continue
             if d["docid"] <= last:
                 raise SystemExit(f"{corpus}: docids are not sorted at line {doc}")
             last = d["docid"]

@@ -36,6 +36,27 @@ def test_rows_must_ascend_within_range() -> None:
             DocTable(data, bad)
 
 
+def test_from_rows_memory_is_the_data_not_an_object_per_field() -> None:
+    """A build's document table (``_Writing.arrays``) of many short passages: the peak is the
+    fields' bytes and offsets, not a Python object per field (at 2,000,000 passages a list
+    of 6,000,000 ``bytes`` took the build's writing process to 1.4 GB)."""
+    import tracemalloc
+
+    n = 100_000
+    rows = ((i, str(i - 1), f"passage:{i - 1}", f'"Article {i // 40}"') for i in range(1, n + 1))
+    tracemalloc.start()
+    try:
+        table = DocTable.from_rows(rows, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    offsets, data = table.arrays()
+    assert table.get([1, n]) == [("0", "passage:0", '"Article 0"'),
+                                 (str(n - 1), f"passage:{n - 1}", f'"Article {n // 40}"')]
+    # the buffer, its copy into bytes and the offsets; a list of bytes objects is ~8x the data
+    assert peak < 3 * len(data) + 2 * len(offsets) + (1 << 20), (peak, len(data), len(offsets))
+
+
 def test_engine_hits_match_the_documents_table(sample_index: Path) -> None:
     with Engine.open(sample_index) as e:
         rows = {r[0]: r[1:] for r in e._db().execute("SELECT docid, url, title FROM documents")}

@@ -100,23 +100,24 @@ class DocTable:
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[int, str, str, str]], max_id: int) -> DocTable:
-        """From (rowid, docid, url, title) rows in ascending rowid order, rowids in 1..max_id."""
-        parts: list[bytes] = []
+        """From (rowid, docid, url, title) rows in ascending rowid order, rowids in 1..max_id.
+
+        The fields' bytes are appended to one buffer as they come, not kept as an object
+        each: a list of 6,000,000 ``bytes`` (a 2,000,000-passage build) peaked at 1 GB, the
+        buffer at twice the data (its one copy into ``bytes``)."""
+        data = bytearray()
         offsets = np.zeros(3 * (max_id + 1) + 1, dtype=np.int64)
-        pos = 0
         last = 0
         for doc_id, docid, url, title in rows:
             if not last < doc_id <= max_id:
                 raise ValueError(f"document rowids must ascend within 1..{max_id}; got {doc_id}")
-            offsets[3 * last + 3 : 3 * doc_id + 1] = pos  # rows skipped in between: empty
+            offsets[3 * last + 3 : 3 * doc_id + 1] = len(data)  # rows skipped in between: empty
             for j, field in enumerate((docid, url, title)):
-                b = field.encode("utf-8")
-                parts.append(b)
-                pos += len(b)
-                offsets[3 * doc_id + j + 1] = pos
+                data += field.encode("utf-8")
+                offsets[3 * doc_id + j + 1] = len(data)
             last = doc_id
-        offsets[3 * last + 3 :] = pos
-        return cls(b"".join(parts), offsets)
+        offsets[3 * last + 3 :] = len(data)
+        return cls(bytes(data), offsets)
 
     def arrays(self) -> tuple[bytes, bytes]:
         """(little-endian int64 offsets, UTF-8 data): what the build stores."""
