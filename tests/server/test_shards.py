@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from drsearch.index import BlockList, BuildSettings, Engine, build
-from drsearch.index.shards import split_index
+from drsearch.index.shards import build_shards, split_index
 from drsearch.server.broker import connect_shards, create_broker_app
 
 from .test_e2e import Server, drsearch_exe, start
@@ -51,8 +51,14 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Pa
     build(_docs(), whole, BuildSettings(chunk_words=40, chunk_stride=30))
     blocked = tmp / "blocked.txt"
     blocked.write_text("\n".join(BLOCKED) + "\n")
-    (tmp / "four").mkdir()
-    four = [r.path for r in split_index(whole, tmp / "four", 4, blocklist=BlockList.from_file(blocked))]
+    for d in ("four", "split4"):
+        (tmp / d).mkdir()
+    # the four shards served below are built straight from the documents (build --shards), and
+    # are byte for byte the split of the whole index
+    four = [r.path for r in build_shards(_docs(), tmp / "four", 4, BuildSettings(chunk_words=40, chunk_stride=30),
+                                         blocklist=BlockList.from_file(blocked))]
+    split4 = split_index(whole, tmp / "split4", 4, blocklist=BlockList.from_file(blocked))
+    assert [p.read_bytes() for p in four] == [r.path.read_bytes() for r in split4]
     (tmp / "two").mkdir()
     two = [r.path for r in split_index(whole, tmp / "two", 2, blocklist=BlockList.from_file(blocked))]
     return whole, blocked, four, two[1]
