@@ -292,3 +292,32 @@ def test_internal_run_merge_verb_is_not_listed() -> None:
     assert "shard " in p.stdout  # the verb that splits an index is listed
     merge = subprocess.run([drsearch_exe(), "run", "merge", "--help"], capture_output=True, text=True, timeout=60)
     assert merge.returncode == 0 and merge.stdout.startswith("usage: drsearch run merge")
+
+
+def test_broker_health_is_degraded_when_a_shard_says_so() -> None:
+    """A shard that answers but reports damage or a failed deep check: the broker's /health is
+    200 ``degraded`` naming it (as one server's), its verify state the worst of the shards'."""
+    from drsearch.server.broker_status import Shard, health_body
+
+    def facts(i: int) -> Shard:
+        stats = {"documents": 10, "chunks": 20, "schema_version": 3, "blocklist": {"matched": i},
+                 "shard": {"documents": 30, "chunks": 60, "tokens": 900, "vocabulary": 50,
+                           "blocklist": {"sha256": "ab", "count": 3}}}
+        return Shard(f"http://s{i}", i, f"id{i}:ab", i, stats)
+
+    shards = [facts(i) for i in range(3)]
+    ok = {"status": "ok", "problems": [], "verify": {"state": "ok", "message": ""}}
+    bad = {"status": "degraded", "problems": ["deep verification failed: page 7"],
+           "verify": {"state": "failed", "message": "page 7"}}
+    pending = {**ok, "verify": {"state": "pending", "message": ""}}
+    body = health_body("corpus", "split", shards, [(ok, None), (bad, None), (pending, None)])
+    assert body["status"] == "degraded"
+    assert body["problems"] == ["shard 1 (http://s1): deep verification failed: page 7"]
+    assert body["verify"] == {"state": "failed", "message": "shard 1: page 7"}
+    assert [r["status"] for r in body["shards"]] == ["ok", "degraded", "ok"]
+    assert body["corpus"] == {"identity": "corpus", "schema_version": 3, "documents": 30, "chunks": 60}
+    assert body["blocklist"] == {"sha256": "ab", "count": 3, "matched": 3}
+    down = health_body("corpus", "split", shards, [(ok, None), (None, "shard 1 (http://s1) did not answer"),
+                                                   (pending, None)])
+    assert down["status"] == "unavailable" and down["verify"]["state"] == "pending"
+    assert down["problems"] == ["shard 1 (http://s1) did not answer"]
