@@ -17,7 +17,9 @@ Starts ``drsearch serve`` (1 worker, default limits unless flags are passed thro
   ``--time-limit 1``;
 - ``--search-r1``: Search-R1's trainer batches instead, 512 and 1,024 queries at topk 3
   (the corpus' document titles cycled in a seeded order, ``return_scores`` false), three of
-  each, then 1,024 × "the" at topk 3 (the most work such a batch asks), with each batch's
+  each (on a server with ``--max-batch-queries 1024 --max-batch-results 10240``, the
+  default caps doubled), then 1,024 and 512 × "the" at topk 3, and 512 × "0" and × "the" at
+  topk 10 (the default caps' largest batch at the default k), with each batch's
   seconds, answer size and the worker's memory now and at its peak.
 
     python benchmarks/limits_probe.py                       # sample corpus, default limits
@@ -236,7 +238,8 @@ def search_r1_probe(database: Path, serve_args: list[str]) -> list[tuple[str, st
         pool = sorted({str(t) for (t,) in e._conn.execute("SELECT title FROM documents") if str(t).strip()})
     random.Random(1).shuffle(pool)
     rows: list[tuple[str, str, float]] = []
-    proc, port = start(database, *serve_args)
+    # the default caps answer 512 queries; 1,024 are measured with the caps doubled
+    proc, port = start(database, "--max-batch-queries", "1024", "--max-batch-results", "10240", *serve_args)
     try:
         with connect(port) as s:
             s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -251,10 +254,11 @@ def search_r1_probe(database: Path, serve_args: list[str]) -> list[tuple[str, st
                 rss, peak = worker_memory_mib(worker)
                 rows.append((f"/retrieve {n} titles, topk 3 #{i + 1}: {size / 1e6:.1f} MB, "
                              f"RSS {rss:.0f} MiB, peak {peak:.0f} MiB", status, seconds))
-        status, size, seconds = post_sized(port, "/retrieve", {"queries": ["the"] * 1024, "topk": 3})
-        rss, peak = worker_memory_mib(worker)
-        rows.append((f"/retrieve 1024 x 'the', topk 3: {size / 1e6:.1f} MB, RSS {rss:.0f} MiB, "
-                     f"peak {peak:.0f} MiB", status, seconds))
+        for n, query, topk in ((1024, "the", 3), (512, "the", 3), (512, "0", 10), (512, "the", 10)):
+            status, size, seconds = post_sized(port, "/retrieve", {"queries": [query] * n, "topk": topk})
+            rss, peak = worker_memory_mib(worker)
+            rows.append((f"/retrieve {n} x {query!r}, topk {topk}: {size / 1e6:.1f} MB, RSS {rss:.0f} MiB, "
+                         f"peak {peak:.0f} MiB", status, seconds))
     finally:
         stop(proc)
     return rows

@@ -72,8 +72,8 @@ def test_a_blocked_document_never_appears(client: Client, blocked_client: Client
     ({"queries": ["x" * 40_000]}, "invalid_query", "queries.0"),
     ({"queries": ["a " + " ".join(f"w{i}" for i in range(1100))]}, "invalid_query", "1024"),
     ({"queries": "one query"}, "invalid_request", "queries"),
-    ({"queries": []}, "invalid_request", "queries must hold 1..1024 queries, got 0"),
-    ({"queries": ["x"] * 1025}, "invalid_request", "queries must hold 1..1024 queries, got 1025"),
+    ({"queries": []}, "invalid_request", "queries must hold 1..512 queries, got 0"),
+    ({"queries": ["x"] * 513}, "invalid_request", "queries must hold 1..512 queries, got 513"),
     ({"topk": 3}, "invalid_request", "missing field 'queries'"),
     ({"queries": ["x"], "topk": 0}, "invalid_k", "topk"),
     ({"queries": ["x"], "topk": 101}, "invalid_k", "topk"),
@@ -256,7 +256,7 @@ def test_a_batch_over_the_result_cap_is_refused_before_any_work(sample_index: Pa
             r = c.post("/retrieve", {"queries": ["the"] * 256, "topk": 100})
             status, etype, message = error_of(r)
             assert (status, etype) == (422, "invalid_request"), r.text
-            assert "25600 results" in message and "limit is 3072" in message
+            assert "25600 results" in message and "limit is 5120" in message
             assert counting.started == 0
             # at the cap it is answered
             assert c.post("/retrieve", {"queries": ["the"] * 256, "topk": 10}).status_code == 200

@@ -360,11 +360,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
     add_connection_arguments(p)
-    p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=1024, metavar="N",
-                   help="most queries in one POST /retrieve (422 beyond; default 1024: twice "
-                        "Search-R1's training batch)")
-    p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=3072, metavar="N",
-                   help="most results in one POST /retrieve, queries × topk (422 beyond; default 3072)")
+    p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=512, metavar="N",
+                   help="most queries in one POST /retrieve (422 beyond; default 512: Search-R1's "
+                        "training batch)")
+    p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=5120, metavar="N",
+                   help="most results in one POST /retrieve, queries × topk (422 beyond; default 5120: "
+                        "the most queries at the default k)")
     p.add_argument("--max-response-bytes", type=int_in(64 << 10, 1 << 30), default=16 << 20, metavar="N",
                    help="largest POST /retrieve answer in bytes (422 response_too_large beyond; "
                         "default 16777216)")
