@@ -14,9 +14,16 @@ Starts ``drsearch serve`` (1 worker, default limits unless flags are passed thro
 - ``POST /retrieve`` bounds: 256 × "the" at topk 100 (over the result cap), the same at
   topk 10 (at the cap: the largest batch answered) five times, with the worker's resident
   memory before and its peak (``VmHWM``) after; a 150-query batch of slow queries with
-  ``--time-limit 1``.
+  ``--time-limit 1``;
+- ``--search-r1``: Search-R1's trainer batches instead, 512 and 1,024 queries at topk 3
+  (the corpus' document titles cycled in a seeded order, ``return_scores`` false), three of
+  each (on a server with ``--max-batch-queries 1024 --max-batch-results 10240``, the
+  default caps doubled), then 1,024 and 512 × "the" at topk 3, and 512 × "0" and × "the" at
+  topk 10 (the default caps' largest batch at the default k), with each batch's
+  seconds, answer size and the worker's memory now and at its peak.
 
     python benchmarks/limits_probe.py                       # sample corpus, default limits
+    python benchmarks/limits_probe.py --search-r1           # the trainer's batches, default limits
     python benchmarks/limits_probe.py --database X.sqlite3 --json out.json
 """
 
@@ -221,6 +228,42 @@ def retrieve_probe(database: Path, serve_args: list[str]) -> list[tuple[str, str
     return rows
 
 
+def search_r1_probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]:
+    """Search-R1's trainer batches (module docstring), one worker."""
+    import random
+
+    from drsearch.index import Engine
+
+    with Engine.open(database) as e:
+        pool = sorted({str(t) for (t,) in e._conn.execute("SELECT title FROM documents") if str(t).strip()})
+    random.Random(1).shuffle(pool)
+    rows: list[tuple[str, str, float]] = []
+    # the default caps answer 512 queries; 1,024 are measured with the caps doubled
+    proc, port = start(database, "--max-batch-queries", "1024", "--max-batch-results", "10240", *serve_args)
+    try:
+        with connect(port) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            head = read_all(s, 30)[0].partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+        worker = int(head.split("x-drsearch-worker:", 1)[1].split()[0])
+        rss, _ = worker_memory_mib(worker)
+        rows.append((f"worker resident memory at start: {rss:.0f} MiB", "", 0.0))
+        for n in (512, 1024):
+            queries = [pool[i % len(pool)] for i in range(n)]
+            for i in range(3):
+                status, size, seconds = post_sized(port, "/retrieve", {"queries": queries, "topk": 3})
+                rss, peak = worker_memory_mib(worker)
+                rows.append((f"/retrieve {n} titles, topk 3 #{i + 1}: {size / 1e6:.1f} MB, "
+                             f"RSS {rss:.0f} MiB, peak {peak:.0f} MiB", status, seconds))
+        for n, query, topk in ((1024, "the", 3), (512, "the", 3), (512, "0", 10), (512, "the", 10)):
+            status, size, seconds = post_sized(port, "/retrieve", {"queries": [query] * n, "topk": topk})
+            rss, peak = worker_memory_mib(worker)
+            rows.append((f"/retrieve {n} x {query!r}, topk {topk}: {size / 1e6:.1f} MB, RSS {rss:.0f} MiB, "
+                         f"peak {peak:.0f} MiB", status, seconds))
+    finally:
+        stop(proc)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--database", type=Path, help="index file (default: the sample corpus)")
@@ -228,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra `drsearch serve` argument (repeat)")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--retrieve-only", action="store_true", help="only the /retrieve probes")
+    ap.add_argument("--search-r1", action="store_true",
+                    help="only Search-R1's batches: 512 and 1,024 queries at topk 3")
     args = ap.parse_args(argv)
     database = args.database or ensure_sample_db()
-    rows = [] if args.retrieve_only else probe(database, args.serve_arg)
-    rows += retrieve_probe(database, args.serve_arg)
+    if args.search_r1:
+        rows = search_r1_probe(database, args.serve_arg)
+    else:
+        rows = [] if args.retrieve_only else probe(database, args.serve_arg)
+        rows += retrieve_probe(database, args.serve_arg)
     load = os.getloadavg()[0]
     print(f"{database.name}; serve {' '.join(args.serve_arg) or '(default limits)'}; "
           f"load average {load:.1f} on {os.cpu_count()} cores")

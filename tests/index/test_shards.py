@@ -80,3 +80,66 @@ def test_shard_verb_writes_files_and_refuses_bad_input_in_one_line(tmp_path: Pat
         assert main(["shard", "--database", str(whole), *shards, *argv]) == code
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("drsearch: error: ") and needle in err[0], err
+
+
+def _write_jsonl(path: Path, docs: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def test_build_shards_writes_the_split_of_the_built_index_byte_for_byte(tmp_path: Path) -> None:
+    from drsearch.index.shards import build_shards
+
+    docs = _docs()
+    bl = BlockList.from_bytes(b"d003\nd031\n")
+    build(docs, tmp_path / "whole.sqlite3", BuildSettings(chunk_words=300, chunk_stride=250))
+    for d in ("split", "built"):
+        (tmp_path / d).mkdir()
+    want = split_index(tmp_path / "whole.sqlite3", tmp_path / "split", 4, blocklist=bl)
+    got = build_shards(docs, tmp_path / "built", 4, BuildSettings(chunk_words=300, chunk_stride=250), blocklist=bl)
+    assert [r.path.name for r in got] == [r.path.name for r in want]
+    assert [r.path.read_bytes() for r in got] == [r.path.read_bytes() for r in want]
+    assert [(r.index, r.documents, r.chunks, r.identity) for r in got] == \
+        [(r.index, r.documents, r.chunks, r.identity) for r in want]
+    assert sorted(p.name for p in (tmp_path / "built").iterdir()) == [r.path.name for r in got]  # no whole index left
+
+
+def test_build_verb_with_shards_and_its_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from drsearch.tools.cli import main
+
+    docs = _write_jsonl(tmp_path / "docs.jsonl", _docs()[:8])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["build", str(docs), "--shards", "2", "--out", str(out), "--json", "--quiet"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["index"] for r in lines] == [0, 1] and sum(r["documents"] for r in lines) == 8
+    (tmp_path / "whole").mkdir()
+    build(_docs()[:8], tmp_path / "whole" / "w.sqlite3")
+    assert main(["shard", "--database", str(tmp_path / "whole" / "w.sqlite3"), "--shards", "2",
+                 "--out", str(tmp_path / "whole"), "--json"]) == 0
+    split = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["identity"] for r in split] == [r["identity"] for r in lines]
+    assert [Path(r["path"]).read_bytes() for r in split] == [Path(r["path"]).read_bytes() for r in lines]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (out / "shard-0-of-9.sqlite3").write_bytes(b"keep")  # what a failed --force run must leave
+    before["shard-0-of-9.sqlite3"] = b"keep"
+    dup = _write_jsonl(tmp_path / "dup.jsonl", [*_docs()[:3], _docs()[0]])
+    with pytest.raises(SystemExit) as exit_:  # an argparse error: usage and exit 2, as for `shard`
+        main(["build", str(docs), "--shards", "0", "--out", str(out)])
+    assert exit_.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1] == \
+        "drsearch build: error: argument --shards: must be between 1 and 4096, got 0"
+    for argv, needle, code in (
+            (["--shards", "9", "--force"], "no document", 2),  # 8 documents
+            (["--shards", "2"], "already exists", 1),  # a BuildError, as for build and shard
+            (["--shards", "2", "--out", str(tmp_path / "nope")], "does not exist", 2),
+            (["--shards", "2", "--force", "--blocked-docids", str(tmp_path / "x")], "x", 2),
+            (["--shards", "2", "--force", "--docs", str(dup)], "d000", 2),
+            (["--blocked-docids", "none", "--out", str(tmp_path / "one.sqlite3")], "only with --shards", 2)):
+        src = str(dup) if "--docs" in argv else str(docs)
+        argv = [a for a in argv if a not in ("--docs", str(dup))]
+        target = [] if "--out" in argv else ["--out", str(out)]
+        assert main(["build", src, *argv, *target, "--quiet"]) == code, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("drsearch: error: ") and needle in err[0], (argv, err)
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before, argv  # nothing lost, nothing left
+    assert not (tmp_path / "one.sqlite3").exists()

@@ -148,7 +148,7 @@ def test_openapi_and_docs(client: Client) -> None:
     assert {"200", "413", "422"} <= set(search["responses"])
     assert "404" in spec["paths"]["/open"]["post"]["responses"]
     retrieve = spec["paths"]["/retrieve"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert retrieve["required"] == ["queries"] and retrieve["properties"]["queries"]["maxItems"] == 256
+    assert retrieve["required"] == ["queries"] and retrieve["properties"]["queries"]["maxItems"] == 512
     assert retrieve["properties"]["topk"]["maximum"] == 100 and retrieve["additionalProperties"] is False
     docs = client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()

@@ -72,8 +72,8 @@ def test_a_blocked_document_never_appears(client: Client, blocked_client: Client
     ({"queries": ["x" * 40_000]}, "invalid_query", "queries.0"),
     ({"queries": ["a " + " ".join(f"w{i}" for i in range(1100))]}, "invalid_query", "1024"),
     ({"queries": "one query"}, "invalid_request", "queries"),
-    ({"queries": []}, "invalid_request", "queries must hold 1..256 queries, got 0"),
-    ({"queries": ["x"] * 257}, "invalid_request", "queries must hold 1..256 queries, got 257"),
+    ({"queries": []}, "invalid_request", "queries must hold 1..512 queries, got 0"),
+    ({"queries": ["x"] * 513}, "invalid_request", "queries must hold 1..512 queries, got 513"),
     ({"topk": 3}, "invalid_request", "missing field 'queries'"),
     ({"queries": ["x"], "topk": 0}, "invalid_k", "topk"),
     ({"queries": ["x"], "topk": 101}, "invalid_k", "topk"),
@@ -220,6 +220,33 @@ class _Counting:
         return self._engine.search(query, k, **kw)
 
 
+@pytest.mark.slow
+def test_search_r1_training_batch_of_512_is_answered_by_a_default_serve(sample_index: Path, tmp_path: Path) -> None:
+    """Search-R1's trainer sends 512 queries at topk 3 in one /retrieve: a `drsearch serve`
+    with no limit flags answers it in Search-R1's shape, as the engine ranks each query."""
+    from .test_e2e import start
+
+    with Engine.open(sample_index) as engine:
+        titles = sorted({str(t) for (t,) in engine._conn.execute("SELECT title FROM documents") if str(t).strip()})
+        queries = [f"{titles[i % len(titles)]} {i}" for i in range(512)]
+        want = [[{"id": h.docid, "contents": f"{h.title}\n{h.chunk_text}"} for h in engine.search(q, 3).hits]
+                for q in queries]
+    server = start(tmp_path, "--database", str(sample_index), "--verify", "none", workers=1)
+    try:
+        r = httpx.post(server.base + "/retrieve", json={"queries": queries, "topk": 3}, timeout=60)
+        assert r.status_code == 200, r.text[:300]
+        body = r.json()
+        assert list(body) == ["result"] and len(body["result"]) == 512
+        assert body["result"] == want
+        assert sum(map(len, body["result"])) > 3 * 500  # nearly every query finds its 3
+        rendered = search_r1_batch_search(server.base + "/retrieve", queries, 3)
+        assert rendered == ["".join(f"Doc {i}(Title: {d['contents'].split(chr(10), 1)[0]}) "
+                                    f"{d['contents'].split(chr(10), 1)[1]}\n" for i, d in enumerate(docs, 1))
+                            for docs in want]
+    finally:
+        assert server.stop() == 0
+
+
 def test_a_batch_over_the_result_cap_is_refused_before_any_work(sample_index: Path) -> None:
     """256 × "the" at topk 100 (94.6 MB in 8.2 s before): 422 naming the cap, no query run."""
     with Engine.open(sample_index) as engine:
@@ -229,7 +256,7 @@ def test_a_batch_over_the_result_cap_is_refused_before_any_work(sample_index: Pa
             r = c.post("/retrieve", {"queries": ["the"] * 256, "topk": 100})
             status, etype, message = error_of(r)
             assert (status, etype) == (422, "invalid_request"), r.text
-            assert "25600 results" in message and "limit is 2560" in message
+            assert "25600 results" in message and "limit is 5120" in message
             assert counting.started == 0
             # at the cap it is answered
             assert c.post("/retrieve", {"queries": ["the"] * 256, "topk": 10}).status_code == 200

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from drsearch.index import BlockList, BuildSettings, Engine, build
-from drsearch.index.shards import split_index
+from drsearch.index.shards import build_shards, split_index
 from drsearch.server.broker import connect_shards, create_broker_app
 
 from .test_e2e import Server, drsearch_exe, start
@@ -51,8 +51,14 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Pa
     build(_docs(), whole, BuildSettings(chunk_words=40, chunk_stride=30))
     blocked = tmp / "blocked.txt"
     blocked.write_text("\n".join(BLOCKED) + "\n")
-    (tmp / "four").mkdir()
-    four = [r.path for r in split_index(whole, tmp / "four", 4, blocklist=BlockList.from_file(blocked))]
+    for d in ("four", "split4"):
+        (tmp / d).mkdir()
+    # the four shards served below are built straight from the documents (build --shards), and
+    # are byte for byte the split of the whole index
+    four = [r.path for r in build_shards(_docs(), tmp / "four", 4, BuildSettings(chunk_words=40, chunk_stride=30),
+                                         blocklist=BlockList.from_file(blocked))]
+    split4 = split_index(whole, tmp / "split4", 4, blocklist=BlockList.from_file(blocked))
+    assert [p.read_bytes() for p in four] == [r.path.read_bytes() for r in split4]
     (tmp / "two").mkdir()
     two = [r.path for r in split_index(whole, tmp / "two", 2, blocklist=BlockList.from_file(blocked))]
     return whole, blocked, four, two[1]
@@ -139,7 +145,7 @@ def test_broker_answers_with_the_whole_index_bytes(servers: tuple[Server, list[S
     for bad in ({"query": "river", "k": 0}, {"query": ""}, {"queries": "x"}):
         _same(whole, broker, "/retrieve" if "queries" in bad else "/search", bad)
     assert httpx.get(broker.base + "/health").json()["status"] == "ok"
-    for method, path, status in (("GET", "/search", 405), ("GET", "/stats", 404)):
+    for method, path, status in (("GET", "/search", 405), ("GET", "/nope", 404), ("POST", "/stats", 405)):
         got = httpx.request(method, broker.base + path)
         assert got.status_code == status and "the broker serves" in got.json()["error"]["message"]
 
@@ -149,13 +155,93 @@ def test_library_broker(servers: tuple[Server, list[Server], Server, Server]) ->
 
     whole, shards, _, _ = servers
 
-    async def ask() -> list[bytes]:
+    async def ask() -> tuple[list[bytes], list[httpx.Response]]:
         app = create_broker_app(connect_shards([s.base for s in reversed(shards)]))  # any order
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://broker") as c:
-            return [(await c.post("/search", json={"query": q, "k": 10})).content for q in QUERIES]
+            answers = [(await c.post("/search", json={"query": q, "k": 10})).content for q in QUERIES]
+            return answers, [await c.get(path) for path in ("/health", "/stats", "/metrics")]
 
     want = [httpx.post(whole.base + "/search", json={"query": q, "k": 10}).content for q in QUERIES]
-    assert asyncio.run(ask()) == want
+    answers, (health, stats, metrics) = asyncio.run(ask())
+    assert answers == want
+    _like_the_whole_server(whole, shards, health, stats, metrics, searches=len(QUERIES))
+
+
+def _samples(text: str) -> dict[str, float]:
+    """Prometheus text: every sample line as {name{labels}: value}."""
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")}
+
+
+COUNTS = ("documents", "indexed_documents", "empty_documents", "chunks", "tokens", "vocabulary", "postings",
+          "blocked_documents", "blocklist", "content_identity", "build")
+
+
+def _like_the_whole_server(whole: Server, shards: list[Server], health: httpx.Response, stats: httpx.Response,
+                           metrics: httpx.Response, *, searches: int, down: int | None = None) -> None:
+    """The broker's /health, /stats and /metrics say of the corpus what the whole index's
+    server says, name every shard with its identity and state, and count the broker's requests."""
+    w_health, w_stats = httpx.get(whole.base + "/health").json(), httpx.get(whole.base + "/stats").json()
+    identities = [httpx.get(s.base + "/health").headers["x-drsearch-identity"] if i != down else None
+                  for i, s in enumerate(shards)]
+    # /health: a server's shape for the whole corpus, and every shard's state
+    h = health.json()
+    assert health.status_code == (200 if down is None else 503)
+    assert h["status"] == ("ok" if down is None else "unavailable") and h["version"] == w_health["version"]
+    assert {k: h["corpus"][k] for k in ("identity", "documents", "chunks")} == \
+        {k: w_health["corpus"][k] for k in ("identity", "documents", "chunks")}
+    assert {k: h["blocklist"][k] for k in ("sha256", "count", "matched")} == \
+        {k: w_health["blocklist"][k] for k in ("sha256", "count", "matched")}
+    assert h["verify"] == {"state": "off", "message": ""}  # the shards run with --verify none
+    assert [(r["index"], r["url"], r["status"]) for r in h["shards"]] == \
+        [(i, s.base, "unavailable" if i == down else "ok") for i, s in enumerate(shards)]
+    assert [r["identity"] for r in h["shards"] if r["index"] != down] == [x for x in identities if x]
+    assert sum(r["documents"] for r in h["shards"]) == w_health["corpus"]["documents"]
+    # /stats: the whole index's counts (a shard down or not), each shard's counts and counters
+    st = stats.json()
+    assert stats.status_code == 200 and {k: st[k] for k in COUNTS} == {k: w_stats[k] for k in COUNTS}
+    assert [(r["index"], r["status"]) for r in st["shards"]] == \
+        [(i, "unavailable" if i == down else "ok") for i in range(len(shards))]
+    for i, row in enumerate(st["shards"]):
+        if i == down:
+            assert row["server"] is None and f"shard {i} ({shards[i].base})" in row["problem"]
+        else:
+            assert row["problem"] is None and row["server"]["requests"] > 0
+    assert sum(r["chunks"] for r in st["shards"]) == w_stats["chunks"]
+    assert st["server"]["endpoints"]["search"]["requests"] >= searches
+    assert set(st["server"]) == set(w_stats["server"])
+    # /metrics: the server's families and the shards' own
+    assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+    got, want = _samples(metrics.text), _samples(httpx.get(whole.base + "/metrics").text)
+    for name in ("drsearch_corpus_documents", "drsearch_corpus_chunks", "drsearch_blocklist_docids"):
+        assert got[name] == want[name]
+    assert {k.split("{")[0] for k in want} <= {k.split("{")[0] for k in got}
+    assert got['drsearch_requests_total{endpoint="search"}'] >= searches
+    assert got["drsearch_shards"] == len(shards)
+    for i, s in enumerate(shards):
+        assert got[f'drsearch_shard_up{{shard="{i}",url="{s.base}"}}'] == (0 if i == down else 1)
+    assert sum(v for k, v in got.items() if k.startswith("drsearch_shard_documents{")) == want["drsearch_corpus_documents"]
+    assert f'identity="{w_health["corpus"]["identity"]}"' in metrics.text
+
+
+def test_broker_health_stats_and_metrics_are_a_servers(servers: tuple[Server, list[Server], Server, Server]) -> None:
+    whole, shards, _, broker = servers
+    for q in QUERIES:
+        httpx.post(broker.base + "/search", json={"query": q, "k": 5})
+    responses = [httpx.get(broker.base + path) for path in ("/health", "/stats", "/metrics")]
+    for r in responses:
+        assert r.headers["x-drsearch-identity"] == httpx.get(whole.base + "/health").headers["x-drsearch-identity"]
+    _like_the_whole_server(whole, shards, *responses, searches=len(QUERIES))
+
+
+def test_broker_takes_search_r1_training_batch(servers: tuple[Server, list[Server], Server, Server]) -> None:
+    """512 queries at topk 3 (Search-R1's trainer), with every server at its default limits."""
+    whole, _, _, broker = servers
+    rng = random.Random(3)
+    vocab = WORDS + [f"w{i}" for i in range(150)]
+    queries = [" ".join(rng.sample(vocab, rng.randint(1, 3))) for _ in range(512)]
+    got = _same(whole, broker, "/retrieve", {"queries": queries, "topk": 3})
+    assert got.status_code == 200 and len(got.json()["result"]) == 512
 
 
 @pytest.mark.parametrize("which", ["other-split", "whole", "missing"])
@@ -196,6 +282,8 @@ def test_a_dead_shard_is_a_503_naming_it(servers: tuple[Server, list[Server], Se
         assert err["type"] == "shard_unavailable" and f"shard 2 ({shards[2].base})" in err["message"]
     health = httpx.get(broker.base + "/health")
     assert health.status_code == 503 and "shard 2" in health.json()["problems"][0]
+    _like_the_whole_server(servers[0], shards, health, httpx.get(broker.base + "/stats"),
+                           httpx.get(broker.base + "/metrics"), searches=0, down=2)
 
 
 def test_internal_run_merge_verb_is_not_listed() -> None:
@@ -204,3 +292,32 @@ def test_internal_run_merge_verb_is_not_listed() -> None:
     assert "shard " in p.stdout  # the verb that splits an index is listed
     merge = subprocess.run([drsearch_exe(), "run", "merge", "--help"], capture_output=True, text=True, timeout=60)
     assert merge.returncode == 0 and merge.stdout.startswith("usage: drsearch run merge")
+
+
+def test_broker_health_is_degraded_when_a_shard_says_so() -> None:
+    """A shard that answers but reports damage or a failed deep check: the broker's /health is
+    200 ``degraded`` naming it (as one server's), its verify state the worst of the shards'."""
+    from drsearch.server.broker_status import Shard, health_body
+
+    def facts(i: int) -> Shard:
+        stats = {"documents": 10, "chunks": 20, "schema_version": 3, "blocklist": {"matched": i},
+                 "shard": {"documents": 30, "chunks": 60, "tokens": 900, "vocabulary": 50,
+                           "blocklist": {"sha256": "ab", "count": 3}}}
+        return Shard(f"http://s{i}", i, f"id{i}:ab", i, stats)
+
+    shards = [facts(i) for i in range(3)]
+    ok = {"status": "ok", "problems": [], "verify": {"state": "ok", "message": ""}}
+    bad = {"status": "degraded", "problems": ["deep verification failed: page 7"],
+           "verify": {"state": "failed", "message": "page 7"}}
+    pending = {**ok, "verify": {"state": "pending", "message": ""}}
+    body = health_body("corpus", "split", shards, [(ok, None), (bad, None), (pending, None)])
+    assert body["status"] == "degraded"
+    assert body["problems"] == ["shard 1 (http://s1): deep verification failed: page 7"]
+    assert body["verify"] == {"state": "failed", "message": "shard 1: page 7"}
+    assert [r["status"] for r in body["shards"]] == ["ok", "degraded", "ok"]
+    assert body["corpus"] == {"identity": "corpus", "schema_version": 3, "documents": 30, "chunks": 60}
+    assert body["blocklist"] == {"sha256": "ab", "count": 3, "matched": 3}
+    down = health_body("corpus", "split", shards, [(ok, None), (None, "shard 1 (http://s1) did not answer"),
+                                                   (pending, None)])
+    assert down["status"] == "unavailable" and down["verify"]["state"] == "pending"
+    assert down["problems"] == ["shard 1 (http://s1) did not answer"]

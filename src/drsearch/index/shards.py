@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import apsw
@@ -40,11 +40,15 @@ import xxhash
 
 from ..contract.errors import BuildError, InvalidInputError
 from .blocklist import BlockList
+from .build import SourceChunk, build
 from .doctable import DocTable
 from .engine import Engine
 from .fts5spec import sql_string
 from .schema import APPLICATION_ID, BLOCK_POSTINGS, DDL, FTS_DDL, SHARD_DDL, SHARD_SCHEMA_VERSION, block_count
 from .terms import IDF_FLOOR, chunk_norms, term_impacts
+
+if TYPE_CHECKING:
+    from .settings import BuildSettings  # pydantic: imported by the build itself when it runs
 
 # meta.shard's own format: a reader that does not know it refuses the file (schema version 3).
 SHARD_FORMAT = 1
@@ -186,6 +190,17 @@ def split_index(src: str | os.PathLike[str], out_dir: str | os.PathLike[str], co
     (an output exists and not ``overwrite``, or cannot be written), and what Engine.open
     raises for ``src``. Nothing is left behind on failure; the same inputs give the same bytes.
     """
+    paths = _check_outputs(out_dir, count, overwrite)
+    # Engine.open's rule: a release's database gets the release's own list unless told
+    with Engine.open(src, blocklist) as engine:
+        if not allow_missing_blocked:
+            engine.check_blocklist_complete()
+        return _split(engine, paths, engine.blocklist, progress)
+
+
+def _check_outputs(out_dir: str | os.PathLike[str], count: int, overwrite: bool) -> list[Path]:
+    """The shard paths in ``out_dir``, after the checks both ways into shards make before any
+    work: a count of at least 1, a directory that exists, no file to replace unless told."""
     if count < 1:
         raise InvalidInputError(f"--shards must be at least 1, got {count}")
     out = Path(out_dir)
@@ -195,11 +210,38 @@ def split_index(src: str | os.PathLike[str], out_dir: str | os.PathLike[str], co
     existing = [p for p in paths if p.exists()]
     if existing and not overwrite:
         raise BuildError(f"{existing[0]} already exists (use --force / overwrite=True to replace it)")
-    # Engine.open's rule: a release's database gets the release's own list unless told
-    with Engine.open(src, blocklist) as engine:
-        if not allow_missing_blocked:
-            engine.check_blocklist_complete()
-        return _split(engine, paths, engine.blocklist, progress)
+    return paths
+
+
+def build_shards(docs: Iterable[object], out_dir: str | os.PathLike[str], count: int,
+                 settings: BuildSettings | None = None, *, blocklist: BlockList | None = None,
+                 allow_missing_blocked: bool = False, overwrite: bool = False,
+                 progress: Callable[[int], None] | None = None, on_start: Callable[[int], None] | None = None,
+                 chunks: Iterable[SourceChunk] | None = None,
+                 exclude: BlockList | None = None) -> list[ShardReport]:
+    """Build the index of ``docs`` straight into ``count`` shard files in ``out_dir``: the
+    files :func:`split_index` writes from ``build(docs, ...)``'s index, byte for byte.
+
+    Exactness needs the corpus-wide statistics (N, avgdl, every term's df) before any
+    posting's impact is final, so the whole index is built first, as an unnamed file in
+    ``out_dir`` (``.whole-PID.sqlite3``; the directory must hold it and the shards at once,
+    about 2.1 times the index), split, and removed, whatever happens. ``settings``,
+    ``progress``, ``on_start``, ``chunks`` and ``exclude`` are :func:`build`'s; ``blocklist``,
+    ``allow_missing_blocked`` and ``overwrite`` :func:`split_index`'s (None: no blocklist; a
+    new index is not a release). Raises what both raise; the count, the directory and the
+    outputs are checked before any document is read, and a failure leaves what was there.
+    """
+    paths = _check_outputs(out_dir, count, overwrite)
+    whole = Path(out_dir) / f".whole-{os.getpid()}.sqlite3"
+    whole.unlink(missing_ok=True)  # a killed run's, under this pid: nobody else's
+    try:
+        build(docs, whole, settings, progress=progress, on_start=on_start, chunks=chunks, exclude=exclude)
+        with Engine.open(whole, blocklist or BlockList.empty()) as engine:
+            if not allow_missing_blocked:
+                engine.check_blocklist_complete()
+            return _split(engine, paths, engine.blocklist, None)
+    finally:
+        whole.unlink(missing_ok=True)
 
 
 def _split(engine: Engine, paths: list[Path], bl: BlockList,
@@ -316,4 +358,4 @@ def _shard_meta(meta: dict[str, Any], s: _Shard, local: dict[str, npt.NDArray[An
                                     "matched": engine.blocked_matched}}}
 
 
-__all__ = ["SHARD_FORMAT", "ShardReport", "shard_paths", "split_index"]
+__all__ = ["SHARD_FORMAT", "ShardReport", "build_shards", "shard_paths", "split_index"]

@@ -2,10 +2,12 @@
 
 ``drsearch serve --shards URL...`` (or :func:`create_broker_app` over :func:`connect_shards`
 as a library) answers ``POST /search``, ``/retrieve`` and ``/open`` with the bytes the whole
-index's server would give (docs/SCALING.md "Exact shards"). Each shard is an ordinary
+index's server would give (docs/SCALING.md "Exact shards"), and ``GET /health``, ``/stats`` and
+``/metrics`` in a server's shapes for the whole corpus, with every shard's state beside them
+(drsearch.server.broker_status). Each shard is an ordinary
 ``drsearch serve`` of one shard file (drsearch.index.shards), served and replicated like any
-index (HAProxy, a Kubernetes Service per shard): the broker keeps no state but the shards'
-identities.
+index (HAProxy, a Kubernetes Service per shard): the broker keeps no state but what the
+shards said of themselves at start-up (identities, counts) and its own request counters.
 
 Why the merge is exact: a shard's scores are the whole index's bits (its postings carry the
 corpus' impacts), every document lies in one shard, and shards hold contiguous ranges of the
@@ -37,21 +39,19 @@ from starlette.routing import Route
 
 from ..contract.errors import InvalidInputError
 from ..contract.searcher import fleet_identity
+from . import broker_status
+from .broker_status import Probe, Shard
 from .encoding import canonical_bytes  # the reference encoder's bytes, by orjson where they agree
+from .exposition import PROMETHEUS_CONTENT_TYPE
+from .metrics import MetricsStore
+from .middleware import ServerMiddleware
 
 IDENTITY = "x-drsearch-identity"
 JSON = "application/json"
 _MAX_BODY = 16 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """One shard server as checked at start-up: its URL, index and the identity it serves."""
-
-    url: str
-    index: int
-    identity: str
-    blocklist_matched: int
+# the broker's counters by endpoint, as a server's (drsearch.server.metrics.ENDPOINTS)
+_ENDPOINTS = {"/search": "search", "/open": "open", "/retrieve": "retrieve", "/health": "health",
+              "/stats": "stats", "/metrics": "metrics"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class ShardUnavailable(Exception):
         super().__init__(f"shard {shard.index} ({shard.url}) {why}")
 
 
-def _shard_info(url: str, timeout: float) -> tuple[dict[str, Any], str, dict[str, Any]]:
+def _shard_info(url: str, timeout: float) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]]:
     try:
         with urllib.request.urlopen(f"{url}/stats", timeout=timeout) as got:
             identity, raw = got.headers.get(IDENTITY, ""), got.read()
@@ -93,7 +93,8 @@ def _shard_info(url: str, timeout: float) -> tuple[dict[str, Any], str, dict[str
     if not isinstance(shard, dict):
         raise InvalidInputError(f"shard {url} serves a whole index (identity "
                                 f"{body.get('content_identity')}), not a shard of a split (drsearch shard)")
-    return shard, identity, body.get("blocklist", {})
+    body.pop("server", None)  # live counters: asked again whenever /stats is
+    return shard, identity, body.get("blocklist", {}), body
 
 
 def connect_shards(urls: Sequence[str], *, timeout: float = 10.0,
@@ -108,9 +109,9 @@ def connect_shards(urls: Sequence[str], *, timeout: float = 10.0,
     if not urls:
         raise InvalidInputError("--shards needs at least one URL")
     found = [(url.rstrip("/"), *_shard_info(url.rstrip("/"), timeout)) for url in urls]
-    first_url, first, _, _ = found[0]
+    first_url, first, _, _, _ = found[0]
     by_index: dict[int, Shard] = {}
-    for url, shard, identity, blocklist in found:
+    for url, shard, identity, blocklist, stats in found:
         if shard.get("set") != first.get("set"):
             raise InvalidInputError(
                 f"shard {url} belongs to another split (corpus {shard.get('corpus')}, {shard.get('count')} "
@@ -123,7 +124,8 @@ def connect_shards(urls: Sequence[str], *, timeout: float = 10.0,
         if blocklist.get("sha256") != want or not identity.endswith(f":{want}"):
             raise InvalidInputError(f"shard {url} serves the blocklist {blocklist.get('sha256')}, "
                                     f"the split's is {want}")
-        by_index[shard["index"]] = Shard(url, shard["index"], identity, int(blocklist.get("matched", 0)))
+        by_index[shard["index"]] = Shard(url, shard["index"], identity, int(blocklist.get("matched", 0)),
+                                         stats)
     count = int(first["count"])
     missing = [i for i in range(count) if i not in by_index]
     if missing:
@@ -138,9 +140,8 @@ def connect_shards(urls: Sequence[str], *, timeout: float = 10.0,
                     str(first["blocklist"]["sha256"]), str(first["set"]))
 
 
-def _error(status: int, kind: str, message: str, identity: str) -> Response:
-    return Response(canonical_bytes({"error": {"type": kind, "message": message}}), status,
-                    {IDENTITY: identity}, media_type=JSON)
+def _error(status: int, kind: str, message: str) -> Response:
+    return Response(canonical_bytes({"error": {"type": kind, "message": message}}), status, media_type=JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +216,10 @@ class Broker:
     """Fans one request out to every shard (keep-alive connections of its own, :class:`_Pool`)
     and merges the answers."""
 
-    def __init__(self, shards: ShardSet, timeout: float = 15.0) -> None:
+    def __init__(self, shards: ShardSet, timeout: float = 15.0, metrics: MetricsStore | None = None) -> None:
         self.set = shards
         self.pools = [_Pool(s.url, timeout) for s in shards.shards]
+        self.metrics = metrics or MetricsStore(None)  # the broker's own requests (one process)
 
     async def _ask(self, shard: Shard, path: str, body: bytes) -> Answer:
         try:
@@ -242,7 +244,7 @@ class Broker:
                 t.cancel()
 
     def _relay(self, got: Answer) -> Response:
-        return Response(got.content, got.status_code, {IDENTITY: self.set.identity}, media_type=JSON)
+        return Response(got.content, got.status_code, media_type=JSON)
 
     def _failed(self, answers: list[Answer], ok: tuple[int, ...] = (200,)) -> Response | None:
         """The first answer that is not a success (the shards refuse a bad request alike)."""
@@ -288,30 +290,50 @@ class Broker:
         return self._failed(answers, (404,)) or self._relay(answers[0])
 
     def _answer(self, value: Any) -> Response:
-        return Response(canonical_bytes(value), 200, {IDENTITY: self.set.identity}, media_type=JSON)
+        return Response(canonical_bytes(value), 200, media_type=JSON)
+
+    async def _probe(self, s: Shard, path: str) -> Probe:
+        """``GET path`` of one shard: its JSON body, or the line that says why there is none
+        (no answer, another identity than at start-up, not a 200)."""
+        try:
+            got = await self.pools[s.index].request(b"GET", path)
+        except _Closing as c:
+            got = c.answer
+        except (OSError, TimeoutError, ValueError, IndexError) as e:
+            return None, f"shard {s.index} ({s.url}) did not answer GET {path} ({type(e).__name__}: {e})"
+        if got.status_code != 200 or got.identity != s.identity:
+            return None, (f"shard {s.index} ({s.url}) answered GET {path} with HTTP {got.status_code} "
+                          f"as identity {got.identity}")
+        try:
+            return orjson.loads(got.content), None
+        except orjson.JSONDecodeError:
+            return None, f"shard {s.index} ({s.url}) answered GET {path} with a body that is not JSON"
+
+    async def probe_all(self, path: str) -> list[Probe]:
+        """Every shard's answer to ``GET path`` (:meth:`_probe`), in shard order."""
+        return list(await asyncio.gather(*(self._probe(s, path) for s in self.set.shards)))
 
     async def health(self) -> Response:
-        """200 when every shard answers ``/health`` as at start-up, else 503 naming the first
-        that does not (a load balancer's check of the broker)."""
-        async def one(s: Shard) -> str | None:
-            try:
-                got = await self.pools[s.index].request(b"GET", "/health")
-            except _Closing as c:
-                got = c.answer
-            except (OSError, TimeoutError, ValueError, IndexError) as e:
-                return f"shard {s.index} ({s.url}) did not answer GET /health ({type(e).__name__}: {e})"
-            if got.status_code != 200 or got.identity != s.identity:
-                return (f"shard {s.index} ({s.url}) answered GET /health with HTTP {got.status_code} "
-                        f"as identity {got.identity}")
-            return None
+        """``GET /health``: the shape of a server's, for the whole corpus, and every shard's
+        state; 503 when a shard does not answer ``/health`` as at start-up (a load balancer's
+        check of the broker), naming it (drsearch.server.broker_status)."""
+        body = broker_status.health_body(self.set.corpus, self.set.split, self.set.shards,
+                                         await self.probe_all("/health"))
+        status = 503 if body["status"] == "unavailable" else 200
+        return Response(canonical_bytes(body), status, media_type=JSON)
 
-        problems = [p for p in await asyncio.gather(*map(one, self.set.shards)) if p]
-        body = {"status": "ok" if not problems else "unavailable", "problems": problems,
-                "corpus": {"identity": self.set.corpus}, "blocklist": {"sha256": self.set.blocklist_sha256},
-                "split": self.set.split,
-                "shards": [{"index": s.index, "url": s.url, "identity": s.identity} for s in self.set.shards]}
-        return Response(canonical_bytes(body), 503 if problems else 200, {IDENTITY: self.set.identity},
-                        media_type=JSON)
+    async def stats(self) -> Response:
+        """``GET /stats``: the whole corpus' counts, every shard's counts, state and counters,
+        and the broker's own request counters (always 200: a shard down is a row's state)."""
+        body = broker_status.stats_body(self.set.corpus, self.set.split, self.set.shards,
+                                        await self.probe_all("/stats"), self.metrics.snapshot())
+        return Response(canonical_bytes(body), 200, media_type=JSON)
+
+    async def prometheus(self) -> Response:
+        """``GET /metrics``: the broker's counters and the shards' state, Prometheus text."""
+        text = broker_status.metrics_text(self.set.corpus, self.set.shards, await self.probe_all("/health"),
+                                          self.metrics.snapshot())
+        return Response(text.encode("utf-8"), media_type=PROMETHEUS_CONTENT_TYPE)
 
 
 def _merge(lists: list[list[dict[str, Any]]], k: int, score: Any) -> list[dict[str, Any]]:
@@ -325,36 +347,46 @@ def _merge(lists: list[list[dict[str, Any]]], k: int, score: Any) -> list[dict[s
 
 def create_broker_app(shards: ShardSet, *, time_limit_s: float = 15.0) -> Starlette:
     """The broker's ASGI app over ``shards`` (:func:`connect_shards`); a shard that has not
-    answered within ``time_limit_s`` seconds is a 503 naming it."""
+    answered within ``time_limit_s`` seconds is a 503 naming it. Every response carries the
+    whole index's ``x-drsearch-identity``; the broker counts and times its requests as a
+    server does (``/stats``, ``/metrics``; ``app.state.broker`` is the :class:`Broker`)."""
     broker = Broker(shards, time_limit_s)
 
     def post(method: Any) -> Any:
         async def endpoint(request: Request) -> Response:
             body = await request.body()
             if len(body) > _MAX_BODY:
-                return _error(413, "body_too_large", f"request body over {_MAX_BODY} bytes", shards.identity)
+                return _error(413, "body_too_large", f"request body over {_MAX_BODY} bytes")
             try:
                 return await method(body)  # type: ignore[no-any-return]
             except ShardUnavailable as e:
-                return _error(503, "shard_unavailable", str(e), shards.identity)
+                return _error(503, "shard_unavailable", str(e))
         return endpoint
 
-    async def health(request: Request) -> Response:
-        return await broker.health()
+    def get(method: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            return await method()  # type: ignore[no-any-return]
+        return endpoint
 
     async def refused(request: Request, exc: Exception) -> Response:
-        # no such endpoint (/stats and /metrics are each shard's own) or method: the
-        # project's error body, as a server's, never a plain-text page
+        # no such endpoint or method: the project's error body, as a server's, never a
+        # plain-text page
         status = getattr(exc, "status_code", 404)
         kind = "method_not_allowed" if status == 405 else "not_found"
         return _error(status, kind, f"{request.method} {request.url.path}: the broker serves POST /search, "
-                      "/retrieve, /open and GET /health", shards.identity)
+                      "/retrieve, /open and GET /health, /stats, /metrics")
 
-    return Starlette(routes=[Route("/search", post(broker.search), methods=["POST"]),
-                             Route("/retrieve", post(broker.retrieve), methods=["POST"]),
-                             Route("/open", post(broker.open), methods=["POST"]),
-                             Route("/health", health, methods=["GET"])],
-                     exception_handlers={HTTPException: refused})
+    app = Starlette(routes=[Route("/search", post(broker.search), methods=["POST"]),
+                            Route("/retrieve", post(broker.retrieve), methods=["POST"]),
+                            Route("/open", post(broker.open), methods=["POST"]),
+                            Route("/health", get(broker.health), methods=["GET"]),
+                            Route("/stats", get(broker.stats), methods=["GET"]),
+                            Route("/metrics", get(broker.prometheus), methods=["GET"])],
+                    exception_handlers={HTTPException: refused})
+    app.add_middleware(ServerMiddleware, metrics=broker.metrics, endpoints=_ENDPOINTS,
+                       identity=shards.identity)
+    app.state.broker = broker
+    return app
 
 
 __all__ = ["Broker", "Shard", "ShardSet", "ShardUnavailable", "connect_shards", "create_broker_app"]

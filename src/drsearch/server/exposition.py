@@ -8,6 +8,8 @@ Prometheus text format (0.0.4); latency percentiles appear as a ``summary``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
@@ -107,6 +109,25 @@ def _family(lines: list[str], name: str, kind: str, help_text: str) -> None:
 
 def metrics_text(engine: Retriever, snap: Snapshot) -> str:
     """``GET /metrics``: the counters of /stats in the Prometheus text exposition format."""
+    meta = engine.meta
+    return counters_text(snap, CorpusGauges(meta["documents"], meta["chunks"], len(engine.blocklist),
+                                            meta["content_identity"], meta["schema_version"]))
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusGauges:
+    """What /metrics says of the corpus served: one index's, or a shard broker's whole corpus."""
+
+    documents: int
+    chunks: int
+    blocklist_docids: int
+    identity: str
+    schema_version: int
+
+
+def counters_text(snap: Snapshot, corpus: CorpusGauges, extra: Sequence[str] = ()) -> str:
+    """The Prometheus text of ``snap``'s counters and ``corpus``'s gauges, then the lines
+    ``extra`` (families of their own, HELP and TYPE included)."""
     lines: list[str] = []
     per_endpoint = (
         ("drsearch_requests_total", "Requests answered, by endpoint.", "requests"),
@@ -133,23 +154,38 @@ def metrics_text(engine: Retriever, snap: Snapshot) -> str:
         ("drsearch_workers_live", "Worker processes of this run now alive.", str(snap.workers_live)),
         ("drsearch_workers_started", "Worker processes started in this run (restarts included).",
          str(snap.workers_started)),
-        ("drsearch_corpus_documents", "Documents in the index.", str(engine.meta["documents"])),
-        ("drsearch_corpus_chunks", "Chunks in the index.", str(engine.meta["chunks"])),
-        ("drsearch_blocklist_docids", "Docids in the blocklist.", str(len(engine.blocklist))),
+        ("drsearch_corpus_documents", "Documents in the index.", str(corpus.documents)),
+        ("drsearch_corpus_chunks", "Chunks in the index.", str(corpus.chunks)),
+        ("drsearch_blocklist_docids", "Docids in the blocklist.", str(corpus.blocklist_docids)),
     )
     for name, help_text, value in gauges:
         _family(lines, name, "gauge", help_text)
         lines.append(f"{name} {value}")
     _family(lines, "drsearch_info", "gauge", "Server version and corpus identity.")
     lines.append(f"drsearch_info{{version={_label(__version__)},"
-                 f"identity={_label(engine.meta['content_identity'])},"
-                 f"schema_version={_label(engine.meta['schema_version'])}}} 1")
+                 f"identity={_label(corpus.identity)},"
+                 f"schema_version={_label(corpus.schema_version)}}} 1")
+    lines.extend(extra)
     return "\n".join(lines) + "\n"
+
+
+def gauge_family(name: str, help_text: str,
+                 samples: Sequence[tuple[dict[str, object], float | int]]) -> list[str]:
+    """One gauge family's lines: HELP, TYPE and a sample per (labels, value)."""
+    lines: list[str] = []
+    _family(lines, name, "gauge", help_text)
+    for labels, value in samples:
+        inner = ",".join(f"{k}={_label(v)}" for k, v in labels.items())
+        lines.append(f"{name}{{{inner}}} {value}" if inner else f"{name} {value}")
+    return lines
 
 
 __all__ = [
     "PROMETHEUS_CONTENT_TYPE",
+    "CorpusGauges",
     "blocklist_enabled",
+    "counters_text",
+    "gauge_family",
     "health_body",
     "metrics_text",
     "server_body",

@@ -90,8 +90,8 @@ class ServerSettings(BaseModel):
     max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     max_client_connections: int = Field(default=DEFAULT_MAX_CLIENT_CONNECTIONS, ge=1, le=1_000_000)
-    max_batch_queries: int = Field(default=256, ge=1, le=10_000)
-    max_batch_results: int = Field(default=2560, ge=1, le=10_000_000)
+    max_batch_queries: int = Field(default=512, ge=1, le=10_000)
+    max_batch_results: int = Field(default=5120, ge=1, le=10_000_000)
     max_response_bytes: int = Field(default=16 << 20, ge=64 << 10, le=1 << 30)
     batch_threads: int = Field(default=4, ge=1, le=256)
     unknown_fields: UnknownFields = "reject"

@@ -58,8 +58,8 @@ from .report_cli import register as register_report_verb
 from .run_cli import MERGE_VERB
 from .run_cli import register as register_run_verb
 from .score_cli import register as register_score_verb
+from .shard_cli import add_build_shard_options, build_shards_cli, serve_shards
 from .shard_cli import register as register_shard_verb
-from .shard_cli import serve_shards
 from .snapshot_cli import register as register_snapshot_verb
 from .trec_cli import add_batch_options, cmd_search_topics
 from .trec_cli import register as register_eval_verb
@@ -93,6 +93,13 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     from ..index import BuildSettings  # pydantic: only for the verbs that build
 
     settings = BuildSettings(tokenizer=args.tokenizer, threads=args.threads)
+    if args.shards is not None:
+        return build_shards_cli(args, settings, out)
+    split_only = [flag for flag, given in (("--blocked-docids", args.blocked_docids is not None),
+                                           ("--allow-missing-blocked", args.allow_missing_blocked)) if given]
+    if split_only:
+        raise InvalidInputError(f"{', '.join(split_only)}: only with --shards (a plain index takes its "
+                                "blocklist when served)")
     bars = StageBars(args.quiet)
     exclude = BlockList.from_file(args.exclude_docids) if args.exclude_docids else None
     try:  # the bar opens once the documents are read, so early errors print one clean line
@@ -293,7 +300,8 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build a frozen index from documents (JSONL)")
     p.add_argument("docs", metavar="DOCS.jsonl", help='lines of {"docid","url","title","text"}')
     p.add_argument("--out", required=True, metavar="CORPUS.sqlite3",
-                   help="index file to write (its directory must exist)")
+                   help="index file to write (its directory must exist); with --shards the directory "
+                        "for shard-I-of-S.sqlite3 (must exist)")
     p.add_argument("--tokenizer", choices=["porter", "unicode61"], default="porter",
                    help="FTS5 tokenizer (default porter: porter unicode61)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
@@ -305,6 +313,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=build_threads, default=1, metavar="N",
                    help="1 (default) or 2: tokenize in a worker process alongside SQLite's writes; "
                         "the file is the same bytes either way")
+    add_build_shard_options(p)
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("search", help="search an index (one query, or --topics to a TREC run file)")
@@ -351,10 +360,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-query-terms", type=int_in(1, 1024), default=1024, metavar="N",
                    help="most distinct terms in a query (422 beyond; default 1024)")
     add_connection_arguments(p)
-    p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=256, metavar="N",
-                   help="most queries in one POST /retrieve (422 beyond; default 256)")
-    p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=2560, metavar="N",
-                   help="most results in one POST /retrieve, queries × topk (422 beyond; default 2560)")
+    p.add_argument("--max-batch-queries", type=int_in(1, 10_000), default=512, metavar="N",
+                   help="most queries in one POST /retrieve (422 beyond; default 512: Search-R1's "
+                        "training batch)")
+    p.add_argument("--max-batch-results", type=int_in(1, 10_000_000), default=5120, metavar="N",
+                   help="most results in one POST /retrieve, queries × topk (422 beyond; default 5120: "
+                        "the most queries at the default k)")
     p.add_argument("--max-response-bytes", type=int_in(64 << 10, 1 << 30), default=16 << 20, metavar="N",
                    help="largest POST /retrieve answer in bytes (422 response_too_large beyond; "
                         "default 16777216)")
