@@ -14,15 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..biotools import BIOTOOL_NAMES
+from ..biotools import BIOTOOL_NAMES, DOMAIN_TOOL_NAMES
 from ..contract import DEFAULT_K, MAX_K, InvalidInputError
 from .errors import describe_validation_error
 
 ATTEMPT_SEED_STRIDE = 1_000_000  # > any benchmark index: attempts never share a seed
 
-TOOL_NAMES = ("search", "open", "python", *BIOTOOL_NAMES)
+TOOL_NAMES = ("search", "open", "python", *BIOTOOL_NAMES, *DOMAIN_TOOL_NAMES)
 """Every tool a preset may list, in the order their schemas are sent (and hashed): the
-corpus tools, python, then the ten biomedical tools of :mod:`drsearch.biotools`."""
+corpus tools, python, the ten biomedical tools of :mod:`drsearch.biotools`, then DrBencher's
+financial and security tools."""
 
 
 class Preset(BaseModel):

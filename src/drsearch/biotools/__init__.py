@@ -7,7 +7,8 @@ answers (drsearch.agents.biotools, drsearch.agents.snapshot). docs/AGENTS.md doc
 
 Public API::
 
-    BIOTOOLS (name -> BioTool), BIOTOOL_NAMES; BioTool.check(args) -> canonical arguments
+    BIOTOOLS (name -> BioTool), BIOTOOL_NAMES (the ten), DOMAIN_TOOL_NAMES (DrBencher's
+    financial and security tools); BioTool.check(args) -> canonical arguments
     LiveBioTools(endpoints, env=None, transport=None).call(name, args) -> envelope bytes
     render(envelope, limit) -> what the model reads; load_endpoints(file); signatures(names)
     InvalidArgumentsError, ServiceError; ServiceClient, RateLimiter
@@ -15,12 +16,21 @@ Public API::
 
 from .errors import InvalidArgumentsError, ServiceError
 from .http import RateLimiter, Reply, ServiceClient
-from .registry import BIOTOOL_NAMES, BIOTOOLS, LiveBioTools, load_endpoints, signatures, utc_date
+from .registry import (
+    BIOTOOL_NAMES,
+    BIOTOOLS,
+    DOMAIN_TOOL_NAMES,
+    LiveBioTools,
+    load_endpoints,
+    signatures,
+    utc_date,
+)
 from .spec import BioTool, Outcome, envelope, provenance, render
 
 __all__ = [
     "BIOTOOLS",
     "BIOTOOL_NAMES",
+    "DOMAIN_TOOL_NAMES",
     "BioTool",
     "InvalidArgumentsError",
     "LiveBioTools",

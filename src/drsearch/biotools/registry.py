@@ -22,14 +22,19 @@ import httpx
 from ..contract import InvalidInputError
 from ..contract.retry import RetryPolicy
 from .biomcp import BIOMCP
+from .domains import DOMAIN_TOOLS
 from .http import RateLimiter, ServiceClient
 from .services import HTTP_TOOLS
 from .spec import BioTool, Session, envelope
 
-BIOTOOLS: dict[str, BioTool] = {t.name: t for t in (*HTTP_TOOLS, BIOMCP)}
-"""name -> tool, in the paper's order: pubmed, clinicaltrialsgov, openfda, opentargets,
-chembl, uniprot, pubchem, kegg, ncbi_datasets, biomcp."""
-BIOTOOL_NAMES: tuple[str, ...] = tuple(BIOTOOLS)
+BIOTOOL_NAMES: tuple[str, ...] = tuple(t.name for t in (*HTTP_TOOLS, BIOMCP))
+"""OpenBioRQ's ten tools, in the paper's order: pubmed, clinicaltrialsgov, openfda,
+opentargets, chembl, uniprot, pubchem, kegg, ncbi_datasets, biomcp."""
+DOMAIN_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in DOMAIN_TOOLS)
+"""DrBencher's financial and security tools (:mod:`.domains`): sec_tickers, sec_xbrl, nvd,
+epss, cisa_kev."""
+BIOTOOLS: dict[str, BioTool] = {t.name: t for t in (*HTTP_TOOLS, BIOMCP, *DOMAIN_TOOLS)}
+"""name -> tool, every agent tool over an outside service: the ten, then the domain tools."""
 
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -142,4 +147,5 @@ def signatures(names: list[str] | tuple[str, ...]) -> dict[str, Any]:
     return {n: BIOTOOLS[n].signature() for n in names if n in BIOTOOLS}
 
 
-__all__ = ["BIOTOOLS", "BIOTOOL_NAMES", "LiveBioTools", "load_endpoints", "signatures", "utc_date"]
+__all__ = ["BIOTOOLS", "BIOTOOL_NAMES", "DOMAIN_TOOL_NAMES", "LiveBioTools", "load_endpoints", "signatures",
+           "utc_date"]

@@ -3,7 +3,9 @@
 One HTTP server on 127.0.0.1 speaks the documented request and response shapes of PubChem
 PUG-REST (``/rest/pug/compound/cid/{cid}/property/{names}/JSON``), UniProt REST
 (``/uniprotkb/{accession}?format=json``), SEC EDGAR (``/files/company_tickers.json``,
-``/api/xbrl/companyfacts/CIK##########.json``), the NVD CVE API 2.0
+``/api/xbrl/companyfacts/CIK##########.json`` and, for the V2 agent's ``sec_xbrl`` tool,
+``/api/xbrl/companyconcept/CIK##########/us-gaap/{concept}.json``, one concept of the same
+facts), the NVD CVE API 2.0
 (``/rest/json/cves/2.0?cveId=``), FIRST EPSS (``/data/v1/epss?cve=``) and the CISA KEV feed
 (``/sites/default/files/feeds/known_exploited_vulnerabilities.json``): their paths do not
 overlap, so one server holds them all. Answers come from a fixture of public records
@@ -36,6 +38,7 @@ FAULTS = ("429", "html", "not_json")
 
 _PUBCHEM = re.compile(r"^/rest/pug/compound/cid/([^/]+)/property/([^/]+)/JSON$")
 _COMPANYFACTS = re.compile(r"^/api/xbrl/companyfacts/CIK([0-9]{10})\.json$")
+_COMPANYCONCEPT = re.compile(r"^/api/xbrl/companyconcept/CIK([0-9]{10})/us-gaap/([A-Za-z]+)\.json$")
 
 
 def _json(value: Any, status: int = 200) -> Answer:
@@ -69,6 +72,14 @@ def answer(d: dict[str, Any], path: str, q: dict[str, str]) -> Answer:
         if facts is None:  # EDGAR answers a plain 404 page for an unknown CIK
             return 404, "text/plain", "NoSuchKey"
         return _json(facts)
+    m = _COMPANYCONCEPT.match(path)
+    if m:
+        facts = d["sec"]["companyfacts"].get(m.group(1))
+        concept = (facts or {}).get("facts", {}).get("us-gaap", {}).get(m.group(2))
+        if concept is None:
+            return 404, "text/plain", "NoSuchKey"
+        return _json({"cik": facts["cik"], "entityName": facts["entityName"], "tag": m.group(2),
+                      "taxonomy": "us-gaap", **concept})
     if path == "/rest/json/cves/2.0":
         cve = q.get("cveId", "")
         found = [{"cve": d["nvd"][cve]}] if cve in d["nvd"] else []

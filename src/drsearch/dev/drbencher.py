@@ -110,8 +110,33 @@ def tool_solver(body: dict[str, Any]) -> dict[str, Any] | str:
     return "I do not know."
 
 
+SOLVER_DOMAIN = "solver-domain"
+"""A V2 model of the API domains: asks the first domain tool offered about a fixed record
+(Log4Shell's EPSS, Apple's CIK, aspirin's properties), then answers with the number it read
+(a scripted agent: it does not read the question)."""
+
+DOMAIN_CALLS = (("epss", {"cve_id": "CVE-2021-44228"}), ("sec_tickers", {"ticker": "AAPL"}),
+                ("pubchem", {"identifier": "2244", "namespace": "cid"}))
+
+
+def domain_tool_solver(body: dict[str, Any]) -> dict[str, Any] | str:
+    messages = body["messages"]
+    if not any(m["role"] == "tool" for m in messages):
+        offered = {t["function"]["name"] for t in body.get("tools", [])}
+        for name, args in DOMAIN_CALLS:
+            if name in offered:
+                call = {"function": {"arguments": json.dumps(args), "name": name}, "id": "d0",
+                        "type": "function"}
+                return {"content": None, "role": "assistant", "tool_calls": [call]}
+        return "I do not know."
+    read = str(messages[-1].get("content") or "")
+    found = re.search(r'"(?:epss|cik_str|MolecularWeight)": ?"?([0-9.]+)', read)
+    return f"Final answer: {found.group(1)}" if found else "I do not know."
+
+
 RULES = [
     Rule(SOLVER2, (), tool_solver),
+    Rule(SOLVER_DOMAIN, (), domain_tool_solver),
     Rule(SOLVER, ("Himalayas", "pendulum clock"), "About 120.00 s/day."),
     Rule(SOLVER, (), "I do not know."),
     Rule(MODEL, "Write clues about an entity", clues),

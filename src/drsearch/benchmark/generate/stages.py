@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ... import __version__
 from ...agents import (
+    BioCalls,
     CachedChat,
     CachedPython,
     CachedSearcher,
@@ -77,6 +78,7 @@ from ...agents import (
 )
 from ...agents.canonical import canonical_json, sha256_hex, sha256_json
 from ...agents.llm import api_key_from_env
+from ...biotools import BIOTOOLS, LiveBioTools
 from ...contract import DrsearchError, json_object_lines
 from ...contract.atomic import write_bytes_atomic, write_json_atomic
 from ...contract.dirlock import lock_dir
@@ -362,7 +364,7 @@ class StageContext:
         return content if isinstance(content, str) else ""
 
     def episode(self, question: Question, preset: Preset, endpoint: ModelEndpoint,
-                searcher: Searcher | None = None) -> dict[str, Any]:
+                searcher: Searcher | None = None, services: LiveBioTools | None = None) -> dict[str, Any]:
         """One agent episode (the agents loop, as ``drsearch run`` runs it) of ``question``
         under ``preset`` against ``endpoint``: its trajectory record (``status``,
         ``final_answer``, ``messages``, ...).
@@ -370,7 +372,11 @@ class StageContext:
         Model calls and tool calls go through the pipeline's replay cache: ``searcher`` (a
         live one, e.g. ``EngineSearcher`` over a local corpus; needed when the preset offers
         ``search`` or ``open``) is wrapped in a ``CachedSearcher``, and the python tool runs
-        through ``CachedPython`` (offline in replay mode). A ``model_error`` or
+        through ``CachedPython`` (offline in replay mode), and the tools over outside services
+        the preset offers (:mod:`drsearch.biotools`: the biomedical and domain tools) through
+        :class:`~drsearch.agents.BioCalls`, live from ``services`` (the cache answers in replay
+        mode, where ``services`` is not asked), keyed by tool and canonical arguments as
+        ``drsearch run`` keys them. A ``model_error`` or
         ``infra_error`` episode is returned as a record, like any other outcome: the stage
         decides what it means (an ``infra_error`` is never the model's answer).
         """
@@ -388,8 +394,16 @@ class StageContext:
         if "python" in preset.tools:
             python = LocalPython() if self._cache.mode == "off" else \
                 CachedPython(self._cache, None if self._cache.mode == "replay" else LocalPython())
+        biotools: BioCalls | None = None
+        if any(t in BIOTOOLS for t in preset.tools):
+            live = None if self._cache.mode == "replay" else services
+            if live is None and self._cache.mode != "replay":
+                offered = ", ".join(t for t in preset.tools if t in BIOTOOLS)
+                raise GenerateError(f"stage {self.stage.name}: preset {preset.name} offers {offered}: "
+                                    "give the episode the services")
+            biotools = BioCalls(None if self._cache.mode == "off" else self._cache, live)
         return run_episode(question, preset, endpoint.model, self._chats[endpoint.base_url], cached,
-                           python).record
+                           python, biotools).record
 
     def fetch(self, kind: str, key: Any, describe: str,
               live: Callable[[], tuple[bool, bytes]]) -> tuple[bool, bytes]:

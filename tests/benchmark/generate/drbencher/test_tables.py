@@ -125,8 +125,9 @@ def test_cci_trend_by_hand() -> None:
     (0.5, −1, 0.5): ρ = −1.5 / sqrt(2 · 1.5) = −0.866025.
     Jonckheere–Terpstra over levels 2, 3, 4 = [0.5], [0.5], [0]: J = ½ (the tie of levels 2 and
     3) + 0 + 0 = 0.5; mean (9 − 3)/4 = 1.5; tie-corrected variance (3·2·11 − 0 − 2·1·9)/72 = 2/3
-    (one tie of two values, no group larger than one); z = −1/sqrt(2/3) = −1.224745;
-    one-sided p (decreasing) = Φ(z) = 0.110336."""
+    (one tie of two values, no group larger than one); z = −1/sqrt(2/3) = −1.224745 (normal
+    one-sided p Φ(z) = 0.110336). Exact: of the 3! assignments of (0.5, 0.5, 0), the two with
+    the 0 last give J = 0.5, the others 1.5 and 2.5: one-sided p (decreasing) = P(J ≤ 0.5) = 1/3."""
     t = cci_trend(META, ATTEMPTS)
     assert t["n"] == 3 and t["levels"] == [2, 3, 4]
     assert t["spearman"]["rho"] == pytest.approx(-1.5 / math.sqrt(3), abs=1e-12)
@@ -136,8 +137,8 @@ def test_cci_trend_by_hand() -> None:
     jt = t["jonckheere_terpstra"]
     assert (jt["J"], jt["mean"]) == (0.5, 1.5) and jt["var"] == pytest.approx(2 / 3, abs=1e-12)
     assert jt["z"] == pytest.approx(-1.224745, abs=1e-6)
-    assert jt["p_decreasing"] == pytest.approx(0.110336, abs=1e-6)
-    assert jt["method"] == "normal approximation, tie-corrected variance"
+    assert jt["p_decreasing"] == pytest.approx(1 / 3, abs=1e-12)
+    assert jt["method"] == "exact permutation distribution (ties included)"
     one = {q: {**m, "cci": {"E": 1, "P": 1, "total": 2}} for q, m in META.items()}
     undefined = cci_trend(one, ATTEMPTS)  # one CCI level: neither statistic is defined
     assert "error" in undefined["spearman"] and "error" in undefined["jonckheere_terpstra"]
@@ -166,16 +167,18 @@ def test_jonckheere_terpstra_on_a_textbook_example() -> None:
     U(A,C) = 4+4+5+5+5 = 23, U(B,C) = 2+2+4+5+5 = 18, J = 59; mean (15² − 3·5²)/4 = 37.5; variance
     (15²·33 − 3·5²·13)/72 = 6450/72 = 89.5833 (the tie-corrected formula reduces to this without ties);
     z = 21.5/sqrt(89.5833) = 2.2715; one-sided p (increasing) = 1 − Φ(2.2715) = 0.01156 — the normal
-    approximation, as R's PMCMRplus::jonckheereTest reports for this example."""
+    approximation, as R's PMCMRplus::jonckheereTest reports for this example (the exact p:
+    test_jtexact.py)."""
     a, b, c = [106, 114, 116, 127, 145], [110, 125, 143, 148, 151], [136, 139, 149, 160, 184]
-    r = jonckheere_terpstra([a, b, c])
+    r = jonckheere_terpstra([a, b, c], exact=False)
     assert (r["J"], r["mean"]) == (59.0, 37.5)
     assert r["var"] == pytest.approx(6450 / 72, abs=1e-12)
     assert r["z"] == pytest.approx(2.2715, abs=1e-4)
     assert r["p_increasing"] == pytest.approx(0.01156, abs=1e-5)
     assert r["p"] == pytest.approx(2 * r["p_increasing"], abs=1e-12)
     # the same data in the opposite order is the decreasing alternative: the same one-sided p
-    assert jonckheere_terpstra([c, b, a])["p_decreasing"] == pytest.approx(r["p_increasing"], abs=1e-12)
+    assert jonckheere_terpstra([c, b, a], exact=False)["p_decreasing"] == pytest.approx(r["p_increasing"],
+                                                                                        abs=1e-12)
     assert r["J"] == sum(sps.mannwhitneyu(y, x).statistic for x, y in ((a, b), (a, c), (b, c)))
 
 
@@ -217,11 +220,11 @@ def test_drsearch_score_writes_and_prints_the_tables(tmp_path: Path) -> None:
         "all": (2, 4), "geophysical": (1, 2), "history": (1, 2)}
     assert block["grid"]["2"]["2"]["accuracy"] == 0.0 and block["grid"]["1"]["1"]["accuracy"] == 0.5
     assert block["cci_trend"]["spearman"]["rho"] == pytest.approx(-0.866025, abs=1e-6)
-    assert block["cci_trend"]["jonckheere_terpstra"]["p_decreasing"] == pytest.approx(0.110336, abs=1e-6)
+    assert block["cci_trend"]["jonckheere_terpstra"]["p_decreasing"] == pytest.approx(1 / 3, abs=1e-12)
     assert {k: v["total"] for k, v in block["failures"]["buckets"].items() if v["total"]} == {
         "no_answer": 1, "within_2pct": 1, "2_to_50pct": 1, "over_50pct": 1}
     text = buf.getvalue()
     for heading in ("Benchmark summary (Table 2)", "(Table 4)", "(Table 5)", "CCI trend over 3 questions",
                     "Failure analysis stage 1: 4 incorrect attempts"):
         assert heading in text
-    assert "one-sided p (decreasing) = 0.1103" in text
+    assert "one-sided p (decreasing) = 0.3333 (exact permutation distribution (ties included))" in text

@@ -147,6 +147,23 @@ SERVICES_OF: dict[str, tuple[str, ...]] = {
 """The services an identifier kind asks (what ``build`` probes)."""
 
 
+ENTRY_TOOLS: dict[str, tuple[str, ...]] = {
+    "pubchem_cid": ("pubchem",), "uniprot_accession": ("uniprot",), "ticker": ("sec_tickers", "sec_xbrl"),
+    "cve": ("nvd", "epss", "cisa_kev")}
+"""The agent tools (:data:`drsearch.biotools.BIOTOOLS`) V2 offers for an identifier kind."""
+
+TOOL_SERVICE = {"pubchem": "pubchem", "uniprot": "uniprot", "sec_tickers": "sec_files",
+                "sec_xbrl": "sec_data", "nvd": "nvd", "epss": "epss", "cisa_kev": "kev"}
+"""The ``domain_apis`` service whose base URL each of those tools asks."""
+
+
+def agent_tools(kinds: set[str], settings: DomainAPISettings) -> dict[str, str]:
+    """``{tool: base URL}`` of the agent tools for the identifier ``kinds`` a config's topics
+    start from, at the config's ``domain_apis`` (the same servers the generator read)."""
+    tools = sorted({t for k in kinds for t in ENTRY_TOOLS[k]})
+    return {t: getattr(settings, TOOL_SERVICE[t]).base_url for t in tools}
+
+
 class DomainAPI:
     """The domain services of one run, each a polite :class:`ServiceClient` made on first use
     (``fetch``: the replay cache; ``live`` False: replay, no client is ever made)."""
@@ -405,7 +422,29 @@ def _json(values: Values) -> dict[str, Any]:
     return out
 
 
-__all__ = ["API_DOMAINS", "DOMAIN_PROPERTIES", "ENTRY_KINDS", "PATHS", "REVENUE_CONCEPTS", "SERVICES_OF",
-           "WIKIDATA_ID_PROPERTY", "DomainAPI", "DomainAPISettings", "Resolved", "Service", "annual_values",
-           "check_identifier", "cik_of", "epss_values", "kev_values", "nvd_values", "pubchem_values",
-           "resolve", "sec_values", "uniprot_values"]
+__all__ = [
+    "API_DOMAINS",
+    "DOMAIN_PROPERTIES",
+    "ENTRY_KINDS",
+    "ENTRY_TOOLS",
+    "PATHS",
+    "REVENUE_CONCEPTS",
+    "SERVICES_OF",
+    "TOOL_SERVICE",
+    "WIKIDATA_ID_PROPERTY",
+    "DomainAPI",
+    "DomainAPISettings",
+    "Resolved",
+    "Service",
+    "agent_tools",
+    "annual_values",
+    "check_identifier",
+    "cik_of",
+    "epss_values",
+    "kev_values",
+    "nvd_values",
+    "pubchem_values",
+    "resolve",
+    "sec_values",
+    "uniprot_values",
+]

@@ -12,13 +12,14 @@ records the embedding model (its SHA-256) and the removal order in ``diversity.j
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from fractions import Fraction
 from typing import Any
 
 from ....agents import CLOSED_BOOK, DR256, Preset, Question, Searcher
 from ....agents.questions import PromptMessage
+from ....biotools import LiveBioTools
 from ...numeric import NumericParseError, answer_quantity, compare
 from ..calibrate import ItemStats, drbencher_bucket
 from ..diversity import dissimilarity_matrix, diversify
@@ -67,7 +68,7 @@ def _graded(answer: str, gold: str, tolerance: str) -> bool:
 
 
 def _difficulty(ctx: StageContext, name: str, source: str, check: str, preset: Preset,
-                searcher: Searcher | None) -> None:
+                searcher: Searcher | None, services: LiveBioTools | None = None) -> None:
     """k episodes of the filter's model per question under ``preset``, each graded by the
     numeric grader against the gold; ``drbencher_bucket`` decides (discarded iff accuracy > τ)."""
     s = ctx.settings[name]
@@ -89,7 +90,7 @@ def _difficulty(ctx: StageContext, name: str, source: str, check: str, preset: P
         statuses: list[str] = []
         answered = turns = 0
         for attempt in range(int(s["k"])):
-            episode = ctx.episode(question, preset.for_attempt(attempt), endpoint, searcher)
+            episode = ctx.episode(question, preset.for_attempt(attempt), endpoint, searcher, services)
             if episode["status"] == "infra_error":
                 raise GenerateError(f"{name.upper()} episode {c['cid']} attempt {attempt}: "
                                     f"{episode.get('reason')}")
@@ -122,34 +123,45 @@ def v1(ctx: StageContext) -> None:
 
 
 V2_PRESET = DR256.model_copy(update={"name": "drbencher-v2", "tools": ("search", "open", "python")})
-"""The tool-augmented preset of V2: the DR-256 agent with search, open and python."""
+"""The tool-augmented preset of V2: the DR-256 agent with search, open and python, plus the
+domain tools of the config's API topics (:func:`v2_stage`)."""
 
 
-def v2_stage(search_url: str | None) -> Callable[[StageContext], None]:
+def v2_stage(search_url: str | None,
+             tools: Mapping[str, str] | None = None) -> Callable[[StageContext], None]:
     """The V2 stage searching ``search_url`` (a ``drsearch serve`` of ``support.sqlite3``), or,
-    with None, a ``drsearch serve`` the stage starts on 127.0.0.1 for its duration.
+    with None, a ``drsearch serve`` the stage starts on 127.0.0.1 for its duration; ``tools``:
+    ``{domain tool: base URL}`` (:func:`.domainapi.agent_tools`) offered beside search, open
+    and python, as the paper's tool-augmented filter offers the domain APIs.
 
     Where the corpus is served is not part of the stage's settings: the identity check
     (:func:`.serving.served_searcher`) guarantees that it is this run's support corpus, so the
     answers, and the replay cache's keys, do not depend on the URL."""
+    endpoints = dict(tools or {})
+    # validated again: the tools in TOOL_NAMES order, one spelling per set
+    preset = Preset.model_validate({**V2_PRESET.model_dump(), "tools": (*V2_PRESET.tools, *endpoints)})
 
     def v2(ctx: StageContext) -> None:
         """V2, the tool-augmented filter: k episodes of the V2 model per question with
         search, open and python over the support corpus served over HTTP (``drsearch
-        serve``, through the agents' HttpSearcher as ``drsearch run --search URL``; tool
-        calls through the replay cache like the model's; a replay asks no server). Check
-        ``v2_tool_augmented_solved``."""
+        serve``, through the agents' HttpSearcher as ``drsearch run --search URL``) and the
+        domain tools (:mod:`drsearch.biotools.domains`, PubChem, UniProt) at the config's
+        ``domain_apis``; tool calls through the replay cache like the model's (a replay asks
+        no server). Check ``v2_tool_augmented_solved``."""
         if not ctx.settings["v2"]["enabled"]:
-            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, None)
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, None)
             return
         support = support_corpus(ctx.path("support.sqlite3"))
         if ctx.cache.mode == "replay":  # offline: the cache answers, keyed by the support corpus
-            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, RecordedCorpus(support))
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, RecordedCorpus(support))
             return
         with ExitStack() as stack:
             url = search_url or stack.enter_context(drsearch_serve(ctx.path("support.sqlite3")))
             searcher = stack.enter_context(served_searcher(url, support))
-            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", V2_PRESET, searcher)
+            services = LiveBioTools(endpoints) if endpoints else None
+            if services is not None:
+                stack.callback(services.close)
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, searcher, services)
 
     return v2
 

@@ -22,7 +22,7 @@ from ....agents.llm import api_key_from_env
 from ..embed import MODEL_SHA256
 from ..stages import GenerateSettings, Pipeline, Stage
 from .config import GenConfig, load_config
-from .domainapi import SERVICES_OF, DomainAPI
+from .domainapi import SERVICES_OF, DomainAPI, agent_tools
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
 from .serving import probe_search_server
@@ -44,6 +44,8 @@ def pipeline_for(config: GenConfig, articles: Path,
     generator = config.generator.model_dump(mode="json")
     common: dict[str, Any] = {"code_sha256": package_sha256(), "kg": config.kg.model_dump(mode="json"),
                               "language": config.language, "seed": config.seed}
+    # the domain tools V2 offers: those of the identifier kinds the topics start from
+    tools = agent_tools({t.entry.kind for t in config.topics if t.entry}, config.domain_apis)
     stages = [
         Stage("discover", discover, outputs=("entities.jsonl", "discover.json"),
               settings={**common, "topics": [t.model_dump(mode="json") for t in config.topics],
@@ -67,9 +69,11 @@ def pipeline_for(config: GenConfig, articles: Path,
         Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
               settings={**common, "v1": config.v1.model_dump(mode="json")},
               models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
-        Stage("v2", v2_stage(config.v2.search_url), inputs=("v1.jsonl", "support.sqlite3"),
+        Stage("v2", v2_stage(config.v2.search_url, tools), inputs=("v1.jsonl", "support.sqlite3"),
               outputs=("v2.jsonl",),  # where the corpus is served is no setting: its identity is checked
-              settings={**common, "v2": config.v2.model_dump(mode="json", exclude={"search_url"})},
+              settings={**common, "v2": config.v2.model_dump(mode="json", exclude={"search_url"}),
+                        # only where a topic asks a domain API (the KG-only configs keep their key)
+                        **({"domain_tools": tools} if tools else {})},
               models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
         Stage("diversity", diversity, inputs=("v2.jsonl",),
               outputs=("diverse.jsonl", "diversity.json"),

@@ -8,8 +8,9 @@ RUN_B --majority`` runs :func:`majority_compare` (two graded runs of 3 attempts 
   answer's correctness (a model may find the entity and miscompute, or guess the number);
 - :func:`accuracy_by_cci`: correct / n per CCI level with Wilson intervals;
 - :func:`jonckheere_terpstra`: the ordered-alternatives trend test of correctness across
-  CCI levels (statistic J = Σ_{i<j} U_ij, ties ½; two-sided normal approximation with the
-  tie-corrected variance — equal to Kendall's tau test between level and outcome);
+  CCI levels (statistic J = Σ_{i<j} U_ij, ties ½; the exact permutation p where the sample is
+  small enough (:mod:`.jtexact`), else the normal approximation with the tie-corrected
+  variance — equal to Kendall's tau test between level and outcome);
 - :func:`majority_mcnemar`: two runs of 3 attempts each, a question counted correct by a run
   when ≥ 2 of its 3 attempts are; the exact McNemar test on the discordant questions;
 - :func:`majority_compare`: the same over two graded files (``scores.graded.jsonl``), with the
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...stats import mcnemar_exact, wilson_interval
 from .checks import mentions
+from .jtexact import exact_tails
 from .tables import (
     Attempt,
     accuracy_by_domain,
@@ -60,21 +62,28 @@ def accuracy_by_cci(rows: Iterable[tuple[int, bool]], confidence: float = 0.95) 
     return out
 
 
+EXACT_METHOD = "exact permutation distribution (ties included)"
+NORMAL_METHOD = "normal approximation, tie-corrected variance"
+
+
 def _norm_sf(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
-def jonckheere_terpstra(groups: Sequence[Sequence[float]]) -> dict[str, float]:
-    """``{J, mean, var, z, p, p_decreasing, p_increasing}`` for groups in their hypothesised
-    order (lowest level first).
+def jonckheere_terpstra(groups: Sequence[Sequence[float]], exact: bool = True) -> dict[str, Any]:
+    """``{J, mean, var, z, p, p_decreasing, p_increasing, method}`` for groups in their
+    hypothesised order (lowest level first).
 
     J counts, over every pair of groups i < j and every pair of values (x from i, y from j),
-    1 when x < y and ½ when x = y. The variance is the tie-corrected one (Lehmann), so 0/1
-    outcomes are handled. All three p are the normal approximation: ``p`` two-sided,
-    ``p_decreasing`` one-sided against values that fall along the order (the paper's
-    alternative: accuracy falls as CCI rises; Φ(z)), ``p_increasing`` against values that rise
-    (1 − Φ(z)). Raises ValueError with fewer than two non-empty
-    groups or no variance (every value equal)."""
+    1 when x < y and ½ when x = y. ``p_decreasing`` is one-sided against values that fall
+    along the order (the paper's alternative: accuracy falls as CCI rises), ``p_increasing``
+    against values that rise, ``p`` two-sided. With ``exact`` and a sample small enough
+    (:mod:`.jtexact`: the permutation distribution of J given the observed values, ties
+    included, within :data:`~.jtexact.EXACT_MAX_STEPS` steps) they are exact: P(J ≤ J_obs),
+    P(J ≥ J_obs) and twice the smaller (at most 1); otherwise the normal approximation with
+    the tie-corrected variance (Lehmann): Φ(z), 1 − Φ(z), 2(1 − Φ(|z|)). ``method`` says
+    which; ``mean``, ``var`` and ``z`` are reported either way. Raises ValueError with fewer
+    than two non-empty groups or no variance (every value equal)."""
     groups = [list(g) for g in groups if len(g)]
     if len(groups) < 2:
         raise ValueError("need at least two non-empty groups")
@@ -97,8 +106,14 @@ def jonckheere_terpstra(groups: Sequence[Sequence[float]]) -> dict[str, float]:
     if var <= 0:
         raise ValueError("no variance: every value is equal")
     z = (j - mean) / math.sqrt(var)
-    return {"J": j, "mean": mean, "p": min(1.0, 2.0 * _norm_sf(abs(z))), "p_decreasing": _norm_sf(-z),
-            "p_increasing": _norm_sf(z), "var": var, "z": z}
+    out: dict[str, Any] = {"J": j, "mean": mean, "var": var, "z": z}
+    tails = exact_tails(groups, j) if exact else None
+    if tails is not None:
+        low, high = tails
+        return {**out, "method": EXACT_METHOD, "p": min(1.0, 2.0 * min(low, high)), "p_decreasing": low,
+                "p_increasing": high}
+    return {**out, "method": NORMAL_METHOD, "p": min(1.0, 2.0 * _norm_sf(abs(z))),
+            "p_decreasing": _norm_sf(-z), "p_increasing": _norm_sf(z)}
 
 
 def majority_mcnemar(run_a: Mapping[str, Sequence[bool]],

@@ -13,7 +13,8 @@ id, with the domain added) and, where it needs them, the graded attempts as
 - :func:`cci_trend`: over questions (each question's fraction of correct attempts, the
   paper's "average of runs"), Spearman's ρ between CCI and correctness with scipy's
   two-sided p, and the one-sided Jonckheere–Terpstra test of a *decreasing* trend across CCI
-  levels (normal approximation with the tie-corrected variance);
+  levels (exact permutation p for small samples, else the normal approximation with the
+  tie-corrected variance: :func:`.scoring.jonckheere_terpstra`);
 - :func:`failure_stage1` (failure analysis, stage 1): every incorrect attempt by the
   magnitude of its relative error and whether it identified the entity.
 
@@ -233,8 +234,7 @@ def cci_trend(meta: Mapping[str, Mapping[str, Any]], attempts: Sequence[Attempt]
     levels = sorted(set(cci.values()))
     jt: dict[str, Any]
     try:
-        jt = {**jonckheere_terpstra([[score[q] for q in qids if cci[q] == c] for c in levels]),
-              "method": "normal approximation, tie-corrected variance"}
+        jt = jonckheere_terpstra([[score[q] for q in qids if cci[q] == c] for c in levels])
     except ValueError as e:
         jt = {"error": str(e)}
     return {"jonckheere_terpstra": jt, "levels": levels, "n": len(qids), "spearman": spearman}
