@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -40,3 +41,50 @@ def test_make_unit_runs_the_suite_on_two_workers_one_file_at_a_time() -> None:
     serial = subprocess.run([*dry, "TEST_WORKERS=0"], cwd=REPO, capture_output=True, text=True, timeout=60,
                             check=True, env=env).stdout
     assert serial.split() == [".venv/bin/pytest"], serial
+
+
+
+# A stand-in for pytest that counts its runs in ./counter, prints its arguments as pytest prints
+# a summary line, and fails on run FAIL_AT: the script's loop is what is under test, and a real
+# pytest start takes tens of seconds on a loaded machine.
+_FAKE_PYTEST = """n=$(( $(cat counter 2>/dev/null || echo 0) + 1 )); echo $n > counter
+[ "$n" != "$FAIL_AT" ] || { echo "1 failed, args: $*"; exit 1; }; echo "1 passed, args: $*"
+"""
+
+
+def _repeat(tmp_path: Path, *args: str, fail_at: int = 0) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "fake_pytest.sh").write_text(_FAKE_PYTEST)
+    env = {**os.environ, "REPEAT_PYTEST": f"bash {tmp_path / 'fake_pytest.sh'}",
+           "REPEAT_PYTEST_ARGS": "-n 2 --dist loadfile", "FAIL_AT": str(fail_at)}
+    return subprocess.run(["bash", str(REPO / "scripts" / "repeat_tests.sh"), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_repeat_tests_stops_at_the_first_failing_run_and_says_how_many_passed(tmp_path: Path) -> None:
+    """scripts/repeat_tests.sh (the flake hunt): run 3 of 5 fails, so it stops there, keeps
+    that run's log, and says 2 passed in a row; the counter shows no fourth run."""
+    done = _repeat(tmp_path, "5", "tests/index", fail_at=3)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 of 5 runs passed in a row before run 3 failed" in done.stdout, done.stdout
+    assert (tmp_path / "counter").read_text() == "3\n"
+    assert sorted(p.name for p in tmp_path.glob("repeat-run-*.log")) == ["repeat-run-3.log"]
+    log = (tmp_path / "repeat-run-3.log").read_text()
+    assert log == "1 failed, args: -p no:cacheprovider -n 2 --dist loadfile tests/index\n", log
+
+
+def test_repeat_tests_runs_the_server_and_agents_tests_by_default(tmp_path: Path) -> None:
+    done = _repeat(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" passed in ")[0] for line in lines[:-1]] == [f"run {i}/20" for i in range(1, 21)]
+    assert lines[-1].startswith("repeat_tests.sh: 20 of 20 runs passed in a row"), lines[-1]
+    tests = REPO / "tests"
+    assert lines[0].endswith(f"passed, args: -p no:cacheprovider -n 2 --dist loadfile {tests}/server {tests}/agents")
+    assert (tmp_path / "counter").read_text() == "20\n" and not list(tmp_path.glob("repeat-run-*.log"))
+
+
+@pytest.mark.parametrize("runs", ["0", "x", "-1"])
+def test_repeat_tests_refuses_a_bad_count_in_one_line(tmp_path: Path, runs: str) -> None:
+    done = _repeat(tmp_path, runs)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "positive integer" in done.stderr
+    assert not (tmp_path / "counter").exists()

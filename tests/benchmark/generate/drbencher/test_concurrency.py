@@ -10,6 +10,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,42 +78,59 @@ def cache_rows(path: Path) -> list[tuple[Any, ...]]:
         return sorted((t, *row) for t in tables for row in db.execute(f"SELECT * FROM {t}"))
 
 
-def test_concurrency_4_writes_byte_for_byte_what_concurrency_1_writes(servers: tuple[str, Gauge],
-                                                                       tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Run:
+    """One generator run: its config and output, what it printed, and what the endpoint saw."""
+
+    config: Path
+    out: Path
+    rc: int
+    summary: dict[str, Any] | None
+    err: str
+    peak: int
+    calls: list[dict[str, Any]]
+
+
+def run_at(servers: tuple[str, Gauge], tmp: Path, n: int) -> Run:
     kg, gauge = servers
-    path = config(tmp_path, kg, gauge)
-    outs = {}
-    for n in (1, 4):
-        gauge.reset()
-        out = tmp_path / f"gen{n}"
-        rc, summary, err = generate(path, out, "--concurrency", str(n))
-        assert rc == 0, err
-        assert summary is not None and summary["ran"][-1] == "export"
-        assert gauge.peak == n, f"--concurrency {n}: {gauge.peak} calls were in flight at once"
-        outs[n] = out
+    path = config(tmp, kg, gauge)
+    gauge.reset()
+    rc, summary, err = generate(path, tmp / f"gen{n}", "--concurrency", str(n))
+    calls = [b for b in gauge.inner.requests if "seed" in b]  # not the endpoint probe
+    return Run(path, tmp / f"gen{n}", rc, summary, err, gauge.peak, calls)
+
+
+@pytest.fixture(scope="module")
+def at_one(servers: tuple[str, Gauge], tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The whole pipeline at --concurrency 1, run once for the two tests that start from it."""
+    return run_at(servers, tmp_path_factory.mktemp("at-one"), 1)
+
+
+def test_concurrency_4_writes_byte_for_byte_what_concurrency_1_writes(servers: tuple[str, Gauge], at_one: Run,
+                                                                       tmp_path: Path) -> None:
+    for n, run in ((1, at_one), (4, run_at(servers, tmp_path, 4))):
+        assert run.rc == 0, run.err
+        assert run.summary is not None and run.summary["ran"][-1] == "export"
+        assert run.peak == n, f"--concurrency {n}: {run.peak} calls were in flight at once"
         # per-stage calls and tokens, as the endpoint's usage reports them, in the summary and timings.json
-        calls = [b for b in gauge.inner.requests if "seed" in b]  # not the endpoint probe
-        timings = json.loads((out / "timings.json").read_text())["stages"]
+        timings = json.loads((run.out / "timings.json").read_text())["stages"]
         for stage in MODEL_STAGES:
-            assert summary["timings"][stage]["model"] == timings[stage]["model"]
+            assert run.summary["timings"][stage]["model"] == timings[stage]["model"]
             assert timings[stage]["model"]["calls"] > 0 and timings[stage]["model"]["total_tokens"] > 0, stage
             assert timings[stage]["concurrency"] == n and timings[stage]["wall_s"] > 0
-        assert sum(t["model"]["calls"] for t in timings.values()) == len(calls)
+        assert sum(t["model"]["calls"] for t in timings.values()) == len(run.calls)
         assert timings["gold"]["model"]["calls"] == 0
-    assert_same_tree(outs[1], outs[4], ignore={"timings.json", "cache.sqlite3"})
-    assert cache_rows(outs[1] / "cache.sqlite3") == cache_rows(outs[4] / "cache.sqlite3")
+    out4 = tmp_path / "gen4"
+    assert_same_tree(at_one.out, out4, ignore={"timings.json", "cache.sqlite3"})
+    assert cache_rows(at_one.out / "cache.sqlite3") == cache_rows(out4 / "cache.sqlite3")
 
 
-def test_changing_only_the_concurrency_reruns_nothing(servers: tuple[str, Gauge], tmp_path: Path) -> None:
-    kg, gauge = servers
-    path = config(tmp_path, kg, gauge)
-    out = tmp_path / "gen"
-    rc, first, err = generate(path, out, "--concurrency", "1")
+def test_changing_only_the_concurrency_reruns_nothing(at_one: Run) -> None:
+    assert at_one.rc == 0 and at_one.summary is not None, at_one.err
+    rc, again, err = generate(at_one.config, at_one.out, "--concurrency", "4")
     assert rc == 0, err
-    rc, again, err = generate(path, out, "--concurrency", "4")
-    assert rc == 0, err
-    assert first is not None and again is not None
-    assert again["ran"] == [] and again["skipped"] == first["ran"] and again["timings"] == {}
+    assert again is not None
+    assert again["ran"] == [] and again["skipped"] == at_one.summary["ran"] and again["timings"] == {}
 
 
 def test_a_bad_concurrency_is_one_line_and_exit_2(servers: tuple[str, Gauge], tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import filecmp
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,13 @@ pytest.importorskip("pyoxigraph", reason="drsearch kg serve needs the kg extra (
 
 SECTION = "## The DrBencher-style generator (`drsearch generate drbencher`)"
 SUBSECTION = "### The paper's five domains (`data/domains/gen.json`)\n"
+
+
+@pytest.fixture(scope="module")
+def kg_endpoint() -> Iterator[str]:
+    """One ``drsearch kg serve`` of the bundled graph for the tests below (it is only read)."""
+    with kg_serve() as endpoint:
+        yield endpoint
 
 
 def docs_table() -> dict[str, tuple[int, int, dict[str, int]]]:
@@ -70,7 +78,8 @@ def test_the_five_domain_block_runs_as_written_gives_the_docs_counts_and_replays
 
 
 @pytest.mark.parametrize("fault", ["429", "not_json", "down"])
-def test_a_domain_api_that_cannot_answer_is_one_line_exit_2_nothing_written(tmp_path: Path, fault: str) -> None:
+def test_a_domain_api_that_cannot_answer_is_one_line_exit_2_nothing_written(tmp_path: Path, fault: str,
+                                                                           kg_endpoint: str) -> None:
     from drsearch.dev.domainapis import start_domain_apis
 
     apis = start_domain_apis(fault=None if fault == "down" else fault)
@@ -78,17 +87,16 @@ def test_a_domain_api_that_cannot_answer_is_one_line_exit_2_nothing_written(tmp_
     if fault == "down":
         apis.stop()
     config = json.loads((DATA / "domains/gen.json").read_text())
-    with kg_serve() as endpoint:
-        config["kg"]["endpoint"] = endpoint
-        config["articles"] = str(DATA / "kg/docs.jsonl")
-        config["domain_apis"] = {**{s: {"base_url": url, "rate_per_s": 20} for s in config["domain_apis"]},
-                                 "max_attempts": 2, "timeout_s": 5}
-        path = tmp_path / "gen.json"
-        path.write_text(json.dumps(config))
-        run = subprocess.run([*CLI, "generate", "drbencher", "--config", str(path), "--out", str(tmp_path / "out"),
-                              "--until", "discover"],
-                             env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
-                             timeout=120)
+    config["kg"]["endpoint"] = kg_endpoint
+    config["articles"] = str(DATA / "kg/docs.jsonl")
+    config["domain_apis"] = {**{s: {"base_url": url, "rate_per_s": 20} for s in config["domain_apis"]},
+                             "max_attempts": 2, "timeout_s": 5}
+    path = tmp_path / "gen.json"
+    path.write_text(json.dumps(config))
+    run = subprocess.run([*CLI, "generate", "drbencher", "--config", str(path), "--out", str(tmp_path / "out"),
+                          "--until", "discover"],
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
+                         timeout=120)
     if fault != "down":
         apis.stop()
     assert run.returncode == 2, run.stderr
@@ -97,7 +105,8 @@ def test_a_domain_api_that_cannot_answer_is_one_line_exit_2_nothing_written(tmp_
     assert not (tmp_path / "out").exists()
 
 
-def test_a_domain_api_failing_mid_stage_stops_it_and_keeps_what_was_written(tmp_path: Path) -> None:
+def test_a_domain_api_failing_mid_stage_stops_it_and_keeps_what_was_written(tmp_path: Path,
+                                                                           kg_endpoint: str) -> None:
     """A service that answers the probe, then rate-limits forever in the middle of discover: exit 1,
     one line naming the call; the earlier run's outputs stay byte for byte."""
     from drsearch.dev.domainapis import start_domain_apis
@@ -118,17 +127,16 @@ def test_a_domain_api_failing_mid_stage_stops_it_and_keeps_what_was_written(tmp_
                                str(out), "--until", "discover", "--quiet"], env=env, capture_output=True, text=True,
                               timeout=120)
 
-    with kg_serve() as endpoint:
-        config["kg"]["endpoint"] = endpoint
-        good = start_domain_apis()
-        first = run(good.url, 2)
-        good.stop()
-        assert first.returncode == 0, first.stderr
-        before = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
-                  and p.name not in ("timings.json", "cache.sqlite3")}
-        failing = start_domain_apis(fault="429", fault_after=3)  # the probe's three requests pass
-        second = run(failing.url, 1)  # a changed setting: discover runs again, and fails
-        failing.stop()
+    config["kg"]["endpoint"] = kg_endpoint
+    good = start_domain_apis()
+    first = run(good.url, 2)
+    good.stop()
+    assert first.returncode == 0, first.stderr
+    before = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
+              and p.name not in ("timings.json", "cache.sqlite3")}
+    failing = start_domain_apis(fault="429", fault_after=3)  # the probe's three requests pass
+    second = run(failing.url, 1)  # a changed setting: discover runs again, and fails
+    failing.stop()
     assert second.returncode == 1, second.stderr
     assert len(second.stderr.strip().splitlines()) == 1 and "HTTP 429" in second.stderr, second.stderr
     after = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
