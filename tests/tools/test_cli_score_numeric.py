@@ -164,3 +164,12 @@ def test_answers_that_are_not_numbers_are_counted_and_warned(tmp_path: Path,
     assert main(["score", str(run2), "--questions", str(QUESTIONS), "--judge", "numeric"]) == 0
     assert "not one number" not in capsys.readouterr().err
     assert "numeric_unparsed" not in json.loads((run2 / "scores.json").read_text())
+
+
+def test_json_prints_the_scores_object_with_the_numeric_judge_too(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [episode_record(ROWS[0]["metadata"]["qid"], 0, "answered", "30")])
+    buf = io.StringIO()
+    assert main(["score", str(run), "--questions", str(QUESTIONS), "--judge", "numeric", "--json"], buf) == 0
+    printed = json.loads(buf.getvalue())  # one JSON object, as with the LLM judge, not the table
+    assert printed == json.loads((run / "scores.json").read_text())
+    assert printed["grading"]["judge_model"] == "numeric" and printed["accuracy"]["count"] == 1

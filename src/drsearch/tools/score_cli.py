@@ -421,6 +421,9 @@ def _grade_numeric(args: argparse.Namespace, out: TextIO, runs: list[RunEpisodes
         summary["cost"] = score_cost(table, runs, None)
     write_graded(graded_path(scores), graded)
     write_json_atomic(scores, summary)
+    if args.json:  # the object just written to scores.json, as the LLM judge's path prints it
+        print(json.dumps(summary, sort_keys=True), file=out)
+        return 0
     print(render_table(summary), file=out)
     if drbencher is not None:  # the paper's tables (docs/GENERATE.md, "Scoring a run on it")
         from ..benchmark.generate.drbencher.tabletext import render_drbencher

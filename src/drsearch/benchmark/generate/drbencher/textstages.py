@@ -33,6 +33,7 @@ its clues in the compose prompt, and validate's flattening, uniqueness and relat
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -113,35 +114,74 @@ small model's token budget instead of being cut off mid-JSON)."""
 def clues_schema(qid: str, chains: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The clues reply as the prompt asks for it: one fact per chain, in the chains' order, each
     citing one hop of its chain (hops 1 with the first hop's triple, or 2 with the second's); the
-    text is one sentence (``CLUE_CHARS``), and a 2-hop fact's names the entity it goes through."""
+    text is one sentence (``CLUE_CHARS``) that names the chain's intermediate entity: a 2-hop
+    fact goes through it (validation's multi-hop rule), and a 1-hop fact's triple points at it
+    (validation's uniqueness count fixes only the entities a question names: "it lies on a river"
+    fits every city on one). A hop whose triple an earlier chain offers is not offered again
+    when the chain has another (two chains through Austria to Italy state one fact)."""
     per_chain = []
+    offered: list[list[str]] = []
     for i, ch in enumerate(chains):
-        cited = []
-        for hops, triple in ((1, [qid, ch["p1"], ch["mid"]]), (2, [ch["mid"], ch["p2"], ch["obj"]])):
-            text: dict[str, Any] = {"maxLength": CLUE_CHARS, "minLength": 1, "type": "string"}
-            if hops == 2:  # validation's multi-hop rule: a 2-hop fact names the entity it goes through
-                text = {"pattern": _naming(str(ch["mid_label"])), "type": "string"}
-            cited.append(_object({"chain": {"const": i}, "hops": {"const": hops}, "text": text,
-                                  "triple": {"const": triple}}))
-        per_chain.append({"anyOf": cited})
+        text = {"pattern": _naming(str(ch["mid_label"])), "type": "string"}
+        hops = [(1, [qid, ch["p1"], ch["mid"]]), (2, [ch["mid"], ch["p2"], ch["obj"]])]
+        # a triple an earlier chain offers already would be one fact counted once (grounding's
+        # distinct facts): offer the other hop, unless both are taken
+        fresh = [(n, t) for n, t in hops if t not in offered] or hops
+        offered += [t for _, t in hops]
+        per_chain.append({"anyOf": [_object({"chain": {"const": i}, "hops": {"const": n}, "text": text,
+                                             "triple": {"const": t}}) for n, t in fresh]})
     # "For each numbered chain below, write ONE fact": fact i cites chain i, one per chain
     facts = {"items": False, "maxItems": len(chains), "minItems": len(chains), "prefixItems": per_chain,
              "type": "array"}
     return "clues", _object({"facts": facts})
 
 
+_TEXT = r'[^"\\\x00-\x1f]'
+"""A character of free text in a pattern: no quote, backslash or control character (a JSON string
+holds none of them unescaped; a small model's newline inside one made its reply unparseable)."""
+_FREE = f"{_TEXT}{{0,{CLUE_CHARS // 2}}}"
+"""Free text in a pattern: up to half a clue."""
+
+
+def _label_pattern(label: str) -> str:
+    return "".join(f"\\{c}" if c in ".^$*+?()[]{}|\\/" else c for c in label)
+
+
 def _naming(label: str) -> str:
-    """A pattern for one sentence (of ``CLUE_CHARS`` or so) that names ``label`` as a word of
-    its own, as validation's ``mentions`` reads it: text, a space, the label, a separator."""
-    free = f"[^\"\\\\]{{0,{CLUE_CHARS // 2}}}"
-    escaped = "".join(f"\\{c}" if c in ".^$*+?()[]{}|\\/" else c for c in label)
-    return f"^{free} {escaped}([ ,.;:]{free})?$"
+    """A pattern for one sentence (of ``CLUE_CHARS`` or so) about "it" (the prompt's word for the
+    withheld entity: "It", "Its") that names ``label`` as a word of its own, as validation's
+    ``mentions`` reads it: "It", text, a space, the label, a separator."""
+    return f"^It{_FREE} {_label_pattern(label)}([ ,.;:]{_FREE})?$"
+
+
+def compose_schema(labels: Sequence[str], stated: str) -> tuple[str, dict[str, Any]]:
+    """The compose reply: a question that names, in the clues' order, each entity its grounded
+    clues name (``labels``, distinct): validation's uniqueness count reads the question, and an
+    entity it does not name is relaxed to any entity of its type (the count is then rarely 1).
+    Between and after them free text (the description, then the computation asked for) whose
+    only numbers are those ``stated`` (the task and its parameters as the prompt gives them):
+    the prompt hands the model the reference answer, which the question must not give away, nor
+    a withheld value (a label keeps its own digits)."""
+    numbers = sorted(set(re.findall(r"\d+(?:[.,]\d+)*", stated)), key=lambda n: (-len(n), n))
+    char = _TEXT[:-1] + "0-9]"
+    if numbers:  # a number is one unit of the text, so digits never stand alone
+        char = "(" + "|".join([char, *(re.escape(n) for n in numbers)]) + ")"
+    named = "".join(f"{char}{{0,{CLUE_CHARS // 2}}} {_label_pattern(label)}[ ,.;:]" for label in labels)
+    ask = f"{char}{{1,{CLUE_CHARS}}}"
+    return "question", _object({"question": {"pattern": f"^{named}{ask}$", "type": "string"}})
 
 
 SUPPORT_SCHEMA = ("support", _object({"supported": {"type": "boolean"}}))
-COMPOSE_SCHEMA = ("question", _object({"question": {"minLength": 1, "type": "string"}}))
-RELATIONS_SCHEMA = ("relations", _object({"ok": {"type": "boolean"},
-                                          "unmapped": {"items": {"type": "string"}, "type": "array"}}))
+RELATIONS_UNMAPPED = 8
+"""At most this many phrases in a relations reply that says ``ok: false``."""
+RELATIONS_SCHEMA = ("relations", {"anyOf": [
+    # the prompt's two replies: ok with nothing unmapped, or not ok naming what is (bounded: a small
+    # model listing phrases without end ran out of tokens mid-JSON)
+    _object({"ok": {"const": True},
+             "unmapped": {"items": {"type": "string"}, "maxItems": 0, "type": "array"}}),
+    _object({"ok": {"const": False}, "unmapped": {
+        "items": {"pattern": f"^{_TEXT}{{1,{CLUE_CHARS // 2}}}$", "type": "string"},
+        "maxItems": RELATIONS_UNMAPPED, "minItems": 1, "type": "array"}})]})
 
 
 def predicate_labels(ctx: StageContext, pids: Sequence[str], lang: str) -> dict[str, str]:
@@ -270,6 +310,21 @@ def grounded_facts(c: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def clue_entities(parts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The labels of the entities the grounded clues state, once each, in the clues' order, answer
+    first (``parts``: :func:`described`): each fact's intermediate entity, and a 2-hop fact's
+    object too (validation's uniqueness count relaxes an unnamed one to its type, and an entity
+    with no type in the KG then matches nothing)."""
+    labels: list[str] = []
+    for d in parts:
+        for f in grounded_facts(d):
+            ch = d["chains"][f["chain"]]
+            for label in (ch["mid_label"], *((ch["obj_label"],) if f["hops"] == 2 else ())):
+                if str(label) not in labels:
+                    labels.append(str(label))
+    return labels
+
+
 def compose(ctx: StageContext) -> None:
     endpoint = _endpoint(ctx)
 
@@ -284,7 +339,7 @@ def compose(ctx: StageContext) -> None:
         prompt = COMPOSE_PROMPT.format(task=template.task, params=params,
                                        unit=template.unit or "plain numbers", clues=clue_text,
                                        gold=c["gold"]["label"])
-        body = _body(ctx, prompt, COMPOSE_SCHEMA)
+        body = _body(ctx, prompt, compose_schema(clue_entities(parts), template.task + params))
         reply = parse_reply(ctx.reply_text(endpoint, body, f"compose {c['cid']}"), ComposeReply)
         if reply is None:
             return Reject("unparseable_reply", f"the compose reply for {c['cid']} holds no question object")
@@ -418,4 +473,5 @@ def export(ctx: StageContext) -> None:
     ctx.write_jsonl("support_docs.jsonl", ctx.read_jsonl(ctx.stage.inputs[1]))
 
 
-__all__ = ["clues", "compose", "export", "grounded_facts", "predicate_labels", "uniqueness_query", "validate"]
+__all__ = ["RELATIONS_SCHEMA", "clue_entities", "clues", "clues_schema", "compose", "compose_schema",
+           "described", "export", "grounded_facts", "predicate_labels", "uniqueness_query", "validate"]
