@@ -44,6 +44,7 @@ def kg() -> Iterator[str]:
 
 
 def validate_run(tmp: Path, kg: str, rules: list[Rule]) -> tuple[dict[str, Any], Path]:
+    tmp.mkdir()
     with serve_rules(rules) as llm:
         config = write_config(tmp, kg, templates=TEMPLATES,
                               generator={"base_url": llm.url, "model": MODEL, "seed": 7, "temperature": 0.0})
