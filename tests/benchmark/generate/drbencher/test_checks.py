@@ -7,7 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-from drsearch.benchmark.generate.drbencher.checks import flattened, leaked_values, names_entity, value_forms
+from drsearch.benchmark.generate.drbencher.checks import (
+    flattened,
+    leaked_values,
+    names_entity,
+    states_gold,
+    value_forms,
+)
 from drsearch.benchmark.generate.drbencher.llm import CluesReply, first_json_object, parse_reply
 
 ZUG = [{"aliases": ["Zugspitz"], "label": "Zugspitze", "qid": "Q3375"}]
@@ -76,3 +82,54 @@ def test_grounded_facts_are_distinct_triples_from_distinct_chains() -> None:
                           {"chain": 3, "hops": 2, "text": "t", "triple": ["Q1741", "P1376", "Q40"],
                            "verdict": "grounded"}]}
     assert [(f["chain"], f["triple"][1]) for f in grounded_facts(distinct)] == [(0, "P36"), (1, "P206"), (3, "P1376")]
+
+
+# the gold stated in the question (``gold_in_question``): what the numeric grader would accept
+TASK = "the great-circle distance between the two entities (Earth radius 6,371 km) Use year = 1990."
+
+
+@pytest.mark.parametrize("text", ["How far apart are they? 4778.7", "…? 4,778.7", "…? 4778.70 km",
+                                  "…? 4.7787e3", "…? 4.7787 × 10^3 km", "…? 4\u202f778.7 km", "…? 4\u00a0778,7",
+                                  "…? about 4,800 km", "…? 4,778,700 m", "…? 4.8 thousand km"])
+def test_a_numeric_gold_in_any_format_is_stated(text: str) -> None:
+    assert states_gold(text, "4778.7 km", "0.02", TASK) is not None
+
+
+@pytest.mark.parametrize("text", ["How far apart are they, in km?", "…? 5,000 km", "…? 4778.7 miles",
+                                  "…? 4,778.7 s", "It was founded in 1990; use R = 6,371 km.", "…? 47787"])
+def test_other_numbers_and_the_stated_ones_are_not(text: str) -> None:
+    assert states_gold(text, "4778.7 km", "0.02", TASK) is None
+
+
+def test_the_reason_quotes_the_number_as_written() -> None:
+    assert states_gold("Which distance? 4,778.70 km.", "4778.7 km", "0.02", TASK) == \
+        "the question states '4,778.70 km', which the numeric grader accepts for the gold 4778.7 km"
+
+
+def test_an_exact_template_rejects_only_the_exact_gold() -> None:
+    assert states_gold("…? 18,250 days", "18250 days", "0", "") is not None
+    assert states_gold("…? 18,251 days", "18250 days", "0", "") is None
+    assert states_gold("…? 18,251 days", "18250 days", "0.02", "") is not None
+
+
+def test_a_stated_number_equal_to_the_gold_is_still_stated() -> None:
+    # hosts = 1000 is a parameter: within 2 % of a gold of 990 it is allowed, equal to the gold it is not
+    assert states_gold("…across 1,000 exposed hosts?", "990.0", "0.02", "Use hosts = 1000.") is None
+    assert states_gold("…across 1,000 exposed hosts?", "1000.0", "0.02", "Use hosts = 1000.") is not None
+
+
+def test_a_percentage_gold_as_a_fraction_is_stated() -> None:
+    assert states_gold("Its growth rate? (0.0345)", "3.45 %", "0.02", "") is not None
+    assert states_gold("Its growth rate from 2021 to 2023?", "3.45 %", "0.02", "") is None
+
+
+@pytest.mark.parametrize("text", ["Which city is it? Vienna.", "…? (VIENNA)", "…? the city of vienna!"])
+def test_a_text_gold_is_stated_as_whole_words_whatever_the_case(text: str) -> None:
+    assert states_gold(text, "Vienna", "0", "") is not None
+
+
+def test_a_text_gold_inside_another_word_is_not_stated() -> None:
+    assert states_gold("Near the Viennastrasse, which city?", "Vienna", "0", "") is None
+    assert states_gold("…? St. Pölten", "St Pölten", "0", "") is not None
+    assert states_gold("…? Apollo-11.", "Apollo 11", "0", "") is not None
+    assert states_gold("…? Apollo 111", "Apollo 11", "0", "") is None

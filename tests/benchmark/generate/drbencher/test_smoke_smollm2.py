@@ -44,7 +44,7 @@ pytestmark = pytest.mark.smoke
 CHECKS = {"duplicate_entity", "beyond_target", "no_label", "ambiguous_value", "unknown_unit", "missing_property",
           "too_few_chains", "no_template", "max_per_entity", "no_partner", "template_error", "no_article",
           "unparseable_reply", "too_few_grounded_facts", "gold_not_reproduced", "entity_named", "value_leak",
-          "multi_hop_flattening", "not_unique", "unmapped_relation", "v1_closed_book_solved",
+          "gold_in_question", "multi_hop_flattening", "not_unique", "unmapped_relation", "v1_closed_book_solved",
           "v2_tool_augmented_solved", "diversity"}
 """Every check the stages name (docs/GENERATE.md, "Stages")."""
 

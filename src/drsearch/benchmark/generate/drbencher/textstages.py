@@ -19,7 +19,9 @@ A two-entity template's partner (E = 2) is described as the answer is: its own c
 stage), its own clues grounded in its own article (a reason about it ends ``(partner QID)``),
 its clues in the compose prompt, and validate's flattening, uniqueness and relation checks.
 - **validate** → ``validated.jsonl``: the checks in order, the first failure rejects:
-  ``gold_not_reproduced``, ``entity_named``, ``value_leak``, ``multi_hop_flattening``,
+  ``gold_not_reproduced``, ``entity_named``, ``value_leak``, ``gold_in_question`` (a number the
+  numeric grader would accept as the gold, or a text gold as whole words, unless the task or its
+  parameters state it and it is not the gold itself), ``multi_hop_flattening``,
   ``not_unique`` (a SPARQL count of the entities, of any type, satisfying every grounded
   fact as the question states it is not exactly 1; an entity the question does not name is
   relaxed to any entity sharing its type or the type's direct superclass, so the count is an
@@ -42,7 +44,7 @@ from ....index import Engine
 from ....index.build import build as build_index
 from ....index.build import read_jsonl
 from ..stages import Keep, ModelEndpoint, Outcome, Reject, StageContext
-from .checks import flattened, leaked_values, mentions, names_entity
+from .checks import flattened, leaked_values, mentions, names_entity, states_gold
 from .kgstages import sparql_of
 from .llm import CluesReply, ComposeReply, RelationsReply, SupportReply, parse_reply
 from .queries import PREFIXES
@@ -325,12 +327,17 @@ def clue_entities(parts: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
+def _params_text(params: Mapping[str, Any]) -> str:
+    """The scenario parameters as the compose prompt states them (validation reads them too)."""
+    return "".join(f" Use {k} = {v}." for k, v in sorted(params.items()))
+
+
 def compose(ctx: StageContext) -> None:
     endpoint = _endpoint(ctx)
 
     def process(c: dict[str, Any]) -> Outcome:
         template = TEMPLATES[c["template"]]
-        params = "".join(f" Use {k} = {v}." for k, v in sorted(c["params"].items()))
+        params = _params_text(c["params"])
         parts = described(c)
         clue_text = "\n".join(f"- {f['text']}" for f in grounded_facts(parts[0]))
         if len(parts) > 1:  # a two-entity template: the partner is described, never named, too
@@ -401,6 +408,11 @@ def validate(ctx: StageContext) -> None:
                                        for p, v in sorted(vals.items()) if p not in template.stated])
             if leaked:
                 return Reject("value_leak", leaked)
+            # the compose prompt hands the model the gold as a reference: a plain reply can state it
+            stated = states_gold(q, c["gold"]["label"], c["gold"]["tolerance"],
+                                 template.task + _params_text(c["params"]))
+            if stated:
+                return Reject("gold_in_question", stated)
             parts = described(c)
             for i, d in enumerate(parts):  # each withheld entity must be identifiable from its clues
                 who = "" if i == 0 else f" (partner {d['entity']['qid']})"
