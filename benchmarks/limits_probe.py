@@ -198,15 +198,20 @@ def post_sized(port: int, path: str, body: dict[str, Any]) -> tuple[str, int, fl
         return status_of(reply), len(reply.partition(b"\r\n\r\n")[2]), time.monotonic() - t
 
 
+def worker_pid(port: int) -> int:
+    """The pid of the worker that answers on ``port`` (its ``x-drsearch-worker`` header)."""
+    with connect(port) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head = read_all(s, 30)[0].partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    return int(head.split("x-drsearch-worker:", 1)[1].split()[0])
+
+
 def retrieve_probe(database: Path, serve_args: list[str]) -> list[tuple[str, str, float]]:
     """The /retrieve bounds (module docstring), one worker."""
     rows: list[tuple[str, str, float]] = []
     proc, port = start(database, *serve_args)
     try:
-        with connect(port) as s:
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            head = read_all(s, 30)[0].partition(b"\r\n\r\n")[0].decode("latin-1").lower()
-        worker = int(head.split("x-drsearch-worker:", 1)[1].split()[0])
+        worker = worker_pid(port)
         rss, _ = worker_memory_mib(worker)
         rows.append((f"worker resident memory at start: {rss:.0f} MiB", "", 0.0))
         status, size, seconds = post_sized(port, "/retrieve", {"queries": ["the"] * 256, "topk": 100})
@@ -241,10 +246,7 @@ def search_r1_probe(database: Path, serve_args: list[str]) -> list[tuple[str, st
     # the default caps answer 512 queries; 1,024 are measured with the caps doubled
     proc, port = start(database, "--max-batch-queries", "1024", "--max-batch-results", "10240", *serve_args)
     try:
-        with connect(port) as s:
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            head = read_all(s, 30)[0].partition(b"\r\n\r\n")[0].decode("latin-1").lower()
-        worker = int(head.split("x-drsearch-worker:", 1)[1].split()[0])
+        worker = worker_pid(port)
         rss, _ = worker_memory_mib(worker)
         rows.append((f"worker resident memory at start: {rss:.0f} MiB", "", 0.0))
         for n in (512, 1024):
