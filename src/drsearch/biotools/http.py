@@ -30,6 +30,8 @@ from ..contract.retry import GaveUp, RetryPolicy, TryAgain, retry, transient_ans
 from .errors import ServiceError
 
 Expect = Literal["json", "text"]
+DEFAULT_USER_AGENT = "drsearch-biotools"
+"""The toolkit's own ``User-Agent`` (a caller with a contact to give passes its own)."""
 MAX_BODY_BYTES = 4_000_000
 """A larger answer is refused (ServiceError): no documented call of these tools is that big."""
 
@@ -84,7 +86,7 @@ class ServiceClient:
         policy: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         limiter: RateLimiter | None = None,
-        user_agent: str = "drsearch-biotools",
+        user_agent: str = DEFAULT_USER_AGENT,
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.service = service

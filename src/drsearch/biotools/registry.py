@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..contract import InvalidInputError
 from ..contract.retry import RetryPolicy
 from .biomcp import BIOMCP
 from .domains import DOMAIN_TOOLS
-from .http import RateLimiter, ServiceClient
+from .http import DEFAULT_USER_AGENT, RateLimiter, ServiceClient
 from .services import HTTP_TOOLS
 from .spec import BioTool, Session, envelope
 
@@ -66,7 +67,11 @@ def utc_date() -> str:
 
 class LiveBioTools:
     """Live calls of the biomedical tools. ``env``: where keys are read (default os.environ);
-    ``transport``: an httpx transport for every client (tests); ``today``: the access date."""
+    ``transport``: an httpx transport for every client (tests); ``today``: the access date;
+    ``rates``: request starts per second by tool, where the caller sets the politeness itself
+    (a generator config's ``domain_apis``), replacing the tool's own rate and the loopback
+    rule; ``user_agent``: the ``User-Agent`` every client sends (default the toolkit's);
+    ``sleep``: the rate limiters' waits (tests count them)."""
 
     def __init__(
         self,
@@ -76,8 +81,14 @@ class LiveBioTools:
         transport: httpx.BaseTransport | None = None,
         today: Callable[[], str] = utc_date,
         policy: RetryPolicy | None = None,
+        rates: Mapping[str, float] | None = None,
+        user_agent: str | None = None,
+        sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.endpoints = dict(endpoints or {})
+        self.rates = dict(rates or {})
+        self.user_agent = user_agent
+        self._sleep = sleep
         self.env = os.environ if env is None else env
         self.transport = transport
         self.today = today
@@ -92,7 +103,9 @@ class LiveBioTools:
     def rate(self, tool: BioTool) -> float:
         """Request starts per second for ``tool``'s service (its key's rate when the key is set);
         unlimited (1000/s) for an endpoint on this machine: politeness is owed to public services,
-        and a local stand-in or mirror is not one."""
+        and a local stand-in or mirror is not one. A rate the caller gave (``rates``) wins."""
+        if tool.name in self.rates:
+            return self.rates[tool.name]
         if urlsplit(self.endpoint(tool)).hostname in LOOPBACK:
             return 1000.0
         if tool.key_env and self.env.get(tool.key_env) and tool.rate_with_key_per_s:
@@ -103,7 +116,8 @@ class LiveBioTools:
         with self._lock:
             client = self._clients.get(tool.name)
             if client is None:
-                limiter = self._limiters.setdefault(tool.limiter or tool.name, RateLimiter(self.rate(tool)))
+                limiter = self._limiters.setdefault(tool.limiter or tool.name,
+                                                    RateLimiter(self.rate(tool), sleep=self._sleep))
                 client = ServiceClient(
                     tool.service,
                     self.endpoint(tool),
@@ -111,6 +125,7 @@ class LiveBioTools:
                     transport=self.transport,
                     limiter=limiter,
                     policy=self.policy,
+                    user_agent=self.user_agent or DEFAULT_USER_AGENT,
                 )
                 self._clients[tool.name] = client
             return client

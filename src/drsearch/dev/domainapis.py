@@ -106,6 +106,7 @@ class _Handler(TextHandler):
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.server.lock:
             self.server.requests.append(f"GET {url.path}" + (f"?{url.query}" if url.query else ""))
+            self.server.user_agents.append(self.headers.get("User-Agent", ""))
             seen = len(self.server.requests)
         fault = self.server.fault if seen > self.server.fault_after else None
         if fault == "429":
@@ -123,10 +124,18 @@ class _Server(RecordingServer):
                  fault_after: int = 0) -> None:
         super().__init__(address, _Handler)
         self.data, self.fault, self.fault_after = data, fault, fault_after
+        self.user_agents: list[str] = []  # each request's User-Agent, in order (politeness tests)
 
 
 class DomainAPIs(Running):
-    """A running stand-in: its ``url``, the requests it saw, ``stop()``."""
+    """A running stand-in: its ``url``, the requests it saw (and their ``user_agents``), ``stop()``."""
+
+    @property
+    def user_agents(self) -> list[str]:
+        server = self._server
+        assert isinstance(server, _Server)
+        with server.lock:
+            return list(server.user_agents)
 
 
 def start_domain_apis(fixtures: Path = DEFAULT_FIXTURES, port: int = 0, fault: str | None = None,

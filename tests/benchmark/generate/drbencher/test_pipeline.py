@@ -254,23 +254,6 @@ def test_an_unreachable_v2_search_server_is_exit_2_and_nothing_written(servers: 
     assert "v2.search_url http://127.0.0.1:9: the search server is not usable" in err and not out.exists()
 
 
-def test_v2_refuses_a_server_of_another_corpus_or_blocklist(servers: tuple[str, Any], tmp_path: Path) -> None:
-    kg, llm = servers
-    out = tmp_path / "gen"
-    rc, _, err = generate(v2_config(tmp_path, kg, llm.url), out, "--until", "v1")
-    assert rc == 0, err
-    blocked = tmp_path / "blocked.txt"
-    blocked.write_text("kg-Q513\n")
-    with ServeProcess(out / "support.sqlite3", "--blocked-docids", str(blocked), log=tmp_path / "serve.log") as server:
-        url = server.url
-        rc, _, err = generate(v2_config(tmp_path, kg, llm.url, search_url=url), out, "--until", "v2")
-    # one error line; before it, the resumed run's warning that the recorded KG answers are reused
-    lines = err.splitlines()
-    assert rc == 2 and "error:" in lines[-1] and all("warning: stage discover reuses" in x for x in lines[:-1]), err
-    assert f"v2: {url} serves corpus " in err and "not this run's support corpus" in err
-    assert not (out / "v2.jsonl").exists() and (out / "v1.jsonl").is_file()  # what was written stays
-
-
 def test_an_enabled_filter_without_a_model_is_a_config_error(servers: tuple[str, Any], tmp_path: Path) -> None:
     kg, llm = servers
     config = json.loads(config_for(tmp_path, kg, llm.url).read_text())

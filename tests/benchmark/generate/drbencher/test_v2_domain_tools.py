@@ -76,12 +76,15 @@ def test_v2_calls_a_domain_tool_through_the_replay_cache_and_replays_offline(tmp
         apis = start_domain_apis()
         config["kg"]["endpoint"] = endpoint
         config["generator"]["base_url"] = llm.url
-        config["domain_apis"] = {s: {"base_url": apis.url, "rate_per_s": 20} for s in SERVICES}
+        config["domain_apis"] = {**{s: {"base_url": apis.url, "rate_per_s": 20} for s in SERVICES},
+                                 "user_agent": "acme-bench (ops@acme.example)"}
         config["v2"] = {"enabled": True, "k": 1, "tau": 0.5, "model": {"base_url": llm.url, "model": SOLVER_DOMAIN}}
         (tmp_path / "gen.json").write_text(json.dumps(config))
         rc, summary, err = generate(tmp_path / "gen.json", out, "--until", "v2")
         apis.stop()
         assert rc == 0, err
+        # the generator's clients and V2's domain tools alike send the config's User-Agent
+        assert apis.user_agents and set(apis.user_agents) == {"acme-bench (ops@acme.example)"}
         v2_calls = [b for b in llm.requests if b["model"] == SOLVER_DOMAIN and "seed" in b]
     assert summary is not None and summary["counts"]["v2"]["in"] >= 1
     offered = {t["function"]["name"] for t in v2_calls[0]["tools"]}
@@ -111,3 +114,25 @@ def test_v2_calls_a_domain_tool_through_the_replay_cache_and_replays_offline(tmp
 
 def summary_settings(out: Path) -> str:
     return json.dumps(json.loads((out / "manifest.json").read_text())["stages"]["v2"]["settings"])
+
+
+def test_v2_domain_tools_take_the_configs_user_agent_and_rate(tmp_path: Path) -> None:
+    """The V2 domain tools ask at the config's ``domain_apis`` politeness, as the generator's own
+    clients do: its ``User-Agent`` reaches the stand-in, and its ``rate_per_s`` spaces the calls
+    (counted through the limiter's waits, even on 127.0.0.1 where the toolkit's own rule is none)."""
+    from drsearch.benchmark.generate.drbencher.domainapi import agent_services
+    from drsearch.dev.domainapis import serve_domain_apis
+
+    waits: list[float] = []
+    with serve_domain_apis() as apis:
+        settings = DomainAPISettings.model_validate(
+            {"epss": {"base_url": apis.url, "rate_per_s": 2}, "user_agent": "acme-bench (ops@acme.example)"})
+        live = agent_services(agent_tools({"cve"}, settings), settings, sleep=waits.append)
+        for _ in range(4):
+            body = json.loads(live.call("epss", {"cve_id": "CVE-2021-44228"}))
+            assert body["ok"], body
+        live.close()
+        assert apis.user_agents == ["acme-bench (ops@acme.example)"] * 4
+    # four starts at 2 per second: the second, third and fourth each wait for their slot
+    assert len(waits) == 3 and all(w > 0.1 for w in waits), waits
+

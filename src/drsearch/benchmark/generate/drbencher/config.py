@@ -193,13 +193,23 @@ class DifficultyFilter(_Strict):
 
 
 class ToolFilter(DifficultyFilter):
-    """V2: :class:`DifficultyFilter` plus where the support corpus is served."""
+    """V2: :class:`DifficultyFilter` plus the corpus it searches (:mod:`.v2corpus`)."""
 
+    corpus: str | None = None
+    """A drsearch index to search (relative to the config file; e.g. a DR-256 release's
+    database); None (the default): ``GEN_DIR/v2_corpus.sqlite3``, the questions' grounding
+    articles plus ``distractors`` look-alike pages, built by the stage."""
+    distractors: int = Field(default=20, ge=0, le=10_000)
+    """How many look-alike pages the default corpus adds to the grounding articles."""
+    wikipedia_api: str | None = None
+    """A MediaWiki Action API (e.g. ``https://en.wikipedia.org/w/api.php``) the default corpus
+    fetches a distractor's article from when the ``articles`` file lacks it; None: the file only."""
     search_url: str | None = None
-    """A ``drsearch serve --database GEN_DIR/support.sqlite3`` to search; None (the default):
-    the V2 stage starts one on 127.0.0.1 itself for its duration."""
+    """A ``drsearch serve`` to search: of ``corpus`` when that is set (its identity is checked),
+    else any drsearch server (the identity its ``/health`` reports is recorded). None (the
+    default): the stage starts ``drsearch serve`` on 127.0.0.1 itself for its duration."""
 
-    @field_validator("search_url")
+    @field_validator("search_url", "wikipedia_api")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         return check_http_url(url)
@@ -288,6 +298,12 @@ def load_config(path: Path) -> tuple[GenConfig, Path]:
         articles = (path.parent / articles).resolve()
     if not articles.is_file():
         raise ConfigError(f"{path}:{line_of(lines, ('articles',))}: articles {articles}: no such file")
+    if config.v2.corpus is not None:  # relative to the config file, like articles
+        corpus = Path(config.v2.corpus)
+        corpus = corpus if corpus.is_absolute() else (path.parent / corpus).resolve()
+        if not corpus.exists():
+            raise ConfigError(f"{path}:{line_of(lines, ('v2', 'corpus'))}: v2.corpus {corpus}: no such file")
+        config = config.model_copy(update={"v2": config.v2.model_copy(update={"corpus": str(corpus)})})
     return config, articles
 
 

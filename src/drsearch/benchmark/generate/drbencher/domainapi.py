@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -42,6 +43,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ....biotools import LiveBioTools
 from ....biotools.errors import ServiceError
 from ....biotools.http import RateLimiter, ServiceClient
 from ....contract import check_http_url
@@ -162,6 +164,17 @@ def agent_tools(kinds: set[str], settings: DomainAPISettings) -> dict[str, str]:
     start from, at the config's ``domain_apis`` (the same servers the generator read)."""
     tools = sorted({t for k in kinds for t in ENTRY_TOOLS[k]})
     return {t: getattr(settings, TOOL_SERVICE[t]).base_url for t in tools}
+
+
+def agent_services(tools: Mapping[str, str], settings: DomainAPISettings,
+                   sleep: Callable[[float], object] = time.sleep) -> LiveBioTools:
+    """The live callers of V2's domain ``tools`` (:func:`agent_tools`) with the politeness the
+    generator's own clients use: each tool at its service's ``rate_per_s``, the config's
+    ``User-Agent``, timeout and retries (a loopback stand-in included: the config says how fast)."""
+    rates = {t: float(getattr(settings, TOOL_SERVICE[t]).rate_per_s) for t in tools}
+    policy = RetryPolicy(max_attempts=settings.max_attempts, backoff_s=1.0, backoff_max_s=30.0,
+                         timeout_s=settings.timeout_s)
+    return LiveBioTools(dict(tools), rates=rates, user_agent=settings.user_agent, policy=policy, sleep=sleep)
 
 
 class DomainAPI:
@@ -436,6 +449,7 @@ __all__ = [
     "DomainAPISettings",
     "Resolved",
     "Service",
+    "agent_services",
     "agent_tools",
     "annual_values",
     "check_identifier",

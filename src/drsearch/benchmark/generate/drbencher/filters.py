@@ -1,6 +1,6 @@
 """The filters before export: **V1** (:func:`v1`, closed-book difficulty through the
 toolkit's calibration rule), **V2** (:func:`v2_stage`, tool-augmented difficulty over the
-served support corpus) and **diversity** (DrBencher's diversity filter, the
+served corpus the config names, :mod:`.v2corpus`) and **diversity** (DrBencher's diversity filter, the
 toolkit's :func:`~drsearch.benchmark.generate.diversity.diversify` over the int8
 all-MiniLM-L6-v2 embeddings of the question texts).
 
@@ -12,22 +12,38 @@ records the embedding model (its SHA-256) and the removal order in ``diversity.j
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from ....agents import CLOSED_BOOK, DR256, Preset, Question, Searcher
 from ....agents.questions import PromptMessage
 from ....biotools import LiveBioTools
+from ....contract import CorpusInfo
 from ...numeric import NumericParseError, answer_quantity, compare
 from ..calibrate import ItemStats, drbencher_bucket
 from ..diversity import dissimilarity_matrix, diversify
 from ..embed import Embedder
 from ..errors import GenerateError
 from ..stages import Keep, Outcome, Reject, StageContext
-from .serving import RecordedCorpus, drsearch_serve, served_searcher, support_corpus
+from .domainapi import DomainAPISettings, agent_services
+from .serving import RecordedCorpus, drsearch_serve, probe_search_server, served_searcher
 from .textstages import SYSTEM
+from .v2corpus import (
+    CORPUS_DB,
+    CORPUS_REPORT,
+    Fetcher,
+    build_default_corpus,
+    corpus_from,
+    identity_of,
+    named_corpus,
+    read_rows,
+)
+from .wikipedia import fetch_articles
 
 
 def diversity(ctx: StageContext) -> None:
@@ -127,23 +143,101 @@ V2_PRESET = DR256.model_copy(update={"name": "drbencher-v2", "tools": ("search",
 domain tools of the config's API topics (:func:`v2_stage`)."""
 
 
-def v2_stage(search_url: str | None,
-             tools: Mapping[str, str] | None = None) -> Callable[[StageContext], None]:
-    """The V2 stage searching ``search_url`` (a ``drsearch serve`` of ``support.sqlite3``), or,
-    with None, a ``drsearch serve`` the stage starts on 127.0.0.1 for its duration; ``tools``:
-    ``{domain tool: base URL}`` (:func:`.domainapi.agent_tools`) offered beside search, open
-    and python, as the paper's tool-augmented filter offers the domain APIs.
+def domain_services(tools: Mapping[str, str], settings: DomainAPISettings) -> LiveBioTools | None:
+    """The live callers of V2's domain tools at the config's ``domain_apis`` politeness (None:
+    no domain tool is offered)."""
+    return agent_services(tools, settings) if tools else None
 
-    Where the corpus is served is not part of the stage's settings: the identity check
-    (:func:`.serving.served_searcher`) guarantees that it is this run's support corpus, so the
+
+ANSWERED = ("no_article", "wrong_article", "robots_disallowed")
+"""A Wikipedia fetch's reasons that are the site's answer (recorded); any other is a failure
+(an HTTP error, a timeout) that a later run asks again."""
+
+
+def wikipedia(ctx: StageContext, api: str, crawl: Path) -> Fetcher:
+    """Distractors' articles from the MediaWiki Action API at ``api`` through
+    :func:`.wikipedia.fetch_articles` (``drsearch corpus fetch``'s client: robots.txt, one
+    request at a time, retries with Retry-After, its User-Agent; ``crawl`` its cache for the
+    stage), each answer through the replay cache (kind ``wikipedia``, keyed by API, QID and
+    title): a batch is fetched, as one crawl, only when the cache lacks one of its answers."""
+    def fetch(pairs: list[tuple[str, str]]) -> list[tuple[dict[str, Any] | None, str]]:
+        batch: dict[str, tuple[dict[str, Any] | None, str]] = {}
+
+        def crawl_once() -> None:
+            if batch:
+                return
+            out = crawl / "articles.jsonl"
+            result = fetch_articles(pairs, api, out, crawl)
+            found = {str(r["qid"]): r for r in read_rows(out)}
+            for qid, _ in pairs:
+                reason = "" if qid in found else str(result["skipped"].get(qid, "not_fetched"))
+                batch[qid] = (found.get(qid), reason)
+
+        answers: list[tuple[dict[str, Any] | None, str]] = []
+        for qid, label in pairs:
+            def live(qid: str = qid) -> tuple[bool, bytes]:
+                crawl_once()
+                article, reason = batch[qid]
+                body = json.dumps({"article": article, "reason": reason}, sort_keys=True).encode()
+                return article is not None or reason.startswith(ANSWERED), body
+
+            _, body = ctx.fetch("wikipedia", {"api": api, "qid": qid, "title": label},
+                                f"the Wikipedia article of {qid} ({label})", live)
+            answer = json.loads(body)
+            answers.append((answer["article"], str(answer["reason"])))
+        return answers
+
+    return fetch
+
+
+def v2_stage(search_url: str | None, tools: Mapping[str, str] | None = None, *, corpus: Path | None = None,
+             articles: Path | None = None,
+             domain_apis: DomainAPISettings | None = None) -> Callable[[StageContext], None]:
+    """The V2 stage searching the corpus the config names (:mod:`.v2corpus`): ``corpus`` (a
+    drsearch index) served at ``search_url`` or by a ``drsearch serve`` the stage starts on
+    127.0.0.1 for its duration; ``search_url`` alone (any drsearch server); or neither, the
+    default corpus the stage builds from the questions' grounding articles (``articles``) and
+    distractor pages. ``tools``: ``{domain tool: base URL}`` (:func:`.domainapi.agent_tools`)
+    offered beside search, open and python, as the paper's tool-augmented filter offers the
+    domain APIs, asked at ``domain_apis``' rates and User-Agent.
+
+    Where a named corpus is served is not part of the stage's settings (its identity is, and
+    the check :func:`.serving.served_searcher` guarantees that the server has it), so the
     answers, and the replay cache's keys, do not depend on the URL."""
     endpoints = dict(tools or {})
     # validated again: the tools in TOOL_NAMES order, one spelling per set
     preset = Preset.model_validate({**V2_PRESET.model_dump(), "tools": (*V2_PRESET.tools, *endpoints)})
 
+    def named(ctx: StageContext, items: list[dict[str, Any]]) -> tuple[CorpusInfo, str, Path | None]:
+        """The corpus V2 searches: its identity, how errors name it, the database to serve."""
+        if corpus is not None:
+            info = named_corpus(corpus)
+            ctx.write_json(CORPUS_REPORT, {"kind": "database", **identity_of(info)})
+            return info, f"the named corpus v2.corpus {corpus}", corpus
+        if search_url is not None:
+            def live() -> tuple[bool, bytes]:
+                return True, json.dumps(identity_of(probe_search_server(search_url)), sort_keys=True).encode()
+
+            _, body = ctx.fetch("search_server", {"url": search_url}, f"the identity of {search_url}", live)
+            info = corpus_from(json.loads(body))
+            ctx.write_json(CORPUS_REPORT, {"kind": "server", **identity_of(info)})
+            return info, f"the corpus recorded for {search_url}", None
+        if articles is None:
+            raise GenerateError("v2: the default corpus needs the config's articles")
+        db = ctx.path(CORPUS_DB)
+        wanted = ctx.settings["corpus"]
+        api = wanted.get("wikipedia_api")
+        with tempfile.TemporaryDirectory(prefix="drbencher-v2-wiki-") as crawl:  # the fetches' cache, per run
+            report = build_default_corpus(items, ctx.read_jsonl("entities.jsonl"), read_rows(articles),
+                                          int(wanted["distractors"]), int(ctx.settings["seed"]), db,
+                                          wikipedia(ctx, str(api), Path(crawl)) if api else None)
+        info = named_corpus(db, "v2 corpus")
+        ctx.write_json(CORPUS_REPORT, {**report, **identity_of(info)})
+        return info, f"this run's V2 corpus {db}", db
+
     def v2(ctx: StageContext) -> None:
         """V2, the tool-augmented filter: k episodes of the V2 model per question with
-        search, open and python over the support corpus served over HTTP (``drsearch
+        search, open and python over the named corpus served over HTTP (``drsearch
         serve``, through the agents' HttpSearcher as ``drsearch run --search URL``) and the
         domain tools (:mod:`drsearch.biotools.domains`, PubChem, UniProt) at the config's
         ``domain_apis``; tool calls through the replay cache like the model's (a replay asks
@@ -151,14 +245,18 @@ def v2_stage(search_url: str | None,
         if not ctx.settings["v2"]["enabled"]:
             _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, None)
             return
-        support = support_corpus(ctx.path("support.sqlite3"))
-        if ctx.cache.mode == "replay":  # offline: the cache answers, keyed by the support corpus
-            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, RecordedCorpus(support))
+        info, what, database = named(ctx, ctx.read_jsonl("v1.jsonl"))
+        if ctx.cache.mode == "replay":  # offline: the cache answers, keyed by the corpus's identity
+            _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, RecordedCorpus(info))
             return
         with ExitStack() as stack:
-            url = search_url or stack.enter_context(drsearch_serve(ctx.path("support.sqlite3")))
-            searcher = stack.enter_context(served_searcher(url, support))
-            services = LiveBioTools(endpoints) if endpoints else None
+            if search_url is None:
+                assert database is not None
+                url = stack.enter_context(drsearch_serve(database))
+            else:
+                url = search_url
+            searcher = stack.enter_context(served_searcher(url, info, what))
+            services = domain_services(endpoints, domain_apis or DomainAPISettings())
             if services is not None:
                 stack.callback(services.close)
             _difficulty(ctx, "v2", "v1.jsonl", "v2_tool_augmented_solved", preset, searcher, services)
@@ -166,4 +264,4 @@ def v2_stage(search_url: str | None,
     return v2
 
 
-__all__ = ["V2_PRESET", "diversity", "v1", "v2_stage"]
+__all__ = ["V2_PRESET", "diversity", "domain_services", "v1", "v2_stage"]

@@ -4,7 +4,8 @@
 :func:`build` validates the config (ConfigError, ``file:line``, exit 2) and, unless the cache
 mode is ``replay`` (offline: no client at all), probes the SPARQL endpoint once
 (KGEndpointError, exit 2), the model endpoints, and the search server ``v2.search_url``
-names when the run reaches V2 (exit 2): all before anything is written. The stages then run through the
+names when the run reaches V2 (exit 2; one of another corpus than ``v2.corpus`` too): all
+before anything is written. The stages then run through the
 toolkit (``generate.stages``): discover → chains → gold (:mod:`.kgstages`). The stages that
 ask the graph record its answers (``kg.STAGE.jsonl``); a rerun reuses them with a warning, or,
 with ``--refresh-kg``, asks again and reruns from the first stage whose answers changed.
@@ -25,9 +26,10 @@ from .config import GenConfig, load_config
 from .domainapi import SERVICES_OF, DomainAPI, agent_tools
 from .filters import diversity, v1, v2_stage
 from .kgstages import chains, discover, gold, kg_answers_name, kg_fresh, package_sha256, recording_kg
-from .serving import probe_search_server
+from .serving import check_served, probe_search_server
 from .sparql import SparqlClient
 from .textstages import clues, compose, export, validate
+from .v2corpus import CORPUS_DB, CORPUS_REPORT, identity_of, named_corpus
 
 GENERATOR = "drbencher"
 KG_STAGES = ("discover", "chains", "gold")
@@ -69,12 +71,7 @@ def pipeline_for(config: GenConfig, articles: Path,
         Stage("v1", v1, inputs=("validated.jsonl",), outputs=("v1.jsonl",),
               settings={**common, "v1": config.v1.model_dump(mode="json")},
               models=(config.v1.model.endpoint(),) if config.v1.enabled and config.v1.model else ()),
-        Stage("v2", v2_stage(config.v2.search_url, tools), inputs=("v1.jsonl", "support.sqlite3"),
-              outputs=("v2.jsonl",),  # where the corpus is served is no setting: its identity is checked
-              settings={**common, "v2": config.v2.model_dump(mode="json", exclude={"search_url"}),
-                        # only where a topic asks a domain API (the KG-only configs keep their key)
-                        **({"domain_tools": tools} if tools else {})},
-              models=(config.v2.model.endpoint(),) if config.v2.enabled and config.v2.model else ()),
+        v2_stage_of(config, articles, common, tools),
         Stage("diversity", diversity, inputs=("v2.jsonl",),
               outputs=("diverse.jsonl", "diversity.json"),
               settings={**common, "embedding_sha256": MODEL_SHA256,
@@ -86,6 +83,36 @@ def pipeline_for(config: GenConfig, articles: Path,
         replace(s, run=recording_kg(s.name, s.run), outputs=(*s.outputs, kg_answers_name(s.name)),
                 fresh=fresh(s.name) if fresh else None) if s.name in ASKS_KG else s for s in stages],
         order=STAGES)
+
+
+def v2_stage_of(config: GenConfig, articles: Path, common: dict[str, Any], tools: dict[str, str]) -> Stage:
+    """The V2 stage of ``config``. Its settings name the corpus it searches (``corpus``: the
+    default corpus's distractor count, a named database's identity, or the URL of a server
+    named alone), never where a named database is served: the identity check guarantees it."""
+    v2 = config.v2
+    settings: dict[str, Any] = {**common, "v2": v2.model_dump(mode="json",
+                                                             exclude={"search_url", "corpus", "distractors",
+                                                                      "wikipedia_api"}),
+                                # only where a topic asks a domain API (the KG-only configs keep their key)
+                                **({"domain_tools": tools} if tools else {})}
+    models = (v2.model.endpoint(),) if v2.enabled and v2.model else ()
+    run = v2_stage(v2.search_url, tools, corpus=Path(v2.corpus) if v2.corpus else None, articles=articles,
+                   domain_apis=config.domain_apis)
+    if not v2.enabled:  # nothing is searched: the settings and files of a run before V2 had a corpus
+        return Stage("v2", run, inputs=("v1.jsonl", "support.sqlite3"), outputs=("v2.jsonl",),
+                     settings=settings, models=models)
+    if v2.corpus is not None:
+        settings["corpus"] = {"database": identity_of(named_corpus(Path(v2.corpus)))}
+        return Stage("v2", run, inputs=("v1.jsonl",), outputs=("v2.jsonl", CORPUS_REPORT),
+                     settings=settings, models=models)
+    if v2.search_url is not None:
+        settings["corpus"] = {"server": v2.search_url}
+        return Stage("v2", run, inputs=("v1.jsonl",), outputs=("v2.jsonl", CORPUS_REPORT),
+                     settings=settings, models=models)
+    settings["corpus"] = {"distractors": v2.distractors,
+                          **({"wikipedia_api": v2.wikipedia_api} if v2.wikipedia_api else {})}
+    return Stage("v2", run, inputs=("v1.jsonl", "entities.jsonl", str(articles)),
+                 outputs=("v2.jsonl", CORPUS_DB, CORPUS_REPORT), settings=settings, models=models)
 
 
 def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = False,
@@ -126,7 +153,10 @@ def build(config_path: Path, settings: GenerateSettings, *, refresh_kg: bool = F
     reaches_v2 = settings.until is None or (settings.until in STAGES
                                             and STAGES.index(settings.until) >= STAGES.index("v2"))
     if settings.cache_mode != "replay" and config.v2.enabled and config.v2.search_url and reaches_v2:
-        probe_search_server(config.v2.search_url)
+        served = probe_search_server(config.v2.search_url)
+        if config.v2.corpus is not None:  # a server of another corpus: exit 2 before anything is written
+            check_served(config.v2.search_url, served, named_corpus(Path(config.v2.corpus)),
+                         f"the named corpus v2.corpus {config.v2.corpus}")
     if settings.cache_mode == "replay":  # offline by definition: the recorded answers are the input
         return pipeline_for(config, articles)
     cache = None if settings.cache_mode == "off" else (settings.cache or settings.out / "cache.sqlite3")
