@@ -95,3 +95,37 @@ def test_several_workers_each_open_their_own(sample_index: Path, tmp_path: Path)
         # the parent's check; the workers are fresh interpreters the counting hook does not reach
         assert [line.split()[0] for line in _opens(log)] == [str(server.pid)]
     assert os.path.exists(sample_index)
+
+
+# Counted in a fresh interpreter: str.isspace() calls made by importing the server and
+# building its app (each serve process pays them before its first answer).
+_COUNT_ISSPACE = """
+import sys
+calls = 0
+def count(frame, event, arg):
+    global calls
+    if event == "c_call" and getattr(arg, "__name__", "") == "isspace":
+        calls += 1
+sys.setprofile(count)
+from drsearch.server import ServerSettings
+from drsearch.server.requests import request_models
+request_models(ServerSettings())
+sys.setprofile(None)
+print(calls)
+"""
+
+
+def test_the_server_imports_without_scanning_every_code_point() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _COUNT_ISSPACE], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert int(out) <= 2 * 0x3001, out  # was 1,114,112: every code point, ~0.1 s a process
+
+
+def test_the_whitespace_class_covers_every_code_point_str_strip_removes() -> None:
+    from drsearch.server.requests import LAST_SPACE, NOT_BLANK
+
+    spaces = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert max(spaces) <= LAST_SPACE
+    assert "[^" + "".join(f"\\u{c:04x}" for c in spaces) + "]" == NOT_BLANK
