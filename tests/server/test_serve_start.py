@@ -85,6 +85,10 @@ def test_the_shared_engine_hides_what_the_blocklist_names(sample_index: Path, tm
         assert hits and blocked_docid not in json.dumps(hits)
         health = _get(server.url + "/health")
         assert health["blocklist"]["count"] == 1, health  # type: ignore[index]
+        # the serving process's line naming its blocklist, at info, in uvicorn's format
+        log = server.log_path.read_text()
+        assert f"INFO:     worker {server.pid} serving {sample_index}" in log, log
+        assert "(1 docids, 1 in this corpus; file)" in log, log
 
 
 def test_several_workers_each_open_their_own(sample_index: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import copy
 import errno
 import fcntl
 import logging
+import logging.config
 import os
 import shutil
 import signal
@@ -214,8 +215,12 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         # uvicorn imports APP_FACTORY in this very process when workers == 1: with an engine
-        # here, hand it the app built on it instead
-        app: str | FastAPI = APP_FACTORY if engine is None else app_from_config(config, engine)
+        # here, hand it the app built on it instead, its log line under uvicorn's logging
+        # configuration as a worker's (uvicorn applies it again, the same)
+        app: str | FastAPI = APP_FACTORY
+        if engine is not None:
+            logging.config.dictConfig(log_config(log_level))
+            app = app_from_config(config, engine)
         uvicorn.run(app, factory=engine is None, host=host, port=port, workers=workers,
                     log_level=log_level, log_config=log_config(log_level), access_log=access_log,
                     server_header=False, timeout_graceful_shutdown=10, http=PROTOCOL,
