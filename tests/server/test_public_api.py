@@ -14,7 +14,7 @@ EXPECTED_SERVER_API = {
     "APP_FACTORY", "CONFIG_ENV", "ENDPOINTS", "CorpusReport", "InternalServerError", "MalformedBodyError",
     "MethodNotAllowedError", "MetricsStore", "NoSuchEndpointError", "PayloadTooLargeError", "ServeConfig",
     "ServeError", "ServeProcess", "ServerSettings", "Snapshot", "VerifyLevel", "app_from_config", "app_from_env",
-    "create_app", "free_port", "serve", "verify_corpus",
+    "create_app", "free_port", "open_verified", "serve", "verify_corpus",
 }
 
 

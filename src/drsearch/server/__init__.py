@@ -8,6 +8,7 @@ Public API (pinned by tests/server/test_public_api.py)::
     serve(config, host=, port=, workers=, log_level=)  run uvicorn (blocks)
     app_from_env()                    the workers' app factory (config from the environment)
     verify_corpus(path, level)        pre-flight checks: none | fast | deep
+    open_verified(path, level)        the same, and the checked engine left open (serve's one open)
     ServeProcess(database, *args)     `drsearch serve` as a child process: start, wait for /health, stop
     ServeError                        it did not come up (exited at start, or no answer in time)
     free_port()                       a free loopback port
@@ -27,7 +28,7 @@ from .launch import ServeError, ServeProcess, free_port
 from .metrics import ENDPOINTS, MetricsStore, Snapshot
 from .runner import APP_FACTORY, app_from_config, app_from_env, serve
 from .settings import CONFIG_ENV, ServeConfig, ServerSettings, VerifyLevel
-from .verify import CorpusReport, verify_corpus
+from .verify import CorpusReport, open_verified, verify_corpus
 
 __all__ = [
     "APP_FACTORY",
@@ -50,6 +51,7 @@ __all__ = [
     "app_from_env",
     "create_app",
     "free_port",
+    "open_verified",
     "serve",
     "verify_corpus",
 ]

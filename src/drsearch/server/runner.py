@@ -14,6 +14,7 @@ import copy
 import errno
 import fcntl
 import logging
+import logging.config
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 
-from ..contract import BlocklistError
+from ..contract import BlocklistError, Retriever
 from ..dense import RerankConfig, open_retriever
 from ..index import BlockList, policy_for
 from .app import create_app, served_identity
@@ -40,11 +41,31 @@ LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 logger = logging.getLogger("drsearch.server")
 
 
-def app_from_config(config: ServeConfig) -> FastAPI:
+def app_from_config(config: ServeConfig, engine: Retriever | None = None) -> FastAPI:
     """Open the engine ``config`` names (with its blocklist and time limit) and build the app.
 
+    ``engine``: one already opened from ``config`` (and checked) by this process, served
+    instead of opening the file again (:func:`serve` with one worker); the app owns it.
     Raises BlocklistError or CorpusFileError when a file cannot be used.
     """
+    if engine is None:
+        engine = _open_from_config(config)
+    app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
+                     release_blocklist_sha256=config.release_blocklist_sha256)
+    set_identity(served_identity(engine))
+    origin = app.state.blocklist_origin
+    if blocklist_enabled(engine):
+        what = (f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids, "
+                f"{engine.blocked_matched} in this corpus; {origin})")
+    else:
+        what = f"NO blocklist: every document is served ({origin})"
+    log = logger.warning if origin in ("release-override", "release-none", "none") else logger.info
+    log("worker %d serving %s (identity %s); %s", os.getpid(), config.database,
+        engine.meta["content_identity"], what)
+    return app
+
+
+def _open_from_config(config: ServeConfig) -> Retriever:
     blocklist = BlockList.from_file(config.blocked_docids) if config.blocked_docids else None
     expected = config.blocklist_sha256
     if blocklist is not None and expected is not None and blocklist.sha256 != expected:
@@ -59,23 +80,10 @@ def app_from_config(config: ServeConfig) -> FastAPI:
         from ..dense.models import query_embedder_for
 
         embedder = query_embedder_for(config.database, config.vectors, config.embed_model)
-    engine = open_retriever(config.database, blocklist, config.retriever, vectors=config.vectors,
-                            embedder=embedder, rerank=rerank, probe=False,
-                            release_blocklist=policy_for(config.blocklist_origin),
-                            time_limit_s=config.settings.time_limit_s)
-    app = create_app(engine, config.settings, blocklist_origin=config.blocklist_origin,
-                     release_blocklist_sha256=config.release_blocklist_sha256)
-    set_identity(served_identity(engine))
-    origin = app.state.blocklist_origin
-    if blocklist_enabled(engine):
-        what = (f"blocklist {engine.blocklist.source} ({len(engine.blocklist)} docids, "
-                f"{engine.blocked_matched} in this corpus; {origin})")
-    else:
-        what = f"NO blocklist: every document is served ({origin})"
-    log = logger.warning if origin in ("release-override", "release-none", "none") else logger.info
-    log("worker %d serving %s (identity %s); %s", os.getpid(), config.database,
-        engine.meta["content_identity"], what)
-    return app
+    return open_retriever(config.database, blocklist, config.retriever, vectors=config.vectors,
+                          embedder=embedder, rerank=rerank, probe=False,
+                          release_blocklist=policy_for(config.blocklist_origin),
+                          time_limit_s=config.settings.time_limit_s)
 
 
 def app_from_env() -> FastAPI:
@@ -156,7 +164,8 @@ def _start_deep_check(config: ServeConfig, run_dir: Path) -> subprocess.Popen[by
 
 
 def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          log_level: LogLevel = "info", access_log: bool = False, verified: VerifyLevel = "none") -> None:
+          log_level: LogLevel = "info", access_log: bool = False, verified: VerifyLevel = "none",
+          engine: Retriever | None = None) -> None:
     """Serve until SIGINT/SIGTERM, then return normally after a graceful shutdown. Blocks.
 
     Call from the main thread. Creates the run's counter directory when
@@ -168,9 +177,17 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     background (its state on /health: pending, ok, failed), after ``deep`` /health reports
     ``ok`` at once, after ``none`` ``off``. Connections are served by
     :class:`~drsearch.server.protocol.LimitedHttpToolsProtocol` (the settings' idle and
-    header timeouts, head size and connection limits).
+    header timeouts, head size and connection limits). ``engine``: the retriever this process
+    already opened from ``config`` and checked (``open_verified``); with one worker, uvicorn
+    serves in this process, so it serves on that engine rather than open the file a second time
+    (each open of a 2M-passage file reads and checks its per-chunk tables). Closed on return.
+    ValueError with more than one worker (each worker is a process of its own).
     """
     import uvicorn
+
+    if engine is not None and workers != 1:
+        engine.close()
+        raise ValueError(f"an engine opened here serves one in-process worker, not {workers}")
 
     own_dir: Path | None = None
     owner_fd: int | None = None
@@ -197,7 +214,14 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     # with the default SIGTERM action that would kill us before the clean-up below.
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, workers=workers,
+        # uvicorn imports APP_FACTORY in this very process when workers == 1: with an engine
+        # here, hand it the app built on it instead, its log line under uvicorn's logging
+        # configuration as a worker's (uvicorn applies it again, the same)
+        app: str | FastAPI = APP_FACTORY
+        if engine is not None:
+            logging.config.dictConfig(log_config(log_level))
+            app = app_from_config(config, engine)
+        uvicorn.run(app, factory=engine is None, host=host, port=port, workers=workers,
                     log_level=log_level, log_config=log_config(log_level), access_log=access_log,
                     server_header=False, timeout_graceful_shutdown=10, http=PROTOCOL,
                     # uvicorn annotates int but schedules it with call_later: seconds as float
@@ -207,6 +231,8 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, wor
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if engine is not None:
+            engine.close()
         if deep_check is not None and deep_check.poll() is None:
             deep_check.terminate()
             try:

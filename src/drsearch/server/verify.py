@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract import IncompatibleIndexError
+from ..contract import DEFAULT_TIME_LIMIT_S, IncompatibleIndexError
 from ..index import (
     BlockList,
     Engine,
@@ -75,15 +75,38 @@ def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
     Even at ``none`` the engine is opened once (to describe the corpus in the startup log),
     and only once: ``drsearch serve`` makes every check of its parent on this one engine.
     """
+    engine, report = open_verified(path, level, blocklist, release_blocklist=release_blocklist,
+                                   require_complete=require_complete)
+    engine.close()
+    return report
+
+
+def open_verified(path: str | os.PathLike[str], level: VerifyLevel = "fast",
+                  blocklist: BlockList | None = None, *, release_blocklist: ReleasePolicy = "apply",
+                  require_complete: bool = False,
+                  time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> tuple[Engine, CorpusReport]:
+    """:func:`verify_corpus`, and the engine it checked, left open for the caller (who closes
+    it): a single-process ``drsearch serve`` answers on it rather than opening the file again.
+    ``time_limit_s``: the engine's per-query limit (``Engine.open``'s). Raises as
+    :func:`verify_corpus`, with nothing left open."""
     p = Path(path)
-    with Engine.open(p, blocklist, release_blocklist=release_blocklist) as engine:
-        if require_complete and blocklist is not None:
-            engine.check_blocklist_complete()
-        meta = engine.meta
-        stats = engine.stats()
-        if level == "deep":
-            _check_header(p)
-            _deep_checks(p)
+    engine = Engine.open(p, blocklist, release_blocklist=release_blocklist, time_limit_s=time_limit_s)
+    try:
+        report = _checked(engine, p, level, require_complete and blocklist is not None)
+    except BaseException:
+        engine.close()
+        raise
+    return engine, report
+
+
+def _checked(engine: Engine, p: Path, level: VerifyLevel, require_complete: bool) -> CorpusReport:
+    if require_complete:
+        engine.check_blocklist_complete()
+    meta = engine.meta
+    stats = engine.stats()
+    if level == "deep":
+        _check_header(p)
+        _deep_checks(p)
     size = p.stat().st_size
     report = CorpusReport(p, level, str(meta.get("content_identity", "")),
                           int(meta.get("schema_version", -1)), int(meta.get("documents", 0)),
@@ -96,4 +119,4 @@ def verify_corpus(path: str | os.PathLike[str], level: VerifyLevel = "fast",
     return report
 
 
-__all__ = ["CorpusReport", "verify_corpus"]
+__all__ = ["CorpusReport", "open_verified", "verify_corpus"]

@@ -229,7 +229,7 @@ def _resolved_model(model: str | None) -> str | None:
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     # the server extra, imported first: without it, one line naming it before any other check
-    from ..server import ServeConfig, ServerSettings, serve, verify_corpus
+    from ..server import ServeConfig, ServerSettings, open_verified, serve
 
     if args.shards:
         return serve_shards(args)
@@ -243,12 +243,6 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if release_dir is not None and args.verify != "none":
         _validate_release_before_serving(release_dir, args.verify == "deep")
     policy = policy_for(chosen.origin)
-    # one engine for every check of this process; the workers open their own (one each)
-    report = verify_corpus(args.database, args.verify, blocklist, release_blocklist=policy,
-                           require_complete=not args.allow_missing_blocked)
-    rerank = rerank_config(args)
-    if chosen_spec(args).kind != "bm25" or rerank is not None:  # vectors, model, reranker: before any worker
-        open_chosen(args, blocklist, release_blocklist=policy).close()
     settings = ServerSettings(max_k=args.max_k, time_limit_s=args.time_limit,
                               max_query_terms=args.max_query_terms, idle_timeout_s=args.idle_timeout,
                               header_timeout_s=args.header_timeout, max_header_bytes=args.max_header_bytes,
@@ -257,6 +251,17 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                               max_batch_queries=args.max_batch_queries, batch_threads=args.batch_threads,
                               max_batch_results=args.max_batch_results,
                               max_response_bytes=args.max_response_bytes)
+    rerank = rerank_config(args)
+    # one engine for every check of this process; a single worker (uvicorn in this process)
+    # serves on it; several workers open their own (one each)
+    engine, report = open_verified(args.database, args.verify, blocklist, release_blocklist=policy,
+                                   require_complete=not args.allow_missing_blocked,
+                                   time_limit_s=settings.time_limit_s)
+    plain_bm25 = str(chosen_spec(args)) == "bm25" and rerank is None
+    if args.workers != 1 or not plain_bm25:
+        engine.close()
+    if not plain_bm25:  # vectors, model, reranker: before any worker
+        open_chosen(args, blocklist, release_blocklist=policy).close()
     where = f"http://{args.host}:{args.port}"
     print(f"drsearch: serving {report.path} (identity {report.identity}, {report.documents} documents, "
           f"{report.chunks} chunks; verify={args.verify}) on {where} with {args.workers} worker(s)",
@@ -279,7 +284,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                          vectors=None if args.vectors is None else Path(args.vectors).resolve(),
                          embed_model=_resolved_model(args.embed_model))
     serve(config, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-          access_log=args.access_log, verified=args.verify)
+          access_log=args.access_log, verified=args.verify,
+          engine=engine if args.workers == 1 and plain_bm25 else None)
     return 0
 
 
