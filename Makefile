@@ -45,9 +45,12 @@ importlint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # pytest on TEST_WORKERS processes (pytest-xdist), one test file per worker at a time so a
-# module's fixtures are built once (--dist loadfile). A plain `.venv/bin/pytest tests/x.py`
-# runs in one process; `make unit TEST_WORKERS=0` runs the whole suite that way.
-TEST_WORKERS ?= 2
+# module's fixtures are built once (--dist loadfile). One more worker than cores: many tests
+# wait on a server or a child process, and the extra worker uses those waits (the suite needs
+# ~13 CPU-minutes, ~6.5 min on each of 2 cores; with 2 workers it took ~9 min). A plain
+# `.venv/bin/pytest tests/x.py` runs in one process; `make unit TEST_WORKERS=0` runs the whole
+# suite that way.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 unit: $(STAMP)
 	$(VENV)/bin/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 

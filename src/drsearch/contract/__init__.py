@@ -16,6 +16,8 @@ and it imports only the standard library (import-linter keeps it so):
     retry       outbound calls retried one way: RetryPolicy, parse_retry_after, retry()
                 (imported as ``drsearch.contract.retry``, outside the union below: its
                 RetryPolicy is not the agents' settings model of that name)
+    listen      tcp_listener: a listening socket on which asyncio turns Nagle off (imported
+                as ``drsearch.contract.listen``: only servers that bind their own need it)
 
 docs/DESIGN.md ("Layers") draws where this floor sits and where a new ranker or front-end goes.
 """

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..contract.listen import tcp_listener
 from .standin import TextHandler
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "data" / "biotools" / "fixtures.json"
@@ -383,9 +383,7 @@ class _Uvicorn:
     def __init__(self, app: Any, host: str) -> None:
         import uvicorn
 
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, 0))
+        self.sock = tcp_listener(host, 0)  # TCP_NODELAY on every connection (contract.listen)
         self.port = self.sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)

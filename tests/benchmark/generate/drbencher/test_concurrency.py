@@ -158,8 +158,12 @@ def test_a_terminal_gets_a_bar_per_stage_with_counts_eta_and_calls(servers: tupl
         assert done, (stage, frames)
         assert re.search(r"\| (\d+)/\1 \[\d\d:\d\d<\d\d:\d\d, .*calls=[1-9]\d*\]", done[-1]), done[-1]
     assert json.loads(stdout)["ran"][-1] == "export"
-    # --quiet on a terminal, or a pipe: no bar at all
-    rc, _, quiet = in_terminal(*argv, "--out", str(tmp_path / "quiet"), "--quiet")
+    # --quiet on a terminal, or a pipe: no bar at all (through the first three model stages:
+    # one progress decision serves every stage, and V1/V2 would only add a served corpus)
+    until = ("--until", "validate")
+    rc, out, quiet = in_terminal(*argv, "--out", str(tmp_path / "quiet"), "--quiet", *until)
     assert rc == 0 and "\r" not in quiet and "item/s" not in quiet
-    rc, _, logged = piped(*argv, "--out", str(tmp_path / "piped"))
+    assert json.loads(out)["ran"][-1] == "validate"  # the model stages ran, only without a bar
+    rc, out, logged = piped(*argv, "--out", str(tmp_path / "piped"), *until)
     assert rc == 0 and "\r" not in logged and "item/s" not in logged
+    assert json.loads(out)["ran"][-1] == "validate"

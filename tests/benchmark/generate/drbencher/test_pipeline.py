@@ -125,8 +125,11 @@ def test_an_unreachable_model_endpoint_is_exit_2_and_nothing_written(servers: tu
     kg, _ = servers
     out = tmp_path / "gen"
     config = config_for(tmp_path, kg, "http://127.0.0.1:9/v1")
-    rc, _, err = generate(config, out)
+    # Still retried (a refused connection is transient), with short waits: 6 tries at 1 s
+    # doubling would wait 31 s for the same one line.
+    rc, _, err = generate(config, out, "--max-attempts", "3", "--backoff", "0.05")
     assert rc == 2 and "the model endpoint is not usable" in err and not out.exists()
+    assert "gave up after 3 attempts" in err
     # the endpoint comes from the config: the error names its field, not a flag the verb lacks
     assert f"{config.name}: generator.base_url http://127.0.0.1:9/v1:" in err and "--base-url" not in err
 

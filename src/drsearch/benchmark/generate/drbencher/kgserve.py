@@ -37,6 +37,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from ....contract import DrsearchError
+from ....contract.listen import tcp_listener
 from ....server.protocol import limited_protocol
 from ....server.requests import read_body
 from ....server.settings import ServerSettings
@@ -132,16 +133,7 @@ def _stop(signum: int, frame: object) -> None:
 
 def listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host``:``port`` (0: a free one). OSError when it cannot bind."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return tcp_listener(host, port)
 
 
 def serve_kg(path: Path, settings: KGServeSettings, host: str, port: int,
