@@ -44,3 +44,39 @@ def test_each_new_id_is_listed_as_confirmed_with_its_source(qid: str) -> None:
     rows = [r for r in provenance() if r["record"].startswith((f"wd:{qid} ", f"{qid} "))
             and r["field"].startswith(("QID", "property id"))]
     assert rows and all(r["verdict"].startswith("verified") and r["source"] for r in rows), rows
+
+
+def test_every_wikidata_id_of_the_domain_graph_is_listed_with_its_provenance() -> None:
+    """Every ``wd:`` entity and property the domain graph writes is named in a ``wikidata`` row of
+    data/domains/provenance.tsv or in data/kg/provenance.tsv (the shared graph's entities)."""
+    import re
+
+    listed = {m for r in provenance() for m in re.findall(r"\b[QP]\d+\b", " ".join(
+        (r["record"], r["field"], r["value"])))}
+    with (DATA / "kg/provenance.tsv").open(encoding="utf-8", newline="") as f:
+        listed |= {r["id"].removeprefix("wd:") for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)}
+    used = {term.rsplit("/", 1)[1] for t in statements() for term in t
+            if term.startswith((WD, WDT))}
+    assert used and sorted(used - listed) == []
+
+
+def test_caffeine_and_p53_have_three_distinct_two_hop_chains() -> None:
+    """The chains stage keeps one path per (p1, p2) pair and asks for three: caffeine's and p53's
+    statements give them; Log4Shell's and aspirin's give none."""
+    ts = statements()
+    out: dict[str, set[str]] = {}
+    for s, p, o in ts:
+        if p.startswith(WDT) and o.startswith(WD):
+            out.setdefault(s.removeprefix(WD), set()).add(p.removeprefix(WDT) + " " + o.removeprefix(WD))
+
+    def pairs(qid: str) -> set[tuple[str, str]]:
+        found = set()
+        for first in out.get(qid, ()):
+            p1, mid = first.split()
+            if p1 in ("P31", "P279"):
+                continue
+            found |= {(p1, second.split()[0]) for second in out.get(mid, ())}
+        return found
+
+    assert len(pairs("Q60235")) >= 3 and len(pairs("Q283350")) >= 3
+    assert pairs("Q18216") == set() and pairs("Q110068433") == set()

@@ -63,6 +63,12 @@ def test_the_five_domain_block_runs_as_written_gives_the_docs_counts_and_replays
     assert {u["pid"]: u["source"] for u in used} == {
         p: f"http://127.0.0.1:{domain}/api/xbrl/companyfacts/CIK0000320193.json"
         for p in ("sec:net_income_fy0", "sec:revenue_fy0")}
+    # biochemistry reaches export through caffeine's and p53's Wikidata chains (data/domains/kg.ttl):
+    # 0.1 g / 194.19 g/mol and 43,653 Da / 393 residues, the values PubChem and UniProt list
+    bio = {r["metadata"]["qid"]: r["label"] for r in rows if r["metadata"]["category"] == "biochemistry"}
+    assert bio == {"drbencher-Q60235:molar_amount": "0.51", "drbencher-Q283350:mean_residue_mass": "111.08"}
+    chained = {json.loads(line)["qid"] for line in (tmp_path / "gen-all/chains.jsonl").read_text().splitlines()}
+    assert {"Q60235", "Q283350"} <= chained and not {"Q18216", "Q110068433"} & chained
 
     # the servers are gone: the recorded cache alone regenerates every file but timings.json
     replay_env = {**os.environ, **env, "PYTHONPATH": str(REPO / "src"),

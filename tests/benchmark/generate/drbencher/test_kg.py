@@ -55,7 +55,7 @@ def select(url: str, query: str, **kw: Any) -> list[dict[str, Any]]:
 def test_the_fixture_holds_the_known_answers(endpoint: str) -> None:
     rows = select(endpoint, "SELECT ?e WHERE { wd:Q3375 wdt:P2044 ?e ; rdfs:label 'Zugspitze'@en }")
     assert [float(r["e"]["value"]) for r in rows] == [2962.0]
-    rows = select(endpoint, "SELECT ?city ?games WHERE { ?city wdt:P793 ?games . ?games wdt:P585 ?t "
+    rows = select(endpoint, "SELECT ?city ?games WHERE { ?city wdt:P793 ?games . ?games wdt:P580 ?t "
                             "FILTER(YEAR(?t) = 1964) } ORDER BY ?city")
     assert [r["city"]["value"].rsplit("/", 1)[1] for r in rows] == ["Q1490", "Q1735"]  # Tokyo, Innsbruck
     rows = select(endpoint, "SELECT ?r WHERE { wd:Q1726 wdt:P206 ?r . ?r wdt:P403 wd:Q1653 ; "

@@ -117,6 +117,27 @@ def test_the_corrections_public_sources_settle_are_in_the_graph() -> None:
     assert "414.78 square kilometres" in next(d["text"] for d in docs if d["qid"] == "Q1741")
 
 
+def test_the_values_wikidata_exports_settle_are_the_graphs() -> None:
+    """Values a public Wikidata export contradicts are the export's (data/kg/README.md): Berlin's and
+    Moscow's coordinates, the GDR's area, the Ottoman Empire's dissolution and capital; the Olympic
+    Games carry P580 start time, as their Wikidata items do, not P585."""
+    rows = {(r["id"], r["field"]): r for r in table()}
+    stated: dict[tuple[str, str], set[str]] = {}
+    for s, p, o in triples():
+        if s.startswith(WD) and p.startswith("http://www.wikidata.org/prop/direct/"):
+            stated.setdefault((s[len(WD):], p.rsplit("/", 1)[1]), set()).add(o)
+    assert stated[("Q64", "P625")] == {"Point(13.383333 52.516667)"}
+    assert stated[("Q649", "P625")] == {"Point(37.6175 55.750556)"}
+    assert stated[("Q16957", "P2046")] == {"108179"}
+    assert stated[("Q12560", "P576")] == {"1922-11-17T00:00:00Z"}
+    assert stated[("Q12560", "P36")] == {WD + "Q16869"}
+    assert stated[("Q8420", "P580")] == {"1964-10-10T00:00:00Z"} and ("Q8420", "P585") not in stated
+    for key in (("wd:Q64", "P625"), ("wd:Q649", "P625"), ("wd:Q16957", "P2046"), ("wd:Q12560", "P576")):
+        assert rows[key]["verdict"] == "corrected" and "Wikidata export" in rows[key]["source"], rows[key]
+    for key in (("wd:Q39", "P1082"), ("wd:Q64", "P2046"), ("wd:Q308", "P2046")):
+        assert rows[key]["verdict"] == "verified" and "Wikidata export" in rows[key]["source"], rows[key]
+
+
 @pytest.mark.parametrize("edit, complaint", [
     (("wd:Q5469 rdfs:label", "wd:Q999999 rdfs:label"), "wd:Q999999 is in kg.ttl but not in provenance.tsv"),
     (("local:Wetterstein rdfs:label", "wd:Q1268 rdfs:label"),
