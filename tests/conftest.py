@@ -37,15 +37,6 @@ settings.register_profile("ci", parent=settings.get_profile("suite"), derandomiz
 settings.load_profile("ci" if os.environ.get("CI") else "suite")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Files holding a test marked ``slow`` run first, in their usual order, then the rest:
-    `make test`'s ``--dist loadfile`` hands files to workers in collection order, and a long
-    file handed out last keeps one worker busy after the others have finished (longest first
-    is the usual cure). A stable sort keeps each file's tests together and in order."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Caches a run writes beside the user's (``drsearch.index.filehash``: the SQLite file's

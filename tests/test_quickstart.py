@@ -9,8 +9,6 @@ import json
 import socket
 from pathlib import Path
 
-import pytest
-
 from .docblocks import SHELLS, bash_blocks, fenced, free_ports, run_blocks
 from .helpers import REPO
 
@@ -33,7 +31,6 @@ def test_every_shell_block_of_the_quickstart_is_bash_and_walks_the_main_job() ->
         assert step in script, step
 
 
-@pytest.mark.slow
 def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     search, model, judge = free_ports(3)
     env = {"DRSEARCH_PORT": str(search), "DRSEARCH_MODEL_PORT": str(model), "DRSEARCH_JUDGE_PORT": str(judge)}

@@ -75,7 +75,6 @@ def test_decoding_uses_header_then_utf8_then_meta_charset() -> None:
     assert decode_body(b'<meta charset="windows-1252"> caf\xe9', None).endswith("café")
 
 
-@pytest.mark.slow
 def test_parallel_and_serial_extraction_write_identical_output(tmp_path: Path) -> None:
     one = extract_crawl(SAMPLE_CRAWL, tmp_path / "a.jsonl", ExtractSettings(workers=1, batch_size=64))
     two = extract_crawl(SAMPLE_CRAWL, tmp_path / "b.jsonl", ExtractSettings(workers=2, batch_size=8))

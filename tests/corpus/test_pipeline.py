@@ -35,7 +35,6 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
-@pytest.mark.slow
 def test_one_shot_equals_the_three_stages_and_resumes(own_server: CrawlServer, crawled: Crawled,
                                                       tmp_path: Path) -> None:
     urls = tmp_path / "urls.txt"

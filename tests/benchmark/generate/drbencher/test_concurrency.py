@@ -145,7 +145,6 @@ def _frames(rendered: str) -> list[str]:
     return [f.strip() for f in re.split(r"[\r\n]+", rendered) if f.strip()]
 
 
-@pytest.mark.slow
 def test_a_terminal_gets_a_bar_per_stage_with_counts_eta_and_calls(servers: tuple[str, Gauge],
                                                                     tmp_path: Path) -> None:
     kg, gauge = servers

@@ -21,7 +21,6 @@ pytest.importorskip("pyoxigraph", reason="drsearch kg serve needs the kg extra (
 SECTION = "## The DrBencher-style generator (`drsearch generate drbencher`)"
 
 
-@pytest.mark.slow
 def test_the_documented_block_runs_as_written_and_gives_the_docs_counts(tmp_path: Path) -> None:
     block, *rest = bash_blocks(REPO / "docs/GENERATE.md", SECTION)
     assert "drsearch generate drbencher --config data/kg/gen.json --out gen/" in block

@@ -45,7 +45,6 @@ def docs_table() -> dict[str, tuple[int, int, dict[str, int]]]:
     return table
 
 
-@pytest.mark.slow
 def test_the_five_domain_block_runs_as_written_gives_the_docs_counts_and_replays(tmp_path: Path) -> None:
     (block,) = [b for b in bash_blocks(REPO / "docs/GENERATE.md", SECTION) if "data/domains/gen.json" in b]
     kg, model, domain = free_ports(3)
