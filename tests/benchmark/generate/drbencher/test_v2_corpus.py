@@ -105,6 +105,18 @@ def docids_of(database: Path) -> set[str]:
         return {str(r[0]) for r in db.execute("SELECT docid FROM documents")}
 
 
+def assert_replays_offline(config: Path, out: Path, tmp: Path) -> None:
+    """Run V2 again from ``out``'s replay cache into a fresh directory (no server needs to
+    answer) and check that it writes ``out``'s files byte for byte."""
+    cache = tmp / "cache.sqlite3"
+    shutil.copy(out / "cache.sqlite3", cache)
+    again = tmp / "again"
+    rc, _, err = generate(config, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
+    assert rc == 0, err
+    shutil.copy(cache, again / "cache.sqlite3")
+    assert_same_tree(out, again)
+
+
 def test_the_default_corpus_is_the_grounding_articles_plus_distractors_that_v2_finds(
         servers: tuple[str, Any], script: Callable[[Script], Script], tmp_path: Path) -> None:
     kg, llm = servers
@@ -189,14 +201,7 @@ def test_a_named_corpus_is_what_v2_searches_and_changing_it_reruns_v2(
     settings = json.loads((out / "manifest.json").read_text())["stages"]["v2"]["settings"]
     assert report["kind"] == "database" and settings["corpus"]["database"]["identity"] == report["identity"]
     assert "corpora" not in json.dumps(settings)  # the identity names it, not the path
-    # record -> replay, every server down: byte-identical
-    cache = tmp_path / "cache.sqlite3"
-    shutil.copy(out / "cache.sqlite3", cache)
-    again = tmp_path / "again"
-    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
-    assert rc == 0, err
-    shutil.copy(cache, again / "cache.sqlite3")
-    assert_same_tree(out, again)
+    assert_replays_offline(path, out, tmp_path)  # record -> replay, every server down: byte-identical
     # the same corpus again: up to date; another corpus at the same path: V2 reruns against it
     rc, summary, err = generate(path, out, "--until", "v2")
     assert rc == 0 and summary is not None and summary["ran"] == [], err
@@ -256,13 +261,7 @@ def test_a_search_url_alone_names_any_server_recorded_for_the_replay(
     with Engine.open(atlas) as engine:
         assert report == {"kind": "server", "identity": engine.meta["content_identity"],
                           "blocklist_sha256": engine.blocklist.sha256, "retriever": None}
-    cache = tmp_path / "cache.sqlite3"
-    shutil.copy(out / "cache.sqlite3", cache)
-    again = tmp_path / "again"
-    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
-    assert rc == 0, err  # the server is down: its identity and answers come from the cache
-    shutil.copy(cache, again / "cache.sqlite3")
-    assert_same_tree(out, again)
+    assert_replays_offline(path, out, tmp_path)  # the server is down: its identity and answers from the cache
 
 
 def test_distractors_missing_from_the_articles_file_are_fetched_from_wikipedia_and_replayed(
@@ -295,13 +294,7 @@ def test_distractors_missing_from_the_articles_file_are_fetched_from_wikipedia_a
     assert report["skipped"] and set(report["skipped"].values()) == {"no_article"}  # e.g. Beijing: no page
     assert s.opened == ["wiki-Q5451"] * len(s.opened) and s.opened  # the episodes find a fetched page
     assert "wiki-Q5451" in docids_of(out / "v2_corpus.sqlite3")
-    cache = tmp_path / "cache.sqlite3"
-    shutil.copy(out / "cache.sqlite3", cache)
-    again = tmp_path / "again"
-    rc, _, err = generate(path, again, "--until", "v2", "--cache-mode", "replay", "--cache", str(cache))
-    assert rc == 0, err
-    shutil.copy(cache, again / "cache.sqlite3")
-    assert_same_tree(out, again)
+    assert_replays_offline(path, out, tmp_path)
 
 
 def test_a_named_corpus_that_is_missing_or_no_index_is_exit_2_before_anything_is_written(
