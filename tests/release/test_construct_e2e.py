@@ -328,29 +328,38 @@ def test_a_pool_question_without_a_dr256_difficulty_is_exit_2(recipe: Recipe, tm
 
 
 @pytest.mark.slow
-def test_the_recipe_script_is_deterministic(tmp_path: Path) -> None:
-    """`scripts/make_sample_release.py` (the recipe, fetch times frozen) run twice in the same place
-    gives the same release, byte for byte, and it validates --deep."""
+def test_the_recipe_script_is_deterministic(recipe: Recipe, tmp_path: Path) -> None:
+    """`scripts/make_sample_release.py` (the recipe, fetch times frozen) gives, in another
+    directory, the release the session's recipe run made, byte for byte (no path of the
+    machine in it), and it validates --deep; an existing release is kept without --force."""
     import subprocess
     import sys
 
-    out = tmp_path / "sample-release"
+    out = tmp_path / "elsewhere" / "sample-release"
+    out.mkdir(parents=True)
+    (out / "keep.txt").write_text("a file already there\n")
 
-    def make(*extra: str) -> dict[str, bytes]:
-        p = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
-                            "--out", str(out), *extra], capture_output=True, text=True, timeout=600, cwd=REPO)
-        assert p.returncode == 0, p.stdout + p.stderr
-        assert "construct select: 4 questions" in p.stdout and "validate --deep: PASS" in p.stdout
-        return {f.relative_to(out).as_posix(): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+    def script(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
+                               "--out", str(out), *extra], capture_output=True, text=True, timeout=600, cwd=REPO)
 
-    first = make()
-    again = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_release.py"),
-                            "--out", str(out)], capture_output=True, text=True, timeout=60, cwd=REPO)
-    assert again.returncode == 2 and "--force" in again.stderr  # an existing release is kept
-    second = make("--force")
-    assert first == second
+    refused = script()
+    assert refused.returncode == 2 and "--force" in refused.stderr  # an existing release is kept
+    assert (out / "keep.txt").is_file()
+    made = script("--force")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "construct select: 4 questions" in made.stdout and "validate --deep: PASS" in made.stdout
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {f.relative_to(root).as_posix(): f.read_bytes() for f in sorted(root.rglob("*")) if f.is_file()}
+
+    first, second = files(recipe.release), files(out)
+    assert str(tmp_path) != str(recipe.release.parent)
+    assert sorted(first) == sorted(second)
+    assert [n for n in first if first[n] != second[n]] == []
     assert {"manifest.json", "checksums.sha256", "benchmark/questions.jsonl", "search/corpus.sqlite3",
             "selection/summary.json", "audit/leak_audit.jsonl"} <= set(first)
+    assert not any(str(p).encode() in b for b in second.values() for p in (tmp_path, recipe.release.parent))
     code, text = cli("validate", "--release-dir", str(out), "--deep")
     assert code == 0, text
     _release_md_shows_this_release_renamed(out)

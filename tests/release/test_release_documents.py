@@ -184,7 +184,10 @@ def test_select_keeps_the_calibration_rollouts_as_baselines(pristine_release: An
     for n, run in enumerate(sample_recipe.runs):
         kept = json.loads((base / f"attempt-{n}" / "run.json").read_text())
         recorded = json.loads((run / "run.json").read_text())
-        assert kept == {k: v for k, v in recorded.items() if k not in ("started_at", "base_url", "search")}
+        expected = {k: v for k, v in recorded.items() if k not in ("started_at", "base_url", "search")}
+        # the questions file is named relative to the construction's work directory, not where it lay
+        assert expected["questions"] == str(sample_recipe.root / "pool" / "questions" / "kept.jsonl")
+        assert kept == {**expected, "questions": "pool/questions/kept.jsonl"}
         assert (base / f"attempt-{n}" / "trajectories.jsonl").read_bytes() == \
             (run / "trajectories.jsonl").read_bytes()
     graded = [json.loads(line) for line in (sample_recipe.runs[0] / "scores.graded.jsonl").read_text().splitlines()]

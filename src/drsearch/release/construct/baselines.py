@@ -10,6 +10,7 @@ For each rollout (attempt N of the reference agent)::
 
 ``run.json`` loses ``started_at``, ``base_url`` and ``search`` (a clock and the ports of the
 servers of that machine) and each graded record its ``wall_s`` (null: a clock fact):
+paths are written relative to the construction's work directory (``.portable``):
 everything that says *what* ran and how it was graded (model, preset, prompts, corpus
 identity, blocklist, tool schema, code version, verdicts) is kept, and the same rollouts give
 the same release bytes. Caches, timings and scores.json (whose means hold wall times) stay
@@ -27,6 +28,7 @@ from ...agents.preset import DR256
 from ...contract import InvalidInputError
 from ..documents import BASELINES
 from ..manifest import manifest_json
+from .portable import portable
 
 LOCAL_FIELDS = ("base_url", "search", "started_at")
 """run.json fields that say where and when a rollout ran, not what ran: left out of baselines/."""
@@ -40,9 +42,10 @@ def _attempt(run_json: dict[str, object], where: Path) -> int:
     raise InvalidInputError(f"{where}: not a dr256 rollout (its preset is no attempt 0..2 of dr256)")
 
 
-def write_baselines(release: Path, runs: list[str], grades: str | None) -> list[str]:
+def write_baselines(release: Path, runs: list[str], grades: str | None, *, base: str) -> list[str]:
     """Copy the rollouts ``runs`` and the graded file ``grades`` into ``release/baselines/``
-    (see the module doc); returns the attempt directory names written."""
+    (see the module doc; paths made portable against the work directory ``base``); returns
+    the attempt directory names written."""
     out = release / BASELINES
     out.mkdir()
     names = []
@@ -54,7 +57,7 @@ def write_baselines(release: Path, runs: list[str], grades: str | None) -> list[
             raise InvalidInputError(f"{root / 'run.json'}: cannot read the rollout ({e})") from None
         name = f"attempt-{_attempt(recorded, root)}"
         (out / name).mkdir()
-        kept = {k: v for k, v in recorded.items() if k not in LOCAL_FIELDS}
+        kept = portable({k: v for k, v in recorded.items() if k not in LOCAL_FIELDS}, base)
         (out / name / "run.json").write_bytes(manifest_json(kept))
         shutil.copyfile(root / "trajectories.jsonl", out / name / "trajectories.jsonl")
         names.append(name)

@@ -35,7 +35,9 @@ with the construction evidence beside it::
     RELEASE/baselines/                 the calibration rollouts and their grades (.baselines)
     RELEASE/README.md, TERMS.md        from the completed templates given (release.documents)
 
-and the manifest rewritten to inventory them. The release is written to a sibling
+and the manifest rewritten to inventory them. The paths those records hold are written
+relative to the construction's work directory (``.portable``), so the same recipe run
+anywhere gives the same release bytes. The release is written to a sibling
 directory and renamed into place only after ``validate --deep`` passes, so a failure leaves
 no half release. Refused, with nothing written: a tier with fewer retained questions than
 ``per_tier`` (exit 1 with the counts) unless ``allow_short`` (then all of them are taken);
@@ -65,6 +67,7 @@ from ..manifest import manifest_json, write_release_manifest
 from ..validate import validate_release
 from .baselines import write_baselines
 from .calibrate import TIERS, audit_blocklist, read_audit_blocklist
+from .portable import portable
 from .questions import DEFAULT_TEMPLATE, prompt_sha256, question_row, read_template, render
 from .work import (
     ANSWERS_FILE,
@@ -189,7 +192,8 @@ def _evidence(root: Path, release: Path, crawl: Path, database: Path) -> None:
     (release / "selection").mkdir()
     (release / "audit").mkdir()
     summary = json.loads((root / SUMMARY).read_text(encoding="utf-8"))
-    (release / "selection" / "summary.json").write_bytes(manifest_json(summary))
+    base = str(root.resolve().parent)
+    (release / "selection" / "summary.json").write_bytes(manifest_json(portable(summary, base)))
     shutil.copyfile(root / TIERS_FILE, release / "selection" / "tiers.jsonl")
     shutil.copyfile(root / "select" / "selection.jsonl", release / "selection" / "selection.jsonl")
     _write_jsonl(release / "selection" / "removals.jsonl", _removals(root))
@@ -268,7 +272,7 @@ def select_release(pool: str | Path, out: str | Path, *, per_tier: int, seed: in
                                     f"corpus {audit['corpus_identity']} ({database}); --crawl-dir names its "
                                     "crawl")
         _evidence(root, partial, crawl_dir, database)
-        write_baselines(partial, settings["runs"], settings.get("grades"))
+        write_baselines(partial, settings["runs"], settings.get("grades"), base=str(root.resolve().parent))
         manifest = write_release_manifest(partial, name, revision)
         report = validate_release(partial, deep=True)
         if not report.ok():
