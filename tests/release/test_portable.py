@@ -18,8 +18,10 @@ def test_another_absolute_path_keeps_only_its_name_and_a_relative_one_is_kept() 
     assert portable_path("not a path", "/w") == "not a path"
 
 
-def test_every_string_of_a_record_is_made_portable_and_nothing_else_changes() -> None:
-    record = {"runs": ["/w/rollouts/a", "/w/rollouts/b"], "n": 3, "ok": True, "none": None,
-              "nested": {"database": "/w/corpus/c.sqlite3", "seed": "7"}}
+def test_the_paths_of_a_record_are_made_portable_and_nothing_else_changes() -> None:
+    record = {"runs": ["/w/rollouts/a", "/w/rollouts/b"], "n": 3, "ok": True, "none": None, "questions": 18,
+              "nested": {"database": "/w/corpus/c.sqlite3", "seed": "7", "prompt": "/w/ is text here"}}
     assert portable(record, "/w") == {"runs": ["rollouts/a", "rollouts/b"], "n": 3, "ok": True, "none": None,
-                                      "nested": {"database": "corpus/c.sqlite3", "seed": "7"}}
+                                      "questions": 18,
+                                      "nested": {"database": "corpus/c.sqlite3", "seed": "7",
+                                                 "prompt": "/w/ is text here"}}

@@ -31,15 +31,21 @@ def portable_path(value: str, base: str) -> str:
     return os.path.basename(norm)
 
 
-def portable(record: Any, base: str) -> Any:
-    """``record`` (parsed JSON) with every string that is an absolute path made portable."""
+PATH_KEYS = frozenset({"crawl", "database", "grades", "pool", "questions", "runs", "template"})
+"""The keys under which the stages and ``drsearch run`` record a file or directory: only their
+strings are rewritten (a prompt or a tool description that happens to start with "/" is text)."""
+
+
+def portable(record: Any, base: str, *, under_path_key: bool = False) -> Any:
+    """``record`` (parsed JSON) with the absolute paths held under ``PATH_KEYS`` (a string, or
+    strings in a list) made portable; everything else as it was."""
     if isinstance(record, str):
-        return portable_path(record, base)
+        return portable_path(record, base) if under_path_key else record
     if isinstance(record, list):
-        return [portable(v, base) for v in record]
+        return [portable(v, base, under_path_key=under_path_key) for v in record]
     if isinstance(record, dict):
-        return {k: portable(v, base) for k, v in record.items()}
+        return {k: portable(v, base, under_path_key=k in PATH_KEYS) for k, v in record.items()}
     return record
 
 
-__all__ = ["portable", "portable_path"]
+__all__ = ["PATH_KEYS", "portable", "portable_path"]
