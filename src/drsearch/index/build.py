@@ -41,6 +41,7 @@ from ..contract.jsonfile import json_object_lines
 from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
+from .chunktext import byte_spans
 from .doctable import DocTable
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
@@ -49,8 +50,10 @@ from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
     DDL,
+    DDL_V2,
     DOC_TEXT_CODEC,
     FTS_DDL,
+    FTS_DDL_V2,
     SCHEMA_VERSION,
     block_count,
 )
@@ -443,8 +446,14 @@ def _init_output(conn: apsw.Connection, settings: BuildSettings) -> None:
                    f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
         conn.execute(f"PRAGMA {pragma}")
     conn.execute("BEGIN")
-    conn.execute(DDL)
-    conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
+    stored = settings.chunk_text == "stored"
+    conn.execute(DDL_V2 if stored else DDL)
+    conn.execute((FTS_DDL_V2 if stored else FTS_DDL).format(tokenize=sql_string(settings.fts5_tokenize)))
+
+
+def _schema_version(settings: BuildSettings) -> int:
+    """The version of the file ``settings`` build: 2 with every chunk's text stored."""
+    return 2 if settings.chunk_text == "stored" else SCHEMA_VERSION
 
 
 def _build_into(
@@ -505,7 +514,7 @@ def _build_into(
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
         )
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA user_version={_schema_version(settings)}")
         conn.execute("COMMIT")
     except apsw.Error as e:
         raise BuildError(f"building {tmp.name}: {e}") from e
@@ -519,6 +528,11 @@ def _build_into(
             n_excluded)
 
 
+# A ``chunks`` row: (id, doc, ordinal, start_word, end_word, text) in schema version 2; (id, doc,
+# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4.
+ChunkRow = tuple[Any, ...]
+
+
 @dataclass(slots=True)
 class _Item:
     """One unit of work for the output's connection, in file order: a document's row, its
@@ -528,7 +542,7 @@ class _Item:
     doc: tuple[Any, ...] | None
     text: str
     urls: list[str]
-    chunks: list[tuple[int, int, int, int, int, str]]
+    chunks: list[ChunkRow]
     packed: Future[bytes] | None = None  # the text's zlib bytes, being compressed (writing side)
 
 
@@ -573,18 +587,23 @@ class _Tokenizing:
         self.fts = _open_side(tmpdir, settings)
         self.insert = self.fts.cursor()
         self.native = kernel.available()  # chunk texts cut in C (else split and joined here)
+        self.stored = settings.chunk_text == "stored"  # schema version 2: every chunk's text
         self.identity = xxhash.xxh3_128()
         self.chunk_doc = array("i", [0])
         self.chunk_ordinal = array("i", [0])
         self.n_chunks = self.indexed = self.empty = 0
 
-    def _chunk(self, doc_row: int, ordinal: int, start: int, end: int,
-               text: str) -> tuple[int, int, int, int, int, str]:
+    def _chunk(self, doc_row: int, ordinal: int, start: int, end: int, text: str,
+               span: tuple[int, int] = (-1, -1)) -> ChunkRow:
+        """Index the chunk in FTS5 and return its ``chunks`` row: in version 4 a chunk with a
+        byte ``span`` of its document's text stores no text of its own (chunktext.py)."""
         self.n_chunks += 1
         self.insert.execute(_FTS_INSERT, (self.n_chunks, text))
         self.chunk_doc.append(doc_row)
         self.chunk_ordinal.append(ordinal)
-        return (self.n_chunks, doc_row, ordinal, start, end, text)
+        if self.stored:
+            return (self.n_chunks, doc_row, ordinal, start, end, text)
+        return (self.n_chunks, doc_row, ordinal, start, end, *span, None if span[0] >= 0 else text)
 
     def _staged(self) -> Iterator[tuple[Any, ...]]:
         """The staged documents in docid order. Streamed, the staging side commits documents in
@@ -668,8 +687,10 @@ class _Tokenizing:
                 n_words = kernel.word_count(text) if self.native else len(text.split())
             else:
                 texts, n_words, spans = self._cut(text)
-                chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text)
-                              for span, chunk_text in zip(spans, texts, strict=True)]
+                pairs = [(span.start, span.end) for span in spans]
+                offsets = pairs if self.stored else byte_spans(text, pairs)
+                chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text, where)
+                              for span, chunk_text, where in zip(spans, texts, offsets, strict=True)]
                 n_doc_chunks = len(spans)
             if n_doc_chunks:
                 self.indexed += 1
@@ -682,7 +703,7 @@ class _Tokenizing:
         if self.prechunked:  # word offsets into the document are unknown for given chunks: -1
             self.identity.update(b"\x01chunks\x00")
             ordinals: dict[int, int] = {}
-            pending: list[tuple[int, int, int, int, int, str]] = []
+            pending: list[ChunkRow] = []
             given = self.scratch.execute("SELECT docid, text FROM stage_chunks ORDER BY seq")
             for docid, chunk_text in given:
                 for part in (docid, chunk_text):
@@ -893,7 +914,8 @@ class _Writing:
                 conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
                 self.doc_rows = []
         if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
-            conn.executemany("INSERT INTO chunks VALUES(?,?,?,?,?,?)", item.chunks)
+            marks = ",".join("?" * len(item.chunks[0]))
+            conn.executemany(f"INSERT INTO chunks VALUES({marks})", item.chunks)
         if item.doc is not None:
             packed = _pack_text(item.text) if item.packed is None else item.packed.result()
             conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))
@@ -1097,7 +1119,7 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         limit = 1  # items per batch: 1, 2, 4, ... _BATCH_ITEMS, so the writing side starts early
         for item in tok.items():
             batch.append(item)
-            size += len(item.text) + sum(len(c[5]) for c in item.chunks)
+            size += len(item.text) + sum(len(c[-1] or "") for c in item.chunks)
             if len(batch) >= limit or size >= _BATCH_BYTES:
                 out.send(("items", batch))
                 batch, size = [], 0
@@ -1276,7 +1298,7 @@ def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
                 "chunk_stride": None, "chunk_overlap": None}
     return {
         "format": "drsearch-index",
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": _schema_version(settings),
         "block_postings": BLOCK_POSTINGS,
         "application_id": APPLICATION_ID,
         "frozen": True,

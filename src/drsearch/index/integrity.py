@@ -39,6 +39,7 @@ from urllib.parse import quote
 import apsw
 
 from ..contract.errors import NotADatabaseError
+from . import chunktext
 from .schema import APPLICATION_ID, READABLE_VERSIONS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -345,6 +346,7 @@ def fts5_integrity_check(path: str | os.PathLike[str], table: str | None = "chun
     finally:
         _opening.progress = None
     _watch(conn, progress)
+    chunktext.register(conn)  # a version-4 index's FTS5 content is the chunk_texts view, which calls it
     try:
         conn.execute("PRAGMA temp_store=MEMORY")
         return [problem for name in tables if (problem := _fts5_check_one(conn, name))]

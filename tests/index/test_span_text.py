@@ -1,0 +1,185 @@
+"""Chunk text stored once (schema version 4: a chunk as a byte span of its document's text)
+against every chunk's text stored (version 2, ``BuildSettings(chunk_text="stored")``): the
+same corpus built both ways gives every reader the same chunk texts, search results, snippets
+and documents; FTS5 stays the index of record (its ``bm25()`` on a plain connection, its
+``integrity-check`` through ``drsearch validate --deep``, which catches a damaged span);
+``drsearch shard`` splits a version-4 file; the same input gives the same bytes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import apsw
+import pytest
+
+from drsearch.contract import CorruptIndexError
+from drsearch.index import BuildSettings, Engine, build, chunktext
+from drsearch.index.chunking import chunk_spans
+from drsearch.index.integrity import fts5_integrity_check
+from drsearch.index.shards import split_index
+
+from ..helpers import cranfield_docs, cranfield_queries, sample_docs
+
+QUERIES = [*cranfield_queries()[:40], "pressure", "the of a", "boundary layer theory", "zzzz unknown"]
+
+
+def _all_chunks(path: Path) -> list[str]:
+    with Engine.open(path) as e:
+        return e.chunk_texts(list(range(1, int(e.meta["chunks"]) + 1)))
+
+
+@pytest.mark.parametrize("which", ["sample", "cran_small"])
+def test_every_reader_gets_the_same_chunk_texts_as_from_stored_text(
+        which: str, sample_index: Path, sample_index_stored: Path, cran_small_chunks: Path,
+        cran_small_chunks_stored: Path) -> None:
+    spans, stored = {"sample": (sample_index, sample_index_stored),
+                     "cran_small": (cran_small_chunks, cran_small_chunks_stored)}[which]
+    assert spans.stat().st_size < stored.stat().st_size
+    with Engine.open(spans) as e4, Engine.open(stored) as e2:
+        assert (e4.stats()["schema_version"], e2.stats()["schema_version"]) == (4, 2)
+        assert e4.stats()["content_identity"] == e2.stats()["content_identity"]
+        n = int(e2.meta["chunks"])
+        rows = list(range(1, n + 1))
+        assert e4.chunk_texts(rows) == e2.chunk_texts(rows)
+        plain = [r[0] for r in e2._db().execute("SELECT text FROM chunks ORDER BY id")]
+        assert e4.chunk_texts(rows) == plain
+        # the view, on the engine's connection, is every chunk's text too
+        assert [t for _, t in e4._db().execute("SELECT id, text FROM chunk_texts ORDER BY id")] == plain
+        for q in QUERIES:
+            for k in (1, 10, 100):
+                assert repr(e4.search(q, k)) == repr(e2.search(q, k)), (q, k)
+            assert repr(e4.search(q, 10, with_text=False)) == \
+                repr(e2.search(q, 10, with_text=False))
+            ranked = e2.rank(q, 5)
+            assert e4.hits(q, ranked) == e2.hits(q, ranked)
+            assert e4.fts5_rank(q, 50) == e2.fts5_rank(q, 50)
+        docids = [d for (d,) in e2._db().execute("SELECT docid FROM documents ORDER BY id LIMIT 30")]
+        for d in docids:
+            assert e4.open_document(docid=d) == e2.open_document(docid=d)
+
+
+def test_spans_rebuild_every_chunk_of_unicode_and_odd_whitespace(tmp_path: Path) -> None:
+    words = ["ab", "é", "日本", "x\u00a0y", "𝔘𝔫", "w", "naïve", "ß", "İ"]
+    seps = [" ", "  ", "\n", "\t\u2003", "\x1c", "\u3000", " \u00a0 "]
+    docs = []
+    for i in range(30):
+        parts = []
+        for j in range(40 + 13 * i):
+            parts += [words[(i * 7 + j) % len(words)], seps[(i + j * j) % len(seps)]]
+        docs.append({"docid": f"d{i:02d}", "url": f"https://ex.org/{i}", "title": f"T {i}",
+                     "text": ("  " if i % 3 else "") + "".join(parts)})
+    settings = {"chunk_words": 25, "chunk_stride": 20}
+    spans, stored = tmp_path / "spans.sqlite3", tmp_path / "stored.sqlite3"
+    build(docs, spans, BuildSettings(**settings))
+    build(docs, stored, BuildSettings(**settings, chunk_text="stored"))
+    texts = _all_chunks(spans)
+    assert texts == _all_chunks(stored)
+    expected = [" ".join(w[s.start:s.end]) for d in docs
+                for w in [d["text"].split()] for s in chunk_spans(len(w), 25, 20)]
+    assert texts == expected
+    conn = apsw.Connection(str(spans))
+    assert conn.execute("SELECT count(*) FROM chunks WHERE text IS NOT NULL").get == 0
+    conn.close()
+
+
+def test_byte_spans_are_those_of_the_words() -> None:
+    text = " a  bé\n日本 c\u2003d "
+    assert chunktext.byte_spans(text, [(0, 2), (1, 4), (4, 5)]) == [(1, 7), (4, 16), (19, 20)]
+    packed = zlib.compress(text.encode())
+    assert chunktext.chunk_text(packed, 4, 16) == "bé 日本 c"
+    with pytest.raises(ValueError, match="past the text's words"):
+        chunktext.byte_spans(text, [(0, 6)])
+    for bad in ((5, 4), (0, 99)):
+        with pytest.raises(ValueError):
+            chunktext.chunk_text(packed, *bad)
+    with pytest.raises(ValueError, match="not zlib"):
+        chunktext.chunk_text(b"junk", 0, 3)
+
+
+def test_a_plain_connection_still_ranks_with_fts5s_bm25(sample_index: Path, sample_index_stored: Path) -> None:
+    """What a user of the plain sqlite3 shell runs: bm25() reads FTS5's own tables only, so
+    it answers without drsearch's function; the text through FTS5 needs it."""
+    sql = "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 20"
+    ro = apsw.SQLITE_OPEN_READONLY
+    for q in ("pressure", "climate OR energy", "the"):
+        plain, stored = apsw.Connection(str(sample_index), flags=ro), apsw.Connection(str(sample_index_stored), flags=ro)
+        assert plain.execute(sql, (q,)).fetchall() == stored.execute(sql, (q,)).fetchall()
+        assert plain.execute("PRAGMA quick_check").get == "ok"
+        with pytest.raises(apsw.SQLError, match="drsearch_chunk_text"):
+            plain.execute("SELECT text FROM chunk_texts LIMIT 1").fetchall()
+        chunktext.register(plain)
+        assert plain.execute("SELECT text FROM chunks_fts WHERE rowid = 3").get == \
+            stored.execute("SELECT text FROM chunks_fts WHERE rowid = 3").get
+        plain.close()
+        stored.close()
+
+
+def _damage_span(src: Path, dst: Path, chunk: int, delta: int) -> None:
+    shutil.copyfile(src, dst)
+    conn = apsw.Connection(str(dst))
+    conn.execute("UPDATE chunks SET end_byte = end_byte + ? WHERE id = ?", (delta, chunk))
+    conn.close()
+
+
+def test_the_fts5_check_passes_and_catches_a_damaged_span(sample_index: Path, tmp_path: Path) -> None:
+    """``validate --deep``'s FTS5 check (fts5_integrity_check; the release-level test is in
+    tests/release/test_release.py)."""
+    assert fts5_integrity_check(sample_index) == []
+    bad = tmp_path / "bad.sqlite3"
+    _damage_span(sample_index, bad, 5, -40)
+    (problem,) = fts5_integrity_check(bad)
+    assert "integrity-check" in problem
+    # a span past its document's end: the reader reports the file damaged, never a wrong text
+    past = tmp_path / "past.sqlite3"
+    _damage_span(sample_index, past, 5, 10**7)
+    with Engine.open(past) as e, pytest.raises(CorruptIndexError, match="validate --deep"):
+        e.chunk_texts([5])
+
+
+def test_a_version_4_file_splits_into_shards_that_search_as_the_whole(sample_index: Path,
+                                                                      tmp_path: Path) -> None:
+    out = tmp_path / "shards"
+    out.mkdir()
+    reports = split_index(sample_index, out, 2)
+    with Engine.open(sample_index) as whole:
+        texts = whole.chunk_texts(list(range(1, int(whole.meta["chunks"]) + 1)))
+        got: list[str] = []
+        for r in reports:
+            assert fts5_integrity_check(r.path) == []
+            with Engine.open(r.path) as shard:
+                assert shard.stats()["schema_version"] == 4 and shard.shard is not None
+                got += shard.chunk_texts(list(range(1, r.chunks + 1)))
+                for q in QUERIES[:10]:
+                    for h in shard.search(q, 5).hits:
+                        assert h.chunk_text in texts
+        assert got == texts
+
+
+def test_the_same_input_gives_the_same_bytes(tmp_path: Path) -> None:
+    docs = cranfield_docs()[:300]
+    a, b = tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"
+    build(docs, a, BuildSettings(chunk_words=60, chunk_stride=45))
+    build(docs, b, BuildSettings(chunk_words=60, chunk_stride=45, threads=2))
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_version_2_file_still_opens_and_says_so(sample_index_stored: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "drsearch", "stats", str(sample_index_stored), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["schema_version"] == 2
+
+
+def test_pre_chunked_chunks_keep_their_own_text(tmp_path: Path) -> None:
+    from drsearch.index import SourceChunk
+    docs = sample_docs()[:5]
+    chunks = [SourceChunk(d["docid"], f"given  text {i} of {d['docid']}", "t") for i, d in enumerate(docs)]
+    path = tmp_path / "pre.sqlite3"
+    build(docs, path, chunks=chunks)
+    assert _all_chunks(path) == [c.text for c in chunks]
+    assert fts5_integrity_check(path) == []
