@@ -8,9 +8,8 @@ and documents; FTS5 stays the index of record (its ``bm25()`` on a plain connect
 from __future__ import annotations
 
 import json
+import random
 import shutil
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -18,10 +17,12 @@ import apsw
 import pytest
 
 from drsearch.contract import CorruptIndexError
-from drsearch.index import BuildSettings, Engine, build, chunktext
+from drsearch.index import BuildSettings, Engine, build, chunktext, native
+from drsearch.index.blobs import SpanTexts
 from drsearch.index.chunking import chunk_spans
 from drsearch.index.integrity import fts5_integrity_check
 from drsearch.index.shards import split_index
+from drsearch.tools.cli import main
 
 from ..helpers import cranfield_docs, cranfield_queries, sample_docs
 
@@ -87,18 +88,22 @@ def test_spans_rebuild_every_chunk_of_unicode_and_odd_whitespace(tmp_path: Path)
     conn.close()
 
 
-def test_byte_spans_are_those_of_the_words() -> None:
+def test_byte_spans_and_restart_points_cut_the_words() -> None:
     text = " a  bé\n日本 c\u2003d "
     assert chunktext.byte_spans(text, [(0, 2), (1, 4), (4, 5)]) == [(1, 7), (4, 16), (19, 20)]
-    packed = zlib.compress(text.encode())
-    assert chunktext.chunk_text(packed, 4, 16) == "bé 日本 c"
+    packed, zstarts = chunktext.pack_text(text, [1, 4, 19])
+    assert zlib.decompress(packed) == text.encode()  # one zlib stream: the document reads whole
+    assert chunktext.pack_text(text) == (zlib.compress(text.encode(), 6), [])  # version 2's bytes
+    assert chunktext.pack_text(text, [0, 4])[1][0] == chunktext.ZLIB_HEADER_BYTES
+    assert [chunktext.chunk_text(packed, z, a, b) for z, (a, b) in
+            zip(zstarts, [(1, 7), (4, 16), (19, 20)], strict=True)] == ["a bé", "bé 日本 c", "d"]
     with pytest.raises(ValueError, match="past the text's words"):
         chunktext.byte_spans(text, [(0, 6)])
-    for bad in ((5, 4), (0, 99)):
+    for bad in ((zstarts[0], 5, 4), (zstarts[0], 1, 99), (len(packed) + 1, 1, 2)):
         with pytest.raises(ValueError):
             chunktext.chunk_text(packed, *bad)
     with pytest.raises(ValueError, match="not zlib"):
-        chunktext.chunk_text(b"junk", 0, 3)
+        chunktext.chunk_text(b"\xff" * 8, 0, 0, 3)  # (deflate block type 3: reserved)
 
 
 def test_a_plain_connection_still_ranks_with_fts5s_bm25(sample_index: Path, sample_index_stored: Path) -> None:
@@ -168,11 +173,11 @@ def test_the_same_input_gives_the_same_bytes(tmp_path: Path) -> None:
     assert a.read_bytes() == b.read_bytes()
 
 
-def test_a_version_2_file_still_opens_and_says_so(sample_index_stored: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "drsearch", "stats", str(sample_index_stored), "--json"],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["schema_version"] == 2
+def test_a_version_2_file_still_opens_and_says_so(sample_index_stored: Path, sample_index: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for path, version in ((sample_index_stored, 2), (sample_index, 4)):
+        assert main(["stats", "--database", str(path), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["schema_version"] == version
 
 
 def test_pre_chunked_chunks_keep_their_own_text(tmp_path: Path) -> None:
@@ -183,3 +188,36 @@ def test_pre_chunked_chunks_keep_their_own_text(tmp_path: Path) -> None:
     build(docs, path, chunks=chunks)
     assert _all_chunks(path) == [c.text for c in chunks]
     assert fts5_integrity_check(path) == []
+
+
+def test_the_kernel_and_python_cut_the_same_texts_and_hits(sample_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With zlib at build time the kernel cuts version-4 texts from the pages (one call per
+    search, blobs.SpanTexts); without, the engine cuts them in Python: the same hits."""
+    if not native.span_texts():
+        pytest.skip("the kernel was built without zlib: the Python cut only")
+    with Engine.open(sample_index) as c_engine:
+        assert isinstance(c_engine._chunk_texts, SpanTexts)
+        monkeypatch.setattr(native, "span_texts", lambda: False)
+        with Engine.open(sample_index) as py_engine:
+            assert py_engine._chunk_texts is None
+            rows = list(range(1, int(c_engine.meta["chunks"]) + 1))
+            assert c_engine.chunk_texts(rows) == py_engine.chunk_texts(rows)
+            for q in QUERIES[:20]:
+                assert repr(c_engine.search(q, 10)) == repr(py_engine.search(q, 10))
+
+
+def test_the_kernels_byte_spans_are_pythons() -> None:
+    """The build's spans: native.word_byte_spans (with the kernel) and chunktext.byte_spans, on
+    random texts of every kind of whitespace and width of code point."""
+    if not native.available():
+        pytest.skip("C kernel not built")
+    rng = random.Random(5)
+    alphabet = ["ab", "é", "日本", "𝔘", "w", " ", "  ", "\n", "\u2003", "\x1c", "\u00a0", "\u3000", "x\u0085y"]
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 400)))
+        n = len(text.split())
+        spans = [(s.start, s.end) for s in chunk_spans(n, rng.randint(1, 30), 1)] if n else []
+        spans = [(a, b) for a, b in spans if a < b][::max(1, len(spans) // 7)]
+        assert native.word_byte_spans(text, spans) == chunktext.byte_spans(text, spans), text
+    with pytest.raises(ValueError, match="not within"):
+        native.word_byte_spans("a b", [(1, 3)])

@@ -117,6 +117,215 @@ utf8_decode(const unsigned char *s, uint64_t n, int kind, void *out)
     }
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Schema version 4 (drsearch.index.chunktext): a chunk cut from its document stores no text
+ * (chunks.text NULL) but the UTF-8 byte span [start_byte, end_byte) of its words in the
+ * document's zlib-compressed text (doc_texts.text), whose deflate stream restarts (a full
+ * flush) at offset zstart of the BLOB at start_byte. Its text is the end_byte - start_byte
+ * bytes inflated from there, every run of whitespace (Py_UNICODE_ISSPACE, as str.split())
+ * made one space: what chunktext.chunk_text makes in Python. A run's `column` argument says
+ * where to find them (span_column in native.py): bit 30 set, the chunks row's text, doc,
+ * start_byte, end_byte and zstart columns and doc_texts' text column in 5 bits each from bit
+ * 0, doc_texts' root page from bit 31. Without zlib at build time (SPAN_TEXTS = 0) such a
+ * column is refused.
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int on;
+    uint32_t doc_root;                          /* doc_texts' root page */
+    int text_col, doc_col, start_col, end_col, zstart_col; /* in chunks */
+    int blob_col;                               /* doc_texts.text */
+} SpanSrc;
+
+typedef struct {
+    DbValue blob;       /* the document's compressed text */
+    int64_t start, end; /* start -1: not a span (the row's own TEXT) */
+    int64_t zstart;     /* where in the BLOB raw deflate restarts at `start` */
+} SpanRow;
+
+#define SPAN_BIT ((Py_ssize_t)1 << 30)
+
+/* Decode a run's `column` argument: the TEXT column, with *s set for a span column. 0, or -1
+   for a span column this module cannot read (no zlib) or whose parts are out of range. */
+static int
+span_decode(Py_ssize_t column, SpanSrc *s, Py_ssize_t *text_col)
+{
+    memset(s, 0, sizeof *s);
+    *text_col = column;
+    if (column < 0 || !(column & SPAN_BIT))
+        return 0;
+#ifndef DRS_ZLIB
+    return -1;
+#else
+    s->on = 1;
+    s->text_col = (int)(column & 31);
+    s->doc_col = (int)((column >> 5) & 31);
+    s->start_col = (int)((column >> 10) & 31);
+    s->end_col = (int)((column >> 15) & 31);
+    s->zstart_col = (int)((column >> 20) & 31);
+    s->blob_col = (int)((column >> 25) & 31);
+    const uint64_t root = (uint64_t)column >> 31;
+    if (root < 1 || root > UINT32_MAX)
+        return -1;
+    s->doc_root = (uint32_t)root;
+    *text_col = s->text_col;
+    return 0;
+#endif
+}
+
+/* The INTEGER in column `column` of row `rowid` (db_value's rules). */
+static PageError
+db_int_value(const DbFile *db, uint32_t root, int64_t rowid, int column, int64_t *out)
+{
+    static const unsigned char int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
+    DbValue v;
+    PageError why = db_value(db, root, rowid, column, &v);
+    if (why)
+        return why;
+    if (v.serial == 8 || v.serial == 9) {
+        *out = (int64_t)v.serial - 8;
+        return NULL;
+    }
+    if (v.serial < 1 || v.serial > 6)
+        return "record column is not an INTEGER";
+    const unsigned n = int_bytes[v.serial];
+    if (v.at + n > v.n_local)
+        return "INTEGER beyond its cell";
+    const unsigned char *p = v.local + v.at;
+    uint64_t x = (p[0] & 0x80) ? UINT64_MAX : 0; /* big-endian two's complement, sign-extended */
+    for (unsigned i = 0; i < n; i++)
+        x = (x << 8) | p[i];
+    *out = (int64_t)x;
+    return NULL;
+}
+
+/* text_find for a span column: a row whose text is NULL is a span, its document's BLOB found
+   (rows[i]); any other row must hold TEXT, as text_find wants. *total counts a span's bytes. */
+static PageError
+span_find(const DbFile *db, Py_ssize_t root, const SpanSrc *s, const int64_t *ids, Py_ssize_t n,
+          DbValue *vals, SpanRow *rows, uint64_t *spilled, uint64_t *total, Py_ssize_t *failed)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t r = (uint32_t)root;
+        PageError why = db_value(db, r, ids[i], s->text_col, &vals[i]);
+        rows[i].start = -1;
+        if (!why && vals[i].serial == 0) {
+            int64_t doc = 0, a = 0, b = 0, z = 0;
+            why = db_int_value(db, r, ids[i], s->doc_col, &doc);
+            if (!why)
+                why = db_int_value(db, r, ids[i], s->start_col, &a);
+            if (!why)
+                why = db_int_value(db, r, ids[i], s->end_col, &b);
+            if (!why)
+                why = db_int_value(db, r, ids[i], s->zstart_col, &z);
+            if (!why && (a < 0 || b < a))
+                why = "chunk span is not a span";
+            if (!why)
+                why = db_blob_value(db, s->doc_root, doc, s->blob_col, &rows[i].blob);
+            if (!why && (z < 0 || (uint64_t)z > rows[i].blob.len))
+                why = "chunk span starts outside its document's text";
+            if (!why && rows[i].blob.len > UINT32_MAX)
+                why = "document text too long";
+            rows[i].zstart = z;
+            rows[i].start = a;
+            rows[i].end = b;
+            vals[i].at = vals[i].len = 0; /* nothing of the row itself is read as text */
+            if (!why)
+                *total += (uint64_t)(b - a);
+        } else if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0)) {
+            why = "record column is not TEXT";
+        } else if (!why) {
+            if (vals[i].at + vals[i].len > vals[i].n_local)
+                *spilled += vals[i].len;
+            *total += vals[i].len;
+        }
+        if (why) {
+            *failed = i;
+            return why;
+        }
+    }
+    return NULL;
+}
+
+#ifdef DRS_ZLIB
+/* The first `want` bytes of the raw deflate stream z[0..zlen) into out, by `st` (inflateInit2'd
+   for raw deflate; reset here, so one stream and its window serve a run's every span). */
+static PageError
+inflate_prefix(z_stream *st, const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t want)
+{
+    if (!want)
+        return NULL;
+    if (want > UINT32_MAX)
+        return "chunk span too long";
+    if (inflateReset(st) != Z_OK)
+        return "zlib could not start";
+    st->next_in = (Bytef *)z;
+    st->avail_in = (uInt)zlen;
+    st->next_out = out;
+    st->avail_out = (uInt)want;
+    const int rc = inflate(st, Z_SYNC_FLUSH);
+    const uint64_t got = want - st->avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        return "document text is not zlib data";
+    if (got < want)
+        return "chunk span ends past its document's text";
+    return NULL;
+}
+#endif
+
+/* " ".join(s.split()) of the UTF-8 bytes s[0..n) into out (at most n bytes), returned: its
+   length. A byte that does not start a well-formed sequence is copied as it is (not space):
+   utf8_scan refuses it after. */
+static uint64_t
+collapse_spaces(const unsigned char *s, uint64_t n, unsigned char *out)
+{
+    uint64_t i = 0, o = 0;
+    int gap = 0;
+    while (i < n) {
+        uint64_t j = i; /* a run of printable ASCII (never whitespace), copied at once */
+        while (j < n && s[j] > 0x20 && s[j] < 0x7F)
+            j++;
+        if (j > i) {
+            if (gap)
+                out[o++] = ' ';
+            gap = 0;
+            memcpy(out + o, s + i, j - i);
+            o += j - i;
+            i = j;
+            continue;
+        }
+        const unsigned c = s[i];
+        Py_UCS4 cp = c;
+        unsigned len = 1;
+        if (c >= 0x80) {
+            cp = 0xFFFD;
+            if (c >= 0xC2 && c < 0xE0 && n - i >= 2 && (s[i + 1] & 0xC0) == 0x80) {
+                cp = ((Py_UCS4)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+                len = 2;
+            } else if (c >= 0xE0 && c < 0xF0 && n - i >= 3 && (s[i + 1] & 0xC0) == 0x80 &&
+                       (s[i + 2] & 0xC0) == 0x80) {
+                cp = ((Py_UCS4)(c & 0x0F) << 12) | ((Py_UCS4)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+                len = 3;
+            } else if (c >= 0xF0 && c < 0xF5 && n - i >= 4 && (s[i + 1] & 0xC0) == 0x80 &&
+                       (s[i + 2] & 0xC0) == 0x80 && (s[i + 3] & 0xC0) == 0x80) {
+                len = 4; /* (nothing above U+FFFF is whitespace) */
+            }
+        }
+        if (Py_UNICODE_ISSPACE(cp)) {
+            gap = o > 0;
+            i += len;
+            continue;
+        }
+        if (gap)
+            out[o++] = ' ';
+        gap = 0;
+        memcpy(out + o, s + i, len);
+        o += len;
+        i += len;
+    }
+    return o;
+}
+
 typedef struct {
     const unsigned char *src; /* its UTF-8 bytes (on the leaf page, or in the copy) */
     uint64_t len;
@@ -137,14 +346,99 @@ typedef struct {
     const SnipBuckets *buckets;
     Py_ssize_t width;
     double deadline;
+    const SpanSrc *span;           /* a span column's parts (span->on), rows[i] each row's span */
+    SpanRow *rows;
     /* out */
     unsigned char *copy, *decoded; /* PyMem_Raw buffers, freed by the caller */
+    unsigned char *cut;            /* the spans' texts (PyMem_Raw, freed by the caller) */
     SnipSpan *spans;
     PageError why;                 /* a damaged page while copying text `failed` */
     Py_ssize_t failed;
     Py_ssize_t bad_utf8;           /* the first text that is not UTF-8, -1 for none */
     int nomem, late;
 } TextWork;
+
+/* At most the compressed bytes a span's text takes from its zstart on: a deflate code is at
+   most 15 bits a literal, and 48 bits a match of 3 bytes or more (16 bits a byte at most, a
+   stored block less), and zlib starts a block at most every 16,384 symbols (level 6), each
+   block's header under 1 KiB. No more than that is copied out of the document's pages (or the
+   BLOB's rest, when less). */
+static uint64_t
+span_zlen(const SpanRow *r)
+{
+    const uint64_t want = (uint64_t)(r->end - r->start), rest = r->blob.len - (uint64_t)r->zstart;
+    const uint64_t bound = 2 * want + 1024 * (want / 16384 + 2);
+    return bound < rest ? bound : rest;
+}
+
+/* The texts of the rows that are spans (rows[i].start >= 0), cut from their documents into
+   w->cut, parts[i] pointed there. 0, or -1 with w->why (and w->failed) or w->nomem set. */
+static int
+span_cut(TextWork *w)
+{
+    uint64_t total = 0, zmax = 0, emax = 0;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        const SpanRow *r = &w->rows[i];
+        if (r->start < 0)
+            continue;
+        const uint64_t want = (uint64_t)(r->end - r->start);
+        total += want;
+        const uint64_t zlen = span_zlen(r);
+        zmax = zlen > zmax ? zlen : zmax;
+        emax = want > emax ? want : emax;
+    }
+    w->cut = PyMem_RawMalloc(total ? total : 1);
+    unsigned char *zbuf = PyMem_RawMalloc(zmax ? zmax : 1), *raw = PyMem_RawMalloc(emax ? emax : 1);
+    int rc = 0;
+    if (!w->cut || !zbuf || !raw) {
+        w->nomem = 1;
+        rc = -1;
+    }
+#ifdef DRS_ZLIB
+    z_stream st;
+    memset(&st, 0, sizeof st);
+    if (!rc && inflateInit2(&st, -15) != Z_OK) {
+        w->nomem = 1;
+        rc = -1;
+    }
+#endif
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; !rc && i < w->n; i++) {
+        const SpanRow *r = &w->rows[i];
+        if (r->start < 0)
+            continue;
+        const DbValue *b = &r->blob;
+        const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_zlen(r);
+        const unsigned char *z = b->local + from;
+        PageError why = NULL;
+        if (from + zlen > b->n_local) {
+            why = db_copy_payload(w->db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
+            z = zbuf;
+        }
+#ifdef DRS_ZLIB
+        if (!why)
+            why = inflate_prefix(&st, z, zlen, raw, (uint64_t)(r->end - r->start));
+#else
+        why = "no zlib in this build";
+#endif
+        if (why) {
+            w->why = why;
+            w->failed = i;
+            rc = -1;
+            break;
+        }
+        const uint64_t len = collapse_spaces(raw, (uint64_t)(r->end - r->start), w->cut + at);
+        w->parts[i].src = w->cut + at;
+        w->parts[i].len = len;
+        at += len;
+    }
+#ifdef DRS_ZLIB
+    inflateEnd(&st); /* (a no-op on a stream never started) */
+#endif
+    PyMem_RawFree(zbuf);
+    PyMem_RawFree(raw);
+    return rc;
+}
 
 /* Copy, decode and search every text: only plain memory (PyMem_Raw*) and CPython's static
    Unicode tables, so that it runs without the GIL. Stops at the first failure, in the order
@@ -166,6 +460,8 @@ text_work(TextWork *w)
     }
     PyMem_RawFree(src);
     if (w->why)
+        return;
+    if (w->span->on && span_cut(w) < 0)
         return;
     size_t decoded = 0;
     Py_ssize_t longest = 0;
@@ -221,6 +517,8 @@ struct TextsRun {
     Py_buffer file;
     DbFile db;
     Py_ssize_t root, column, max_rows;
+    SpanSrc span;   /* a span column (version 4): where its rows' documents are */
+    SpanRow *rows;
     SnipStem *stems;
     Py_ssize_t n_stems;
     SnipBuckets buckets;
@@ -243,6 +541,8 @@ texts_run_free(TextsRun *r)
         return;
     PyMem_RawFree(r->w.copy);
     PyMem_RawFree(r->w.decoded);
+    PyMem_RawFree(r->w.cut);
+    PyMem_RawFree(r->rows);
     PyMem_RawFree(r->w.parts);
     PyMem_RawFree(r->w.spans);
     PyMem_RawFree(r->vals);
@@ -272,7 +572,10 @@ texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize
         return (TextsRun *)PyErr_NoMemory();
     }
     r->file = *file;
-    if (!db_geometry_ok(file, page_size, usable, root, column)) {
+    if (span_decode(column, &r->span, &column) < 0 ||
+        !db_geometry_ok(file, page_size, usable, root, column) ||
+        (r->span.on && !db_geometry_ok(file, page_size, usable, (Py_ssize_t)r->span.doc_root,
+                                       r->span.blob_col))) {
         PyErr_Format(PyExc_ValueError, "%s: invalid file geometry or table", who);
         goto fail;
     }
@@ -288,12 +591,15 @@ texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize
     r->ids = PyMem_RawCalloc(m, sizeof *r->ids);
     r->w.parts = PyMem_RawCalloc(m, sizeof *r->w.parts);
     r->w.spans = PyMem_RawCalloc(m, sizeof *r->w.spans);
-    if (!r->vals || !r->ids || !r->w.parts || !r->w.spans) {
+    r->rows = PyMem_RawCalloc(m, sizeof *r->rows);
+    if (!r->vals || !r->ids || !r->w.parts || !r->w.spans || !r->rows) {
         PyErr_NoMemory();
         goto fail;
     }
     r->w.db = &r->db;
     r->w.vals = r->vals;
+    r->w.span = &r->span;
+    r->w.rows = r->rows;
     r->w.stems = r->stems;
     r->w.buckets = &r->buckets;
     r->w.width = width;
@@ -402,8 +708,12 @@ static void
 texts_run_find(TextsRun *r, Py_ssize_t n)
 {
     r->w.n = n;
-    r->why_find = text_find(&r->db, r->root, r->column, r->ids, n, r->vals, &r->w.spilled,
-                            &r->total, &r->failed_find);
+    if (r->span.on)
+        r->why_find = span_find(&r->db, r->root, &r->span, r->ids, n, r->vals, r->rows, &r->w.spilled,
+                                &r->total, &r->failed_find);
+    else
+        r->why_find = text_find(&r->db, r->root, r->column, r->ids, n, r->vals, &r->w.spilled,
+                                &r->total, &r->failed_find);
 }
 
 static void
@@ -715,6 +1025,77 @@ fail:
 done:
     PyMem_RawFree(bounds);
     PyMem_RawFree(maxes);
+    Py_XDECREF(spans);
+    return result;
+}
+
+PyDoc_STRVAR(word_byte_spans_doc,
+"word_byte_spans(text, spans) -> list[tuple[int, int]]\n\n"
+"For each (start, end) of `spans` (start < end), the UTF-8 byte offsets of the start of word\n"
+"`start` and the end of word `end - 1` of `text` (its words as str.split() finds them): what\n"
+"chunktext.byte_spans returns. ValueError when a span is not within the text's words.");
+
+static PyObject *
+word_byte_spans(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text, *spans_obj, *spans = NULL, *result = NULL;
+    Py_ssize_t *bounds = NULL;
+    Py_UCS4 *maxes = NULL;
+    int64_t *bytes = NULL;
+    if (!PyArg_ParseTuple(args, "UO:word_byte_spans", &text, &spans_obj))
+        return NULL;
+    spans = PySequence_Fast(spans_obj, "spans must be a sequence");
+    if (!spans)
+        return NULL;
+    const Py_ssize_t n_words = text_words(text, &bounds, &maxes);
+    if (n_words < 0)
+        goto done;
+    bytes = PyMem_RawMalloc(sizeof *bytes * (size_t)(2 * n_words + 1));
+    if (!bytes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* each word bound's byte offset: its code point offset, counted in UTF-8 bytes */
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const int ascii = PyUnicode_IS_ASCII(text);
+    int64_t b = 0;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < 2 * n_words; k++) {
+        if (ascii) {
+            bytes[k] = bounds[k];
+            continue;
+        }
+        for (; at < bounds[k]; at++) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, at);
+            b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        }
+        bytes[k] = b;
+    }
+    const Py_ssize_t n_spans = PySequence_Fast_GET_SIZE(spans);
+    result = PyList_New(n_spans);
+    for (Py_ssize_t k = 0; result && k < n_spans; k++) {
+        Py_ssize_t ws, we;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spans, k), "nn;a span must be (start, end)", &ws, &we))
+            goto fail;
+        if (ws < 0 || we <= ws || we > n_words) {
+            PyErr_Format(PyExc_ValueError, "word_byte_spans: span (%zd, %zd) is not within the "
+                         "text's %zd words", ws, we, n_words);
+            goto fail;
+        }
+        PyObject *pair = Py_BuildValue("(LL)", (long long)bytes[2 * ws], (long long)bytes[2 * (we - 1) + 1]);
+        if (!pair)
+            goto fail;
+        PyList_SET_ITEM(result, k, pair);
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    PyMem_RawFree(bounds);
+    PyMem_RawFree(maxes);
+    PyMem_RawFree(bytes);
     Py_XDECREF(spans);
     return result;
 }

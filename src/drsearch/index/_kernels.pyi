@@ -6,6 +6,7 @@ from typing import Any
 import numpy.typing as npt
 
 ABI: int
+SPAN_TEXTS: int
 
 # paged: (the mapped file, per term None or (df, blob_pieces' table of its posting BLOB)); a
 # paged term's chunks/impacts/block_max entries are None.
@@ -81,6 +82,7 @@ def fts5_doclists(pages: Sequence[bytes], first_pgno: int, to_end: bool, chunks:
 def word_count(text: str, /) -> int: ...
 
 def join_words(text: str, spans: Sequence[tuple[int, int]], /) -> list[str]: ...
+def word_byte_spans(text: str, spans: Sequence[tuple[int, int]], /) -> list[tuple[int, int]]: ...
 
 def gil_stats() -> tuple[float, float, int]: ...
 

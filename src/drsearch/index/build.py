@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,7 +40,7 @@ from ..contract.jsonfile import json_object_lines
 from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
-from .chunktext import byte_spans
+from .chunktext import byte_spans, pack_text
 from .doctable import DocTable
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
@@ -529,7 +528,8 @@ def _build_into(
 
 
 # A ``chunks`` row: (id, doc, ordinal, start_word, end_word, text) in schema version 2; (id, doc,
-# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4.
+# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4, whose zstart
+# (after end_byte) the writing side adds once the document's text is compressed.
 ChunkRow = tuple[Any, ...]
 
 
@@ -543,7 +543,8 @@ class _Item:
     text: str
     urls: list[str]
     chunks: list[ChunkRow]
-    packed: Future[bytes] | None = None  # the text's zlib bytes, being compressed (writing side)
+    # the text's zlib bytes and its chunks' zstarts, being compressed (writing side)
+    packed: Future[tuple[bytes, list[int]]] | None = None
 
 
 def _side_path(tmpdir: Path) -> Path:
@@ -688,7 +689,8 @@ class _Tokenizing:
             else:
                 texts, n_words, spans = self._cut(text)
                 pairs = [(span.start, span.end) for span in spans]
-                offsets = pairs if self.stored else byte_spans(text, pairs)
+                offsets = pairs if self.stored else (kernel.word_byte_spans(text, pairs) if self.native
+                                                     else byte_spans(text, pairs))
                 chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text, where)
                               for span, chunk_text, where in zip(spans, texts, offsets, strict=True)]
                 n_doc_chunks = len(spans)
@@ -870,9 +872,16 @@ def _compressor() -> Iterator[ThreadPoolExecutor]:
     pool.shutdown(wait=True)
 
 
-def _pack_text(text: str) -> bytes:
-    """A document's text as ``doc_texts`` stores it (zlib, level 6)."""
-    return zlib.compress(text.encode("utf-8"), 6)
+def _span_starts(item: _Item) -> list[int]:
+    """Where a version-4 document's chunks start in its text (UTF-8 bytes; none for version 2
+    or a document without chunks): its zlib stream restarts there (chunktext.pack_text)."""
+    return [row[5] for row in item.chunks if len(row) == 8 and row[5] >= 0]
+
+
+def _pack_text(text: str, starts: list[int]) -> tuple[bytes, list[int]]:
+    """A document's text as ``doc_texts`` stores it (zlib, level 6; a full flush at each chunk
+    start of ``starts``) and each start's ``zstart``."""
+    return pack_text(text, starts)
 
 
 class _Writing:
@@ -903,7 +912,7 @@ class _Writing:
         if self.compressor is not None:
             for item in items:
                 if item.doc is not None:
-                    item.packed = self.compressor.submit(_pack_text, item.text)
+                    item.packed = self.compressor.submit(_pack_text, item.text, _span_starts(item))
 
     def write(self, item: _Item) -> None:
         conn = self.conn
@@ -913,11 +922,18 @@ class _Writing:
             if len(self.doc_rows) >= 256:
                 conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
                 self.doc_rows = []
-        if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
-            marks = ",".join("?" * len(item.chunks[0]))
-            conn.executemany(f"INSERT INTO chunks VALUES({marks})", item.chunks)
+        packed: bytes = b""
+        zstarts: list[int] = []
         if item.doc is not None:
-            packed = _pack_text(item.text) if item.packed is None else item.packed.result()
+            packed, zstarts = (_pack_text(item.text, _span_starts(item)) if item.packed is None
+                               else item.packed.result())
+        if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
+            rows = item.chunks
+            if len(rows[0]) == 8:  # version 4: each span's zstart, from its document's packing
+                at = iter(zstarts)
+                rows = [(*row[:7], next(at) if row[5] >= 0 else -1, row[7]) for row in rows]
+            conn.executemany(f"INSERT INTO chunks VALUES({','.join('?' * len(rows[0]))})", rows)
+        if item.doc is not None:
             conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))
             for c in item.urls:  # an earlier docid holds this URL: first docid wins
                 conn.execute("INSERT OR IGNORE INTO urls VALUES(?,?)", (c, doc_row))

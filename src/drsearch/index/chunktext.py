@@ -8,14 +8,21 @@ the document's text, and the text is that slice with every run of whitespace mad
 (:func:`chunk_text`), the very string the build indexed. At DR-256 scale that drops 1.2 GB of
 uncompressed chunk text beside the 233 MB of compressed document text it repeated.
 
+So that a chunk is cut without inflating its document from the start, the document's zlib
+stream is written with a full flush where each chunk starts (:func:`pack_text`): deflate
+starts afresh there, byte-aligned, with no reference to earlier bytes, and ``chunks.zstart``
+is that offset in the BLOB; inflating raw deflate from it gives the document's bytes from
+``start_byte`` on. The BLOB stays one ordinary zlib stream (``zlib.decompress`` reads the
+whole document, as ``open`` does).
+
 A pre-chunked build's chunks are not cut from the document text: they keep their own
-``chunks.text`` (``start_byte``/``end_byte`` -1).
+``chunks.text`` (``start_byte``, ``end_byte`` and ``zstart`` -1).
 
 One view, ``chunk_texts(id, text)``, gives every chunk's text (FTS5's external content, and
-what the engine reads); it calls the SQL function :data:`SQL_FUNCTION`, which
-:func:`register` installs on a connection. A connection without it (the plain ``sqlite3``
-shell) still ranks with FTS5's ``bm25()``, which reads FTS5's own tables only, but cannot
-read the view (``no such function``).
+what the engine reads without the C kernel); it calls the SQL function :data:`SQL_FUNCTION`,
+which :func:`register` installs on a connection. A connection without it (the plain
+``sqlite3`` shell) still ranks with FTS5's ``bm25()``, which reads FTS5's own tables only,
+but cannot read the view (``no such function``).
 """
 
 from __future__ import annotations
@@ -32,33 +39,61 @@ SQL_FUNCTION = "drsearch_chunk_text"
 VIEW = "chunk_texts"
 
 
-def chunk_text(packed: bytes, start: int, end: int) -> str:
-    """The text of the chunk at UTF-8 bytes ``[start, end)`` of the zlib-compressed document
-    text ``packed``: the slice's words joined by single spaces (``str.split()``'s words).
-    Only the first ``end`` bytes are inflated. Raises ValueError for a span outside the text,
-    bytes that are not zlib, or a slice that is not UTF-8 (a damaged file)."""
-    if not 0 <= start <= end:
-        raise ValueError(f"chunk span [{start}, {end}) is not a span")
+# zlib's header (no preset dictionary): the raw deflate stream starts after it
+ZLIB_HEADER_BYTES = 2
+
+
+def pack_text(text: str, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
+    """``text`` as ``doc_texts`` stores it (UTF-8, zlib level 6) with a full flush at each
+    UTF-8 byte offset of ``starts`` (ascending), and the BLOB offset where raw deflate starts
+    at each (:func:`chunk_text`'s ``zstart``). Without ``starts``, ``zlib.compress(text, 6)``'s
+    bytes."""
+    raw = text.encode("utf-8")
+    if not starts:
+        return zlib.compress(raw, 6), []
+    c = zlib.compressobj(6)
+    out: list[bytes] = []
+    size, at, zstarts = 0, 0, []
+    for start in starts:
+        if start > at:  # (a flush before any byte would add an empty block)
+            for part in (c.compress(raw[at:start]), c.flush(zlib.Z_FULL_FLUSH)):
+                out.append(part)
+                size += len(part)
+            at = start
+        zstarts.append(size if start else ZLIB_HEADER_BYTES)
+    out += [c.compress(raw[at:]), c.flush()]
+    return b"".join(out), zstarts
+
+
+def chunk_text(packed: bytes, zstart: int, start: int, end: int) -> str:
+    """The text of the chunk at UTF-8 bytes ``[start, end)`` of the document text ``packed``
+    (:func:`pack_text`'s, raw deflate starting at ``zstart`` at byte ``start``): the slice's
+    words joined by single spaces (``str.split()``'s words). Only ``end - start`` bytes are
+    inflated. Raises ValueError for a span outside the text, bytes that are not deflate data,
+    or a slice that is not UTF-8 (a damaged file)."""
+    if not 0 <= start <= end or not 0 <= zstart <= len(packed):
+        raise ValueError(f"chunk span [{start}, {end}) at {zstart} is not a span")
+    want = end - start
     try:
-        raw = zlib.decompressobj().decompress(packed, end) if end else b""
+        raw = zlib.decompressobj(-15).decompress(memoryview(packed)[zstart:], want) if want else b""
     except zlib.error as e:
         raise ValueError(f"document text is not zlib data ({e})") from None
-    if len(raw) < end:
-        raise ValueError(f"chunk span [{start}, {end}) ends past its document's {len(raw)} bytes")
-    return " ".join(raw[start:end].decode("utf-8").split())
+    if len(raw) < want:
+        raise ValueError(f"chunk span [{start}, {end}) ends past its document's text")
+    return " ".join(raw.decode("utf-8").split())
 
 
 def _sql_chunk_text(*args: Any) -> str:
-    packed, start, end = args
-    if not isinstance(packed, bytes) or not isinstance(start, int) or not isinstance(end, int):
-        raise ValueError("drsearch_chunk_text(document text BLOB, start byte, end byte)")
-    return chunk_text(packed, start, end)
+    packed, zstart, start, end = args
+    if not isinstance(packed, bytes) or not all(isinstance(v, int) for v in (zstart, start, end)):
+        raise ValueError("drsearch_chunk_text(document text BLOB, zstart, start byte, end byte)")
+    return chunk_text(packed, zstart, start, end)
 
 
 def register(conn: apsw.Connection) -> None:
     """Install :data:`SQL_FUNCTION` on ``conn`` (needed to read the ``chunk_texts`` view, and
     so FTS5's content, of a version-4 file). Deterministic: SQLite may factor it."""
-    conn.create_scalar_function(SQL_FUNCTION, _sql_chunk_text, 3, deterministic=True)
+    conn.create_scalar_function(SQL_FUNCTION, _sql_chunk_text, 4, deterministic=True)
 
 
 @cache
@@ -96,4 +131,4 @@ def byte_spans(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
-__all__ = ["SQL_FUNCTION", "VIEW", "byte_spans", "chunk_text", "register"]
+__all__ = ["SQL_FUNCTION", "VIEW", "ZLIB_HEADER_BYTES", "byte_spans", "chunk_text", "pack_text", "register"]

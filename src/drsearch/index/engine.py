@@ -292,6 +292,8 @@ class Engine:
                 self._dense_tfs = self._file.column("dense_tfs", "tfs")
                 if self.schema_version < SPAN_TEXT_VERSION:
                     self._chunk_texts = self._file.column("chunks", "text")
+                elif kernel.span_texts():  # cut from the documents' text in C (else in Python)
+                    self._chunk_texts = self._file.span_texts()
                 self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
             except IncompatibleIndexError:
                 self._file.close()

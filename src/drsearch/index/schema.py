@@ -17,9 +17,10 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     build (``meta`` ``chunking: "pre-chunked"``) keeps its input's chunk order instead,
     with documents in the order of their first chunk, and ``start_word``/``end_word`` -1.
     Since schema version 4 a chunk cut from its document stores no text: ``start_byte`` and
-    ``end_byte`` are the UTF-8 byte span of its words in the document's text (``doc_texts``)
-    and ``text`` is NULL (:mod:`drsearch.index.chunktext`); a pre-chunked chunk keeps its
-    ``text``, with byte offsets -1. Versions 1-3 store every chunk's ``text``.
+    ``end_byte`` are the UTF-8 byte span of its words in the document's text (``doc_texts``),
+    ``zstart`` the offset in the document's zlib BLOB where raw deflate restarts (a full flush)
+    at ``start_byte``, and ``text`` is NULL (:mod:`drsearch.index.chunktext`); a pre-chunked
+    chunk keeps its ``text``, with offsets -1. Versions 1-3 store every chunk's ``text``.
 ``chunk_texts`` (a view, schema version 4)
     ``(id, text)`` of every chunk, the text made by the SQL function ``drsearch_chunk_text``
     (:func:`drsearch.index.chunktext.register`) from the span and the document text.
@@ -86,10 +87,11 @@ _CHUNKS = """CREATE TABLE chunks(
     end_word INTEGER NOT NULL,
     start_byte INTEGER NOT NULL,
     end_byte INTEGER NOT NULL,
+    zstart INTEGER NOT NULL,
     text TEXT
 );
 CREATE VIEW chunk_texts(id, text) AS SELECT c.id, CASE WHEN c.text IS NULL THEN
-    drsearch_chunk_text(t.text, c.start_byte, c.end_byte) ELSE c.text END
+    drsearch_chunk_text(t.text, c.zstart, c.start_byte, c.end_byte) ELSE c.text END
     FROM chunks AS c LEFT JOIN doc_texts AS t ON t.id = c.doc;"""
 
 DDL = """

@@ -150,7 +150,7 @@ class _Shard:
         # docid wins), each in its document's shard: a URL opens in one shard only.
         c.execute("INSERT INTO urls SELECT canonical_url, doc - ? FROM src.urls WHERE doc BETWEEN ? AND ? "
                   "ORDER BY canonical_url", (d_off, *d_range))
-        span = "start_byte, end_byte, " if self.spans else ""
+        span = "start_byte, end_byte, zstart, " if self.spans else ""
         c.execute(f"INSERT INTO chunks SELECT id - ?, doc - ?, ordinal, start_word, end_word, {span}text "
                   "FROM src.chunks WHERE id BETWEEN ? AND ? ORDER BY id", (c_off, d_off, *c_range))
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
