@@ -33,7 +33,7 @@ setup(
             depends=["src/drsearch/index/_topk.h", "src/drsearch/index/_pages.h",
                      "src/drsearch/index/_fts5.h", "src/drsearch/index/_gil.h",
                      *(f"src/drsearch/index/_k_{part}.h"
-                       for part in ("query", "rank", "entry", "snippet", "texts", "hits", "dense"))],
+                       for part in ("query", "rank", "entry", "snippet", "lz", "texts", "hits", "dense"))],
             optional=True,
             define_macros=[("DRS_ZLIB", "1")] if ZLIB else [],
             libraries=["z"] if ZLIB else [],

@@ -371,6 +371,39 @@ span_zlen(const SpanRow *r)
     return bound < rest ? bound : rest;
 }
 
+/* A drlz document text (_k_lz.h) spends at most 4 bytes per byte it makes (a sequence makes a
+   byte or more; its token, offset and length bytes are 3 plus one per 255 of its length), 16
+   more for a header; but a span's text takes about its own length or less, so that is copied
+   out of the pages first (span_lz_first), the whole bound only when it ran out. */
+static uint64_t
+span_lz_bound(const SpanRow *r, uint64_t first)
+{
+    const uint64_t want = (uint64_t)(r->end - r->start), rest = r->blob.len - (uint64_t)r->zstart;
+    const uint64_t bound = first ? want + want / 8 + 64 : 4 * want + 16;
+    return bound < rest ? bound : rest;
+}
+
+/* Whether row r's document text is drlz (its BLOB's first byte; zlib's never is LZ_MAGIC). */
+static int
+span_is_lz(const SpanRow *r)
+{
+    return r->blob.len > 0 && r->blob.n_local > r->blob.at && r->blob.local[r->blob.at] == LZ_MAGIC;
+}
+
+/* Point *z at the first span_lz_bound(r, first) bytes of row r's BLOB from its zstart: on its
+   page when they lie there, else copied into zbuf (span_lz_bound(r, 0) bytes or more). */
+static PageError
+span_lz_copy(const DbFile *db, const SpanRow *r, int first, unsigned char *zbuf, const unsigned char **z)
+{
+    const DbValue *b = &r->blob;
+    const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_lz_bound(r, first);
+    *z = b->local + from;
+    if (from + zlen <= b->n_local)
+        return NULL;
+    *z = zbuf;
+    return db_copy_payload(db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
+}
+
 /* The texts of the rows that are spans (rows[i].start >= 0), cut from their documents into
    w->cut, parts[i] pointed there. 0, or -1 with w->why (and w->failed) or w->nomem set. */
 static int
@@ -383,7 +416,7 @@ span_cut(TextWork *w)
             continue;
         const uint64_t want = (uint64_t)(r->end - r->start);
         total += want;
-        const uint64_t zlen = span_zlen(r);
+        const uint64_t zlen = span_is_lz(r) ? span_lz_bound(r, 0) : span_zlen(r);
         zmax = zlen > zmax ? zlen : zmax;
         emax = want > emax ? want : emax;
     }
@@ -395,12 +428,9 @@ span_cut(TextWork *w)
         rc = -1;
     }
 #ifdef DRS_ZLIB
-    z_stream st;
+    z_stream st; /* started at the first zlib text (a drlz run never needs one) */
     memset(&st, 0, sizeof st);
-    if (!rc && inflateInit2(&st, -15) != Z_OK) {
-        w->nomem = 1;
-        rc = -1;
-    }
+    int z_started = 0;
 #endif
     uint64_t at = 0;
     for (Py_ssize_t i = 0; !rc && i < w->n; i++) {
@@ -408,19 +438,41 @@ span_cut(TextWork *w)
         if (r->start < 0)
             continue;
         const DbValue *b = &r->blob;
-        const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_zlen(r);
-        const unsigned char *z = b->local + from;
+        const uint64_t want = (uint64_t)(r->end - r->start);
+        const unsigned char *z;
         PageError why = NULL;
-        if (from + zlen > b->n_local) {
-            why = db_copy_payload(w->db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
-            z = zbuf;
-        }
+        if (span_is_lz(r)) {
+            uint64_t used;
+            why = span_lz_copy(w->db, r, 1, zbuf, &z);
+            if (!why)
+                why = lz_decode(z, span_lz_bound(r, 1), raw, want, &used);
+            if (why && span_lz_bound(r, 1) < span_lz_bound(r, 0)) { /* ran out: the whole bound */
+                why = span_lz_copy(w->db, r, 0, zbuf, &z);
+                if (!why)
+                    why = lz_decode(z, span_lz_bound(r, 0), raw, want, &used);
+            }
+        } else {
+            const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_zlen(r);
+            z = b->local + from;
+            if (from + zlen > b->n_local) {
+                why = db_copy_payload(w->db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
+                z = zbuf;
+            }
 #ifdef DRS_ZLIB
-        if (!why)
-            why = inflate_prefix(&st, z, zlen, raw, (uint64_t)(r->end - r->start));
+            if (!why && !z_started) {
+                if (inflateInit2(&st, -15) != Z_OK) {
+                    w->nomem = 1;
+                    rc = -1;
+                    break;
+                }
+                z_started = 1;
+            }
+            if (!why)
+                why = inflate_prefix(&st, z, zlen, raw, want);
 #else
-        why = "no zlib in this build";
+            why = "no zlib in this build";
 #endif
+        }
         if (why) {
             w->why = why;
             w->failed = i;
@@ -433,7 +485,8 @@ span_cut(TextWork *w)
         at += len;
     }
 #ifdef DRS_ZLIB
-    inflateEnd(&st); /* (a no-op on a stream never started) */
+    if (z_started)
+        inflateEnd(&st);
 #endif
     PyMem_RawFree(zbuf);
     PyMem_RawFree(raw);

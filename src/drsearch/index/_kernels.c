@@ -402,6 +402,7 @@ sel_finish(Sel *q)
 #include "_k_rank.h"
 #include "_k_entry.h"
 #include "_k_snippet.h"
+#include "_k_lz.h"
 #include "_k_texts.h"
 #include "_k_hits.h"
 #include "_k_dense.h"
@@ -409,6 +410,8 @@ sel_finish(Sel *q)
 
 static PyMethodDef methods[] = {
     {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
+    {"lz_pack", lz_pack, METH_VARARGS, lz_pack_doc},
+    {"lz_unpack", lz_unpack, METH_VARARGS, lz_unpack_doc},
     {"gil_spin", gil_spin_bound, METH_VARARGS, gil_spin_doc},
     {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
     {"word_count", word_count, METH_VARARGS, word_count_doc},

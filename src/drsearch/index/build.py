@@ -543,7 +543,7 @@ class _Item:
     text: str
     urls: list[str]
     chunks: list[ChunkRow]
-    # the text's zlib bytes and its chunks' zstarts, being compressed (writing side)
+    # the text's compressed bytes and its chunks' zstarts, being compressed (writing side)
     packed: Future[tuple[bytes, list[int]]] | None = None
 
 
@@ -860,10 +860,10 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
 
 @contextmanager
 def _compressor() -> Iterator[ThreadPoolExecutor]:
-    """The zlib helper thread of a 2-thread build. When the build fails (or is interrupted)
+    """The compressing helper thread of a 2-thread build. When the build fails (or is interrupted)
     its queued compressions are cancelled, not run: only the one under way is waited for, so
     the error surfaces at once (leaving the pool's ``with`` waited for every queued text)."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="drsearch-pack")
     try:
         yield pool
     except BaseException:
@@ -874,14 +874,14 @@ def _compressor() -> Iterator[ThreadPoolExecutor]:
 
 def _span_starts(item: _Item) -> list[int]:
     """Where a version-4 document's chunks start in its text (UTF-8 bytes; none for version 2
-    or a document without chunks): its zlib stream restarts there (chunktext.pack_text)."""
+    or a document without chunks): its drlz blocks start there (chunktext.pack_text)."""
     return [row[5] for row in item.chunks if len(row) == 8 and row[5] >= 0]
 
 
-def _pack_text(text: str, starts: list[int]) -> tuple[bytes, list[int]]:
-    """A document's text as ``doc_texts`` stores it (zlib, level 6; a full flush at each chunk
-    start of ``starts``) and each start's ``zstart``."""
-    return pack_text(text, starts)
+def _pack_text(text: str, starts: list[int], lz: bool) -> tuple[bytes, list[int]]:
+    """A document's text as ``doc_texts`` stores it (version 4, ``lz``: drlz with a block at each
+    chunk start of ``starts``; version 2: zlib, level 6) and each start's ``zstart``."""
+    return pack_text(text, starts, lz)
 
 
 class _Writing:
@@ -892,14 +892,15 @@ class _Writing:
     ``held``: progress is counted but not reported (a streamed build writes before the
     caller's ``on_start`` has had the total, which it gets once staging ends).
     ``compressor`` (2 threads): a thread that compresses the texts of a batch of items
-    (:meth:`pack`) while this one writes them; zlib and SQLite both release the GIL, so the
+    (:meth:`pack`) while this one writes them; the codecs and SQLite release the GIL, so the
     texts' compression (a fifth of this side's work) takes no time from the writes. The same
     bytes as compressing in :meth:`write`.
     """
 
     def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None,
-                 held: bool = False, compressor: ThreadPoolExecutor | None = None) -> None:
+                 held: bool = False, compressor: ThreadPoolExecutor | None = None, lz: bool = True) -> None:
         self.conn = conn
+        self.lz = lz  # version 4: document texts in drlz (lzcodec.py), else zlib
         self.progress = progress
         self.held = held
         self.compressor = compressor
@@ -912,7 +913,7 @@ class _Writing:
         if self.compressor is not None:
             for item in items:
                 if item.doc is not None:
-                    item.packed = self.compressor.submit(_pack_text, item.text, _span_starts(item))
+                    item.packed = self.compressor.submit(_pack_text, item.text, _span_starts(item), self.lz)
 
     def write(self, item: _Item) -> None:
         conn = self.conn
@@ -925,7 +926,7 @@ class _Writing:
         packed: bytes = b""
         zstarts: list[int] = []
         if item.doc is not None:
-            packed, zstarts = (_pack_text(item.text, _span_starts(item)) if item.packed is None
+            packed, zstarts = (_pack_text(item.text, _span_starts(item), self.lz) if item.packed is None
                                else item.packed.result())
         if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
             rows = item.chunks
@@ -1031,7 +1032,7 @@ def _write_documents(
     process, not a thread: this side makes tens of thousands of short SQLite calls, and each
     would wait for the GIL held by a tokenizing thread). The writes are the same, in the same
     order."""
-    writer = _Writing(conn, progress)
+    writer = _Writing(conn, progress, lz=settings.chunk_text != "stored")
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
         tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
@@ -1084,7 +1085,8 @@ def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, do
         worker = _Worker(tmpdir, settings, False, spill, streamed=True)  # starts nothing
         try:  # started inside: an interrupt at any point after leaves no process behind
             worker.start()
-            return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor),
+            return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor,
+                                                                  settings.chunk_text != "stored"),
                                 worker, on_start)
         finally:
             worker.close()

@@ -1,19 +1,21 @@
 """Chunk text stored once (schema version 4): each chunk as a byte span of its document's text.
 
 A chunk cut from a document (800-word windows, ``chunking.py``) is ``" ".join(words[s:e])``
-of the document's words, and the document's text is already in the file (``doc_texts``,
-zlib). So a version-4 file stores no chunk text for such a chunk: ``chunks`` holds the UTF-8
-byte offsets ``[start_byte, end_byte)`` of its first word's start and its last word's end in
-the document's text, and the text is that slice with every run of whitespace made one space
+of the document's words, and the document's text is already in the file (``doc_texts``). So a
+version-4 file stores no chunk text for such a chunk: ``chunks`` holds the UTF-8 byte offsets
+``[start_byte, end_byte)`` of its first word's start and its last word's end in the document's
+text, and the text is that slice with every run of whitespace made one space
 (:func:`chunk_text`), the very string the build indexed. At DR-256 scale that drops 1.2 GB of
 uncompressed chunk text beside the 233 MB of compressed document text it repeated.
 
-So that a chunk is cut without inflating its document from the start, the document's zlib
-stream is written with a full flush where each chunk starts (:func:`pack_text`): deflate
-starts afresh there, byte-aligned, with no reference to earlier bytes, and ``chunks.zstart``
-is that offset in the BLOB; inflating raw deflate from it gives the document's bytes from
-``start_byte`` on. The BLOB stays one ordinary zlib stream (``zlib.decompress`` reads the
-whole document, as ``open`` does).
+A version-4 document text is written in drsearch's LZ block codec (drlz, :mod:`.lzcodec`) with a
+block starting where each chunk starts (:func:`pack_text`): no block refers to bytes before its
+start, and ``chunks.zstart`` is the offset of the chunk's block in the BLOB, so a chunk is cut by
+decoding its own bytes only, never its document from the start. drlz decodes about ten times
+faster than zlib inflates, which a search's complete hits need (docs/ENGINE.md). Version 2's
+document texts are zlib streams; a BLOB says which it is (:func:`unpack_text` reads both). Files
+built by an earlier version 4 (zlib with a full flush at each chunk start, raw deflate from
+``zstart``) are read too (:func:`chunk_text`).
 
 A pre-chunked build's chunks are not cut from the document text: they keep their own
 ``chunks.text`` (``start_byte``, ``end_byte`` and ``zstart`` -1).
@@ -35,6 +37,8 @@ from typing import Any
 
 import apsw
 
+from . import lzcodec
+
 SQL_FUNCTION = "drsearch_chunk_text"
 VIEW = "chunk_texts"
 
@@ -43,12 +47,15 @@ VIEW = "chunk_texts"
 ZLIB_HEADER_BYTES = 2
 
 
-def pack_text(text: str, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
-    """``text`` as ``doc_texts`` stores it (UTF-8, zlib level 6) with a full flush at each
-    UTF-8 byte offset of ``starts`` (ascending), and the BLOB offset where raw deflate starts
-    at each (:func:`chunk_text`'s ``zstart``). Without ``starts``, ``zlib.compress(text, 6)``'s
-    bytes."""
+def pack_text(text: str, starts: Sequence[int] = (), lz: bool = False) -> tuple[bytes, list[int]]:
+    """``text`` as ``doc_texts`` stores it, UTF-8 compressed, and the BLOB offset where decoding
+    starts at each UTF-8 byte offset of ``starts`` (ascending: :func:`chunk_text`'s ``zstart``).
+    ``lz`` (version 4): drlz with a block at each start (:func:`lzcodec.pack`). Else zlib level 6
+    (version 2), with a full flush at each start; without ``starts``, ``zlib.compress(text,
+    6)``'s bytes."""
     raw = text.encode("utf-8")
+    if lz:
+        return lzcodec.pack(raw, starts)
     if not starts:
         return zlib.compress(raw, 6), []
     c = zlib.compressobj(6)
@@ -65,15 +72,25 @@ def pack_text(text: str, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
     return b"".join(out), zstarts
 
 
+def unpack_text(packed: bytes) -> str:
+    """The document text of a ``doc_texts`` BLOB (drlz or zlib: the BLOB's first byte says).
+    Raises ValueError (zlib.error is one) for a BLOB that is neither, or not UTF-8."""
+    raw = lzcodec.unpack(packed) if lzcodec.is_lz(packed) else zlib.decompress(packed)
+    return raw.decode("utf-8")
+
+
 def chunk_text(packed: bytes, zstart: int, start: int, end: int) -> str:
     """The text of the chunk at UTF-8 bytes ``[start, end)`` of the document text ``packed``
-    (:func:`pack_text`'s, raw deflate starting at ``zstart`` at byte ``start``): the slice's
-    words joined by single spaces (``str.split()``'s words). Only ``end - start`` bytes are
-    inflated. Raises ValueError for a span outside the text, bytes that are not deflate data,
-    or a slice that is not UTF-8 (a damaged file)."""
+    (:func:`pack_text`'s: drlz whose block at ``zstart`` starts at byte ``start``, or raw deflate
+    restarting there): the slice's words joined by single spaces (``str.split()``'s words). Only
+    ``end - start`` bytes are decoded. Raises ValueError for a span outside the text, bytes
+    that are not drlz or deflate data, or a slice that is not UTF-8 (a damaged file)."""
     if not 0 <= start <= end or not 0 <= zstart <= len(packed):
         raise ValueError(f"chunk span [{start}, {end}) at {zstart} is not a span")
     want = end - start
+    if lzcodec.is_lz(packed):
+        raw = lzcodec.span(packed, zstart, want)
+        return " ".join(raw.decode("utf-8").split())
     try:
         raw = zlib.decompressobj(-15).decompress(memoryview(packed)[zstart:], want) if want else b""
     except zlib.error as e:
@@ -131,4 +148,5 @@ def byte_spans(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
-__all__ = ["SQL_FUNCTION", "VIEW", "ZLIB_HEADER_BYTES", "byte_spans", "chunk_text", "pack_text", "register"]
+__all__ = ["SQL_FUNCTION", "VIEW", "ZLIB_HEADER_BYTES", "byte_spans", "chunk_text", "pack_text", "register",
+           "unpack_text"]

@@ -1012,7 +1012,7 @@ class Engine:
                 raise CorruptIndexError(f"{self.path.name} is damaged (document row {row_id} has no "
                                         "text); check it with `drsearch validate --deep`")
             _, did, durl, canon, title, text, metadata, n_words, n_chunks = row
-            return Document(did, durl, canon, title, zlib.decompress(text).decode("utf-8"),
+            return Document(did, durl, canon, title, chunktext.unpack_text(text),
                             json.loads(metadata), n_words, n_chunks)
 
     # -- stats ---------------------------------------------------------------------------

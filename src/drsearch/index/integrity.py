@@ -206,7 +206,7 @@ def document_problems(path: str | os.PathLike[str], limit: int = 3) -> list[str]
             "SELECT d.docid, t.text, d.metadata FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
         for docid, text, metadata in rows:
             try:
-                zlib.decompress(text).decode("utf-8")
+                chunktext.unpack_text(text)
                 json.loads(metadata)
             except (zlib.error, TypeError, UnicodeDecodeError, ValueError) as e:
                 problems.append(f"document {str(docid)[:80]!r}: {e.__class__.__name__}: {e}")

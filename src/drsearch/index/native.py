@@ -99,6 +99,20 @@ def span_column(text: int, doc: int, start: int, end: int, zstart: int, doc_root
     return packed | (1 << 30) | (doc_root << 31)
 
 
+def lz_pack(data: bytes, starts: Sequence[int]) -> tuple[bytes, list[int]]:
+    """``_kernels.lz_pack``: ``data`` in the drlz format with a block at each start, and the
+    starts' offsets in it (lzcodec.pack)."""
+    got: tuple[bytes, list[int]] = _kernels.lz_pack(data, starts)
+    return got
+
+
+def lz_unpack(blob: bytes, zstart: int = -1, want: int = -1) -> bytes:
+    """``_kernels.lz_unpack``: a drlz BLOB's whole text, or ``want`` bytes from ``zstart``
+    (lzcodec.unpack, lzcodec.span). ValueError for bytes that are not drlz."""
+    got: bytes = _kernels.lz_unpack(blob, zstart, want)
+    return got
+
+
 def available() -> bool:
     """Whether the kernel can be called (built, and of this code's :data:`KERNEL_ABI`)."""
     return _kernels is not None
@@ -342,8 +356,8 @@ def gil_poll_ns(ns: int | None = None) -> int:
 
 __all__ = ["KERNEL_ABI", "NATIVE_AVAILABLE", "NOT_BUILT", "Paged", "Ranked", "SearchHits", "available",
            "blob_pieces", "dense_isa", "dense_scores", "find_rows", "fts5_doclists", "gil_poll_ns",
-           "gil_stats", "join_words",
-           "kernel_problem", "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
+           "gil_stats", "join_words", "kernel_problem", "lz_pack", "lz_unpack",
+           "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
            "rank_maxscore", "rank_one", "read_blobs", "read_texts", "rescore", "rescore_arg",
            "search_context", "search_hits", "snippets", "span_column", "span_texts", "texts_arg",
            "texts_snippets", "word_byte_spans", "word_count"]

@@ -1,0 +1,374 @@
+/* _k_lz.h: part of the drsearch.index._kernels module, included once by _kernels.c (one
+ * translation unit). drsearch's LZ block codec for schema version 4's document texts. */
+#ifndef DRSEARCH_K_LZ_H
+#define DRSEARCH_K_LZ_H
+
+/* ------------------------------------------------------------------------------------------
+ * The "drlz" format (drsearch.index.lzcodec is its reference, in Python, byte for byte):
+ *
+ *   byte 0       LZ_MAGIC (0xD1). A zlib stream's first byte has 8 in its low nibble
+ *                (CM = deflate), so a document text BLOB says which codec wrote it.
+ *   then         n, the text's length in bytes, as an unsigned LEB128 varint
+ *   then         sequences, until n bytes are made. A sequence is
+ *                  token        1 byte: high nibble L, low nibble M
+ *                  [L ext]      L == 15: bytes added to L until one is not 255
+ *                  literals     L bytes, copied
+ *                  offset       2 bytes, little-endian. 0: no match (M must be 0), else
+ *                  [M ext]      M == 15: bytes added to M until one is not 255
+ *                  match        M + 4 bytes copied from `offset` bytes back (they may overlap)
+ *
+ * A text is written in blocks: one starts at each chunk's start byte, and no match reaches
+ * back past its block's start, nor does a sequence run past its block's end (a block ends with
+ * a sequence whose offset is 0 when it does not end with a match). So decoding from a block's
+ * first token (its `zstart` in the BLOB) makes the text from that block's first byte on,
+ * through the blocks after it: a chunk decodes its own span and nothing before it.
+ *
+ * The writer is a greedy hash matcher (LZ4's kind: one 4-byte hash table, no chains, matches
+ * extended both ways), deterministic: the same text and starts give the same bytes. The reader
+ * checks every length and offset against its buffers: damaged bytes give an error, never a read
+ * or write outside them.
+ * ------------------------------------------------------------------------------------------ */
+
+#define LZ_MAGIC 0xD1
+#define LZ_MIN_MATCH 4
+#define LZ_MAX_OFFSET 65535
+#define LZ_HASH_BITS 14
+
+static inline uint32_t
+lz_read32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint32_t
+lz_hash(uint32_t v)
+{
+    return (v * 2654435761u) >> (32 - LZ_HASH_BITS);
+}
+
+/* The most bytes lz_encode writes for n bytes in `blocks` blocks. */
+static uint64_t
+lz_bound(uint64_t n, uint64_t blocks)
+{
+    return 1 + 10 + n + n / 255 + 8 * (blocks + 1) + 16;
+}
+
+/* A length's extension bytes (its nibble was 15): len - 15 as 255s and a last byte < 255. */
+static unsigned char *
+lz_put_ext(unsigned char *o, uint64_t rest)
+{
+    while (rest >= 255) {
+        *o++ = 255;
+        rest -= 255;
+    }
+    *o++ = (unsigned char)rest;
+    return o;
+}
+
+/* One sequence: the literals lit[0..n_lit), then a match of m bytes at `off` back (off 0: none). */
+static unsigned char *
+lz_put_seq(unsigned char *o, const unsigned char *lit, uint64_t n_lit, unsigned off, uint64_t m)
+{
+    const uint64_t mc = off ? m - LZ_MIN_MATCH : 0;
+    *o++ = (unsigned char)(((n_lit < 15 ? n_lit : 15) << 4) | (mc < 15 ? mc : 15));
+    if (n_lit >= 15)
+        o = lz_put_ext(o, n_lit - 15);
+    memcpy(o, lit, n_lit);
+    o += n_lit;
+    *o++ = (unsigned char)(off & 0xFF);
+    *o++ = (unsigned char)(off >> 8);
+    if (off && mc >= 15)
+        o = lz_put_ext(o, mc - 15);
+    return o;
+}
+
+/* Encode src[b0..b1) as one block into o (table: LZ_HASH_BITS entries of position + 1, shared
+   by a text's blocks: an entry before b0 is not a candidate). Returns the end of what it wrote. */
+static unsigned char *
+lz_block(const unsigned char *src, uint64_t b0, uint64_t b1, uint32_t *table, unsigned char *o)
+{
+    uint64_t anchor = b0, i = b0;
+    while (i + LZ_MIN_MATCH <= b1) {
+        const uint32_t v = lz_read32(src + i);
+        const uint32_t h = lz_hash(v);
+        const uint64_t cand = table[h];
+        table[h] = (uint32_t)(i + 1);
+        if (!cand || cand - 1 < b0 || i - (cand - 1) > LZ_MAX_OFFSET || lz_read32(src + cand - 1) != v) {
+            i++;
+            continue;
+        }
+        uint64_t c = cand - 1, s = i, m = LZ_MIN_MATCH;
+        while (s + m < b1 && src[c + m] == src[s + m])
+            m++;
+        while (s > anchor && c > b0 && src[s - 1] == src[c - 1]) { /* backwards, into the literals */
+            s--;
+            c--;
+            m++;
+        }
+        o = lz_put_seq(o, src + anchor, s - anchor, (unsigned)(s - c), m);
+        i = anchor = s + m;
+    }
+    if (anchor < b1)
+        o = lz_put_seq(o, src + anchor, b1 - anchor, 0, 0);
+    return o;
+}
+
+/* Encode src[0..n) with a block starting at each of starts[0..k) (ascending, each < n; a start
+   equal to the one before it, or 0, starts no new block) into out (lz_bound(n, k + 1) bytes),
+   and each start's block offset in zstarts[0..k). Returns the bytes written, or 0 when the
+   table cannot be allocated. Uses no Python object: runs without the GIL. */
+static uint64_t
+lz_encode(const unsigned char *src, uint64_t n, const uint64_t *starts, Py_ssize_t k, unsigned char *out,
+          uint64_t *zstarts)
+{
+    uint32_t *table = calloc((size_t)1 << LZ_HASH_BITS, sizeof *table);
+    if (!table)
+        return 0;
+    unsigned char *o = out;
+    *o++ = LZ_MAGIC;
+    uint64_t v = n;
+    do { /* LEB128 */
+        *o++ = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    uint64_t at = 0;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (starts[j] > at) {
+            o = lz_block(src, at, starts[j], table, o);
+            at = starts[j];
+        }
+        zstarts[j] = (uint64_t)(o - out); /* (where the block at `at` will start) */
+    }
+    if (n > at)
+        o = lz_block(src, at, n, table, o);
+    free(table);
+    return (uint64_t)(o - out);
+}
+
+/* Decode z[0..zlen) (sequences, from a block's first token) until `want` bytes are in out; the
+   last sequence may be cut short. *used: the bytes of z read. NULL, or why the bytes are not a
+   drlz stream that makes `want` bytes ("ends early": z ran out first). */
+static PageError
+lz_decode(const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t want, uint64_t *used)
+{
+    uint64_t ip = 0, op = 0;
+    while (op < want) {
+        if (ip >= zlen)
+            return "compressed text ends early";
+        const unsigned tok = z[ip++];
+        uint64_t lit = tok >> 4;
+        if (lit == 15) {
+            unsigned b;
+            do {
+                if (ip >= zlen)
+                    return "compressed text ends early";
+                b = z[ip++];
+                lit += b;
+            } while (b == 255);
+        }
+        if (lit > zlen - ip)
+            return "compressed text ends early";
+        if (lit <= want - op) {
+            if (lit <= 16 && op + 16 <= want && ip + 16 <= zlen) /* a short run: one fixed copy */
+                memcpy(out + op, z + ip, 16);
+            else
+                memcpy(out + op, z + ip, lit);
+            op += lit;
+        } else {
+            memcpy(out + op, z + ip, want - op);
+            op = want;
+        }
+        ip += lit;
+        if (op >= want) {
+            /* the text's last sequence: its zero offset read too (a whole text's every byte) */
+            if (!(tok & 15) && zlen - ip >= 2 && !z[ip] && !z[ip + 1])
+                ip += 2;
+            break;
+        }
+        if (zlen - ip < 2)
+            return "compressed text ends early";
+        const unsigned off = (unsigned)z[ip] | ((unsigned)z[ip + 1] << 8);
+        ip += 2;
+        uint64_t m = tok & 15;
+        if (!off) {
+            if (m)
+                return "a sequence without a match has a match length";
+            continue;
+        }
+        if (m == 15) {
+            unsigned b;
+            do {
+                if (ip >= zlen)
+                    return "compressed text ends early";
+                b = z[ip++];
+                m += b;
+            } while (b == 255);
+        }
+        m += LZ_MIN_MATCH;
+        if (off > op)
+            return "a match reaches back past its block's start";
+        if (m > want - op)
+            m = want - op;
+        unsigned char *d = out + op;
+        const unsigned char *s = d - off;
+        if (off >= m) {
+            if (m <= 16 && op + 16 <= want && off >= 16)
+                memcpy(d, s, 16);
+            else
+                memcpy(d, s, m);
+        } else if (off >= 8) { /* overlapping: 8 bytes at a time never reads unwritten bytes */
+            uint64_t t = 0;
+            for (; t + 8 <= m; t += 8)
+                memcpy(d + t, s + t, 8);
+            for (; t < m; t++)
+                d[t] = s[t];
+        } else {
+            for (uint64_t t = 0; t < m; t++)
+                d[t] = s[t];
+        }
+        op += m;
+    }
+    *used = ip;
+    return NULL;
+}
+
+/* A drlz BLOB's header: its text's length in *n and the first token's offset in *head. NULL,
+   or why it is not one. */
+static PageError
+lz_header(const unsigned char *z, uint64_t zlen, uint64_t *n, uint64_t *head)
+{
+    if (zlen < 2 || z[0] != LZ_MAGIC)
+        return "not a drlz text";
+    uint64_t v = 0;
+    unsigned shift = 0;
+    for (uint64_t i = 1; i < zlen && i < 11; i++) {
+        v |= (uint64_t)(z[i] & 0x7F) << shift;
+        if (!(z[i] & 0x80)) {
+            *n = v;
+            *head = i + 1;
+            return NULL;
+        }
+        shift += 7;
+    }
+    return "drlz header is damaged";
+}
+
+PyDoc_STRVAR(lz_pack_doc,
+"lz_pack(data, starts) -> (bytes, list[int])\n\n"
+"`data` (bytes) in drsearch's drlz format (_k_lz.h, lzcodec.py) with a block starting at each\n"
+"byte offset of `starts` (ascending, each within the data), and each start's offset in the\n"
+"result (its block's first token): what lzcodec.pack returns, byte for byte. Compressed\n"
+"without the GIL. ValueError for starts that are not ascending or past the data.");
+
+static PyObject *
+lz_pack(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer data = {0};
+    PyObject *starts_obj, *starts = NULL, *result = NULL, *blob = NULL, *zs = NULL;
+    uint64_t *st = NULL, *zst = NULL;
+    unsigned char *out = NULL;
+    if (!PyArg_ParseTuple(args, "y*O:lz_pack", &data, &starts_obj))
+        return NULL;
+    starts = PySequence_Fast(starts_obj, "starts must be a sequence");
+    if (!starts)
+        goto done;
+    const Py_ssize_t k = PySequence_Fast_GET_SIZE(starts);
+    const uint64_t n = (uint64_t)data.len;
+    st = PyMem_RawMalloc(sizeof *st * ((size_t)k + 1));
+    zst = PyMem_RawMalloc(sizeof *zst * ((size_t)k + 1));
+    out = PyMem_RawMalloc(lz_bound(n, (uint64_t)k + 1));
+    if (!st || !zst || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        const long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(starts, j));
+        if (v == -1 && PyErr_Occurred())
+            goto done;
+        if (v < 0 || (uint64_t)v > n || (j && (uint64_t)v < st[j - 1]) || ((uint64_t)v == n && n)) {
+            PyErr_Format(PyExc_ValueError, "lz_pack: start %lld is not ascending within %llu bytes", v,
+                         (unsigned long long)n);
+            goto done;
+        }
+        st[j] = (uint64_t)v;
+    }
+    uint64_t len;
+    Py_BEGIN_ALLOW_THREADS
+    len = lz_encode(data.buf, n, st, k, out, zst);
+    Py_END_ALLOW_THREADS
+    if (!len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    blob = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
+    zs = PyList_New(k);
+    for (Py_ssize_t j = 0; blob && zs && j < k; j++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(zst[j]);
+        if (!v)
+            goto done;
+        PyList_SET_ITEM(zs, j, v);
+    }
+    if (blob && zs)
+        result = PyTuple_Pack(2, blob, zs);
+done:
+    Py_XDECREF(blob);
+    Py_XDECREF(zs);
+    Py_XDECREF(starts);
+    PyMem_RawFree(st);
+    PyMem_RawFree(zst);
+    PyMem_RawFree(out);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(lz_unpack_doc,
+"lz_unpack(blob, zstart=-1, want=-1) -> bytes\n\n"
+"The bytes a drlz BLOB holds (lzcodec.unpack): with zstart -1 the whole text, every byte of\n"
+"the BLOB read (trailing bytes are an error); else the first `want` bytes decoded from offset\n"
+"zstart (a block's first token: lzcodec.span). ValueError saying why for bytes that are not\n"
+"such a stream.");
+
+static PyObject *
+lz_unpack(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer blob = {0};
+    long long zstart = -1, want = -1;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*|LL:lz_unpack", &blob, &zstart, &want))
+        return NULL;
+    const unsigned char *z = blob.buf;
+    const uint64_t zlen = (uint64_t)blob.len;
+    uint64_t n = 0, head = 0, used = 0;
+    PageError why = lz_header(z, zlen, &n, &head);
+    if (!why && zstart >= 0) {
+        if ((uint64_t)zstart < head || (uint64_t)zstart > zlen || want < 0)
+            why = "span is not within the compressed text";
+        head = (uint64_t)zstart;
+        n = (uint64_t)(want < 0 ? 0 : want);
+    }
+    if (!why && n > (uint64_t)PY_SSIZE_T_MAX / 2)
+        why = "text too long";
+    if (!why) {
+        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (!result)
+            goto done;
+        Py_BEGIN_ALLOW_THREADS
+        why = lz_decode(z + head, zlen - head, (unsigned char *)PyBytes_AS_STRING(result), n, &used);
+        Py_END_ALLOW_THREADS
+        if (!why && zstart < 0 && head + used != zlen)
+            why = "bytes after the text's end";
+    }
+    if (why) {
+        Py_CLEAR(result);
+        PyErr_Format(PyExc_ValueError, "lz_unpack: %s", why);
+    }
+done:
+    PyBuffer_Release(&blob);
+    return result;
+}
+
+#endif /* DRSEARCH_K_LZ_H */

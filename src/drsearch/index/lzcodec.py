@@ -1,0 +1,222 @@
+"""drlz: drsearch's LZ block codec for schema version 4's document texts (``doc_texts``).
+
+Why not zlib: a search's complete hits cut each hit's text (about 5 KB) out of its document's
+compressed text, and zlib's inflate made that 1.7-2.1x slower than reading version 2's stored
+chunk text. An LZ decoder (byte-oriented literals and matches, no entropy coding) makes the same
+bytes several times faster, at some disk (docs/ENGINE.md, "Version 4").
+
+The format is ``_k_lz.h``'s (the C kernel's writer and reader, what the engine uses); this module
+is its reference in Python, byte for byte (the tests compare the two), used where the kernel is
+not built:
+
+- byte 0 is :data:`MAGIC` (0xD1); a zlib stream's first byte has 8 in its low nibble, so a BLOB
+  says which codec wrote it (:func:`is_lz`);
+- then the text's length in bytes (unsigned LEB128);
+- then sequences: a token (high nibble: literal count L, low nibble: match length M - 4; 15 in
+  either adds the bytes that follow until one is not 255), L literal bytes, a 2-byte
+  little-endian offset (0: no match, and M must be 0) and, when the offset is not 0, M bytes
+  copied from that far back in the output (the copy may overlap what it writes).
+
+A block starts at each chunk's start byte: no match reaches back past its block's start and no
+sequence crosses its end, so decoding from a block's first token (:func:`pack`'s ``zstarts``)
+gives the text from there on. The writer is a greedy matcher over one table of 2**14 4-byte
+hashes (position of the last occurrence), each match extended forwards and then backwards into
+the pending literals. Deterministic: the same bytes and starts give the same BLOB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import native as kernel
+
+MAGIC = 0xD1
+_MIN_MATCH = 4
+_MAX_OFFSET = 65535
+_HASH_BITS = 14
+
+
+def is_lz(blob: bytes | memoryview) -> bool:
+    """Whether ``blob`` is a drlz text (else it is a zlib stream, as version 2 stores)."""
+    return len(blob) > 0 and blob[0] == MAGIC
+
+
+def pack(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
+    """``data`` as drlz with a block starting at each byte offset of ``starts`` (ascending,
+    each < ``len(data)``, or 0), and each start's offset in the result (the ``zstart`` that
+    :func:`span` decodes from). The kernel's writer where it is built, else :func:`pack_reference`
+    (the same bytes). Raises ValueError for starts that are not ascending within the data."""
+    if kernel.available():
+        return kernel.lz_pack(data, starts)
+    return pack_reference(data, starts)
+
+
+def unpack(blob: bytes) -> bytes:
+    """The bytes of a drlz BLOB (every byte of it read). Raises ValueError for a BLOB that is
+    not one (damaged: lengths or offsets out of range, bytes after the end)."""
+    if kernel.available():
+        return kernel.lz_unpack(blob)
+    return unpack_reference(blob)
+
+
+def span(blob: bytes | memoryview, zstart: int, want: int) -> bytes:
+    """The first ``want`` bytes decoded from offset ``zstart`` of a drlz BLOB (a block's first
+    token). Raises ValueError for bytes that do not make them."""
+    if kernel.available():
+        return kernel.lz_unpack(bytes(blob), zstart, want)
+    head, _ = _header(blob)
+    if not head <= zstart <= len(blob) or want < 0:
+        raise ValueError("lz_unpack: span is not within the compressed text")
+    return _decode(blob, zstart, want)[0]
+
+
+# -- the reference (pure Python) --------------------------------------------------------------
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _ext(out: bytearray, rest: int) -> None:
+    while rest >= 255:
+        out.append(255)
+        rest -= 255
+    out.append(rest)
+
+
+def _seq(out: bytearray, lit: bytes, off: int, m: int) -> None:
+    mc = m - _MIN_MATCH if off else 0
+    out.append((min(len(lit), 15) << 4) | min(mc, 15))
+    if len(lit) >= 15:
+        _ext(out, len(lit) - 15)
+    out += lit
+    out += off.to_bytes(2, "little")
+    if off and mc >= 15:
+        _ext(out, mc - 15)
+
+
+def _block(src: bytes, b0: int, b1: int, table: list[int], out: bytearray) -> None:
+    anchor = i = b0
+    shift = 32 - _HASH_BITS
+    while i + _MIN_MATCH <= b1:
+        v = int.from_bytes(src[i:i + 4], "little")
+        h = ((v * 2654435761) & 0xFFFFFFFF) >> shift
+        cand = table[h]
+        table[h] = i + 1
+        c = cand - 1
+        if not cand or c < b0 or i - c > _MAX_OFFSET or src[c:c + 4] != src[i:i + 4]:
+            i += 1
+            continue
+        s, m = i, _MIN_MATCH
+        while s + m < b1 and src[c + m] == src[s + m]:
+            m += 1
+        while s > anchor and c > b0 and src[s - 1] == src[c - 1]:
+            s, c, m = s - 1, c - 1, m + 1
+        _seq(out, src[anchor:s], s - c, m)
+        i = anchor = s + m
+    if anchor < b1:
+        _seq(out, src[anchor:b1], 0, 0)
+
+
+def pack_reference(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
+    """:func:`pack` in Python (slow: for a machine without the kernel, and the tests)."""
+    n = len(data)
+    out = bytearray([MAGIC])
+    out += _varint(n)
+    table = [0] * (1 << _HASH_BITS)
+    zstarts: list[int] = []
+    at = prev = 0
+    for k, start in enumerate(starts):
+        if start < 0 or start > n or (k and start < prev) or (start == n and n):
+            raise ValueError(f"lz_pack: start {start} is not ascending within {n} bytes")
+        prev = start
+        if start > at:
+            _block(data, at, start, table, out)
+            at = start
+        zstarts.append(len(out))
+    if n > at:
+        _block(data, at, n, table, out)
+    return bytes(out), zstarts
+
+
+def _header(blob: bytes | memoryview) -> tuple[int, int]:
+    """(the first token's offset, the text's length). Raises ValueError."""
+    if len(blob) < 2 or blob[0] != MAGIC:
+        raise ValueError("lz_unpack: not a drlz text")
+    n = shift = 0
+    for i in range(1, min(len(blob), 11)):
+        n |= (blob[i] & 0x7F) << shift
+        if not blob[i] & 0x80:
+            return i + 1, n
+        shift += 7
+    raise ValueError("lz_unpack: drlz header is damaged")
+
+
+def _decode(z: bytes | memoryview, ip: int, want: int) -> tuple[bytes, int]:
+    """``want`` bytes decoded from ``z[ip:]`` and the offset just past what was read."""
+    out = bytearray()
+    zlen = len(z)
+
+    def fail(why: str) -> ValueError:
+        return ValueError(f"lz_unpack: {why}")
+
+    def ext(n: int) -> int:
+        nonlocal ip
+        while True:
+            if ip >= zlen:
+                raise fail("compressed text ends early")
+            b = z[ip]
+            ip += 1
+            n += b
+            if b != 255:
+                return n
+
+    while len(out) < want:
+        if ip >= zlen:
+            raise fail("compressed text ends early")
+        tok = z[ip]
+        ip += 1
+        lit = tok >> 4
+        if lit == 15:
+            lit = ext(lit)
+        if lit > zlen - ip:
+            raise fail("compressed text ends early")
+        out += z[ip:ip + min(lit, want - len(out))]
+        ip += lit
+        if len(out) >= want:
+            if not tok & 15 and zlen - ip >= 2 and not z[ip] and not z[ip + 1]:
+                ip += 2  # the text's last sequence: its zero offset read too
+            break
+        if zlen - ip < 2:
+            raise fail("compressed text ends early")
+        off = z[ip] | (z[ip + 1] << 8)
+        ip += 2
+        m = tok & 15
+        if not off:
+            if m:
+                raise fail("a sequence without a match has a match length")
+            continue
+        if m == 15:
+            m = ext(m)
+        m = min(m + _MIN_MATCH, want - len(out))
+        if off > len(out):
+            raise fail("a match reaches back past its block's start")
+        for _ in range(m):  # (overlapping copies repeat what they write)
+            out.append(out[-off])
+    return bytes(out), ip
+
+
+def unpack_reference(blob: bytes) -> bytes:
+    """:func:`unpack` in Python."""
+    head, n = _header(blob)
+    out, end = _decode(blob, head, n)
+    if end != len(blob):
+        raise ValueError("lz_unpack: bytes after the text's end")
+    return out
+
+
+__all__ = ["MAGIC", "is_lz", "pack", "pack_reference", "span", "unpack", "unpack_reference"]
