@@ -32,7 +32,8 @@
 #define LZ_MAGIC 0xD1
 #define LZ_MIN_MATCH 4
 #define LZ_MAX_OFFSET 65535
-#define LZ_HASH_BITS 14
+#define LZ_HASH_BITS 15
+#define LZ_CHAIN_DEPTH 8
 
 static inline uint32_t
 lz_read32(const unsigned char *p)
@@ -84,24 +85,77 @@ lz_put_seq(unsigned char *o, const unsigned char *lit, uint64_t n_lit, unsigned 
     return o;
 }
 
-/* Encode src[b0..b1) as one block into o (table: LZ_HASH_BITS entries of position + 1, shared
-   by a text's blocks: an entry before b0 is not a candidate). Returns the end of what it wrote. */
-static unsigned char *
-lz_block(const unsigned char *src, uint64_t b0, uint64_t b1, uint32_t *table, unsigned char *o)
+/* The writer's match finder: per 4-byte hash the last position seen (head, position + 1; 0:
+   none), and per position the one before it with the same hash (prev), so every earlier
+   position of a block is a candidate, the nearest first. */
+typedef struct {
+    uint32_t *head, *prev;
+    const unsigned char *src;
+    uint64_t b0, b1, ins; /* the block, and the next position to enter into the chains */
+} LzChains;
+
+/* The longest match for position p (p + 4 <= b1) among the LZ_CHAIN_DEPTH nearest earlier
+   positions of its block with its hash, within LZ_MAX_OFFSET (the first of equal lengths:
+   the nearest); its length in *m (0: none) and where in *c. Enters positions up to p first. */
+static void
+lz_best(LzChains *ch, uint64_t p, uint64_t *m, uint64_t *c)
 {
+    const unsigned char *src = ch->src;
+    for (uint64_t q = ch->ins; q <= p; q++) {
+        const uint32_t h = lz_hash(lz_read32(src + q));
+        ch->prev[q] = ch->head[h];
+        ch->head[h] = (uint32_t)(q + 1);
+    }
+    ch->ins = p + 1;
+    uint64_t best = 0, at = 0, c1 = ch->prev[p];
+    const uint32_t v = lz_read32(src + p);
+    for (int depth = 0; c1 && depth < LZ_CHAIN_DEPTH; depth++) {
+        const uint64_t cand = c1 - 1;
+        if (cand < ch->b0 || p - cand > LZ_MAX_OFFSET)
+            break;
+        if (lz_read32(src + cand) == v && (!best || (p + best < ch->b1 && src[cand + best] == src[p + best]))) {
+            uint64_t len = LZ_MIN_MATCH;
+            while (p + len < ch->b1 && src[cand + len] == src[p + len])
+                len++;
+            if (len > best) {
+                best = len;
+                at = cand;
+            }
+        }
+        c1 = ch->prev[cand];
+    }
+    *m = best;
+    *c = at;
+}
+
+/* Encode src[b0..b1) as one block into o (ch: the text's chains; no match reaches before b0).
+   Greedy with one step of lazy matching: a match at i is taken unless the one at i + 1 is
+   longer. Returns the end of what it wrote. */
+static unsigned char *
+lz_block(LzChains *ch, uint64_t b0, uint64_t b1, unsigned char *o)
+{
+    const unsigned char *src = ch->src;
+    ch->b0 = b0;
+    ch->b1 = b1;
+    ch->ins = b0;
     uint64_t anchor = b0, i = b0;
     while (i + LZ_MIN_MATCH <= b1) {
-        const uint32_t v = lz_read32(src + i);
-        const uint32_t h = lz_hash(v);
-        const uint64_t cand = table[h];
-        table[h] = (uint32_t)(i + 1);
-        if (!cand || cand - 1 < b0 || i - (cand - 1) > LZ_MAX_OFFSET || lz_read32(src + cand - 1) != v) {
+        uint64_t m, c;
+        lz_best(ch, i, &m, &c);
+        if (!m) {
             i++;
             continue;
         }
-        uint64_t c = cand - 1, s = i, m = LZ_MIN_MATCH;
-        while (s + m < b1 && src[c + m] == src[s + m])
-            m++;
+        if (i + 1 + LZ_MIN_MATCH <= b1) {
+            uint64_t m2, c2;
+            lz_best(ch, i + 1, &m2, &c2);
+            if (m2 > m) {
+                i++;
+                m = m2;
+                c = c2;
+            }
+        }
+        uint64_t s = i;
         while (s > anchor && c > b0 && src[s - 1] == src[c - 1]) { /* backwards, into the literals */
             s--;
             c--;
@@ -118,14 +172,18 @@ lz_block(const unsigned char *src, uint64_t b0, uint64_t b1, uint32_t *table, un
 /* Encode src[0..n) with a block starting at each of starts[0..k) (ascending, each < n; a start
    equal to the one before it, or 0, starts no new block) into out (lz_bound(n, k + 1) bytes),
    and each start's block offset in zstarts[0..k). Returns the bytes written, or 0 when the
-   table cannot be allocated. Uses no Python object: runs without the GIL. */
+   chains cannot be allocated. Uses no Python object: runs without the GIL. */
 static uint64_t
 lz_encode(const unsigned char *src, uint64_t n, const uint64_t *starts, Py_ssize_t k, unsigned char *out,
           uint64_t *zstarts)
 {
-    uint32_t *table = calloc((size_t)1 << LZ_HASH_BITS, sizeof *table);
-    if (!table)
+    LzChains ch = {calloc((size_t)1 << LZ_HASH_BITS, sizeof(uint32_t)), malloc(sizeof(uint32_t) * (n + 1)),
+                   src, 0, 0, 0};
+    if (!ch.head || !ch.prev || n > UINT32_MAX - 1) {
+        free(ch.head);
+        free(ch.prev);
         return 0;
+    }
     unsigned char *o = out;
     *o++ = LZ_MAGIC;
     uint64_t v = n;
@@ -136,43 +194,67 @@ lz_encode(const unsigned char *src, uint64_t n, const uint64_t *starts, Py_ssize
     uint64_t at = 0;
     for (Py_ssize_t j = 0; j < k; j++) {
         if (starts[j] > at) {
-            o = lz_block(src, at, starts[j], table, o);
+            o = lz_block(&ch, at, starts[j], o);
             at = starts[j];
         }
         zstarts[j] = (uint64_t)(o - out); /* (where the block at `at` will start) */
     }
     if (n > at)
-        o = lz_block(src, at, n, table, o);
-    free(table);
+        o = lz_block(&ch, at, n, o);
+    free(ch.head);
+    free(ch.prev);
     return (uint64_t)(o - out);
+}
+
+/* Copy n bytes from s to d 16 at a time: up to 15 bytes more are read and written (the caller
+   checked both buffers have them), and s may overlap d when d - s >= 16. */
+static inline void
+lz_wild16(unsigned char *d, const unsigned char *s, uint64_t n)
+{
+    unsigned char *const e = d + n;
+    do {
+        memcpy(d, s, 16);
+        d += 16;
+        s += 16;
+    } while (d < e);
+}
+
+/* A length's extension bytes at z[*ip..) added to len (the nibble was 15). -1: z ran out. */
+static inline int
+lz_get_ext(const unsigned char *z, uint64_t zlen, uint64_t *ip, uint64_t *len)
+{
+    unsigned b;
+    do {
+        if (*ip >= zlen)
+            return -1;
+        b = z[(*ip)++];
+        *len += b;
+    } while (b == 255);
+    return 0;
 }
 
 /* Decode z[0..zlen) (sequences, from a block's first token) until `want` bytes are in out; the
    last sequence may be cut short. *used: the bytes of z read. NULL, or why the bytes are not a
-   drlz stream that makes `want` bytes ("ends early": z ran out first). */
+   drlz stream that makes `want` bytes ("ends early": z ran out first). Every copy is checked
+   against both buffers first; the 16-byte copies (lz_wild16) only where both have 16 bytes to
+   spare past the copy's end. */
 static PageError
 lz_decode(const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t want, uint64_t *used)
 {
+    static const char early[] = "compressed text ends early";
     uint64_t ip = 0, op = 0;
     while (op < want) {
         if (ip >= zlen)
-            return "compressed text ends early";
+            return early;
         const unsigned tok = z[ip++];
         uint64_t lit = tok >> 4;
-        if (lit == 15) {
-            unsigned b;
-            do {
-                if (ip >= zlen)
-                    return "compressed text ends early";
-                b = z[ip++];
-                lit += b;
-            } while (b == 255);
-        }
+        if (lit == 15 && lz_get_ext(z, zlen, &ip, &lit) < 0)
+            return early;
         if (lit > zlen - ip)
-            return "compressed text ends early";
+            return early;
         if (lit <= want - op) {
-            if (lit <= 16 && op + 16 <= want && ip + 16 <= zlen) /* a short run: one fixed copy */
-                memcpy(out + op, z + ip, 16);
+            if (op + lit + 16 <= want && ip + lit + 16 <= zlen)
+                lz_wild16(out + op, z + ip, lit);
             else
                 memcpy(out + op, z + ip, lit);
             op += lit;
@@ -188,7 +270,7 @@ lz_decode(const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t wa
             break;
         }
         if (zlen - ip < 2)
-            return "compressed text ends early";
+            return early;
         const unsigned off = (unsigned)z[ip] | ((unsigned)z[ip + 1] << 8);
         ip += 2;
         uint64_t m = tok & 15;
@@ -197,15 +279,8 @@ lz_decode(const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t wa
                 return "a sequence without a match has a match length";
             continue;
         }
-        if (m == 15) {
-            unsigned b;
-            do {
-                if (ip >= zlen)
-                    return "compressed text ends early";
-                b = z[ip++];
-                m += b;
-            } while (b == 255);
-        }
+        if (m == 15 && lz_get_ext(z, zlen, &ip, &m) < 0)
+            return early;
         m += LZ_MIN_MATCH;
         if (off > op)
             return "a match reaches back past its block's start";
@@ -213,11 +288,10 @@ lz_decode(const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t wa
             m = want - op;
         unsigned char *d = out + op;
         const unsigned char *s = d - off;
-        if (off >= m) {
-            if (m <= 16 && op + 16 <= want && off >= 16)
-                memcpy(d, s, 16);
-            else
-                memcpy(d, s, m);
+        if (off >= 16 && op + m + 16 <= want) {
+            lz_wild16(d, s, m); /* (reads only bytes already written: s + 16 <= d) */
+        } else if (off >= m) {
+            memcpy(d, s, m);
         } else if (off >= 8) { /* overlapping: 8 bytes at a time never reads unwritten bytes */
             uint64_t t = 0;
             for (; t + 8 <= m; t += 8)

@@ -173,27 +173,44 @@ span_decode(Py_ssize_t column, SpanSrc *s, Py_ssize_t *text_col)
 #endif
 }
 
-/* The INTEGER in column `column` of row `rowid` (db_value's rules). */
+/* The INTEGER in column `column` of the record whose local bytes db_value found (`row`: any
+   column of that row): the row's other columns without another b-tree descent. The record's
+   header lies within its local bytes (db_value checked it), and so does every INTEGER before
+   its text (a chunks row's integers precede its text). */
 static PageError
-db_int_value(const DbFile *db, uint32_t root, int64_t rowid, int column, int64_t *out)
+db_row_int(const DbValue *row, int column, int64_t *out)
 {
-    static const unsigned char int_bytes[7] = {0, 1, 2, 3, 4, 6, 8};
-    DbValue v;
-    PageError why = db_value(db, root, rowid, column, &v);
-    if (why)
-        return why;
-    if (v.serial == 8 || v.serial == 9) {
-        *out = (int64_t)v.serial - 8;
+    static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+    const unsigned char *c = row->local, *end = row->local + row->n_local;
+    int n = 0;
+    const uint64_t hdr_len = get_varint(c, end, &n);
+    if (!n || hdr_len > row->n_local)
+        return "record header beyond the cell";
+    const unsigned char *t = c + n;
+    uint64_t body = 0, st = 0;
+    for (int i = 0; i <= column; i++) {
+        st = get_varint(t, c + hdr_len, &n);
+        if (!n)
+            return "record header shorter than the table's columns";
+        t += n;
+        if (i < column) {
+            if (st == 10 || st == 11)
+                return "record column before the value of a reserved serial type";
+            body += st >= 12 ? (st - 12) / 2 : int_bytes[st];
+        }
+    }
+    if (st == 8 || st == 9) {
+        *out = (int64_t)st - 8;
         return NULL;
     }
-    if (v.serial < 1 || v.serial > 6)
+    if (st < 1 || st > 6)
         return "record column is not an INTEGER";
-    const unsigned n = int_bytes[v.serial];
-    if (v.at + n > v.n_local)
+    const unsigned nb = int_bytes[st];
+    if (hdr_len + body + nb > row->n_local)
         return "INTEGER beyond its cell";
-    const unsigned char *p = v.local + v.at;
+    const unsigned char *p = c + hdr_len + body;
     uint64_t x = (p[0] & 0x80) ? UINT64_MAX : 0; /* big-endian two's complement, sign-extended */
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < nb; i++)
         x = (x << 8) | p[i];
     *out = (int64_t)x;
     return NULL;
@@ -211,13 +228,13 @@ span_find(const DbFile *db, Py_ssize_t root, const SpanSrc *s, const int64_t *id
         rows[i].start = -1;
         if (!why && vals[i].serial == 0) {
             int64_t doc = 0, a = 0, b = 0, z = 0;
-            why = db_int_value(db, r, ids[i], s->doc_col, &doc);
+            why = db_row_int(&vals[i], s->doc_col, &doc);
             if (!why)
-                why = db_int_value(db, r, ids[i], s->start_col, &a);
+                why = db_row_int(&vals[i], s->start_col, &a);
             if (!why)
-                why = db_int_value(db, r, ids[i], s->end_col, &b);
+                why = db_row_int(&vals[i], s->end_col, &b);
             if (!why)
-                why = db_int_value(db, r, ids[i], s->zstart_col, &z);
+                why = db_row_int(&vals[i], s->zstart_col, &z);
             if (!why && (a < 0 || b < a))
                 why = "chunk span is not a span";
             if (!why)
@@ -273,8 +290,108 @@ inflate_prefix(z_stream *st, const unsigned char *z, uint64_t zlen, unsigned cha
 }
 #endif
 
+/* From j (s[j - 1] printable ASCII), past the bytes that are printable ASCII or a single ' '
+   between two of them: 16 at a time where SSE2 is, then one at a time. */
+static inline uint64_t
+joined_run(const unsigned char *s, uint64_t j, uint64_t n)
+{
+#if defined(__SSE2__)
+    const __m128i lo = _mm_set1_epi8(0x20), hi = _mm_set1_epi8(0x7F);
+    while (j + 16 <= n) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(s + j));
+        /* signed compares: a byte >= 0x80 is negative, so never above 0x20 */
+        const unsigned print = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo),
+                                                                         _mm_cmplt_epi8(v, hi)));
+        const unsigned space = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, lo));
+        /* every byte printable or ' ', no two ' ' in a row, and the last not ' ' (the byte
+           before the block is printable) */
+        if ((print | space) != 0xFFFF || (space & (space >> 1)) || (space & 0x8000))
+            break;
+        j += 16;
+    }
+#endif
+    while (j < n && s[j] > 0x20 && s[j] < 0x7F)
+        j++;
+    return j;
+}
+
+#if defined(__SSE2__)
+static inline __m128i
+eq8(__m128i v, int c)
+{
+    return _mm_cmpeq_epi8(v, _mm_set1_epi8((char)c));
+}
+
+/* 0xFF at each byte of v that str.isspace() takes in ASCII: 0x09-0x0D, 0x1C-0x1F and 0x20
+   (bytes >= 0x80 compare below 0: never). */
+static inline __m128i
+ascii_ws(__m128i v)
+{
+    return _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x20)),
+                        _mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x08)),
+                                                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x0E))),
+                                     _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x1B)),
+                                                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)))));
+}
+
+/* collapse_spaces' fast part, from s[i] after a byte that is not space (its copy ends out[0..*o)):
+   16 bytes at a time while each whitespace byte among them is ASCII and alone (the byte after
+   the block looked at too: it stands for its run and becomes one ' ') and no other whitespace starts among them (the UTF-8
+   of U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, found at
+   every byte, two bytes looked ahead: a sequence that collapse_spaces would decode as one is
+   never missed). Other bytes are copied as they are. Returns where it stopped. The stores may
+   overlap s at or before the bytes just loaded, never bytes not yet read. */
+static inline uint64_t
+collapse16(const unsigned char *s, uint64_t i, uint64_t n, unsigned char *out, uint64_t *o)
+{
+    const __m128i sp = _mm_set1_epi8(0x20), lead_ws_top = _mm_set1_epi8((char)0x8B);
+    uint64_t at = *o;
+    while (i + 18 <= n) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        const __m128i v1 = _mm_loadu_si128((const __m128i *)(s + i + 1));
+        unsigned wide_at = 0; /* where whitespace beyond ASCII starts */
+        if (_mm_movemask_epi8(v)) { /* bytes >= 0x80: any whitespace beyond ASCII among them? */
+            const __m128i v2 = _mm_loadu_si128((const __m128i *)(s + i + 2));
+            const __m128i e2_80 = _mm_or_si128(_mm_cmplt_epi8(v2, lead_ws_top), /* 80-8A (signed) */
+                                               _mm_or_si128(eq8(v2, 0xA8), _mm_or_si128(eq8(v2, 0xA9),
+                                                                                        eq8(v2, 0xAF))));
+            const __m128i wide = _mm_or_si128(
+                _mm_or_si128(_mm_and_si128(eq8(v, 0xC2), _mm_or_si128(eq8(v1, 0x85), eq8(v1, 0xA0))),
+                             _mm_and_si128(eq8(v, 0xE1), _mm_and_si128(eq8(v1, 0x9A), eq8(v2, 0x80)))),
+                _mm_or_si128(
+                    _mm_and_si128(eq8(v, 0xE2), _mm_or_si128(_mm_and_si128(eq8(v1, 0x80), e2_80),
+                                                             _mm_and_si128(eq8(v1, 0x81), eq8(v2, 0x9F)))),
+                    _mm_and_si128(eq8(v, 0xE3), _mm_and_si128(eq8(v1, 0x80), eq8(v2, 0x80)))));
+            wide_at = (unsigned)_mm_movemask_epi8(wide);
+        }
+        const __m128i ws = ascii_ws(v), ws1 = ascii_ws(v1);
+        const __m128i joined = _mm_or_si128(_mm_andnot_si128(ws, v), _mm_and_si128(ws, sp));
+        /* stop at a whitespace byte followed by another (the byte after the block looked at too)
+           or at whitespace beyond ASCII: the bytes before it are copied, the rest left to the
+           caller, from a byte that follows one not whitespace */
+        const unsigned bad = (unsigned)_mm_movemask_epi8(_mm_and_si128(ws, ws1)) | wide_at;
+        if (bad) {
+            unsigned k = (unsigned)__builtin_ctz(bad);
+            if (k && ((unsigned)_mm_movemask_epi8(ws) >> (k - 1)) & 1) /* (wide after an ASCII one) */
+                k--;
+            unsigned char part[16];
+            _mm_storeu_si128((__m128i *)part, joined);
+            memmove(out + at, part, k); /* (a store of 16 could overwrite bytes not yet read) */
+            i += k;
+            at += k;
+            break;
+        }
+        _mm_storeu_si128((__m128i *)(out + at), joined);
+        i += 16;
+        at += 16;
+    }
+    *o = at;
+    return i;
+}
+#endif
+
 /* " ".join(s.split()) of the UTF-8 bytes s[0..n) into out (at most n bytes), returned: its
-   length. A byte that does not start a well-formed sequence is copied as it is (not space):
+   length. out may be s itself (what is written never passes what is read). A byte that does not start a well-formed sequence is copied as it is (not space):
    utf8_scan refuses it after. */
 static uint64_t
 collapse_spaces(const unsigned char *s, uint64_t n, unsigned char *out)
@@ -282,14 +399,32 @@ collapse_spaces(const unsigned char *s, uint64_t n, unsigned char *out)
     uint64_t i = 0, o = 0;
     int gap = 0;
     while (i < n) {
-        uint64_t j = i; /* a run of printable ASCII (never whitespace), copied at once */
-        while (j < n && s[j] > 0x20 && s[j] < 0x7F)
+#if defined(__SSE2__)
+        if (o && !gap) /* after a byte that is not space: 16 bytes at a time while they allow */
+            i = collapse16(s, i, n, out, &o);
+        if (i >= n)
+            break;
+#endif
+        /* a run of printable ASCII words each followed by one ' ' and another such word (text
+           that is already joined: most of it), copied at once */
+        uint64_t j = i;
+        if (s[j] > 0x20 && s[j] < 0x7F) {
             j++;
+            for (;;) { /* s[j - 1] is printable here */
+                j = joined_run(s, j, n);
+                if (j + 1 < n && s[j] == ' ' && s[j + 1] > 0x20 && s[j + 1] < 0x7F) {
+                    j += 2;
+                    continue;
+                }
+                break;
+            }
+        }
         if (j > i) {
             if (gap)
                 out[o++] = ' ';
             gap = 0;
-            memcpy(out + o, s + i, j - i);
+            if (out + o != s + i)
+                memmove(out + o, s + i, j - i);
             o += j - i;
             i = j;
             continue;
@@ -319,7 +454,7 @@ collapse_spaces(const unsigned char *s, uint64_t n, unsigned char *out)
         if (gap)
             out[o++] = ' ';
         gap = 0;
-        memcpy(out + o, s + i, len);
+        memmove(out + o, s + i, len);
         o += len;
         i += len;
     }
@@ -440,16 +575,18 @@ span_cut(TextWork *w)
         const DbValue *b = &r->blob;
         const uint64_t want = (uint64_t)(r->end - r->start);
         const unsigned char *z;
+        unsigned char *text = raw; /* where the span's bytes are made (drlz: in place) */
         PageError why = NULL;
         if (span_is_lz(r)) {
             uint64_t used;
+            text = w->cut + at;
             why = span_lz_copy(w->db, r, 1, zbuf, &z);
             if (!why)
-                why = lz_decode(z, span_lz_bound(r, 1), raw, want, &used);
+                why = lz_decode(z, span_lz_bound(r, 1), text, want, &used);
             if (why && span_lz_bound(r, 1) < span_lz_bound(r, 0)) { /* ran out: the whole bound */
                 why = span_lz_copy(w->db, r, 0, zbuf, &z);
                 if (!why)
-                    why = lz_decode(z, span_lz_bound(r, 0), raw, want, &used);
+                    why = lz_decode(z, span_lz_bound(r, 0), text, want, &used);
             }
         } else {
             const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_zlen(r);
@@ -479,7 +616,7 @@ span_cut(TextWork *w)
             rc = -1;
             break;
         }
-        const uint64_t len = collapse_spaces(raw, (uint64_t)(r->end - r->start), w->cut + at);
+        const uint64_t len = collapse_spaces(text, want, w->cut + at);
         w->parts[i].src = w->cut + at;
         w->parts[i].len = len;
         at += len;

@@ -19,9 +19,11 @@ not built:
 
 A block starts at each chunk's start byte: no match reaches back past its block's start and no
 sequence crosses its end, so decoding from a block's first token (:func:`pack`'s ``zstarts``)
-gives the text from there on. The writer is a greedy matcher over one table of 2**14 4-byte
-hashes (position of the last occurrence), each match extended forwards and then backwards into
-the pending literals. Deterministic: the same bytes and starts give the same BLOB.
+gives the text from there on. The writer finds matches by hash chains (every earlier position
+of the block with the same 4-byte hash, 2**15 hashes, the 8 nearest tried, the longest taken),
+takes a match unless the next position's is longer (one step of lazy matching), and extends it
+backwards into the pending literals. Deterministic: the same bytes and starts give the same
+BLOB.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from . import native as kernel
 MAGIC = 0xD1
 _MIN_MATCH = 4
 _MAX_OFFSET = 65535
-_HASH_BITS = 14
+_HASH_BITS = 15
+_CHAIN_DEPTH = 8
 
 
 def is_lz(blob: bytes | memoryview) -> bool:
@@ -99,21 +102,63 @@ def _seq(out: bytearray, lit: bytes, off: int, m: int) -> None:
         _ext(out, mc - 15)
 
 
-def _block(src: bytes, b0: int, b1: int, table: list[int], out: bytearray) -> None:
+class _Chains:
+    """The writer's match finder (``_k_lz.h``'s LzChains): per 4-byte hash the last position
+    seen (``head``, position + 1), per position the one before it with the same hash."""
+
+    def __init__(self, src: bytes) -> None:
+        self.src = src
+        self.head = [0] * (1 << _HASH_BITS)
+        self.prev = [0] * (len(src) + 1)
+        self.b0 = self.b1 = self.ins = 0
+
+    def best(self, p: int) -> tuple[int, int]:
+        """(length, position) of the longest match for ``p`` among the nearest candidates of
+        its block (length 0: none); enters positions up to ``p`` first."""
+        src, head, prev = self.src, self.head, self.prev
+        for q in range(self.ins, p + 1):
+            h = _hash(src, q)
+            prev[q] = head[h]
+            head[h] = q + 1
+        self.ins = p + 1
+        best = at = 0
+        c1 = prev[p]
+        word = src[p:p + 4]
+        for _ in range(_CHAIN_DEPTH):
+            if not c1:
+                break
+            cand = c1 - 1
+            if cand < self.b0 or p - cand > _MAX_OFFSET:
+                break
+            if src[cand:cand + 4] == word and (not best or (p + best < self.b1
+                                                            and src[cand + best] == src[p + best])):
+                n = _MIN_MATCH
+                while p + n < self.b1 and src[cand + n] == src[p + n]:
+                    n += 1
+                if n > best:
+                    best, at = n, cand
+            c1 = prev[cand]
+        return best, at
+
+
+def _hash(src: bytes, q: int) -> int:
+    return ((int.from_bytes(src[q:q + 4], "little") * 2654435761) & 0xFFFFFFFF) >> (32 - _HASH_BITS)
+
+
+def _block(ch: _Chains, b0: int, b1: int, out: bytearray) -> None:
+    src = ch.src
+    ch.b0, ch.b1, ch.ins = b0, b1, b0
     anchor = i = b0
-    shift = 32 - _HASH_BITS
     while i + _MIN_MATCH <= b1:
-        v = int.from_bytes(src[i:i + 4], "little")
-        h = ((v * 2654435761) & 0xFFFFFFFF) >> shift
-        cand = table[h]
-        table[h] = i + 1
-        c = cand - 1
-        if not cand or c < b0 or i - c > _MAX_OFFSET or src[c:c + 4] != src[i:i + 4]:
+        m, c = ch.best(i)
+        if not m:
             i += 1
             continue
-        s, m = i, _MIN_MATCH
-        while s + m < b1 and src[c + m] == src[s + m]:
-            m += 1
+        if i + 1 + _MIN_MATCH <= b1:
+            m2, c2 = ch.best(i + 1)
+            if m2 > m:
+                i, m, c = i + 1, m2, c2
+        s = i
         while s > anchor and c > b0 and src[s - 1] == src[c - 1]:
             s, c, m = s - 1, c - 1, m + 1
         _seq(out, src[anchor:s], s - c, m)
@@ -127,7 +172,7 @@ def pack_reference(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list
     n = len(data)
     out = bytearray([MAGIC])
     out += _varint(n)
-    table = [0] * (1 << _HASH_BITS)
+    chains = _Chains(data)
     zstarts: list[int] = []
     at = prev = 0
     for k, start in enumerate(starts):
@@ -135,11 +180,11 @@ def pack_reference(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list
             raise ValueError(f"lz_pack: start {start} is not ascending within {n} bytes")
         prev = start
         if start > at:
-            _block(data, at, start, table, out)
+            _block(chains, at, start, out)
             at = start
         zstarts.append(len(out))
     if n > at:
-        _block(data, at, n, table, out)
+        _block(chains, at, n, out)
     return bytes(out), zstarts
 
 
