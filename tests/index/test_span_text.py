@@ -17,7 +17,7 @@ import apsw
 import pytest
 
 from drsearch.contract import CorruptIndexError
-from drsearch.index import BuildSettings, Engine, build, chunktext, native
+from drsearch.index import BuildSettings, Engine, build, chunktext, integrity, lzcodec, native
 from drsearch.index.blobs import SpanTexts
 from drsearch.index.chunking import chunk_spans
 from drsearch.index.integrity import fts5_integrity_check
@@ -221,3 +221,55 @@ def test_the_kernels_byte_spans_are_pythons() -> None:
         assert native.word_byte_spans(text, spans) == chunktext.byte_spans(text, spans), text
     with pytest.raises(ValueError, match="not within"):
         native.word_byte_spans("a b", [(1, 3)])
+
+
+def _damage_text(src: Path, dst: Path, chunk: int, at: int) -> None:
+    """Flip every bit of the byte ``at`` bytes into chunk ``chunk``'s block of its document's text."""
+    shutil.copyfile(src, dst)
+    conn = apsw.Connection(str(dst))
+    doc, zstart = conn.execute("SELECT doc, zstart FROM chunks WHERE id = ?", (chunk,)).fetchone()
+    blob = bytearray(conn.execute("SELECT text FROM doc_texts WHERE id = ?", (doc,)).get)
+    assert blob[0] == lzcodec.MAGIC  # (version 4's document texts are drlz)
+    blob[zstart + at] ^= 0xFF
+    conn.execute("UPDATE doc_texts SET text = ? WHERE id = ?", (bytes(blob), doc))
+    conn.close()
+
+
+@pytest.mark.parametrize("at", [0, 1, 40, 700])
+def test_validate_deep_catches_a_damaged_drlz_block(sample_index: Path, tmp_path: Path, at: int) -> None:
+    """A flipped byte in a chunk's block: the text it decodes to is not what FTS5 indexed (or it
+    does not decode): ``validate --deep``'s checks report it; the engine never returns a text
+    longer or shorter than the span, and a block that does not decode is a CorruptIndexError."""
+    bad = tmp_path / "bad.sqlite3"
+    _damage_text(sample_index, bad, 5, at)
+    problems = fts5_integrity_check(bad) + integrity.document_problems(bad)
+    assert problems, at
+    with Engine.open(bad) as e:
+        try:
+            (text,) = e.chunk_texts([5])
+        except CorruptIndexError as err:
+            assert "validate --deep" in str(err)
+        else:
+            with Engine.open(sample_index) as good:
+                assert text != good.chunk_texts([5])[0]
+
+
+def test_the_kernel_joins_random_whitespace_as_python_does(tmp_path: Path) -> None:
+    """The kernel cuts each chunk's span and joins its words 16 bytes at a time where it can
+    (_k_texts.h, collapse16): long runs of words with every kind of whitespace (single, doubled,
+    ASCII, beyond ASCII, at a block's edge) and non-ASCII letters give str.split()'s words."""
+    rng = random.Random(17)
+    words = ["word", "x", "naïve", "’quoted’", "日本語", "𝔘𝔫", "ab\x7fc", "a\x00b", "tail-end", "1234567"]
+    seps = [" "] * 30 + ["  ", "\n", "\n\n", "\t", "\x1c", "\x1f", "\x0b", "\u00a0", "\u0085", "\u2003",
+                         "\u2009", "\u200b", "\u2028", "\u202f", "\u205f", "\u3000", "\u1680", " \u00a0"]
+    docs = []
+    for i in range(40):
+        parts = []
+        for _ in range(rng.randint(50, 600)):
+            parts += [rng.choice(words), rng.choice(seps)]
+        docs.append({"docid": f"r{i:02d}", "url": f"https://ex.org/r{i}", "title": f"R {i}", "text": "".join(parts)})
+    path = tmp_path / "ws.sqlite3"
+    build(docs, path, BuildSettings(chunk_words=70, chunk_stride=50))
+    expected = [" ".join(w[s.start:s.end]) for d in docs
+                for w in [d["text"].split()] for s in chunk_spans(len(w), 70, 50)]
+    assert _all_chunks(path) == expected

@@ -34,6 +34,9 @@
 #define LZ_MAX_OFFSET 65535
 #define LZ_HASH_BITS 15
 #define LZ_CHAIN_DEPTH 8
+/* No drlz stream of z bytes makes more than LZ_MAX_RATIO * z + LZ_MAX_RATIO bytes (a length
+   byte adds at most 255): a length past that is damage, refused before anything is allocated. */
+#define LZ_MAX_RATIO 256
 
 static inline uint32_t
 lz_read32(const unsigned char *p)
@@ -320,6 +323,8 @@ lz_header(const unsigned char *z, uint64_t zlen, uint64_t *n, uint64_t *head)
     for (uint64_t i = 1; i < zlen && i < 11; i++) {
         v |= (uint64_t)(z[i] & 0x7F) << shift;
         if (!(z[i] & 0x80)) {
+            if (v / LZ_MAX_RATIO > zlen)
+                return "drlz header is damaged";
             *n = v;
             *head = i + 1;
             return NULL;
@@ -421,6 +426,8 @@ lz_unpack(PyObject *self, PyObject *args)
     if (!why && zstart >= 0) {
         if ((uint64_t)zstart < head || (uint64_t)zstart > zlen || want < 0)
             why = "span is not within the compressed text";
+        else if ((uint64_t)want / LZ_MAX_RATIO > zlen - (uint64_t)zstart)
+            why = "compressed text ends early";
         head = (uint64_t)zstart;
         n = (uint64_t)(want < 0 ? 0 : want);
     }

@@ -364,6 +364,8 @@ def _fts5_check_one(conn: apsw.Connection, table: str) -> str | None:
             conn.execute("ROLLBACK")
     except apsw.Error as e:
         return f"FTS5 integrity-check of {table}: {e.__class__.__name__}: {e}"
+    except ValueError as e:  # drsearch_chunk_text's: a version-4 chunk's text does not decode
+        return f"FTS5 integrity-check of {table}: a chunk's text cannot be read: {e}"
     return None
 
 

@@ -37,6 +37,9 @@ _MIN_MATCH = 4
 _MAX_OFFSET = 65535
 _HASH_BITS = 15
 _CHAIN_DEPTH = 8
+# No stream of z bytes makes more than 256 * z + 256 bytes (a length byte adds at most 255): a
+# length past that is damage, refused before anything is allocated (_k_lz.h's LZ_MAX_RATIO).
+_MAX_RATIO = 256
 
 
 def is_lz(blob: bytes | memoryview) -> bool:
@@ -67,9 +70,16 @@ def span(blob: bytes | memoryview, zstart: int, want: int) -> bytes:
     token). Raises ValueError for bytes that do not make them."""
     if kernel.available():
         return kernel.lz_unpack(bytes(blob), zstart, want)
+    return span_reference(blob, zstart, want)
+
+
+def span_reference(blob: bytes | memoryview, zstart: int, want: int) -> bytes:
+    """:func:`span` in Python."""
     head, _ = _header(blob)
     if not head <= zstart <= len(blob) or want < 0:
         raise ValueError("lz_unpack: span is not within the compressed text")
+    if want // _MAX_RATIO > len(blob) - zstart:
+        raise ValueError("lz_unpack: compressed text ends early")
     return _decode(blob, zstart, want)[0]
 
 
@@ -196,6 +206,8 @@ def _header(blob: bytes | memoryview) -> tuple[int, int]:
     for i in range(1, min(len(blob), 11)):
         n |= (blob[i] & 0x7F) << shift
         if not blob[i] & 0x80:
+            if n // _MAX_RATIO > len(blob):
+                break
             return i + 1, n
         shift += 7
     raise ValueError("lz_unpack: drlz header is damaged")
@@ -264,4 +276,4 @@ def unpack_reference(blob: bytes) -> bytes:
     return out
 
 
-__all__ = ["MAGIC", "is_lz", "pack", "pack_reference", "span", "unpack", "unpack_reference"]
+__all__ = ["MAGIC", "is_lz", "pack", "pack_reference", "span", "span_reference", "unpack", "unpack_reference"]
