@@ -52,8 +52,8 @@ def _check_round_trip(data: bytes, starts: list[int], reference: bool = True) ->
     assert len(zstarts) == len(starts)
     assert lzcodec.unpack(blob) == data
     if reference:
-        assert lzcodec.pack_reference(data, starts) == (blob, zstarts)
-        assert lzcodec.unpack_reference(blob) == data
+        assert lzcodec.pack_reference(data, starts) == (blob[:-4], zstarts)  # (+ the checksum)
+        assert lzcodec.unpack_reference(blob[:-4]) == data
     for start, z in zip(starts, zstarts, strict=True):
         for want in {0, 1, len(data) - start, (len(data) - start) // 2}:
             assert lzcodec.span(blob, z, want) == data[start:start + want]
@@ -93,7 +93,7 @@ def test_real_texts_round_trip_from_every_chunk_start() -> None:
         assert [chunktext.chunk_text(packed, z, a, b) for z, (a, b) in zip(zstarts, byte_spans, strict=True)] \
             == [" ".join(text.split()[s:e]) for s, e in spans]
         if i % 20 == 0:  # (the reference writer is slow: every 20th)
-            assert lzcodec.pack_reference(text.encode(), starts) == (packed, zstarts)
+            assert lzcodec.pack_reference(text.encode(), starts) == (packed[:-4], zstarts)
 
 
 @needs_kernel
@@ -104,7 +104,7 @@ def test_damaged_bytes_are_refused_alike_never_read_past() -> None:
     for trial in range(2500):
         data = _texts_like(rng, rng.randint(1, 3000))
         starts = _starts(rng, len(data))
-        blob = bytearray(lzcodec.pack(data, starts)[0])
+        blob = bytearray(lzcodec.pack(data, starts)[0][:-4])  # (the kernel's part: no checksum)
         how = trial % 4
         if how == 0:
             for _ in range(rng.randint(1, 4)):
@@ -142,6 +142,29 @@ def test_a_blob_says_its_codec() -> None:
     packed, _ = chunktext.pack_text("some text", [5], lz=True)
     assert lzcodec.is_lz(packed) and chunktext.unpack_text(packed) == "some text"
     assert chunktext.unpack_text(zlib.compress(b"some text")) == "some text"
+
+
+def test_a_document_read_whole_is_checked_against_its_checksum() -> None:
+    """A flipped bit anywhere makes the whole text unreadable (ValueError, as zlib's checksum
+    did) or, where it still decodes to the same text (an offset to equal bytes), reads it: a
+    literal whitespace byte made another (which FTS5's check of the chunks cannot see) too."""
+    data = b"one two\nthree four " * 50
+    blob, _ = lzcodec.pack(data, [8])
+    assert lzcodec.unpack(blob) == data
+    for at in range(1, len(blob)):
+        for bit in range(8):
+            bad = bytearray(blob)
+            bad[at] ^= 1 << bit
+            try:
+                assert lzcodec.unpack(bytes(bad)) == data
+            except ValueError:
+                pass
+    bad = bytearray(blob)
+    bad[blob.index(b"\n")] = 0x0B  # (a literal newline made a vertical tab: the same words)
+    with pytest.raises(ValueError, match="checksum"):
+        lzcodec.unpack(bytes(bad))
+    with pytest.raises(ValueError, match="checksum"):
+        lzcodec.unpack(blob[:-4] + b"\0\0\0\0")
 
 
 def test_the_reference_alone_reads_and_writes_the_same(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,8 @@
  *                  offset       2 bytes, little-endian. 0: no match (M must be 0), else
  *                  [M ext]      M == 15: bytes added to M until one is not 255
  *                  match        M + 4 bytes copied from `offset` bytes back (they may overlap)
+ *   then, last   the text's CRC-32, 4 bytes (added and checked by lzcodec.py, not here: a span
+ *                decoded from its block never reaches it)
  *
  * A text is written in blocks: one starts at each chunk's start byte, and no match reaches
  * back past its block's start, nor does a sequence run past its block's end (a block ends with
@@ -336,7 +338,8 @@ lz_header(const unsigned char *z, uint64_t zlen, uint64_t *n, uint64_t *head)
 
 PyDoc_STRVAR(lz_pack_doc,
 "lz_pack(data, starts) -> (bytes, list[int])\n\n"
-"`data` (bytes) in drsearch's drlz format (_k_lz.h, lzcodec.py) with a block starting at each\n"
+"`data` (bytes) in drsearch's drlz format (_k_lz.h, lzcodec.py; the checksum not included) with\n"
+"a block starting at each\n"
 "byte offset of `starts` (ascending, each within the data), and each start's offset in the\n"
 "result (its block's first token): what lzcodec.pack returns, byte for byte. Compressed\n"
 "without the GIL. ValueError for starts that are not ascending or past the data.");

@@ -460,7 +460,8 @@ static struct PyModuleDef module = {
    dense_isa (the dense retriever's exact int8 inner products); 16 = rank_quant (exact
    ranking traversed over 8-bit quantised impacts); 17 = span texts (a text column argument
    that names schema version 4's chunk spans: the texts cut from the documents' zlib text,
-   SPAN_TEXTS 1 where zlib was found at build time) and word_byte_spans (the build's spans).
+   SPAN_TEXTS 1 where zlib was found at build time; drlz texts, _k_lz.h, always), word_byte_spans
+   (the build's spans), lz_pack and lz_unpack (the drlz codec).
    A module built from an older _kernels.c is refused, not called wrongly. */
 #define KERNELS_ABI 17
 

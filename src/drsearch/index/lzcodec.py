@@ -15,7 +15,12 @@ not built:
 - then sequences: a token (high nibble: literal count L, low nibble: match length M - 4; 15 in
   either adds the bytes that follow until one is not 255), L literal bytes, a 2-byte
   little-endian offset (0: no match, and M must be 0) and, when the offset is not 0, M bytes
-  copied from that far back in the output (the copy may overlap what it writes).
+  copied from that far back in the output (the copy may overlap what it writes);
+- then, last, the text's CRC-32 (``zlib.crc32``, 4 bytes little-endian): a document read whole
+  (:func:`unpack`: ``open``, ``validate --deep``) is checked against it, as zlib's own checksum
+  checked a version-2 text. A chunk's span is not (it is checked by FTS5's integrity-check,
+  which compares every chunk's text with what it indexed). The kernel writes and reads the
+  rest (``native.lz_pack``, ``lz_unpack``); this module adds and checks the checksum.
 
 A block starts at each chunk's start byte: no match reaches back past its block's start and no
 sequence crosses its end, so decoding from a block's first token (:func:`pack`'s ``zstarts``)
@@ -28,6 +33,7 @@ BLOB.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 from . import native as kernel
@@ -50,26 +56,29 @@ def is_lz(blob: bytes | memoryview) -> bool:
 def pack(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
     """``data`` as drlz with a block starting at each byte offset of ``starts`` (ascending,
     each < ``len(data)``, or 0), and each start's offset in the result (the ``zstart`` that
-    :func:`span` decodes from). The kernel's writer where it is built, else :func:`pack_reference`
-    (the same bytes). Raises ValueError for starts that are not ascending within the data."""
-    if kernel.available():
-        return kernel.lz_pack(data, starts)
-    return pack_reference(data, starts)
+    :func:`span` decodes from), the checksum last. The kernel's writer where it is built, else
+    :func:`pack_reference` (the same bytes). Raises ValueError for starts that are not
+    ascending within the data."""
+    blob, zstarts = kernel.lz_pack(data, starts) if kernel.available() else pack_reference(data, starts)
+    return blob + zlib.crc32(data).to_bytes(4, "little"), zstarts
 
 
 def unpack(blob: bytes) -> bytes:
-    """The bytes of a drlz BLOB (every byte of it read). Raises ValueError for a BLOB that is
-    not one (damaged: lengths or offsets out of range, bytes after the end)."""
-    if kernel.available():
-        return kernel.lz_unpack(blob)
-    return unpack_reference(blob)
+    """The bytes of a drlz BLOB (every byte of it read, the checksum checked). Raises
+    ValueError for a BLOB that is not one (damaged: lengths or offsets out of range, bytes
+    after the end, another checksum)."""
+    body = memoryview(blob)[:-4]
+    data = kernel.lz_unpack(body) if kernel.available() else unpack_reference(body)
+    if len(blob) < 4 or zlib.crc32(data) != int.from_bytes(blob[-4:], "little"):
+        raise ValueError("lz_unpack: the text's checksum does not match (damaged)")
+    return data
 
 
 def span(blob: bytes | memoryview, zstart: int, want: int) -> bytes:
     """The first ``want`` bytes decoded from offset ``zstart`` of a drlz BLOB (a block's first
     token). Raises ValueError for bytes that do not make them."""
     if kernel.available():
-        return kernel.lz_unpack(bytes(blob), zstart, want)
+        return kernel.lz_unpack(blob, zstart, want)
     return span_reference(blob, zstart, want)
 
 
@@ -178,7 +187,8 @@ def _block(ch: _Chains, b0: int, b1: int, out: bytearray) -> None:
 
 
 def pack_reference(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
-    """:func:`pack` in Python (slow: for a machine without the kernel, and the tests)."""
+    """``native.lz_pack`` in Python (:func:`pack` without the checksum; slow: for a machine
+    without the kernel, and the tests)."""
     n = len(data)
     out = bytearray([MAGIC])
     out += _varint(n)
@@ -267,8 +277,8 @@ def _decode(z: bytes | memoryview, ip: int, want: int) -> tuple[bytes, int]:
     return bytes(out), ip
 
 
-def unpack_reference(blob: bytes) -> bytes:
-    """:func:`unpack` in Python."""
+def unpack_reference(blob: bytes | memoryview) -> bytes:
+    """``native.lz_unpack`` in Python (:func:`unpack` without the checksum)."""
     head, n = _header(blob)
     out, end = _decode(blob, head, n)
     if end != len(blob):

@@ -36,7 +36,7 @@ import numpy.typing as npt
 # complete search's ranking, texts, snippet plan and hits in one call), 15 = dense_scores and
 # dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
 # traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
-# schema version 4's chunk spans, span_column; SPAN_TEXTS). A kernel built from an
+# schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz codec). A kernel built from an
 # older _kernels.c is not used: ranking falls back to numpy (same results) and posting lists
 # are read by blob I/O, and native=True says why.
 KERNEL_ABI = 17
@@ -106,9 +106,10 @@ def lz_pack(data: bytes, starts: Sequence[int]) -> tuple[bytes, list[int]]:
     return got
 
 
-def lz_unpack(blob: bytes, zstart: int = -1, want: int = -1) -> bytes:
-    """``_kernels.lz_unpack``: a drlz BLOB's whole text, or ``want`` bytes from ``zstart``
-    (lzcodec.unpack, lzcodec.span). ValueError for bytes that are not drlz."""
+def lz_unpack(blob: bytes | memoryview, zstart: int = -1, want: int = -1) -> bytes:
+    """``_kernels.lz_unpack``: a drlz stream's whole text (its checksum not included: lzcodec.unpack
+    checks it), or ``want`` bytes from ``zstart`` (lzcodec.span). ValueError for bytes that are
+    not drlz."""
     got: bytes = _kernels.lz_unpack(blob, zstart, want)
     return got
 
