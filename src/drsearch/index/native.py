@@ -36,9 +36,9 @@ import numpy.typing as npt
 # complete search's ranking, texts, snippet plan and hits in one call), 15 = dense_scores and
 # dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
 # traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
-# schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz codec). A kernel built from an
-# older _kernels.c is not used: ranking falls back to numpy (same results) and posting lists
-# are read by blob I/O, and native=True says why.
+# schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz
+# codec). A kernel built from an older _kernels.c is not used: ranking falls back to numpy
+# (same results) and posting lists are read by blob I/O, and native=True says why.
 KERNEL_ABI = 17
 
 F64 = npt.NDArray[np.float64]
