@@ -150,13 +150,13 @@ def test_same_bytes_for_any_thread_count_and_same_content_as_before(tmp_path: Pa
     spans = build_variant(name, tmp_path / "one.sqlite3", threads=1)
     assert spans.read_bytes() == build_variant(name, tmp_path / "two.sqlite3", threads=2).read_bytes()
     one = build_variant(name, tmp_path / "stored.sqlite3", threads=1, chunk_text="stored")
-    # Schema version 4 stores chunks as spans of their documents' texts, which restart their
-    # zlib streams where chunks start: only the chunks rows, the document texts' bytes (the
-    # same texts; a pre-chunked build's are version 2's: its chunks keep their text) and meta's
-    # version differ from version 2's; FTS5's index and the postings are the same.
+    # Schema version 4 stores chunks as spans of their documents' texts, compressed in drlz
+    # blocks that start where chunks start: only the chunks rows, the document texts' bytes (the
+    # same texts; a pre-chunked build's too, drlz in one block) and meta's version differ from
+    # version 2's; FTS5's index and the postings are the same.
     v4 = content_digests(spans)
     v2 = content_digests(one)
-    differ = {"meta", "chunks"} | (set() if VARIANTS[name].get("chunks") else {"doc_texts"})
+    differ = {"meta", "chunks", "doc_texts"}
     assert {t for t in v2.keys() | v4.keys() if v2.get(t) != v4.get(t)} == differ
     # Schema version 2 appends block maxima to long posting lists (and records their block
     # size in meta): without them, the file holds exactly what the build wrote before.
