@@ -177,3 +177,118 @@ def test_the_reference_alone_reads_and_writes_the_same(monkeypatch: pytest.Monke
     assert lzcodec.span(blob, zstarts[1], 100) == data[2500:2600]
     with pytest.raises(ValueError, match="not ascending"):
         lzcodec.pack(data, [5, 3])
+
+
+# -- the joined form (version 4's document texts: chunktext.pack_joined) ----------------------
+
+# every character str.isspace() takes (str.split()'s whitespace), and some that it does not
+_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+_NOT_SPACES = ["\u200b", "\u180e", "\ufeff", "\x00", "\x7f", "\u00a1", "\u2060"]
+
+
+def _spaced_text(rng: random.Random) -> str:
+    """Words (ASCII, Latin-1, CJK, astral, characters that look like space but are not)
+    between runs of every whitespace: one ' ' mostly, else 1-3 of any, leading and trailing
+    runs or none, and texts that are whitespace only or empty."""
+    words = ["a", "word", "naïve", "日本語", "𝔘𝔫", *_NOT_SPACES, "x\u200by", "tail-end"]
+    parts: list[str] = []
+    if rng.random() < 0.4:
+        parts.append("".join(rng.choice(_SPACES) for _ in range(rng.randint(1, 3))))
+    for _ in range(rng.randint(0, 40)):
+        parts.append(rng.choice(words))
+        parts.append(" " if rng.random() < 0.6 else "".join(rng.choice(_SPACES) for _ in range(rng.randint(1, 3))))
+    if parts and rng.random() < 0.5:
+        parts.pop()
+    return "".join(parts)
+
+
+def _word_spans(rng: random.Random, n: int) -> list[tuple[int, int]]:
+    spans, s = [], 0
+    while s < n:
+        e = min(n, s + rng.randint(1, 6))
+        spans.append((s, e))
+        s = e - rng.randint(0, min(2, e - s - 1)) if e < n else n
+    return spans
+
+
+def test_no_whitespace_lies_beyond_three_utf8_bytes() -> None:
+    """The kernel's joiner (``lz_ws_at``) looks for whitespace in 1- to 3-byte UTF-8 characters
+    only, and the reference's regex ``\\s`` is str.isspace(): true of this Python's Unicode."""
+    assert _SPACES and max(map(ord, _SPACES)) <= 0xFFFF
+    for c in _SPACES:
+        assert chunktext.join_reference(f"a{c}b")[0][:3] == b"a b"
+
+
+@needs_kernel
+def test_the_kernel_joins_a_text_as_the_reference_does() -> None:
+    """``native.lz_join`` and ``chunktext.join_reference``: the same bytes and spans, on texts
+    with every kind of whitespace and on real pages (the joined words are str.split()'s)."""
+    rng = random.Random(23)
+    texts = [_spaced_text(rng) for _ in range(3000)] + ["", " ", "\n\n", "a", " a ", "a\u3000"]
+    texts += [d["text"] for d in sample_docs()] + [d["text"] for d in cranfield_docs()[::9]]
+    for text in texts:
+        n = len(text.split())
+        byte_spans = chunktext.byte_spans(text, _word_spans(rng, n)) if n else []
+        data, spans = native.lz_join(text.encode("utf-8"), byte_spans)
+        assert (data, spans) == chunktext.join_reference(text, byte_spans), repr(text)
+        e_len = int.from_bytes(data[-4:], "little")
+        assert data[:len(data) - 4 - e_len] == " ".join(text.split()).encode("utf-8")
+    for bad in ([(0, 9)], [(2, 1)], [(-1, 1)]):
+        for fn in (lambda s: native.lz_join(b"ab cd", s), lambda s: chunktext.join_reference("ab cd", s)):
+            with pytest.raises(ValueError, match="not within"):
+                fn(bad)
+
+
+@needs_kernel
+def test_a_joined_text_round_trips_and_each_span_is_its_chunks_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pack_joined``: the document text back exactly (``unpack_text``), and each chunk's
+    span decoded from its ``zstart`` is its text as it is (``" ".join(words[s:e])``, nothing
+    to collapse), with the kernel and with the Python reference alone (the same BLOB)."""
+    rng = random.Random(29)
+    texts = [_spaced_text(rng) for _ in range(400)] + [d["text"] for d in sample_docs()[::3]]
+    for i, text in enumerate(texts):
+        words = text.split()
+        spans = _word_spans(rng, len(words))
+        byte_spans = chunktext.byte_spans(text, spans) if words else []
+        blob, zstarts, joined = chunktext.pack_joined(text, byte_spans)
+        assert blob[0] == lzcodec.MAGIC_JOINED and lzcodec.is_lz(blob)
+        assert chunktext.unpack_text(blob) == text
+        for (s, e), z, (a, b) in zip(spans, zstarts, joined, strict=True):
+            assert lzcodec.span(blob, z, b - a) == " ".join(words[s:e]).encode("utf-8")
+            assert chunktext.chunk_text(blob, z, a, b) == " ".join(words[s:e])
+        if i % 10 == 0:
+            with monkeypatch.context() as m:
+                m.setattr(native, "available", lambda: False)
+                assert chunktext.pack_joined(text, byte_spans) == (blob, zstarts, joined)
+                assert chunktext.unpack_text(blob) == text
+
+
+def test_a_damaged_whitespace_record_is_refused() -> None:
+    """The whitespace record (E) is checked as it is applied: a run that does not replace a ' '
+    of the joined words, lies past them, or a length past the record is a ValueError (the
+    checksum refuses such bytes first; this holds where it does not, a reader's last guard)."""
+    data, _ = chunktext.join_reference("a\n\nb c\td")  # J "a b c d", E: lead, trail, 2 runs
+    assert chunktext._unjoin(data) == b"a\n\nb c\td"
+    e_at = len(data) - 4 - int.from_bytes(data[-4:], "little")
+    assert data[e_at:-4] == b"\x00\x00\x01\x02\n\n\x03\x01\t"
+    for bad in (b"\x00\x00\x02\x02\n\n",  # the run's ' ' at J[2] is 'b'
+                b"\x00\x00\x09\x01\n",  # past J
+                b"\x00\x00\x01\x09\n",  # a run longer than the record
+                b"\x00\x00\x01\x00",  # an empty run
+                b"\x00\x05",  # a lead longer than the record
+                b"\x00\x00\x01\x80"):  # a varint cut short
+        damaged = data[:e_at] + bad + len(bad).to_bytes(4, "little")
+        with pytest.raises(ValueError, match="whitespace record"):
+            chunktext._unjoin(damaged)
+    with pytest.raises(ValueError, match="whitespace record"):
+        chunktext._unjoin(data[:e_at] + b"\xff\xff\x00\x00")
+
+
+def test_the_writer_takes_no_match_shorter_than_six_bytes() -> None:
+    """Matches of 4 and 5 bytes are not taken (a sequence each, for a byte or two saved): a text
+    whose only repeats are 5 bytes long is all literals, one of 6 bytes is a match."""
+    five = b"abcde1abcde2"
+    six = b"abcdef1abcdef2"
+    for pack in (lzcodec.pack_reference, *([native.lz_pack] if native.available() else [])):
+        assert len(pack(five, [])[0]) == 1 + 1 + 1 + len(five) + 2  # magic, length, token, literals, offset 0
+        assert len(pack(six, [])[0]) < 1 + 1 + 1 + len(six) + 2

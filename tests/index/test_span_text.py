@@ -229,7 +229,7 @@ def _damage_text(src: Path, dst: Path, chunk: int, at: int) -> None:
     conn = apsw.Connection(str(dst))
     doc, zstart = conn.execute("SELECT doc, zstart FROM chunks WHERE id = ?", (chunk,)).fetchone()
     blob = bytearray(conn.execute("SELECT text FROM doc_texts WHERE id = ?", (doc,)).get)
-    assert blob[0] == lzcodec.MAGIC  # (version 4's document texts are drlz)
+    assert blob[0] == lzcodec.MAGIC_JOINED  # (version 4 stores its document texts joined, in drlz)
     blob[zstart + at] ^= 0xFF
     conn.execute("UPDATE doc_texts SET text = ? WHERE id = ?", (bytes(blob), doc))
     conn.close()

@@ -146,11 +146,20 @@ typedef struct {
 #define SPAN_BIT ((Py_ssize_t)1 << 30)
 
 
-/* Whether row r's document text is drlz (its BLOB's first byte; zlib's never is LZ_MAGIC). */
+/* Row r's document text's first byte (0 for none): LZ_MAGIC or LZ_MAGIC_JOINED for drlz (zlib's
+   never is either). */
+static unsigned
+span_magic(const SpanRow *r)
+{
+    return r->blob.len > 0 && r->blob.n_local > r->blob.at ? r->blob.local[r->blob.at] : 0;
+}
+
+/* Whether row r's document text is drlz. */
 static int
 span_is_lz(const SpanRow *r)
 {
-    return r->blob.len > 0 && r->blob.n_local > r->blob.at && r->blob.local[r->blob.at] == LZ_MAGIC;
+    const unsigned m = span_magic(r);
+    return m == LZ_MAGIC || m == LZ_MAGIC_JOINED;
 }
 
 /* Decode a run's `column` argument: the TEXT column, with *s set for a span column. 0, or -1
@@ -676,7 +685,8 @@ span_cut(TextWork *w)
             rc = -1;
             break;
         }
-        const uint64_t len = collapse_spaces(text, want, w->cut + at);
+        /* a joined text's span is the chunk's text as it is (its whitespace already one space) */
+        const uint64_t len = span_magic(r) == LZ_MAGIC_JOINED ? want : collapse_spaces(text, want, w->cut + at);
         w->parts[i].src = w->cut + at;
         w->parts[i].len = len;
         at += len;

@@ -410,6 +410,7 @@ sel_finish(Sel *q)
 
 static PyMethodDef methods[] = {
     {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
+    {"lz_join", lz_join, METH_VARARGS, lz_join_doc},
     {"lz_pack", lz_pack, METH_VARARGS, lz_pack_doc},
     {"lz_unpack", lz_unpack, METH_VARARGS, lz_unpack_doc},
     {"gil_spin", gil_spin_bound, METH_VARARGS, gil_spin_doc},
@@ -461,7 +462,8 @@ static struct PyModuleDef module = {
    ranking traversed over 8-bit quantised impacts); 17 = span texts (a text column argument
    that names schema version 4's chunk spans: the texts cut from the documents' zlib text,
    SPAN_TEXTS 1 where zlib was found at build time; drlz texts, _k_lz.h, always), word_byte_spans
-   (the build's spans), lz_pack and lz_unpack (the drlz codec).
+   (the build's spans), lz_pack and lz_unpack (the drlz codec), lz_join (a document text's
+   words joined, and its other whitespace, for drlz).
    A module built from an older _kernels.c is refused, not called wrongly. */
 #define KERNELS_ABI 17
 

@@ -40,7 +40,7 @@ from ..contract.jsonfile import json_object_lines
 from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
-from .chunktext import byte_spans, pack_text
+from .chunktext import byte_spans, pack_joined, pack_text
 from .doctable import DocTable
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
@@ -544,7 +544,7 @@ class _Item:
     urls: list[str]
     chunks: list[ChunkRow]
     # the text's compressed bytes and its chunks' zstarts, being compressed (writing side)
-    packed: Future[tuple[bytes, list[int]]] | None = None
+    packed: Future[tuple[bytes, list[int], list[tuple[int, int]]]] | None = None
 
 
 def _side_path(tmpdir: Path) -> Path:
@@ -872,16 +872,21 @@ def _compressor() -> Iterator[ThreadPoolExecutor]:
     pool.shutdown(wait=True)
 
 
-def _span_starts(item: _Item) -> list[int]:
-    """Where a version-4 document's chunks start in its text (UTF-8 bytes; none for version 2
-    or a document without chunks): its drlz blocks start there (chunktext.pack_text)."""
-    return [row[5] for row in item.chunks if len(row) == 8 and row[5] >= 0]
+def _span_pairs(item: _Item) -> list[tuple[int, int]]:
+    """Where a version-4 document's chunks lie in its text (UTF-8 byte spans; none for version
+    2 or a document without chunks): its drlz blocks start there (chunktext.pack_joined)."""
+    return [(row[5], row[6]) for row in item.chunks if len(row) == 8 and row[5] >= 0]
 
 
-def _pack_text(text: str, starts: list[int], lz: bool) -> tuple[bytes, list[int]]:
-    """A document's text as ``doc_texts`` stores it (version 4, ``lz``: drlz with a block at each
-    chunk start of ``starts``; version 2: zlib, level 6) and each start's ``zstart``."""
-    return pack_text(text, starts, lz)
+def _pack_text(text: str, spans: list[tuple[int, int]],
+               lz: bool) -> tuple[bytes, list[int], list[tuple[int, int]]]:
+    """A document's text as ``doc_texts`` stores it, each span's ``zstart`` and the spans as
+    ``chunks`` stores them: version 4 (``lz``), its words joined in drlz with a block at each
+    chunk start, the spans in the joined text (chunktext.pack_joined); version 2, zlib, level 6."""
+    if lz:
+        return pack_joined(text, spans)
+    blob, zstarts = pack_text(text, [a for a, _ in spans])
+    return blob, zstarts, list(spans)
 
 
 class _Writing:
@@ -913,7 +918,7 @@ class _Writing:
         if self.compressor is not None:
             for item in items:
                 if item.doc is not None:
-                    item.packed = self.compressor.submit(_pack_text, item.text, _span_starts(item), self.lz)
+                    item.packed = self.compressor.submit(_pack_text, item.text, _span_pairs(item), self.lz)
 
     def write(self, item: _Item) -> None:
         conn = self.conn
@@ -925,14 +930,22 @@ class _Writing:
                 self.doc_rows = []
         packed: bytes = b""
         zstarts: list[int] = []
+        spans: list[tuple[int, int]] = []
         if item.doc is not None:
-            packed, zstarts = (_pack_text(item.text, _span_starts(item), self.lz) if item.packed is None
-                               else item.packed.result())
+            packed, zstarts, spans = (_pack_text(item.text, _span_pairs(item), self.lz) if item.packed is None
+                                      else item.packed.result())
         if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
             rows = item.chunks
-            if len(rows[0]) == 8:  # version 4: each span's zstart, from its document's packing
-                at = iter(zstarts)
-                rows = [(*row[:7], next(at) if row[5] >= 0 else -1, row[7]) for row in rows]
+            if len(rows[0]) == 8:  # version 4: each span in the stored text and its zstart, from the packing
+                at = iter(zip(spans, zstarts, strict=True))
+                cut: list[tuple[Any, ...]] = []
+                for row in rows:
+                    if row[5] >= 0:
+                        (a, b), z = next(at)
+                        cut.append((*row[:5], a, b, z, row[7]))
+                    else:
+                        cut.append((*row[:7], -1, row[7]))
+                rows = cut
             conn.executemany(f"INSERT INTO chunks VALUES({','.join('?' * len(rows[0]))})", rows)
         if item.doc is not None:
             conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))

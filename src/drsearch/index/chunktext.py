@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from bisect import bisect_right
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 import apsw
 
 from . import lzcodec
+from . import native as kernel
 
 SQL_FUNCTION = "drsearch_chunk_text"
 VIEW = "chunk_texts"
@@ -72,10 +74,135 @@ def pack_text(text: str, starts: Sequence[int] = (), lz: bool = False) -> tuple[
     return b"".join(out), zstarts
 
 
+# A run of whitespace that is not one ' ': two or more whitespace characters, or one other than
+# ' '. \s is str.isspace()'s class (Py_UNICODE_ISSPACE), as str.split() splits on.
+_ODD_GAP = re.compile(r"\s\s+|[^\S ]")
+
+
+def _put_varint(out: bytearray, n: int) -> None:
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return
+
+
+def _get_varint(data: bytes, at: int, end: int) -> tuple[int, int]:
+    n = shift = 0
+    while at < end and shift < 64:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, at
+        shift += 7
+    raise ValueError("joined text: its whitespace record is damaged")
+
+
+def pack_joined(text: str,
+                spans: Sequence[tuple[int, int]] = ()) -> tuple[bytes, list[int], list[tuple[int, int]]]:
+    """``text`` as a version-4 ``doc_texts`` BLOB: its words joined by single spaces (``J``,
+    ``" ".join(text.split())`` in UTF-8) and then the whitespace that was not one space (``E``),
+    in drlz (:data:`lzcodec.MAGIC_JOINED` first) with a block at each chunk start. ``spans``:
+    each chunk's UTF-8 byte span in ``text`` (:func:`byte_spans`; ascending). Returns the BLOB,
+    each span's ``zstart`` and each span in ``J``'s bytes, so that a chunk's text is the
+    ``end - start`` bytes decoded from its ``zstart`` as they are (:func:`chunk_text`): no
+    whitespace is left to collapse when a hit reads it. The kernel joins the text where it is
+    built (``native.lz_join``), else :func:`join_reference` (the same bytes). Raises ValueError
+    for a span that is not word boundaries of the text."""
+    if kernel.available():
+        data, out = kernel.lz_join(text.encode("utf-8"), spans)
+    else:
+        data, out = join_reference(text, spans)
+    blob, zstarts = lzcodec.pack(data, [a for a, _ in out], lzcodec.MAGIC_JOINED)
+    return blob, zstarts, out
+
+
+def join_reference(text: str, spans: Sequence[tuple[int, int]] = ()) -> tuple[bytes, list[tuple[int, int]]]:
+    """``native.lz_join`` in Python: ``J + E + len(E)`` (4 bytes, little-endian) and the spans in
+    ``J``. ``E``: the leading whitespace (a varint length, its bytes), the trailing whitespace
+    (the same), then, for each run between two words that is not one ' ', the distance in ``J``
+    from the end of the run before it (or ``J``'s start) to the ' ' it replaces, its length
+    (varints) and its bytes. Deterministic."""
+    raw = text.encode("utf-8")
+    n = len(raw)
+    lead = len(text) - len(text.lstrip())
+    trail = len(text) - len(text.rstrip()) if lead < len(text) else 0
+    ascii_ = text.isascii()
+    lead_b = lead if ascii_ else len(text[:lead].encode("utf-8"))
+    body_end = n - (trail if ascii_ else len(text[len(text) - trail:].encode("utf-8")))
+    pieces: list[bytes] = []
+    ends: list[int] = []  # each odd run's end in raw
+    shift: list[int] = [0]  # bytes the runs up to each end took beyond their one ' '
+    runs = bytearray()
+    at, jlen, prev = lead_b, 0, 0
+    char_at = lead  # (text[char_at] is raw[at]: runs are found in the str, cut in its bytes)
+    for m in _ODD_GAP.finditer(text, lead, len(text) - trail):
+        ca, cb = m.span()
+        if ascii_:
+            a, b = ca, cb
+        else:
+            a = at + len(text[char_at:ca].encode("utf-8"))
+            b = a + len(text[ca:cb].encode("utf-8"))
+        pieces.append(raw[at:a])
+        jlen += a - at
+        _put_varint(runs, jlen - prev)
+        _put_varint(runs, b - a)
+        runs += raw[a:b]
+        prev = jlen + 1
+        jlen += 1
+        at, char_at = b, cb
+        ends.append(b)
+        shift.append(shift[-1] + b - a - 1)
+    pieces.append(raw[at:body_end])
+    extra = bytearray()
+    _put_varint(extra, lead_b)
+    extra += raw[:lead_b]
+    _put_varint(extra, n - body_end)
+    extra += raw[body_end:]
+    extra += runs
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if not lead_b <= a <= b <= body_end:
+            raise ValueError(f"chunk span [{a}, {b}) is not within the text's words")
+        out.append((a - lead_b - shift[bisect_right(ends, a)], b - lead_b - shift[bisect_right(ends, b)]))
+    return b" ".join(pieces) + extra + len(extra).to_bytes(4, "little"), out
+
+
+def _unjoin(data: bytes) -> bytes:
+    """The text of a joined stream's bytes (:func:`pack_joined`'s ``J + E + len(E)``)."""
+    if len(data) < 4 or int.from_bytes(data[-4:], "little") > len(data) - 4:
+        raise ValueError("joined text: its whitespace record is damaged")
+    end = len(data) - 4
+    at = j_end = end - int.from_bytes(data[-4:], "little")
+    lead, at = _get_varint(data, at, end)
+    head, at = data[at:at + lead], at + lead
+    trail, at = _get_varint(data, at, end)
+    tail, at = data[at:at + trail], at + trail
+    if at > end:
+        raise ValueError("joined text: its whitespace record is damaged")
+    out = [head]
+    prev = 0
+    while at < end:
+        gap, at = _get_varint(data, at, end)
+        size, at = _get_varint(data, at, end)
+        j = prev + gap
+        if j >= j_end or data[j] != 0x20 or not size or at + size > end:
+            raise ValueError("joined text: its whitespace record is damaged")
+        out += (data[prev:j], data[at:at + size])
+        at += size
+        prev = j + 1
+    out += (data[prev:j_end], tail)
+    return b"".join(out)
+
+
 def unpack_text(packed: bytes) -> str:
-    """The document text of a ``doc_texts`` BLOB (drlz or zlib: the BLOB's first byte says).
-    Raises ValueError (zlib.error is one) for a BLOB that is neither, or not UTF-8."""
-    raw = lzcodec.unpack(packed) if lzcodec.is_lz(packed) else zlib.decompress(packed)
+    """The document text of a ``doc_texts`` BLOB (joined drlz, drlz or zlib: the BLOB's first
+    byte says). Raises ValueError (zlib.error is one) for a BLOB that is none, or not UTF-8."""
+    if packed[:1] == bytes([lzcodec.MAGIC_JOINED]):
+        raw = _unjoin(lzcodec.unpack(packed))
+    else:
+        raw = lzcodec.unpack(packed) if lzcodec.is_lz(packed) else zlib.decompress(packed)
     return raw.decode("utf-8")
 
 
@@ -90,6 +217,8 @@ def chunk_text(packed: bytes, zstart: int, start: int, end: int) -> str:
     want = end - start
     if lzcodec.is_lz(packed):
         raw = lzcodec.span(packed, zstart, want)
+        if packed[0] == lzcodec.MAGIC_JOINED:  # (already the words joined by single spaces)
+            return raw.decode("utf-8")
         return " ".join(raw.decode("utf-8").split())
     try:
         raw = zlib.decompressobj(-15).decompress(memoryview(packed)[zstart:], want) if want else b""
@@ -148,5 +277,5 @@ def byte_spans(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
-__all__ = ["SQL_FUNCTION", "VIEW", "ZLIB_HEADER_BYTES", "byte_spans", "chunk_text", "pack_text", "register",
-           "unpack_text"]
+__all__ = ["SQL_FUNCTION", "VIEW", "ZLIB_HEADER_BYTES", "byte_spans", "chunk_text", "join_reference",
+           "pack_joined", "pack_text", "register", "unpack_text"]

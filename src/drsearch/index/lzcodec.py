@@ -39,10 +39,16 @@ from collections.abc import Sequence
 from . import native as kernel
 
 MAGIC = 0xD1
+# The first byte of a document text stored as its words joined by single spaces and the
+# whitespace that differed (chunktext.pack_joined): the same drlz stream after it. What the
+# stream holds differs, not how it is read: both bytes are drlz to every reader here.
+MAGIC_JOINED = 0xD2
+MAGICS = (MAGIC, MAGIC_JOINED)
 _MIN_MATCH = 4
 _MAX_OFFSET = 65535
 _HASH_BITS = 15
 _CHAIN_DEPTH = 8
+_MIN_TAKEN = 6  # the shortest match the writer takes (_k_lz.h's LZ_MIN_TAKEN: why)
 # No stream of z bytes makes more than 256 * z + 256 bytes (a length byte adds at most 255): a
 # length past that is damage, refused before anything is allocated (_k_lz.h's LZ_MAX_RATIO).
 _MAX_RATIO = 256
@@ -50,17 +56,20 @@ _MAX_RATIO = 256
 
 def is_lz(blob: bytes | memoryview) -> bool:
     """Whether ``blob`` is a drlz text (else it is a zlib stream, as version 2 stores)."""
-    return len(blob) > 0 and blob[0] == MAGIC
+    return len(blob) > 0 and blob[0] in MAGICS
 
 
-def pack(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list[int]]:
+def pack(data: bytes, starts: Sequence[int] = (), magic: int = MAGIC) -> tuple[bytes, list[int]]:
     """``data`` as drlz with a block starting at each byte offset of ``starts`` (ascending,
     each < ``len(data)``, or 0), and each start's offset in the result (the ``zstart`` that
     :func:`span` decodes from), the checksum last. The kernel's writer where it is built, else
     :func:`pack_reference` (the same bytes). Raises ValueError for starts that are not
-    ascending within the data."""
+    ascending within the data. ``magic``: the first byte (one of :data:`MAGICS`)."""
+    if magic not in MAGICS:
+        raise ValueError(f"lz_pack: {magic:#x} is not a drlz first byte")
     blob, zstarts = kernel.lz_pack(data, starts) if kernel.available() else pack_reference(data, starts)
-    return blob + zlib.crc32(data).to_bytes(4, "little"), zstarts
+    head = b"" if magic == MAGIC else bytes([magic])
+    return head + memoryview(blob)[len(head):] + zlib.crc32(data).to_bytes(4, "little"), zstarts
 
 
 def unpack(blob: bytes) -> bytes:
@@ -157,7 +166,7 @@ class _Chains:
                 if n > best:
                     best, at = n, cand
             c1 = prev[cand]
-        return best, at
+        return (best, at) if best >= _MIN_TAKEN else (0, at)
 
 
 def _hash(src: bytes, q: int) -> int:
@@ -210,7 +219,7 @@ def pack_reference(data: bytes, starts: Sequence[int] = ()) -> tuple[bytes, list
 
 def _header(blob: bytes | memoryview) -> tuple[int, int]:
     """(the first token's offset, the text's length). Raises ValueError."""
-    if len(blob) < 2 or blob[0] != MAGIC:
+    if len(blob) < 2 or blob[0] not in MAGICS:
         raise ValueError("lz_unpack: not a drlz text")
     n = shift = 0
     for i in range(1, min(len(blob), 11)):
@@ -286,4 +295,5 @@ def unpack_reference(blob: bytes | memoryview) -> bytes:
     return out
 
 
-__all__ = ["MAGIC", "is_lz", "pack", "pack_reference", "span", "span_reference", "unpack", "unpack_reference"]
+__all__ = ["MAGIC", "MAGICS", "MAGIC_JOINED", "is_lz",
+           "pack", "pack_reference", "span", "span_reference", "unpack", "unpack_reference"]

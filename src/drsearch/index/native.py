@@ -37,8 +37,9 @@ import numpy.typing as npt
 # dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
 # traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
 # schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz
-# codec). A kernel built from an older _kernels.c is not used: ranking falls back to numpy
-# (same results) and posting lists are read by blob I/O, and native=True says why.
+# codec; lz_join, a text's words joined for it). A kernel built from an older _kernels.c is not
+# used: ranking falls back to numpy (same results) and posting lists are read by blob I/O, and
+# native=True says why.
 KERNEL_ABI = 17
 
 F64 = npt.NDArray[np.float64]
@@ -103,6 +104,13 @@ def lz_pack(data: bytes, starts: Sequence[int]) -> tuple[bytes, list[int]]:
     """``_kernels.lz_pack``: ``data`` in the drlz format with a block at each start, and the
     starts' offsets in it (lzcodec.pack)."""
     got: tuple[bytes, list[int]] = _kernels.lz_pack(data, starts)
+    return got
+
+
+def lz_join(data: bytes, spans: Sequence[tuple[int, int]]) -> tuple[bytes, list[tuple[int, int]]]:
+    """``_kernels.lz_join``: a UTF-8 document text joined (its words by single spaces, then the
+    other whitespace) and its chunks' spans in the joined words (chunktext.join_reference)."""
+    got: tuple[bytes, list[tuple[int, int]]] = _kernels.lz_join(data, spans)
     return got
 
 
@@ -357,7 +365,7 @@ def gil_poll_ns(ns: int | None = None) -> int:
 
 __all__ = ["KERNEL_ABI", "NATIVE_AVAILABLE", "NOT_BUILT", "Paged", "Ranked", "SearchHits", "available",
            "blob_pieces", "dense_isa", "dense_scores", "find_rows", "fts5_doclists", "gil_poll_ns",
-           "gil_stats", "join_words", "kernel_problem", "lz_pack", "lz_unpack",
+           "gil_stats", "join_words", "kernel_problem", "lz_join", "lz_pack", "lz_unpack",
            "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
            "rank_maxscore", "rank_one", "read_blobs", "read_texts", "rescore", "rescore_arg",
            "search_context", "search_hits", "snippets", "span_column", "span_texts", "texts_arg",
