@@ -120,10 +120,13 @@ utf8_decode(const unsigned char *s, uint64_t n, int kind, void *out)
 /* ------------------------------------------------------------------------------------------
  * Schema version 4 (drsearch.index.chunktext): a chunk cut from its document stores no text
  * (chunks.text NULL) but the UTF-8 byte span [start_byte, end_byte) of its words in the
- * document's zlib-compressed text (doc_texts.text), whose deflate stream restarts (a full
- * flush) at offset zstart of the BLOB at start_byte. Its text is the end_byte - start_byte
- * bytes inflated from there, every run of whitespace (Py_UNICODE_ISSPACE, as str.split())
- * made one space: what chunktext.chunk_text makes in Python. A run's `column` argument says
+ * document's stored text (doc_texts.text), whose block starts at offset zstart of the BLOB.
+ * A joined text (LZ_MAGIC_JOINED, what the build writes: the document's words joined by single
+ * spaces, _k_lz.h) gives the chunk's text as it is: the end_byte - start_byte bytes decoded
+ * from there. Earlier version-4 files hold the text as it is (drlz, LZ_MAGIC, or zlib with a
+ * full flush at each chunk start): the bytes decoded or inflated from there with every run of
+ * whitespace (Py_UNICODE_ISSPACE, as str.split()) made one space. What chunktext.chunk_text
+ * makes in Python. A run's `column` argument says
  * where to find them (span_column in native.py): bit 30 set, the chunks row's text, doc,
  * start_byte, end_byte and zstart columns and doc_texts' text column in 5 bits each from bit
  * 0, doc_texts' root page from bit 31. Without zlib at build time (SPAN_TEXTS = 0) such a

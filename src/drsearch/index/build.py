@@ -528,8 +528,9 @@ def _build_into(
 
 
 # A ``chunks`` row: (id, doc, ordinal, start_word, end_word, text) in schema version 2; (id, doc,
-# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4, whose zstart
-# (after end_byte) the writing side adds once the document's text is compressed.
+# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4, whose byte
+# span is in the text as it is until the writing side compresses the document (joined: the span
+# becomes one in the joined words) and adds zstart after end_byte.
 ChunkRow = tuple[Any, ...]
 
 

@@ -8,14 +8,19 @@ text, and the text is that slice with every run of whitespace made one space
 (:func:`chunk_text`), the very string the build indexed. At DR-256 scale that drops 1.2 GB of
 uncompressed chunk text beside the 233 MB of compressed document text it repeated.
 
-A version-4 document text is written in drsearch's LZ block codec (drlz, :mod:`.lzcodec`) with a
-block starting where each chunk starts (:func:`pack_text`): no block refers to bytes before its
-start, and ``chunks.zstart`` is the offset of the chunk's block in the BLOB, so a chunk is cut by
-decoding its own bytes only, never its document from the start. drlz decodes about ten times
-faster than zlib inflates, which a search's complete hits need (docs/ENGINE.md). Version 2's
-document texts are zlib streams; a BLOB says which it is (:func:`unpack_text` reads both). Files
-built by an earlier version 4 (zlib with a full flush at each chunk start, raw deflate from
-``zstart``) are read too (:func:`chunk_text`).
+A version-4 document text is stored joined (:func:`pack_joined`): its words joined by single
+spaces, then the whitespace that was not one space (so the text comes back exactly), in
+drsearch's LZ block codec (drlz, :mod:`.lzcodec`) with a block starting where each chunk starts.
+The chunk's byte span is then one in the joined words, and the bytes decoded from its block
+are its text as it is: a search's hit decodes and is done, with no whitespace to collapse. No
+block refers to bytes before its start, and ``chunks.zstart`` is the offset of the chunk's block
+in the BLOB, so a chunk is cut by decoding its own bytes only, never its document from the
+start. drlz decodes about ten times faster than zlib inflates, which a search's complete hits
+need (docs/ENGINE.md). Version 2's document texts are zlib streams; a BLOB's first byte says
+which it is (:func:`unpack_text` reads every kind). Files built by earlier version-4 code (drlz
+of the text as it is, :func:`pack_text` with ``lz``; zlib with a full flush at each chunk start,
+raw deflate from ``zstart``) are read too: their spans are in the text as it is, and
+:func:`chunk_text` collapses their whitespace.
 
 A pre-chunked build's chunks are not cut from the document text: they keep their own
 ``chunks.text`` (``start_byte``, ``end_byte`` and ``zstart`` -1).

@@ -17,9 +17,10 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     build (``meta`` ``chunking: "pre-chunked"``) keeps its input's chunk order instead,
     with documents in the order of their first chunk, and ``start_word``/``end_word`` -1.
     Since schema version 4 a chunk cut from its document stores no text: ``start_byte`` and
-    ``end_byte`` are the UTF-8 byte span of its words in the document's text (``doc_texts``),
-    ``zstart`` the offset in the document's zlib BLOB where raw deflate restarts (a full flush)
-    at ``start_byte``, and ``text`` is NULL (:mod:`drsearch.index.chunktext`); a pre-chunked
+    ``end_byte`` are the UTF-8 byte span of its words in the document's stored text
+    (``doc_texts``: its words joined by single spaces, in drlz), ``zstart`` the offset in that
+    BLOB of the block that starts at ``start_byte``, and ``text`` is NULL
+    (:mod:`drsearch.index.chunktext`); a pre-chunked
     chunk keeps its ``text``, with offsets -1. Versions 1-3 store every chunk's ``text``.
 ``chunk_texts`` (a view, schema version 4)
     ``(id, text)`` of every chunk, the text made by the SQL function ``drsearch_chunk_text``
