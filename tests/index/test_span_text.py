@@ -254,11 +254,9 @@ def test_validate_deep_catches_a_damaged_drlz_block(sample_index: Path, tmp_path
                 assert text != good.chunk_texts([5])[0]
 
 
-def test_the_kernel_joins_random_whitespace_as_python_does(tmp_path: Path) -> None:
-    """The kernel cuts each chunk's span and joins its words 16 bytes at a time where it can
-    (_k_texts.h, collapse16): long runs of words with every kind of whitespace (single, doubled,
-    ASCII, beyond ASCII, at a block's edge) and non-ASCII letters give str.split()'s words."""
-    rng = random.Random(17)
+def _odd_whitespace_docs(rng: random.Random) -> list[dict[str, str]]:
+    """Long runs of words with every kind of whitespace (single, doubled, ASCII, beyond ASCII)
+    and non-ASCII letters."""
     words = ["word", "x", "naïve", "’quoted’", "日本語", "𝔘𝔫", "ab\x7fc", "a\x00b", "tail-end", "1234567"]
     seps = [" "] * 30 + ["  ", "\n", "\n\n", "\t", "\x1c", "\x1f", "\x0b", "\u00a0", "\u0085", "\u2003",
                          "\u2009", "\u200b", "\u2028", "\u202f", "\u205f", "\u3000", "\u1680", " \u00a0"]
@@ -268,8 +266,57 @@ def test_the_kernel_joins_random_whitespace_as_python_does(tmp_path: Path) -> No
         for _ in range(rng.randint(50, 600)):
             parts += [rng.choice(words), rng.choice(seps)]
         docs.append({"docid": f"r{i:02d}", "url": f"https://ex.org/r{i}", "title": f"R {i}", "text": "".join(parts)})
+    return docs
+
+
+def test_the_kernel_joins_random_whitespace_as_python_does(tmp_path: Path) -> None:
+    """Texts with every kind of whitespace (at a block's edge too) and non-ASCII letters: each
+    chunk's span, decoded, is str.split()'s words joined (the build stores them joined)."""
+    docs = _odd_whitespace_docs(random.Random(17))
     path = tmp_path / "ws.sqlite3"
     build(docs, path, BuildSettings(chunk_words=70, chunk_stride=50))
     expected = [" ".join(w[s.start:s.end]) for d in docs
                 for w in [d["text"].split()] for s in chunk_spans(len(w), 70, 50)]
     assert _all_chunks(path) == expected
+
+
+def _as_earlier_version_4(path: Path, lz: bool) -> None:
+    """Rewrite a version-4 file's document texts as earlier version-4 code stored them: the
+    text as it is, in drlz (``lz``) or zlib with a full flush at each chunk start, the chunks'
+    spans in the text as it is. FTS5's index is untouched (the same chunk texts)."""
+    conn = apsw.Connection(str(path))
+    with conn:
+        for doc, blob in list(conn.execute("SELECT id, text FROM doc_texts")):
+            text = chunktext.unpack_text(blob)
+            rows = list(conn.execute("SELECT id, start_word, end_word FROM chunks WHERE doc = ? ORDER BY id", (doc,)))
+            spans = chunktext.byte_spans(text, [(s, e) for _, s, e in rows]) if rows else []
+            packed, zstarts = chunktext.pack_text(text, [a for a, _ in spans], lz=lz)
+            assert packed[0] == lzcodec.MAGIC if lz else not lzcodec.is_lz(packed)
+            conn.execute("UPDATE doc_texts SET text = ? WHERE id = ?", (packed, doc))
+            conn.executemany("UPDATE chunks SET start_byte = ?, end_byte = ?, zstart = ? WHERE id = ?",
+                             [(a, b, z, cid) for (cid, _, _), (a, b), z in zip(rows, spans, zstarts, strict=True)])
+    conn.close()
+
+
+@pytest.mark.parametrize("lz", [True, False])
+def test_earlier_version_4_files_read_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lz: bool) -> None:
+    """A file whose document texts are stored as they are (earlier version-4 code: drlz, or zlib
+    with a full flush at each chunk start) reads the same chunk texts, documents and hits: the
+    kernel joins each span's words as it cuts them (16 bytes at a time where it can,
+    _k_texts.h's collapse16), the Python reader with str.split()."""
+    docs = _odd_whitespace_docs(random.Random(19))
+    path, old = tmp_path / "new.sqlite3", tmp_path / "old.sqlite3"
+    build(docs, path, BuildSettings(chunk_words=70, chunk_stride=50))
+    shutil.copyfile(path, old)
+    _as_earlier_version_4(old, lz)
+    expected = _all_chunks(path)
+    assert expected == [" ".join(w[s.start:s.end]) for d in docs
+                        for w in [d["text"].split()] for s in chunk_spans(len(w), 70, 50)]
+    assert _all_chunks(old) == expected
+    assert fts5_integrity_check(old) == [] and integrity.document_problems(old) == []
+    with Engine.open(path) as new_e, Engine.open(old) as old_e:
+        assert [old_e.open_document(docid=d["docid"]).text for d in docs] == [d["text"] for d in docs]
+        for q in ["word", "naïve tail-end", "日本語 x"]:
+            assert repr(old_e.search(q, 10)) == repr(new_e.search(q, 10))
+    monkeypatch.setattr(native, "span_texts", lambda: False)
+    assert _all_chunks(old) == expected
