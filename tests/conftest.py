@@ -67,6 +67,33 @@ def cran_small_chunks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# The same corpora with every chunk's text stored (schema version 2, BuildSettings(chunk_text=
+# "stored")): what the kernel's page readers of chunk texts (read_texts, texts_snippets,
+# search_hits) read; a version-4 file keeps its chunks as spans of the document texts instead.
+STORED = BuildSettings(chunk_text="stored")
+
+
+@pytest.fixture(scope="session")
+def sample_index_stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sample-stored") / "sample.sqlite3"
+    build(sample_docs(), path, STORED)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cran_index_stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cranfield-stored") / "cran.sqlite3"
+    build(cranfield_docs(), path, STORED)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cran_small_chunks_stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cran-stored") / "cran.sqlite3"
+    build(cranfield_docs(), path, BuildSettings(chunk_words=60, chunk_stride=45, chunk_text="stored"))
+    return path
+
+
 @pytest.fixture()
 def sample_engine(sample_index: Path) -> Iterator[Engine]:
     with Engine.open(sample_index) as e:

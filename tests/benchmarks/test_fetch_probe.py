@@ -10,6 +10,13 @@ from pathlib import Path
 import fetch_probe
 import pytest
 
+
+# This module reads chunk texts from the file's pages (the kernel's text readers): it runs on
+# files that store them (schema version 2; conftest's *_stored fixtures).
+@pytest.fixture(scope="session")
+def sample_index(sample_index_stored: Path) -> Path:
+    return sample_index_stored
+
 QUERIES = ["video game streaming", "Stadia launch price", "cloud gaming subscription", "the of a"]
 
 

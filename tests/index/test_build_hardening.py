@@ -93,10 +93,10 @@ def test_a_failure_cancels_queued_compressions_and_leaves_nothing(
     failed_at: list[int] = []
     pack = build_module._pack_text
 
-    def slow_pack(text: str) -> bytes:
+    def slow_pack(text: str, starts: list[int], lz: bool) -> tuple[bytes, list[int]]:
         started.append(time.monotonic())
         time.sleep(0.05)
-        return pack(text)
+        return pack(text, starts, lz)
 
     write = build_module._Writing.write
 

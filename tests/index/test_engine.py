@@ -22,7 +22,7 @@ from drsearch.contract import (
     QueryTimeoutError,
 )
 from drsearch.contract import canonical_json as dumps
-from drsearch.index import BlockList, Engine, build, read_jsonl
+from drsearch.index import BlockList, Engine, build, chunktext, read_jsonl
 
 from ..helpers import DATA, blocklist_of, sample_docs
 
@@ -237,18 +237,22 @@ def test_meta_records_build_parameters(small: Path) -> None:
         assert m["frozen"] is True and m["sqlite_version"] == apsw.sqlite_lib_version()
         conn = e._conn
         assert conn.execute("PRAGMA application_id").get == 0x44525331
-        assert conn.execute("PRAGMA user_version").get == 2
-        assert m["schema_version"] == 2 and m["block_postings"] == 64
+        assert conn.execute("PRAGMA user_version").get == 4
+        assert m["schema_version"] == 4 and m["block_postings"] == 64
 
 
 def test_fts5_integrity_check_passes(sample_index: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.sqlite3"
     copy.write_bytes(sample_index.read_bytes())
-    conn = apsw.Connection(str(copy))
+    conn = apsw.Connection(str(copy))  # a plain connection, as the sqlite3 shell's
     assert conn.execute("PRAGMA integrity_check").get == "ok"
-    # rank=1: also compare the index against the external content table.
+    # rank=1: also compare the index against the external content, the chunk_texts view,
+    # which needs drsearch's function (chunktext.register)
+    with pytest.raises(apsw.SQLError):
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 1)")
+    chunktext.register(conn)
     conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 1)")
-    conn.execute("UPDATE chunks SET text = 'tampered text' WHERE id = 3")
+    conn.execute("UPDATE chunks SET end_byte = end_byte - 5 WHERE id = 3")
     with pytest.raises(apsw.CorruptError):
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 1)")
     conn.close()

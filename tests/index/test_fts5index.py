@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from drsearch.contract import BuildError
-from drsearch.index import BuildSettings, Engine, SourceChunk, build, read_jsonl
+from drsearch.index import BuildSettings, Engine, SourceChunk, build, chunktext, read_jsonl
 from drsearch.index.fts5index import (
     STRUCTURE_ROWID,
     chunk_lengths,
@@ -120,7 +120,8 @@ def test_a_real_build_holds_every_term_in_key_order_with_the_tokenizers_counts(t
     out = tmp_path / "s.sqlite3"
     build(docs, out, BuildSettings())
     conn = apsw.Connection(str(out), flags=apsw.SQLITE_OPEN_READONLY)
-    texts = [t for (t,) in conn.execute("SELECT text FROM chunks ORDER BY id")]
+    chunktext.register(conn)  # the chunks' texts: the chunk_texts view (schema version 4)
+    texts = [t for (t,) in conn.execute("SELECT text FROM chunk_texts ORDER BY id")]
     terms = [(t, df) for t, df in conn.execute("SELECT term, df FROM terms ORDER BY id")]
     assert [t for t, _ in terms] == sorted(t for t, _ in terms)  # ids in key order
     assert terms == [(t, len(p)) for t, p in oracle(texts)]

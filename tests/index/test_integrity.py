@@ -32,9 +32,11 @@ def fingerprint(path: Path) -> tuple[str, int, int]:
 
 
 @pytest.fixture()
-def copy(sample_index: Path, tmp_path: Path) -> Path:
+def copy(sample_index_stored: Path, tmp_path: Path) -> Path:
+    """A version-2 file (chunk texts stored: found in the file's bytes); test_span_text.py
+    damages a version-4 file's spans."""
     dst = tmp_path / "copy.sqlite3"
-    shutil.copyfile(sample_index, dst)
+    shutil.copyfile(sample_index_stored, dst)
     return dst
 
 
@@ -67,11 +69,11 @@ def test_header_problems_name_truncation_and_foreign_files(copy: Path, tmp_path:
     conn.close()
     problems = header_problems(read_sqlite_header(foreign))
     assert any("application_id 0x0" in p for p in problems) and any("version" in p for p in problems)
-    assert "schema version (user_version) 7, expected one of 1, 2, 3" in problems
+    assert "schema version (user_version) 7, expected one of 1, 2, 3, 4" in problems
 
 
-def test_a_version_1_index_header_has_no_problems(sample_index: Path, tmp_path: Path) -> None:
-    v1 = write_v1(sample_index, tmp_path / "v1.sqlite3")  # the format before block maxima: still read
+def test_a_version_1_index_header_has_no_problems(sample_index_stored: Path, tmp_path: Path) -> None:
+    v1 = write_v1(sample_index_stored, tmp_path / "v1.sqlite3")  # the format before block maxima: still read
     h = read_sqlite_header(v1)
     assert h.user_version == 1 and header_problems(h) == []
     for junk in (b"", b"not sqlite at all" * 10):

@@ -27,6 +27,23 @@ from drsearch.index.native import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
 
+
+# This module reads chunk texts from the file's pages (the kernel's text readers): it runs on
+# files that store them (schema version 2; conftest's *_stored fixtures).
+@pytest.fixture(scope="session")
+def sample_index(sample_index_stored: Path) -> Path:
+    return sample_index_stored
+
+
+@pytest.fixture(scope="session")
+def cran_index(cran_index_stored: Path) -> Path:
+    return cran_index_stored
+
+
+@pytest.fixture(scope="session")
+def cran_small_chunks(cran_small_chunks_stored: Path) -> Path:
+    return cran_small_chunks_stored
+
 pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel is not built")
 
 

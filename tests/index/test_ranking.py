@@ -119,11 +119,12 @@ def test_blocklist_holds_for_every_query(cran_small_chunks: Path, mode: str) -> 
             assert not {h.docid for h in e.search(q, k=20, with_text=False).hits} & blocked
 
 
-def test_a_version_1_file_ranks_exactly_as_version_2(cran_small_chunks: Path, mode: str,
+def test_a_version_1_file_ranks_exactly_as_version_2(cran_small_chunks_stored: Path, mode: str,
                                                      tmp_path: Path) -> None:
     """A file built before block maxima (schema version 1) opens and ranks with the per-term
     bounds only: the same ordered chunks and bitwise scores as the version-2 file, which the
     tests above check against FTS5."""
+    cran_small_chunks = cran_small_chunks_stored
     v1 = write_v1(cran_small_chunks, tmp_path / "v1.sqlite3")
     assert v1.stat().st_size < cran_small_chunks.stat().st_size
     with open_engine(cran_small_chunks, mode) as e2, open_engine(v1, mode) as e1:

@@ -18,7 +18,7 @@ import pytest
 
 from drsearch.contract import QueryTimeoutError
 from drsearch.contract.models import Hit
-from drsearch.index import BlockList, Engine
+from drsearch.index import BlockList, BuildSettings, Engine
 from drsearch.index.build import build
 from drsearch.index.engine import EngineOptions
 from drsearch.index.native import native_kernels
@@ -26,6 +26,23 @@ from drsearch.index.scoring import IDF_FLOOR, DenseTerm
 from drsearch.index.snippet import SnippetMaker
 
 from ..helpers import cranfield_queries
+
+
+# This module reads chunk texts from the file's pages (the kernel's text readers): it runs on
+# files that store them (schema version 2; conftest's *_stored fixtures).
+@pytest.fixture(scope="session")
+def sample_index(sample_index_stored: Path) -> Path:
+    return sample_index_stored
+
+
+@pytest.fixture(scope="session")
+def cran_index(cran_index_stored: Path) -> Path:
+    return cran_index_stored
+
+
+@pytest.fixture(scope="session")
+def cran_small_chunks(cran_small_chunks_stored: Path) -> Path:
+    return cran_small_chunks_stored
 
 kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="C kernel not built")
@@ -136,7 +153,7 @@ def test_a_snippet_the_kernel_leaves_is_made_in_python(tmp_path: Path, monkeypat
                      f"{'layer ' if 2 <= i < 6 else ''}{i} {filler}"}
             for i in range(12)]
     path = tmp_path / "sigma.sqlite3"
-    build(docs, path)
+    build(docs, path, BuildSettings(chunk_text="stored"))  # texts read from the pages
     seen = _counting(monkeypatch)
     with Engine.open(path) as e, Engine.open(path, options=BY_CALLS) as by_calls:
         for k in (1, 3, 10):

@@ -117,6 +117,376 @@ utf8_decode(const unsigned char *s, uint64_t n, int kind, void *out)
     }
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Schema version 4 (drsearch.index.chunktext): a chunk cut from its document stores no text
+ * (chunks.text NULL) but the UTF-8 byte span [start_byte, end_byte) of its words in the
+ * document's stored text (doc_texts.text), whose block starts at offset zstart of the BLOB.
+ * A joined text (LZ_MAGIC_JOINED, what the build writes: the document's words joined by single
+ * spaces, _k_lz.h) gives the chunk's text as it is: the end_byte - start_byte bytes decoded
+ * from there. Earlier version-4 files hold the text as it is (drlz, LZ_MAGIC, or zlib with a
+ * full flush at each chunk start): the bytes decoded or inflated from there with every run of
+ * whitespace (Py_UNICODE_ISSPACE, as str.split()) made one space. What chunktext.chunk_text
+ * makes in Python. A run's `column` argument says
+ * where to find them (span_column in native.py): bit 30 set, the chunks row's text, doc,
+ * start_byte, end_byte and zstart columns and doc_texts' text column in 5 bits each from bit
+ * 0, doc_texts' root page from bit 31. Without zlib at build time (SPAN_TEXTS = 0) such a
+ * column is refused.
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int on;
+    uint32_t doc_root;                          /* doc_texts' root page */
+    int text_col, doc_col, start_col, end_col, zstart_col; /* in chunks */
+    int blob_col;                               /* doc_texts.text */
+} SpanSrc;
+
+typedef struct {
+    DbValue blob;       /* the document's compressed text */
+    int64_t start, end; /* start -1: not a span (the row's own TEXT) */
+    int64_t zstart;     /* where in the BLOB raw deflate restarts at `start` */
+} SpanRow;
+
+#define SPAN_BIT ((Py_ssize_t)1 << 30)
+
+
+/* Row r's document text's first byte (0 for none): LZ_MAGIC or LZ_MAGIC_JOINED for drlz (zlib's
+   never is either). */
+static unsigned
+span_magic(const SpanRow *r)
+{
+    return r->blob.len > 0 && r->blob.n_local > r->blob.at ? r->blob.local[r->blob.at] : 0;
+}
+
+/* Whether row r's document text is drlz. */
+static int
+span_is_lz(const SpanRow *r)
+{
+    const unsigned m = span_magic(r);
+    return m == LZ_MAGIC || m == LZ_MAGIC_JOINED;
+}
+
+/* Decode a run's `column` argument: the TEXT column, with *s set for a span column. 0, or -1
+   for a span column this module cannot read (no zlib) or whose parts are out of range. */
+static int
+span_decode(Py_ssize_t column, SpanSrc *s, Py_ssize_t *text_col)
+{
+    memset(s, 0, sizeof *s);
+    *text_col = column;
+    if (column < 0 || !(column & SPAN_BIT))
+        return 0;
+#ifndef DRS_ZLIB
+    return -1;
+#else
+    s->on = 1;
+    s->text_col = (int)(column & 31);
+    s->doc_col = (int)((column >> 5) & 31);
+    s->start_col = (int)((column >> 10) & 31);
+    s->end_col = (int)((column >> 15) & 31);
+    s->zstart_col = (int)((column >> 20) & 31);
+    s->blob_col = (int)((column >> 25) & 31);
+    const uint64_t root = (uint64_t)column >> 31;
+    if (root < 1 || root > UINT32_MAX)
+        return -1;
+    s->doc_root = (uint32_t)root;
+    *text_col = s->text_col;
+    return 0;
+#endif
+}
+
+/* The INTEGER in column `column` of the record whose local bytes db_value found (`row`: any
+   column of that row): the row's other columns without another b-tree descent. The record's
+   header lies within its local bytes (db_value checked it), and so does every INTEGER before
+   its text (a chunks row's integers precede its text). */
+static PageError
+db_row_int(const DbValue *row, int column, int64_t *out)
+{
+    static const unsigned char int_bytes[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+    const unsigned char *c = row->local, *end = row->local + row->n_local;
+    int n = 0;
+    const uint64_t hdr_len = get_varint(c, end, &n);
+    if (!n || hdr_len > row->n_local)
+        return "record header beyond the cell";
+    const unsigned char *t = c + n;
+    uint64_t body = 0, st = 0;
+    for (int i = 0; i <= column; i++) {
+        st = get_varint(t, c + hdr_len, &n);
+        if (!n)
+            return "record header shorter than the table's columns";
+        t += n;
+        if (i < column) {
+            if (st == 10 || st == 11)
+                return "record column before the value of a reserved serial type";
+            body += st >= 12 ? (st - 12) / 2 : int_bytes[st];
+        }
+    }
+    if (st == 8 || st == 9) {
+        *out = (int64_t)st - 8;
+        return NULL;
+    }
+    if (st < 1 || st > 6)
+        return "record column is not an INTEGER";
+    const unsigned nb = int_bytes[st];
+    if (hdr_len + body + nb > row->n_local)
+        return "INTEGER beyond its cell";
+    const unsigned char *p = c + hdr_len + body;
+    uint64_t x = (p[0] & 0x80) ? UINT64_MAX : 0; /* big-endian two's complement, sign-extended */
+    for (unsigned i = 0; i < nb; i++)
+        x = (x << 8) | p[i];
+    *out = (int64_t)x;
+    return NULL;
+}
+
+/* text_find for a span column: a row whose text is NULL is a span, its document's BLOB found
+   (rows[i]); any other row must hold TEXT, as text_find wants. *total counts a span's bytes. */
+static PageError
+span_find(const DbFile *db, Py_ssize_t root, const SpanSrc *s, const int64_t *ids, Py_ssize_t n,
+          DbValue *vals, SpanRow *rows, uint64_t *spilled, uint64_t *total, Py_ssize_t *failed)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t r = (uint32_t)root;
+        PageError why = db_value(db, r, ids[i], s->text_col, &vals[i]);
+        rows[i].start = -1;
+        if (!why && vals[i].serial == 0) {
+            int64_t doc = 0, a = 0, b = 0, z = 0;
+            why = db_row_int(&vals[i], s->doc_col, &doc);
+            if (!why)
+                why = db_row_int(&vals[i], s->start_col, &a);
+            if (!why)
+                why = db_row_int(&vals[i], s->end_col, &b);
+            if (!why)
+                why = db_row_int(&vals[i], s->zstart_col, &z);
+            if (!why && (a < 0 || b < a))
+                why = "chunk span is not a span";
+            if (!why)
+                why = db_blob_value(db, s->doc_root, doc, s->blob_col, &rows[i].blob);
+            if (!why && (z < 0 || (uint64_t)z > rows[i].blob.len))
+                why = "chunk span starts outside its document's text";
+            if (!why && rows[i].blob.len > UINT32_MAX)
+                why = "document text too long";
+            if (!why && span_is_lz(&rows[i]) && (uint64_t)(b - a) / LZ_MAX_RATIO > rows[i].blob.len - (uint64_t)z)
+                why = "chunk span ends past its document's text"; /* (more than drlz can make) */
+            rows[i].zstart = z;
+            rows[i].start = a;
+            rows[i].end = b;
+            vals[i].at = vals[i].len = 0; /* nothing of the row itself is read as text */
+            if (!why)
+                *total += (uint64_t)(b - a);
+        } else if (!why && (vals[i].serial < 13 || vals[i].serial % 2 == 0)) {
+            why = "record column is not TEXT";
+        } else if (!why) {
+            if (vals[i].at + vals[i].len > vals[i].n_local)
+                *spilled += vals[i].len;
+            *total += vals[i].len;
+        }
+        if (why) {
+            *failed = i;
+            return why;
+        }
+    }
+    return NULL;
+}
+
+#ifdef DRS_ZLIB
+/* The first `want` bytes of the raw deflate stream z[0..zlen) into out, by `st` (inflateInit2'd
+   for raw deflate; reset here, so one stream and its window serve a run's every span). */
+static PageError
+inflate_prefix(z_stream *st, const unsigned char *z, uint64_t zlen, unsigned char *out, uint64_t want)
+{
+    if (!want)
+        return NULL;
+    if (want > UINT32_MAX)
+        return "chunk span too long";
+    if (inflateReset(st) != Z_OK)
+        return "zlib could not start";
+    st->next_in = (Bytef *)z;
+    st->avail_in = (uInt)zlen;
+    st->next_out = out;
+    st->avail_out = (uInt)want;
+    const int rc = inflate(st, Z_SYNC_FLUSH);
+    const uint64_t got = want - st->avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        return "document text is not zlib data";
+    if (got < want)
+        return "chunk span ends past its document's text";
+    return NULL;
+}
+#endif
+
+/* From j (s[j - 1] printable ASCII), past the bytes that are printable ASCII or a single ' '
+   between two of them: 16 at a time where SSE2 is, then one at a time. */
+static inline uint64_t
+joined_run(const unsigned char *s, uint64_t j, uint64_t n)
+{
+#if defined(__SSE2__)
+    const __m128i lo = _mm_set1_epi8(0x20), hi = _mm_set1_epi8(0x7F);
+    while (j + 16 <= n) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(s + j));
+        /* signed compares: a byte >= 0x80 is negative, so never above 0x20 */
+        const unsigned print = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo),
+                                                                         _mm_cmplt_epi8(v, hi)));
+        const unsigned space = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, lo));
+        /* every byte printable or ' ', no two ' ' in a row, and the last not ' ' (the byte
+           before the block is printable) */
+        if ((print | space) != 0xFFFF || (space & (space >> 1)) || (space & 0x8000))
+            break;
+        j += 16;
+    }
+#endif
+    while (j < n && s[j] > 0x20 && s[j] < 0x7F)
+        j++;
+    return j;
+}
+
+#if defined(__SSE2__)
+static inline __m128i
+eq8(__m128i v, int c)
+{
+    return _mm_cmpeq_epi8(v, _mm_set1_epi8((char)c));
+}
+
+/* 0xFF at each byte of v that str.isspace() takes in ASCII: 0x09-0x0D, 0x1C-0x1F and 0x20
+   (bytes >= 0x80 compare below 0: never). */
+static inline __m128i
+ascii_ws(__m128i v)
+{
+    return _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x20)),
+                        _mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x08)),
+                                                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x0E))),
+                                     _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x1B)),
+                                                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)))));
+}
+
+/* collapse_spaces' fast part, from s[i] after a byte that is not space (its copy ends out[0..*o)):
+   16 bytes at a time while each whitespace byte among them is ASCII and alone (the byte after
+   the block looked at too: it stands for its run and becomes one ' ') and no other whitespace starts among them (the UTF-8
+   of U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, found at
+   every byte, two bytes looked ahead: a sequence that collapse_spaces would decode as one is
+   never missed). Other bytes are copied as they are. Returns where it stopped. The stores may
+   overlap s at or before the bytes just loaded, never bytes not yet read. */
+static inline uint64_t
+collapse16(const unsigned char *s, uint64_t i, uint64_t n, unsigned char *out, uint64_t *o)
+{
+    const __m128i sp = _mm_set1_epi8(0x20), lead_ws_top = _mm_set1_epi8((char)0x8B);
+    uint64_t at = *o;
+    while (i + 18 <= n) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        const __m128i v1 = _mm_loadu_si128((const __m128i *)(s + i + 1));
+        unsigned wide_at = 0; /* where whitespace beyond ASCII starts */
+        if (_mm_movemask_epi8(v)) { /* bytes >= 0x80: any whitespace beyond ASCII among them? */
+            const __m128i v2 = _mm_loadu_si128((const __m128i *)(s + i + 2));
+            const __m128i e2_80 = _mm_or_si128(_mm_cmplt_epi8(v2, lead_ws_top), /* 80-8A (signed) */
+                                               _mm_or_si128(eq8(v2, 0xA8), _mm_or_si128(eq8(v2, 0xA9),
+                                                                                        eq8(v2, 0xAF))));
+            const __m128i wide = _mm_or_si128(
+                _mm_or_si128(_mm_and_si128(eq8(v, 0xC2), _mm_or_si128(eq8(v1, 0x85), eq8(v1, 0xA0))),
+                             _mm_and_si128(eq8(v, 0xE1), _mm_and_si128(eq8(v1, 0x9A), eq8(v2, 0x80)))),
+                _mm_or_si128(
+                    _mm_and_si128(eq8(v, 0xE2), _mm_or_si128(_mm_and_si128(eq8(v1, 0x80), e2_80),
+                                                             _mm_and_si128(eq8(v1, 0x81), eq8(v2, 0x9F)))),
+                    _mm_and_si128(eq8(v, 0xE3), _mm_and_si128(eq8(v1, 0x80), eq8(v2, 0x80)))));
+            wide_at = (unsigned)_mm_movemask_epi8(wide);
+        }
+        const __m128i ws = ascii_ws(v), ws1 = ascii_ws(v1);
+        const __m128i joined = _mm_or_si128(_mm_andnot_si128(ws, v), _mm_and_si128(ws, sp));
+        /* stop at a whitespace byte followed by another (the byte after the block looked at too)
+           or at whitespace beyond ASCII: the bytes before it are copied, the rest left to the
+           caller, from a byte that follows one not whitespace */
+        const unsigned ws_at = (unsigned)_mm_movemask_epi8(ws);
+        /* (a last whitespace byte before a byte >= 0x80: that may start whitespace beyond ASCII,
+           which this block's look did not reach) */
+        const unsigned bad = (unsigned)_mm_movemask_epi8(_mm_and_si128(ws, ws1)) | wide_at |
+                             (ws_at & (unsigned)_mm_movemask_epi8(v1) & 0x8000);
+        if (bad) {
+            unsigned k = (unsigned)__builtin_ctz(bad);
+            if (k && (ws_at >> (k - 1)) & 1) /* (wide after an ASCII one) */
+                k--;
+            unsigned char part[16];
+            _mm_storeu_si128((__m128i *)part, joined);
+            memmove(out + at, part, k); /* (a store of 16 could overwrite bytes not yet read) */
+            i += k;
+            at += k;
+            break;
+        }
+        _mm_storeu_si128((__m128i *)(out + at), joined);
+        i += 16;
+        at += 16;
+    }
+    *o = at;
+    return i;
+}
+#endif
+
+/* " ".join(s.split()) of the UTF-8 bytes s[0..n) into out (at most n bytes), returned: its
+   length. out may be s itself (what is written never passes what is read). A byte that does not start a well-formed sequence is copied as it is (not space):
+   utf8_scan refuses it after. */
+static uint64_t
+collapse_spaces(const unsigned char *s, uint64_t n, unsigned char *out)
+{
+    uint64_t i = 0, o = 0;
+    int gap = 0;
+    while (i < n) {
+#if defined(__SSE2__)
+        if (o && !gap) /* after a byte that is not space: 16 bytes at a time while they allow */
+            i = collapse16(s, i, n, out, &o);
+        if (i >= n)
+            break;
+#endif
+        /* a run of printable ASCII words each followed by one ' ' and another such word (text
+           that is already joined: most of it), copied at once */
+        uint64_t j = i;
+        if (s[j] > 0x20 && s[j] < 0x7F) {
+            j++;
+            for (;;) { /* s[j - 1] is printable here */
+                j = joined_run(s, j, n);
+                if (j + 1 < n && s[j] == ' ' && s[j + 1] > 0x20 && s[j + 1] < 0x7F) {
+                    j += 2;
+                    continue;
+                }
+                break;
+            }
+        }
+        if (j > i) {
+            if (gap)
+                out[o++] = ' ';
+            gap = 0;
+            if (out + o != s + i)
+                memmove(out + o, s + i, j - i);
+            o += j - i;
+            i = j;
+            continue;
+        }
+        const unsigned c = s[i];
+        Py_UCS4 cp = c;
+        unsigned len = 1;
+        if (c >= 0x80) {
+            cp = 0xFFFD;
+            if (c >= 0xC2 && c < 0xE0 && n - i >= 2 && (s[i + 1] & 0xC0) == 0x80) {
+                cp = ((Py_UCS4)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+                len = 2;
+            } else if (c >= 0xE0 && c < 0xF0 && n - i >= 3 && (s[i + 1] & 0xC0) == 0x80 &&
+                       (s[i + 2] & 0xC0) == 0x80) {
+                cp = ((Py_UCS4)(c & 0x0F) << 12) | ((Py_UCS4)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+                len = 3;
+            } else if (c >= 0xF0 && c < 0xF5 && n - i >= 4 && (s[i + 1] & 0xC0) == 0x80 &&
+                       (s[i + 2] & 0xC0) == 0x80 && (s[i + 3] & 0xC0) == 0x80) {
+                len = 4; /* (nothing above U+FFFF is whitespace) */
+            }
+        }
+        if (Py_UNICODE_ISSPACE(cp)) {
+            gap = o > 0;
+            i += len;
+            continue;
+        }
+        if (gap)
+            out[o++] = ' ';
+        gap = 0;
+        memmove(out + o, s + i, len);
+        o += len;
+        i += len;
+    }
+    return o;
+}
+
 typedef struct {
     const unsigned char *src; /* its UTF-8 bytes (on the leaf page, or in the copy) */
     uint64_t len;
@@ -137,14 +507,202 @@ typedef struct {
     const SnipBuckets *buckets;
     Py_ssize_t width;
     double deadline;
+    const SpanSrc *span;           /* a span column's parts (span->on), rows[i] each row's span */
+    SpanRow *rows;
     /* out */
     unsigned char *copy, *decoded; /* PyMem_Raw buffers, freed by the caller */
+    unsigned char *cut;            /* the spans' texts (PyMem_Raw, freed by the caller) */
     SnipSpan *spans;
     PageError why;                 /* a damaged page while copying text `failed` */
     Py_ssize_t failed;
     Py_ssize_t bad_utf8;           /* the first text that is not UTF-8, -1 for none */
     int nomem, late;
+    unsigned warmed;               /* what span_warm read (kept: see there) */
 } TextWork;
+
+/* At most the compressed bytes a span's text takes from its zstart on: a deflate code is at
+   most 15 bits a literal, and 48 bits a match of 3 bytes or more (16 bits a byte at most, a
+   stored block less), and zlib starts a block at most every 16,384 symbols (level 6), each
+   block's header under 1 KiB. No more than that is copied out of the document's pages (or the
+   BLOB's rest, when less). */
+static uint64_t
+span_zlen(const SpanRow *r)
+{
+    const uint64_t want = (uint64_t)(r->end - r->start), rest = r->blob.len - (uint64_t)r->zstart;
+    const uint64_t bound = 2 * want + 1024 * (want / 16384 + 2);
+    return bound < rest ? bound : rest;
+}
+
+/* A drlz document text (_k_lz.h) spends at most 4 bytes per byte it makes (a sequence makes a
+   byte or more; its token, offset and length bytes are 3 plus one per 255 of its length), 16
+   more for a header; but a span of text mostly takes less than its own length (on the
+   benchmark corpus, 0.73 of it at the median, 0.84 at the 90th percentile, 1.01 at the 99th:
+   the writer takes no match under 6 bytes), so 15/16 of it and 64 bytes are copied out of the
+   pages first (`first`; 2% of spans need more), the whole bound only when they ran out. */
+static uint64_t
+span_lz_bound(const SpanRow *r, uint64_t first)
+{
+    const uint64_t want = (uint64_t)(r->end - r->start), rest = r->blob.len - (uint64_t)r->zstart;
+    const uint64_t bound = first ? want - want / 16 + 64 : 4 * want + 16;
+    return bound < rest ? bound : rest;
+}
+
+
+/* Point *z at the first span_lz_bound(r, first) bytes of row r's BLOB from its zstart: on its
+   page when they lie there, else copied into zbuf (span_lz_bound(r, 0) bytes or more). */
+static PageError
+span_lz_copy(const DbFile *db, const SpanRow *r, int first, unsigned char *zbuf, const unsigned char **z)
+{
+    const DbValue *b = &r->blob;
+    const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_lz_bound(r, first);
+    *z = b->local + from;
+    if (from + zlen <= b->n_local)
+        return NULL;
+    *z = zbuf;
+    return db_copy_payload(db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
+}
+
+/* Walk the overflow chains of the spans' documents up to each span's compressed bytes, all
+   the chains a step at a time together, before span_cut copies them one by one: a chain is a
+   linked list of pages (each step a cache miss, a hit's chain some ten of them deep), and the
+   steps of different chains do not wait on each other, so the misses of the hits overlap. What
+   it reads is not used (db_copy_payload walks again, from cache, and checks everything): a sum
+   of it is returned, so that the reads are not optimised away. */
+static unsigned
+span_warm(const DbFile *db, const SpanRow *rows, Py_ssize_t n)
+{
+    enum { WARM = 32 };
+    const uint64_t per = db->usable - 4;
+    unsigned sink = 0;
+    for (Py_ssize_t base = 0; base < n; base += WARM) {
+        uint64_t pgno[WARM], steps[WARM];
+        int active = 0;
+        const Py_ssize_t m = n - base < WARM ? n - base : WARM;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            const SpanRow *r = &rows[base + i];
+            steps[i] = 0;
+            if (r->start < 0 || !r->blob.ovfl)
+                continue;
+            const uint64_t end = r->blob.at + (uint64_t)r->zstart +
+                                 (span_is_lz(r) ? span_lz_bound(r, 1) : span_zlen(r));
+            if (end <= r->blob.n_local)
+                continue;
+            steps[i] = (end - r->blob.n_local + per - 1) / per;
+            pgno[i] = r->blob.ovfl;
+            active = 1;
+        }
+        while (active) {
+            active = 0;
+            for (Py_ssize_t i = 0; i < m; i++) {
+                if (!steps[i])
+                    continue;
+                const unsigned char *page = db_page(db, pgno[i]);
+                if (!page) {
+                    steps[i] = 0;
+                    continue;
+                }
+                pgno[i] = be32(page);
+                sink += page[4];
+                active |= --steps[i] > 0;
+            }
+        }
+    }
+    return sink;
+}
+
+/* The texts of the rows that are spans (rows[i].start >= 0), cut from their documents into
+   w->cut, parts[i] pointed there. 0, or -1 with w->why (and w->failed) or w->nomem set. */
+static int
+span_cut(TextWork *w)
+{
+    uint64_t total = 0, zmax = 0, emax = 0;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        const SpanRow *r = &w->rows[i];
+        if (r->start < 0)
+            continue;
+        const uint64_t want = (uint64_t)(r->end - r->start);
+        total += want;
+        const uint64_t zlen = span_is_lz(r) ? span_lz_bound(r, 0) : span_zlen(r);
+        zmax = zlen > zmax ? zlen : zmax;
+        emax = want > emax ? want : emax;
+    }
+    w->cut = PyMem_RawMalloc(total ? total : 1);
+    unsigned char *zbuf = PyMem_RawMalloc(zmax ? zmax : 1), *raw = PyMem_RawMalloc(emax ? emax : 1);
+    int rc = 0;
+    if (!w->cut || !zbuf || !raw) {
+        w->nomem = 1;
+        rc = -1;
+    }
+#ifdef DRS_ZLIB
+    z_stream st; /* started at the first zlib text (a drlz run never needs one) */
+    memset(&st, 0, sizeof st);
+    int z_started = 0;
+#endif
+    if (!rc)
+        w->warmed = span_warm(w->db, w->rows, w->n);
+    uint64_t at = 0;
+    for (Py_ssize_t i = 0; !rc && i < w->n; i++) {
+        const SpanRow *r = &w->rows[i];
+        if (r->start < 0)
+            continue;
+        const DbValue *b = &r->blob;
+        const uint64_t want = (uint64_t)(r->end - r->start);
+        const unsigned char *z;
+        unsigned char *text = raw; /* where the span's bytes are made (drlz: in place) */
+        PageError why = NULL;
+        if (span_is_lz(r)) {
+            uint64_t used;
+            text = w->cut + at;
+            why = span_lz_copy(w->db, r, 1, zbuf, &z);
+            if (!why)
+                why = lz_decode(z, span_lz_bound(r, 1), text, want, &used);
+            if (why && span_lz_bound(r, 1) < span_lz_bound(r, 0)) { /* ran out: the whole bound */
+                why = span_lz_copy(w->db, r, 0, zbuf, &z);
+                if (!why)
+                    why = lz_decode(z, span_lz_bound(r, 0), text, want, &used);
+            }
+        } else {
+            const uint64_t from = b->at + (uint64_t)r->zstart, zlen = span_zlen(r);
+            z = b->local + from;
+            if (from + zlen > b->n_local) {
+                why = db_copy_payload(w->db, b->local, b->n_local, b->payload, b->ovfl, from, zlen, zbuf);
+                z = zbuf;
+            }
+#ifdef DRS_ZLIB
+            if (!why && !z_started) {
+                if (inflateInit2(&st, -15) != Z_OK) {
+                    w->nomem = 1;
+                    rc = -1;
+                    break;
+                }
+                z_started = 1;
+            }
+            if (!why)
+                why = inflate_prefix(&st, z, zlen, raw, want);
+#else
+            why = "no zlib in this build";
+#endif
+        }
+        if (why) {
+            w->why = why;
+            w->failed = i;
+            rc = -1;
+            break;
+        }
+        /* a joined text's span is the chunk's text as it is (its whitespace already one space) */
+        const uint64_t len = span_magic(r) == LZ_MAGIC_JOINED ? want : collapse_spaces(text, want, w->cut + at);
+        w->parts[i].src = w->cut + at;
+        w->parts[i].len = len;
+        at += len;
+    }
+#ifdef DRS_ZLIB
+    if (z_started)
+        inflateEnd(&st);
+#endif
+    PyMem_RawFree(zbuf);
+    PyMem_RawFree(raw);
+    return rc;
+}
 
 /* Copy, decode and search every text: only plain memory (PyMem_Raw*) and CPython's static
    Unicode tables, so that it runs without the GIL. Stops at the first failure, in the order
@@ -166,6 +724,8 @@ text_work(TextWork *w)
     }
     PyMem_RawFree(src);
     if (w->why)
+        return;
+    if (w->span->on && span_cut(w) < 0)
         return;
     size_t decoded = 0;
     Py_ssize_t longest = 0;
@@ -221,6 +781,8 @@ struct TextsRun {
     Py_buffer file;
     DbFile db;
     Py_ssize_t root, column, max_rows;
+    SpanSrc span;   /* a span column (version 4): where its rows' documents are */
+    SpanRow *rows;
     SnipStem *stems;
     Py_ssize_t n_stems;
     SnipBuckets buckets;
@@ -243,6 +805,8 @@ texts_run_free(TextsRun *r)
         return;
     PyMem_RawFree(r->w.copy);
     PyMem_RawFree(r->w.decoded);
+    PyMem_RawFree(r->w.cut);
+    PyMem_RawFree(r->rows);
     PyMem_RawFree(r->w.parts);
     PyMem_RawFree(r->w.spans);
     PyMem_RawFree(r->vals);
@@ -272,7 +836,10 @@ texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize
         return (TextsRun *)PyErr_NoMemory();
     }
     r->file = *file;
-    if (!db_geometry_ok(file, page_size, usable, root, column)) {
+    if (span_decode(column, &r->span, &column) < 0 ||
+        !db_geometry_ok(file, page_size, usable, root, column) ||
+        (r->span.on && !db_geometry_ok(file, page_size, usable, (Py_ssize_t)r->span.doc_root,
+                                       r->span.blob_col))) {
         PyErr_Format(PyExc_ValueError, "%s: invalid file geometry or table", who);
         goto fail;
     }
@@ -288,12 +855,15 @@ texts_run_new(Py_buffer *file, Py_ssize_t page_size, Py_ssize_t usable, Py_ssize
     r->ids = PyMem_RawCalloc(m, sizeof *r->ids);
     r->w.parts = PyMem_RawCalloc(m, sizeof *r->w.parts);
     r->w.spans = PyMem_RawCalloc(m, sizeof *r->w.spans);
-    if (!r->vals || !r->ids || !r->w.parts || !r->w.spans) {
+    r->rows = PyMem_RawCalloc(m, sizeof *r->rows);
+    if (!r->vals || !r->ids || !r->w.parts || !r->w.spans || !r->rows) {
         PyErr_NoMemory();
         goto fail;
     }
     r->w.db = &r->db;
     r->w.vals = r->vals;
+    r->w.span = &r->span;
+    r->w.rows = r->rows;
     r->w.stems = r->stems;
     r->w.buckets = &r->buckets;
     r->w.width = width;
@@ -402,8 +972,12 @@ static void
 texts_run_find(TextsRun *r, Py_ssize_t n)
 {
     r->w.n = n;
-    r->why_find = text_find(&r->db, r->root, r->column, r->ids, n, r->vals, &r->w.spilled,
-                            &r->total, &r->failed_find);
+    if (r->span.on)
+        r->why_find = span_find(&r->db, r->root, &r->span, r->ids, n, r->vals, r->rows, &r->w.spilled,
+                                &r->total, &r->failed_find);
+    else
+        r->why_find = text_find(&r->db, r->root, r->column, r->ids, n, r->vals, &r->w.spilled,
+                                &r->total, &r->failed_find);
 }
 
 static void
@@ -715,6 +1289,77 @@ fail:
 done:
     PyMem_RawFree(bounds);
     PyMem_RawFree(maxes);
+    Py_XDECREF(spans);
+    return result;
+}
+
+PyDoc_STRVAR(word_byte_spans_doc,
+"word_byte_spans(text, spans) -> list[tuple[int, int]]\n\n"
+"For each (start, end) of `spans` (start < end), the UTF-8 byte offsets of the start of word\n"
+"`start` and the end of word `end - 1` of `text` (its words as str.split() finds them): what\n"
+"chunktext.byte_spans returns. ValueError when a span is not within the text's words.");
+
+static PyObject *
+word_byte_spans(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text, *spans_obj, *spans = NULL, *result = NULL;
+    Py_ssize_t *bounds = NULL;
+    Py_UCS4 *maxes = NULL;
+    int64_t *bytes = NULL;
+    if (!PyArg_ParseTuple(args, "UO:word_byte_spans", &text, &spans_obj))
+        return NULL;
+    spans = PySequence_Fast(spans_obj, "spans must be a sequence");
+    if (!spans)
+        return NULL;
+    const Py_ssize_t n_words = text_words(text, &bounds, &maxes);
+    if (n_words < 0)
+        goto done;
+    bytes = PyMem_RawMalloc(sizeof *bytes * (size_t)(2 * n_words + 1));
+    if (!bytes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* each word bound's byte offset: its code point offset, counted in UTF-8 bytes */
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const int ascii = PyUnicode_IS_ASCII(text);
+    int64_t b = 0;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < 2 * n_words; k++) {
+        if (ascii) {
+            bytes[k] = bounds[k];
+            continue;
+        }
+        for (; at < bounds[k]; at++) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, at);
+            b += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        }
+        bytes[k] = b;
+    }
+    const Py_ssize_t n_spans = PySequence_Fast_GET_SIZE(spans);
+    result = PyList_New(n_spans);
+    for (Py_ssize_t k = 0; result && k < n_spans; k++) {
+        Py_ssize_t ws, we;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spans, k), "nn;a span must be (start, end)", &ws, &we))
+            goto fail;
+        if (ws < 0 || we <= ws || we > n_words) {
+            PyErr_Format(PyExc_ValueError, "word_byte_spans: span (%zd, %zd) is not within the "
+                         "text's %zd words", ws, we, n_words);
+            goto fail;
+        }
+        PyObject *pair = Py_BuildValue("(LL)", (long long)bytes[2 * ws], (long long)bytes[2 * (we - 1) + 1]);
+        if (!pair)
+            goto fail;
+        PyList_SET_ITEM(result, k, pair);
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    PyMem_RawFree(bounds);
+    PyMem_RawFree(maxes);
+    PyMem_RawFree(bytes);
     Py_XDECREF(spans);
     return result;
 }

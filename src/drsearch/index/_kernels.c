@@ -32,6 +32,9 @@
 #endif
 #include "_pages.h"
 #include "_fts5.h"
+#ifdef DRS_ZLIB /* setup.py: where zlib's header and library are found (span texts, _k_texts.h) */
+#include <zlib.h>
+#endif
 
 /* A call with less work than this keeps the GIL: releasing it costs nothing alone, but with a
    second thread waiting every release is a hand-off (the other thread runs, and the caller
@@ -399,6 +402,7 @@ sel_finish(Sel *q)
 #include "_k_rank.h"
 #include "_k_entry.h"
 #include "_k_snippet.h"
+#include "_k_lz.h"
 #include "_k_texts.h"
 #include "_k_hits.h"
 #include "_k_dense.h"
@@ -406,10 +410,14 @@ sel_finish(Sel *q)
 
 static PyMethodDef methods[] = {
     {"gil_stats", gil_stats, METH_NOARGS, gil_stats_doc},
+    {"lz_join", lz_join, METH_VARARGS, lz_join_doc},
+    {"lz_pack", lz_pack, METH_VARARGS, lz_pack_doc},
+    {"lz_unpack", lz_unpack, METH_VARARGS, lz_unpack_doc},
     {"gil_spin", gil_spin_bound, METH_VARARGS, gil_spin_doc},
     {"fts5_doclists", fts5_doclists, METH_VARARGS, fts5_doclists_doc},
     {"word_count", word_count, METH_VARARGS, word_count_doc},
     {"join_words", join_words, METH_VARARGS, join_words_doc},
+    {"word_byte_spans", word_byte_spans, METH_VARARGS, word_byte_spans_doc},
     {"snippet_chars", snippet_chars, METH_VARARGS, snippet_chars_doc},
     {"snippets", snippets, METH_VARARGS, snippets_doc},
     {"texts_snippets", texts_snippets, METH_VARARGS, texts_snippets_doc},
@@ -451,9 +459,13 @@ static struct PyModuleDef module = {
    (a thread back from its GIL-free work polls the GIL before it sleeps); 14 = search_hits (a
    complete search's ranking, texts, snippet plan and hits in one call); 15 = dense_scores and
    dense_isa (the dense retriever's exact int8 inner products); 16 = rank_quant (exact
-   ranking traversed over 8-bit quantised impacts).
+   ranking traversed over 8-bit quantised impacts); 17 = span texts (a text column argument
+   that names schema version 4's chunk spans: the texts cut from the documents' zlib text,
+   SPAN_TEXTS 1 where zlib was found at build time; drlz texts, _k_lz.h, always), word_byte_spans
+   (the build's spans), lz_pack and lz_unpack (the drlz codec), lz_join (a document text's
+   words joined, and its other whitespace, for drlz).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 16
+#define KERNELS_ABI 17
 
 PyMODINIT_FUNC
 PyInit__kernels(void)
@@ -473,7 +485,13 @@ PyInit__kernels(void)
             return NULL;
     gil_spin_init();
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0) {
+#ifdef DRS_ZLIB
+    const long span_texts = 1;
+#else
+    const long span_texts = 0;
+#endif
+    if (m && (PyModule_AddIntConstant(m, "ABI", KERNELS_ABI) < 0 ||
+              PyModule_AddIntConstant(m, "SPAN_TEXTS", span_texts) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

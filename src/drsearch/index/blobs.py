@@ -122,6 +122,21 @@ class MappedFile:
             raise IncompatibleIndexError(f"{self.name}: table {table} cannot be read by pages")
         return MappedColumn(self, root, columns.index(column), f"{table}.{column}")
 
+    def span_texts(self) -> SpanTexts:
+        """A reader of schema version 4's chunk texts (``chunks`` rows whose ``text`` is NULL are
+        byte spans of their document's ``doc_texts.text``: chunktext.py), for a kernel with
+        :func:`~drsearch.index.native.span_texts`. Raises IncompatibleIndexError when a table
+        or column is missing."""
+        root, columns = self._table("chunks")
+        doc_root, doc_columns = self._table("doc_texts")
+        try:
+            text, doc, start, end, zstart = (columns.index(c) for c in
+                                             ("text", "doc", "start_byte", "end_byte", "zstart"))
+            packed = kernel.span_column(text, doc, start, end, zstart, doc_root, doc_columns.index("text"))
+        except ValueError as e:  # (list.index's too: a column missing)
+            raise IncompatibleIndexError(f"{self.name}: chunk texts cannot be read by pages ({e})") from e
+        return SpanTexts(self, root, packed, "chunks.text")
+
     def rows(self, table: str, columns: Sequence[str], kinds: str) -> MappedRows:
         """A reader of ``table`` (a WITHOUT ROWID table keyed by its first column, a TEXT)
         returning ``columns`` (later columns; ``kinds``: 'i' INTEGER, 'r' REAL, one letter
@@ -222,6 +237,19 @@ class MappedColumn:
         return got
 
 
+class SpanTexts(MappedColumn):
+    """Schema version 4's chunk texts read from the file's pages: a :class:`MappedColumn` whose
+    column argument names the chunks' spans (``native.span_column``), so the kernel's text
+    readers that take it (``texts_snippets``, the ranking's and ``search_hits``' texts) cut each
+    text from its document. :meth:`read_texts` goes through ``texts_snippets`` (with no snippet
+    to make): the kernel's ``read_texts`` reads TEXT columns only."""
+
+    def read_texts(self, rowids: Sequence[int]) -> list[str]:
+        got = self.read_texts_snippets(rowids, [], [], 1, 0.0)
+        assert got is not None  # (no deadline)
+        return got[0]
+
+
 class MappedRows:
     """Rows of a WITHOUT ROWID table of a :class:`MappedFile` found by their TEXT key, from the
     file's pages (``_kernels.find_rows``: a b-tree descent per key, in one call)."""
@@ -249,4 +277,4 @@ class MappedRows:
         return rows
 
 
-__all__ = ["Arena", "MappedColumn", "MappedFile", "MappedRows", "open_blob", "read_blob"]
+__all__ = ["Arena", "MappedColumn", "MappedFile", "MappedRows", "SpanTexts", "open_blob", "read_blob"]

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,6 +40,7 @@ from ..contract.jsonfile import json_object_lines
 from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
+from .chunktext import byte_spans, pack_joined, pack_text
 from .doctable import DocTable
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
@@ -49,8 +49,10 @@ from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
     DDL,
+    DDL_V2,
     DOC_TEXT_CODEC,
     FTS_DDL,
+    FTS_DDL_V2,
     SCHEMA_VERSION,
     block_count,
 )
@@ -443,8 +445,14 @@ def _init_output(conn: apsw.Connection, settings: BuildSettings) -> None:
                    f"cache_size=-{_OUTPUT_CACHE_KIB}", "temp_store=FILE", "page_size=4096"):
         conn.execute(f"PRAGMA {pragma}")
     conn.execute("BEGIN")
-    conn.execute(DDL)
-    conn.execute(FTS_DDL.format(tokenize=sql_string(settings.fts5_tokenize)))
+    stored = settings.chunk_text == "stored"
+    conn.execute(DDL_V2 if stored else DDL)
+    conn.execute((FTS_DDL_V2 if stored else FTS_DDL).format(tokenize=sql_string(settings.fts5_tokenize)))
+
+
+def _schema_version(settings: BuildSettings) -> int:
+    """The version of the file ``settings`` build: 2 with every chunk's text stored."""
+    return 2 if settings.chunk_text == "stored" else SCHEMA_VERSION
 
 
 def _build_into(
@@ -505,7 +513,7 @@ def _build_into(
             [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())],
         )
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA user_version={_schema_version(settings)}")
         conn.execute("COMMIT")
     except apsw.Error as e:
         raise BuildError(f"building {tmp.name}: {e}") from e
@@ -519,6 +527,13 @@ def _build_into(
             n_excluded)
 
 
+# A ``chunks`` row: (id, doc, ordinal, start_word, end_word, text) in schema version 2; (id, doc,
+# ordinal, start_word, end_word, start_byte, end_byte, text or None) in version 4, whose byte
+# span is in the text as it is until the writing side compresses the document (joined: the span
+# becomes one in the joined words) and adds zstart after end_byte.
+ChunkRow = tuple[Any, ...]
+
+
 @dataclass(slots=True)
 class _Item:
     """One unit of work for the output's connection, in file order: a document's row, its
@@ -528,8 +543,9 @@ class _Item:
     doc: tuple[Any, ...] | None
     text: str
     urls: list[str]
-    chunks: list[tuple[int, int, int, int, int, str]]
-    packed: Future[bytes] | None = None  # the text's zlib bytes, being compressed (writing side)
+    chunks: list[ChunkRow]
+    # the text's compressed bytes and its chunks' zstarts, being compressed (writing side)
+    packed: Future[tuple[bytes, list[int], list[tuple[int, int]]]] | None = None
 
 
 def _side_path(tmpdir: Path) -> Path:
@@ -573,18 +589,23 @@ class _Tokenizing:
         self.fts = _open_side(tmpdir, settings)
         self.insert = self.fts.cursor()
         self.native = kernel.available()  # chunk texts cut in C (else split and joined here)
+        self.stored = settings.chunk_text == "stored"  # schema version 2: every chunk's text
         self.identity = xxhash.xxh3_128()
         self.chunk_doc = array("i", [0])
         self.chunk_ordinal = array("i", [0])
         self.n_chunks = self.indexed = self.empty = 0
 
-    def _chunk(self, doc_row: int, ordinal: int, start: int, end: int,
-               text: str) -> tuple[int, int, int, int, int, str]:
+    def _chunk(self, doc_row: int, ordinal: int, start: int, end: int, text: str,
+               span: tuple[int, int] = (-1, -1)) -> ChunkRow:
+        """Index the chunk in FTS5 and return its ``chunks`` row: in version 4 a chunk with a
+        byte ``span`` of its document's text stores no text of its own (chunktext.py)."""
         self.n_chunks += 1
         self.insert.execute(_FTS_INSERT, (self.n_chunks, text))
         self.chunk_doc.append(doc_row)
         self.chunk_ordinal.append(ordinal)
-        return (self.n_chunks, doc_row, ordinal, start, end, text)
+        if self.stored:
+            return (self.n_chunks, doc_row, ordinal, start, end, text)
+        return (self.n_chunks, doc_row, ordinal, start, end, *span, None if span[0] >= 0 else text)
 
     def _staged(self) -> Iterator[tuple[Any, ...]]:
         """The staged documents in docid order. Streamed, the staging side commits documents in
@@ -668,8 +689,11 @@ class _Tokenizing:
                 n_words = kernel.word_count(text) if self.native else len(text.split())
             else:
                 texts, n_words, spans = self._cut(text)
-                chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text)
-                              for span, chunk_text in zip(spans, texts, strict=True)]
+                pairs = [(span.start, span.end) for span in spans]
+                offsets = pairs if self.stored else (kernel.word_byte_spans(text, pairs) if self.native
+                                                     else byte_spans(text, pairs))
+                chunk_rows = [self._chunk(doc_row, span.ordinal, span.start, span.end, chunk_text, where)
+                              for span, chunk_text, where in zip(spans, texts, offsets, strict=True)]
                 n_doc_chunks = len(spans)
             if n_doc_chunks:
                 self.indexed += 1
@@ -682,7 +706,7 @@ class _Tokenizing:
         if self.prechunked:  # word offsets into the document are unknown for given chunks: -1
             self.identity.update(b"\x01chunks\x00")
             ordinals: dict[int, int] = {}
-            pending: list[tuple[int, int, int, int, int, str]] = []
+            pending: list[ChunkRow] = []
             given = self.scratch.execute("SELECT docid, text FROM stage_chunks ORDER BY seq")
             for docid, chunk_text in given:
                 for part in (docid, chunk_text):
@@ -837,10 +861,10 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
 
 @contextmanager
 def _compressor() -> Iterator[ThreadPoolExecutor]:
-    """The zlib helper thread of a 2-thread build. When the build fails (or is interrupted)
+    """The compressing helper thread of a 2-thread build. When the build fails (or is interrupted)
     its queued compressions are cancelled, not run: only the one under way is waited for, so
     the error surfaces at once (leaving the pool's ``with`` waited for every queued text)."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="drsearch-zlib")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="drsearch-pack")
     try:
         yield pool
     except BaseException:
@@ -849,9 +873,21 @@ def _compressor() -> Iterator[ThreadPoolExecutor]:
     pool.shutdown(wait=True)
 
 
-def _pack_text(text: str) -> bytes:
-    """A document's text as ``doc_texts`` stores it (zlib, level 6)."""
-    return zlib.compress(text.encode("utf-8"), 6)
+def _span_pairs(item: _Item) -> list[tuple[int, int]]:
+    """Where a version-4 document's chunks lie in its text (UTF-8 byte spans; none for version
+    2 or a document without chunks): its drlz blocks start there (chunktext.pack_joined)."""
+    return [(row[5], row[6]) for row in item.chunks if len(row) == 8 and row[5] >= 0]
+
+
+def _pack_text(text: str, spans: list[tuple[int, int]],
+               lz: bool) -> tuple[bytes, list[int], list[tuple[int, int]]]:
+    """A document's text as ``doc_texts`` stores it, each span's ``zstart`` and the spans as
+    ``chunks`` stores them: version 4 (``lz``), its words joined in drlz with a block at each
+    chunk start, the spans in the joined text (chunktext.pack_joined); version 2, zlib, level 6."""
+    if lz:
+        return pack_joined(text, spans)
+    blob, zstarts = pack_text(text, [a for a, _ in spans])
+    return blob, zstarts, list(spans)
 
 
 class _Writing:
@@ -862,14 +898,15 @@ class _Writing:
     ``held``: progress is counted but not reported (a streamed build writes before the
     caller's ``on_start`` has had the total, which it gets once staging ends).
     ``compressor`` (2 threads): a thread that compresses the texts of a batch of items
-    (:meth:`pack`) while this one writes them; zlib and SQLite both release the GIL, so the
+    (:meth:`pack`) while this one writes them; the codecs and SQLite release the GIL, so the
     texts' compression (a fifth of this side's work) takes no time from the writes. The same
     bytes as compressing in :meth:`write`.
     """
 
     def __init__(self, conn: apsw.Connection, progress: Callable[[int], None] | None,
-                 held: bool = False, compressor: ThreadPoolExecutor | None = None) -> None:
+                 held: bool = False, compressor: ThreadPoolExecutor | None = None, lz: bool = True) -> None:
         self.conn = conn
+        self.lz = lz  # version 4: document texts in drlz (lzcodec.py), else zlib
         self.progress = progress
         self.held = held
         self.compressor = compressor
@@ -882,7 +919,7 @@ class _Writing:
         if self.compressor is not None:
             for item in items:
                 if item.doc is not None:
-                    item.packed = self.compressor.submit(_pack_text, item.text)
+                    item.packed = self.compressor.submit(_pack_text, item.text, _span_pairs(item), self.lz)
 
     def write(self, item: _Item) -> None:
         conn = self.conn
@@ -892,10 +929,26 @@ class _Writing:
             if len(self.doc_rows) >= 256:
                 conn.executemany("INSERT INTO documents VALUES(?,?,?,?,?,?,?,?)", self.doc_rows)
                 self.doc_rows = []
-        if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
-            conn.executemany("INSERT INTO chunks VALUES(?,?,?,?,?,?)", item.chunks)
+        packed: bytes = b""
+        zstarts: list[int] = []
+        spans: list[tuple[int, int]] = []
         if item.doc is not None:
-            packed = _pack_text(item.text) if item.packed is None else item.packed.result()
+            packed, zstarts, spans = (_pack_text(item.text, _span_pairs(item), self.lz) if item.packed is None
+                                      else item.packed.result())
+        if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
+            rows = item.chunks
+            if len(rows[0]) == 8:  # version 4: each span in the stored text and its zstart, from the packing
+                at = iter(zip(spans, zstarts, strict=True))
+                cut: list[tuple[Any, ...]] = []
+                for row in rows:
+                    if row[5] >= 0:
+                        (a, b), z = next(at)
+                        cut.append((*row[:5], a, b, z, row[7]))
+                    else:
+                        cut.append((*row[:7], -1, row[7]))
+                rows = cut
+            conn.executemany(f"INSERT INTO chunks VALUES({','.join('?' * len(rows[0]))})", rows)
+        if item.doc is not None:
             conn.execute("INSERT INTO doc_texts VALUES(?,?)", (doc_row, packed))
             for c in item.urls:  # an earlier docid holds this URL: first docid wins
                 conn.execute("INSERT OR IGNORE INTO urls VALUES(?,?)", (c, doc_row))
@@ -993,7 +1046,7 @@ def _write_documents(
     process, not a thread: this side makes tens of thousands of short SQLite calls, and each
     would wait for the GIL held by a tokenizing thread). The writes are the same, in the same
     order."""
-    writer = _Writing(conn, progress)
+    writer = _Writing(conn, progress, lz=settings.chunk_text != "stored")
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
         tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
@@ -1046,7 +1099,8 @@ def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, do
         worker = _Worker(tmpdir, settings, False, spill, streamed=True)  # starts nothing
         try:  # started inside: an interrupt at any point after leaves no process behind
             worker.start()
-            return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor),
+            return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor,
+                                                                  settings.chunk_text != "stored"),
                                 worker, on_start)
         finally:
             worker.close()
@@ -1097,7 +1151,7 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         limit = 1  # items per batch: 1, 2, 4, ... _BATCH_ITEMS, so the writing side starts early
         for item in tok.items():
             batch.append(item)
-            size += len(item.text) + sum(len(c[5]) for c in item.chunks)
+            size += len(item.text) + sum(len(c[-1] or "") for c in item.chunks)
             if len(batch) >= limit or size >= _BATCH_BYTES:
                 out.send(("items", batch))
                 batch, size = [], 0
@@ -1276,7 +1330,7 @@ def _meta(settings: BuildSettings, n_docs: int, stats: dict[str, Any],
                 "chunk_stride": None, "chunk_overlap": None}
     return {
         "format": "drsearch-index",
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": _schema_version(settings),
         "block_postings": BLOCK_POSTINGS,
         "application_id": APPLICATION_ID,
         "frozen": True,

@@ -42,6 +42,7 @@ from ..contract.errors import (
 )
 from ..contract.models import Document, Hit, SearchResult
 from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
+from . import chunktext
 from . import native as kernel
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
@@ -50,7 +51,16 @@ from .hidden_terms import absent_keys, blocked_only_terms
 from .quantized import QUANT_MAX_LISTS, QuantLists
 from .query import ParsedQuery, QueryTerm, parse_query
 from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
-from .schema import APPLICATION_ID, READABLE_VERSIONS, REQUIRED_TABLES, SHARD_SCHEMA_VERSION, block_count
+from .schema import (
+    APPLICATION_ID,
+    READABLE_VERSIONS,
+    REQUIRED_TABLES,
+    SHARD_SCHEMA_VERSION,
+    SHARD_VERSIONS,
+    SPAN_TEXT_VERSION,
+    block_count,
+    chunk_text_source,
+)
 from .scoring import (
     IDF_FLOOR,
     DenseTerm,
@@ -203,6 +213,7 @@ def _connect(path: Path) -> apsw.Connection:
             f"{path}: index schema version {version}, this drsearch reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
+    chunktext.register(conn)  # the chunk_texts view of a version-4 file calls it
     return conn
 
 
@@ -230,6 +241,10 @@ class Engine:
         self._extra_conns: list[apsw.Connection] = []
         self._lock = threading.Lock()
         self.meta: dict[str, Any] = _read_meta(conn)
+        # Version 4 keeps a chunk as a span of its document's text (chunktext.py): its texts are
+        # read through the chunk_texts view, not from a TEXT column in the pages.
+        self.schema_version: int = conn.execute("PRAGMA user_version").get
+        self._text_source = chunk_text_source(self.schema_version)
         # Schema version 2 stores block maxima after each long posting list; a version-1 file
         # has none and ranks (exactly) with the per-term bounds only.
         self.block_postings: int | None = _block_postings(conn, self.meta)
@@ -275,7 +290,10 @@ class Engine:
             try:
                 self._pages = self._file.column("postings", "data")
                 self._dense_tfs = self._file.column("dense_tfs", "tfs")
-                self._chunk_texts = self._file.column("chunks", "text")
+                if self.schema_version < SPAN_TEXT_VERSION:
+                    self._chunk_texts = self._file.column("chunks", "text")
+                elif kernel.span_texts():  # cut from the documents' text in C (else in Python)
+                    self._chunk_texts = self._file.span_texts()
                 self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
             except IncompatibleIndexError:
                 self._file.close()
@@ -897,9 +915,12 @@ class Engine:
         """The chunks' texts, in order. Raises IncompatibleIndexError for a missing chunk row."""
         if self._chunk_texts is not None:  # from the pages, in one C call
             return self._chunk_texts.read_texts(chunk_ids)
-        texts: dict[int, str] = dict(self._db().execute(
-            "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(chunk_ids),)))
+        try:
+            texts: dict[int, str] = dict(self._db().execute(
+                f"SELECT id, text FROM {self._text_source} WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(chunk_ids),)))
+        except ValueError as e:  # chunktext.chunk_text: a span or document text that is damaged
+            raise IncompatibleIndexError(f"chunk text unreadable ({e})") from e
         missing = [c for c in chunk_ids if c not in texts]
         if missing:
             raise IncompatibleIndexError(f"chunks row {missing[0]}: no such row")
@@ -991,7 +1012,7 @@ class Engine:
                 raise CorruptIndexError(f"{self.path.name} is damaged (document row {row_id} has no "
                                         "text); check it with `drsearch validate --deep`")
             _, did, durl, canon, title, text, metadata, n_words, n_chunks = row
-            return Document(did, durl, canon, title, zlib.decompress(text).decode("utf-8"),
+            return Document(did, durl, canon, title, chunktext.unpack_text(text),
                             json.loads(metadata), n_words, n_chunks)
 
     # -- stats ---------------------------------------------------------------------------
@@ -1072,7 +1093,7 @@ def _read_shard(conn: apsw.Connection, meta: dict[str, Any]) -> dict[str, Any] |
     shard = meta.get("shard")
     if shard is None and version != SHARD_SCHEMA_VERSION:
         return None
-    ok = (isinstance(shard, dict) and version == SHARD_SCHEMA_VERSION and shard.get("format") == 1
+    ok = (isinstance(shard, dict) and version in SHARD_VERSIONS and shard.get("format") == 1
           and all(type(shard.get(k)) is int and shard[k] >= 0 for k in _SHARD_INTS)
           and isinstance(shard.get("set"), str) and isinstance(shard.get("corpus"), str)
           and isinstance(shard.get("blocklist"), dict) and isinstance(shard["blocklist"].get("sha256"), str)

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..contract.errors import IncompatibleIndexError
+from .schema import chunk_text_source
 from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term
 
 # Appended to a hidden term to make the key it is looked up under: sorted right after the term
@@ -55,7 +56,8 @@ def blocked_only_terms(conn: apsw.Connection, tokenizer: Tokenizer,
         return frozenset()
     rows = np.flatnonzero(blocked).tolist()
     in_chunks: Counter[str] = Counter()  # candidate -> blocked chunks whose text holds it
-    for (text,) in conn.execute("SELECT text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+    source = chunk_text_source(conn.execute("PRAGMA user_version").get)
+    for (text,) in conn.execute(f"SELECT text FROM {source} WHERE id IN (SELECT value FROM json_each(?))",
                                 (json.dumps(rows),)):
         terms = set(tokenizer.terms(text))
         if max(map(len, terms), default=0) > _SHORT_TOKEN:  # (rare: a token FTS5 cuts)

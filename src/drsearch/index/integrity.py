@@ -39,6 +39,7 @@ from urllib.parse import quote
 import apsw
 
 from ..contract.errors import NotADatabaseError
+from . import chunktext
 from .schema import APPLICATION_ID, READABLE_VERSIONS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -205,7 +206,7 @@ def document_problems(path: str | os.PathLike[str], limit: int = 3) -> list[str]
             "SELECT d.docid, t.text, d.metadata FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
         for docid, text, metadata in rows:
             try:
-                zlib.decompress(text).decode("utf-8")
+                chunktext.unpack_text(text)
                 json.loads(metadata)
             except (zlib.error, TypeError, UnicodeDecodeError, ValueError) as e:
                 problems.append(f"document {str(docid)[:80]!r}: {e.__class__.__name__}: {e}")
@@ -345,6 +346,7 @@ def fts5_integrity_check(path: str | os.PathLike[str], table: str | None = "chun
     finally:
         _opening.progress = None
     _watch(conn, progress)
+    chunktext.register(conn)  # a version-4 index's FTS5 content is the chunk_texts view, which calls it
     try:
         conn.execute("PRAGMA temp_store=MEMORY")
         return [problem for name in tables if (problem := _fts5_check_one(conn, name))]
@@ -362,6 +364,8 @@ def _fts5_check_one(conn: apsw.Connection, table: str) -> str | None:
             conn.execute("ROLLBACK")
     except apsw.Error as e:
         return f"FTS5 integrity-check of {table}: {e.__class__.__name__}: {e}"
+    except ValueError as e:  # drsearch_chunk_text's: a version-4 chunk's text does not decode
+        return f"FTS5 integrity-check of {table}: a chunk's text cannot be read: {e}"
     return None
 
 

@@ -35,10 +35,12 @@ import numpy.typing as npt
 # thread back from its GIL-free work polls the GIL before it sleeps), 14 = search_hits (a
 # complete search's ranking, texts, snippet plan and hits in one call), 15 = dense_scores and
 # dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
-# traversed over 8-bit quantised impacts). A kernel built from an
-# older _kernels.c is not used: ranking falls back to numpy (same results) and posting lists
-# are read by blob I/O, and native=True says why.
-KERNEL_ABI = 16
+# traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
+# schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz
+# codec; lz_join, a text's words joined for it). A kernel built from an older _kernels.c is not
+# used: ranking falls back to numpy (same results) and posting lists are read by blob I/O, and
+# native=True says why.
+KERNEL_ABI = 17
 
 F64 = npt.NDArray[np.float64]
 Array = npt.NDArray[Any]
@@ -78,6 +80,46 @@ def native_kernels() -> Any | None:
     """The compiled ``_kernels`` module this code can call, or None (not built, or stale): for
     tests of the kernel's own interface and probes; everything else calls the functions below."""
     return _kernels
+
+
+def span_texts() -> bool:
+    """Whether the kernel cuts schema version 4's chunk texts from their documents' zlib text
+    (built where zlib's header was found): the text readers then take :func:`span_column`."""
+    return _kernels is not None and bool(getattr(_kernels, "SPAN_TEXTS", 0))
+
+
+def span_column(text: int, doc: int, start: int, end: int, zstart: int, doc_root: int, doc_text: int) -> int:
+    """The text readers' ``column`` argument for version-4 chunk texts (_k_texts.h): the chunks
+    row's ``text``, ``doc``, ``start_byte``, ``end_byte`` and ``zstart`` columns, and
+    ``doc_texts``' root page and text column. Raises ValueError for a column past 31 or a root
+    page out of range."""
+    cols = (text, doc, start, end, zstart, doc_text)
+    if not all(0 <= c < 32 for c in cols) or not 0 < doc_root <= 0xFFFFFFFF:
+        raise ValueError(f"span column out of range: {cols}, root {doc_root}")
+    packed = sum(c << (5 * i) for i, c in enumerate(cols))
+    return packed | (1 << 30) | (doc_root << 31)
+
+
+def lz_pack(data: bytes, starts: Sequence[int]) -> tuple[bytes, list[int]]:
+    """``_kernels.lz_pack``: ``data`` in the drlz format with a block at each start, and the
+    starts' offsets in it (lzcodec.pack)."""
+    got: tuple[bytes, list[int]] = _kernels.lz_pack(data, starts)
+    return got
+
+
+def lz_join(data: bytes, spans: Sequence[tuple[int, int]]) -> tuple[bytes, list[tuple[int, int]]]:
+    """``_kernels.lz_join``: a UTF-8 document text joined (its words by single spaces, then the
+    other whitespace) and its chunks' spans in the joined words (chunktext.join_reference)."""
+    got: tuple[bytes, list[tuple[int, int]]] = _kernels.lz_join(data, spans)
+    return got
+
+
+def lz_unpack(blob: bytes | memoryview, zstart: int = -1, want: int = -1) -> bytes:
+    """``_kernels.lz_unpack``: a drlz stream's whole text (its checksum not included: lzcodec.unpack
+    checks it), or ``want`` bytes from ``zstart`` (lzcodec.span). ValueError for bytes that are
+    not drlz."""
+    got: bytes = _kernels.lz_unpack(blob, zstart, want)
+    return got
 
 
 def available() -> bool:
@@ -270,6 +312,12 @@ def word_count(text: str) -> int:
     return _kernels.word_count(text)
 
 
+def word_byte_spans(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """chunktext.byte_spans in C (the UTF-8 byte offsets of each word span). ValueError for a
+    span not within the text's words."""
+    return _kernels.word_byte_spans(text, spans)
+
+
 def join_words(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     """Each span's words joined by single spaces."""
     return _kernels.join_words(text, spans)
@@ -317,7 +365,8 @@ def gil_poll_ns(ns: int | None = None) -> int:
 
 __all__ = ["KERNEL_ABI", "NATIVE_AVAILABLE", "NOT_BUILT", "Paged", "Ranked", "SearchHits", "available",
            "blob_pieces", "dense_isa", "dense_scores", "find_rows", "fts5_doclists", "gil_poll_ns",
-           "gil_stats", "join_words",
-           "kernel_problem", "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
+           "gil_stats", "join_words", "kernel_problem", "lz_join", "lz_pack", "lz_unpack",
+           "make_hits", "native_kernels", "paged_pick", "problem", "rank_blocks",
            "rank_maxscore", "rank_one", "read_blobs", "read_texts", "rescore", "rescore_arg",
-           "search_context", "search_hits", "snippets", "texts_arg", "texts_snippets", "word_count"]
+           "search_context", "search_hits", "snippets", "span_column", "span_texts", "texts_arg",
+           "texts_snippets", "word_byte_spans", "word_count"]

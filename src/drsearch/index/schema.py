@@ -16,8 +16,20 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     means lower docid then lower ordinal: FTS5's tie-break is also ours. A pre-chunked
     build (``meta`` ``chunking: "pre-chunked"``) keeps its input's chunk order instead,
     with documents in the order of their first chunk, and ``start_word``/``end_word`` -1.
+    Since schema version 4 a chunk cut from its document stores no text: ``start_byte`` and
+    ``end_byte`` are the UTF-8 byte span of its words in the document's stored text
+    (``doc_texts``: its words joined by single spaces, in drlz), ``zstart`` the offset in that
+    BLOB of the block that starts at ``start_byte``, and ``text`` is NULL
+    (:mod:`drsearch.index.chunktext`); a pre-chunked
+    chunk keeps its ``text``, with offsets -1. Versions 1-3 store every chunk's ``text``.
+``chunk_texts`` (a view, schema version 4)
+    ``(id, text)`` of every chunk, the text made by the SQL function ``drsearch_chunk_text``
+    (:func:`drsearch.index.chunktext.register`) from the span and the document text.
 ``chunks_fts``
-    the FTS5 index of record over ``chunks.text`` (external content, ``detail=full``).
+    the FTS5 index of record over the chunks' text (external content, ``detail=full``): the
+    ``chunk_texts`` view since version 4, ``chunks.text`` before. ``bm25()`` reads only
+    FTS5's own tables, so it ranks on any connection; reading the text through FTS5
+    (``integrity-check``, ``highlight()``, ``rebuild``) needs the function.
 ``terms(term, id, df, dense, max_impact)``, ``postings(id, data)`` and ``dense_tfs(id, tfs)``
     the fast scorer's inverted index, derived from FTS5's own tokenizer. For a term in fewer
     than half of the chunks, ``data`` holds each chunk's BM25 impact for that term (``df``
@@ -42,17 +54,46 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
 from __future__ import annotations
 
 APPLICATION_ID = 0x44525331  # "DRS1"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 # A shard of a split index (drsearch.index.shards): version 2 plus ``meta.shard`` and the
 # ``shard_terms`` table, whose corpus-wide statistics the engine must use in place of the
 # file's own: a reader that does not know them would rank and cut snippets differently.
 SHARD_SCHEMA_VERSION = 3
-# The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only), 2
-# and 3 (a shard).
-READABLE_VERSIONS = (1, 2, 3)
+# Chunk text as byte spans of the document text (chunktext.py), the chunk_texts view. A shard of
+# a version-4 file is a version-4 file with ``meta.shard`` and ``shard_terms``: no reader that
+# predates shards opens version 4, so it needs no version of its own.
+SPAN_TEXT_VERSION = 4
+# The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only), 2,
+# 3 (a shard of a version-2 file) and 4.
+READABLE_VERSIONS = (1, 2, 3, 4)
+# The versions a shard may have (a version-3 file is always one).
+SHARD_VERSIONS = (SHARD_SCHEMA_VERSION, SPAN_TEXT_VERSION)
 # Postings per block of the stored block maxima (schema version 2).
 BLOCK_POSTINGS = 64
 DOC_TEXT_CODEC = "zlib"
+
+_CHUNKS_V2 = """CREATE TABLE chunks(
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start_word INTEGER NOT NULL,
+    end_word INTEGER NOT NULL,
+    text TEXT NOT NULL
+);"""
+_CHUNKS = """CREATE TABLE chunks(
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start_word INTEGER NOT NULL,
+    end_word INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    zstart INTEGER NOT NULL,
+    text TEXT
+);
+CREATE VIEW chunk_texts(id, text) AS SELECT c.id, CASE WHEN c.text IS NULL THEN
+    drsearch_chunk_text(t.text, c.zstart, c.start_byte, c.end_byte) ELSE c.text END
+    FROM chunks AS c LEFT JOIN doc_texts AS t ON t.id = c.doc;"""
 
 DDL = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -68,14 +109,7 @@ CREATE TABLE documents(
 );
 CREATE TABLE doc_texts(id INTEGER PRIMARY KEY, text BLOB NOT NULL);
 CREATE TABLE urls(canonical_url TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE chunks(
-    id INTEGER PRIMARY KEY,
-    doc INTEGER NOT NULL,
-    ordinal INTEGER NOT NULL,
-    start_word INTEGER NOT NULL,
-    end_word INTEGER NOT NULL,
-    text TEXT NOT NULL
-);
+{chunks}
 CREATE TABLE terms(
     term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER NOT NULL, dense INTEGER NOT NULL,
     max_impact REAL NOT NULL
@@ -84,15 +118,19 @@ CREATE TABLE postings(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE dense_tfs(id INTEGER PRIMARY KEY, tfs BLOB NOT NULL);
 CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL);
 """
+# The layout of the current version, and of version 2 (what a shard of a version-2 file keeps).
+DDL_V2 = DDL.replace("{chunks}", _CHUNKS_V2)
+DDL = DDL.replace("{chunks}", _CHUNKS)
 
 # A shard's every corpus term (all shards hold the same rows): its corpus-wide df and whether
 # only blocked documents hold it, under the blocklist of the split (snippet weights).
 SHARD_DDL = "CREATE TABLE shard_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL, hidden INTEGER NOT NULL) " \
     "WITHOUT ROWID;"
 FTS_DDL = (
-    "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', "
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunk_texts', content_rowid='id', "
     "tokenize={tokenize}, detail=full)"
 )
+FTS_DDL_V2 = FTS_DDL.replace("content='chunk_texts'", "content='chunks'")
 
 REQUIRED_TABLES = (
     "meta", "documents", "doc_texts", "urls", "chunks", "chunks_fts", "terms", "postings", "dense_tfs",
@@ -108,5 +146,13 @@ def block_count(df: int, block_postings: int = BLOCK_POSTINGS) -> int:
     return 0 if df <= block_postings else -(-df // block_postings)
 
 
-__all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "DDL", "DOC_TEXT_CODEC", "FTS_DDL", "READABLE_VERSIONS",
-           "REQUIRED_TABLES", "SCHEMA_VERSION", "SHARD_DDL", "SHARD_SCHEMA_VERSION", "block_count"]
+def chunk_text_source(version: int) -> str:
+    """Where a file of schema ``version`` keeps its chunks' ``(id, text)``: the
+    ``chunk_texts`` view (version 4: needs :func:`drsearch.index.chunktext.register` on the
+    connection) or the ``chunks`` table."""
+    return "chunk_texts" if version >= SPAN_TEXT_VERSION else "chunks"
+
+
+__all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "DDL", "DDL_V2", "DOC_TEXT_CODEC", "FTS_DDL", "FTS_DDL_V2",
+           "READABLE_VERSIONS", "REQUIRED_TABLES", "SCHEMA_VERSION", "SHARD_DDL", "SHARD_SCHEMA_VERSION",
+           "SHARD_VERSIONS", "SPAN_TEXT_VERSION", "block_count", "chunk_text_source"]

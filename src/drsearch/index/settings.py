@@ -32,7 +32,11 @@ class BuildSettings(BaseModel):
     ``chunk_words``/``chunk_stride``: DR-256's 800/700 rule. ``k1``/``b``: FTS5's fixed BM25
     parameters (recorded, not tunable: FTS5's ``bm25()`` is the oracle we must reproduce).
     ``threads`` shapes how the build runs (speed), never what it writes: it is not recorded,
-    and either value gives the same bytes.
+    and either value gives the same bytes. ``chunk_text``: ``spans`` (schema version 4: a
+    chunk cut from its document is stored as a byte span of the document's compressed text,
+    not as text of its own; docs/DESIGN.md) or ``stored`` (schema version 2: every chunk's
+    text stored beside the document's, about twice the disk, readable through FTS5 in a
+    plain ``sqlite3`` shell); recorded as the file's schema version, the chunk texts the same.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +50,7 @@ class BuildSettings(BaseModel):
         "1: one process; 2: FTS5's indexing (tokenizing, merging, deriving the postings) runs in "
         "a worker process alongside SQLite's writes of the rows (the build has two sides, so "
         "more would change nothing and is refused); the file does not depend on it"))
+    chunk_text: Literal["spans", "stored"] = "spans"
 
     @field_validator("tokenizer")
     @classmethod

@@ -1,10 +1,12 @@
 """Split a frozen index into S shard files that rank exactly as the whole index does.
 
-A shard is an ordinary corpus file (schema version 3: version 2 plus ``meta.shard`` and the
-``shard_terms`` table) holding a contiguous range of the index's documents, their chunks,
-texts and URLs, and those chunks' postings. Exactness comes by construction: every posting
-keeps the impact the whole index computed (with the corpus-wide N, avgdl and df), byte for
-byte; the only other corpus statistics a query reads are recorded and used in their place:
+A shard is an ordinary corpus file (of a version-2 index, schema version 3: version 2 plus
+``meta.shard`` and the ``shard_terms`` table; of a version-4 index, version 4 with the same
+two, its chunks still spans of its documents' texts) holding a contiguous range of the
+index's documents, their chunks, texts and URLs, and those chunks' postings. Exactness comes
+by construction: every posting keeps the impact the whole index computed (with the
+corpus-wide N, avgdl and df), byte for byte; the only other corpus statistics a query reads
+are recorded and used in their place:
 
 - ``meta.shard.chunks`` and ``meta.shard.tokens``: the corpus' N and total length, whose
   quotient is the avgdl of a clamped (dense) term's impact, computed at query time;
@@ -39,12 +41,24 @@ import numpy.typing as npt
 import xxhash
 
 from ..contract.errors import BuildError, InvalidInputError
+from . import chunktext
 from .blocklist import BlockList
 from .build import SourceChunk, build
 from .doctable import DocTable
 from .engine import Engine
 from .fts5spec import sql_string
-from .schema import APPLICATION_ID, BLOCK_POSTINGS, DDL, FTS_DDL, SHARD_DDL, SHARD_SCHEMA_VERSION, block_count
+from .schema import (
+    APPLICATION_ID,
+    BLOCK_POSTINGS,
+    DDL,
+    DDL_V2,
+    FTS_DDL,
+    FTS_DDL_V2,
+    SHARD_DDL,
+    SHARD_SCHEMA_VERSION,
+    SPAN_TEXT_VERSION,
+    block_count,
+)
 from .terms import IDF_FLOOR, chunk_norms, term_impacts
 
 if TYPE_CHECKING:
@@ -99,8 +113,11 @@ class _Shard:
     """One shard file being written (a temporary name until complete)."""
 
     def __init__(self, path: Path, src: Path, index: int, docs: tuple[int, int], chunks: tuple[int, int],
-                 tokenizer: str) -> None:
-        self.path, self.index = path, index
+                 tokenizer: str, spans: bool) -> None:
+        """``spans``: the source is a version-4 index (chunks as spans of their documents'
+        texts): so is the shard; else a version-3 shard of a version-2 index."""
+        self.path, self.index, self.spans = path, index, spans
+        self.version = SPAN_TEXT_VERSION if spans else SHARD_SCHEMA_VERSION
         self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         self.tmp.unlink(missing_ok=True)
         self.first_doc, self.last_doc = docs
@@ -111,10 +128,11 @@ class _Shard:
                        "cache_size=-65536"):
             self.conn.execute(f"PRAGMA {pragma}")
         self.conn.execute("ATTACH ? AS src", ("file:" + quote(str(src.resolve())) + "?mode=ro&immutable=1",))
+        chunktext.register(self.conn)  # FTS5's rebuild reads the chunk_texts view
         self.conn.execute("BEGIN")
-        self.conn.execute(DDL)
+        self.conn.execute(DDL if spans else DDL_V2)
         self.conn.execute(SHARD_DDL)
-        self.conn.execute(FTS_DDL.format(tokenize=tokenizer))
+        self.conn.execute((FTS_DDL if spans else FTS_DDL_V2).format(tokenize=tokenizer))
         self.terms: list[tuple[str, int, int, int, float]] = []
         self.postings = self.dense = 0
 
@@ -132,8 +150,9 @@ class _Shard:
         # docid wins), each in its document's shard: a URL opens in one shard only.
         c.execute("INSERT INTO urls SELECT canonical_url, doc - ? FROM src.urls WHERE doc BETWEEN ? AND ? "
                   "ORDER BY canonical_url", (d_off, *d_range))
-        c.execute("INSERT INTO chunks SELECT id - ?, doc - ?, ordinal, start_word, end_word, text FROM "
-                  "src.chunks WHERE id BETWEEN ? AND ? ORDER BY id", (c_off, d_off, *c_range))
+        span = "start_byte, end_byte, zstart, " if self.spans else ""
+        c.execute(f"INSERT INTO chunks SELECT id - ?, doc - ?, ordinal, start_word, end_word, {span}text "
+                  "FROM src.chunks WHERE id BETWEEN ? AND ? ORDER BY id", (c_off, d_off, *c_range))
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
 
@@ -159,7 +178,7 @@ class _Shard:
         c.executemany("INSERT INTO meta VALUES(?,?)",
                       [(k, json.dumps(v, sort_keys=True)) for k, v in sorted(meta.items())])
         c.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        c.execute(f"PRAGMA user_version={SHARD_SCHEMA_VERSION}")
+        c.execute(f"PRAGMA user_version={self.version}")
         c.execute("COMMIT")
         c.execute("DETACH src")
         c.close()
@@ -267,7 +286,7 @@ def _split(engine: Engine, paths: list[Path], bl: BlockList,
     try:
         for i, path in enumerate(paths):
             shards.append(_Shard(path, engine.path, i, ranges[i], chunk_ranges[i],
-                                 sql_string(meta["tokenizer"])))
+                                 sql_string(meta["tokenizer"]), engine.schema_version >= SPAN_TEXT_VERSION))
             shards[-1].copy_rows()
         hidden = engine.hidden_terms()
         for s in shards:
@@ -344,7 +363,7 @@ def _shard_meta(meta: dict[str, Any], s: _Shard, local: dict[str, npt.NDArray[An
     empty = int(s.conn.execute("SELECT count(*) FROM documents WHERE n_chunks = 0").get)
     corpus = str(meta["content_identity"])
     identity = xxhash.xxh3_128(f"{set_id}\0{s.index}".encode()).hexdigest()
-    return {**meta, "schema_version": SHARD_SCHEMA_VERSION, "documents": n_docs,
+    return {**meta, "schema_version": s.version, "documents": n_docs,
             "indexed_documents": n_docs - empty,
             "empty_documents": empty, "chunks": len(local["chunk_len"]) - 1,
             "tokens": int(local["chunk_len"][1:].sum(dtype=np.int64)), "vocabulary": len(s.terms),

@@ -10,8 +10,8 @@ Levels:
 - ``deep``: ``fast`` plus SQLite's ``PRAGMA quick_check`` over every page, FTS5's
   ``integrity-check`` against the content table (about 25 s at DR-256 scale; the file is
   never written: see ``drsearch.index.integrity``), and every document's stored text and
-  metadata decoded (a flipped bit in a compressed text passes the first two; zlib's
-  checksum finds it). Hashes against a release manifest are ``drsearch validate``'s job.
+  metadata decoded (a flipped bit in a compressed text passes the first two; its checksum,
+  zlib's or drlz's CRC-32, finds it). Hashes against a release manifest are ``drsearch validate``'s job.
 
 Every failure raises a ``CorpusFileError`` with a one-line message naming the file.
 """
