@@ -580,14 +580,7 @@ rank_one(PyObject *self, PyObject *args)
     if (doc >= 0)
         heap_offer(heap, &hn, k, cur);
     qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
-    out = PyList_New(hn);
-    for (Py_ssize_t i = 0; out && i < hn; i++) {
-        PyObject *pair = Py_BuildValue("(Ld)", (long long)heap[i].chunk, heap[i].score);
-        if (!pair)
-            Py_CLEAR(out);
-        else
-            PyList_SET_ITEM(out, i, pair);
-    }
+    out = best_pairs(heap, hn);
 done:
     PyMem_RawFree(heap);
     if (blocked.obj)

@@ -401,14 +401,7 @@ rank_quant(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, BAD_LIST);
         goto done;
     }
-    out = PyList_New(hn);
-    for (Py_ssize_t i = 0; out && i < hn; i++) {
-        PyObject *pair = Py_BuildValue("(Ld)", (long long)heap[i].chunk, heap[i].score);
-        if (!pair)
-            Py_CLEAR(out);
-        else
-            PyList_SET_ITEM(out, i, pair);
-    }
+    out = best_pairs(heap, hn);
 done:
     PyMem_RawFree(heap);
     PyMem_RawFree(seed);

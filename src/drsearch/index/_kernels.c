@@ -317,6 +317,22 @@ gil_retake(GilRelease g)
 #define TOPK_INDEX Py_ssize_t
 #include "_topk.h"
 
+/* The kept entries h[0..n), in that order, as the list of (chunk, score) tuples the ranking
+   entry points return; NULL with the exception set. (_topk.h stays free of Python.h.) */
+static PyObject *
+best_pairs(const Best *h, Py_ssize_t n)
+{
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *pair = Py_BuildValue("(Ld)", (long long)h[i].chunk, h[i].score);
+        if (!pair)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, pair);
+    }
+    return out;
+}
+
 /* The running selection. Chunks are offered in ascending rowid order and a document's chunks
    are consecutive rowids, so its best chunk is found in passing; a chunk below `floor_` can
    be neither its document's best nor in the answer (nor, with margin >= 0, a candidate), and
