@@ -41,7 +41,7 @@ from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
 from .chunktext import byte_spans, pack_joined, pack_text
-from .doctable import DocTable
+from .doctable import field_arrays
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .leftovers import SCRATCH_PREFIX, remove_dead_leftovers
@@ -80,6 +80,7 @@ _STAGED_READ_DOCS = 16  # documents a streamed build's worker reads per read tra
 _STAGE_COMMIT_PASSAGES = 256
 _STAGED_READ_PASSAGES = 256
 _TERMS_BATCH = 65536  # terms rows inserted per executemany
+_BLOB_PIECE = 1 << 20  # bytes of an ``arrays`` BLOB written at a time
 FTS_TABLE = "chunks_fts"
 _FTS_INSERT = f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES(?,?)"
 # The shadow tables of the external-content FTS5 table that hold its index, with their keys
@@ -1094,18 +1095,29 @@ class _Writing:
         field_rows = ((int(i), str(d), str(u), str(ti)) for i, d, u, ti in
                       self.conn.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
         max_id = self.conn.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()
-        field_offsets, field_data = DocTable.from_rows(field_rows, int(max_id[0]) if max_id else 0).arrays()
-        self.conn.executemany(
-            "INSERT INTO arrays VALUES(?,?,?)",
-            [
-                ("chunk_doc", "<i4", np.frombuffer(t.chunk_doc, dtype=np.int32).astype("<i4").tobytes()),
-                ("chunk_len", "<i4", np.frombuffer(t.chunk_len, dtype=np.int32).astype("<i4").tobytes()),
-                ("chunk_ordinal", "<i4",
-                 np.frombuffer(t.chunk_ordinal, dtype=np.int32).astype("<i4").tobytes()),
-                ("doc_field_offsets", "<i8", field_offsets),
-                ("doc_fields", "u1", field_data),
-            ],
-        )
+        field_offsets, field_data = field_arrays(field_rows, int(max_id[0]) if max_id else 0)
+        doc, length, ordinal = (np.frombuffer(raw, dtype=np.int32).astype("<i4", copy=False)
+                                for raw in (t.chunk_doc, t.chunk_len, t.chunk_ordinal))
+        for name, dtype, data in (
+                ("chunk_doc", "<i4", doc.data), ("chunk_len", "<i4", length.data),
+                ("chunk_ordinal", "<i4", ordinal.data),
+                ("doc_field_offsets", "<i8", field_offsets.astype("<i8", copy=False).data),
+                ("doc_fields", "u1", memoryview(field_data))):
+            self._blob(name, dtype, data.cast("B"))
+
+    def _blob(self, name: str, dtype: str, data: memoryview) -> None:
+        """One ``arrays`` row, its BLOB written in place a piece at a time: bound as a value,
+        SQLite copies it twice (the bound value, the record), and the document fields'
+        table made the writing side's peak (+0.57 GB of a 0.85 GB peak at 2,000,000
+        passages). The same rows and pages as inserting it whole."""
+        conn = self.conn
+        conn.execute("INSERT INTO arrays VALUES(?, ?, zeroblob(?))", (name, dtype, len(data)))
+        blob = conn.blob_open("main", "arrays", "data", conn.last_insert_rowid(), True)
+        try:
+            for at in range(0, len(data), _BLOB_PIECE):
+                blob.write(data[at:at + _BLOB_PIECE])
+        finally:
+            blob.close()
 
 
 def _write_documents(
