@@ -138,9 +138,11 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     return _validated(raw, where)[0]
 
 
-def _validated(raw: object, where: str) -> tuple[dict[str, Any], str]:
+def _validated(raw: object, where: str, normalize: bool = True) -> tuple[dict[str, Any], str]:
     """:func:`validate_document`'s dict and its metadata's JSON text as the stage stores it
-    (sorted keys, characters as they are): serialized once, to check it and to store it."""
+    (sorted keys, characters as they are): serialized once, to check it and to store it.
+    ``normalize=False``: title and text as given (a passage's are normalized where its
+    document is derived again, on the tokenizing side)."""
     if not isinstance(raw, Mapping):
         raise InvalidDocumentError(f"{where}: a document must be a JSON object")
     docid = raw.get("docid")
@@ -173,8 +175,8 @@ def _validated(raw: object, where: str) -> tuple[dict[str, Any], str]:
     return {
         "docid": docid,
         "url": raw["url"],
-        "title": normalize_text(title),
-        "text": normalize_text(raw["text"]),
+        "title": normalize_text(title) if normalize else title,
+        "text": normalize_text(raw["text"]) if normalize else raw["text"],
         "aliases": aliases,
         "metadata": metadata,
     }, metadata_json
@@ -294,7 +296,7 @@ class _Stager:
                 "{docid, url, title, text} or every line {id, contents}, not both)")
         if self.passages:
             raw, chunk = passage_parts(raw, where)  # type: ignore[arg-type]  # is_passage: a Mapping
-        d, metadata_json = _validated(raw, where)
+        d, metadata_json = _validated(raw, where, normalize=chunk is None)
         if self.exclude is not None and d["docid"] in self.exclude:
             self.excluded += 1
             return False
