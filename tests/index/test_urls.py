@@ -60,3 +60,23 @@ def test_host_case_and_fragment_do_not_matter(url: str, frag: str) -> None:
 @given(st.text(max_size=200))
 def test_never_raises(text: str) -> None:
     assert isinstance(canonicalize_url(text), str)
+
+
+@pytest.mark.parametrize("url", [
+    "passage:17", "passage:a b#frag", "Passage:X#", "mailto:someone@example.org", "ftp://Host/a/../b#x",
+    "passage://[broken", "urn:isbn:0451450523", "HTTP://Example.com/a", "https:", "http:x",
+    "pass1ge:x", "pass-age:x", "ünï:x", "passage:\tx\ny", "\x01passage:x", " passage:x ",
+])
+def test_the_shortcut_for_other_schemes_gives_what_parsing_gives(url: str) -> None:
+    """A URL whose scheme is letters other than http(s) is answered without parsing it: the
+    same string as parsing it (the one path every URL took before)."""
+    from drsearch.index.urls import _parsed
+
+    assert canonicalize_url(url) == _parsed(url.strip())
+
+
+@given(st.text(alphabet=st.sampled_from("pasgeHTPShtp:/#[]@%? \t\nx1é"), max_size=24))
+def test_the_shortcut_agrees_with_parsing_on_any_text(text: str) -> None:
+    from drsearch.index.urls import _parsed
+
+    assert canonicalize_url(text) == _parsed(text.strip())

@@ -41,7 +41,7 @@ from . import native as kernel
 from .blocklist import BlockList
 from .chunking import ChunkSpan, chunk_spans
 from .chunktext import byte_spans, pack_joined, pack_text
-from .doctable import DocTable
+from .doctable import field_arrays
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .leftovers import SCRATCH_PREFIX, remove_dead_leftovers
@@ -75,7 +75,12 @@ _STAGE_COMMIT_DOCS = 16  # documents staged per commit the worker is woken for (
 # pages (SQLite's default), and restarted from its start when a checkpoint has copied it all.
 _SCRATCH_WAL_PAGES = 1000
 _STAGED_READ_DOCS = 16  # documents a streamed build's worker reads per read transaction
+# A passage is ~100 words, so a streamed passage build commits and reads more of them at once:
+# a commit and a read transaction each cost about as much as staging a few passages.
+_STAGE_COMMIT_PASSAGES = 256
+_STAGED_READ_PASSAGES = 256
 _TERMS_BATCH = 65536  # terms rows inserted per executemany
+_BLOB_PIECE = 1 << 20  # bytes of an ``arrays`` BLOB written at a time
 FTS_TABLE = "chunks_fts"
 _FTS_INSERT = f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES(?,?)"
 # The shadow tables of the external-content FTS5 table that hold its index, with their keys
@@ -133,9 +138,11 @@ def validate_document(raw: object, where: str) -> dict[str, Any]:
     return _validated(raw, where)[0]
 
 
-def _validated(raw: object, where: str) -> tuple[dict[str, Any], str]:
+def _validated(raw: object, where: str, normalize: bool = True) -> tuple[dict[str, Any], str]:
     """:func:`validate_document`'s dict and its metadata's JSON text as the stage stores it
-    (sorted keys, characters as they are): serialized once, to check it and to store it."""
+    (sorted keys, characters as they are): serialized once, to check it and to store it.
+    ``normalize=False``: title and text as given (a passage's are normalized where its
+    document is derived again, on the tokenizing side)."""
     if not isinstance(raw, Mapping):
         raise InvalidDocumentError(f"{where}: a document must be a JSON object")
     docid = raw.get("docid")
@@ -168,8 +175,8 @@ def _validated(raw: object, where: str) -> tuple[dict[str, Any], str]:
     return {
         "docid": docid,
         "url": raw["url"],
-        "title": normalize_text(title),
-        "text": normalize_text(raw["text"]),
+        "title": normalize_text(title) if normalize else title,
+        "text": normalize_text(raw["text"]) if normalize else raw["text"],
         "aliases": aliases,
         "metadata": metadata,
     }, metadata_json
@@ -255,13 +262,14 @@ class _Stager:
 
     def __init__(self, conn: apsw.Connection, settings: BuildSettings, count_chunks: bool,
                  exclude: BlockList | None = None, passages: bool = False) -> None:
-        self.passages = passages  # the input is passage lines: each also staged as its one chunk
+        self.passages = passages  # the input is passage lines: see _PASSAGES_DDL
         if passages:
-            _create_stage_chunks(conn)
-        conn.execute(
-            "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
-            " aliases TEXT, metadata TEXT) WITHOUT ROWID"
-        )
+            conn.execute(_PASSAGES_DDL)
+        else:
+            conn.execute(
+                "CREATE TABLE stage(docid TEXT PRIMARY KEY, url TEXT, title TEXT, text TEXT,"
+                " aliases TEXT, metadata TEXT) WITHOUT ROWID"
+            )
         self.conn = conn
         self.settings = settings
         self.count_chunks = count_chunks
@@ -269,6 +277,11 @@ class _Stager:
         self.seen = self.n = self.excluded = self.chunks = 0
         self.last = ""  # docids are non-empty, so every docid is greater than this
         self.ascending = True
+
+    @property
+    def total(self) -> int:
+        """The chunks the staged input makes (``on_start``'s total): a passage is one chunk."""
+        return self.n if self.passages else self.chunks
 
     def add(self, raw: object) -> bool:
         """Validate and stage one document; False if ``exclude`` left it out.
@@ -283,7 +296,7 @@ class _Stager:
                 "{docid, url, title, text} or every line {id, contents}, not both)")
         if self.passages:
             raw, chunk = passage_parts(raw, where)  # type: ignore[arg-type]  # is_passage: a Mapping
-        d, metadata_json = _validated(raw, where)
+        d, metadata_json = _validated(raw, where, normalize=chunk is None)
         if self.exclude is not None and d["docid"] in self.exclude:
             self.excluded += 1
             return False
@@ -291,6 +304,14 @@ class _Stager:
         if self.count_chunks:
             self.chunks += len(chunk_spans(len(d["text"].split()), self.settings.chunk_words,
                                            self.settings.chunk_stride))
+        if chunk is not None:  # a passage: staged as given (its document is derived from it again)
+            try:
+                self.conn.execute("INSERT INTO stage_passages VALUES(?,?,?,?,?)",
+                                  (self.n, chunk.docid, json.dumps(d["aliases"]), metadata_json, chunk.text))
+            except apsw.ConstraintError:
+                raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
+            _check_unicode(chunk.text, where, "'contents'", chunk.docid)
+            return True
         # Python orders str by code point, SQLite's BINARY collation by UTF-8 bytes: the same order.
         if d["docid"] > self.last:
             self.last = d["docid"]
@@ -303,11 +324,16 @@ class _Stager:
             )
         except apsw.ConstraintError:
             raise InvalidDocumentError(f"{where}: duplicate docid {d['docid']!r}") from None
-        if chunk is not None:
-            _check_unicode(chunk.text, where, "'contents'", chunk.docid)
-            self.conn.execute("INSERT INTO stage_chunks VALUES(?,?,?,?)",
-                              (self.n, chunk.docid, chunk.text, where))
         return True
+
+
+# A passage file's staged input: each passage once, in input order (``seq``: its document's
+# and its chunk's row), its ``contents`` as given. The tokenizing side derives the document
+# (title line, NFC text, ``passage:`` URL) from it again, as passage_parts did here: half the
+# staged bytes of a document row plus a chunk row, one insert, and rows read back in the order
+# they were staged (no sort), so a 2-thread build tokenizes them while staging goes on.
+_PASSAGES_DDL = ("CREATE TABLE stage_passages(seq INTEGER PRIMARY KEY, docid TEXT NOT NULL UNIQUE, "
+                 "aliases TEXT NOT NULL, metadata TEXT NOT NULL, contents TEXT NOT NULL)")
 
 
 def _create_stage_chunks(conn: apsw.Connection) -> None:
@@ -474,15 +500,16 @@ def _build_into(
     prechunked = chunks is not None or passages
     # Two threads, documents: the worker tokenizes each document as soon as it is staged,
     # if the input comes in ascending docid order (as a corpus written by docid does); see
-    # _stream. Otherwise, and pre-chunked, every document is staged first.
-    streamed = settings.threads == 2 and not prechunked
+    # _stream. Passages too (their file order is their order). Otherwise, and given chunks,
+    # every document is staged first.
+    streamed = settings.threads == 2 and (passages or not prechunked)
     conn = _open_output(tmp)
     scratch = _open_scratch(tmpdir, shared=streamed)
     try:
         _init_output(conn, settings)
         stager = _Stager(scratch, settings, on_start is not None and not prechunked, exclude, passages)
         stats = (_stream(conn, scratch, stager, rest, tmpdir, settings, progress, on_start)
-                 if streamed else None)
+                 if streamed else None)  # never None for passages: they need no order
         if stats is None:
             if streamed:  # out of docid order: nothing written counts, start the file again
                 conn.close()
@@ -492,13 +519,14 @@ def _build_into(
             scratch.execute("BEGIN")
             for raw in rest:
                 stager.add(raw)
-            n_chunks = stager.n if passages else stager.chunks
+            n_chunks = stager.total
             if chunks is not None:
                 n_chunks = _stage_chunks(scratch, chunks, exclude)
             scratch.execute("COMMIT")
             if on_start is not None:
                 on_start(n_chunks)
-            stats = _write_documents(conn, scratch, tmpdir, settings, progress, prechunked)
+            stats = _write_documents(conn, scratch, tmpdir, settings, progress, chunks is not None,
+                                     passages)
         n_docs, n_excluded = stager.n, stager.excluded
         meta = _meta(settings, n_docs, stats, prechunked)
         if passages:  # the engine and /retrieve read it: a passage is its one chunk's text
@@ -532,6 +560,8 @@ def _build_into(
 # span is in the text as it is until the writing side compresses the document (joined: the span
 # becomes one in the joined words) and adds zstart after end_byte.
 ChunkRow = tuple[Any, ...]
+# A document's text as _pack_text packs it: the stored bytes, its chunks' zstarts and spans.
+_Packed = tuple[bytes, list[int], list[tuple[int, int]]]
 
 
 @dataclass(slots=True)
@@ -544,8 +574,10 @@ class _Item:
     text: str
     urls: list[str]
     chunks: list[ChunkRow]
-    # the text's compressed bytes and its chunks' zstarts, being compressed (writing side)
-    packed: Future[tuple[bytes, list[int], list[tuple[int, int]]]] | None = None
+    # The text's compressed bytes, its chunks' zstarts and spans (see _pack_text): being
+    # compressed on the writing side (a Future), or compressed by a pre-chunked build's worker
+    # (the tuple; ``text`` is then "": not sent twice).
+    packed: Future[_Packed] | _Packed | None = None
 
 
 def _side_path(tmpdir: Path) -> Path:
@@ -580,11 +612,12 @@ class _Tokenizing:
     """
 
     def __init__(self, scratch: apsw.Connection, tmpdir: Path, settings: BuildSettings,
-                 prechunked: bool, control: int | None = None) -> None:
+                 prechunked: bool, control: int | None = None, passages: bool = False) -> None:
         self.scratch = scratch
         self.control = control
         self.settings = settings
-        self.prechunked = prechunked
+        self.prechunked = prechunked or passages
+        self.passages = passages  # the staged input is stage_passages (see _PASSAGES_DDL)
         self.side = _side_path(tmpdir)
         self.fts = _open_side(tmpdir, settings)
         self.insert = self.fts.cursor()
@@ -618,17 +651,22 @@ class _Tokenizing:
         more) stops every checkpoint from restarting the WAL, which then grows to the whole
         staged input's size (4.4 GB at 121,272 documents)."""
         query = "SELECT docid, url, title, text, aliases, metadata, 0 FROM stage"
+        key, text_col, read = "docid", 3, _STAGED_READ_DOCS
+        if self.passages:  # in staging order: its key ascends as it is staged
+            query = "SELECT seq, docid, aliases, metadata, contents FROM stage_passages"
+            key, text_col, read = "seq", 4, _STAGED_READ_PASSAGES
         if self.control is None:
-            yield from self.scratch.execute(f"{query} ORDER BY docid")
+            yield from self.scratch.execute(f"{query} ORDER BY {key}")
             return
-        step = f"{query} WHERE docid > ? ORDER BY docid LIMIT {_STAGED_READ_DOCS}"
-        last, ended = "", False
+        step = f"{query} WHERE {key} > ? ORDER BY {key} LIMIT {read}"
+        last: str | int = 0 if self.passages else ""
+        ended = False
         while True:
             # Looked at first: once staging is done, the reads below see every document.
             done = self.scratch.execute(
                 "SELECT count(*) FROM sqlite_master WHERE name = 'stage_done'").fetchall()
-            while rows := self._read_step(step, last):
-                last = str(rows[-1][0])
+            while rows := self._read_step(step, last, text_col):
+                last = rows[-1][0]
                 yield from rows
             if done and done[0][0]:
                 return
@@ -636,7 +674,7 @@ class _Tokenizing:
                 raise BuildError("the writing side stopped before staging every document")
             ended = not os.read(self.control, 1 << 16)  # every wake-up sent so far; b"" at EOF
 
-    def _read_step(self, step: str, last: str) -> list[tuple[Any, ...]]:
+    def _read_step(self, step: str, last: str | int, text_col: int) -> list[tuple[Any, ...]]:
         """The next staged documents after ``last``: at most :data:`_STAGED_READ_DOCS`, and no
         more text than a batch (:data:`_BATCH_BYTES`) past the first; the read transaction
         ends before this returns (the statement is reset)."""
@@ -646,7 +684,7 @@ class _Tokenizing:
         try:
             for row in cursor:
                 rows.append(row)
-                size += len(row[3])
+                size += len(row[text_col])
                 if size >= _BATCH_BYTES:
                     break
         finally:
@@ -668,6 +706,9 @@ class _Tokenizing:
 
     def items(self) -> Iterator[_Item]:
         """Every document (then, pre-chunked, every chunk) in file order."""
+        if self.passages:
+            yield from self._passage_items()
+            return
         rows: Iterable[tuple[Any, ...]]
         if self.prechunked:  # documents in the order of their first chunk: chunk rowids stay in input order
             rows = self.scratch.execute(
@@ -720,6 +761,40 @@ class _Tokenizing:
                     pending = []
             if pending:
                 yield _Item(None, "", [], pending)
+
+    def _passage_items(self) -> Iterator[_Item]:
+        """A passage file's documents, then its chunks, in input order: the same rows (and
+        content identity) as a document and a chunk per passage staged by passage_parts."""
+        native = self.native
+        identity = self.identity
+        for doc_row, (seq, docid, aliases, metadata, contents) in enumerate(self._staged(), 1):
+            if seq != doc_row:  # staged 1, 2, 3, ...: a passage's row is its seq
+                raise BuildError(f"internal error: passage {seq} staged as row {doc_row}")
+            title, _, text = contents.partition("\n")
+            title, text = normalize_text(title), normalize_text(text)
+            url = f"{PASSAGE_URL_PREFIX}{docid}"
+            for part in (docid, url, title, text, metadata):
+                identity.update(part.encode("utf-8"))
+                identity.update(b"\x00")
+            self.indexed += 1  # every passage is its one chunk
+            n_words = kernel.word_count(text) if native else len(text.split())
+            canonical = canonicalize_url(url)
+            urls = [canonical] if aliases == "[]" else list(
+                dict.fromkeys([canonical, *map(canonicalize_url, json.loads(aliases))]))
+            yield _Item((doc_row, docid, url, canonical, title, metadata, n_words, 1), text, urls, [])
+        identity.update(b"\x01chunks\x00")  # word offsets into the document are unknown: -1
+        pending: list[tuple[int, int, int, int, int, str]] = []
+        for doc_row, docid, chunk_text in self.scratch.execute(
+                "SELECT seq, docid, contents FROM stage_passages ORDER BY seq"):
+            for part in (docid, chunk_text):
+                identity.update(part.encode("utf-8"))
+                identity.update(b"\x00")
+            pending.append(self._chunk(doc_row, 0, -1, -1, chunk_text))
+            if len(pending) >= _ITEM_CHUNKS:
+                yield _Item(None, "", [], pending)
+                pending = []
+        if pending:
+            yield _Item(None, "", [], pending)
 
     def finish(self, spill: Path, on_merged: Callable[[int], None] | None = None,
                on_window: _OnWindow | None = None) -> _Tokenized:
@@ -918,7 +993,7 @@ class _Writing:
         """Start compressing the texts of ``items`` (to be written next, in this order)."""
         if self.compressor is not None:
             for item in items:
-                if item.doc is not None:
+                if item.doc is not None and item.packed is None:
                     item.packed = self.compressor.submit(_pack_text, item.text, _span_pairs(item), self.lz)
 
     def write(self, item: _Item) -> None:
@@ -933,8 +1008,12 @@ class _Writing:
         zstarts: list[int] = []
         spans: list[tuple[int, int]] = []
         if item.doc is not None:
-            packed, zstarts, spans = (_pack_text(item.text, _span_pairs(item), self.lz) if item.packed is None
-                                      else item.packed.result())
+            given = item.packed
+            if given is None:
+                given = _pack_text(item.text, _span_pairs(item), self.lz)
+            elif isinstance(given, Future):
+                given = given.result()
+            packed, zstarts, spans = given
         if item.chunks:  # FTS5 indexes them on the tokenizing side; its index is copied at the end
             rows = item.chunks
             if len(rows[0]) == 8:  # version 4: each span in the stored text and its zstart, from the packing
@@ -1018,18 +1097,29 @@ class _Writing:
         field_rows = ((int(i), str(d), str(u), str(ti)) for i, d, u, ti in
                       self.conn.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
         max_id = self.conn.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()
-        field_offsets, field_data = DocTable.from_rows(field_rows, int(max_id[0]) if max_id else 0).arrays()
-        self.conn.executemany(
-            "INSERT INTO arrays VALUES(?,?,?)",
-            [
-                ("chunk_doc", "<i4", np.frombuffer(t.chunk_doc, dtype=np.int32).astype("<i4").tobytes()),
-                ("chunk_len", "<i4", np.frombuffer(t.chunk_len, dtype=np.int32).astype("<i4").tobytes()),
-                ("chunk_ordinal", "<i4",
-                 np.frombuffer(t.chunk_ordinal, dtype=np.int32).astype("<i4").tobytes()),
-                ("doc_field_offsets", "<i8", field_offsets),
-                ("doc_fields", "u1", field_data),
-            ],
-        )
+        field_offsets, field_data = field_arrays(field_rows, int(max_id[0]) if max_id else 0)
+        doc, length, ordinal = (np.frombuffer(raw, dtype=np.int32).astype("<i4", copy=False)
+                                for raw in (t.chunk_doc, t.chunk_len, t.chunk_ordinal))
+        for name, dtype, data in (
+                ("chunk_doc", "<i4", doc.data), ("chunk_len", "<i4", length.data),
+                ("chunk_ordinal", "<i4", ordinal.data),
+                ("doc_field_offsets", "<i8", field_offsets.astype("<i8", copy=False).data),
+                ("doc_fields", "u1", memoryview(field_data))):
+            self._blob(name, dtype, data.cast("B"))
+
+    def _blob(self, name: str, dtype: str, data: memoryview) -> None:
+        """One ``arrays`` row, its BLOB written in place a piece at a time: bound as a value,
+        SQLite copies it twice (the bound value, the record), and the document fields'
+        table made the writing side's peak (+0.57 GB of a 0.85 GB peak at 2,000,000
+        passages). The same rows and pages as inserting it whole."""
+        conn = self.conn
+        conn.execute("INSERT INTO arrays VALUES(?, ?, zeroblob(?))", (name, dtype, len(data)))
+        blob = conn.blob_open("main", "arrays", "data", conn.last_insert_rowid(), True)
+        try:
+            for at in range(0, len(data), _BLOB_PIECE):
+                blob.write(data[at:at + _BLOB_PIECE])
+        finally:
+            blob.close()
 
 
 def _write_documents(
@@ -1039,6 +1129,7 @@ def _write_documents(
     settings: BuildSettings,
     progress: Callable[[int], None] | None,
     prechunked: bool = False,
+    passages: bool = False,
 ) -> dict[str, Any]:
     """Write documents, chunks, FTS5, postings and arrays from the staged input. With
     ``settings.threads`` = 2 the tokenizing side (cutting, FTS5's indexing and merge, the
@@ -1049,7 +1140,7 @@ def _write_documents(
     writer = _Writing(conn, progress, lz=settings.chunk_text != "stored")
     spill = tmpdir / "postings.bin"
     if settings.threads == 1:
-        tok = _Tokenizing(scratch, tmpdir, settings, prechunked)
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked, passages=passages)
         for item in tok.items():
             writer.write(item)
         done = tok.finish(spill)
@@ -1057,7 +1148,8 @@ def _write_documents(
         return _write_rest(writer, done)
     scratch.close()  # the worker opens the staged input itself (its lock is exclusive)
     with _compressor() as writer.compressor:
-        worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False)  # starts nothing
+        worker = _Worker(tmpdir, settings, prechunked, spill, streamed=False,  # starts nothing
+                         passages=passages)
         try:  # started inside: an interrupt at any point after leaves no process behind
             worker.start()
             return _write_rest(writer, worker.finish(writer), copied=True)
@@ -1096,7 +1188,8 @@ def _stream(conn: apsw.Connection, scratch: apsw.Connection, stager: _Stager, do
     """
     spill = tmpdir / "postings.bin"
     with _compressor() as compressor:
-        worker = _Worker(tmpdir, settings, False, spill, streamed=True)  # starts nothing
+        worker = _Worker(tmpdir, settings, False, spill, streamed=True,  # starts nothing
+                         passages=stager.passages)
         try:  # started inside: an interrupt at any point after leaves no process behind
             worker.start()
             return _stream_with(scratch, stager, docs, _Writing(conn, progress, True, compressor,
@@ -1112,13 +1205,14 @@ def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[objec
     caller)."""
     scratch.execute("BEGIN")
     batch = 0
+    per_commit = _STAGE_COMMIT_PASSAGES if stager.passages else _STAGE_COMMIT_DOCS
     for raw in docs:
         if stager.add(raw):
             if not stager.ascending:
                 scratch.execute("COMMIT")
                 return None
             batch += 1
-            if batch >= _STAGE_COMMIT_DOCS:
+            if batch >= per_commit:
                 scratch.execute("COMMIT")
                 worker.wake()
                 scratch.execute("BEGIN")
@@ -1130,28 +1224,37 @@ def _stream_with(scratch: apsw.Connection, stager: _Stager, docs: Iterator[objec
     scratch.close()  # its page cache is not needed any more (the worker reads with its own)
     worker.wake()
     if on_start is not None:
-        on_start(stager.chunks)
+        on_start(stager.total)
     writer.held = False
     return _write_rest(writer, worker.finish(writer), copied=True)
 
 
 def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
-                    out: Connection, control: int | None = None) -> None:
+                    out: Connection, control: int | None = None, passages: bool = False) -> None:
     """The worker process's side (``python -m drsearch.index._buildworker``): cut and index
     the staged input, sending items in batches on ``out``, then ``("done", None)``, then merge
     FTS5's index, derive the postings and send ``("result", _Tokenized)``; a failure sends
     ``("error", message)``.
     Sends block while the pipe is full: the writing side sets the pace, memory stays bounded.
-    ``control``: a streamed build's wake-up pipe (see ``_Tokenizing``)."""
+    ``control``: a streamed build's wake-up pipe (see ``_Tokenizing``); ``passages``: the
+    staged input is a passage file's (see ``_PASSAGES_DDL``)."""
     try:
         scratch = apsw.Connection(str(tmpdir / "stage.sqlite3"), flags=apsw.SQLITE_OPEN_READONLY)
-        tok = _Tokenizing(scratch, tmpdir, settings, prechunked, control)
+        tok = _Tokenizing(scratch, tmpdir, settings, prechunked, control, passages)
+        prechunked = tok.prechunked
         batch: list[_Item] = []
         size = 0
         limit = 1  # items per batch: 1, 2, 4, ... _BATCH_ITEMS, so the writing side starts early
         for item in tok.items():
+            packed = b""
+            if prechunked and item.doc is not None:
+                # A pre-chunked build's documents come before any chunk: this side has no
+                # tokenizing to do meanwhile, while the writing side's codec thread was its
+                # bottleneck (it waited 4 of 15 s on it at 100,000 passages).
+                item.packed = _pack_text(item.text, _span_pairs(item), settings.chunk_text != "stored")
+                packed, item.text = item.packed[0], ""
             batch.append(item)
-            size += len(item.text) + sum(len(c[-1] or "") for c in item.chunks)
+            size += len(item.text) + len(packed) + sum(len(c[-1] or "") for c in item.chunks)
             if len(batch) >= limit or size >= _BATCH_BYTES:
                 out.send(("items", batch))
                 batch, size = [], 0
@@ -1176,12 +1279,13 @@ class _Worker:
     """
 
     def __init__(self, tmpdir: Path, settings: BuildSettings, prechunked: bool, spill: Path,
-                 streamed: bool) -> None:
+                 streamed: bool, passages: bool = False) -> None:
         """Only records the arguments: :meth:`start` starts the process, inside the caller's
         ``try`` whose ``finally`` calls :meth:`close` (so a Ctrl-C arriving right after this
         returns, or anywhere in :meth:`start`, leaves no process running)."""
         self.args = (tmpdir, settings, prechunked, spill)
         self.streamed = streamed
+        self.passages = passages
         self.log = tmpdir / "worker.log"  # its stderr: a crash's traceback becomes one line of our error
         self.proc: subprocess.Popen[bytes] | None = None
         self.fds: list[int] = []  # pipe ends held here until handed over or closed
@@ -1205,7 +1309,8 @@ class _Worker:
             with open(self.log, "wb") as err:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "drsearch.index._buildworker", str(wfd), str(tmpdir), str(spill),
-                     str(int(prechunked)), settings.model_dump_json(), str(ctl_r)],
+                     "passages" if self.passages else str(int(prechunked)), settings.model_dump_json(),
+                     str(ctl_r)],
                     pass_fds=(wfd, ctl_r) if streamed else (wfd,), env=env, stdin=subprocess.DEVNULL,
                     stderr=err)
         except OSError as e:

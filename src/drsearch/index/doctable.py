@@ -80,6 +80,26 @@ class PagedFields:
         return self._file
 
 
+def field_arrays(rows: Iterable[tuple[int, str, str, str]],
+                 max_id: int) -> tuple[npt.NDArray[np.int64], bytearray]:
+    """:meth:`DocTable.from_rows`'s (offsets, data), the data as the buffer it was appended to
+    (a build stores it as it is: ``bytes`` of it would be a second copy). Raises ValueError
+    when the rowids do not ascend within 1..max_id."""
+    data = bytearray()
+    offsets = np.zeros(3 * (max_id + 1) + 1, dtype=np.int64)
+    last = 0
+    for doc_id, docid, url, title in rows:
+        if not last < doc_id <= max_id:
+            raise ValueError(f"document rowids must ascend within 1..{max_id}; got {doc_id}")
+        offsets[3 * last + 3 : 3 * doc_id + 1] = len(data)  # rows skipped in between: empty
+        for j, field in enumerate((docid, url, title)):
+            data += field.encode("utf-8")
+            offsets[3 * doc_id + j + 1] = len(data)
+        last = doc_id
+    offsets[3 * last + 3 :] = len(data)
+    return offsets, data
+
+
 class DocTable:
     """(docid, url, title) by document rowid; a rowid without a row has an empty docid."""
 
@@ -105,18 +125,7 @@ class DocTable:
         The fields' bytes are appended to one buffer as they come, not kept as an object
         each: a list of 6,000,000 ``bytes`` (a 2,000,000-passage build) peaked at 1 GB, the
         buffer at twice the data (its one copy into ``bytes``)."""
-        data = bytearray()
-        offsets = np.zeros(3 * (max_id + 1) + 1, dtype=np.int64)
-        last = 0
-        for doc_id, docid, url, title in rows:
-            if not last < doc_id <= max_id:
-                raise ValueError(f"document rowids must ascend within 1..{max_id}; got {doc_id}")
-            offsets[3 * last + 3 : 3 * doc_id + 1] = len(data)  # rows skipped in between: empty
-            for j, field in enumerate((docid, url, title)):
-                data += field.encode("utf-8")
-                offsets[3 * doc_id + j + 1] = len(data)
-            last = doc_id
-        offsets[3 * last + 3 :] = len(data)
+        offsets, data = field_arrays(rows, max_id)
         return cls(bytes(data), offsets)
 
     def arrays(self) -> tuple[bytes, bytes]:
@@ -157,4 +166,4 @@ class DocTable:
                 for a, b, c, e in bounds]
 
 
-__all__ = ["DocTable", "PagedFields"]
+__all__ = ["DocTable", "PagedFields", "field_arrays"]

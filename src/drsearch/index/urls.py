@@ -91,6 +91,17 @@ def _canonical_host(host: str) -> str:
 def canonicalize_url(url: str) -> str:
     """Return the canonical form of ``url`` (see the module docstring). Never raises."""
     raw = url.strip()
+    scheme, colon, _ = raw.partition(":")
+    if colon and scheme.isascii() and scheme.isalpha() and scheme.lower() not in DEFAULT_PORTS:
+        # urlsplit takes such a scheme as written (letters before the first colon), and a URL
+        # of another scheme than http(s) is kept as it is below, less its fragment: the same
+        # result without parsing it (a passage's ``passage:<id>``, millions of them a build).
+        return raw.split("#", 1)[0]
+    return _parsed(raw)
+
+
+def _parsed(raw: str) -> str:
+    """:func:`canonicalize_url` of a stripped URL, parsed."""
     try:
         parts = urlsplit(raw)
         port = parts.port
