@@ -19,7 +19,7 @@ from drsearch.index.blobs import MappedFile
 from drsearch.index.doctable import DocTable, PagedFields
 from drsearch.index.native import native_kernels
 
-from .test_page_reader import LAYOUTS, laid_out
+from .page_layouts import LAYOUTS, laid_out
 
 pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel is not built")
 

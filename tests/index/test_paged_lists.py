@@ -1,7 +1,7 @@
 """Posting lists ranked where they lie in the file's pages (``PagedTerm``; the kernels'
 ``paged`` argument), not copied into the arena first.
 
-On Cranfield (60/45-word chunks: many score ties) in every page layout of test_page_reader —
+On Cranfield (60/45-word chunks: many score ties) in every page layout of page_layouts —
 4 KiB pages as built, 1 KiB pages (lists across many overflow pages), 64 KiB pages (every
 list in its leaf cell) and 40 reserved bytes a page — every ranked answer is FTS5's own, and
 the same whether the lists are paged or copied, at k = 1, 10 and 100, on every pruning mode,
@@ -24,7 +24,7 @@ from drsearch.index.native import native_kernels
 from drsearch.index.scoring import PagedTerm, SparseTerm
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
-from .test_page_reader import LAYOUTS, laid_out
+from .page_layouts import LAYOUTS, laid_out
 
 pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel is not built")
 

@@ -22,7 +22,7 @@ from drsearch.index import Engine
 from drsearch.index.native import native_kernels
 
 from ..helpers import cranfield_queries
-from .test_page_reader import LAYOUTS, btree_pages, damage_btree, laid_out
+from .page_layouts import LAYOUTS, btree_pages, damage_btree, laid_out
 
 kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="the C kernel is not built")

@@ -11,7 +11,6 @@ the damage leaves a readable list, the same bytes), never a read outside the map
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import random
 from pathlib import Path
 
@@ -25,24 +24,8 @@ from drsearch.index.blobs import Arena, read_blob
 from drsearch.index.engine import EngineOptions
 from drsearch.index.native import native_kernels
 
-from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
-
-
-# This module reads chunk texts from the file's pages (the kernel's text readers): it runs on
-# files that store them (schema version 2; conftest's *_stored fixtures).
-@pytest.fixture(scope="session")
-def sample_index(sample_index_stored: Path) -> Path:
-    return sample_index_stored
-
-
-@pytest.fixture(scope="session")
-def cran_index(cran_index_stored: Path) -> Path:
-    return cran_index_stored
-
-
-@pytest.fixture(scope="session")
-def cran_small_chunks(cran_small_chunks_stored: Path) -> Path:
-    return cran_small_chunks_stored
+from ...helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
+from ..page_layouts import LAYOUTS, btree_pages, damage_btree, laid_out
 
 pytestmark = pytest.mark.skipif(native_kernels() is None, reason="the C kernel is not built")
 
@@ -56,32 +39,6 @@ def page_bytes(e: Engine, rowids: list[int], sizes: list[int]) -> list[bytes]:
     assert e._pages is not None
     e._pages.read_into(rowids, outs)
     return [o.tobytes() for o in outs]
-
-
-def rewrite(src: Path, dst: Path, *, page_size: int | None = None, reserve: int | None = None) -> Path:
-    """A copy of ``src`` laid out again by VACUUM INTO with another page size and/or reserved
-    bytes per page (the same rows)."""
-    conn = apsw.Connection(str(src))
-    if reserve is not None:  # file_control passes a pointer: to a C int holding the count
-        value = ctypes.c_int(reserve)
-        conn.file_control("main", apsw.SQLITE_FCNTL_RESERVE_BYTES, ctypes.addressof(value))
-    if page_size is not None:
-        conn.execute(f"PRAGMA page_size={page_size}")
-    conn.execute("VACUUM INTO ?", (str(dst),))
-    conn.close()
-    return dst
-
-
-LAYOUTS = ["as built", "1 KiB pages", "64 KiB pages", "reserved bytes"]
-
-
-def laid_out(src: Path, tmp_path: Path, layout: str) -> Path:
-    """``src`` as built, or a copy in one of the other ``LAYOUTS``."""
-    if layout == "as built":
-        return src
-    page_size, reserve = {"1 KiB pages": (1024, None), "64 KiB pages": (65536, None),
-                          "reserved bytes": (None, 40)}[layout]
-    return rewrite(src, tmp_path / "laid-out.sqlite3", page_size=page_size, reserve=reserve)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -137,48 +94,6 @@ def test_a_bad_geometry_is_refused_not_read() -> None:
         kernels.read_blobs(page, 4096, 4096, 1, 1, [1, 2], out)
     with pytest.raises(BufferError):
         kernels.read_blobs(page, 4096, 4096, 1, 1, [1], [b"read-only"])
-
-
-def btree_pages(path: Path, name: str) -> dict[str, list[int]]:
-    """The page numbers of table ``name``'s b-tree by kind (internal, leaf, overflow)."""
-    conn = apsw.Connection(str(path))
-    pages: dict[str, list[int]] = {}
-    for pageno, kind in conn.execute("SELECT pageno, pagetype FROM dbstat WHERE name = ?", (name,)):
-        pages.setdefault(kind, []).append(pageno)
-    conn.close()
-    return pages
-
-
-def damage_btree(data: bytearray, pages: dict[str, list[int]], kinds: list[str], rnd: random.Random,
-                 rounds: int, cell_tail: bytes = b"") -> None:
-    """Overwrite ``rounds`` pointers a reader follows on pages of ``kinds`` — overflow pages'
-    next-page numbers, cell offsets, cells' first bytes (then ``cell_tail``), right children,
-    cell counts — with random, zero, huge or self-referencing values."""
-    page_size = int.from_bytes(data[16:18], "big")
-    n_pages = len(data) // page_size
-    for _ in range(rounds):
-        kind = rnd.choice(kinds)
-        pgno = rnd.choice(pages[kind])
-        base = (pgno - 1) * page_size
-        value = rnd.choice([0, pgno, n_pages, n_pages + 1, 0xFFFFFFFF, rnd.randrange(1, n_pages + 1)])
-        if kind == "overflow":  # the next-page number
-            data[base : base + 4] = value.to_bytes(4, "big")
-            continue
-        n_cells = int.from_bytes(data[base + 3 : base + 5], "big")
-        ptrs = base + (12 if kind == "internal" else 8)
-        target = rnd.choice(["cell offset", "cell bytes", "right child" if kind == "internal" else "cell count"])
-        if target == "cell offset" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            data[at : at + 2] = rnd.choice([0, 1, 4095, 65535, rnd.randrange(65536)]).to_bytes(2, "big")
-        elif target == "cell bytes" and n_cells:
-            at = ptrs + 2 * rnd.randrange(n_cells)
-            cell = base + int.from_bytes(data[at : at + 2], "big")
-            new = rnd.choice([value, 0xFFFFFFFF]).to_bytes(4, "big") + cell_tail
-            data[cell : cell + len(new)] = new
-        elif target == "right child":
-            data[base + 8 : base + 12] = value.to_bytes(4, "big")
-        else:
-            data[base + 3 : base + 5] = rnd.choice([0, 65535, n_cells + 1]).to_bytes(2, "big")
 
 
 def one_list_file(tmp_path: Path, nbytes: int = 10_000) -> tuple[bytearray, bytes]:

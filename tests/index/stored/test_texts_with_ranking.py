@@ -22,24 +22,7 @@ from drsearch.index.native import native_kernels
 from drsearch.index.scoring import PagedTerm, Scorer, SparseTerm
 from drsearch.index.snippet import SnippetMaker
 
-from ..helpers import cranfield_queries
-
-
-# This module reads chunk texts from the file's pages (the kernel's text readers): it runs on
-# files that store them (schema version 2; conftest's *_stored fixtures).
-@pytest.fixture(scope="session")
-def sample_index(sample_index_stored: Path) -> Path:
-    return sample_index_stored
-
-
-@pytest.fixture(scope="session")
-def cran_index(cran_index_stored: Path) -> Path:
-    return cran_index_stored
-
-
-@pytest.fixture(scope="session")
-def cran_small_chunks(cran_small_chunks_stored: Path) -> Path:
-    return cran_small_chunks_stored
+from ...helpers import cranfield_queries
 
 kernels = native_kernels()
 # a complete search's texts read after the ranking, or made in its call; either way call by call
