@@ -76,3 +76,15 @@ def test_spans_outside_the_words_are_refused() -> None:
             k.join_words("one two", [bad])
     with pytest.raises(TypeError):
         k.join_words("one two", [(0,)])
+
+
+def test_an_empty_span_joins_to_nothing_but_has_no_byte_offsets() -> None:
+    """The two span readers share their checks; only join_words takes an empty span."""
+    k = native_kernels()
+    assert k.join_words("one two", [(1, 1), (2, 2)]) == ["", ""]
+    assert k.word_byte_spans("one two", [(0, 2)]) == [(0, 7)]
+    for bad in [(1, 1), (0, 3), (2, 1)]:
+        with pytest.raises(ValueError, match=r"word_byte_spans: span .* not within the text's 2 words"):
+            k.word_byte_spans("one two", [bad])
+    with pytest.raises(TypeError, match="spans must be a sequence"):
+        k.word_byte_spans("one two", 5)

@@ -1218,36 +1218,73 @@ PyDoc_STRVAR(join_words_doc,
 "without an object per word (runs of words with one space between them are copied at once).\n"
 "ValueError when a span is not within the text's words.");
 
+/* A text's words (text_words) and a sequence of (start, end) word spans over them: what
+   join_words and word_byte_spans share. */
+typedef struct {
+    PyObject *spans; /* PySequence_Fast of the argument */
+    Py_ssize_t *bounds;
+    Py_UCS4 *maxes;
+    Py_ssize_t n_words, n_spans;
+} WordSpans;
+
+/* 0, or -1 with an exception set; word_spans_close must follow either way. */
+static int
+word_spans_open(WordSpans *w, PyObject *text, PyObject *spans_obj)
+{
+    memset(w, 0, sizeof *w);
+    w->spans = PySequence_Fast(spans_obj, "spans must be a sequence");
+    if (!w->spans)
+        return -1;
+    w->n_spans = PySequence_Fast_GET_SIZE(w->spans);
+    w->n_words = text_words(text, &w->bounds, &w->maxes);
+    return w->n_words < 0 ? -1 : 0;
+}
+
+/* Span k into *ws, *we: 0, or -1 with an exception set (not a pair of integers, or not within
+   the text's words; an empty span is refused unless empty_ok). */
+static int
+word_spans_at(const WordSpans *w, Py_ssize_t k, int empty_ok, const char *fn, Py_ssize_t *ws,
+              Py_ssize_t *we)
+{
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(w->spans, k), "nn;a span must be (start, end)", ws, we))
+        return -1;
+    if (*ws < 0 || *we < *ws || (*we == *ws && !empty_ok) || *we > w->n_words) {
+        PyErr_Format(PyExc_ValueError, "%s: span (%zd, %zd) is not within the text's %zd words", fn,
+                     *ws, *we, w->n_words);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+word_spans_close(WordSpans *w)
+{
+    PyMem_RawFree(w->bounds);
+    PyMem_RawFree(w->maxes);
+    Py_XDECREF(w->spans);
+}
+
 static PyObject *
 join_words(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *text, *spans_obj, *spans = NULL, *result = NULL;
-    Py_ssize_t *bounds = NULL;
-    Py_UCS4 *maxes = NULL;
+    PyObject *text, *spans_obj, *result = NULL;
+    WordSpans sp;
     if (!PyArg_ParseTuple(args, "UO:join_words", &text, &spans_obj))
         return NULL;
-    spans = PySequence_Fast(spans_obj, "spans must be a sequence");
-    if (!spans)
-        return NULL;
-    const Py_ssize_t n_words = text_words(text, &bounds, &maxes);
-    if (n_words < 0)
+    if (word_spans_open(&sp, text, spans_obj) < 0)
         goto done;
+    const Py_ssize_t *bounds = sp.bounds;
+    const Py_UCS4 *maxes = sp.maxes;
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    const Py_ssize_t n_spans = PySequence_Fast_GET_SIZE(spans);
-    result = PyList_New(n_spans);
+    result = PyList_New(sp.n_spans);
     if (!result)
         goto done;
-    for (Py_ssize_t k = 0; k < n_spans; k++) {
+    for (Py_ssize_t k = 0; k < sp.n_spans; k++) {
         Py_ssize_t ws, we;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spans, k), "nn;a span must be (start, end)", &ws, &we))
+        if (word_spans_at(&sp, k, 1, "join_words", &ws, &we) < 0)
             goto fail;
-        if (ws < 0 || we < ws || we > n_words) {
-            PyErr_Format(PyExc_ValueError, "join_words: span (%zd, %zd) is not within the text's %zd words",
-                         ws, we, n_words);
-            goto fail;
-        }
         Py_ssize_t len = we > ws ? we - ws - 1 : 0;
         Py_UCS4 top = 0;
         for (Py_ssize_t w = ws; w < we; w++) {
@@ -1287,9 +1324,7 @@ join_words(PyObject *self, PyObject *args)
 fail:
     Py_CLEAR(result);
 done:
-    PyMem_RawFree(bounds);
-    PyMem_RawFree(maxes);
-    Py_XDECREF(spans);
+    word_spans_close(&sp);
     return result;
 }
 
@@ -1303,18 +1338,14 @@ static PyObject *
 word_byte_spans(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *text, *spans_obj, *spans = NULL, *result = NULL;
-    Py_ssize_t *bounds = NULL;
-    Py_UCS4 *maxes = NULL;
+    PyObject *text, *spans_obj, *result = NULL;
+    WordSpans sp;
     int64_t *bytes = NULL;
     if (!PyArg_ParseTuple(args, "UO:word_byte_spans", &text, &spans_obj))
         return NULL;
-    spans = PySequence_Fast(spans_obj, "spans must be a sequence");
-    if (!spans)
-        return NULL;
-    const Py_ssize_t n_words = text_words(text, &bounds, &maxes);
-    if (n_words < 0)
+    if (word_spans_open(&sp, text, spans_obj) < 0)
         goto done;
+    const Py_ssize_t *bounds = sp.bounds, n_words = sp.n_words;
     bytes = PyMem_RawMalloc(sizeof *bytes * (size_t)(2 * n_words + 1));
     if (!bytes) {
         PyErr_NoMemory();
@@ -1337,17 +1368,11 @@ word_byte_spans(PyObject *self, PyObject *args)
         }
         bytes[k] = b;
     }
-    const Py_ssize_t n_spans = PySequence_Fast_GET_SIZE(spans);
-    result = PyList_New(n_spans);
-    for (Py_ssize_t k = 0; result && k < n_spans; k++) {
+    result = PyList_New(sp.n_spans);
+    for (Py_ssize_t k = 0; result && k < sp.n_spans; k++) {
         Py_ssize_t ws, we;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spans, k), "nn;a span must be (start, end)", &ws, &we))
+        if (word_spans_at(&sp, k, 0, "word_byte_spans", &ws, &we) < 0)
             goto fail;
-        if (ws < 0 || we <= ws || we > n_words) {
-            PyErr_Format(PyExc_ValueError, "word_byte_spans: span (%zd, %zd) is not within the "
-                         "text's %zd words", ws, we, n_words);
-            goto fail;
-        }
         PyObject *pair = Py_BuildValue("(LL)", (long long)bytes[2 * ws], (long long)bytes[2 * (we - 1) + 1]);
         if (!pair)
             goto fail;
@@ -1357,10 +1382,8 @@ word_byte_spans(PyObject *self, PyObject *args)
 fail:
     Py_CLEAR(result);
 done:
-    PyMem_RawFree(bounds);
-    PyMem_RawFree(maxes);
     PyMem_RawFree(bytes);
-    Py_XDECREF(spans);
+    word_spans_close(&sp);
     return result;
 }
 
