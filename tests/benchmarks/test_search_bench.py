@@ -216,7 +216,7 @@ def test_a_tiny_run_prints_every_configuration_and_the_table(tmp_path: Path) -> 
     runs = json.loads(out.read_text())["runs"]
     assert [(r["corpus"]["documents"], r["vocabulary"]) for r in runs] == [
         (60, "normal"), (60, "large"), (90, "normal"), (90, "large")]
-    assert runs[1]["classes"] == {"normal": 12, "entity": 6, "rare": 6}
+    assert runs[1]["classes"] == {"normal": 12, "entity": 6, "rare": 6, "single": 6, "pair-rare": 6}
     assert runs[1]["corpus"]["entity_types"] == 20000
     table = proc.stdout[proc.stdout.index("all configurations:"):]
     for docs, vocab, cls in [("60", "normal", "normal"), ("60", "large", "entity"),
