@@ -168,8 +168,96 @@ search_term(Query *q, Py_ssize_t t, PyObject *term, int paged, Py_ssize_t df)
     return 0;
 }
 
+/* rank_one's pass over list l of a prepared query (sparse or paged: l_id and l_im read either):
+   each document's best chunk (documents' chunks are consecutive rowids; ties: the lower rowid,
+   seen first) into q->heap, sorted best first. The count kept, or -1 for rowids not strictly
+   ascending within 1..n_rows. With the GIL: meant for short lists. */
+static Py_ssize_t
+one_pass(Query *q, List *l)
+{
+    Best *heap = q->heap, cur = {0.0, 0};
+    const Py_ssize_t k = q->k, n_rows = q->n - 1;
+    Py_ssize_t hn = 0;
+    int64_t prev = 0, doc = -1;
+    for (Py_ssize_t i = 0; i < l->len; i++) {
+        const int64_t r = l_id(l, i);
+        if (r <= prev || r > n_rows)
+            return -1;
+        prev = r;
+        const double im = l_im(l, i);
+        /* Below the k-th kept score (the heap full): it cannot enter, whatever its document. */
+        if ((hn == k && im < heap[0].score) || (q->bl && q->bl[r]))
+            continue;
+        if (q->cd[r] != doc) {
+            if (doc >= 0)
+                heap_offer(heap, &hn, k, cur);
+            doc = q->cd[r];
+            cur.score = im;
+            cur.chunk = r;
+        } else if (im > cur.score) {
+            cur.score = im;
+            cur.chunk = r;
+        }
+    }
+    if (doc >= 0)
+        heap_offer(heap, &hn, k, cur);
+    qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
+    return hn;
+}
+
+/* The five hit buffers of search_hits' context (chunk_doc, chunk_ordinal, field_offsets,
+   fields, pieces or None) into b, checked. -1 with an exception set (the caller releases what
+   was acquired). */
+static int
+hit_buffers_get(PyObject *hits, Py_buffer *b)
+{
+    PyObject *pieces = PyTuple_GET_ITEM(hits, 4);
+    for (int i = 0; i < 4; i++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(hits, i), &b[i], PyBUF_SIMPLE) < 0)
+            return -1;
+    if (pieces != Py_None && PyObject_GetBuffer(pieces, &b[4], PyBUF_SIMPLE) < 0)
+        return -1;
+    if (check_buffer(&b[0], 4, "chunk_doc") || check_buffer(&b[1], 4, "chunk_ordinal") ||
+        check_buffer(&b[2], 8, "field_offsets"))
+        return -1;
+    if (b[0].len != b[1].len) {
+        PyErr_SetString(PyExc_ValueError, "search_hits: the chunk arrays differ in length");
+        return -1;
+    }
+    const int64_t *pc = b[4].obj ? (const int64_t *)b[4].buf : NULL;
+    if (pc && (check_buffer(&b[4], 8, "pieces") || b[4].len < 24 ||
+               (pc[0] > 0 && (pc[1] <= 0 || pc[2] <= 0 || pc[1] > pc[2])))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "search_hits: malformed pieces header");
+        return -1;
+    }
+    return 0;
+}
+
+/* search_hits without texts: the hits of the n ranked chunks (from the rescoring's sc, or
+   the chunk rowids ci and scores cs), with '' for text and snippet. */
+static PyObject *
+bare_hits(PyTypeObject *type, const Py_buffer *b, const Scored *sc, const int64_t *ci,
+          const double *cs, const Best *heap, Py_ssize_t n)
+{
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0), *out = empty ? PyList_New(n) : NULL;
+    const HitFields hf = hit_fields(&b[0], &b[1], &b[2], &b[3], b[4].obj ? &b[4] : NULL);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        const double s = sc ? sc[i].score : heap ? heap[i].score : cs[i];
+        const long long c = sc ? (long long)sc[i].chunk : heap ? (long long)heap[i].chunk : (long long)ci[i];
+        PyObject *score = PyFloat_FromDouble(s);
+        PyObject *hit = !score ? NULL : hit_make(type, &hf, i + 1, c, score, empty, empty);
+        if (!hit)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, hit);
+    }
+    Py_XDECREF(empty);
+    return out;
+}
+
 PyDoc_STRVAR(search_hits_doc,
-"search_hits(context, terms, stems, k, time_budget, deadline[, rescore, margin])\n"
+"search_hits(context, terms, stems, k, time_budget, deadline[, rescore, margin[, one_list]])\n"
 "    -> list | tuple | None | False | NotImplemented\n\n"
 "A complete search's hits in one call: rank_maxscore or rank_blocks (Scorer's choice: pruning\n"
 "always, never, or by its `auto` rule) of `terms` (PagedTerm or SparseTerm objects, phrase\n"
@@ -187,6 +275,9 @@ PyDoc_STRVAR(search_hits_doc,
 "rescore, margin (None: none): beside clamped terms, rank_maxscore's `rescore` (its tuple) and\n"
 "margin (>= 0): `terms` are then the lists alone, the hits those of the exact rescoring, and\n"
 "NotImplemented is returned where the candidates do not settle the top k.\n"
+"stems None: the hits without texts ('' for text and snippet; never a tuple or False), and a\n"
+"query of one list of at most one_list postings (without rescore) ranked as rank_one ranks it\n"
+"(one pass, with the GIL), wherever the list lies.\n"
 "Raises ValueError as rank_maxscore and make_hits do.");
 
 static PyObject *
@@ -196,14 +287,15 @@ search_hits(PyObject *self, PyObject *args)
     PyObject *ctx, *terms_obj, *pairs, *blocked, *file_obj, *hits, *type, *paged_type, *sparse_type;
     PyObject *resc = Py_None, *terms = NULL, *stems = NULL, *weights = NULL, *result = NULL, *made = NULL;
     Py_ssize_t k, n_rows, bp, pruning, prune_all_k, prune_all_rows, page_size, usable, root, column,
-        width;
+        width, one_list = 0;
     double budget, deadline, idf_floor, margin = -1.0;
     Py_ssize_t *dfs = NULL; /* each term's df, read once */
     Query q;
     memset(&q, 0, sizeof(q));
-    Py_buffer tfile = {0};
-    if (!PyArg_ParseTuple(args, "O!OOndd|Od:search_hits", &PyTuple_Type, &ctx, &terms_obj, &pairs,
-                          &k, &budget, &deadline, &resc, &margin))
+    Py_buffer tfile = {0}, hb[5];
+    memset(hb, 0, sizeof(hb));
+    if (!PyArg_ParseTuple(args, "O!OOndd|Odn:search_hits", &PyTuple_Type, &ctx, &terms_obj, &pairs,
+                          &k, &budget, &deadline, &resc, &margin, &one_list))
         return NULL;
     if (!PyArg_ParseTuple(ctx, "nOy*w*w*w*OnnnnnnnnnO!OdOO:search_hits context", &n_rows,
                           &blocked, &q.docs, &q.buf, &q.out_ids, &q.out_scores, &file_obj, &bp,
@@ -270,6 +362,37 @@ search_hits(PyObject *self, PyObject *args)
             goto done;
     }
     query_bind(&q);
+    if (pairs == Py_None) { /* no texts: the ranking and the hits */
+        if (hit_buffers_get(hits, hb) < 0 || (resc != Py_None && !(q.rescore = rescore_from_spec(resc, k))))
+            goto done;
+        Py_ssize_t n = -1;
+        if (!q.rescore && n_terms == 1 && q.L[0].len <= one_list) {
+            if (!query_lists_in_range(&q) || (n = one_pass(&q, &q.L[0])) < 0) {
+                PyErr_SetString(PyExc_ValueError, BAD_LIST);
+                goto done;
+            }
+            result = bare_hits((PyTypeObject *)type, hb, NULL, NULL, NULL, q.heap, n);
+            goto done;
+        }
+        Outcome o;
+        const int rescored = query_exec(&q, &o);
+        if (o.bad) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        if (o.late || (q.rescore && !rescored)) {
+            result = Py_NewRef(o.late ? Py_None : Py_NotImplemented);
+            goto done;
+        }
+        if (q.rescore && q.rescore->nomem) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        const Scored *sc = q.rescore ? q.rescore->sc : NULL;
+        result = bare_hits((PyTypeObject *)type, hb, sc, q.oi, q.os, NULL,
+                           sc ? q.rescore->taken : o.n_out);
+        goto done;
+    }
     if (snip_plan(pairs, idf_floor, &stems, &weights) < 0 ||
         PyObject_GetBuffer(file_obj, &tfile, PyBUF_SIMPLE) < 0)
         goto done;
@@ -353,6 +476,8 @@ search_hits(PyObject *self, PyObject *args)
     else
         result = out;
 done:
+    for (int i = 0; i < 5; i++)
+        PyBuffer_Release(&hb[i]); /* (a no-op on one never acquired) */
     PyMem_RawFree(dfs);
     Py_XDECREF(made);
     Py_XDECREF(stems);

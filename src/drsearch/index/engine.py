@@ -748,9 +748,9 @@ class Engine:
                 deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
         options = self.options
-        if with_text and options.search_in_one_call and options.texts_with_ranking and \
+        if options.search_in_one_call and (options.texts_with_ranking or not with_text) and \
                 self._chunk_texts is not None and self.scorer.native:
-            hits = self._search_hits(k, parsed, terms, deadline)
+            hits = self._search_hits(k, parsed, terms, deadline, with_text)
             if hits is not None:
                 return SearchResult(query, k, hits)
         maker = spec = None
@@ -800,17 +800,20 @@ class Engine:
                     self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
 
     def _search_hits(self, k: int, parsed: ParsedQuery, terms: list[Term | None],
-                     deadline: float) -> list[Hit] | None:
+                     deadline: float, with_text: bool = True) -> list[Hit] | None:
         """The hits of a complete search made in one kernel call (``_kernels.search_hits``:
         the ranking, the texts and snippets, the hits; beside clamped terms, with the exact
-        rescoring), or None where the other path ranks: one short list (the one-term pass),
-        clamped terms only or whose tfs are not in the pages, candidates that do not settle
-        the top k, texts the kernel could not read (that path reports it). Raises
+        rescoring), or None where the other path ranks: with texts, one short list (the
+        one-term pass); clamped terms only or whose tfs are not in the pages, candidates that
+        do not settle the top k, texts the kernel could not read (that path reports it).
+        Without texts (``with_text`` False: a ranked search) one short list is ranked in the
+        same call by the one-term pass, where its list lies (no copy). Raises
         QueryTimeoutError, ValueError (a damaged list: CorruptIndexError to the caller)."""
         present = [t for t in terms if t is not None]
         if not present:
             return []
-        if len(present) == 1 and present[0].df <= self.scorer.single_term_postings:
+        one_list = self.scorer.single_term_postings
+        if with_text and len(present) == 1 and present[0].df <= one_list:
             return None
         lists = present
         rescore: tuple[tuple[Any, ...], float] | tuple[()] = ()
@@ -820,12 +823,13 @@ class Engine:
             if got_args is None:
                 return None
             rescore = got_args
-        pairs = self._stem_pairs(parsed, terms)
+        pairs = self._stem_pairs(parsed, terms) if with_text else None
         context = self._search_context()  # (a thread's first: its scratch, the hits' buffers)
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
-        got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore)
+        got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore,
+                                 0 if with_text else one_list)
         if type(got) is list:
             return got
         if got is None:
@@ -834,6 +838,7 @@ class Engine:
             return None
         # snippets the kernel left to the Python code (None in their hit)
         hits, texts = cast("tuple[list[Hit], list[str]]", got)
+        assert pairs is not None  # (without texts the kernel leaves none)
         maker = SnippetMaker.of_stems(pairs, deadline=deadline)
         return [h if h.snippet is not None else h._replace(snippet=maker(text))
                 for h, text in zip(hits, texts, strict=True)]
