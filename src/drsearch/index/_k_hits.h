@@ -205,6 +205,35 @@ one_pass(Query *q, List *l)
     return hn;
 }
 
+/* query_alloc for one_pass alone (a ranked search of one short list): the blocked buffer, the
+   checks of chunk_doc's and its lengths, one term's List and buffers, the k-heap; none of the
+   windowed kernels' scratch (a dozen allocations a query, and a bit per chunk of the window). */
+static int
+query_alloc_one(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
+{
+    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &q->blocked, PyBUF_SIMPLE) < 0)
+        return -1;
+    const Py_ssize_t n = q->n = n_rows + 1;
+    if (n_rows < 0 || q->k < 1) {
+        PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
+        return -1;
+    }
+    if (check_buffer(&q->docs, 4, "chunk_doc"))
+        return -1;
+    if (q->docs.len / 4 < n || (q->blocked.obj && q->blocked.len < n)) {
+        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
+        return -1;
+    }
+    q->tb = PyMem_RawCalloc(3 * 2, sizeof(Py_buffer));
+    q->L = PyMem_RawCalloc(2, sizeof(List));
+    q->heap = PyMem_RawMalloc(sizeof(Best) * (size_t)q->k);
+    if (!q->tb || !q->L || !q->heap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
 /* The five hit buffers of search_hits' context (chunk_doc, chunk_ordinal, field_offsets,
    fields, pieces or None) into b, checked. -1 with an exception set (the caller releases what
    was acquired). */
@@ -234,6 +263,52 @@ hit_buffers_get(PyObject *hits, Py_buffer *b)
     return 0;
 }
 
+/* The address of byte x of the document fields (in memory, or in the file's pages: h->pc), or
+   NULL where it is outside them (hit_make then reports it). */
+static const char *
+field_byte(const HitFields *h, int64_t x)
+{
+    if (!h->pc)
+        return x >= 0 && x < h->n_data ? h->data + x : NULL;
+    const int64_t len = h->pc[0], first = h->pc[1], per = h->pc[2];
+    if (x < 0 || x >= len || per <= 0)
+        return NULL;
+    const int64_t i = x < first ? 0 : 1 + (x - first) / per, skip = x < first ? x : (x - first) % per;
+    if (3 + i >= h->n_pc || h->pc[3 + i] < 0 || h->pc[3 + i] + skip >= h->n_data)
+        return NULL;
+    return h->data + h->pc[3 + i] + skip;
+}
+
+/* Ask for what hit_make will read of the n chunks `c` (their documents and ordinals, the
+   documents' field offsets, then their fields' first bytes) ahead of reading it: a ranked
+   search's hits are documents all over the file, each one's reads a chain of cache misses
+   (chunk -> document -> offsets -> fields), taken here for all of them at once rather than
+   one after the other. Reads nothing it is not sure lies inside the buffers. */
+static void
+hits_prefetch(const HitFields *h, const int64_t *c, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            __builtin_prefetch(&h->doc_of[c[i]]);
+            __builtin_prefetch(&h->ord_of[c[i]]);
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            const int64_t d = h->doc_of[c[i]];
+            if (d >= 1 && 3 * d + 3 < h->n_offs)
+                __builtin_prefetch(&h->o[3 * d]);
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            const int64_t d = h->doc_of[c[i]];
+            for (int f = 0; f < 3 && d >= 1 && 3 * d + 3 < h->n_offs; f++) {
+                const char *a = field_byte(h, h->o[3 * d + f]);
+                if (a)
+                    __builtin_prefetch(a);
+            }
+        }
+}
+
 /* search_hits without texts: the hits of the n ranked chunks (from the rescoring's sc, or
    the chunk rowids ci and scores cs), with '' for text and snippet. */
 static PyObject *
@@ -242,6 +317,12 @@ bare_hits(PyTypeObject *type, const Py_buffer *b, const Scored *sc, const int64_
 {
     PyObject *empty = PyUnicode_FromStringAndSize("", 0), *out = empty ? PyList_New(n) : NULL;
     const HitFields hf = hit_fields(&b[0], &b[1], &b[2], &b[3], b[4].obj ? &b[4] : NULL);
+    int64_t ahead[128];
+    if (n <= 128) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            ahead[i] = sc ? (int64_t)sc[i].chunk : heap ? heap[i].chunk : ci[i];
+        hits_prefetch(&hf, ahead, n);
+    }
     for (Py_ssize_t i = 0; out && i < n; i++) {
         const double s = sc ? sc[i].score : heap ? heap[i].score : cs[i];
         const long long c = sc ? (long long)sc[i].chunk : heap ? (long long)heap[i].chunk : (long long)ci[i];
@@ -346,7 +427,11 @@ search_hits(PyObject *self, PyObject *args)
     }
     q.budget = budget;
     q.bp = bp;
-    if (query_alloc(&q, blocked, n_rows) < 0)
+    /* A ranked search of one short list: one_pass, which needs no bounds and no scratch. */
+    const int one = pairs == Py_None && resc == Py_None && n_terms == 1 && dfs[0] <= one_list;
+    if (one)
+        q.prune = 0;
+    if ((one ? query_alloc_one(&q, blocked, n_rows) : query_alloc(&q, blocked, n_rows)) < 0)
         goto done;
     if (n_paged) {
         if (PyObject_GetBuffer(file_obj, &q.file, PyBUF_SIMPLE) < 0)
@@ -366,7 +451,7 @@ search_hits(PyObject *self, PyObject *args)
         if (hit_buffers_get(hits, hb) < 0 || (resc != Py_None && !(q.rescore = rescore_from_spec(resc, k))))
             goto done;
         Py_ssize_t n = -1;
-        if (!q.rescore && n_terms == 1 && q.L[0].len <= one_list) {
+        if (one) {
             if (!query_lists_in_range(&q) || (n = one_pass(&q, &q.L[0])) < 0) {
                 PyErr_SetString(PyExc_ValueError, BAD_LIST);
                 goto done;
