@@ -41,7 +41,14 @@ from ..contract.errors import (
     QueryTimeoutError,
 )
 from ..contract.models import Document, Hit, SearchResult
-from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
+from ..contract.request import (
+    DEFAULT_TIME_LIMIT_S,
+    MAX_K,
+    MAX_QUERY_TERMS,
+    MAX_RUN_K,
+    check_k,
+    too_many_terms,
+)
 from . import chunktext
 from . import native as kernel
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
@@ -114,6 +121,13 @@ _KEPT_COPY_BYTES = 1024
 # GIL. A term's df is the frozen file's, so an entry never changes; at this many entries the
 # dict starts over (bounded memory, never a different snippet).
 _SNIPPET_STEMS_MAX = 1 << 16
+# Queries parsed before (Engine.parse), by their raw text: agents repeat queries, and a parse
+# costs ~2 us of a one-term search's ~9 with the GIL held (the tokenizer's call, a QueryTerm a
+# term). The parse is the tokenizer's alone (one per engine, a frozen file's), so an entry
+# never changes; queries of at most _PARSED_QUERY_CHARS characters are kept, and at
+# _PARSED_MAX entries the dict starts over (at most ~2 MB, never a different parse).
+_PARSED_MAX = 4096
+_PARSED_QUERY_CHARS = 256
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
     "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
@@ -303,6 +317,7 @@ class Engine:
         self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
         self._snippet_stems: dict[QueryTerm, tuple[str, float]] = {}
+        self._parsed: dict[str, ParsedQuery] = {}  # (_PARSED_MAX)
         self._hit_buffers_made: tuple[Any, ...] | None = None
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -461,7 +476,20 @@ class Engine:
 
     # -- search --------------------------------------------------------------------------
     def parse(self, query: str, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
-        return parse_query(query, self._tokenizer(), max_terms)
+        """``parse_query`` with this index's tokenizer (raises as it does), a query parsed
+        before taken from ``_parsed``: the same terms, the same errors."""
+        if type(query) is not str or len(query) > _PARSED_QUERY_CHARS or max_terms > MAX_QUERY_TERMS:
+            return parse_query(query, self._tokenizer(), max_terms)
+        kept = self._parsed
+        parsed = kept.get(query)
+        if parsed is None:
+            parsed = parse_query(query, self._tokenizer(), MAX_QUERY_TERMS)
+            if len(kept) >= _PARSED_MAX:  # a new dict, not clear(): another thread reads
+                kept = self._parsed = {}
+            kept[query] = parsed
+        if len(parsed.terms) > max_terms:  # (parse_query's check: more distinct terms than allowed)
+            raise too_many_terms(max_terms)
+        return parsed
 
     def _scratch(self) -> Scratch:
         scratch: Scratch | None = getattr(self._local, "scratch", None)
