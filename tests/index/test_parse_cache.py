@@ -96,3 +96,20 @@ def test_threads_share_the_kept_parses_and_get_one_threads_answers(sample_index:
             t.join()
         assert not bad
         assert len(e._parsed) <= 8
+
+
+def test_a_search_result_made_by_its_slots_is_the_dataclasss(sample_index: Path) -> None:
+    """The one-call path's SearchResult (made without its dataclass __init__): the same type,
+    equal, hashing alike as the dataclass makes it, and still frozen."""
+    import dataclasses
+
+    from drsearch.contract.models import SearchResult
+
+    with Engine.open(sample_index) as e:
+        for with_text in (False, True):
+            got = e.search("climate change", 5, with_text=with_text)
+            assert type(got) is SearchResult and got.hits
+            assert got == SearchResult("climate change", 5, got.hits)
+            assert dataclasses.astuple(got) == ("climate change", 5, [tuple(h) for h in got.hits])
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                got.k = 3  # type: ignore[misc]
