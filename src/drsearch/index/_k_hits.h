@@ -218,9 +218,11 @@ query_alloc_one(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
         PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
         return -1;
     }
-    if (check_buffer(&q->docs, 4, "chunk_doc"))
+    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->out_ids, 8, "out_chunks") ||
+        check_buffer(&q->out_scores, 8, "out_scores"))
         return -1;
-    if (q->docs.len / 4 < n || (q->blocked.obj && q->blocked.len < n)) {
+    if (q->docs.len / 4 < n || q->out_ids.len / 8 < n || q->out_scores.len / 8 < n ||
+        (q->blocked.obj && q->blocked.len < n)) {
         PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
         return -1;
     }
@@ -356,9 +358,9 @@ PyDoc_STRVAR(search_hits_doc,
 "rescore, margin (None: none): beside clamped terms, rank_maxscore's `rescore` (its tuple) and\n"
 "margin (>= 0): `terms` are then the lists alone, the hits those of the exact rescoring, and\n"
 "NotImplemented is returned where the candidates do not settle the top k.\n"
-"stems None: the hits without texts ('' for text and snippet; never a tuple or False), and a\n"
-"query of one list of at most one_list postings (without rescore) ranked as rank_one ranks it\n"
-"(one pass, with the GIL), wherever the list lies.\n"
+"stems None: the hits without texts ('' for text and snippet; never a tuple or False). A\n"
+"query of one list of at most one_list postings (without rescore) is ranked as rank_one ranks\n"
+"it (one pass, with the GIL), wherever the list lies.\n"
 "Raises ValueError as rank_maxscore and make_hits do.");
 
 static PyObject *
@@ -428,7 +430,7 @@ search_hits(PyObject *self, PyObject *args)
     q.budget = budget;
     q.bp = bp;
     /* A ranked search of one short list: one_pass, which needs no bounds and no scratch. */
-    const int one = pairs == Py_None && resc == Py_None && n_terms == 1 && dfs[0] <= one_list;
+    const int one = resc == Py_None && n_terms == 1 && dfs[0] <= one_list;
     if (one)
         q.prune = 0;
     if ((one ? query_alloc_one(&q, blocked, n_rows) : query_alloc(&q, blocked, n_rows)) < 0)
@@ -511,7 +513,25 @@ search_hits(PyObject *self, PyObject *args)
     if (resc != Py_None && !(q.rescore = rescore_from_spec(resc, k)))
         goto done;
     Outcome o;
-    const int rescored = query_exec(&q, &o);
+    int rescored = 0;
+    if (one) { /* the one-term pass (with the GIL), then the texts as the windowed kernels read them */
+        memset(&o, 0, sizeof(o));
+        const Py_ssize_t n = query_lists_in_range(&q) ? one_pass(&q, &q.L[0]) : -1;
+        if (n < 0) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            q.oi[i] = q.heap[i].chunk;
+            q.os[i] = q.heap[i].score;
+        }
+        o.n_out = n;
+        NOGIL_BEGIN
+        texts_run_work(r, q.oi, n);
+        NOGIL_END
+    } else {
+        rescored = query_exec(&q, &o);
+    }
     if (o.bad) {
         PyErr_SetString(PyExc_ValueError, BAD_LIST);
         goto done;

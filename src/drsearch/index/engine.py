@@ -846,18 +846,15 @@ class Engine:
                      deadline: float, with_text: bool = True) -> list[Hit] | None:
         """The hits of a complete search made in one kernel call (``_kernels.search_hits``:
         the ranking, the texts and snippets, the hits; beside clamped terms, with the exact
-        rescoring), or None where the other path ranks: with texts, one short list (the
-        one-term pass); clamped terms only or whose tfs are not in the pages, candidates that
-        do not settle the top k, texts the kernel could not read (that path reports it).
-        Without texts (``with_text`` False: a ranked search) one short list is ranked in the
-        same call by the one-term pass, where its list lies (no copy). Raises
-        QueryTimeoutError, ValueError (a damaged list: CorruptIndexError to the caller)."""
+        rescoring), or None where the other path ranks: clamped terms only or whose tfs are
+        not in the pages, candidates that do not settle the top k, texts the kernel could not
+        read (that path reports it). ``with_text`` False (a ranked search): the hits without
+        texts. One short list is ranked in the same call by the one-term pass, where its list
+        lies (no copy). Raises QueryTimeoutError, ValueError (a damaged list:
+        CorruptIndexError to the caller)."""
         present = [t for t in terms if t is not None]
         if not present:
             return []
-        one_list = self.scorer.single_term_postings
-        if with_text and len(present) == 1 and present[0].df <= one_list:
-            return None
         lists = present
         rescore: tuple[tuple[Any, ...], float] | tuple[()] = ()
         if DenseTerm in map(type, present):  # beside clamped terms: Scorer._rank_native's way
@@ -872,7 +869,7 @@ class Engine:
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
         got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore,
-                                 0 if with_text else one_list)
+                                 self.scorer.single_term_postings)
         if type(got) is list:
             return got
         if got is None:
