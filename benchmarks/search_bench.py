@@ -1461,11 +1461,11 @@ def cost_table(runs: Sequence[dict[str, Any]]) -> str:
     of one thread's times its cores, whether it spent more CPU a query or waited. Runs
     recorded before these were measured show '-'."""
     def block(title: str, w: int, cell: Callable[[dict[str, Any], dict[str, Any]], str | None]) -> list[str]:
-        lines = [title, f"{'docs':>8} {'vocab':<7}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
+        lines = [title, f"{'docs':>8} {'vocab':<13}" + "".join(f"{label:>{w}}" for _, label in _MODE_LABELS)]
         for r in runs:
             ours = r["throughput"]["ours"]
             cells = [(cell(ours[m], ours["1"]) if m in ours else None) or "-" for m, _ in _MODE_LABELS]
-            lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
+            lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<13}"
                          + "".join(f"{c:>{w}}" for c in cells))
         return lines
 
@@ -1510,7 +1510,7 @@ def scale_table(runs: Sequence[dict[str, Any]]) -> str:
               ("ours k100", "p50"), ("PISA-MS k100", "p50"),
               ("ours/MS k10", "p50"), ("ours/MS k10", "p99"), ("ours/MS k100", "p50"),
               ("FTS5", "agree")]
-    lead = f"{'docs':>8} {'chunks':>9} {'vocab':<7}{'class':<8}{'n':>5}"
+    lead = f"{'docs':>8} {'chunks':>9} {'vocab':<13}{'class':<10}{'n':>5}"
     head1 = " " * len(lead) + "".join(f"{g:>{w + 4}}" for g, _ in groups)
     head2 = lead + "".join(f"{p:>{w + 4}}" for _, p in groups)
     lines = ["all configurations: ranked latency in ms (PISA-MS: PISA MaxScore, PISA-BMW: PISA "
@@ -1532,7 +1532,7 @@ def scale_table(runs: Sequence[dict[str, Any]]) -> str:
                      + ("ok" if ag["same_docs"] >= _fts5_need(ag["queries"]) else "NO"))
             lines.append(
                 f"{r['corpus']['documents']:>8,} {r['builds']['ours']['chunks']:>9,} "
-                f"{r.get('vocabulary', 'normal'):<7}{cls:<8}{ag['queries']:>5}"
+                f"{r.get('vocabulary', 'normal'):<13}{cls:<10}{ag['queries']:>5}"
                 + "".join(_cell(v, w + 4, ".3f") for v in vals)
                 + _goal_cell(_ratio(vals[0], vals[3]), goals.get(("ranked_k10", "p50")), w + 4)
                 + _goal_cell(_ratio(vals[1], vals[4]), goals.get(("ranked_k10", "p99")), w + 4)
@@ -1543,7 +1543,7 @@ def scale_table(runs: Sequence[dict[str, Any]]) -> str:
     lines += ["", "throughput (complete k=10, q/s): one process with 1 thread, T threads, 2 "
               "processes; ratios to one thread (targets >= 1.9x at T = 2; 'ctl': the machine's own "
               "ceiling, CPU loops run the same way); q/s per core",
-              f"{'docs':>8} {'vocab':<7}{'1 thread':>10}{'T':>3}{'T threads':>11}{'ratio':>11}"
+              f"{'docs':>8} {'vocab':<13}{'1 thread':>10}{'T':>3}{'T threads':>11}{'ratio':>11}"
               f"{'ctl':>6}{'2 procs':>10}{'ratio':>11}{'ctl':>6}{'per core: 1t / Tt / 2p':>27}"]
     for r in runs:
         tp = r["throughput"]["ours"]
@@ -1561,7 +1561,7 @@ def scale_table(runs: Sequence[dict[str, Any]]) -> str:
             per = f"{one:.0f} / {th / n:.0f} / {two / 2:.0f}"
         else:
             n, tcol, per = 0, f"{'-':>11}{'-':>11}{'-':>6}", f"{one:.0f} / - / {two / 2:.0f}"
-        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<7}"
+        lines.append(f"{r['corpus']['documents']:>8,} {r.get('vocabulary', 'normal'):<13}"
                      f"{one:>10.0f}{n:>3}{tcol}{two:>10.0f}{t2:>11}{ctl2:>6.2f}{per:>27}")
     return "\n".join(lines)
 
