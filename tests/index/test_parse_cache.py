@@ -14,6 +14,7 @@ from drsearch.contract import InvalidQueryError
 from drsearch.index import BlockList, BuildSettings, Engine, parse_query
 from drsearch.index import engine as engine_module
 from drsearch.index.build import build
+from drsearch.index.engine import EngineOptions
 
 DOCS = [{"docid": f"d{i}", "url": f"https://example.com/{i}", "title": f"t{i}",
          "text": f"{'running runners ran' if i % 2 else 'swimming swimmers'} quietly {i} "
@@ -62,15 +63,20 @@ def test_the_term_cap_applies_to_a_kept_parse_and_errors_are_not_kept(sample_ind
             e.parse(["not", "a", "string"])  # type: ignore[arg-type]  (refused, not hashed)
 
 
-def test_a_blocklist_hides_a_term_whatever_was_parsed_before(tmp_path: Path) -> None:
+def test_a_blocklist_hides_a_term_whatever_was_parsed_before_with_any_options(tmp_path: Path) -> None:
     path = _index(tmp_path / "b.sqlite3", "porter")
     blocked = tmp_path / "blocked.txt"
     blocked.write_text("d3\n")  # the only document with "zebra"
-    with Engine.open(path) as open_e, Engine.open(path, blocklist=BlockList.from_file(blocked)) as hid:
-        for _ in range(2):
-            assert [h.docid for h in open_e.search("zebra", 5, with_text=False).hits] == ["d3"]
-            assert hid.search("zebra", 5, with_text=False).hits == []
-            assert "d3" not in {h.docid for h in hid.search("zebra horse", 10, with_text=False).hits}
+    for options in (EngineOptions(), EngineOptions(hide_blocked_only_terms=False),
+                    EngineOptions(search_in_one_call=False, paged_list_bytes=0)):
+        with Engine.open(path, options=options) as open_e, \
+                Engine.open(path, blocklist=BlockList.from_file(blocked), options=options) as hid:
+            for _ in range(2):  # parsed, then kept: the same answers
+                assert [h.docid for h in open_e.search("zebra", 5, with_text=False).hits] == ["d3"]
+                assert hid.search("zebra", 5, with_text=False).hits == []
+                assert "d3" not in {h.docid for h in hid.search("zebra horse", 10, with_text=False).hits}
+                assert [h.docid for h in open_e.search("zebra", 5).hits] == ["d3"]
+                assert hid.search("zebra", 5).hits == []
 
 
 def test_threads_share_the_kept_parses_and_get_one_threads_answers(sample_index: Path,
