@@ -48,6 +48,7 @@ import math
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -308,7 +309,7 @@ ZIPF_S = 1.0
 RARE_PER_CHUNKS = 1000  # a "rare" name occurs at most once per this many chunks
 VOCABULARIES = ("web", "synthetic15k", "large")
 VOCABULARY_ALIASES = {"normal": "synthetic15k"}  # its name until the web vocabulary came
-QUERY_CLASSES = ("normal", "web", "entity", "rare")
+QUERY_CLASSES = ("normal", "web", "entity", "rare", "single", "pair-rare")
 # A name is 4 consonant-vowel syllables, a consonant and "o" (``Bakuziroto``): ten letters,
 # capitalised. A final consonant + "o" matches no suffix of the Porter stemmer, so each name is
 # one FTS5 term under both tokenizers, and distinct names stay distinct terms.
@@ -931,6 +932,99 @@ def ensure_web_queries(corpus: Path, meta: Mapping[str, Any], n: int,
     return path, out
 
 
+# -- the per-query fixed cost: one-term and two-word queries ---------------------------------
+
+SHORT_CLASSES = ("single", "pair-rare")
+# A content word among the sample's FREQUENT_TYPES most common ones is "frequent" (in a
+# fifth to a half of the chunks at DR-256 scale), any other content word "mid".
+FREQUENT_TYPES = 300
+# Pages (tail names) a large-vocabulary corpus's short queries are drawn from.
+SHORT_PAGES = 1_000
+# (source page, its rare types, of them its names): where the short queries are drawn from
+ShortPage = tuple[int, list[str], list[str]]
+
+
+def make_short_queries(sources: Sequence[Source], pages: Sequence[ShortPage], n: int,
+                       seed: int) -> dict[str, list[str]]:
+    """Two classes of ``n`` queries whose cost is the per-query fixed cost, not postings:
+
+    - *single*: one term, in turn (as the web class's words are) a frequent content word of a
+      page (among the sample's FREQUENT_TYPES most common), a mid-frequency one (any other)
+      and one of the page's rare types (names, rare words, numbers, codes);
+    - *pair-rare*: one content word of a page and one rare name of it (any rare type where
+      the page has no name), in a seeded order.
+
+    Seeded by (seed, 8), apart from every other class, so adding them changed none."""
+    rng = np.random.default_rng([seed, 8])
+    maker = _QueryMaker(sources, rng)
+    counts = Counter(w for words in maker.content for w in words)
+    frequent = [w for w, _ in counts.most_common(FREQUENT_TYPES)]
+    top = set(frequent)
+    out: dict[str, list[str]] = {"single": [], "pair-rare": []}
+    for i in range(n):
+        src, rare, names = pages[int(rng.integers(len(pages)))]
+        content = maker.content[src] or ["news"]
+        if i % 3 == 2:
+            out["single"].append(rare[int(rng.integers(len(rare)))])
+        else:
+            # (a page without a frequent word: one of the sample's; without a mid one: any)
+            pool = [w for w in content if (w in top) == (i % 3 == 0)] or (
+                frequent if i % 3 == 0 else content)
+            out["single"].append(maker.pick(pool, 1)[0])
+        named = names or rare
+        pair = [named[int(rng.integers(len(named)))], *maker.pick(content, 1)]
+        out["pair-rare"].append(" ".join(pair[j] for j in rng.permutation(2).tolist()))
+    return out
+
+
+def web_short_pages(model: WebModel, web: Mapping[str, npt.NDArray[Any]]) -> list[ShortPage]:
+    """The web vocabulary's query documents as :data:`ShortPage`: each one's page and the
+    tail types put into it."""
+    offsets = web["query_offsets"].tolist()
+    pages: list[ShortPage] = []
+    for i, doc in enumerate(web["query_docs"].tolist()):
+        ranks = web["query_ranks"][offsets[i]:offsets[i + 1]]
+        if len(ranks):
+            pages.append((int(web["source_of_doc"][doc]), model.tokens(ranks),
+                          model.tokens(ranks[model.kind_of(ranks) == 0])))
+    return pages
+
+
+def large_short_pages(stats: Mapping[str, npt.NDArray[Any]], chunks: int,
+                      seed: int) -> list[ShortPage]:
+    """A large-vocabulary corpus's rare names (at most once per RARE_PER_CHUNKS chunks; up to
+    SHORT_PAGES of them, seeded) as :data:`ShortPage`: each one with the page it first went
+    into."""
+    cap = max(1, chunks // RARE_PER_CHUNKS)
+    rare = np.flatnonzero((stats["counts"] > 0) & (stats["counts"] <= cap))
+    rng = np.random.default_rng([seed, 9])
+    picked = np.sort(rng.choice(rare, size=min(SHORT_PAGES, len(rare)), replace=False))
+    names = entity_names(picked)
+    return [(int(stats["source_of_doc"][int(stats["first_doc"][r])]), [name], [name])
+            for r, name in zip(picked.tolist(), names, strict=True)]
+
+
+def ensure_short_queries(corpus: Path, meta: Mapping[str, Any], n: int,
+                         seed: int) -> tuple[Path, dict[str, list[str]]]:
+    """Generate (or reuse) the single and pair-rare classes (:func:`make_short_queries`) of a
+    web- or large-vocabulary corpus (``ensure_corpus``'s path and meta)."""
+    stem = corpus.name.removesuffix(".jsonl")
+    path = corpus.with_name(f"{stem}.queries-f{n}-s{seed}.json")
+    if not path.is_file():
+        if meta.get("vocabulary") == "web":
+            pages = web_short_pages(WebModel.load(), dict(np.load(corpus.with_name(f"{stem}.web.npz"))))
+        else:
+            stats = dict(np.load(corpus.with_name(f"{stem}.entities.npz")))
+            pages = large_short_pages(stats, int(meta["chunks"]), seed)
+        if not pages:
+            raise SystemExit("no page got a rare type: the corpus is too small")
+        queries = make_short_queries(load_sources(), pages, n, seed)
+        _atomic_write(path, iter([json.dumps(queries, ensure_ascii=False, indent=0,
+                                             sort_keys=True) + "\n"]))
+    out: dict[str, list[str]] = json.loads(path.read_text(encoding="utf-8"))
+    return path, {cls: out[cls] for cls in SHORT_CLASSES}
+
+
 PASSAGE_WORDS = 100  # DPR's and wiki-18's passage length
 
 
@@ -1022,7 +1116,8 @@ def add_entity_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--entity-rate", type=float, default=DEFAULT_ENTITY_RATE,
                     help="fraction of each document's words replaced by names (default 0.05)")
     ap.add_argument("--entity-queries", type=int, default=DEFAULT_ENTITY_QUERIES,
-                    help="queries of each extra class, entity and rare (default 100)")
+                    help="queries of each extra class: web, entity, rare, single and "
+                         "pair-rare (default 100)")
 
 
 def add_vocabulary_arg(ap: argparse.ArgumentParser) -> None:
@@ -1092,6 +1187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for cls, qs in extra.items():
             for q in qs[:6]:
                 print(f"  {cls:<6} {q}")
+        spath, short = ensure_short_queries(corpus, meta, args.entity_queries, args.seed)
+        print(f"{'/'.join(short)} queries {spath}")
+        for cls, qs in short.items():
+            for q in qs[:6]:
+                print(f"  {cls:<9} {q}")
     return 0
 
 

@@ -215,15 +215,19 @@ def test_a_tiny_run_prints_every_configuration_and_the_table(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads(out.read_text())["runs"]
     assert [(r["corpus"]["documents"], r["vocabulary"]) for r in runs] == [
-        (60, "normal"), (60, "large"), (90, "normal"), (90, "large")]
-    assert runs[1]["classes"] == {"normal": 12, "entity": 6, "rare": 6}
+        (60, "synthetic15k"), (60, "large"), (90, "synthetic15k"), (90, "large")]
+    assert runs[1]["classes"] == {"normal": 12, "entity": 6, "rare": 6, "single": 6, "pair-rare": 6}
     assert runs[1]["corpus"]["entity_types"] == 20000
     table = proc.stdout[proc.stdout.index("all configurations:"):]
-    for docs, vocab, cls in [("60", "normal", "normal"), ("60", "large", "entity"),
-                             ("90", "large", "rare")]:
+    for docs, vocab, cls in [("60", "synthetic15k", "normal"), ("60", "large", "entity"),
+                             ("90", "large", "rare"), ("60", "large", "single"), ("90", "large", "pair-rare")]:
         assert any(line.split()[:4:2] == [docs, vocab] and line.split()[3] == cls
                    for line in table.splitlines() if len(line.split()) > 4), (docs, vocab, cls)
     assert "throughput (complete k=10, q/s)" in table
+    if "pisa skipped" not in proc.stderr:  # the fixed cost's classes against PISA's bare call
+        assert "single: ours/PISA-q8 MaxScore ranked_k10 p50" in proc.stdout
+        assert any(line.startswith("pair-rare: ") and "engine-only call" in line and "goal <= 1.0x" in line
+                   for line in proc.stdout.splitlines())
     assert (tmp_path / "cache").is_dir()
     # the CPUs' placement sampled before each of ours' throughput runs (where it can be)
     if shutil.which("cc") and {0, 1} <= os.sched_getaffinity(0):

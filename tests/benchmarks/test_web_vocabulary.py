@@ -161,3 +161,28 @@ def test_normal_still_names_the_old_corpus_and_a_bad_name_is_refused(tmp_path: P
                          capture_output=True, text=True)
     assert run.returncode == 2 and "web, synthetic15k, large" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("vocab", [cg.WEB, cg.Vocabulary("large", 20_000)])
+def test_short_query_classes_are_seeded_and_shaped(tmp_path: Path, vocab: cg.Vocabulary) -> None:
+    """single (one word: frequent, mid, rare in turn) and pair-rare (a word + a rare name):
+    the same seed gives the same queries, another seed others; the rare words occur."""
+    path, meta = cg.ensure_corpus(40, 1, cache=tmp_path, vocab=vocab)
+    qpath, queries = cg.ensure_short_queries(path, meta, 30, 1)
+    assert list(queries) == ["single", "pair-rare"] and all(len(q) == 30 for q in queries.values())
+    qpath.unlink()  # made again from the seed: the same bytes
+    again = cg.ensure_short_queries(path, meta, 30, 1)[1]
+    assert again == queries
+    assert cg.ensure_short_queries(path, meta, 30, 2)[1] != queries
+    text = " ".join(d["text"] for d in _docs(path)).lower()
+    assert all(len(q.split()) == 1 and q.lower() in text for q in queries["single"])
+    assert all(len(q.split()) == 2 for q in queries["pair-rare"])
+    # the frequent third's words are among the sample's most common content words
+    sources = cg.load_sources()
+    maker = cg._QueryMaker(sources, np.random.default_rng(0))
+    counts = cg.Counter(w for words in maker.content for w in words)
+    top = {w for w, _ in counts.most_common(cg.FREQUENT_TYPES)}
+    singles = queries["single"]
+    assert all(singles[i] in top for i in range(0, 30, 3))
+    assert sum(singles[i] in top for i in range(1, 30, 3)) <= 2  # mid: from outside (fallback aside)
+    assert all(counts[singles[i]] == 0 for i in range(2, 30, 3))  # rare types: not sample words

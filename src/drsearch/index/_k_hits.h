@@ -168,8 +168,179 @@ search_term(Query *q, Py_ssize_t t, PyObject *term, int paged, Py_ssize_t df)
     return 0;
 }
 
+/* rank_one's pass over list l of a prepared query (sparse or paged: l_id and l_im read either):
+   each document's best chunk (documents' chunks are consecutive rowids; ties: the lower rowid,
+   seen first) into q->heap, sorted best first. The count kept, or -1 for rowids not strictly
+   ascending within 1..n_rows. With the GIL: meant for short lists. */
+static Py_ssize_t
+one_pass(Query *q, List *l)
+{
+    Best *heap = q->heap, cur = {0.0, 0};
+    const Py_ssize_t k = q->k, n_rows = q->n - 1;
+    Py_ssize_t hn = 0;
+    int64_t prev = 0, doc = -1;
+    for (Py_ssize_t i = 0; i < l->len; i++) {
+        const int64_t r = l_id(l, i);
+        if (r <= prev || r > n_rows)
+            return -1;
+        prev = r;
+        const double im = l_im(l, i);
+        /* Below the k-th kept score (the heap full): it cannot enter, whatever its document. */
+        if ((hn == k && im < heap[0].score) || (q->bl && q->bl[r]))
+            continue;
+        if (q->cd[r] != doc) {
+            if (doc >= 0)
+                heap_offer(heap, &hn, k, cur);
+            doc = q->cd[r];
+            cur.score = im;
+            cur.chunk = r;
+        } else if (im > cur.score) {
+            cur.score = im;
+            cur.chunk = r;
+        }
+    }
+    if (doc >= 0)
+        heap_offer(heap, &hn, k, cur);
+    qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
+    return hn;
+}
+
+/* query_alloc for one_pass alone (a ranked search of one short list): the blocked buffer, the
+   checks of chunk_doc's and its lengths, one term's List and buffers, the k-heap; none of the
+   windowed kernels' scratch (a dozen allocations a query, and a bit per chunk of the window). */
+static int
+query_alloc_one(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
+{
+    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &q->blocked, PyBUF_SIMPLE) < 0)
+        return -1;
+    const Py_ssize_t n = q->n = n_rows + 1;
+    if (n_rows < 0 || q->k < 1) {
+        PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
+        return -1;
+    }
+    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->out_ids, 8, "out_chunks") ||
+        check_buffer(&q->out_scores, 8, "out_scores"))
+        return -1;
+    if (q->docs.len / 4 < n || q->out_ids.len / 8 < n || q->out_scores.len / 8 < n ||
+        (q->blocked.obj && q->blocked.len < n)) {
+        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
+        return -1;
+    }
+    q->tb = PyMem_RawCalloc(3 * 2, sizeof(Py_buffer));
+    q->L = PyMem_RawCalloc(2, sizeof(List));
+    q->heap = PyMem_RawMalloc(sizeof(Best) * (size_t)q->k);
+    if (!q->tb || !q->L || !q->heap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The five hit buffers of search_hits' context (chunk_doc, chunk_ordinal, field_offsets,
+   fields, pieces or None) into b, checked. -1 with an exception set (the caller releases what
+   was acquired). */
+static int
+hit_buffers_get(PyObject *hits, Py_buffer *b)
+{
+    PyObject *pieces = PyTuple_GET_ITEM(hits, 4);
+    for (int i = 0; i < 4; i++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(hits, i), &b[i], PyBUF_SIMPLE) < 0)
+            return -1;
+    if (pieces != Py_None && PyObject_GetBuffer(pieces, &b[4], PyBUF_SIMPLE) < 0)
+        return -1;
+    if (check_buffer(&b[0], 4, "chunk_doc") || check_buffer(&b[1], 4, "chunk_ordinal") ||
+        check_buffer(&b[2], 8, "field_offsets"))
+        return -1;
+    if (b[0].len != b[1].len) {
+        PyErr_SetString(PyExc_ValueError, "search_hits: the chunk arrays differ in length");
+        return -1;
+    }
+    const int64_t *pc = b[4].obj ? (const int64_t *)b[4].buf : NULL;
+    if (pc && (check_buffer(&b[4], 8, "pieces") || b[4].len < 24 ||
+               (pc[0] > 0 && (pc[1] <= 0 || pc[2] <= 0 || pc[1] > pc[2])))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "search_hits: malformed pieces header");
+        return -1;
+    }
+    return 0;
+}
+
+/* The address of byte x of the document fields (in memory, or in the file's pages: h->pc), or
+   NULL where it is outside them (hit_make then reports it). */
+static const char *
+field_byte(const HitFields *h, int64_t x)
+{
+    if (!h->pc)
+        return x >= 0 && x < h->n_data ? h->data + x : NULL;
+    const int64_t len = h->pc[0], first = h->pc[1], per = h->pc[2];
+    if (x < 0 || x >= len || per <= 0)
+        return NULL;
+    const int64_t i = x < first ? 0 : 1 + (x - first) / per, skip = x < first ? x : (x - first) % per;
+    if (3 + i >= h->n_pc || h->pc[3 + i] < 0 || h->pc[3 + i] + skip >= h->n_data)
+        return NULL;
+    return h->data + h->pc[3 + i] + skip;
+}
+
+/* Ask for what hit_make will read of the n chunks `c` (their documents and ordinals, the
+   documents' field offsets, then their fields' first bytes) ahead of reading it: a ranked
+   search's hits are documents all over the file, each one's reads a chain of cache misses
+   (chunk -> document -> offsets -> fields), taken here for all of them at once rather than
+   one after the other. Reads nothing it is not sure lies inside the buffers. */
+static void
+hits_prefetch(const HitFields *h, const int64_t *c, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            __builtin_prefetch(&h->doc_of[c[i]]);
+            __builtin_prefetch(&h->ord_of[c[i]]);
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            const int64_t d = h->doc_of[c[i]];
+            if (d >= 1 && 3 * d + 3 < h->n_offs)
+                __builtin_prefetch(&h->o[3 * d]);
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 1 && c[i] < h->n_chunk_rows) {
+            const int64_t d = h->doc_of[c[i]];
+            for (int f = 0; f < 3 && d >= 1 && 3 * d + 3 < h->n_offs; f++) {
+                const char *a = field_byte(h, h->o[3 * d + f]);
+                if (a)
+                    __builtin_prefetch(a);
+            }
+        }
+}
+
+/* search_hits without texts: the hits of the n ranked chunks (from the rescoring's sc, or
+   the chunk rowids ci and scores cs), with '' for text and snippet. */
+static PyObject *
+bare_hits(PyTypeObject *type, const Py_buffer *b, const Scored *sc, const int64_t *ci,
+          const double *cs, const Best *heap, Py_ssize_t n)
+{
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0), *out = empty ? PyList_New(n) : NULL;
+    const HitFields hf = hit_fields(&b[0], &b[1], &b[2], &b[3], b[4].obj ? &b[4] : NULL);
+    int64_t ahead[128];
+    if (n <= 128) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            ahead[i] = sc ? (int64_t)sc[i].chunk : heap ? heap[i].chunk : ci[i];
+        hits_prefetch(&hf, ahead, n);
+    }
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        const double s = sc ? sc[i].score : heap ? heap[i].score : cs[i];
+        const long long c = sc ? (long long)sc[i].chunk : heap ? (long long)heap[i].chunk : (long long)ci[i];
+        PyObject *score = PyFloat_FromDouble(s);
+        PyObject *hit = !score ? NULL : hit_make(type, &hf, i + 1, c, score, empty, empty);
+        if (!hit)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, hit);
+    }
+    Py_XDECREF(empty);
+    return out;
+}
+
 PyDoc_STRVAR(search_hits_doc,
-"search_hits(context, terms, stems, k, time_budget, deadline[, rescore, margin])\n"
+"search_hits(context, terms, stems, k, time_budget, deadline[, rescore, margin[, one_list]])\n"
 "    -> list | tuple | None | False | NotImplemented\n\n"
 "A complete search's hits in one call: rank_maxscore or rank_blocks (Scorer's choice: pruning\n"
 "always, never, or by its `auto` rule) of `terms` (PagedTerm or SparseTerm objects, phrase\n"
@@ -187,6 +358,9 @@ PyDoc_STRVAR(search_hits_doc,
 "rescore, margin (None: none): beside clamped terms, rank_maxscore's `rescore` (its tuple) and\n"
 "margin (>= 0): `terms` are then the lists alone, the hits those of the exact rescoring, and\n"
 "NotImplemented is returned where the candidates do not settle the top k.\n"
+"stems None: the hits without texts ('' for text and snippet; never a tuple or False). A\n"
+"query of one list of at most one_list postings (without rescore) is ranked as rank_one ranks\n"
+"it (one pass, with the GIL), wherever the list lies.\n"
 "Raises ValueError as rank_maxscore and make_hits do.");
 
 static PyObject *
@@ -196,14 +370,15 @@ search_hits(PyObject *self, PyObject *args)
     PyObject *ctx, *terms_obj, *pairs, *blocked, *file_obj, *hits, *type, *paged_type, *sparse_type;
     PyObject *resc = Py_None, *terms = NULL, *stems = NULL, *weights = NULL, *result = NULL, *made = NULL;
     Py_ssize_t k, n_rows, bp, pruning, prune_all_k, prune_all_rows, page_size, usable, root, column,
-        width;
+        width, one_list = 0;
     double budget, deadline, idf_floor, margin = -1.0;
     Py_ssize_t *dfs = NULL; /* each term's df, read once */
     Query q;
     memset(&q, 0, sizeof(q));
-    Py_buffer tfile = {0};
-    if (!PyArg_ParseTuple(args, "O!OOndd|Od:search_hits", &PyTuple_Type, &ctx, &terms_obj, &pairs,
-                          &k, &budget, &deadline, &resc, &margin))
+    Py_buffer tfile = {0}, hb[5];
+    memset(hb, 0, sizeof(hb));
+    if (!PyArg_ParseTuple(args, "O!OOndd|Odn:search_hits", &PyTuple_Type, &ctx, &terms_obj, &pairs,
+                          &k, &budget, &deadline, &resc, &margin, &one_list))
         return NULL;
     if (!PyArg_ParseTuple(ctx, "nOy*w*w*w*OnnnnnnnnnO!OdOO:search_hits context", &n_rows,
                           &blocked, &q.docs, &q.buf, &q.out_ids, &q.out_scores, &file_obj, &bp,
@@ -254,7 +429,11 @@ search_hits(PyObject *self, PyObject *args)
     }
     q.budget = budget;
     q.bp = bp;
-    if (query_alloc(&q, blocked, n_rows) < 0)
+    /* A ranked search of one short list: one_pass, which needs no bounds and no scratch. */
+    const int one = resc == Py_None && n_terms == 1 && dfs[0] <= one_list;
+    if (one)
+        q.prune = 0;
+    if ((one ? query_alloc_one(&q, blocked, n_rows) : query_alloc(&q, blocked, n_rows)) < 0)
         goto done;
     if (n_paged) {
         if (PyObject_GetBuffer(file_obj, &q.file, PyBUF_SIMPLE) < 0)
@@ -270,6 +449,37 @@ search_hits(PyObject *self, PyObject *args)
             goto done;
     }
     query_bind(&q);
+    if (pairs == Py_None) { /* no texts: the ranking and the hits */
+        if (hit_buffers_get(hits, hb) < 0 || (resc != Py_None && !(q.rescore = rescore_from_spec(resc, k))))
+            goto done;
+        Py_ssize_t n = -1;
+        if (one) {
+            if (!query_lists_in_range(&q) || (n = one_pass(&q, &q.L[0])) < 0) {
+                PyErr_SetString(PyExc_ValueError, BAD_LIST);
+                goto done;
+            }
+            result = bare_hits((PyTypeObject *)type, hb, NULL, NULL, NULL, q.heap, n);
+            goto done;
+        }
+        Outcome o;
+        const int rescored = query_exec(&q, &o);
+        if (o.bad) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        if (o.late || (q.rescore && !rescored)) {
+            result = Py_NewRef(o.late ? Py_None : Py_NotImplemented);
+            goto done;
+        }
+        if (q.rescore && q.rescore->nomem) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        const Scored *sc = q.rescore ? q.rescore->sc : NULL;
+        result = bare_hits((PyTypeObject *)type, hb, sc, q.oi, q.os, NULL,
+                           sc ? q.rescore->taken : o.n_out);
+        goto done;
+    }
     if (snip_plan(pairs, idf_floor, &stems, &weights) < 0 ||
         PyObject_GetBuffer(file_obj, &tfile, PyBUF_SIMPLE) < 0)
         goto done;
@@ -303,7 +513,25 @@ search_hits(PyObject *self, PyObject *args)
     if (resc != Py_None && !(q.rescore = rescore_from_spec(resc, k)))
         goto done;
     Outcome o;
-    const int rescored = query_exec(&q, &o);
+    int rescored = 0;
+    if (one) { /* the one-term pass (with the GIL), then the texts as the windowed kernels read them */
+        memset(&o, 0, sizeof(o));
+        const Py_ssize_t n = query_lists_in_range(&q) ? one_pass(&q, &q.L[0]) : -1;
+        if (n < 0) {
+            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            q.oi[i] = q.heap[i].chunk;
+            q.os[i] = q.heap[i].score;
+        }
+        o.n_out = n;
+        NOGIL_BEGIN
+        texts_run_work(r, q.oi, n);
+        NOGIL_END
+    } else {
+        rescored = query_exec(&q, &o);
+    }
     if (o.bad) {
         PyErr_SetString(PyExc_ValueError, BAD_LIST);
         goto done;
@@ -353,6 +581,8 @@ search_hits(PyObject *self, PyObject *args)
     else
         result = out;
 done:
+    for (int i = 0; i < 5; i++)
+        PyBuffer_Release(&hb[i]); /* (a no-op on one never acquired) */
     PyMem_RawFree(dfs);
     Py_XDECREF(made);
     Py_XDECREF(stems);

@@ -479,9 +479,10 @@ static struct PyModuleDef module = {
    that names schema version 4's chunk spans: the texts cut from the documents' zlib text,
    SPAN_TEXTS 1 where zlib was found at build time; drlz texts, _k_lz.h, always), word_byte_spans
    (the build's spans), lz_pack and lz_unpack (the drlz codec), lz_join (a document text's
-   words joined, and its other whitespace, for drlz).
+   words joined, and its other whitespace, for drlz); 18 = search_hits without texts (stems
+   None: the ranked path's hits, one short list in one pass).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 17
+#define KERNELS_ABI 18
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

@@ -48,9 +48,9 @@ def rescore(cands: npt.NDArray[Any], terms: Sequence[tuple[Any, ...]], file: Any
             chunk_doc: npt.NDArray[Any], k: int, texts: tuple[Any, ...] | None = ...,
             /) -> Any: ...
 
-def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[tuple[str, float]],
+def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[tuple[str, float]] | None,
                 k: int, time_budget: float, deadline: float, rescore: tuple[Any, ...] | None = ...,
-                margin: float = ..., /) -> Any: ...
+                margin: float = ..., one_list: int = ..., /) -> Any: ...
 
 def make_hits(hit_type: type[Any], chunks: Sequence[int], scores: Sequence[float],
               chunk_doc: npt.NDArray[Any], chunk_ordinal: npt.NDArray[Any],

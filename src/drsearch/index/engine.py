@@ -41,7 +41,14 @@ from ..contract.errors import (
     QueryTimeoutError,
 )
 from ..contract.models import Document, Hit, SearchResult
-from ..contract.request import DEFAULT_TIME_LIMIT_S, MAX_K, MAX_QUERY_TERMS, MAX_RUN_K, check_k
+from ..contract.request import (
+    DEFAULT_TIME_LIMIT_S,
+    MAX_K,
+    MAX_QUERY_TERMS,
+    MAX_RUN_K,
+    check_k,
+    too_many_terms,
+)
 from . import chunktext
 from . import native as kernel
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
@@ -114,6 +121,13 @@ _KEPT_COPY_BYTES = 1024
 # GIL. A term's df is the frozen file's, so an entry never changes; at this many entries the
 # dict starts over (bounded memory, never a different snippet).
 _SNIPPET_STEMS_MAX = 1 << 16
+# Queries parsed before (Engine.parse), by their raw text: agents repeat queries, and a parse
+# costs ~2 us of a one-term search's ~9 with the GIL held (the tokenizer's call, a QueryTerm a
+# term). The parse is the tokenizer's alone (one per engine, a frozen file's), so an entry
+# never changes; queries of at most _PARSED_QUERY_CHARS characters are kept, and at
+# _PARSED_MAX entries the dict starts over (at most ~2 MB, never a different parse).
+_PARSED_MAX = 4096
+_PARSED_QUERY_CHARS = 256
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
     "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
@@ -182,6 +196,21 @@ class EngineOptions:
 
 
 DEFAULT_OPTIONS = EngineOptions()
+
+
+# SearchResult(query, k, hits) made without its frozen dataclass __init__ (an
+# object.__setattr__ a field through a Python frame: ~0.6 us, a tenth of a one-term search):
+# its slots set by their descriptors, as that __init__ sets them; the same object.
+_new_result = object.__new__
+_set_query, _set_k, _set_hits = (getattr(SearchResult, f).__set__ for f in ("query", "k", "hits"))
+
+
+def _result(query: str, k: int, hits: list[Hit]) -> SearchResult:
+    result: SearchResult = _new_result(SearchResult)
+    _set_query(result, query)
+    _set_k(result, k)
+    _set_hits(result, hits)
+    return result
 
 
 def _connect(path: Path) -> apsw.Connection:
@@ -303,6 +332,7 @@ class Engine:
         self._kept_terms: dict[str, ListTerm | tuple[int, int]] = {}
         self._kept_bytes = 0
         self._snippet_stems: dict[QueryTerm, tuple[str, float]] = {}
+        self._parsed: dict[str, ParsedQuery] = {}  # (_PARSED_MAX)
         self._hit_buffers_made: tuple[Any, ...] | None = None
         self._docs: DocTable | None = None
         if "doc_fields" in raw and "doc_field_offsets" in arrays:
@@ -461,7 +491,20 @@ class Engine:
 
     # -- search --------------------------------------------------------------------------
     def parse(self, query: str, max_terms: int = MAX_QUERY_TERMS) -> ParsedQuery:
-        return parse_query(query, self._tokenizer(), max_terms)
+        """``parse_query`` with this index's tokenizer (raises as it does), a query parsed
+        before taken from ``_parsed``: the same terms, the same errors."""
+        if type(query) is not str or len(query) > _PARSED_QUERY_CHARS or max_terms > MAX_QUERY_TERMS:
+            return parse_query(query, self._tokenizer(), max_terms)
+        kept = self._parsed
+        parsed = kept.get(query)
+        if parsed is None:
+            parsed = parse_query(query, self._tokenizer(), MAX_QUERY_TERMS)
+            if len(kept) >= _PARSED_MAX:  # a new dict, not clear(): another thread reads
+                kept = self._parsed = {}
+            kept[query] = parsed
+        if len(parsed.terms) > max_terms:  # (parse_query's check: more distinct terms than allowed)
+            raise too_many_terms(max_terms)
+        return parsed
 
     def _scratch(self) -> Scratch:
         scratch: Scratch | None = getattr(self._local, "scratch", None)
@@ -748,11 +791,11 @@ class Engine:
                 deadline: float) -> SearchResult:
         terms = self._postings(parsed, deadline)
         options = self.options
-        if with_text and options.search_in_one_call and options.texts_with_ranking and \
+        if options.search_in_one_call and (options.texts_with_ranking or not with_text) and \
                 self._chunk_texts is not None and self.scorer.native:
-            hits = self._search_hits(k, parsed, terms, deadline)
+            hits = self._search_hits(k, parsed, terms, deadline, with_text)
             if hits is not None:
-                return SearchResult(query, k, hits)
+                return _result(query, k, hits)
         maker = spec = None
         if with_text and self._kernel:
             maker = self._snippets(parsed, terms, deadline)
@@ -800,32 +843,33 @@ class Engine:
                     self._snippets(parsed, terms, deadline).many(chunk_texts), strict=True), 1)])
 
     def _search_hits(self, k: int, parsed: ParsedQuery, terms: list[Term | None],
-                     deadline: float) -> list[Hit] | None:
+                     deadline: float, with_text: bool = True) -> list[Hit] | None:
         """The hits of a complete search made in one kernel call (``_kernels.search_hits``:
         the ranking, the texts and snippets, the hits; beside clamped terms, with the exact
-        rescoring), or None where the other path ranks: one short list (the one-term pass),
-        clamped terms only or whose tfs are not in the pages, candidates that do not settle
-        the top k, texts the kernel could not read (that path reports it). Raises
-        QueryTimeoutError, ValueError (a damaged list: CorruptIndexError to the caller)."""
+        rescoring), or None where the other path ranks: clamped terms only or whose tfs are
+        not in the pages, candidates that do not settle the top k, texts the kernel could not
+        read (that path reports it). ``with_text`` False (a ranked search): the hits without
+        texts. One short list is ranked in the same call by the one-term pass, where its list
+        lies (no copy). Raises QueryTimeoutError, ValueError (a damaged list:
+        CorruptIndexError to the caller)."""
         present = [t for t in terms if t is not None]
         if not present:
             return []
-        if len(present) == 1 and present[0].df <= self.scorer.single_term_postings:
-            return None
         lists = present
         rescore: tuple[tuple[Any, ...], float] | tuple[()] = ()
-        if any(type(t) is DenseTerm for t in present):  # beside clamped terms: Scorer._rank_native's way
+        if DenseTerm in map(type, present):  # beside clamped terms: Scorer._rank_native's way
             lists = [t for t in present if type(t) is not DenseTerm]
             got_args = self.scorer.rescore_args(present, len(lists)) if lists else None
             if got_args is None:
                 return None
             rescore = got_args
-        pairs = self._stem_pairs(parsed, terms)
+        pairs = self._stem_pairs(parsed, terms) if with_text else None
         context = self._search_context()  # (a thread's first: its scratch, the hits' buffers)
         budget = deadline - time.monotonic()
         if budget <= 0.0:
             raise QueryTimeoutError("query ran past its time limit")
-        got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore)
+        got = kernel.search_hits(context, lists, pairs, k, budget, deadline, rescore,
+                                 self.scorer.single_term_postings)
         if type(got) is list:
             return got
         if got is None:
@@ -834,6 +878,7 @@ class Engine:
             return None
         # snippets the kernel left to the Python code (None in their hit)
         hits, texts = cast("tuple[list[Hit], list[str]]", got)
+        assert pairs is not None  # (without texts the kernel leaves none)
         maker = SnippetMaker.of_stems(pairs, deadline=deadline)
         return [h if h.snippet is not None else h._replace(snippet=maker(text))
                 for h, text in zip(hits, texts, strict=True)]

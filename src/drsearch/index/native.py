@@ -37,10 +37,11 @@ import numpy.typing as npt
 # dense_isa (the dense retriever's int8 inner products), 16 = rank_quant (exact ranking
 # traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
 # schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz
-# codec; lz_join, a text's words joined for it). A kernel built from an older _kernels.c is not
+# codec; lz_join, a text's words joined for it), 18 = search_hits without texts (the ranked
+# path's hits in one call, one short list in one pass). A kernel built from an older _kernels.c is not
 # used: ranking falls back to numpy (same results) and posting lists are read by blob I/O, and
 # native=True says why.
-KERNEL_ABI = 17
+KERNEL_ABI = 18
 
 F64 = npt.NDArray[np.float64]
 Array = npt.NDArray[Any]
@@ -217,13 +218,15 @@ def search_context(head: tuple[Any, ...], file: Any, rule: tuple[Any, ...],
             sparse_type)
 
 
-def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[tuple[str, float]],
+def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[tuple[str, float]] | None,
                 k: int, budget: float, deadline: float,
-                rescore: tuple[tuple[Any, ...], float] | tuple[()] = ()) -> SearchHits:
+                rescore: tuple[tuple[Any, ...], float] | tuple[()] = (), one_list: int = 0) -> SearchHits:
     """A complete search's ranking, texts, snippets and hits in one call (``context``:
     :func:`search_context`; ``terms``: PagedTerm/SparseTerm lists in phrase order; ``stems``
     each term's snippet (stem, weight); ``rescore``: beside clamped terms, (:func:`rescore_arg`,
-    margin)). Returns:
+    margin)). ``stems`` None: the ranked hits without texts ('' for text and snippet; never a
+    tuple or False), a query of one list of at most ``one_list`` postings (without
+    ``rescore``) ranked in one pass as :func:`rank_one` ranks it. Returns:
 
     - the hits (a list): done;
     - (hits, texts): done but for the snippets the kernel left to the Python code (None in
@@ -234,7 +237,8 @@ def search_hits(context: tuple[Any, ...], terms: Sequence[Any], stems: Sequence[
       settle the top k (the caller ranks by the other calls).
 
     Raises ValueError for a damaged list or buffer."""
-    got: SearchHits = _kernels.search_hits(context, terms, stems, k, budget, deadline, *rescore)
+    spec, margin = rescore if rescore else (None, -1.0)
+    got: SearchHits = _kernels.search_hits(context, terms, stems, k, budget, deadline, spec, margin, one_list)
     return got
 
 

@@ -41,8 +41,11 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         got = real(*args)
         kind = type(got).__name__ if got not in (None, False, NotImplemented) else repr(got)
         seen[kind] = seen.get(kind, 0) + 1
-        if len(args) > 6 and kind == "list":  # with `rescore`: beside clamped terms
+        if len(args) > 6 and args[6] is not None and kind == "list":  # with `rescore`: beside clamped terms
             seen["rescored"] = seen.get("rescored", 0) + 1
+        if args[2] is None and kind == "list":  # a ranked search (no texts)
+            one = len(args[1]) == 1 and args[1][0].df <= args[8]
+            seen["ranked_one" if one else "ranked"] = seen.get("ranked_one" if one else "ranked", 0) + 1
         return got
 
     monkeypatch.setattr(kernels, "search_hits", spy)
@@ -71,11 +74,12 @@ def _both(e: Engine, by_calls: Engine, q: str, k: int) -> None:
     """``e`` (the one call) and ``by_calls`` (the same file and settings, search_in_one_call off)
     give the same result."""
     assert e.options.search_in_one_call and not by_calls.options.search_in_one_call
-    want = by_calls.search(q, k)
-    got = e.search(q, k)
-    assert got == want, (q, k)
-    # hits made in C are what Hit(...) makes: the same type, equal and hashing alike
-    assert all(type(h) is Hit and hash(h) == hash(Hit(*h)) for h in got.hits)
+    for with_text in (True, False):
+        want = by_calls.search(q, k, with_text=with_text)
+        got = e.search(q, k, with_text=with_text)
+        assert got == want, (q, k, with_text)
+        # hits made in C are what Hit(...) makes: the same type, equal and hashing alike
+        assert all(type(h) is Hit and hash(h) == hash(Hit(*h)) for h in got.hits)
 
 
 @pytest.mark.parametrize("which", ["sample", "cran", "cran_small"])
@@ -101,6 +105,9 @@ def test_one_call_gives_the_hits_of_the_calls_one_by_one(which: str, sample_inde
                     for k in (1, 10, 100):
                         _both(e, by_calls, q, k)
     assert seen.get("list", 0) >= 500, seen
+    # ranked searches (no texts) in one call too: one short list by the one-term pass, in the
+    # pages and in memory, and the others
+    assert seen.get("ranked_one", 0) >= 50 and seen.get("ranked", 0) >= 200, seen
     # (the sample's few pages rank no query beside clamped terms by the rescoring)
     assert seen.get("rescored", 0) >= (0 if which == "sample" else 100), seen
 
@@ -178,3 +185,30 @@ def test_the_outcomes_that_are_not_hits(cran_index: Path) -> None:
             kernels.search_hits(ctx, [], [], 10, 60.0, time.monotonic() + 60)
         with pytest.raises(ValueError, match="k >= 1"):
             kernels.search_hits(ctx, terms, pairs, 0, 60.0, time.monotonic() + 60)
+
+
+def test_a_ranked_search_in_one_call_and_its_refusals(cran_index: Path) -> None:
+    """stems None (a ranked search): the hits without texts, a short list ranked by the
+    one-term pass whether it lies in the pages or in memory; a list out of order refused."""
+    assert kernels is not None
+    with Engine.open(cran_index, options=EngineOptions(paged_list_bytes=0)) as e, \
+            Engine.open(cran_index, options=BY_CALLS) as by_calls:
+        ctx = e._search_context()
+        dl = time.monotonic() + 60
+        (term,) = e._postings(e.parse("pressure"), dl)
+        assert type(term).__name__ == "PagedTerm" and 0 < term.df <= e.scorer.single_term_postings
+        want = by_calls.search("pressure", 10, with_text=False).hits
+        for one_list in (term.df, 0):  # the one-term pass, or the windowed kernel: the same
+            got = kernels.search_hits(ctx, [term], None, 10, 60.0, dl, None, -1.0, one_list)
+            assert got == want and all(h.chunk_text == "" and h.snippet == "" for h in got)
+        arrays = term.read()
+        assert kernels.search_hits(ctx, [arrays], None, 10, 60.0, dl, None, -1.0, term.df) == want
+        # rowids out of order: refused in the one-term pass as in the windowed one
+        bad = replace(arrays, chunks=arrays.chunks[::-1].copy(), impacts=arrays.impacts[::-1].copy())
+        for one_list in (term.df, 0):
+            with pytest.raises(ValueError, match="not ascending"):
+                kernels.search_hits(ctx, [bad], None, 10, 60.0, dl, None, -1.0, one_list)
+        # a clamped term: the other calls rank (its type is not a list's)
+        the = e._postings(e.parse("the"), dl)[0]
+        assert isinstance(the, DenseTerm)
+        assert kernels.search_hits(ctx, [term, the], None, 10, 60.0, dl, None, -1.0, 10**6) is NotImplemented
