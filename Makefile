@@ -50,9 +50,13 @@ importlint: $(STAMP)
 # ~13 CPU-minutes, ~6.5 min on each of 2 cores; with 2 workers it took ~9 min). A plain
 # `.venv/bin/pytest tests/x.py` runs in one process; `make unit TEST_WORKERS=0` runs the whole
 # suite that way.
+# PYTHONDONTWRITEBYTECODE emptied: with it set (some shells and CI images set it), every worker
+# re-rewrote the asserts of ~750 test and plugin modules (~10 CPU-s a worker) and every
+# `drsearch` child the tests start compiled src/ again from source; the bytecode goes to the
+# ignored __pycache__ folders and is reused by the next run.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 unit: $(STAMP)
-	$(VENV)/bin/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 # The headless browser the report's browser test drives (tests/benchmark/report/test_report_browser.py):
 # Debian's chromium and chromium-driver, installed with apt-get when missing and this user may (root,

@@ -36,6 +36,50 @@ settings.register_profile("suite", deadline=None)
 settings.register_profile("ci", parent=settings.get_profile("suite"), derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "suite")
 
+# The test files that take longest, longest first (wall time of each under `make test`'s
+# `-n 3 --dist loadfile`; the slowest run a documented recipe, a fuzzer or many servers). They
+# are collected first so that xdist hands them out first: a long file started last runs alone
+# while the other workers sit idle (the retriever ablation did: the last ~45 s of the suite).
+# Every other file keeps its collection order. tests/test_suite.py checks that each exists.
+SLOWEST_FILES = (
+    "tests/server/test_fuzz.py",
+    "tests/dense/test_ablation_recipe.py",
+    "tests/tools/test_cli.py",
+    "tests/benchmark/generate/drbencher/test_v2_corpus.py",
+    "tests/dense/test_front_end_contract.py",
+    "tests/dense/test_dense.py",
+    "tests/benchmark/generate/drbencher/test_five_domains.py",
+    "tests/server/test_serve_limits.py",
+    "tests/benchmark/generate/drbencher/test_concurrency.py",
+    "tests/corpus/test_pipeline.py",
+    "tests/tools/test_release_blocklist_everywhere.py",
+    "tests/benchmark/generate/openbiorq/test_openness.py",
+    "tests/index/test_ranking.py",
+    "tests/server/test_http_bench.py",
+    "tests/benchmark/generate/drbencher/test_kg_limits.py",
+    "tests/tools/test_core_install.py",
+    "tests/test_quickstart.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's loadfile hands out files in order of their number of tests, most first
+    # (--loadscope-reorder, its default), which puts a long file of two tests near the end;
+    # collection order (SLOWEST_FILES first) is the better guess of what takes longest.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def slowest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with those of SLOWEST_FILES first, in its order; the order within a file and
+    of all other files is kept (a stable sort)."""
+    rank = {path: i for i, path in enumerate(SLOWEST_FILES)}
+    return sorted(items, key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items[:] = slowest_first(items)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

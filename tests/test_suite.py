@@ -6,12 +6,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from .conftest import SLOWEST_FILES
 from .helpers import REPO
 
 
@@ -24,7 +26,9 @@ def test_property_tests_have_no_deadline_and_ci_draws_the_same_examples() -> Non
 
 def test_make_unit_runs_the_suite_on_one_worker_more_than_cores_one_file_at_a_time() -> None:
     """`make test`'s pytest runs on cores + 1 xdist workers, a test file on one worker (its
-    module fixtures built once), and pytest-xdist is in the dev extra a fresh clone installs."""
+    module fixtures built once), pytest-xdist is in the dev extra a fresh clone installs, and
+    bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): each
+    worker rewrote ~750 modules' asserts and each `drsearch` child compiled src/ again."""
     dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     assert any(re.match(r"pytest-xdist\b", req) for req in dev), dev
     addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
@@ -38,12 +42,32 @@ def test_make_unit_runs_the_suite_on_one_worker_more_than_cores_one_file_at_a_ti
     dry = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed-dev", "unit"]
     out = subprocess.run(dry, cwd=REPO, capture_output=True, text=True, timeout=60, check=True, env=env).stdout
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout)  # as make asks
-    assert out.split() == [".venv/bin/pytest", "-n", str(cores + 1), "--dist", "loadfile"], out
+    assert out.split() == ["PYTHONDONTWRITEBYTECODE=", ".venv/bin/pytest", "-n", str(cores + 1), "--dist", "loadfile"], out
     serial = subprocess.run([*dry, "TEST_WORKERS=0"], cwd=REPO, capture_output=True, text=True, timeout=60,
                             check=True, env=env).stdout
-    assert serial.split() == [".venv/bin/pytest"], serial
+    assert serial.split() == ["PYTHONDONTWRITEBYTECODE=", ".venv/bin/pytest"], serial
 
 
+
+def test_every_slowest_file_exists_once() -> None:
+    """A renamed or deleted file in tests/conftest.py's SLOWEST_FILES would silently lose its
+    place at the front of the schedule."""
+    assert len(set(SLOWEST_FILES)) == len(SLOWEST_FILES)
+    assert [p for p in SLOWEST_FILES if not (REPO / p).is_file()] == []
+
+
+def test_the_slowest_files_are_collected_first_and_xdist_keeps_that_order(request: pytest.FixtureRequest) -> None:
+    """`make test`'s xdist workers take files in collection order, the slowest first: a long
+    file taken last would run alone at the end while the other workers sit idle."""
+    pytest.importorskip("xdist", reason="pytest-xdist (the dev extra) is not installed")
+    assert request.config.option.loadscopereorder is False  # xdist's default: most tests first
+    # a fast file named first, then one of the slowest, then a slower one still
+    names = ["tests/test_error_tree_doc.py", SLOWEST_FILES[-1], SLOWEST_FILES[0]]
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-o", "addopts=", "-q",
+                          "-p", "no:cacheprovider", *names],
+                         cwd=REPO, capture_output=True, text=True, timeout=300).stdout
+    files = list(dict.fromkeys(line.split("::")[0] for line in out.splitlines() if "::" in line))
+    assert files == [SLOWEST_FILES[0], SLOWEST_FILES[-1], "tests/test_error_tree_doc.py"], out[-2000:]
 
 # A stand-in for pytest that counts its runs in ./counter, prints its arguments as pytest prints
 # a summary line, and fails on run FAIL_AT: the script's loop is what is under test, and a real
