@@ -148,3 +148,14 @@ def test_device_cuda_without_a_cuda_provider_is_refused_not_run_on_the_cpu(
     assert "--device cuda: onnxruntime has no CUDA provider here" in err and "no fall back" in err
     assert len(err.strip().splitlines()) == 1
     assert not default_sidecar(corpus).exists() and list(corpus.parent.glob("*.partial")) == []
+
+
+def test_idle_onnx_threads_sleep_rather_than_spin() -> None:
+    """A text is one short run: spinning workers between runs burn CPU that a shared machine's
+    other processes need (the server's workers, a build); the same vectors either way."""
+    from drsearch.dense.models import onnx_session
+
+    session = onnx_session(default_model_path(), "cpu", None)
+    assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert onnx_session(default_model_path(), "cpu", 2).get_session_options().get_session_config_entry(
+        "session.intra_op.allow_spinning") == "0"
