@@ -533,7 +533,7 @@ search_hits(PyObject *self, PyObject *args)
         rescored = query_exec(&q, &o);
     }
     if (o.bad) {
-        PyErr_SetString(PyExc_ValueError, BAD_LIST);
+        PyErr_SetString(PyExc_ValueError, o.bad == 2 ? BAD_CODE : BAD_LIST);
         goto done;
     }
     if (o.late) {
