@@ -259,11 +259,15 @@ def _connect(path: Path) -> apsw.Connection:
 
 
 def _sparse(name: str, df: int, top: float, buf: Any, nbytes: int, width: int = RAW_WIDTH,
-            n_table: int = 0) -> SparseTerm:
+            n_table: int = 0, arena: Arena | None = None) -> SparseTerm:
     """A posting BLOB's bytes (its table and codes or its float64 impacts, df uint32 rowids, its
     block maxima: listcodes.py) as a SparseTerm of views into them (a coded list's impacts:
-    ``table[codes]``, a new array). ValueError for a code beyond its table."""
-    rows, impacts, block_max = listcodes.decode(buf, df, width, n_table, nbytes)
+    ``table[codes]``, in ``arena`` when given, else a new array). ValueError for a code beyond
+    its table."""
+    out = None
+    if arena is not None and width != RAW_WIDTH:
+        out = arena.take(8 * df).view(np.float64)
+    rows, impacts, block_max = listcodes.decode(buf, df, width, n_table, nbytes, out)
     return SparseTerm(name, df, rows, impacts, top, block_max)
 
 
@@ -648,7 +652,7 @@ class Engine:
                 raise QueryTimeoutError("query ran past its time limit")
             pages.read_into(long_ids, long_bufs)
         for i, name, df, top, buf, width, n_table in filled:
-            out[i] = _sparse(name, df, top, buf, buf.nbytes, width, n_table)
+            out[i] = _sparse(name, df, top, buf, buf.nbytes, width, n_table, arena)
         for i, name, df, top, buf, width, n_table in copies:
             # Read-only before any view is made: every later query of every thread shares it.
             buf.flags.writeable = False
@@ -702,9 +706,10 @@ class Engine:
         into this thread's arena, valid until its next query (a coded list's impacts decoded
         into a new array)."""
         assert self._pages is not None
-        buf = self._arena().take(nbytes)
+        arena = self._arena()
+        buf = arena.take(nbytes)
         self._pages.read_into([tid], [buf])
-        return _sparse(name, df, top, buf, nbytes, width, n_table)
+        return _sparse(name, df, top, buf, nbytes, width, n_table, arena)
 
     def _dense_pieces(self, tid: int) -> bytes:
         """Where clamped term ``tid``'s tf array (its dense_tfs BLOB) lies in the file's pages,

@@ -148,11 +148,12 @@ def write_list(out: Any, width: int, table: F64, codes: npt.NDArray[np.int64], i
         out.write(_blob(width, table, codes.astype(_CODE_DTYPES[width]), rows, impacts, block_postings))
 
 
-def decode(buf: Any, df: int, width: int, n_table: int, nbytes: int
+def decode(buf: Any, df: int, width: int, n_table: int, nbytes: int, out: F64 | None = None
            ) -> tuple[npt.NDArray[np.uint32], F64, F64]:
     """A list's BLOB bytes (``nbytes`` of ``buf``; its layout checked by the caller) as
     (rowids, impacts, block maxima): views, but for a coded list's impacts (``table[codes]``,
-    a new array). Raises ValueError for a code beyond the table or a table not ascending."""
+    into ``out`` (``df`` float64s) when given, else a new array). Raises ValueError for a code
+    beyond the table."""
     at = rowids_at(df, width, n_table)
     rows = np.frombuffer(buf, "<u4", df, at)
     block_max = np.frombuffer(buf, "<f8", (nbytes - at - 4 * df) // 8, at + 4 * df)
@@ -162,7 +163,7 @@ def decode(buf: Any, df: int, width: int, n_table: int, nbytes: int
     codes = np.frombuffer(buf, _CODE_DTYPES[width], df, 8 * n_table)
     if df and int(codes.max()) >= n_table:
         raise ValueError(f"a posting list holds an impact code beyond its table of {n_table}")
-    return rows, table[codes], block_max
+    return rows, np.take(table, codes, out=out), block_max
 
 
 def table_problem(buf: Any, df: int, width: int, n_table: int) -> str | None:
