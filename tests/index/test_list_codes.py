@@ -94,10 +94,10 @@ def test_every_layout_ranks_as_fts5_bm25(cran_coded: Path) -> None:
     for (pruning, native), options in [(m, o) for m in PATHS for o in (DEFAULT, PAGE_EVERY_LIST)]:
         with Engine.open(cran_coded, native=native, pruning=pruning, options=options) as e:  # type: ignore[arg-type]
             bad = []
-            for i, q in enumerate(QUERIES):
-                k = (1, 10, 100)[i % 3]
-                if e.rank(q, k) != best_chunk_per_doc(e, fts5_oracle(e, q), k):
-                    bad.append(q)
+            for i, q in enumerate(QUERIES):  # every k on the default routes, one on the others
+                for k in (1, 10, 100) if options is DEFAULT else ((1, 10, 100)[i % 3],):
+                    if e.rank(q, k) != best_chunk_per_doc(e, fts5_oracle(e, q), k):
+                        bad.append((q, k))
             assert not bad, (pruning, native, options, len(bad), bad[:2])
 
 
