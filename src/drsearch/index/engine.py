@@ -704,7 +704,7 @@ class Engine:
                     n_table: int) -> SparseTerm:
         """A paged list's arrays, for the paths that need them (``PagedTerm.read``): copied
         into this thread's arena, valid until its next query (a coded list's impacts decoded
-        into a new array)."""
+        there too)."""
         assert self._pages is not None
         arena = self._arena()
         buf = arena.take(nbytes)
