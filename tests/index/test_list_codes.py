@@ -229,6 +229,9 @@ def test_a_code_beyond_its_table_is_a_named_error(cran_coded: Path, tmp_path: Pa
             for q in (term, f"{term} flow"):
                 with pytest.raises(CorruptIndexError, match="code beyond its table"):
                     e.rank(q, 100)
+                for with_text in (False, True):  # (a search's one kernel call, one list in one pass)
+                    with pytest.raises(CorruptIndexError, match="code beyond its table"):
+                        e.search(q, 10, with_text=with_text)
     (problem,) = posting_problems(bad)
     assert repr(term) in problem and "beyond its table" in problem
 
