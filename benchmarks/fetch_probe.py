@@ -119,7 +119,12 @@ def _fetch_probe(e: Any, queries: Sequence[str]) -> None:
               f"(interleaved, median of 5 rounds each): {what[name]}")
     if term_rows is not None:  # the term rows alone, both ways
         names = [[qt.term for qt in p.terms] for p in parsed]
-        from drsearch.index.engine import _TERMS_SQL, _TERMS_SQL_JSON, INLINE_POSTINGS
+        from drsearch.index import engine as engine_mod
+        from drsearch.index.engine import INLINE_POSTINGS
+
+        # (a file before schema 5 has no code width and table size columns)
+        _TERMS_SQL, _TERMS_SQL_JSON = (engine_mod._TERMS_SQL, engine_mod._TERMS_SQL_JSON) if e._coded \
+            else (engine_mod._TERMS_SQL_RAW, engine_mod._TERMS_SQL_JSON_RAW)
 
         db = e._db()
         sql: list[int] = []
@@ -145,7 +150,7 @@ def _fetch_probe(e: Any, queries: Sequence[str]) -> None:
 def copy_probe(e: Any, queries: Sequence[str]) -> None:
     import numpy as np
 
-    from drsearch.index.schema import block_count
+    from drsearch.index.listcodes import list_bytes
 
     pages, term_rows = e._pages, e._term_rows
     if pages is None or term_rows is None:
@@ -155,11 +160,11 @@ def copy_probe(e: Any, queries: Sequence[str]) -> None:
     jobs: list[tuple[list[int], list[Any]]] = []
     for q in queries:
         rows = term_rows.find([qt.term for qt in e.parse(q).terms]) or []
-        sparse = [(tid, df) for row in rows if row is not None for tid, df, dense, _ in [row] if not dense]
+        # (a version-5 row: id, df, dense, max_impact, code width, table size: listcodes.py)
+        sparse = [(row[0], list_bytes(row[1], *(row[4:6] if len(row) > 4 else (8, 0)), bp))
+                  for row in rows if row is not None and not row[2]]
         if sparse:
-            jobs.append(([tid for tid, _ in sparse],
-                         [np.empty(12 * df + 8 * (block_count(df, bp) if bp else 0), dtype=np.uint8)
-                          for _, df in sparse]))
+            jobs.append(([tid for tid, _ in sparse], [np.empty(n, dtype=np.uint8) for _, n in sparse]))
     if not jobs:
         print("copy: no query has a sparse list")
         return

@@ -124,6 +124,7 @@ def recover_tf(ids: np.ndarray, impacts: np.ndarray, idf: float, norm: np.ndarra
 def load_queries(engine: Any, queries: Sequence[str],
                  lib: ctypes.CDLL) -> tuple[list[QueryLists], dict[str, int]]:
     """Every query's sparse lists, tf recovered and verified (numpy and C)."""
+    from drsearch.index.listcodes import list_bytes
     from drsearch.index.scoring import SparseTerm, bm25_idf
 
     sc = engine.scorer
@@ -153,7 +154,9 @@ def load_queries(engine: Any, queries: Sequence[str],
         for t in terms:
             if t.df > engine.options.inline_postings:
                 tid, df = db.execute("SELECT id, df FROM terms WHERE term = ?", (t.term,)).fetchone()
-                long_rows.append((tid, 12 * df + 8 * len(t.block_max)))
+                width, n_table = (8, 0) if engine.schema_version < 5 else db.execute(
+                    "SELECT width, n_table FROM terms WHERE term = ?", (t.term,)).fetchone()
+                long_rows.append((tid, list_bytes(df, width, n_table, engine.block_postings)))
         out.append(QueryLists(
             q, ids, imps, np.array([t.max_impact for t in terms]),
             [np.array(t.block_max, dtype=np.float64) for t in terms], idf, tf16,

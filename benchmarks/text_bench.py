@@ -7,25 +7,37 @@ by query), complete hits (chunk text and snippet) and ranked only, k = 10; the r
 version 4 / version 2 of p50 and p99 are printed with the load averages. Same inputs, same
 files: the build is deterministic.
 
+``--compare codes``: coded posting lists (schema version 5) against raw ones (version 4)
+instead: each size built once (version 5), then copied as version 4 (every list decoded to its
+float64 impacts, the terms rows without code width and table size: the file a version-4 build
+wrote); the file and its tables' sizes (SQLite's dbstat), then ranked search k=10 on both,
+interleaved (each query's median over the rounds), v5/v4 p50 and p99 and the median of the
+per-query ratios, with the load averages.
+
 Usage::
 
-    python benchmarks/text_bench.py --docs 2000,10000 [--queries 300] [--rounds 3]
+    python benchmarks/text_bench.py --docs 2000,10000 [--queries 300] [--rounds 3] [--compare codes]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import apsw
 import corpus_gen
 import numpy as np
 
 from drsearch.index import BuildSettings, Engine, build, read_jsonl
+from drsearch.index.listcodes import RAW_WIDTH, decode, rowids_at
+
+_TABLES = ("postings", "doc_texts", "chunks_fts_data", "terms")
 
 
 def _built(corpus: Path, out: Path, chunk_text: str) -> float:
@@ -56,17 +68,82 @@ def _latencies(paths: dict[str, Path], queries: list[str], rounds: int,
     return times
 
 
+def _as_v4(src: Path, dst: Path) -> None:
+    """Copy the version-5 file ``src`` to ``dst`` as version 4: every list raw, the terms rows
+    without width and n_table (tests/index/schema_v4.py does the same for the tests)."""
+    shutil.copyfile(src, dst)
+    conn = apsw.Connection(str(dst))
+    try:
+        with conn:
+            for tid, df, width, n_table, data in conn.execute(
+                    "SELECT t.id, t.df, t.width, t.n_table, p.data FROM terms AS t JOIN postings AS p ON "
+                    f"p.id = t.id WHERE t.dense = 0 AND t.width != {RAW_WIDTH}").fetchall():
+                rows, impacts, _ = decode(data, df, width, n_table, len(data))
+                tail = data[rowids_at(df, width, n_table) + 4 * df:]
+                conn.execute("UPDATE postings SET data = ? WHERE id = ?",
+                             (np.asarray(impacts, "<f8").tobytes() + rows.tobytes() + tail, tid))
+            conn.execute("CREATE TABLE terms_v4(term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER "
+                         "NOT NULL, dense INTEGER NOT NULL, max_impact REAL NOT NULL) WITHOUT ROWID")
+            conn.execute("INSERT INTO terms_v4 SELECT term, id, df, dense, max_impact FROM terms "
+                         "ORDER BY term")
+            conn.execute("DROP TABLE terms")
+            conn.execute("ALTER TABLE terms_v4 RENAME TO terms")
+            conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        conn.execute("PRAGMA user_version=4")
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+
+
+def _table_mib(path: Path) -> dict[str, float]:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {t: float(conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?", (t,)).get)
+                / 2**20 for t in _TABLES}
+    finally:
+        conn.close()
+
+
+def _compare_codes(n: int, corpus: Path, queries: list[str], rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as td:
+        paths = {"v4": Path(td) / "v4.sqlite3", "v5": Path(td) / "v5.sqlite3"}
+        secs = _built(corpus, paths["v5"], "spans")
+        _as_v4(paths["v5"], paths["v4"])
+        sizes = {name: p.stat().st_size / 2**20 for name, p in paths.items()}
+        tables = {name: _table_mib(p) for name, p in paths.items()}
+        print(f"\n--docs {n}: build v5 {secs:.1f} s; file v4 {sizes['v4']:.1f} MiB, v5 {sizes['v5']:.1f} MiB "
+              f"({sizes['v5'] / sizes['v4']:.3f}x)")
+        for t in _TABLES:
+            print(f"  {t}: v4 {tables['v4'][t]:.1f} MiB, v5 {tables['v5'][t]:.1f} MiB")
+        times = _latencies(paths, queries, rounds, False)
+        # each query's median over the rounds (_latencies appends round by round)
+        med = {name: np.median(np.array(v).reshape(rounds, len(queries)), axis=0) * 1e6
+               for name, v in times.items()}
+        p = {name: np.percentile(v, [50, 99]) for name, v in med.items()}
+        print(f"  ranked only k=10 (per-query medians of {rounds} rounds): v4 p50 {p['v4'][0]:.0f} us "
+              f"p99 {p['v4'][1]:.0f} us; v5 p50 {p['v5'][0]:.0f} us p99 {p['v5'][1]:.0f} us; v5/v4 p50 "
+              f"{p['v5'][0] / p['v4'][0]:.3f}x p99 {p['v5'][1] / p['v4'][1]:.3f}x, median per-query ratio "
+              f"{float(np.median(med['v5'] / med['v4'])):.3f}x")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", default="2000,10000")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=corpus_gen.DEFAULT_SEED)
+    ap.add_argument("--compare", choices=("text", "codes"), default="text",
+                    help="text: chunk text stored once (v4) vs twice (v2); "
+                         "codes: coded lists (v5) vs raw (v4)")
     args = ap.parse_args(argv)
     _, queries = corpus_gen.ensure_queries(args.queries, args.seed)
     print(f"load average at start: {os.getloadavg()}")
     for n in (int(x) for x in args.docs.split(",")):
         corpus, _ = corpus_gen.ensure_corpus(n, args.seed)
+        if args.compare == "codes":
+            _compare_codes(n, corpus, queries, args.rounds)
+            print(f"  load average: {os.getloadavg()}")
+            continue
         with tempfile.TemporaryDirectory() as td:
             paths = {"v2": Path(td) / "v2.sqlite3", "v4": Path(td) / "v4.sqlite3"}
             secs = {name: _built(corpus, p, "stored" if name == "v2" else "spans")

@@ -21,6 +21,7 @@ from drsearch.index import BlockList, BuildSettings, SourceChunk, build, chunkte
 from drsearch.index.build import tokenize_worker
 
 from .schema_v1 import write_v1
+from .schema_v4 import write_v4
 
 build_module = importlib.import_module("drsearch.index.build")  # the module, not build()
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,11 +154,14 @@ def test_same_bytes_for_any_thread_count_and_same_content_as_before(tmp_path: Pa
     # Schema version 4 stores chunks as spans of their documents' texts, compressed in drlz
     # blocks that start where chunks start: only the chunks rows, the document texts' bytes (the
     # same texts; a pre-chunked build's too, drlz in one block) and meta's version differ from
-    # version 2's; FTS5's index and the postings are the same.
-    v4 = content_digests(spans)
+    # version 2's; FTS5's index and the postings are the same. Version 5 codes the lists'
+    # impacts: decoded (a version-4 file), the same postings and terms again.
+    v5 = content_digests(spans)
+    v4 = content_digests(write_v4(spans, tmp_path / "v4.sqlite3"))
     v2 = content_digests(one)
     differ = {"meta", "chunks", "doc_texts"}
     assert {t for t in v2.keys() | v4.keys() if v2.get(t) != v4.get(t)} == differ
+    assert {t for t in v5.keys() | v4.keys() if v5.get(t) != v4.get(t)} == {"meta", "terms", "postings"}
     # Schema version 2 appends block maxima to long posting lists (and records their block
     # size in meta): without them, the file holds exactly what the build wrote before.
     v1 = content_digests(write_v1(one, tmp_path / "v1.sqlite3"))

@@ -237,8 +237,8 @@ def test_meta_records_build_parameters(small: Path) -> None:
         assert m["frozen"] is True and m["sqlite_version"] == apsw.sqlite_lib_version()
         conn = e._conn
         assert conn.execute("PRAGMA application_id").get == 0x44525331
-        assert conn.execute("PRAGMA user_version").get == 4
-        assert m["schema_version"] == 4 and m["block_postings"] == 64
+        assert conn.execute("PRAGMA user_version").get == 5
+        assert m["schema_version"] == 5 and m["block_postings"] == 64
 
 
 def test_fts5_integrity_check_passes(sample_index: Path, tmp_path: Path) -> None:

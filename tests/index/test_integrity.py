@@ -69,7 +69,7 @@ def test_header_problems_name_truncation_and_foreign_files(copy: Path, tmp_path:
     conn.close()
     problems = header_problems(read_sqlite_header(foreign))
     assert any("application_id 0x0" in p for p in problems) and any("version" in p for p in problems)
-    assert "schema version (user_version) 7, expected one of 1, 2, 3, 4" in problems
+    assert "schema version (user_version) 7, expected one of 1, 2, 3, 4, 5" in problems
 
 
 def test_a_version_1_index_header_has_no_problems(sample_index_stored: Path, tmp_path: Path) -> None:

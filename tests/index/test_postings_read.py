@@ -22,6 +22,7 @@ import pytest
 from drsearch.contract import CorruptIndexError
 from drsearch.index import Engine
 from drsearch.index.engine import _PLACEHOLDER_TERMS, INLINE_POSTINGS, EngineOptions
+from drsearch.index.listcodes import rowids_at
 from drsearch.index.native import native_kernels
 
 from ..helpers import best_chunk_per_doc, cranfield_queries, fts5_oracle
@@ -220,11 +221,12 @@ def test_a_damaged_short_list_is_corrupt_on_the_one_term_path(cran_small_chunks:
     crafted = tmp_path / "crafted.sqlite3"
     crafted.write_bytes(cran_small_chunks.read_bytes())
     conn = apsw.Connection(str(crafted))
-    term, tid, df, data = conn.execute(
-        "SELECT t.term, t.id, t.df, p.data FROM terms t JOIN postings p ON p.id = t.id WHERE t.dense = 0 "
-        "AND t.df BETWEEN 3 AND 9 AND t.term GLOB '[a-z]*' ORDER BY t.term LIMIT 1").fetchone()
+    term, tid, df, width, n_table, data = conn.execute(
+        "SELECT t.term, t.id, t.df, t.width, t.n_table, p.data FROM terms t JOIN postings p ON p.id = t.id "
+        "WHERE t.dense = 0 AND t.df BETWEEN 3 AND 9 AND t.term GLOB '[a-z]*' ORDER BY t.term LIMIT 1").fetchone()
     n_rows = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
-    chunks = np.frombuffer(data, "<u4", df, 8 * df).copy()
+    at = rowids_at(df, width, n_table)  # (after its table and codes: listcodes.py)
+    chunks = np.frombuffer(data, "<u4", df, at).copy()
     if damage == "descending":
         chunks[[0, 1]] = chunks[[1, 0]]
     elif damage == "repeated":
@@ -234,7 +236,7 @@ def test_a_damaged_short_list_is_corrupt_on_the_one_term_path(cran_small_chunks:
     else:
         chunks[0] = 0
     damaged = bytearray(data)
-    damaged[8 * df: 12 * df] = chunks.tobytes()
+    damaged[at: at + 4 * df] = chunks.tobytes()
     conn.execute("UPDATE postings SET data = ? WHERE id = ?", (bytes(damaged), tid))
     conn.close()
     with Engine.open(crafted) as e:

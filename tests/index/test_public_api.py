@@ -14,7 +14,7 @@ EXPECTED_INDEX_API = {
     # the release rule (docs/SERVER.md) and the file hash run.json records
     "Release", "ReleasePolicy", "locate", "policy_for", "release_holding", "cached_sha256",
     # integrity checks (drsearch.index.integrity, release validation)
-    "SQLiteHeader", "document_problems", "fts5_integrity_check", "header_problems", "missing_docids", "quick_check",
+    "SQLiteHeader", "document_problems", "fts5_integrity_check", "header_problems", "missing_docids", "posting_problems", "quick_check",
     "read_sqlite_header", "sha256_file",
 }
 

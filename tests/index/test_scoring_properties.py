@@ -16,7 +16,9 @@ BLOB (impacts, rowids, block maxima) cut into pieces of a random first length an
 bytes each (so that impacts, rowids and block maxima straddle pieces), scattered out of order
 in a buffer of random bytes, as the engine ranks lists of more than a page, and every clamped
 term's tf array likewise (the exact rescoring beside clamped terms then runs in C,
-``_kernels.rescore``, reading the tfs there; on the other C paths it picks them first).
+``_kernels.rescore``, reading the tfs there; on the other C paths it picks them first). Each
+paged list takes one of schema 5's layouts at random (listcodes.py): raw float64 impacts, or
+1- or 2-byte codes into a table of its distinct impacts (the codes straddle pieces too).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drsearch.index import listcodes
 from drsearch.index.native import NATIVE_AVAILABLE
 from drsearch.index.scoring import DenseTerm, PagedTerm, Scorer, SparseTerm
 
@@ -55,8 +58,15 @@ def page_out(terms: list[SparseTerm | DenseTerm], seed: int, with_blocks: bool,
     clamped term's tf array (its dense_tfs BLOB, uint16 per rowid) likewise, as its ``paged``
     (what the C rescoring reads; odd piece lengths put a tf across two pieces)."""
     rng = np.random.default_rng(seed)
-    blobs = [(t.impacts.tobytes() + t.chunks.tobytes() + (t.block_max.tobytes() if with_blocks else b""))
-             if isinstance(t, SparseTerm) else t.load().astype("<u2").tobytes() for t in terms]
+    blobs, codes = [], []
+    for t in terms:
+        if isinstance(t, SparseTerm):
+            blob, code = coded_blob(t, int(rng.choice([1, 2, 8])), with_blocks)
+            blobs.append(blob)
+            codes.append(code)
+        else:
+            blobs.append(t.load().astype("<u2").tobytes())
+            codes.append(b"")
     pieces: list[tuple[int, bytes]] = []  # (term, piece bytes), in BLOB order per term
     shapes: list[tuple[int, int]] = []
     for i, blob in enumerate(blobs):
@@ -80,12 +90,25 @@ def page_out(terms: list[SparseTerm | DenseTerm], seed: int, with_blocks: bool,
         tables.setdefault(i, []).append(at[j])
     out: list[SparseTerm | DenseTerm | PagedTerm] = []
     for i, t in enumerate(terms):
-        table = np.array([len(blobs[i]), *shapes[i], *tables[i]], dtype=np.int64).tobytes()
+        table = np.array([len(blobs[i]), *shapes[i], *tables[i]], dtype=np.int64).tobytes() + codes[i]
         if isinstance(t, DenseTerm):
             out.append(DenseTerm(t.term, t.df, t.load, t.pick, (file, table)))
         else:
             out.append(PagedTerm(t.term, t.df, t.max_impact, file, table, lambda t=t: t))
     return out
+
+
+def coded_blob(t: SparseTerm, width: int, with_blocks: bool) -> tuple[bytes, bytes]:
+    """A list's BLOB in schema 5's layout of ``width`` (8: raw) and what follows blob_pieces'
+    table in its descriptor (listcodes.descriptor: code width, table size, table)."""
+    bmax = t.block_max.tobytes() if with_blocks else b""
+    if width == listcodes.RAW_WIDTH:
+        return t.impacts.tobytes() + t.chunks.tobytes() + bmax, b""
+    table, code = np.unique(t.impacts, return_inverse=True)
+    code = code.astype("<u1" if width == 1 else "<u2")
+    pad = b"\0" * (-code.nbytes % 4)
+    blob = table.tobytes() + code.tobytes() + pad + t.chunks.astype("<u4").tobytes() + bmax
+    return blob, listcodes.descriptor(b"", width, table.tobytes())
 
 
 def block_maxima(imps: Any, bp: int, loose: float) -> Any:

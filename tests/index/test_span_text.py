@@ -42,7 +42,7 @@ def test_every_reader_gets_the_same_chunk_texts_as_from_stored_text(
                      "cran_small": (cran_small_chunks, cran_small_chunks_stored)}[which]
     assert spans.stat().st_size < stored.stat().st_size
     with Engine.open(spans) as e4, Engine.open(stored) as e2:
-        assert (e4.stats()["schema_version"], e2.stats()["schema_version"]) == (4, 2)
+        assert (e4.stats()["schema_version"], e2.stats()["schema_version"]) == (5, 2)
         assert e4.stats()["content_identity"] == e2.stats()["content_identity"]
         n = int(e2.meta["chunks"])
         rows = list(range(1, n + 1))
@@ -157,7 +157,7 @@ def test_a_version_4_file_splits_into_shards_that_search_as_the_whole(sample_ind
         for r in reports:
             assert fts5_integrity_check(r.path) == []
             with Engine.open(r.path) as shard:
-                assert shard.stats()["schema_version"] == 4 and shard.shard is not None
+                assert shard.stats()["schema_version"] == 5 and shard.shard is not None
                 got += shard.chunk_texts(list(range(1, r.chunks + 1)))
                 for q in QUERIES[:10]:
                     for h in shard.search(q, 5).hits:
@@ -175,7 +175,7 @@ def test_the_same_input_gives_the_same_bytes(tmp_path: Path) -> None:
 
 def test_a_version_2_file_still_opens_and_says_so(sample_index_stored: Path, sample_index: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    for path, version in ((sample_index_stored, 2), (sample_index, 4)):
+    for path, version in ((sample_index_stored, 2), (sample_index, 5)):
         assert main(["stats", "--database", str(path), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["schema_version"] == version
 

@@ -28,9 +28,9 @@ kernels = native_kernels()
 pytestmark = pytest.mark.skipif(kernels is None, reason="the C kernel is not built")
 
 
-def sql_rows(e: Engine) -> dict[str, tuple[int, int, int, float]]:
-    return {t: (i, df, dense, top) for t, i, df, dense, top in
-            e._conn.execute("SELECT term, id, df, dense, max_impact FROM terms")}
+def sql_rows(e: Engine) -> dict[str, tuple[int, int, int, float, int, int]]:
+    return {t: (i, df, dense, top, width, n_table) for t, i, df, dense, top, width, n_table in
+            e._conn.execute("SELECT term, id, df, dense, max_impact, width, n_table FROM terms")}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -486,6 +486,26 @@ def test_a_database_that_is_not_sqlite_is_reported_not_raised(release: Path, con
     assert code == 1 and "validate: FAIL" in out
 
 
+def test_a_damaged_posting_list_fails_the_deep_check_naming_its_term(release: Path) -> None:
+    """A code beyond its list's table (schema 5's coded lists) is what the file's checksum
+    and FTS5's check cannot see: validate --deep's posting-list check names the term."""
+    db = release / DATABASE
+    conn = apsw.Connection(str(db))
+    term, tid, n_table, data = conn.execute(
+        "SELECT t.term, t.id, t.n_table, p.data FROM terms AS t JOIN postings AS p ON p.id = t.id WHERE "
+        "t.dense = 0 AND t.width = 1 AND t.n_table < 255 ORDER BY t.df DESC, t.term LIMIT 1").fetchone()
+    damaged = bytearray(data)
+    damaged[8 * n_table] = 0xFF  # its first posting's code
+    conn.execute("UPDATE postings SET data = ? WHERE id = ?", (bytes(damaged), tid))
+    conn.close()
+    write_release_manifest(release, "test", "v0")  # the file's new hash: only the lists are wrong
+    assert validate(release).ok()
+    bad = failed(validate(release, deep=True))
+    assert list(bad) == ["corpus posting lists"] and repr(term) in bad["corpus posting lists"]
+    code, out = cli("validate", "--release-dir", str(release), "--deep", "--quiet")
+    assert code == 1 and "corpus posting lists" in out and "beyond its table" in out
+
+
 def test_a_release_file_dropped_from_the_manifest_fails(release: Path) -> None:
     manifest = json.loads((release / "manifest.json").read_text())
     manifest["files"] = [f for f in manifest["files"] if f["path"] != "benchmark/questions.jsonl"]

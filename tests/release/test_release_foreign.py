@@ -340,7 +340,7 @@ def test_deep_checks_report_progress_on_a_real_file(demo_release: Path) -> None:
     for desc in ("PRAGMA quick_check", "FTS5 integrity-check"):
         total, updates, closed = by_desc[desc]
         assert total is None and updates and closed == [True]
-    assert stages == ["PRAGMA quick_check", "FTS5 integrity-check"]
+    assert stages == ["PRAGMA quick_check", "FTS5 integrity-check", "posting lists"]
 
 
 def test_progress_goes_to_stderr_only_when_asked_or_on_a_terminal(

@@ -22,8 +22,11 @@ PyDoc_STRVAR(rank_blocks_doc,
 "buffers are read) or (df, pieces), its posting BLOB left in `file` (a buffer of the whole\n"
 "mapped file) as blob_pieces describes it: df float64 impacts, df uint32 rowids, then nothing\n"
 "or its block maxima; the term's chunks/impacts (and block_max) entries are then ignored.\n"
-"Every piece is checked to lie within file and the pieces to add up to 12*df bytes (+ 8 per\n"
-"block maximum): a ValueError otherwise.\n"
+"A coded list (schema 5) has its code width w (1 or 2) and table size T, then its T impacts\n"
+"(float64, ascending) after the pieces in `pieces`; its BLOB holds that table, df w-byte codes\n"
+"(padded to 4 bytes), df rowids and its block maxima, a posting's impact being table[code].\n"
+"Every piece is checked to lie within file and the pieces to add up to those bytes (12*df\n"
+"for a raw list, + 8 per block maximum): a ValueError otherwise, and for a code >= T.\n"
 "texts (None: none; margin < 0 only, else ValueError): texts_snippets' arguments but the\n"
 "rowids, as a tuple (file, page_size, usable, root, column, stems, weights, width, deadline\n"
 "[, hits]): the chunks written out are read and their snippets made in the same call, without\n"
@@ -141,6 +144,10 @@ paged_pick(PyObject *self, PyObject *args)
         p = gallop(&l, p, l.len, key[i]);
         o[i] = p < l.len && l_id(&l, p) == key[i] ? l_im(&l, p) : 0.0;
     }
+    if (l.bad_code) {
+        PyErr_SetString(PyExc_ValueError, BAD_CODE);
+        goto done;
+    }
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -206,6 +213,7 @@ struct Rescore {
     Scored *sc;
     Py_ssize_t taken;
     int nomem;
+    int bad_code; /* a list's code beyond its table was read */
 };
 
 static void
@@ -351,6 +359,9 @@ rescore_run(Rescore *r, const uint32_t *cand, Py_ssize_t n)
         sc[i].chunk = c;
         sc[i].score = score;
     }
+    for (Py_ssize_t t = 0; t < n_terms; t++)
+        if (r->T[t].kind <= 1 && r->T[t].l.bad_code)
+            r->bad_code = 1;
     qsort(sc, (size_t)n, sizeof *sc, scored_cmp);
     for (Py_ssize_t j = 0; j < cap; j++)
         seen[j] = -1;
@@ -390,6 +401,10 @@ rescore_result(Rescore *r)
 {
     if (r->nomem)
         return PyErr_NoMemory();
+    if (r->bad_code) {
+        PyErr_SetString(PyExc_ValueError, BAD_CODE);
+        return NULL;
+    }
     PyObject *out = PyList_New(r->taken);
     for (Py_ssize_t i = 0; out && i < r->taken; i++) {
         PyObject *pair = Py_BuildValue("(kd)", (unsigned long)r->sc[i].chunk, r->sc[i].score);

@@ -201,6 +201,8 @@ one_pass(Query *q, List *l)
     }
     if (doc >= 0)
         heap_offer(heap, &hn, k, cur);
+    if (l->bad_code)
+        return -1; /* a code beyond its table (l->bad_code tells the caller) */
     qsort(heap, (size_t)hn, sizeof(Best), cmp_best);
     return hn;
 }
@@ -455,7 +457,7 @@ search_hits(PyObject *self, PyObject *args)
         Py_ssize_t n = -1;
         if (one) {
             if (!query_lists_in_range(&q) || (n = one_pass(&q, &q.L[0])) < 0) {
-                PyErr_SetString(PyExc_ValueError, BAD_LIST);
+                PyErr_SetString(PyExc_ValueError, q.L[0].bad_code ? BAD_CODE : BAD_LIST);
                 goto done;
             }
             result = bare_hits((PyTypeObject *)type, hb, NULL, NULL, NULL, q.heap, n);
@@ -464,7 +466,7 @@ search_hits(PyObject *self, PyObject *args)
         Outcome o;
         const int rescored = query_exec(&q, &o);
         if (o.bad) {
-            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            PyErr_SetString(PyExc_ValueError, o.bad == 2 ? BAD_CODE : BAD_LIST);
             goto done;
         }
         if (o.late || (q.rescore && !rescored)) {
@@ -518,7 +520,7 @@ search_hits(PyObject *self, PyObject *args)
         memset(&o, 0, sizeof(o));
         const Py_ssize_t n = query_lists_in_range(&q) ? one_pass(&q, &q.L[0]) : -1;
         if (n < 0) {
-            PyErr_SetString(PyExc_ValueError, BAD_LIST);
+            PyErr_SetString(PyExc_ValueError, q.L[0].bad_code ? BAD_CODE : BAD_LIST);
             goto done;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -533,7 +535,7 @@ search_hits(PyObject *self, PyObject *args)
         rescored = query_exec(&q, &o);
     }
     if (o.bad) {
-        PyErr_SetString(PyExc_ValueError, BAD_LIST);
+        PyErr_SetString(PyExc_ValueError, o.bad == 2 ? BAD_CODE : BAD_LIST);
         goto done;
     }
     if (o.late) {

@@ -96,8 +96,17 @@ typedef struct {
     double bound;         /* >= every impact (rank_blocks: unused) */
     const Paged *pg;      /* the list in the file's pages, or NULL: id, im and bmax above */
     int64_t id_at, bm_at; /* paged: the BLOB offsets of its rowids and block maxima (0: none) */
+    int64_t im_at;        /* paged: the BLOB offset of its impacts or codes */
+    /* paged, schema 5: a posting's impact is tab[code], its code a w-byte (1 or 2) integer;
+       w 8 (tab NULL): the impact itself, a float64 (schema 4's layout) */
+    const double *tab;
+    Py_ssize_t ntab;
+    int w;
+    int bad_code;         /* set when a code >= ntab was read (then read as 0.0) */
     Span sid, sim, sbm;   /* paged: the pieces of rowids, impacts and block maxima last read */
 } List;
+
+static const char BAD_CODE[] = "a posting list holds an impact code beyond its table";
 
 /* Item p (w bytes) of a paged stream at BLOB offset `at` into dst, when it is not in the span
    s: s is moved to its piece, and an item across two pieces is gathered. */
@@ -119,12 +128,28 @@ l_id_slow(List *l, Py_ssize_t p)
     return v;
 }
 
+/* tab[code] of a coded list, or 0.0 with bad_code set for a code beyond its table (a
+   damaged list: the caller reports it once its loop is done). */
+static inline double
+l_tab(List *l, unsigned code)
+{
+    if (__builtin_expect((Py_ssize_t)code < l->ntab, 1))
+        return l->tab[code];
+    l->bad_code = 1;
+    return 0.0;
+}
+
 static double
 l_im_slow(List *l, Py_ssize_t p)
 {
-    double v;
-    span_read_slow(l->pg, &l->sim, 0, 8, p, &v);
-    return v;
+    if (l->w == 8) {
+        double v;
+        span_read_slow(l->pg, &l->sim, l->im_at, 8, p, &v);
+        return v;
+    }
+    unsigned char b[2] = {0, 0};
+    span_read_slow(l->pg, &l->sim, l->im_at, l->w, p, b);
+    return l_tab(l, l->w == 1 ? b[0] : (unsigned)b[0] | (unsigned)b[1] << 8);
 }
 
 /* A list's p-th rowid and impact, wherever it lies. */
@@ -147,9 +172,16 @@ l_im(List *l, Py_ssize_t p)
     if (!l->pg)
         return l->im[p];
     if (__builtin_expect(p >= l->sim.lo && p < l->sim.hi, 1)) {
-        double v;
-        memcpy(&v, (const void *)(l->sim.base + 8 * (uintptr_t)p), 8);
-        return v;
+        if (l->w == 8) {
+            double v;
+            memcpy(&v, (const void *)(l->sim.base + 8 * (uintptr_t)p), 8);
+            return v;
+        }
+        if (l->w == 1)
+            return l_tab(l, *(const unsigned char *)(l->sim.base + (uintptr_t)p));
+        uint16_t c;
+        memcpy(&c, (const void *)(l->sim.base + 2 * (uintptr_t)p), 2);
+        return l_tab(l, c);
     }
     return l_im_slow(l, p);
 }
@@ -246,22 +278,31 @@ query_release(Query *q)
 
 static const char BAD_LIST[] = "a posting list is not ascending or holds a rowid beyond the last chunk";
 
-/* Check the parsed arguments, acquire the lists and allocate the scratch. -1 with an
-   exception set on error (query_release still releases what was acquired). */
-/* A List over a posting BLOB left in `file`'s pages, from blob_pieces' table `tb`. The table
-   is checked against the file (every piece within it, the pieces adding up to the BLOB's
-   length) and the length against df: 12 bytes a posting, then nothing or (with_bmax) exactly
-   its ceil(df / bp) block maxima. -1 with ValueError otherwise. */
-/* A BLOB left in `file`'s pages, from blob_pieces' table `tb`: the table checked against the
-   file (every piece within it, the pieces adding up to the BLOB's length). -1 with ValueError
-   otherwise. */
-static int
-paged_blob(Paged *g, const Py_buffer *file, const Py_buffer *tb)
+/* How many int64 entries of blob_pieces' table `pc` (n of them) describe the BLOB (its length,
+   first piece, piece size and one offset per piece); -1 for a header that describes none. What
+   follows them (a posting list's codes: paged_init) is no part of the BLOB's table. */
+static Py_ssize_t
+pieces_entries(const int64_t *pc, Py_ssize_t n)
 {
-    if (check_buffer(tb, 8, "pieces"))
+    if (n < 3)
         return -1;
-    const int64_t *pc = (const int64_t *)tb->buf;
-    const Py_ssize_t n_pieces = tb->len / 8 - 3;
+    const int64_t len = pc[0], first = pc[1], per = pc[2];
+    if (len < 0 || per < 1 || len > (int64_t)1 << 40)
+        return -1;
+    if (len == 0)
+        return 3;
+    if (first < 1 || first > len)
+        return -1;
+    return (Py_ssize_t)(4 + (len - first + per - 1) / per);
+}
+
+/* A BLOB left in `file`'s pages, from the first n entries of blob_pieces' table pc: the table
+   checked against the file (every piece within it, the pieces adding up to the BLOB's
+   length). -1 with ValueError otherwise. */
+static int
+paged_blob_n(Paged *g, const Py_buffer *file, const int64_t *pc, Py_ssize_t n)
+{
+    const Py_ssize_t n_pieces = n - 3;
     int ok = n_pieces >= 0;
     const int64_t len = ok ? pc[0] : -1, first = ok ? pc[1] : 0, per = ok ? pc[2] : 0;
     ok = ok && len >= 0 && per >= 1 && len <= (int64_t)1 << 40;
@@ -287,31 +328,79 @@ paged_blob(Paged *g, const Py_buffer *file, const Py_buffer *tb)
     return 0;
 }
 
-/* A List over a posting BLOB left in `file`'s pages (paged_blob), whose length is checked
-   against df: 12 bytes a posting, then nothing or (with_bmax) exactly its ceil(df / bp) block
-   maxima. -1 with ValueError otherwise. */
+/* A BLOB left in `file`'s pages, from blob_pieces' table `tb` (paged_blob_n of all of it). */
+static int
+paged_blob(Paged *g, const Py_buffer *file, const Py_buffer *tb)
+{
+    if (check_buffer(tb, 8, "pieces"))
+        return -1;
+    return paged_blob_n(g, file, (const int64_t *)tb->buf, tb->len / 8);
+}
+
+/* The bytes of a posting BLOB before its rowids: its table of T distinct impacts, then df
+   codes of w bytes padded to a multiple of 4 (schema 5); w 8, T 0: df float64 impacts. */
+static inline int64_t
+list_rowids_at(int64_t df, int w, int64_t ntab)
+{
+    return 8 * ntab + ((int64_t)w * df + 3) / 4 * 4;
+}
+
+/* A List over a posting BLOB left in `file`'s pages. `tb` is blob_pieces' table of the BLOB,
+   then for a coded list (schema 5) its codes: the code width w (1 or 2) and the table size T
+   (1..256 for w 1, 1..65536 for w 2) as int64s, then the T float64 impacts of its table
+   (strictly ascending; the engine copies them out of the BLOB's head once per term). Without
+   them the list is raw: float64 impacts (schema 4's layout). The BLOB's length is checked
+   against df: its table, df codes (padded to 4 bytes), df rowids, then nothing or (with_bmax)
+   exactly its ceil(df / bp) block maxima. -1 with ValueError otherwise. */
 static int
 paged_init(Paged *g, List *l, const Py_buffer *file, const Py_buffer *tb, Py_ssize_t df,
            int with_bmax, Py_ssize_t bp)
 {
-    if (paged_blob(g, file, tb) < 0)
+    if (check_buffer(tb, 8, "pieces"))
+        return -1;
+    const int64_t *pc = (const int64_t *)tb->buf;
+    const Py_ssize_t n = tb->len / 8, m = pieces_entries(pc, n);
+    if (m < 0 || m > n) {
+        PyErr_SetString(PyExc_ValueError, "pieces: not a table of a BLOB within the file");
+        return -1;
+    }
+    if (paged_blob_n(g, file, pc, m) < 0)
         return -1;
     if (df < 0) {
         PyErr_SetString(PyExc_ValueError, "pieces: not a table of a BLOB within the file");
         return -1;
     }
-    const int64_t len = g->len;
-    const int64_t extra = len - 12 * (int64_t)df, nb = extra / 8;
+    int w = 8;
+    int64_t ntab = 0;
+    if (n > m) {
+        const int64_t cw = n >= m + 2 ? pc[m] : 0, ct = n >= m + 2 ? pc[m + 1] : 0;
+        if (!((cw == 1 && ct >= 1 && ct <= 256) || (cw == 2 && ct >= 1 && ct <= 65536)) ||
+            n - m - 2 != ct) {
+            PyErr_SetString(PyExc_ValueError,
+                            "pieces: a coded list's code width is not 1 or 2 bytes or its table "
+                            "not of its size (1..256 or 1..65536 impacts)");
+            return -1;
+        }
+        w = (int)cw;
+        ntab = ct;
+    }
+    const int64_t len = g->len, id_at = list_rowids_at(df, w, ntab);
+    const int64_t extra = len - id_at - 4 * (int64_t)df, nb = extra / 8;
     if (extra < 0 || extra % 8 || (with_bmax && nb && nb != ((int64_t)df + bp - 1) / bp)) {
         PyErr_SetString(PyExc_ValueError,
-                        "a paged list's BLOB is not 12 bytes a posting and its block maxima");
+                        w == 8 ? "a paged list's BLOB is not 12 bytes a posting and its block maxima"
+                               : "a paged list's BLOB is not its table, codes, rowids and block maxima");
         return -1;
     }
     memset(l, 0, sizeof(*l));
     l->pg = g;
     l->len = df;
-    l->id_at = 8 * (int64_t)df;
-    l->bm_at = with_bmax && nb ? 12 * (int64_t)df : 0;
+    l->w = w;
+    l->ntab = (Py_ssize_t)ntab;
+    l->tab = ntab ? (const double *)(pc + m + 2) : NULL;
+    l->im_at = 8 * ntab;
+    l->id_at = id_at;
+    l->bm_at = with_bmax && nb ? id_at + 4 * (int64_t)df : 0;
     return 0;
 }
 

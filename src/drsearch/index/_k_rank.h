@@ -76,26 +76,59 @@ accumulate(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi, do
     return 0;
 }
 
-/* accumulate() for a list in the file's pages: runs of postings whose rowids and impacts each
-   lie whole within one piece are added as from flat arrays (unaligned loads: memcpy); a
-   posting whose rowid or impact straddles two pieces is gathered. */
-static inline int
-accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi,
-                 double *acc, uint64_t *bits)
+/* An impact of a run within one piece: the float64 itself (w 8) or tab[code] of a w-byte
+   code (1 or 2), a code beyond the table setting *bad. w is a constant where it is inlined. */
+static inline __attribute__((always_inline)) double
+run_impact(const unsigned char *pm, Py_ssize_t j, const int w, const double *tab, unsigned ntab,
+           int *bad)
+{
+    if (w == 8) {
+        double v;
+        memcpy(&v, pm + 8 * j, 8);
+        return v;
+    }
+    unsigned code;
+    if (w == 1) {
+        code = pm[j];
+    } else {
+        uint16_t c16;
+        memcpy(&c16, pm + 2 * j, 2);
+        code = c16;
+    }
+    if (__builtin_expect(code >= ntab, 0)) {
+        *bad = 1;
+        return 0.0;
+    }
+    return tab[code];
+}
+
+/* accumulate() for a list in the file's pages: runs of postings whose rowids and impacts (or
+   codes) each lie whole within one piece are added as from flat arrays (unaligned loads:
+   memcpy); a posting whose rowid or impact straddles two pieces is gathered. One copy per
+   width (w a constant), so that the inner loop holds no test of the list's layout. Returns 1
+   on a rowid outside the window, or on a code beyond the table (bad_code set). */
+static inline __attribute__((always_inline)) int
+accumulate_paged_w(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi,
+                   double *acc, uint64_t *bits, const int w)
 {
     Span *si = &l->sid, *sm = &l->sim;
+    const double *const tab = l->tab;
+    const unsigned ntab = (unsigned)l->ntab;
+    int bad = 0;
     Py_ssize_t p = a;
     while (p < b) {
         if (!(p >= si->lo && p < si->hi))
             span_load(l->pg, si, l->id_at, 4, p);
         if (!(p >= sm->lo && p < sm->hi))
-            span_load(l->pg, sm, 0, 8, p);
+            span_load(l->pg, sm, l->im_at, w, p);
         if (!(p >= si->lo && p < si->hi && p >= sm->lo && p < sm->hi)) {
             const Py_ssize_t c = (Py_ssize_t)l_id(l, p); /* across two pieces */
             if (c < lo || c >= hi)
                 return 1;
             const Py_ssize_t off = c - lo;
             acc[off] += l_im(l, p);
+            if (l->bad_code)
+                return 1;
             if (bits)
                 bits[off >> 6] |= (uint64_t)1 << (off & 63);
             p++;
@@ -105,14 +138,13 @@ accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t 
         if (e > b)
             e = b;
         const unsigned char *pi = (const unsigned char *)(si->base + 4 * (uintptr_t)p);
-        const unsigned char *pm = (const unsigned char *)(sm->base + 8 * (uintptr_t)p);
+        const unsigned char *pm = (const unsigned char *)(sm->base + (uintptr_t)w * (uintptr_t)p);
         const Py_ssize_t r = e - p;
         if (bits) {
             for (Py_ssize_t j = 0; j < r; j++) {
                 uint32_t c32;
-                double v;
                 memcpy(&c32, pi + 4 * j, 4);
-                memcpy(&v, pm + 8 * j, 8);
+                const double v = run_impact(pm, j, w, tab, ntab, &bad);
                 const Py_ssize_t c = (Py_ssize_t)c32;
                 if (c < lo || c >= hi)
                     return 1;
@@ -123,18 +155,35 @@ accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t 
         } else {
             for (Py_ssize_t j = 0; j < r; j++) {
                 uint32_t c32;
-                double v;
                 memcpy(&c32, pi + 4 * j, 4);
-                memcpy(&v, pm + 8 * j, 8);
+                const double v = run_impact(pm, j, w, tab, ntab, &bad);
                 const Py_ssize_t c = (Py_ssize_t)c32;
                 if (c < lo || c >= hi)
                     return 1;
                 acc[c - lo] += v;
             }
         }
+        if (bad) {
+            l->bad_code = 1;
+            return 1;
+        }
         p = e;
     }
     return 0;
+}
+
+static inline int
+accumulate_paged(List *l, Py_ssize_t a, Py_ssize_t b, Py_ssize_t lo, Py_ssize_t hi,
+                 double *acc, uint64_t *bits)
+{
+    switch (l->w) {
+    case 1:
+        return accumulate_paged_w(l, a, b, lo, hi, acc, bits, 1);
+    case 2:
+        return accumulate_paged_w(l, a, b, lo, hi, acc, bits, 2);
+    default:
+        return accumulate_paged_w(l, a, b, lo, hi, acc, bits, 8);
+    }
 }
 
 /* The largest block maximum over a list's postings [a, b) (a < b): its bound without stored
@@ -455,6 +504,9 @@ rank_core(Query *q, Outcome *o, const int prune)
     for (Py_ssize_t t = 0; t < n_terms && !o->bad && !o->late; t++)
         if (ess[t] && pos[t] != L[t].len)
             o->bad = 1; /* a rowid beyond the last chunk, out of order */
+    for (Py_ssize_t t = 0; t < n_terms; t++)
+        if (L[t].bad_code)
+            o->bad = 2; /* a code beyond its table (read as 0.0 where it was probed) */
     if (o->bad || o->late) {
         memset(acc, 0, sizeof(double) * (size_t)block);
         return;
@@ -560,7 +612,7 @@ query_run(Query *q)
     Outcome o;
     const int rescored = query_exec(q, &o);
     if (o.bad) {
-        PyErr_SetString(PyExc_ValueError, BAD_LIST);
+        PyErr_SetString(PyExc_ValueError, o.bad == 2 ? BAD_CODE : BAD_LIST);
         return NULL;
     }
     if (o.late) {

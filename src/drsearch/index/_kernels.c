@@ -480,9 +480,10 @@ static struct PyModuleDef module = {
    SPAN_TEXTS 1 where zlib was found at build time; drlz texts, _k_lz.h, always), word_byte_spans
    (the build's spans), lz_pack and lz_unpack (the drlz codec), lz_join (a document text's
    words joined, and its other whitespace, for drlz); 18 = search_hits without texts (stems
-   None: the ranked path's hits, one short list in one pass).
+   None: the ranked path's hits, one short list in one pass); 19 = coded posting lists (schema
+   5: a paged list's `pieces` may carry its code width and table of distinct impacts).
    A module built from an older _kernels.c is refused, not called wrongly. */
-#define KERNELS_ABI 18
+#define KERNELS_ABI 19
 
 PyMODINIT_FUNC
 PyInit__kernels(void)

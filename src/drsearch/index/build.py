@@ -45,16 +45,17 @@ from .doctable import field_arrays
 from .fts5index import chunk_lengths, windows
 from .fts5spec import sql_string
 from .leftovers import SCRATCH_PREFIX, remove_dead_leftovers
+from .listcodes import CODE_LIMITS, RAW_WIDTH, encode_terms, list_bytes, write_list
 from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
+    CODED_LIST_VERSION,
     DDL,
     DDL_V2,
     DOC_TEXT_CODEC,
     FTS_DDL,
     FTS_DDL_V2,
     SCHEMA_VERSION,
-    block_count,
 )
 from .scoring import IDF_FLOOR, bm25_idf, chunk_norms, term_impacts
 from .text import normalize_text
@@ -849,6 +850,11 @@ class _Postings:
     term_bytes: npt.NDArray[np.int64]
     n_rows: int
     postings: int
+    # Each list's code width and table size (listcodes.py; 8 and 0: raw, and for dense terms),
+    # and its BLOB's bytes in the spill file.
+    width: npt.NDArray[np.int64]
+    n_table: npt.NDArray[np.int64]
+    blob_bytes: npt.NDArray[np.int64]
 
     def iter_terms(self, batch: int = _TERMS_BATCH) -> Iterator[list[str]]:
         """The terms in term id order, ``batch`` at a time."""
@@ -874,8 +880,12 @@ def _joined(parts: list[Any], dtype: Any) -> Any:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-# Called with each window's terms' dfs and dense flags once their BLOBs are in the spill file.
+# Called with each window's terms' BLOB sizes and dense flags once their BLOBs are in the
+# spill file.
 _OnWindow = Callable[[npt.NDArray[np.int64], npt.NDArray[np.bool_]], None]
+# The most distinct impacts of 1- and 2-byte codes the build writes (listcodes.CODE_LIMITS;
+# tests lower them to reach every layout with small lists).
+_CODE_LIMITS = CODE_LIMITS
 
 
 def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], settings: BuildSettings,
@@ -883,8 +893,10 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
     """Each term's postings from FTS5's merged index, in its key order: sparse impacts + chunk
     ids (+ block maxima), or a dense tf array for clamped terms, written to ``spill``; after
     each window of terms the file is flushed and ``on_window`` told (a 2-thread build's
-    writing side copies them meanwhile). Raises BuildError when the positions decoded for a
-    chunk are not its length as FTS5 recorded it (a misread index)."""
+    writing side copies them meanwhile). A version-5 file's lists store their impacts as codes
+    into a table of each list's distinct impacts where that is smaller (listcodes.py); a
+    version-2 file's (stored chunk text) stay raw. Raises BuildError when the positions decoded
+    for a chunk are not its length as FTS5 recorded it (a misread index)."""
     n_rows = len(chunk_len) - 1
     norm = chunk_norms(chunk_len, settings.k1, settings.b)
     k1p1 = settings.k1 + 1.0
@@ -893,6 +905,10 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
     df_parts: list[npt.NDArray[np.int64]] = []
     dense_parts: list[npt.NDArray[np.bool_]] = []
     max_parts: list[npt.NDArray[np.float64]] = []
+    width_parts: list[npt.NDArray[np.int64]] = []
+    table_parts: list[npt.NDArray[np.int64]] = []
+    size_parts: list[npt.NDArray[np.int64]] = []
+    coded = _schema_version(settings) >= CODED_LIST_VERSION
     total = 0
     with open(spill, "wb") as out, open(_terms_path(spill), "wb") as terms_out:
         for w in windows(fts, FTS_TABLE, positions, native=kernel.available()):
@@ -910,28 +926,50 @@ def _merge_postings(fts: apsw.Connection, chunk_len: npt.NDArray[np.int32], sett
             df_parts.append(w.dfs)
             dense_parts.append(is_dense)
             max_parts.append(np.maximum.reduceat(impacts, starts) if len(starts) else idfs)
+            sparse = ~is_dense
+            in_sparse = np.repeat(sparse, w.dfs)
+            sparse_dfs = w.dfs[sparse]
+            if coded:  # every sparse list of the window at once (sorted by list, then impact)
+                widths, n_table, codes, table_at, tables = encode_terms(impacts[in_sparse], sparse_dfs,
+                                                                        _CODE_LIMITS)
+            else:
+                widths = np.full(len(sparse_dfs), RAW_WIDTH, dtype=np.int64)
+                n_table = np.zeros(len(sparse_dfs), dtype=np.int64)
+                codes, table_at, tables = np.zeros(0, np.int64), n_table, np.zeros(0, np.float64)
+            term_width = np.full(len(w.dfs), RAW_WIDTH, dtype=np.int64)
+            term_table = np.zeros(len(w.dfs), dtype=np.int64)
+            term_width[sparse], term_table[sparse] = widths, n_table
+            sizes = np.full(len(w.dfs), 2 * (n_rows + 1), dtype=np.int64)
+            sizes[sparse] = [list_bytes(d, wd, nt, BLOCK_POSTINGS) for d, wd, nt in
+                             zip(sparse_dfs.tolist(), widths.tolist(), n_table.tolist(), strict=True)]
+            width_parts.append(term_width)
+            table_parts.append(term_table)
+            size_parts.append(sizes)
+            at = j = 0  # the next sparse list's first posting among the sparse ones, its index
             for s, e, dense in zip(starts.tolist(), ends.tolist(), is_dense.tolist(), strict=True):
                 if dense:  # the format stores a dense term's tf as u2: saturated
                     tfs = np.zeros(n_rows + 1, dtype="<u2")
                     tfs[chunks[s:e]] = np.minimum(w.tfs[s:e], 0xFFFF)
                     out.write(tfs.tobytes())
-                else:
-                    out.write(impacts[s:e].tobytes())
-                    out.write(chunks[s:e].tobytes())
-                    if block_count(e - s):  # block maxima: the bounds of block-max pruning
-                        out.write(np.maximum.reduceat(
-                            impacts[s:e], np.arange(0, e - s, BLOCK_POSTINGS)).tobytes())
+                    continue
+                ta, nt = int(table_at[j]), int(n_table[j])
+                write_list(out, int(widths[j]), tables[ta:ta + nt], codes[at:at + e - s] if coded else codes,
+                           impacts[s:e], chunks[s:e], BLOCK_POSTINGS)
+                at += e - s
+                j += 1
             total += len(chunks)
             if on_window is not None:
                 out.flush()
-                on_window(w.dfs, is_dense)
+                on_window(sizes, is_dense)
     wrong = np.flatnonzero(positions != chunk_len)
     if len(wrong):
         c = int(wrong[0])
         raise BuildError(f"FTS5's index holds {int(positions[c])} positions for chunk {c}, its document "
                          f"size says {int(chunk_len[c])}: the index was misread")
     return _Postings(spill, _joined(df_parts, np.int64), _joined(dense_parts, np.bool_),
-                     _joined(max_parts, np.float64), _joined(bytes_parts, np.int64), n_rows, total)
+                     _joined(max_parts, np.float64), _joined(bytes_parts, np.int64), n_rows, total,
+                     _joined(width_parts, np.int64), _joined(table_parts, np.int64),
+                     _joined(size_parts, np.int64))
 
 
 @contextmanager
@@ -982,6 +1020,7 @@ class _Writing:
                  held: bool = False, compressor: ThreadPoolExecutor | None = None, lz: bool = True) -> None:
         self.conn = conn
         self.lz = lz  # version 4: document texts in drlz (lzcodec.py), else zlib
+        self.coded = lz  # version 5 (not 2): terms rows say each list's codes (listcodes.py)
         self.progress = progress
         self.held = held
         self.compressor = compressor
@@ -1067,14 +1106,11 @@ class _Writing:
         finally:
             src.close()
 
-    def postings(self, fh: BinaryIO, first: int, dfs: Iterable[int], dense: Iterable[bool],
-                 n_rows: int) -> None:
-        """Copy the next terms' postings BLOBs (term ids from ``first``) from the spill file
-        ``fh`` into ``postings``/``dense_tfs``."""
+    def postings(self, fh: BinaryIO, first: int, sizes: Iterable[int], dense: Iterable[bool]) -> None:
+        """Copy the next terms' postings BLOBs (term ids from ``first``, ``sizes`` bytes each)
+        from the spill file ``fh`` into ``postings``/``dense_tfs``."""
         conn = self.conn
-        dense_bytes = 2 * (n_rows + 1)
-        for tid, (n, is_dense) in enumerate(zip(dfs, dense, strict=True), first):
-            size = dense_bytes if is_dense else 12 * n + 8 * block_count(n)
+        for tid, (size, is_dense) in enumerate(zip(sizes, dense, strict=True), first):
             blob = fh.read(size)
             if len(blob) != size:
                 raise BuildError(f"internal error: the postings spill file ends inside term id {tid}")
@@ -1085,10 +1121,12 @@ class _Writing:
         first = 0
         for terms in p.iter_terms():  # a batch at a time: a list per column of millions is GBs
             end = first + len(terms)
-            self.conn.executemany("INSERT INTO terms VALUES(?,?,?,?,?)",
-                                  zip(terms, range(first, end), p.df[first:end].tolist(),
-                                      p.dense[first:end].astype(np.int64).tolist(),
-                                      p.max_impact[first:end].tolist(), strict=True))
+            columns = [terms, range(first, end), p.df[first:end].tolist(),
+                       p.dense[first:end].astype(np.int64).tolist(), p.max_impact[first:end].tolist()]
+            if self.coded:  # version 5: each list's code width and table size
+                columns += [p.width[first:end].tolist(), p.n_table[first:end].tolist()]
+            self.conn.executemany(f"INSERT INTO terms VALUES({','.join('?' * len(columns))})",
+                                  zip(*columns, strict=True))
             first = end
         if first != len(p.df):
             raise BuildError(f"internal error: the terms spill file holds {first} terms of {len(p.df)}")
@@ -1164,7 +1202,7 @@ def _write_rest(writer: _Writing, done: _Tokenized, copied: bool = False) -> dic
     if not copied:
         writer.fts5(done.side)
         with open(p.spill, "rb") as fh:
-            writer.postings(fh, 0, p.df.tolist(), p.dense.tolist(), p.n_rows)
+            writer.postings(fh, 0, p.blob_bytes.tolist(), p.dense.tolist())
     done.side.unlink()
     p.spill.unlink()
     writer.terms(p)
@@ -1262,7 +1300,7 @@ def tokenize_worker(tmpdir: Path, settings: BuildSettings, prechunked: bool, spi
         out.send(("items", batch))
         out.send(("done", None))
         done = tok.finish(spill, lambda n_rows: out.send(("merged", n_rows)),
-                          lambda dfs, dense: out.send(("postings", (dfs, dense))))
+                          lambda sizes, dense: out.send(("postings", (sizes, dense))))
         out.send(("result", done))
         scratch.close()
     except BaseException as e:  # the writing side raises it as a BuildError
@@ -1381,7 +1419,7 @@ class _Worker:
         if msg[0] != "done":
             raise BuildError(f"internal error: the tokenizing worker sent {msg[0]!r}")
         writer.end_documents()  # while the worker merges FTS5's index
-        kind, n_rows = self.receive()
+        kind, _ = self.receive()
         if kind != "merged":
             raise BuildError(f"internal error: the tokenizing worker sent {kind!r}")
         tmpdir, _, _, spill = self.args
@@ -1390,10 +1428,10 @@ class _Worker:
         fh: BinaryIO | None = None  # opened at the first window: the worker creates the file then
         try:
             while (msg := self.receive())[0] == "postings":
-                dfs, dense = msg[1]
+                sizes, dense = msg[1]
                 fh = fh or open(spill, "rb")  # noqa: SIM115 - closed in finally
-                writer.postings(fh, first, dfs.tolist(), dense.tolist(), n_rows)
-                first += len(dfs)
+                writer.postings(fh, first, sizes.tolist(), dense.tolist())
+                first += len(sizes)
         finally:
             if fh is not None:
                 fh.close()

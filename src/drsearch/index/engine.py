@@ -49,12 +49,13 @@ from ..contract.request import (
     check_k,
     too_many_terms,
 )
-from . import chunktext
+from . import chunktext, listcodes
 from . import native as kernel
 from .blobs import Arena, MappedColumn, MappedFile, MappedRows, open_blob, read_blob
 from .blocklist import BlockList
 from .doctable import DocTable, PagedFields
 from .hidden_terms import absent_keys, blocked_only_terms
+from .listcodes import RAW_WIDTH, check_layout, list_bytes
 from .quantized import QUANT_MAX_LISTS, QuantLists
 from .query import ParsedQuery, QueryTerm, parse_query
 from .releases import BlocklistChoice, ReleasePolicy, choose_blocklist, locate
@@ -65,8 +66,8 @@ from .schema import (
     SHARD_SCHEMA_VERSION,
     SHARD_VERSIONS,
     SPAN_TEXT_VERSION,
-    block_count,
     chunk_text_source,
+    has_list_codes,
 )
 from .scoring import (
     IDF_FLOOR,
@@ -128,12 +129,23 @@ _SNIPPET_STEMS_MAX = 1 << 16
 # _PARSED_MAX entries the dict starts over (at most ~2 MB, never a different parse).
 _PARSED_MAX = 4096
 _PARSED_QUERY_CHARS = 256
+# (term, id, df, dense, max_impact, the list if short, code width, table size): a file before
+# schema version 5 has no width and n_table columns, its lists are raw (listcodes.py).
 _TERMS_SELECT = (
     "SELECT t.term, t.id, t.df, t.dense, t.max_impact, CASE WHEN t.dense = 0 AND t.df <= ?1 THEN "
-    "p.data END FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id WHERE t.term IN ")
-_TERMS_SQL = [_TERMS_SELECT + "(" + ", ".join(f"?{i + 2}" for i in range(n)) + ")"
-              for n in range(_PLACEHOLDER_TERMS + 1)]
-_TERMS_SQL_JSON = _TERMS_SELECT + "(SELECT value FROM json_each(?2))"
+    "p.data END, {codes} FROM terms AS t LEFT JOIN postings AS p ON t.dense = 0 AND p.id = t.id "
+    "WHERE t.term IN ")
+
+
+def _terms_sql(codes: str) -> tuple[list[str], str]:
+    """The term-row statements (by term count, then for many terms by a JSON array)."""
+    select = _TERMS_SELECT.format(codes=codes)
+    return ([select + "(" + ", ".join(f"?{i + 2}" for i in range(n)) + ")"
+             for n in range(_PLACEHOLDER_TERMS + 1)], select + "(SELECT value FROM json_each(?2))")
+
+
+_TERMS_SQL, _TERMS_SQL_JSON = _terms_sql("t.width, t.n_table")
+_TERMS_SQL_RAW, _TERMS_SQL_JSON_RAW = _terms_sql(f"{RAW_WIDTH}, 0")
 _DOC_COLUMNS = ("d.id, d.docid, d.url, d.canonical_url, d.title, t.text, d.metadata, d.n_words, "
                 "d.n_chunks FROM documents AS d JOIN doc_texts AS t ON t.id = d.id")
 # One row either way: the document's rowid, or 0 (never a rowid) when there is none, so a
@@ -246,11 +258,17 @@ def _connect(path: Path) -> apsw.Connection:
     return conn
 
 
-def _sparse(name: str, df: int, top: float, buf: Any, nbytes: int) -> SparseTerm:
-    """A posting BLOB's bytes (df float64 impacts, df uint32 rowids, its block maxima) as a
-    SparseTerm of views into them."""
-    return SparseTerm(name, df, np.frombuffer(buf, "<u4", df, 8 * df), np.frombuffer(buf, "<f8", df), top,
-                      np.frombuffer(buf, "<f8", (nbytes - 12 * df) // 8, 12 * df))
+def _sparse(name: str, df: int, top: float, buf: Any, nbytes: int, width: int = RAW_WIDTH,
+            n_table: int = 0, arena: Arena | None = None) -> SparseTerm:
+    """A posting BLOB's bytes (its table and codes or its float64 impacts, df uint32 rowids, its
+    block maxima: listcodes.py) as a SparseTerm of views into them (a coded list's impacts:
+    ``table[codes]``, in ``arena`` when given, else a new array). ValueError for a code beyond
+    its table."""
+    out = None
+    if arena is not None and width != RAW_WIDTH:
+        out = arena.take(8 * df).view(np.float64)
+    rows, impacts, block_max = listcodes.decode(buf, df, width, n_table, nbytes, out)
+    return SparseTerm(name, df, rows, impacts, top, block_max)
 
 
 class Engine:
@@ -274,6 +292,8 @@ class Engine:
         # read through the chunk_texts view, not from a TEXT column in the pages.
         self.schema_version: int = conn.execute("PRAGMA user_version").get
         self._text_source = chunk_text_source(self.schema_version)
+        # Version 5's lists may be coded (listcodes.py): the terms rows say how.
+        self._coded = has_list_codes(self.schema_version)
         # Schema version 2 stores block maxima after each long posting list; a version-1 file
         # has none and ranks (exactly) with the per-term bounds only.
         self.block_postings: int | None = _block_postings(conn, self.meta)
@@ -323,7 +343,9 @@ class Engine:
                     self._chunk_texts = self._file.column("chunks", "text")
                 elif kernel.span_texts():  # cut from the documents' text in C (else in Python)
                     self._chunk_texts = self._file.span_texts()
-                self._term_rows = self._file.rows("terms", ("id", "df", "dense", "max_impact"), "iiir")
+                self._term_rows = self._file.rows(
+                    "terms", ("id", "df", "dense", "max_impact", "width", "n_table") if self._coded
+                    else ("id", "df", "dense", "max_impact"), "iiirii" if self._coded else "iiir")
             except IncompatibleIndexError:
                 self._file.close()
                 raise
@@ -570,43 +592,50 @@ class Engine:
         inline = self.options.inline_postings
         pages = self._pages
         c_rows = self._term_rows.find(todo) if from_pages and self._term_rows is not None else None
+        coded = self._coded
         if c_rows is not None:
             inline = -1  # no list came with its row
-            found = {name: (name, *row, None) for name, row in zip(todo, c_rows, strict=True)
-                     if row is not None}
+            found = {name: (name, *row[:4], None, *(row[4:] if coded else (RAW_WIDTH, 0)))
+                     for name, row in zip(todo, c_rows, strict=True) if row is not None}
         elif len(todo) <= _PLACEHOLDER_TERMS:
-            found = {row[0]: row for row in db.execute(_TERMS_SQL[len(todo)], [inline, *todo])}
+            sql = (_TERMS_SQL if coded else _TERMS_SQL_RAW)[len(todo)]
+            found = {row[0]: row for row in db.execute(sql, [inline, *todo])}
         else:
-            found = {row[0]: row for row in db.execute(_TERMS_SQL_JSON, (inline, json.dumps(todo)))}
+            sql = _TERMS_SQL_JSON if coded else _TERMS_SQL_JSON_RAW
+            found = {row[0]: row for row in db.execute(sql, (inline, json.dumps(todo)))}
         if time.monotonic() > deadline:
             raise QueryTimeoutError("query ran past its time limit")
         bp = self.block_postings
         long_ids: list[int] = []
         long_bufs: list[Any] = []
-        copies: list[tuple[int, str, int, float, Any]] = []  # kept once read (below)
+        copies: list[tuple[int, str, int, float, Any, int, int]] = []  # kept once read (below)
+        filled: list[tuple[int, str, int, float, Any, int, int]] = []  # made once read (below)
         for i, name in enumerate(names):
             row = found.get(name)
             if row is None:
                 continue
-            _, tid, df, dense, top, data = row
+            _, tid, df, dense, top, data, width, n_table = row
             if dense:
                 out[i] = self._dense_term(name, tid, df)
                 if from_pages:
                     self._keep(name, (tid, df), _KEPT_ENTRY_BYTES)
                 continue
-            nbytes = 12 * df + 8 * (block_count(df, bp) if bp else 0)
+            check_layout(name, df, width, n_table)
+            nbytes = list_bytes(df, width, n_table, bp)
             if paged and nbytes > self.options.paged_list_bytes:
-                out[i] = self._paged_term(name, tid, df, top, nbytes, keep=from_pages)
+                out[i] = self._paged_term(name, tid, df, top, nbytes, width, n_table, keep=from_pages)
                 continue
             if df > inline and pages is not None:  # filled below, with the others
                 if from_pages and nbytes <= PAGED_LIST_BYTES:  # a copy of its own, then kept
                     buf: Any = np.empty(nbytes, np.uint8)
-                    copies.append((i, name, df, top, buf))
-                else:
+                    copies.append((i, name, df, top, buf, width, n_table))
+                else:  # (made once filled: a coded list's impacts are decoded at once)
                     buf = arena.take(nbytes)
+                    filled.append((i, name, df, top, buf, width, n_table))
                 long_ids.append(tid)
                 long_bufs.append(buf)
-            elif df > inline:
+                continue
+            if df > inline:
                 if time.monotonic() > deadline:
                     raise QueryTimeoutError("query ran past its time limit")
                 buf = read_blob(db, "postings", "data", tid, nbytes, arena)
@@ -616,25 +645,37 @@ class Engine:
                 got = "no row" if data is None else f"{len(data)} bytes" if isinstance(data, bytes) \
                     else f"a {type(data).__name__}"
                 raise IncompatibleIndexError(f"postings.data row {tid}: {got}, expected {nbytes} bytes")
-            out[i] = _sparse(name, df, top, buf, nbytes)
+            out[i] = _sparse(name, df, top, buf, nbytes, width, n_table)
         if long_ids:
             assert pages is not None
             if time.monotonic() > deadline:
                 raise QueryTimeoutError("query ran past its time limit")
             pages.read_into(long_ids, long_bufs)
-        for i, name, df, top, buf in copies:
+        for i, name, df, top, buf, width, n_table in filled:
+            out[i] = _sparse(name, df, top, buf, buf.nbytes, width, n_table, arena)
+        for i, name, df, top, buf, width, n_table in copies:
             # Read-only before any view is made: every later query of every thread shares it.
             buf.flags.writeable = False
-            term = out[i] = _sparse(name, df, top, buf, buf.nbytes)
-            self._keep(name, term, buf.nbytes + _KEPT_COPY_BYTES)
+            term = _sparse(name, df, top, buf, buf.nbytes, width, n_table)
+            if width != RAW_WIDTH:  # its impacts decoded once, then kept (and shared) too
+                term.impacts.flags.writeable = False
+            out[i] = term
+            self._keep(name, term, buf.nbytes + 8 * df + _KEPT_COPY_BYTES)
 
-    def _paged_term(self, name: str, tid: int, df: int, top: float, nbytes: int, keep: bool) -> PagedTerm:
-        """Term ``name``'s list (row ``tid``, ``nbytes`` long) ranked where it lies in the
-        file's pages; with ``keep``, kept for later queries (_KEPT_TERMS_BYTES)."""
+    def _paged_term(self, name: str, tid: int, df: int, top: float, nbytes: int, width: int,
+                    n_table: int, keep: bool) -> PagedTerm:
+        """Term ``name``'s list (row ``tid``, ``nbytes`` long, codes of ``width`` bytes into a
+        table of ``n_table``) ranked where it lies in the file's pages; with ``keep``, kept for
+        later queries (_KEPT_TERMS_BYTES). A coded list's table is copied out of the pages
+        here, once, into its descriptor (listcodes.descriptor): the kernel reads it there."""
         assert self._pages is not None
         # (pieces: IncompatibleIndexError for a missing row or one of another length)
-        term = PagedTerm(name, df, top, self._pages.file.pages, self._pages.pieces(tid, nbytes),
-                         functools.partial(self._read_paged, name, tid, df, top, nbytes))
+        file = self._pages.file.pages
+        pieces = self._pages.pieces(tid, nbytes)
+        if width != RAW_WIDTH:
+            pieces = listcodes.descriptor(pieces, width, listcodes.gather(file, pieces, 0, 8 * n_table))
+        term = PagedTerm(name, df, top, file, pieces,
+                         functools.partial(self._read_paged, name, tid, df, top, nbytes, width, n_table))
         if keep:
             self._keep(name, term, len(term.pieces) + _KEPT_ENTRY_BYTES)
         return term
@@ -659,13 +700,16 @@ class Engine:
             at = (self._pages.file.pages, self._dense_pieces(tid))
         return DenseTerm(name, df, self._dense_loader(tid), self._dense_picker(tid), at)
 
-    def _read_paged(self, name: str, tid: int, df: int, top: float, nbytes: int) -> SparseTerm:
+    def _read_paged(self, name: str, tid: int, df: int, top: float, nbytes: int, width: int,
+                    n_table: int) -> SparseTerm:
         """A paged list's arrays, for the paths that need them (``PagedTerm.read``): copied
-        into this thread's arena, valid until its next query."""
+        into this thread's arena, valid until its next query (a coded list's impacts decoded
+        there too)."""
         assert self._pages is not None
-        buf = self._arena().take(nbytes)
+        arena = self._arena()
+        buf = arena.take(nbytes)
         self._pages.read_into([tid], [buf])
-        return _sparse(name, df, top, buf, nbytes)
+        return _sparse(name, df, top, buf, nbytes, width, n_table, arena)
 
     def _dense_pieces(self, tid: int) -> bytes:
         """Where clamped term ``tid``'s tf array (its dense_tfs BLOB) lies in the file's pages,

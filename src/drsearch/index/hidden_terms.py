@@ -29,7 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..contract.errors import IncompatibleIndexError
-from .schema import chunk_text_source
+from .listcodes import RAW_WIDTH, check_layout, rowids_at
+from .schema import chunk_text_source, has_list_codes
 from .text import MAX_TOKEN_BYTES, Tokenizer, indexed_term
 
 # Appended to a hidden term to make the key it is looked up under: sorted right after the term
@@ -56,7 +57,9 @@ def blocked_only_terms(conn: apsw.Connection, tokenizer: Tokenizer,
         return frozenset()
     rows = np.flatnonzero(blocked).tolist()
     in_chunks: Counter[str] = Counter()  # candidate -> blocked chunks whose text holds it
-    source = chunk_text_source(conn.execute("PRAGMA user_version").get)
+    version = conn.execute("PRAGMA user_version").get
+    source = chunk_text_source(version)
+    codes = "width, n_table" if has_list_codes(version) else f"{RAW_WIDTH}, 0"  # (listcodes.py)
     for (text,) in conn.execute(f"SELECT text FROM {source} WHERE id IN (SELECT value FROM json_each(?))",
                                 (json.dumps(rows),)):
         terms = set(tokenizer.terms(text))
@@ -68,12 +71,15 @@ def blocked_only_terms(conn: apsw.Connection, tokenizer: Tokenizer,
     hidden: list[str] = []
     candidates = sorted(in_chunks)
     for i in range(0, len(candidates), _BATCH):
-        rows_of = [(term, tid, df, bool(dense)) for term, tid, df, dense in conn.execute(
-            "SELECT term, id, df, dense FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-            (json.dumps(candidates[i:i + _BATCH]),)) if df <= in_chunks[term]]
-        sparse = [(term, tid, df) for term, tid, df, dense in rows_of if not dense]
-        hidden.extend(_all_blocked(sparse, _blobs(conn, "postings", [tid for _, tid, _ in sparse]), blocked))
-        hidden.extend(term for term, tid, _, dense in rows_of  # (rare: half the chunks blocked)
+        rows_of = [(term, tid, df, bool(dense), width, n_table)
+                   for term, tid, df, dense, width, n_table in conn.execute(
+                       f"SELECT term, id, df, dense, {codes} FROM terms WHERE term IN "
+                       "(SELECT value FROM json_each(?))", (json.dumps(candidates[i:i + _BATCH]),))
+                   if df <= in_chunks[term]]
+        sparse = [(term, tid, df, _rowids_at(term, df, width, n_table))
+                  for term, tid, df, dense, width, n_table in rows_of if not dense]
+        hidden.extend(_all_blocked(sparse, _blobs(conn, "postings", [t[1] for t in sparse]), blocked))
+        hidden.extend(term for term, tid, _, dense, _, _ in rows_of  # (rare: half the chunks blocked)
                       if dense and _dense_all_blocked(conn, tid, blocked))
     return frozenset(hidden)
 
@@ -84,24 +90,31 @@ def _blobs(conn: apsw.Connection, table: str, ids: list[int]) -> dict[int, objec
                              (json.dumps(ids),))) if ids else {}
 
 
-def _all_blocked(terms: list[tuple[str, int, int]], data: dict[int, object],
+def _rowids_at(term: str, df: int, width: int, n_table: int) -> int:
+    """Where term's rowids start in its posting BLOB (its layout checked: CorruptIndexError)."""
+    check_layout(term, df, width, n_table)
+    return rowids_at(df, width, n_table)
+
+
+def _all_blocked(terms: list[tuple[str, int, int, int]], data: dict[int, object],
                  blocked: npt.NDArray[np.bool_]) -> list[str]:
-    """Those of ``terms`` ((term, row, df) of sparse terms; ``data``: row -> its posting BLOB)
-    whose every posting's chunk is blocked: one numpy pass over all their rowids."""
+    """Those of ``terms`` ((term, row, df, where its rowids start) of sparse terms; ``data``:
+    row -> its posting BLOB) whose every posting's chunk is blocked: one numpy pass over all
+    their rowids."""
     if not terms:
         return []
     lists = []
-    for _, tid, df in terms:
+    for _, tid, df, at in terms:
         buf = data.get(tid)
-        if not isinstance(buf, bytes) or len(buf) < 12 * df or df < 1:
+        if not isinstance(buf, bytes) or len(buf) < at + 4 * df or df < 1:
             raise IncompatibleIndexError(f"damaged postings row {tid}")
-        lists.append(np.frombuffer(buf, "<u4", df, 8 * df))
+        lists.append(np.frombuffer(buf, "<u4", df, at))
     chunks = np.concatenate(lists)
     if int(chunks.max()) >= len(blocked):
         raise IncompatibleIndexError("damaged postings (a chunk past the last)")
-    starts = np.cumsum([0] + [df for _, _, df in terms[:-1]])
+    starts = np.cumsum([0] + [t[2] for t in terms[:-1]])
     every = np.logical_and.reduceat(blocked[chunks], starts)
-    return [term for (term, _, _), yes in zip(terms, every.tolist(), strict=True) if yes]
+    return [t[0] for t, yes in zip(terms, every.tolist(), strict=True) if yes]
 
 
 def _dense_all_blocked(conn: apsw.Connection, tid: int, blocked: npt.NDArray[np.bool_]) -> bool:

@@ -37,10 +37,12 @@ from typing import Any
 from urllib.parse import quote
 
 import apsw
+import numpy as np
 
 from ..contract.errors import NotADatabaseError
 from . import chunktext
-from .schema import APPLICATION_ID, READABLE_VERSIONS
+from .listcodes import RAW_WIDTH, layout_problem, list_bytes, rowids_at, table_problem
+from .schema import APPLICATION_ID, READABLE_VERSIONS, has_list_codes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100
@@ -219,6 +221,55 @@ def document_problems(path: str | os.PathLike[str], limit: int = 3) -> list[str]
     return problems
 
 
+def posting_problems(path: str | os.PathLike[str], limit: int = 3) -> list[str]:
+    """Every sparse term's posting list checked against its ``terms`` row, on a read-only
+    immutable connection: its layout (schema 5: code width and table size, listcodes.py), its
+    BLOB's length, a coded list's table strictly ascending, its every code within the table and
+    its padding zero, and its rowids ascending within the chunks. [] if all are sound, else up
+    to ``limit`` one-line problems naming the term (or the SQLite error that stopped the scan).
+    Raises NotADatabaseError only if the file cannot be opened at all."""
+    problems: list[str] = []
+    conn = _connect_ro(Path(path))
+    try:
+        version = int(conn.execute("PRAGMA user_version").get)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        bp = int(json.loads(meta["block_postings"])) if "block_postings" in meta else None
+        n_rows = int(json.loads(meta.get("chunks", "0")))
+        codes = "t.width, t.n_table" if has_list_codes(version) else f"{RAW_WIDTH}, 0"
+        rows = conn.execute(f"SELECT t.term, t.df, {codes}, p.data FROM terms AS t LEFT JOIN postings AS p "
+                            "ON p.id = t.id WHERE t.dense = 0")
+        for term, df, width, n_table, data in rows:
+            problem = _list_problem(df, width, n_table, data, bp, n_rows)
+            if problem is not None:
+                problems.append(f"the posting list of {str(term)[:80]!r}: {problem}")
+                if len(problems) >= limit:
+                    break
+    except (apsw.Error, KeyError, ValueError) as e:
+        problems.append(f"{e.__class__.__name__}: {e}")
+    finally:
+        conn.close()
+    return problems
+
+
+def _list_problem(df: int, width: int, n_table: int, data: Any, bp: int | None, n_rows: int) -> str | None:
+    """What is wrong with one sparse list (None: nothing)."""
+    bad = layout_problem(df, width, n_table)
+    if bad is not None:
+        return f"its terms row is damaged ({bad})"
+    if not isinstance(data, bytes):
+        return "no postings row"
+    want = list_bytes(df, width, n_table, bp)
+    if len(data) != want:
+        return f"{len(data)} bytes, its terms row says {want}"
+    bad = table_problem(data, df, width, n_table)
+    if bad is not None:
+        return bad
+    ids = np.frombuffer(data, "<u4", df, rowids_at(df, width, n_table)).astype(np.int64)
+    if df and (int(ids[0]) < 1 or int(ids[-1]) > n_rows or bool(np.any(ids[1:] <= ids[:-1]))):
+        return "its rowids are not ascending within the chunks"
+    return None
+
+
 # -- FTS5 integrity-check through a read-only VFS ------------------------------------------
 
 _VFS_NAME = "drsearch-readonly"
@@ -395,6 +446,7 @@ __all__ = [
     "fts5_tables",
     "header_problems",
     "missing_docids",
+    "posting_problems",
     "quick_check",
     "read_sqlite_header",
     "sha256_file",

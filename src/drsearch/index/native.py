@@ -38,10 +38,12 @@ import numpy.typing as npt
 # traversed over 8-bit quantised impacts), 17 = span texts (a text column argument naming
 # schema version 4's chunk spans, span_column; SPAN_TEXTS; lz_pack and lz_unpack, the drlz
 # codec; lz_join, a text's words joined for it), 18 = search_hits without texts (the ranked
-# path's hits in one call, one short list in one pass). A kernel built from an older _kernels.c is not
+# path's hits in one call, one short list in one pass), 19 = coded posting lists (schema 5: a
+# paged list's pieces table followed by its code width, table size and table:
+# listcodes.descriptor). A kernel built from an older _kernels.c is not
 # used: ranking falls back to numpy (same results) and posting lists are read by blob I/O, and
 # native=True says why.
-KERNEL_ABI = 18
+KERNEL_ABI = 19
 
 F64 = npt.NDArray[np.float64]
 Array = npt.NDArray[Any]

@@ -30,7 +30,7 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     ``chunk_texts`` view since version 4, ``chunks.text`` before. ``bm25()`` reads only
     FTS5's own tables, so it ranks on any connection; reading the text through FTS5
     (``integrity-check``, ``highlight()``, ``rebuild``) needs the function.
-``terms(term, id, df, dense, max_impact)``, ``postings(id, data)`` and ``dense_tfs(id, tfs)``
+``terms(term, id, df, dense, max_impact, width, n_table)``, ``postings(id, data)`` and ``dense_tfs(id, tfs)``
     the fast scorer's inverted index, derived from FTS5's own tokenizer. For a term in fewer
     than half of the chunks, ``data`` holds each chunk's BM25 impact for that term (``df``
     float64s, bit-identical to FTS5's ``bm25()`` for the term alone) followed by the chunk
@@ -43,6 +43,10 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
     consecutive postings (the last run may be shorter), the per-block bounds of block-max
     pruning (:func:`block_count`; ``meta.block_postings`` records the 64). A version-1 file
     has no block maxima; it is read and ranked exactly, with the per-term bounds only.
+    Since schema version 5 a list may store its impacts as codes into a table of its distinct
+    impacts (:mod:`drsearch.index.listcodes`): ``width`` 1 or 2 (bytes per code) and
+    ``n_table`` (the table's size) say so; width 8 with no table is the raw layout above.
+    Versions 1-4 have neither column: every list is raw.
 ``arrays(name, dtype, data)``
     dense per-chunk arrays: ``chunk_doc`` (document rowid), ``chunk_len`` (tokens),
     ``chunk_ordinal`` (the chunk's position in its document); and every document's
@@ -54,7 +58,6 @@ Tables (all written once, in one transaction, by :mod:`drsearch.index.build`):
 from __future__ import annotations
 
 APPLICATION_ID = 0x44525331  # "DRS1"
-SCHEMA_VERSION = 4
 # A shard of a split index (drsearch.index.shards): version 2 plus ``meta.shard`` and the
 # ``shard_terms`` table, whose corpus-wide statistics the engine must use in place of the
 # file's own: a reader that does not know them would rank and cut snippets differently.
@@ -63,11 +66,16 @@ SHARD_SCHEMA_VERSION = 3
 # a version-4 file is a version-4 file with ``meta.shard`` and ``shard_terms``: no reader that
 # predates shards opens version 4, so it needs no version of its own.
 SPAN_TEXT_VERSION = 4
+# Posting lists whose impacts are codes into a per-term table of its distinct impacts
+# (listcodes.py; the terms row's width and n_table). A reader that predates it would take a
+# coded list for a damaged one.
+CODED_LIST_VERSION = 5
+SCHEMA_VERSION = CODED_LIST_VERSION
 # The versions this drsearch opens: 1 (no block maxima: ranked with per-term bounds only), 2,
-# 3 (a shard of a version-2 file) and 4.
-READABLE_VERSIONS = (1, 2, 3, 4)
+# 3 (a shard of a version-2 file), 4 and 5.
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 # The versions a shard may have (a version-3 file is always one).
-SHARD_VERSIONS = (SHARD_SCHEMA_VERSION, SPAN_TEXT_VERSION)
+SHARD_VERSIONS = (SHARD_SCHEMA_VERSION, SPAN_TEXT_VERSION, CODED_LIST_VERSION)
 # Postings per block of the stored block maxima (schema version 2).
 BLOCK_POSTINGS = 64
 DOC_TEXT_CODEC = "zlib"
@@ -112,15 +120,18 @@ CREATE TABLE urls(canonical_url TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT 
 {chunks}
 CREATE TABLE terms(
     term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER NOT NULL, dense INTEGER NOT NULL,
-    max_impact REAL NOT NULL
+    max_impact REAL NOT NULL{codes}
 ) WITHOUT ROWID;
 CREATE TABLE postings(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE dense_tfs(id INTEGER PRIMARY KEY, tfs BLOB NOT NULL);
 CREATE TABLE arrays(name TEXT PRIMARY KEY, dtype TEXT NOT NULL, data BLOB NOT NULL);
 """
 # The layout of the current version, and of version 2 (what a shard of a version-2 file keeps).
-DDL_V2 = DDL.replace("{chunks}", _CHUNKS_V2)
-DDL = DDL.replace("{chunks}", _CHUNKS)
+_TERM_CODES = ", width INTEGER NOT NULL, n_table INTEGER NOT NULL"
+DDL_V2 = DDL.replace("{chunks}", _CHUNKS_V2).replace("{codes}", "")
+# Version 4's layout (raw lists; no width, n_table): what a shard of a version-4 file keeps.
+DDL_V4 = DDL.replace("{chunks}", _CHUNKS).replace("{codes}", "")
+DDL = DDL.replace("{chunks}", _CHUNKS).replace("{codes}", _TERM_CODES)
 
 # A shard's every corpus term (all shards hold the same rows): its corpus-wide df and whether
 # only blocked documents hold it, under the blocklist of the split (snippet weights).
@@ -153,6 +164,13 @@ def chunk_text_source(version: int) -> str:
     return "chunk_texts" if version >= SPAN_TEXT_VERSION else "chunks"
 
 
-__all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "DDL", "DDL_V2", "DOC_TEXT_CODEC", "FTS_DDL", "FTS_DDL_V2",
+def has_list_codes(version: int) -> bool:
+    """Whether a file of schema ``version`` may store a list's impacts as codes (its ``terms``
+    rows have ``width`` and ``n_table``)."""
+    return version >= CODED_LIST_VERSION
+
+
+__all__ = ["APPLICATION_ID", "BLOCK_POSTINGS", "CODED_LIST_VERSION", "DDL", "DDL_V2", "DDL_V4",
+           "DOC_TEXT_CODEC", "FTS_DDL", "FTS_DDL_V2",
            "READABLE_VERSIONS", "REQUIRED_TABLES", "SCHEMA_VERSION", "SHARD_DDL", "SHARD_SCHEMA_VERSION",
-           "SHARD_VERSIONS", "SPAN_TEXT_VERSION", "block_count", "chunk_text_source"]
+           "SHARD_VERSIONS", "SPAN_TEXT_VERSION", "block_count", "chunk_text_source", "has_list_codes"]

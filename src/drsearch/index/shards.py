@@ -47,17 +47,20 @@ from .build import SourceChunk, build
 from .doctable import DocTable
 from .engine import Engine
 from .fts5spec import sql_string
+from .listcodes import RAW_WIDTH, check_layout, decode, list_blob
 from .schema import (
     APPLICATION_ID,
     BLOCK_POSTINGS,
     DDL,
     DDL_V2,
+    DDL_V4,
     FTS_DDL,
     FTS_DDL_V2,
     SHARD_DDL,
     SHARD_SCHEMA_VERSION,
     SPAN_TEXT_VERSION,
     block_count,
+    has_list_codes,
 )
 from .terms import IDF_FLOOR, chunk_norms, term_impacts
 
@@ -113,11 +116,14 @@ class _Shard:
     """One shard file being written (a temporary name until complete)."""
 
     def __init__(self, path: Path, src: Path, index: int, docs: tuple[int, int], chunks: tuple[int, int],
-                 tokenizer: str, spans: bool) -> None:
-        """``spans``: the source is a version-4 index (chunks as spans of their documents'
-        texts): so is the shard; else a version-3 shard of a version-2 index."""
+                 tokenizer: str, source_version: int) -> None:
+        """``source_version``: the index's; a shard of a version-4 or -5 index (chunks as spans
+        of their documents' texts; version 5: coded lists, listcodes.py) is of the same
+        version, a shard of a version-2 index is a version-3 file."""
+        spans = source_version >= SPAN_TEXT_VERSION
         self.path, self.index, self.spans = path, index, spans
-        self.version = SPAN_TEXT_VERSION if spans else SHARD_SCHEMA_VERSION
+        self.coded = has_list_codes(source_version)
+        self.version = source_version if spans else SHARD_SCHEMA_VERSION
         self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         self.tmp.unlink(missing_ok=True)
         self.first_doc, self.last_doc = docs
@@ -130,10 +136,10 @@ class _Shard:
         self.conn.execute("ATTACH ? AS src", ("file:" + quote(str(src.resolve())) + "?mode=ro&immutable=1",))
         chunktext.register(self.conn)  # FTS5's rebuild reads the chunk_texts view
         self.conn.execute("BEGIN")
-        self.conn.execute(DDL if spans else DDL_V2)
+        self.conn.execute(DDL if self.coded else DDL_V4 if spans else DDL_V2)
         self.conn.execute(SHARD_DDL)
         self.conn.execute((FTS_DDL if spans else FTS_DDL_V2).format(tokenize=tokenizer))
-        self.terms: list[tuple[str, int, int, int, float]] = []
+        self.terms: list[tuple[Any, ...]] = []
         self.postings = self.dense = 0
 
     def copy_rows(self) -> None:
@@ -156,16 +162,18 @@ class _Shard:
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
 
-    def add_term(self, term: str, dense: bool, blob: bytes, df: int, max_impact: float) -> None:
+    def add_term(self, term: str, dense: bool, blob: bytes, df: int, max_impact: float,
+                 width: int = RAW_WIDTH, n_table: int = 0) -> None:
         tid = len(self.terms)
         self.conn.execute(f"INSERT INTO {'dense_tfs' if dense else 'postings'} VALUES(?,?)", (tid, blob))
-        self.terms.append((term, tid, df, int(dense), max_impact))
+        row = (term, tid, df, int(dense), max_impact)
+        self.terms.append((*row, width, n_table) if self.coded else row)
         self.postings += df
         self.dense += dense
 
     def finish(self, meta: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> ShardReport:
         c = self.conn
-        c.executemany("INSERT INTO terms VALUES(?,?,?,?,?)", self.terms)
+        c.executemany(f"INSERT INTO terms VALUES({','.join('?' * (7 if self.coded else 5))})", self.terms)
         c.execute("INSERT INTO shard_terms SELECT term, df, hidden FROM temp.global_terms ORDER BY term")
         rows = ((int(i), str(d), str(u), str(t)) for i, d, u, t in
                 c.execute("SELECT id, docid, url, title FROM documents ORDER BY id"))
@@ -286,7 +294,7 @@ def _split(engine: Engine, paths: list[Path], bl: BlockList,
     try:
         for i, path in enumerate(paths):
             shards.append(_Shard(path, engine.path, i, ranges[i], chunk_ranges[i],
-                                 sql_string(meta["tokenizer"]), engine.schema_version >= SPAN_TEXT_VERSION))
+                                 sql_string(meta["tokenizer"]), engine.schema_version))
             shards[-1].copy_rows()
         hidden = engine.hidden_terms()
         for s in shards:
@@ -316,14 +324,17 @@ def _split(engine: Engine, paths: list[Path], bl: BlockList,
 
 def _split_postings(engine: Engine, shards: list[_Shard], bm25: tuple[float, float, float],
                     chunk_len: npt.NDArray[np.int32], progress: Callable[[int], None] | None) -> None:
-    """Every term's postings cut at the shards' chunk ranges: impacts copied as they are,
-    rowids renumbered, block maxima made again for the shorter lists; a clamped term's tf
-    array sliced. A shard that holds none of a term's chunks gets no row for it."""
+    """Every term's postings cut at the shards' chunk ranges: impacts copied as they are (a
+    version-5 shard's coded again, each part with a table of its own distinct impacts: the same
+    float64s), rowids renumbered, block maxima made again for the shorter lists; a clamped
+    term's tf array sliced. A shard that holds none of a term's chunks gets no row for it."""
     k1, b, avgdl = bm25
     starts = np.array([s.first_chunk for s in shards], dtype=np.int64)
     conn = engine._conn
     done = 0
-    for term, tid, df, dense in conn.execute("SELECT term, id, df, dense FROM terms ORDER BY id"):
+    codes = "width, n_table" if engine._coded else f"{RAW_WIDTH}, 0"
+    for term, tid, df, dense, width, n_table in conn.execute(
+            f"SELECT term, id, df, dense, {codes} FROM terms ORDER BY id"):
         table, column = ("dense_tfs", "tfs") if dense else ("postings", "data")
         row = conn.execute(f"SELECT {column} FROM {table} WHERE id = ?", (tid,)).fetchone()
         if row is None:
@@ -340,16 +351,21 @@ def _split_postings(engine: Engine, shards: list[_Shard], bm25: tuple[float, flo
                                        chunk_norms(lens[nz], k1, b, avgdl), k1 + 1.0)
                     s.add_term(term, True, local.tobytes(), len(nz), float(top.max()))
         else:
-            impacts = np.frombuffer(blob, "<f8", df)
-            rows = np.frombuffer(blob, "<u4", df, 8 * df)
+            check_layout(term, df, width, n_table)
+            rows, impacts, _ = decode(blob, df, width, n_table, len(blob))
             cuts = [*np.searchsorted(rows, starts, side="left").tolist(), df]
             for s, a, z in zip(shards, cuts[:-1], cuts[1:], strict=True):
                 if z > a:
                     part = impacts[a:z]
-                    data = [part.tobytes(), (rows[a:z] - (s.first_chunk - 1)).astype("<u4").tobytes()]
+                    local_rows = rows[a:z] - (s.first_chunk - 1)
+                    if s.coded:
+                        data, w, nt = list_blob(part, local_rows, BLOCK_POSTINGS)
+                        s.add_term(term, False, data, z - a, float(part.max()), w, nt)
+                        continue
+                    parts = [part.tobytes(), local_rows.astype("<u4").tobytes()]
                     if block_count(z - a):
-                        data.append(np.maximum.reduceat(part, np.arange(0, z - a, BLOCK_POSTINGS)).tobytes())
-                    s.add_term(term, False, b"".join(data), z - a, float(part.max()))
+                        parts.append(np.maximum.reduceat(part, np.arange(0, z - a, BLOCK_POSTINGS)).tobytes())
+                    s.add_term(term, False, b"".join(parts), z - a, float(part.max()))
         done += 1
         if progress is not None and done % 10_000 == 0:
             progress(10_000)

@@ -48,6 +48,7 @@ from ..index import (
     fts5_integrity_check,
     header_problems,
     missing_docids,
+    posting_problems,
     quick_check,
     read_sqlite_header,
     sha256_file,
@@ -419,6 +420,9 @@ class _Validator:
             self.timed("corpus fts5 integrity", "FTS5 integrity-check",
                        lambda tick: fts5_integrity_check(path, progress=tick),
                        "FTS5 integrity-check (with content comparison): ok")
+            self.stage("posting lists")
+            self.timed("corpus posting lists", "posting lists", lambda tick: posting_problems(path),
+                       "every posting list sound (its layout, length, table, codes and rowids)")
             return
         try:
             tables = fts5_tables(path)

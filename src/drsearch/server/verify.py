@@ -31,6 +31,7 @@ from ..index import (
     document_problems,
     fts5_integrity_check,
     header_problems,
+    posting_problems,
     quick_check,
     read_sqlite_header,
 )
@@ -60,7 +61,8 @@ def _check_header(path: Path) -> None:
 
 
 def _deep_checks(path: Path) -> None:
-    problems = quick_check(path) or fts5_integrity_check(path) or document_problems(path)
+    problems = (quick_check(path) or fts5_integrity_check(path) or document_problems(path)
+                or posting_problems(path))
     if problems:
         raise IncompatibleIndexError(f"{path}: integrity check failed: {'; '.join(problems[:3])}")
 
