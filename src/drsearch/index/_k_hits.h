@@ -213,21 +213,8 @@ one_pass(Query *q, List *l)
 static int
 query_alloc_one(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
 {
-    if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &q->blocked, PyBUF_SIMPLE) < 0)
+    if (query_alloc_shared(q, blocked_obj, n_rows) < 0)
         return -1;
-    const Py_ssize_t n = q->n = n_rows + 1;
-    if (n_rows < 0 || q->k < 1) {
-        PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
-        return -1;
-    }
-    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->out_ids, 8, "out_chunks") ||
-        check_buffer(&q->out_scores, 8, "out_scores"))
-        return -1;
-    if (q->docs.len / 4 < n || q->out_ids.len / 8 < n || q->out_scores.len / 8 < n ||
-        (q->blocked.obj && q->blocked.len < n)) {
-        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
-        return -1;
-    }
     q->tb = PyMem_RawCalloc(3 * 2, sizeof(Py_buffer));
     q->L = PyMem_RawCalloc(2, sizeof(List));
     q->heap = PyMem_RawMalloc(sizeof(Best) * (size_t)q->k);

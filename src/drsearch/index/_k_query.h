@@ -456,10 +456,11 @@ list_flat(Query *q, Py_ssize_t t)
    docs, buf, out_ids and out_scores acquired): the blocked buffer, the checks of the shared
    buffers' lengths, the window size and the scratch, one entry per term. -1 with an exception
    set otherwise (query_release still releases what was acquired). */
+/* What every query checks, the windowed kernels and one_pass alike: the blocked buffer acquired,
+   q->n set, chunk_doc's, blocked's and the outputs' items and lengths. -1 with an exception set. */
 static int
-query_alloc(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
+query_alloc_shared(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
 {
-    const Py_ssize_t n_terms = q->n_terms;
     if (blocked_obj != Py_None && PyObject_GetBuffer(blocked_obj, &q->blocked, PyBUF_SIMPLE) < 0)
         return -1;
     const Py_ssize_t n = q->n = n_rows + 1;
@@ -467,11 +468,24 @@ query_alloc(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
         PyErr_SetString(PyExc_ValueError, "n_rows must be >= 0 and k >= 1");
         return -1;
     }
-    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->buf, 8, "buf") ||
-        check_buffer(&q->out_ids, 8, "out_chunks") || check_buffer(&q->out_scores, 8, "out_scores"))
+    if (check_buffer(&q->docs, 4, "chunk_doc") || check_buffer(&q->out_ids, 8, "out_chunks") ||
+        check_buffer(&q->out_scores, 8, "out_scores"))
         return -1;
     if (q->docs.len / 4 < n || q->out_ids.len / 8 < n || q->out_scores.len / 8 < n ||
-        (q->blocked.obj && q->blocked.len < n) || q->buf.len < 8 * 64) {
+        (q->blocked.obj && q->blocked.len < n)) {
+        PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+query_alloc(Query *q, PyObject *blocked_obj, Py_ssize_t n_rows)
+{
+    const Py_ssize_t n_terms = q->n_terms;
+    if (query_alloc_shared(q, blocked_obj, n_rows) < 0 || check_buffer(&q->buf, 8, "buf"))
+        return -1;
+    if (q->buf.len < 8 * 64) {
         PyErr_SetString(PyExc_ValueError, "chunk_doc, blocked, buf or output buffers too short");
         return -1;
     }
