@@ -113,3 +113,57 @@ def test_repeat_tests_refuses_a_bad_count_in_one_line(tmp_path: Path, runs: str)
     done = _repeat(tmp_path, runs)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "positive integer" in done.stderr
     assert not (tmp_path / "counter").exists()
+
+
+# Stand-ins for the four tools `make test` runs, in a copy of the Makefile beside a fake .venv:
+# mypy marks that it started and takes a moment; pytest waits for that mark, so it passes only
+# when the checks run beside it, not before or after it. Each exits with the code it is given.
+_FAKE_TOOLS = {
+    "ruff": 'echo "ruff: all checks passed"; exit "${RUFF_RC:-0}"',
+    "mypy": 'touch mypy.started; sleep 1; echo "mypy: success"; exit "${MYPY_RC:-0}"',
+    "lint-imports": 'echo "lint-imports: contracts kept"; exit 0',
+    "pytest": 'for _ in $(seq 200); do [ -e mypy.started ] && break; sleep 0.05; done\n'
+              '[ -e mypy.started ] || { echo "pytest: the checks did not run beside me"; exit 3; }\n'
+              'echo "pytest: 1 passed"; exit "${PYTEST_RC:-0}"',
+}
+
+
+def _make_test(tmp_path: Path, **codes: str) -> subprocess.CompletedProcess[str]:
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    # the dev install's stamp must be newer than what it is made from, or make would install
+    kernel = tmp_path / "src/drsearch/index"
+    kernel.mkdir(parents=True)
+    made_from = ["pyproject.toml", "setup.py", *(f"src/drsearch/index/{name}" for name in
+                 ("_kernels.c", "_gil.c", "_gil.h", "_topk.h", "_pages.h", "_fts5.h"))]
+    for name in made_from:
+        (tmp_path / name).write_text("")
+        os.utime(tmp_path / name, (1_000_000_000, 1_000_000_000))
+    bin_dir = tmp_path / ".venv/bin"
+    bin_dir.mkdir(parents=True)
+    for tool, body in _FAKE_TOOLS.items():
+        (bin_dir / tool).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / tool).chmod(0o755)
+    (tmp_path / ".venv/.installed-dev").write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TEST_WORKERS"}}
+    env.update(DRSEARCH_NO_APT="1", **codes)
+    return subprocess.run(["make", "--no-print-directory", "test"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+@pytest.mark.parametrize(("codes", "passes"), [({}, True), ({"RUFF_RC": "1"}, False), ({"MYPY_RC": "1"}, False),
+                                               ({"PYTEST_RC": "1"}, False)])
+def test_make_test_runs_the_checks_beside_pytest_and_fails_when_any_fails(
+        tmp_path: Path, codes: dict[str, str], passes: bool) -> None:
+    """`make test` starts ruff, mypy and import-linter beside pytest (they kept a core idle for
+    ~25 s when they ran first), prints their output after pytest's, runs every check even when one
+    fails, and fails when any of the four fails."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = _make_test(tmp_path, **codes)
+    out = done.stdout
+    assert (done.returncode == 0) is passes, out + done.stderr
+    assert "did not run beside me" not in out, out
+    assert out.index("pytest: 1 passed") < out.index("ruff: all checks passed") < out.index("mypy: success"), out
+    if codes and "PYTEST_RC" not in codes:
+        assert "make test: FAILED: lint, typecheck or importlint" in out, out
+    assert "lint-imports: contracts kept" in out, out  # every check runs, whichever failed (-k)
