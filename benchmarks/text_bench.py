@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ import corpus_gen
 import numpy as np
 
 from drsearch.index import BuildSettings, Engine, build, read_jsonl
-from drsearch.index.listcodes import RAW_WIDTH, decode, rowids_at
+from drsearch.index.version4 import write_version4
 
 _TABLES = ("postings", "doc_texts", "chunks_fts_data", "terms")
 
@@ -68,33 +67,6 @@ def _latencies(paths: dict[str, Path], queries: list[str], rounds: int,
     return times
 
 
-def _as_v4(src: Path, dst: Path) -> None:
-    """Copy the version-5 file ``src`` to ``dst`` as version 4: every list raw, the terms rows
-    without width and n_table (tests/index/schema_v4.py does the same for the tests)."""
-    shutil.copyfile(src, dst)
-    conn = apsw.Connection(str(dst))
-    try:
-        with conn:
-            for tid, df, width, n_table, data in conn.execute(
-                    "SELECT t.id, t.df, t.width, t.n_table, p.data FROM terms AS t JOIN postings AS p ON "
-                    f"p.id = t.id WHERE t.dense = 0 AND t.width != {RAW_WIDTH}").fetchall():
-                rows, impacts, _ = decode(data, df, width, n_table, len(data))
-                tail = data[rowids_at(df, width, n_table) + 4 * df:]
-                conn.execute("UPDATE postings SET data = ? WHERE id = ?",
-                             (np.asarray(impacts, "<f8").tobytes() + rows.tobytes() + tail, tid))
-            conn.execute("CREATE TABLE terms_v4(term TEXT PRIMARY KEY, id INTEGER NOT NULL, df INTEGER "
-                         "NOT NULL, dense INTEGER NOT NULL, max_impact REAL NOT NULL) WITHOUT ROWID")
-            conn.execute("INSERT INTO terms_v4 SELECT term, id, df, dense, max_impact FROM terms "
-                         "ORDER BY term")
-            conn.execute("DROP TABLE terms")
-            conn.execute("ALTER TABLE terms_v4 RENAME TO terms")
-            conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
-        conn.execute("PRAGMA user_version=4")
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
-
-
 def _table_mib(path: Path) -> dict[str, float]:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
@@ -108,7 +80,7 @@ def _compare_codes(n: int, corpus: Path, queries: list[str], rounds: int) -> Non
     with tempfile.TemporaryDirectory() as td:
         paths = {"v4": Path(td) / "v4.sqlite3", "v5": Path(td) / "v5.sqlite3"}
         secs = _built(corpus, paths["v5"], "spans")
-        _as_v4(paths["v5"], paths["v4"])
+        write_version4(paths["v5"], paths["v4"])
         sizes = {name: p.stat().st_size / 2**20 for name, p in paths.items()}
         tables = {name: _table_mib(p) for name, p in paths.items()}
         print(f"\n--docs {n}: build v5 {secs:.1f} s; file v4 {sizes['v4']:.1f} MiB, v5 {sizes['v5']:.1f} MiB "

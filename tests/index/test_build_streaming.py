@@ -19,9 +19,9 @@ import pytest
 from drsearch.contract import BuildError, InvalidDocumentError
 from drsearch.index import BlockList, BuildSettings, SourceChunk, build, chunktext, read_jsonl
 from drsearch.index.build import tokenize_worker
+from drsearch.index.version4 import write_version4
 
 from .schema_v1 import write_v1
-from .schema_v4 import write_v4
 
 build_module = importlib.import_module("drsearch.index.build")  # the module, not build()
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def test_same_bytes_for_any_thread_count_and_same_content_as_before(tmp_path: Pa
     # version 2's; FTS5's index and the postings are the same. Version 5 codes the lists'
     # impacts: decoded (a version-4 file), the same postings and terms again.
     v5 = content_digests(spans)
-    v4 = content_digests(write_v4(spans, tmp_path / "v4.sqlite3"))
+    v4 = content_digests(write_version4(spans, tmp_path / "v4.sqlite3"))
     v2 = content_digests(one)
     differ = {"meta", "chunks", "doc_texts"}
     assert {t for t in v2.keys() | v4.keys() if v2.get(t) != v4.get(t)} == differ

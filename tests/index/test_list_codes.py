@@ -21,13 +21,13 @@ import apsw
 import numpy as np
 import pytest
 
-from drsearch.contract import CorruptIndexError
+from drsearch.contract import CorruptIndexError, IncompatibleIndexError
 from drsearch.index import BuildSettings, Engine, EngineOptions, build, listcodes, posting_problems
 from drsearch.index.native import NATIVE_AVAILABLE, native_kernels
 from drsearch.index.scoring import PagedTerm, Scorer, SparseTerm
+from drsearch.index.version4 import write_version4
 
 from ..helpers import best_chunk_per_doc, cranfield_docs, cranfield_queries, fts5_oracle
-from .schema_v4 import write_v4
 
 QUERIES = cranfield_queries()
 build_mod = importlib.import_module("drsearch.index.build")  # (the package's `build` is the function)
@@ -103,7 +103,7 @@ def test_every_layout_ranks_as_fts5_bm25(cran_coded: Path) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_version_4_file_answers_as_version_5(cran_coded: Path, tmp_path: Path, mode: tuple[str, bool]) -> None:
-    v4 = write_v4(cran_coded, tmp_path / "v4.sqlite3")
+    v4 = write_version4(cran_coded, tmp_path / "v4.sqlite3")
     assert v4.stat().st_size > cran_coded.stat().st_size
     pruning, native = mode
     with Engine.open(cran_coded, native=native, pruning=pruning) as e5, \
@@ -115,6 +115,16 @@ def test_a_version_4_file_answers_as_version_5(cran_coded: Path, tmp_path: Path,
         assert e4.search(QUERIES[0], 10) == e5.search(QUERIES[0], 10)
     assert posting_problems(v4) == []
 
+
+
+def test_only_a_version_5_file_is_written_as_version_4(cran_coded: Path, tmp_path: Path) -> None:
+    """A version-4 file given to ``write_version4`` is refused in one line, before its
+    destination is written."""
+    v4 = write_version4(cran_coded, tmp_path / "v4.sqlite3")
+    again = tmp_path / "again.sqlite3"
+    with pytest.raises(IncompatibleIndexError, match="schema version 4, not 5"):
+        write_version4(v4, again)
+    assert not again.exists()
 
 # -- the kernel at the format's boundaries ------------------------------------------------------
 

@@ -16,8 +16,8 @@ import pytest
 
 from drsearch.contract import InvalidDocumentError
 from drsearch.index import BlockList, BuildSettings, build, read_jsonl
+from drsearch.index.version4 import write_version4
 
-from .schema_v4 import write_v4
 from .test_build_streaming import SAMPLE, content_digests
 
 build_module = importlib.import_module("drsearch.index.build")  # the module, not build()
@@ -84,7 +84,7 @@ def test_same_bytes_for_any_thread_count_and_the_same_rows_as_before(tmp_path: P
     two = build_passages(tmp_path, name, tmp_path / "two.sqlite3", threads=2)
     assert one.read_bytes() == two.read_bytes()
     # (schema version 5 codes the lists' impacts: decoded, a version-4 file, the rows as before)
-    assert content_digests(write_v4(one, tmp_path / "v4.sqlite3")) == BEFORE[name]
+    assert content_digests(write_version4(one, tmp_path / "v4.sqlite3")) == BEFORE[name]
 
 
 def _slow(rows: list[dict[str, Any]], written: list[int], seen: dict[str, bool]) -> Iterator[object]:
